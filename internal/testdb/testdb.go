@@ -1,0 +1,174 @@
+// Package testdb gives tests a real PostgreSQL: the server named by
+// TEST_DATABASE_URL, or else one throwaway server per test binary (pgtemp).
+// Each call to New makes a fresh schema with lockctl's tables in it, so tests
+// are isolated from each other and can run in parallel.
+//
+// Without a server, tests skip — except under CI=true, where they fail: CI
+// must never pass by skipping the database tests.
+package testdb
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/store"
+)
+
+// EnvURL names an existing server to test against instead of a throwaway one.
+const EnvURL = "TEST_DATABASE_URL"
+
+var (
+	startOnce sync.Once
+	baseDSN   string
+	startErr  error
+	server    *pgtemp.Instance
+	schemaSeq atomic.Int64
+)
+
+// Main runs the tests and then stops the throwaway server, if one was
+// started. Use it from TestMain: os.Exit(testdb.Main(m)).
+func Main(m *testing.M) int {
+	code := m.Run()
+	if server != nil {
+		_ = server.Close()
+	}
+	return code
+}
+
+// Server returns the throwaway server (starting it if needed), for tests that
+// stop and restart it. It fails the test when TEST_DATABASE_URL is set, since
+// a shared server must not be restarted by a test.
+func Server(t testing.TB) *pgtemp.Instance {
+	t.Helper()
+	if os.Getenv(EnvURL) != "" {
+		t.Fatalf("this test restarts its server and cannot use %s", EnvURL)
+	}
+	base(t)
+	return server
+}
+
+func base(t testing.TB) string {
+	t.Helper()
+	startOnce.Do(func() {
+		if url := os.Getenv(EnvURL); url != "" {
+			baseDSN = url
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		server, startErr = pgtemp.Start(ctx, pgtemp.Options{
+			Fast:          true,
+			HandleSignals: true,
+			Settings:      map[string]string{"max_connections": "300"},
+		})
+		if startErr == nil {
+			baseDSN = server.DSN("")
+		}
+	})
+	if startErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no PostgreSQL for tests (CI=true, so this fails rather than skips): %v", startErr)
+		}
+		t.Skipf("no PostgreSQL for tests (set %s or install the server): %v", EnvURL, startErr)
+	}
+	return baseDSN
+}
+
+// SchemaSQL is the text of the repository's schema.sql.
+func SchemaSQL(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "schema.sql"))
+	if err != nil {
+		t.Fatalf("read schema.sql: %v", err)
+	}
+	return string(b)
+}
+
+// DSN makes a fresh, migrated schema and returns a connection URL whose
+// search_path points at it, for tests that run the binary or open their own
+// connections.
+func DSN(t testing.TB) string {
+	t.Helper()
+	return newSchema(t, true)
+}
+
+// EmptyDSN is DSN without the lock tables: an unmigrated database.
+func EmptyDSN(t testing.TB) string {
+	t.Helper()
+	return newSchema(t, false)
+}
+
+// New returns a pool on a fresh, migrated schema, closed when the test ends.
+func New(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return Pool(t, DSN(t))
+}
+
+// Pool opens a pool on dsn, closed when the test ends.
+func Pool(t testing.TB, dsn string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 40
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+func newSchema(t testing.TB, migrate bool) string {
+	t.Helper()
+	dsn := base(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to test database: %v", err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("t%d_%d", os.Getpid(), schemaSeq.Add(1))
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name}.Sanitize()); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	scoped := withSearchPath(dsn, name)
+	if migrate {
+		c2, err := pgx.Connect(ctx, scoped)
+		if err != nil {
+			t.Fatalf("connect to test schema: %v", err)
+		}
+		defer c2.Close(ctx)
+		if err := store.Migrate(ctx, c2, SchemaSQL(t)); err != nil {
+			t.Fatalf("migrate test schema: %v", err)
+		}
+	}
+	return scoped
+}
+
+// withSearchPath adds a search_path runtime parameter to a URL or a
+// keyword/value connection string.
+func withSearchPath(dsn, schema string) string {
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return dsn + " search_path=" + schema
+	case strings.Contains(dsn, "?"):
+		return dsn + "&search_path=" + schema
+	default:
+		return dsn + "?search_path=" + schema
+	}
+}

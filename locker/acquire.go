@@ -1,0 +1,57 @@
+package locker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// TryAcquire makes one attempt to take key for owner, in one statement on
+// db (a pool, a connection, or the caller's transaction: the grant then
+// commits or rolls back with it; use READ COMMITTED there).
+//
+// It returns a Lease whose Outcome is Acquired, Stolen or Renewed (owner
+// already held it: same token, new expiry), or a *HeldError (errors.Is
+// ErrHeld) naming the holder.
+func (l *Locker) TryAcquire(ctx context.Context, db store.DBTX, key, owner string) (Lease, error) {
+	return l.tryAcquire(ctx, db, key, owner, nil)
+}
+
+// changedRetries bounds re-attempts when the key changes between a refused
+// grant and reading its holder (it was released or expired in between).
+const changedRetries = 3
+
+func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner string, detail map[string]any) (Lease, error) {
+	if err := ValidateKey(key); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
+	}
+	if err := ValidateOwner(owner); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
+	}
+	params := store.GrantParams{
+		Key: key, Owner: owner, TTL: l.cfg.TTL,
+		Metadata: l.cfg.Metadata, Actor: l.ownerActor(owner), Detail: detail,
+	}
+	for range changedRetries {
+		sentAt := time.Now()
+		g, ok, err := store.TryGrant(ctx, db, params)
+		if err != nil {
+			return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
+		}
+		if ok {
+			return leaseFrom(g.Lock, Outcome(g.Outcome), sentAt), nil
+		}
+		cur, found, err := store.Get(ctx, db, key)
+		if err != nil {
+			return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
+		}
+		if found && cur.State() != store.StateFree && cur.State() != store.StateExpired {
+			return Lease{}, &HeldError{Key: key, Owner: cur.Owner, Token: cur.Token,
+				ExpiresAt: cur.ExpiresAt, Remaining: cur.Remaining}
+		}
+		// Released or expired between the attempt and the read: try again.
+	}
+	return Lease{}, fmt.Errorf("locker: acquire %q: the lock changed hands %d times while trying; try again", key, changedRetries)
+}

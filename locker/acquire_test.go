@@ -1,0 +1,104 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+func newLocker(t *testing.T, cfg locker.Config) *locker.Locker {
+	t.Helper()
+	lk, err := locker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
+}
+
+func TestTryAcquireOutcomes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: 300 * time.Millisecond})
+
+	first, err := lk.TryAcquire(ctx, db, "k", "a")
+	if err != nil || first.Outcome != locker.Acquired || first.Token <= 0 {
+		t.Fatalf("first acquire = %+v, %v; want acquired with a token", first, err)
+	}
+
+	again, err := lk.TryAcquire(ctx, db, "k", "a")
+	if err != nil || again.Outcome != locker.Renewed || again.Token != first.Token || !again.ExpiresAt.After(first.ExpiresAt) {
+		t.Fatalf("re-acquire by holder = %+v, %v; want renewed, same token %d, later expiry", again, err, first.Token)
+	}
+
+	_, err = lk.TryAcquire(ctx, db, "k", "b")
+	var held *locker.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, locker.ErrHeld) {
+		t.Fatalf("acquire by other = %v; want *HeldError", err)
+	}
+	if held.Owner != "a" || held.Token != first.Token || held.Remaining <= 0 || held.Remaining > 300*time.Millisecond {
+		t.Fatalf("held error = %+v; want holder a, token %d, remaining in (0, 300ms]", held, first.Token)
+	}
+
+	time.Sleep(350 * time.Millisecond)
+	stolen, err := lk.TryAcquire(ctx, db, "k", "b")
+	if err != nil || stolen.Outcome != locker.Stolen || stolen.Token <= first.Token {
+		t.Fatalf("acquire after expiry = %+v, %v; want stolen with token > %d", stolen, err, first.Token)
+	}
+
+	released, err := lk.Release(ctx, db, stolen)
+	if err != nil || released.Outcome != locker.Released {
+		t.Fatalf("release = %+v, %v", released, err)
+	}
+	row, found, err := store.Get(ctx, db, "k")
+	if err != nil || !found || row.State() != store.StateFree || row.Owner != "b" {
+		t.Fatalf("row after release = %+v found=%v err=%v; want kept, free, last holder b", row, found, err)
+	}
+
+	reacquired, err := lk.TryAcquire(ctx, db, "k", "a")
+	if err != nil || reacquired.Outcome != locker.Acquired || reacquired.Token <= stolen.Token {
+		t.Fatalf("acquire of a free row = %+v, %v; want acquired with token > %d", reacquired, err, stolen.Token)
+	}
+}
+
+func TestTryAcquireRaceOnNewKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+
+	const racers = 16
+	for round := range 20 {
+		key := "race-" + string(rune('a'+round))
+		var wg sync.WaitGroup
+		results := make([]error, racers)
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				_, results[i] = lk.TryAcquire(ctx, db, key, "owner-"+string(rune('A'+i)))
+			})
+		}
+		close(start)
+		wg.Wait()
+		winners := 0
+		for _, err := range results {
+			switch {
+			case err == nil:
+				winners++
+			case errors.Is(err, locker.ErrHeld):
+			default:
+				t.Fatalf("racer got %v; want success or ErrHeld only", err)
+			}
+		}
+		if winners != 1 {
+			t.Fatalf("round %d: %d winners, want exactly 1", round, winners)
+		}
+	}
+}

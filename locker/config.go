@@ -1,0 +1,135 @@
+package locker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures a Locker. The zero value is valid: every field has a
+// documented default.
+type Config struct {
+	// TTL is the lease length of acquisitions and renewals. Defaults to 30s.
+	TTL time.Duration
+	// Actor is recorded on events this Locker causes. Defaults to the owner
+	// id for an owner's own operations and to DefaultActor() for operator
+	// actions (force-expire, force-release, prune).
+	Actor string
+	// Notifier wakes waiting Acquire calls when a key is released. nil: a
+	// waiter wakes at the holder's expiry and every WaitRecheck.
+	Notifier *Notifier
+	// WaitRecheck bounds how long a waiting Acquire sleeps before it tries
+	// again and refreshes its waiter record, in case a wake-up was missed.
+	// Defaults to 5s.
+	WaitRecheck time.Duration
+	// Metadata is stored on every lock row this Locker grants (the console
+	// shows it). Defaults to {"host": hostname, "pid": pid}.
+	Metadata map[string]any
+	// RenewEvery is how often a Keepalive renews. Defaults to TTL/3.
+	RenewEvery time.Duration
+	// SafetyMargin is subtracted from a lease's expiry to get the moment a
+	// Keepalive stops trusting a lease it could not renew. Defaults to TTL/10.
+	SafetyMargin time.Duration
+}
+
+// Locker takes, keeps and gives back leases. It holds configuration only, no
+// connection: every method takes the DBTX to run on. Safe for concurrent use.
+type Locker struct {
+	cfg Config
+}
+
+// New returns a Locker with cfg's defaults filled in.
+func New(cfg Config) (*Locker, error) {
+	if cfg.TTL == 0 {
+		cfg.TTL = 30 * time.Second
+	}
+	if cfg.WaitRecheck == 0 {
+		cfg.WaitRecheck = 5 * time.Second
+	}
+	if cfg.Metadata == nil {
+		cfg.Metadata = defaultMetadata()
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Locker{cfg: cfg}, nil
+}
+
+func (c Config) validate() error {
+	if err := validTTL(c.TTL); err != nil {
+		return err
+	}
+	if c.WaitRecheck < 0 || c.RenewEvery < 0 || c.SafetyMargin < 0 {
+		return errors.New("locker: WaitRecheck, RenewEvery and SafetyMargin must not be negative")
+	}
+	if c.RenewEvery >= c.TTL {
+		return fmt.Errorf("locker: RenewEvery %s must be shorter than TTL %s", c.RenewEvery, c.TTL)
+	}
+	if c.SafetyMargin >= c.TTL {
+		return fmt.Errorf("locker: SafetyMargin %s must be shorter than TTL %s", c.SafetyMargin, c.TTL)
+	}
+	if c.Actor != "" {
+		if err := ValidateOwner(c.Actor); err != nil {
+			return fmt.Errorf("locker: actor: %w", err)
+		}
+	}
+	return nil
+}
+
+// MaxTTL bounds a lease: a year is more than any sane lease and keeps
+// interval arithmetic far from overflow.
+const MaxTTL = 365 * 24 * time.Hour
+
+func validTTL(ttl time.Duration) error {
+	if ttl < time.Millisecond || ttl > MaxTTL {
+		return fmt.Errorf("%w: %s (must be between 1ms and %s)", ErrInvalidTTL, ttl, MaxTTL)
+	}
+	return nil
+}
+
+// TTL is the lease length this Locker grants.
+func (l *Locker) TTL() time.Duration { return l.cfg.TTL }
+
+// WithTTL returns a copy of l that grants leases of ttl.
+func (l *Locker) WithTTL(ttl time.Duration) (*Locker, error) {
+	cfg := l.cfg
+	cfg.TTL = ttl
+	if cfg.RenewEvery >= ttl {
+		cfg.RenewEvery = 0
+	}
+	if cfg.SafetyMargin >= ttl {
+		cfg.SafetyMargin = 0
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Locker{cfg: cfg}, nil
+}
+
+func (l *Locker) renewEvery(ttl time.Duration) time.Duration {
+	if l.cfg.RenewEvery > 0 && l.cfg.RenewEvery < ttl {
+		return l.cfg.RenewEvery
+	}
+	return ttl / 3
+}
+
+func (l *Locker) safetyMargin(ttl time.Duration) time.Duration {
+	if l.cfg.SafetyMargin > 0 && l.cfg.SafetyMargin < ttl {
+		return l.cfg.SafetyMargin
+	}
+	return ttl / 10
+}
+
+func (l *Locker) ownerActor(owner string) string {
+	if l.cfg.Actor != "" {
+		return l.cfg.Actor
+	}
+	return owner
+}
+
+func (l *Locker) operatorActor() string {
+	if l.cfg.Actor != "" {
+		return l.cfg.Actor
+	}
+	return DefaultActor()
+}

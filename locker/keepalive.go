@@ -1,0 +1,118 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Keepalive renews a lease in the background and tells its holder, by
+// cancelling Context, the moment the lease can no longer be trusted.
+type Keepalive struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	lease Lease
+}
+
+// errStopped is the cause after Stop.
+var errStopped = errors.New("locker: keepalive stopped")
+
+// Keepalive starts renewing lease on db every Config.RenewEvery (default a
+// third of the lease's TTL). Its Context, derived from ctx, is cancelled with
+// a cause matching ErrLeaseLost when
+//
+//   - a renewal reports the lease is no longer current (stolen, force-expired,
+//     released), or
+//   - renewals keep failing (database unreachable, say) until the trust
+//     window — the send time of the last successful grant or renewal, plus
+//     TTL, minus Config.SafetyMargin — has passed: a lease that cannot be
+//     proven is treated as lost, because another owner may take it as soon
+//     as it expires.
+//
+// Do the guarded work under Context; call Stop when done, then Release.
+func (l *Locker) Keepalive(ctx context.Context, db store.DBTX, lease Lease) *Keepalive {
+	kctx, cancel := context.WithCancelCause(ctx)
+	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), lease: lease}
+	go k.run(l, db)
+	return k
+}
+
+// Context ends when the lease is lost, Stop is called, or the parent ends.
+func (k *Keepalive) Context() context.Context { return k.ctx }
+
+// Lease is the lease as last renewed.
+func (k *Keepalive) Lease() Lease {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lease
+}
+
+// Err is nil while the lease is kept, and why it is no longer kept after.
+func (k *Keepalive) Err() error {
+	if k.ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(k.ctx)
+}
+
+// Stop stops renewing (it does not release) and waits for the renewer to
+// exit. Context is cancelled.
+func (k *Keepalive) Stop() {
+	k.cancel(errStopped)
+	<-k.done
+}
+
+func (k *Keepalive) run(l *Locker, db store.DBTX) {
+	defer close(k.done)
+	lease := k.Lease()
+	ttl := lease.TTL
+	if ttl == 0 {
+		ttl = l.cfg.TTL
+	}
+	every, margin := l.renewEvery(ttl), l.safetyMargin(ttl)
+	trustUntil := lease.sentAt.Add(ttl - margin)
+	if lease.sentAt.IsZero() {
+		trustUntil = time.Now().Add(ttl - margin)
+	}
+	next := time.Now().Add(every)
+	var lastErr error
+	for {
+		wait := min(time.Until(next), time.Until(trustUntil))
+		select {
+		case <-k.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if !time.Now().Before(trustUntil) {
+			k.cancel(fmt.Errorf("%w: %q could not be renewed before its expiry: %v", ErrLeaseLost, lease.Key, lastErr))
+			return
+		}
+		rctx, cancel := context.WithDeadline(k.ctx, trustUntil)
+		renewed, err := l.Renew(rctx, db, lease)
+		cancel()
+		switch {
+		case err == nil:
+			lease = renewed
+			k.mu.Lock()
+			k.lease = renewed
+			k.mu.Unlock()
+			trustUntil = renewed.sentAt.Add(renewed.TTL - margin)
+			next = time.Now().Add(every)
+			lastErr = nil
+		case errors.Is(err, ErrNotHeld):
+			k.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			return
+		default:
+			// Unknown state: retry soon, but never trust past trustUntil.
+			lastErr = err
+			next = time.Now().Add(min(every/4, time.Second))
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package locker
+
+import (
+	"os"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Outcome says what an operation did.
+type Outcome string
+
+const (
+	Acquired      Outcome = "acquired"       // new row, or a free one: new token
+	Stolen        Outcome = "stolen"         // another owner's expired lease: new, larger token
+	Renewed       Outcome = "renewed"        // already ours: same token, later expiry
+	Released      Outcome = "released"       // freed by its owner
+	Expired       Outcome = "expired"        // force-expired by an operator
+	ForceReleased Outcome = "force_released" // freed by an operator
+)
+
+// Lease is one grant of a key to an owner. Token is its fencing token: on a
+// key, every later grant has a larger one.
+type Lease struct {
+	Key   string
+	Owner string
+	Token int64
+	// ExpiresAt is on the database's clock. Compare it only with other
+	// database times; use ValidFor for a local deadline.
+	ExpiresAt time.Time
+	TTL       time.Duration
+	Outcome   Outcome
+
+	// sentAt is this process's clock (with its monotonic reading) just before
+	// the statement that granted or last renewed the lease was sent. The
+	// database set ExpiresAt after that, so sentAt+TTL never overstates the
+	// lease, whatever the clocks of the two machines say.
+	sentAt time.Time
+}
+
+// ValidFor is how much longer the lease certainly lasts, measured on this
+// process's monotonic clock from before the granting statement was sent.
+// Zero for a Lease not returned by this package.
+func (l Lease) ValidFor() time.Duration {
+	if l.sentAt.IsZero() {
+		return 0
+	}
+	return max(0, l.TTL-time.Since(l.sentAt))
+}
+
+// LeaseOf names a lease by key, owner and token, e.g. from the command line,
+// for Renew, Release or Fence.
+func LeaseOf(key, owner string, token int64) Lease {
+	return Lease{Key: key, Owner: owner, Token: token}
+}
+
+func (l Lease) ref() store.LeaseRef {
+	return store.LeaseRef{Key: l.Key, Owner: l.Owner, Token: l.Token}
+}
+
+func leaseFrom(row store.Lock, outcome Outcome, sentAt time.Time) Lease {
+	return Lease{
+		Key: row.Key, Owner: row.Owner, Token: row.Token,
+		ExpiresAt: row.ExpiresAt, TTL: row.TTL, Outcome: outcome, sentAt: sentAt,
+	}
+}
+
+func defaultMetadata() map[string]any {
+	host, _ := os.Hostname()
+	return map[string]any{"host": host, "pid": os.Getpid()}
+}

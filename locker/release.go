@@ -1,0 +1,58 @@
+package locker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Renew extends lease by its TTL (the Locker's TTL when lease.TTL is zero)
+// from the database's now. It succeeds only while lease is the current,
+// unexpired grant: owner and token must both match. Otherwise it returns a
+// *NotHeldError (errors.Is ErrNotHeld) with the key's current row.
+func (l *Locker) Renew(ctx context.Context, db store.DBTX, lease Lease) (Lease, error) {
+	ttl := lease.TTL
+	if ttl == 0 {
+		ttl = l.cfg.TTL
+	}
+	if err := validTTL(ttl); err != nil {
+		return Lease{}, fmt.Errorf("locker: renew %q: %w", lease.Key, err)
+	}
+	sentAt := time.Now()
+	row, ok, err := store.Renew(ctx, db, lease.ref(), ttl)
+	if err != nil {
+		return Lease{}, fmt.Errorf("locker: renew %q: %w", lease.Key, err)
+	}
+	if !ok {
+		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
+	}
+	return leaseFrom(row, Renewed, sentAt), nil
+}
+
+// Release frees lease (owner and token must match) and wakes waiters. The
+// row stays, marked free, so the next grant on the key still gets a larger
+// token. Releasing a lease that is no longer current changes nothing and
+// returns a *NotHeldError: the caller lost it earlier, which is worth knowing
+// but is not a failure of the release.
+func (l *Locker) Release(ctx context.Context, db store.DBTX, lease Lease) (Lease, error) {
+	row, ok, err := store.Release(ctx, db, lease.ref(), l.ownerActor(lease.Owner))
+	if err != nil {
+		return Lease{}, fmt.Errorf("locker: release %q: %w", lease.Key, err)
+	}
+	if !ok {
+		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
+	}
+	return leaseFrom(row, Released, time.Time{}), nil
+}
+
+// notHeld builds the error for a statement that matched no row, with the
+// key's current row so the message can say what happened.
+func notHeld(ctx context.Context, db store.DBTX, key, owner string, token int64) error {
+	e := &NotHeldError{Key: key, Owner: owner, Token: token}
+	if cur, found, err := store.Get(ctx, db, key); err == nil && found {
+		e.Current = &cur
+	}
+	return e
+}

@@ -1,0 +1,102 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Acquire takes key for owner, waiting while another owner holds it, until
+// it is granted or ctx ends.
+//
+// It does not poll: between attempts it sleeps until the holder's lease
+// expires (read from the database clock), a release of the key is announced
+// (with Config.Notifier), or Config.WaitRecheck passes, whichever is first,
+// plus a little jitter so waiters do not all retry at once. While it waits,
+// a record in distributed_lock_waiter shows it in the console; it is removed
+// when Acquire returns, however it returns.
+//
+// Run it on a pool or a connection, not inside a transaction: the waiter
+// record would be invisible until commit, and a transaction that waits holds
+// its snapshot and locks for as long. Inside a transaction, use TryAcquire.
+func (l *Locker) Acquire(ctx context.Context, db store.DBTX, key, owner string) (Lease, error) {
+	lease, err := l.TryAcquire(ctx, db, key, owner)
+	var held *HeldError
+	if !errors.As(err, &held) {
+		return lease, err
+	}
+	started := time.Now()
+
+	var wake <-chan struct{}
+	if l.cfg.Notifier != nil {
+		ch, unsubscribe := l.cfg.Notifier.Subscribe(key)
+		defer unsubscribe()
+		wake = ch
+	}
+	seenFor := 3 * l.cfg.WaitRecheck
+	waiterID, err := store.AddWaiter(ctx, db, key, owner, seenFor)
+	if err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire %q: register waiter: %w", key, err)
+	}
+	defer func() {
+		// The caller's ctx may be done; the record must go regardless.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = store.RemoveWaiter(rctx, db, waiterID)
+	}()
+
+	lastRefresh := time.Now()
+	for {
+		// Registered and subscribed: a release from here on wakes us, so one
+		// more attempt closes the gap since the first.
+		lease, err = l.tryAcquire(ctx, db, key, owner, map[string]any{"waited_ms": time.Since(started).Milliseconds()})
+		if !errors.As(err, &held) {
+			return lease, err
+		}
+		if time.Since(lastRefresh) >= l.cfg.WaitRecheck/2 {
+			if err := store.RefreshWaiter(ctx, db, waiterID, seenFor); err != nil && ctx.Err() == nil {
+				return Lease{}, fmt.Errorf("locker: acquire %q: refresh waiter: %w", key, err)
+			}
+			lastRefresh = time.Now()
+		}
+		if err := sleepUntilWake(ctx, wake, l.waitFor(held.Remaining)); err != nil {
+			return Lease{}, fmt.Errorf("locker: acquire %q: gave up waiting for %q after %s: %w",
+				key, held.Owner, time.Since(started).Round(time.Millisecond), err)
+		}
+	}
+}
+
+// waitFor is the sleep before the next attempt: until the holder's expiry
+// plus jitter (up to 5% of it, at most 50ms), at most WaitRecheck.
+func (l *Locker) waitFor(remaining time.Duration) time.Duration {
+	jitterCap := min(remaining/20, 50*time.Millisecond)
+	d := remaining + time.Millisecond
+	if jitterCap > 0 {
+		d += rand.N(jitterCap)
+	}
+	return min(d, l.cfg.WaitRecheck)
+}
+
+// sleepUntilWake returns nil after d or on a wake-up (after a few ms of
+// jitter, so waiters woken together do not retry in lockstep), or ctx's error.
+func sleepUntilWake(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	case <-wake:
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(rand.N(5 * time.Millisecond)):
+			return nil
+		}
+	}
+}

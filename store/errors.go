@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Errors a database error is mapped to, so callers (and users) see what it
+// means rather than a SQLSTATE. The driver error stays wrapped for detail.
+var (
+	ErrNotMigrated      = errors.New("lock tables missing: run `lockctl migrate` on this database")
+	ErrReadOnly         = errors.New("database is read-only (a standby or a read-only transaction): writes are refused")
+	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see README, Least privilege)")
+	ErrLockTimeout      = errors.New("timed out waiting for a database lock")
+	ErrStatementTimeout = errors.New("statement cancelled (statement_timeout or cancel request)")
+	ErrUnavailable      = errors.New("database unreachable")
+	ErrInvalidValue     = errors.New("value rejected by the schema's checks")
+)
+
+// Interpret maps a driver error to one of the errors above (wrapping both),
+// and returns other errors unchanged. nil stays nil.
+func Interpret(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		if mapped := bySQLState(pgErr.Code); mapped != nil {
+			return fmt.Errorf("%w: %w", mapped, err)
+		}
+		return err
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+func bySQLState(code string) error {
+	switch code {
+	case "42P01", "42883": // undefined_table, undefined_function
+		return ErrNotMigrated
+	case "25006": // read_only_sql_transaction
+		return ErrReadOnly
+	case "42501": // insufficient_privilege
+		return ErrPermissionDenied
+	case "55P03": // lock_not_available
+		return ErrLockTimeout
+	case "57014": // query_canceled
+		return ErrStatementTimeout
+	case "23514", "22001", "22021": // check_violation, string too long, bad encoding
+		return ErrInvalidValue
+	case "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
+		// admin shutdown, crash shutdown, cannot connect now, connection failures
+		return ErrUnavailable
+	}
+	return nil
+}

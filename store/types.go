@@ -1,0 +1,83 @@
+package store
+
+import (
+	"time"
+)
+
+// Lock is one row of distributed_lock as of the database's clock when it was
+// read. Remaining is expires_at minus the database's clock_timestamp() at
+// read time, so it never depends on this machine's clock.
+type Lock struct {
+	Key           string         `db:"lock_key"`
+	Owner         string         `db:"owner_id"`
+	Token         int64          `db:"fence_token"`
+	ExpiresAt     time.Time      `db:"expires_at"`
+	TTL           time.Duration  `db:"ttl"`
+	AcquiredAt    time.Time      `db:"acquired_at"`
+	RenewedAt     *time.Time     `db:"renewed_at"`
+	RenewCount    int32          `db:"renew_count"`
+	ReleasedAt    *time.Time     `db:"released_at"`
+	GrantKind     string         `db:"grant_kind"`
+	PreviousOwner *string        `db:"previous_owner"`
+	PreviousToken *int64         `db:"previous_token"`
+	Metadata      map[string]any `db:"metadata"`
+	Remaining     time.Duration  `db:"remaining"`
+	HeldFor       time.Duration  `db:"held_for"`
+	DBNow         time.Time      `db:"db_now"`
+}
+
+// lockColumns selects a Lock; remaining and held_for are computed with the
+// same clock_timestamp() reading so they agree with each other.
+const lockColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+	l.acquired_at, l.renewed_at, l.renew_count, l.released_at, l.grant_kind,
+	l.previous_owner, l.previous_token, l.metadata,
+	l.expires_at - c.ts AS remaining, c.ts - l.acquired_at AS held_for, c.ts AS db_now`
+
+// State is what a row means at the time it was read.
+type State string
+
+const (
+	StateHeld     State = "held"
+	StateExpiring State = "expiring" // held, with less than a fifth of its TTL left
+	StateExpired  State = "expired"  // not released, past expires_at: the next acquirer steals it
+	StateFree     State = "free"     // released; Owner is the last holder
+)
+
+// State classifies the row. Expiring is a display hint: less than 20% of the
+// TTL (and under 10 s) is left.
+func (l Lock) State() State {
+	switch {
+	case l.ReleasedAt != nil:
+		return StateFree
+	case l.Remaining <= 0:
+		return StateExpired
+	case l.Remaining < l.TTL/5 && l.Remaining < 10*time.Second:
+		return StateExpiring
+	default:
+		return StateHeld
+	}
+}
+
+// Event is one row of distributed_lock_event.
+type Event struct {
+	ID            int64          `db:"event_id"`
+	OccurredAt    time.Time      `db:"occurred_at"`
+	Key           string         `db:"lock_key"`
+	Kind          string         `db:"kind"`
+	Owner         *string        `db:"owner_id"`
+	Token         *int64         `db:"fence_token"`
+	Actor         string         `db:"actor"`
+	PreviousOwner *string        `db:"previous_owner"`
+	PreviousToken *int64         `db:"previous_token"`
+	Detail        map[string]any `db:"detail"`
+}
+
+// Event kinds, as stored in distributed_lock_event.kind.
+const (
+	EventAcquired           = "acquired"
+	EventStolen             = "stolen"
+	EventReleased           = "released"
+	EventForceExpired       = "force_expired"
+	EventForceReleased      = "force_released"
+	EventStaleWriteRejected = "stale_write_rejected"
+)

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+const addWaiterSQL = `
+INSERT INTO distributed_lock_waiter (lock_key, owner_id, seen_until)
+VALUES ($1, $2, clock_timestamp() + $3::bigint * interval '1 microsecond')
+RETURNING waiter_id`
+
+// AddWaiter records that owner waits for key, visible for seenFor unless
+// refreshed, and returns the record's id.
+func AddWaiter(ctx context.Context, db DBTX, key, owner string, seenFor time.Duration) (int64, error) {
+	var id int64
+	if err := db.QueryRow(ctx, addWaiterSQL, key, owner, seenFor.Microseconds()).Scan(&id); err != nil {
+		return 0, Interpret(err)
+	}
+	return id, nil
+}
+
+const refreshWaiterSQL = `
+UPDATE distributed_lock_waiter SET seen_until = clock_timestamp() + $2::bigint * interval '1 microsecond'
+WHERE waiter_id = $1`
+
+// RefreshWaiter keeps a waiter record visible for another seenFor.
+func RefreshWaiter(ctx context.Context, db DBTX, id int64, seenFor time.Duration) error {
+	_, err := db.Exec(ctx, refreshWaiterSQL, id, seenFor.Microseconds())
+	return Interpret(err)
+}
+
+const removeWaiterSQL = `DELETE FROM distributed_lock_waiter WHERE waiter_id = $1`
+
+// RemoveWaiter deletes a waiter record.
+func RemoveWaiter(ctx context.Context, db DBTX, id int64) error {
+	_, err := db.Exec(ctx, removeWaiterSQL, id)
+	return Interpret(err)
+}
+
+// Waiter is one live waiter record.
+type Waiter struct {
+	ID           int64         `db:"waiter_id"`
+	Key          string        `db:"lock_key"`
+	Owner        string        `db:"owner_id"`
+	WaitingSince time.Time     `db:"waiting_since"`
+	Waited       time.Duration `db:"waited"`
+}
+
+const waitersSQL = `
+SELECT w.waiter_id, w.lock_key, w.owner_id, w.waiting_since, clock_timestamp() - w.waiting_since AS waited
+FROM distributed_lock_waiter w
+WHERE w.lock_key = $1 AND w.seen_until > clock_timestamp()
+ORDER BY w.waiting_since, w.waiter_id`
+
+// Waiters lists the live waiters of key, longest waiting first.
+func Waiters(ctx context.Context, db DBTX, key string) ([]Waiter, error) {
+	return collect[Waiter](db.Query(ctx, waitersSQL, key))
+}
