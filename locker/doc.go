@@ -1,0 +1,101 @@
+// Package locker gives services mutually exclusive, expiring, fenced locks
+// kept in one PostgreSQL table, distributed_lock (see schema.sql; apply it
+// with `lockctl migrate`).
+//
+// # The lease model
+//
+// A key is free, held, or expired. Every grant gives the new holder a
+// fencing token, drawn from one sequence, larger than every token granted on
+// that key before:
+//
+//	                TryAcquire / Acquire: new token
+//	   ┌──────┐ ──────────────────────────────────▶ ┌──────┐ ──┐ Renew, Keepalive:
+//	   │ free │                                     │ held │   │ same token,
+//	   └──────┘ ◀────────────────────────────────── └──────┘ ◀─┘ later expiry
+//	      ▲        Release (owner + token),            │   ▲
+//	      │        ForceRelease (operator)             │   │ TryAcquire by anyone:
+//	      │                           expires_at passes│   │ "stolen", new larger
+//	      │                    or ForceExpire (operator)   │ token
+//	      │                                            ▼   │
+//	      │         ForceRelease (operator)          ┌─────────┐
+//	      └───────────────────────────────────────── │ expired │
+//	                                                 └─────────┘
+//
+// Only the database's clock is used: expires_at is set from
+// clock_timestamp() in the statement that grants or renews, and "expired"
+// means expires_at ≤ the database's clock_timestamp(). Skew between
+// application hosts cannot make two owners believe they hold the same key.
+//
+// # Operations
+//
+//   - [Locker.TryAcquire] makes one attempt, in one statement: Acquired (new
+//     row or free row), Stolen (another owner's expired lease), Renewed (the
+//     caller already held it: same token, new expiry), or a [*HeldError]
+//     naming the holder and its remaining time.
+//   - [Locker.Acquire] waits: it sleeps until the holder's expiry, a release
+//     announced by NOTIFY (with [Config.Notifier]), or [Config.WaitRecheck],
+//     with jitter; it never polls in a loop. Waiters are visible to the
+//     console (distributed_lock_waiter) while they wait.
+//   - [Locker.Renew] extends a lease only while owner and token still match
+//     and it has not expired; [Locker.Keepalive] renews in the background and
+//     cancels the holder's context when the lease is lost or cannot be proven.
+//   - [Locker.Release] frees a lease (owner and token must match); releasing a
+//     lease that is no longer current returns a [*NotHeldError] and changes
+//     nothing.
+//   - [Locker.ForceExpire] and [Locker.ForceRelease] are operator actions. They
+//     take the token the operator saw and act only if it is still current, so
+//     a lock that changed hands meanwhile is not touched; each writes an event
+//     naming [Config.Actor].
+//   - [Locker.Prune] deletes rows that have stayed free past a retention.
+//
+// # Fencing
+//
+// A lease can be lost without its holder noticing at once: a GC pause, a
+// frozen VM or a partition can outlast the TTL, and another owner takes the
+// key. The holder's token is what protects the resource. Two ways:
+//
+// In the same database, call [Fence] inside the transaction that does the
+// guarded writes. It locks the lock row FOR SHARE after checking owner, token
+// and expiry; a take-over must lock the row for update, so it waits until the
+// guarded transaction ends. The guarded writes therefore commit only while
+// the lease holds; a zombie's Fence fails and its transaction rolls back.
+//
+// Elsewhere, pass the token with every write and let the resource refuse
+// older tokens, for example:
+//
+//	UPDATE report SET body = $1, fence_token = $2
+//	WHERE id = $3 AND fence_token <= $2   -- 0 rows: a newer holder wrote; stop
+//
+// Tokens on a key strictly increase from grant to grant, even when a release
+// comes in between (the row is kept, marked free, so the next grant still
+// locks it before drawing a token) and across [Locker.Prune] (which waits for
+// grants in flight before it deletes a row). Tokens are also unique across
+// keys.
+//
+// # Keepalive's trust window
+//
+// A lease granted or renewed by a statement sent at local time s is trusted
+// until s + TTL − SafetyMargin on this process's monotonic clock. The
+// database set expires_at after s, so this never overstates the lease,
+// whatever the two clocks say. When renewals fail (database unreachable) and
+// the window passes, the Keepalive's context is cancelled: a lease that
+// cannot be proven is treated as lost, because another owner may take it as
+// soon as it expires.
+//
+// # Inside your transaction
+//
+// Every operation takes a [store.DBTX]: a *pgxpool.Pool, a *pgx.Conn or a
+// pgx.Tx. TryAcquire inside the caller's transaction makes the grant commit or
+// roll back with the caller's work (use READ COMMITTED; REPEATABLE READ or
+// SERIALIZABLE can fail with a serialization error when the row changes under
+// it). A refused grant is not an error in SQL terms: the transaction stays
+// usable. Acquire (waiting), Keepalive and Prune belong on a pool.
+//
+// # Errors
+//
+// Branch with errors.Is on [ErrHeld], [ErrNotHeld], [ErrLeaseLost],
+// [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and on the store
+// package's database errors (store.ErrNotMigrated, store.ErrReadOnly,
+// store.ErrPermissionDenied, store.ErrUnavailable, …). The typed errors
+// [*HeldError] and [*NotHeldError] carry the current holder.
+package locker
