@@ -33,7 +33,7 @@ func FindBinDir() (string, error) {
 			return dir, nil
 		}
 	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	dirs, _ := filepath.Glob(debianBinGlob)
 	sort.Slice(dirs, func(i, j int) bool { return majorOf(dirs[i]) > majorOf(dirs[j]) })
 	for _, dir := range dirs {
 		if hasServer(dir) {
@@ -42,6 +42,10 @@ func FindBinDir() (string, error) {
 	}
 	return "", ErrNoServer
 }
+
+// debianBinGlob is where Debian and Ubuntu install server binaries; a
+// variable so a test can point it at an empty directory.
+var debianBinGlob = "/usr/lib/postgresql/*/bin"
 
 func hasServer(dir string) bool {
 	for _, name := range []string{"initdb", "postgres"} {
