@@ -25,7 +25,10 @@ type Config struct {
 	// Metadata is stored on every lock row this Locker grants (the console
 	// shows it). Defaults to {"host": hostname, "pid": pid}.
 	Metadata map[string]any
-	// RenewEvery is how often a Keepalive renews. Defaults to TTL/3.
+	// RenewEvery is how often a Keepalive renews. Defaults to TTL/3. A
+	// value not shorter than the trust window (TTL − SafetyMargin) could
+	// not keep a lease, so the default is used instead (or half the window,
+	// if that is shorter).
 	RenewEvery time.Duration
 	// SafetyMargin is subtracted from a lease's expiry to get the moment a
 	// Keepalive stops trusting a lease it could not renew. Defaults to TTL/10.
@@ -106,11 +109,15 @@ func (l *Locker) WithTTL(ttl time.Duration) (*Locker, error) {
 	return &Locker{cfg: cfg}, nil
 }
 
+// renewEvery is the renewal interval for a lease of ttl. It is always
+// shorter than the trust window (ttl minus the safety margin): a Keepalive
+// renewing less often would stop trusting its lease before it had tried.
 func (l *Locker) renewEvery(ttl time.Duration) time.Duration {
-	if l.cfg.RenewEvery > 0 && l.cfg.RenewEvery < ttl {
+	window := ttl - l.safetyMargin(ttl)
+	if l.cfg.RenewEvery > 0 && l.cfg.RenewEvery < window {
 		return l.cfg.RenewEvery
 	}
-	return ttl / 3
+	return min(ttl/3, window/2)
 }
 
 func (l *Locker) safetyMargin(ttl time.Duration) time.Duration {

@@ -8,18 +8,18 @@
 // fencing token, drawn from one sequence, larger than every token granted on
 // that key before:
 //
-//	                TryAcquire / Acquire: new token
-//	   ┌──────┐ ──────────────────────────────────▶ ┌──────┐ ──┐ Renew, Keepalive:
-//	   │ free │                                     │ held │   │ same token,
-//	   └──────┘ ◀────────────────────────────────── └──────┘ ◀─┘ later expiry
-//	      ▲        Release (owner + token),            │   ▲
-//	      │        ForceRelease (operator)             │   │ TryAcquire by anyone:
-//	      │                           expires_at passes│   │ "stolen", new larger
-//	      │                    or ForceExpire (operator)   │ token
-//	      │                                            ▼   │
-//	      │         ForceRelease (operator)          ┌─────────┐
-//	      └───────────────────────────────────────── │ expired │
-//	                                                 └─────────┘
+//	             TryAcquire / Acquire: new token
+//	┌──────┐ ──────────────────────────────────▶ ┌──────┐ ──┐ Renew, Keepalive:
+//	│ free │                                     │ held │   │ same token,
+//	└──────┘ ◀────────────────────────────────── └──────┘ ◀─┘ later expiry
+//	   ▲        Release (owner + token),            │   ▲
+//	   │        ForceRelease (operator)             │   │ TryAcquire by anyone:
+//	   │                           expires_at passes│   │ "stolen", new larger
+//	   │                    or ForceExpire (operator)   │ token
+//	   │                                            ▼   │
+//	   │         ForceRelease (operator)          ┌─────────┐
+//	   └───────────────────────────────────────── │ expired │
+//	                                              └─────────┘
 //
 // Only the database's clock is used: expires_at is set from
 // clock_timestamp() in the statement that grants or renews, and "expired"

@@ -18,6 +18,9 @@ import (
 // lost lease it returns a *NotHeldError; roll back. The holder's own Renew
 // also waits for tx, so keep fenced transactions short.
 func Fence(ctx context.Context, tx store.DBTX, lease Lease) error {
+	if err := validLease(lease); err != nil {
+		return fmt.Errorf("locker: fence: %w", err)
+	}
 	ok, err := store.Fence(ctx, tx, lease.ref())
 	if err != nil {
 		return fmt.Errorf("locker: fence %q: %w", lease.Key, err)

@@ -78,10 +78,17 @@ func (k *Keepalive) run(l *Locker, db store.DBTX) {
 	}
 	every, margin := l.renewEvery(ttl), l.safetyMargin(ttl)
 	trustUntil := lease.sentAt.Add(ttl - margin)
+	// Renewals are timed from when the lease was granted or last renewed,
+	// not from now: a Keepalive started some time after the grant (a slow
+	// first connection, say) must still renew before its trust window ends,
+	// rather than wake at the window's end and give up without trying.
+	next := lease.sentAt.Add(every)
 	if lease.sentAt.IsZero() {
+		// A lease named by LeaseOf: nothing says when it was granted, so
+		// renew at once to learn.
 		trustUntil = time.Now().Add(ttl - margin)
+		next = time.Now()
 	}
-	next := time.Now().Add(every)
 	var lastErr error
 	for {
 		wait := min(time.Until(next), time.Until(trustUntil))
@@ -91,7 +98,11 @@ func (k *Keepalive) run(l *Locker, db store.DBTX) {
 		case <-time.After(wait):
 		}
 		if !time.Now().Before(trustUntil) {
-			k.cancel(fmt.Errorf("%w: %q could not be renewed before its expiry: %v", ErrLeaseLost, lease.Key, lastErr))
+			why := "its trust window had already passed"
+			if lastErr != nil {
+				why = lastErr.Error()
+			}
+			k.cancel(fmt.Errorf("%w: %q could not be renewed before its expiry: %s", ErrLeaseLost, lease.Key, why))
 			return
 		}
 		rctx, cancel := context.WithDeadline(k.ctx, trustUntil)
@@ -104,7 +115,7 @@ func (k *Keepalive) run(l *Locker, db store.DBTX) {
 			k.lease = renewed
 			k.mu.Unlock()
 			trustUntil = renewed.sentAt.Add(renewed.TTL - margin)
-			next = time.Now().Add(every)
+			next = renewed.sentAt.Add(every)
 			lastErr = nil
 		case errors.Is(err, ErrNotHeld):
 			k.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))

@@ -13,6 +13,9 @@ import (
 // unexpired grant: owner and token must both match. Otherwise it returns a
 // *NotHeldError (errors.Is ErrNotHeld) with the key's current row.
 func (l *Locker) Renew(ctx context.Context, db store.DBTX, lease Lease) (Lease, error) {
+	if err := validLease(lease); err != nil {
+		return Lease{}, fmt.Errorf("locker: renew: %w", err)
+	}
 	ttl := lease.TTL
 	if ttl == 0 {
 		ttl = l.cfg.TTL
@@ -37,6 +40,9 @@ func (l *Locker) Renew(ctx context.Context, db store.DBTX, lease Lease) (Lease, 
 // returns a *NotHeldError: the caller lost it earlier, which is worth knowing
 // but is not a failure of the release.
 func (l *Locker) Release(ctx context.Context, db store.DBTX, lease Lease) (Lease, error) {
+	if err := validLease(lease); err != nil {
+		return Lease{}, fmt.Errorf("locker: release: %w", err)
+	}
 	row, ok, err := store.Release(ctx, db, lease.ref(), l.ownerActor(lease.Owner))
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: release %q: %w", lease.Key, err)
@@ -45,6 +51,16 @@ func (l *Locker) Release(ctx context.Context, db store.DBTX, lease Lease) (Lease
 		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
 	}
 	return leaseFrom(row, Released, time.Time{}), nil
+}
+
+// validLease refuses a lease whose key or owner no row can have (e.g. one
+// typed on a command line) before any SQL, as TryAcquire does: otherwise a
+// NUL byte would come back as a database encoding error.
+func validLease(lease Lease) error {
+	if err := ValidateKey(lease.Key); err != nil {
+		return err
+	}
+	return ValidateOwner(lease.Owner)
 }
 
 // notHeld builds the error for a statement that matched no row, with the

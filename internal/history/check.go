@@ -1,0 +1,362 @@
+package history
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Observed is what the database kept after a run.
+type Observed struct {
+	// Events is distributed_lock_event in event_id order. On one key,
+	// event_id order is the order the grants took effect: every grant and
+	// release inserts its event while it holds the key's row lock, so the
+	// next statement on that key draws its event_id only after this one
+	// committed.
+	Events []store.Event
+	// Writes is every committed row of the guarded table. CommitSeq is the
+	// key's commit order: each fenced transaction bumped a per-key counter
+	// row and held that row lock until it committed.
+	Writes []GuardedWrite
+	// SeenToken, when set, is for each write (same index as Writes) the
+	// token of the latest grant on the key that the writing statement could
+	// see. A committed grant newer than the write's own token means the
+	// write was made after its lease had been handed on.
+	SeenToken []int64
+}
+
+// Stats counts what a check covered.
+type Stats struct {
+	Grants         int // grant events (acquired + stolen)
+	Steals         int // stolen events
+	Releases       int // released + force_released events
+	ForceExpires   int
+	Renewals       int // successful client renewals, Renew or a renewing TryAcquire
+	Held           int // grants refused because another owner held the key
+	GaveUp         int // waiting Acquires whose context ended
+	FencedWrites   int // committed guarded rows checked
+	RejectedWrites int // fenced transactions refused with ErrNotHeld
+	Unknown        int // operations whose outcome the client could not know
+	Failed         int // operations that failed without effect
+	ClientOps      int
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("%d ops: %d grants (%d steals), %d renewals, %d releases, %d force-expires, %d refused as held, %d waits given up, %d fenced writes checked, %d stale writes rejected, %d failed, %d unknown",
+		s.ClientOps, s.Grants, s.Steals, s.Renewals, s.Releases, s.ForceExpires, s.Held, s.GaveUp, s.FencedWrites, s.RejectedWrites, s.Failed, s.Unknown)
+}
+
+// Report is the result of Check.
+type Report struct {
+	Violations []string
+	Stats      Stats
+}
+
+// OK reports whether no violation was found.
+func (r Report) OK() bool { return len(r.Violations) == 0 }
+
+type leaseID struct {
+	key   string
+	token int64
+}
+
+// leaseFacts is what the clients learnt about one grant.
+type leaseFacts struct {
+	owner string
+	// maxExpiry is the latest database-clock expiry a successful grant or
+	// renewal of this lease returned. With one TTL for every call, the
+	// row's expires_at is the expiry set by the last renewal, which is also
+	// the latest, so maxExpiry never overstates the lease.
+	maxExpiry time.Time
+	// lastSent is the latest local send time of a successful grant or
+	// renewal; the database could not have set the expiry before it, so the
+	// lease lasted at least until lastSent + ttl on the local clock.
+	lastSent time.Duration
+	ttl      time.Duration
+	known    bool
+}
+
+// Check verifies a run. The properties, each sound (it flags only what the
+// recorded data proves wrong):
+//
+//  1. Token order: on every key, each grant event's token is larger than
+//     every earlier grant's on that key (releases and prunes in between
+//     included), and no token is granted on two keys or twice.
+//  2. No overlapping leases on the database clock: a grant while the key's
+//     previous lease was neither released nor force-released must come no
+//     earlier than that lease's end — the latest expiry a client was told, or
+//     an operator's force-expire if earlier — comparing database times only.
+//     The same on the local clock for steals: the stealer's reply cannot come
+//     before the victim's last successful renewal was sent plus the TTL.
+//  3. The log and the clients agree: every grant a client was told about is
+//     in the log with its kind, and every logged grant was asked for; every
+//     successful release is logged; grants on one key that do not overlap
+//     in real time got increasing tokens in that real-time order.
+//  4. Fencing: on every key, the guarded writes in commit order carry
+//     non-decreasing tokens (so each holder's writes form one run, and no
+//     older holder writes after a newer one); every write's token was
+//     granted to its writer on that key; no write saw a newer grant already
+//     committed; and the guarded table holds exactly the writes clients saw
+//     commit (plus any whose commit reply was lost).
+func Check(ops []Op, obs Observed) Report {
+	c := checker{ops: ops, obs: obs, leases: map[leaseID]*leaseFacts{}}
+	c.learnLeases()
+	c.checkLog()
+	c.checkClientGrants()
+	c.checkRealTimeOrder()
+	c.checkWrites()
+	c.countOps()
+	return Report{Violations: c.violations, Stats: c.stats}
+}
+
+type checker struct {
+	ops        []Op
+	obs        Observed
+	leases     map[leaseID]*leaseFacts
+	violations []string
+	stats      Stats
+
+	granted     map[leaseID]store.Event // grant events by key and token
+	forcedAt    map[leaseID]time.Time   // force_expired event times
+	stolenPrev  map[leaseID]int64       // steal → token it took over from
+	releasedLog map[leaseID]bool
+}
+
+func (c *checker) fail(format string, args ...any) {
+	c.violations = append(c.violations, fmt.Sprintf(format, args...))
+}
+
+// learnLeases collects, per lease, the latest expiry and send time clients
+// were told about.
+func (c *checker) learnLeases() {
+	for _, op := range c.ops {
+		if op.Result != OK || (op.Kind != Grant && op.Kind != Renew) {
+			continue
+		}
+		id := leaseID{op.Key, op.Token}
+		f := c.leases[id]
+		if f == nil {
+			f = &leaseFacts{owner: op.Owner}
+			c.leases[id] = f
+		}
+		if !f.known || op.ExpiresAt.After(f.maxExpiry) {
+			f.maxExpiry = op.ExpiresAt
+		}
+		if !f.known || op.Call > f.lastSent {
+			f.lastSent = op.Call
+		}
+		f.ttl = op.TTL
+		f.known = true
+	}
+}
+
+// checkLog walks the event log key by key (properties 1 and 2).
+func (c *checker) checkLog() {
+	type current struct {
+		ev       store.Event
+		released bool
+	}
+	cur := map[string]*current{}
+	maxToken := map[string]int64{}
+	tokenKey := map[int64]string{}
+	c.granted = map[leaseID]store.Event{}
+	c.forcedAt = map[leaseID]time.Time{}
+	c.stolenPrev = map[leaseID]int64{}
+	c.releasedLog = map[leaseID]bool{}
+	for _, ev := range c.obs.Events {
+		if ev.Token == nil {
+			c.fail("event %d (%s on %q) has no token", ev.ID, ev.Kind, ev.Key)
+			continue
+		}
+		tok := *ev.Token
+		id := leaseID{ev.Key, tok}
+		switch ev.Kind {
+		case store.EventAcquired, store.EventStolen:
+			c.stats.Grants++
+			if ev.Kind == store.EventStolen {
+				c.stats.Steals++
+			}
+			if other, dup := tokenKey[tok]; dup {
+				c.fail("token %d granted twice (on %q and on %q)", tok, other, ev.Key)
+			}
+			tokenKey[tok] = ev.Key
+			if m, seen := maxToken[ev.Key]; seen && tok <= m {
+				c.fail("token went backwards on %q: event %d granted %d to %q after a grant of %d",
+					ev.Key, ev.ID, tok, deref(ev.Owner), m)
+			}
+			maxToken[ev.Key] = max(maxToken[ev.Key], tok)
+			prev := cur[ev.Key]
+			if ev.Kind == store.EventStolen {
+				if prev == nil || prev.released {
+					c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tok)
+				} else {
+					c.stolenPrev[id] = *prev.ev.Token
+				}
+			}
+			if prev != nil && !prev.released {
+				c.checkPreviousEnded(ev, prev.ev)
+			}
+			c.granted[id] = ev
+			cur[ev.Key] = &current{ev: ev}
+		case store.EventReleased, store.EventForceReleased:
+			c.stats.Releases++
+			p := cur[ev.Key]
+			if p == nil || p.released || *p.ev.Token != tok {
+				c.fail("event %d: %s of token %d on %q, which is not the key's current grant", ev.ID, ev.Kind, tok, ev.Key)
+				continue
+			}
+			p.released = true
+			c.releasedLog[id] = true
+		case store.EventForceExpired:
+			c.stats.ForceExpires++
+			p := cur[ev.Key]
+			if p == nil || p.released || *p.ev.Token != tok {
+				c.fail("event %d: force-expire of token %d on %q, which is not the key's current grant", ev.ID, tok, ev.Key)
+				continue
+			}
+			if _, done := c.forcedAt[id]; !done {
+				c.forcedAt[id] = ev.OccurredAt
+			}
+		}
+	}
+}
+
+// checkPreviousEnded flags grant g when prev (unreleased) was still valid.
+func (c *checker) checkPreviousEnded(g, prev store.Event) {
+	id := leaseID{prev.Key, *prev.Token}
+	f := c.leases[id]
+	forced, wasForced := c.forcedAt[id]
+	var end time.Time
+	switch {
+	case f != nil && f.known && wasForced:
+		end = f.maxExpiry
+		if forced.Before(end) {
+			end = forced
+		}
+	case f != nil && f.known:
+		end = f.maxExpiry
+	case wasForced:
+		end = forced
+	default:
+		return // nothing known about the previous lease's expiry
+	}
+	if g.OccurredAt.Before(end) {
+		c.fail("overlapping leases on %q: event %d granted token %d to %q at %s, but token %d of %q was valid until %s (%s later)",
+			g.Key, g.ID, *g.Token, deref(g.Owner), g.OccurredAt.Format(time.RFC3339Nano), *prev.Token,
+			deref(prev.Owner), end.Format(time.RFC3339Nano), end.Sub(g.OccurredAt))
+	}
+}
+
+// checkClientGrants matches client operations with the log (property 3,
+// and property 2 on the local clock).
+func (c *checker) checkClientGrants() {
+	asked := map[leaseID]bool{}
+	for _, op := range c.ops {
+		id := leaseID{op.Key, op.Token}
+		switch {
+		case op.Kind == Grant && op.Result == OK && op.Outcome != "renewed":
+			asked[id] = true
+			ev, ok := c.granted[id]
+			if !ok {
+				c.fail("client %d was granted %q token %d (%s), which the log does not have", op.Client, op.Key, op.Token, op.Outcome)
+				continue
+			}
+			if deref(ev.Owner) != op.Owner || ev.Kind != op.Outcome {
+				c.fail("client %d was granted %q token %d as %s/%s; the log says %s/%s",
+					op.Client, op.Key, op.Token, op.Owner, op.Outcome, deref(ev.Owner), ev.Kind)
+			}
+			c.checkStealTime(op)
+		case op.Kind == Grant && op.Result == OK: // renewed by TryAcquire
+			if ev, ok := c.granted[id]; !ok || deref(ev.Owner) != op.Owner {
+				c.fail("client %d renewed %q token %d, which was never granted to %q", op.Client, op.Key, op.Token, op.Owner)
+			}
+		case op.Kind == Grant && op.Result == Unknown:
+			asked[id] = true // may have been granted; the reply was lost
+		case op.Kind == Release && op.Result == OK:
+			if !c.releasedLog[id] {
+				c.fail("client %d released %q token %d; the log has no release", op.Client, op.Key, op.Token)
+			}
+		}
+	}
+	for id, ev := range c.granted {
+		if !asked[id] && !c.askedUnknown(ev) {
+			c.fail("the log grants %q token %d to %q, which no client was told", id.key, id.token, deref(ev.Owner))
+		}
+	}
+}
+
+// askedUnknown: a grant whose reply was lost (its token is unknown to the
+// client) explains a logged grant for the same key and owner.
+func (c *checker) askedUnknown(ev store.Event) bool {
+	for _, op := range c.ops {
+		if op.Kind == Grant && op.Result == Unknown && op.Key == ev.Key && op.Owner == deref(ev.Owner) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkStealTime: a steal's reply cannot come before the victim's lease
+// could have ended on the local clock.
+func (c *checker) checkStealTime(op Op) {
+	if op.Outcome != store.EventStolen {
+		return
+	}
+	prevTok, ok := c.stolenPrev[leaseID{op.Key, op.Token}]
+	if !ok {
+		return
+	}
+	prev := leaseID{op.Key, prevTok}
+	if _, forced := c.forcedAt[prev]; forced {
+		return
+	}
+	f := c.leases[prev]
+	if f == nil || !f.known {
+		return
+	}
+	if earliestEnd := f.lastSent + f.ttl; op.Return < earliestEnd {
+		c.fail("client %d stole %q (token %d) %s after the start, but token %d, renewed by a call sent at %s with TTL %s, lasted at least until %s",
+			op.Client, op.Key, op.Token, op.Return, prevTok, f.lastSent, f.ttl, earliestEnd)
+	}
+}
+
+// checkRealTimeOrder: if grant A's reply came before grant B was sent, on the
+// same key, A's token is smaller.
+func (c *checker) checkRealTimeOrder() {
+	byKey := map[string][]Op{}
+	for _, op := range c.ops {
+		if op.Kind == Grant && op.Result == OK && op.Outcome != "renewed" {
+			byKey[op.Key] = append(byKey[op.Key], op)
+		}
+	}
+	for key, grants := range byKey {
+		byReturn := append([]Op(nil), grants...)
+		sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
+		byCall := grants
+		sort.Slice(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
+		var best Op
+		haveBest := false
+		r := 0
+		for _, b := range byCall {
+			for r < len(byReturn) && byReturn[r].Return < b.Call {
+				if !haveBest || byReturn[r].Token > best.Token {
+					best, haveBest = byReturn[r], true
+				}
+				r++
+			}
+			if haveBest && best.Token >= b.Token {
+				c.fail("real-time order on %q: token %d (client %d, returned at %s) came before token %d (client %d, sent at %s) was asked for",
+					key, best.Token, best.Client, best.Return, b.Token, b.Client, b.Call)
+			}
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,140 @@
+package history
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+func ev(id int64, key, kind, owner string, token int64, at time.Duration) store.Event {
+	return store.Event{ID: id, Key: key, Kind: kind, Owner: &owner, Token: &token, Actor: owner, OccurredAt: t0.Add(at)}
+}
+
+func grant(client int, key, owner string, token int64, outcome string, call, ret, expires time.Duration) Op {
+	return Op{Client: client, Kind: Grant, Key: key, Owner: owner, Token: token, Result: OK, Outcome: outcome,
+		ExpiresAt: t0.Add(expires), TTL: 100 * time.Millisecond, Call: call, Return: ret}
+}
+
+const ms = time.Millisecond
+
+// clean: a acquires k (token 1) and writes; it expires; b steals it (token
+// 2) and writes; b releases; a acquires again (token 3).
+func clean() ([]Op, Observed) {
+	ops := []Op{
+		grant(1, "k", "a", 1, "acquired", 0, 5*ms, 105*ms),
+		{Client: 1, Kind: Write, Key: "k", Owner: "a", Token: 1, WriterSeq: 1, Result: OK, Call: 6 * ms, Return: 8 * ms},
+		grant(2, "k", "b", 2, "stolen", 150*ms, 155*ms, 255*ms),
+		{Client: 1, Kind: Write, Key: "k", Owner: "a", Token: 1, WriterSeq: 2, Result: NotHeld, Call: 160 * ms, Return: 161 * ms},
+		{Client: 2, Kind: Write, Key: "k", Owner: "b", Token: 2, WriterSeq: 1, Result: OK, Call: 160 * ms, Return: 162 * ms},
+		{Client: 2, Kind: Release, Key: "k", Owner: "b", Token: 2, Result: OK, Call: 170 * ms, Return: 171 * ms},
+		grant(1, "k", "a", 3, "acquired", 180*ms, 181*ms, 281*ms),
+	}
+	obs := Observed{
+		Events: []store.Event{
+			ev(1, "k", "acquired", "a", 1, 5*ms),
+			ev(2, "k", "stolen", "b", 2, 153*ms),
+			ev(3, "k", "released", "b", 2, 170*ms),
+			ev(4, "k", "acquired", "a", 3, 180*ms),
+		},
+		Writes: []GuardedWrite{
+			{Key: "k", Token: 1, Writer: "a", WriterSeq: 1, CommitSeq: 1},
+			{Key: "k", Token: 2, Writer: "b", WriterSeq: 1, CommitSeq: 2},
+		},
+		SeenToken: []int64{1, 2},
+	}
+	return ops, obs
+}
+
+func TestCleanHistoryPasses(t *testing.T) {
+	ops, obs := clean()
+	r := Check(ops, obs)
+	if !r.OK() {
+		t.Fatalf("violations in a correct history: %v", r.Violations)
+	}
+	if r.Stats.Grants != 3 || r.Stats.Steals != 1 || r.Stats.FencedWrites != 2 || r.Stats.RejectedWrites != 1 {
+		t.Fatalf("stats = %+v", r.Stats)
+	}
+}
+
+func TestCheckerFlags(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(ops []Op, obs *Observed) []Op
+		want   string
+	}{
+		{"token backwards after a release", func(ops []Op, obs *Observed) []Op {
+			*obs.Events[3].Token = 2
+			ops[6].Token = 2
+			return ops
+		}, "token went backwards"},
+		{"token on two keys", func(ops []Op, obs *Observed) []Op {
+			obs.Events = append(obs.Events, ev(5, "other", "acquired", "c", 3, 200*ms))
+			return append(ops, grant(3, "other", "c", 3, "acquired", 199*ms, 201*ms, 300*ms))
+		}, "granted twice"},
+		{"steal before the victim's expiry", func(ops []Op, obs *Observed) []Op {
+			obs.Events[1].OccurredAt = t0.Add(90 * ms)
+			return ops
+		}, "overlapping leases"},
+		{"steal reply before the victim could have expired", func(ops []Op, obs *Observed) []Op {
+			ops[2].Return = 60 * ms
+			return ops
+		}, "lasted at least until"},
+		{"release of a token that is not current", func(ops []Op, obs *Observed) []Op {
+			*obs.Events[2].Token = 1
+			return ops
+		}, "not the key's current grant"},
+		{"a grant no client was told about", func(ops []Op, obs *Observed) []Op {
+			return ops[:6] // a's last grant is logged, but no client saw it
+		}, "which no client was told"},
+		{"a grant missing from the log", func(ops []Op, obs *Observed) []Op {
+			return append(ops, grant(4, "z", "d", 9, "acquired", 300*ms, 301*ms, 400*ms))
+		}, "the log does not have"},
+		{"real-time order", func(ops []Op, obs *Observed) []Op {
+			// b's grant of 2 is sent after a's grant of 3 returned.
+			ops[2].Call, ops[2].Return = 190*ms, 195*ms
+			return ops
+		}, "real-time order"},
+		{"older token written after a newer one", func(ops []Op, obs *Observed) []Op {
+			obs.Writes = append(obs.Writes, GuardedWrite{Key: "k", Token: 1, Writer: "a", WriterSeq: 2, CommitSeq: 3})
+			obs.SeenToken = append(obs.SeenToken, 1)
+			ops[3].Result = OK
+			return ops
+		}, "stale write"},
+		{"write after a newer grant committed", func(ops []Op, obs *Observed) []Op {
+			obs.SeenToken[0] = 2
+			return ops
+		}, "already committed"},
+		{"write with a token granted to someone else", func(ops []Op, obs *Observed) []Op {
+			obs.Writes[1].Writer = "a"
+			obs.Writes[1].WriterSeq = 2
+			ops[3].Result = Unknown
+			return ops
+		}, "not granted to it"},
+		{"committed write missing", func(ops []Op, obs *Observed) []Op {
+			obs.Writes, obs.SeenToken = obs.Writes[:1], obs.SeenToken[:1]
+			return ops
+		}, "not in the table"},
+		{"refused write present", func(ops []Op, obs *Observed) []Op {
+			ops[1].Result = NotHeld
+			return ops
+		}, "was refused"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, obs := clean()
+			ops = tc.mutate(ops, &obs)
+			r := Check(ops, obs)
+			found := false
+			for _, v := range r.Violations {
+				found = found || strings.Contains(v, tc.want)
+			}
+			if !found {
+				t.Fatalf("want a violation containing %q; got %q", tc.want, r.Violations)
+			}
+		})
+	}
+}

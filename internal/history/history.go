@@ -1,0 +1,106 @@
+// Package history records what concurrent lock clients saw and checks it,
+// together with what the database kept, against the lock contract: no two
+// holders' leases overlap and fencing tokens only go up.
+//
+// A test drives many clients against one database, records every operation
+// here (Recorder), then reads the database's own records — the lock event
+// log in event_id order and a guarded table in commit order — and calls
+// Check. Check is a direct checker rather than a linearizability search
+// (such as porcupine): lock semantics depend on time (a lease ends at its
+// expiry without any operation), and the fencing token already names a total
+// order per key, so every property below is a scan over sorted data, and a
+// violation is reported with the operations that show it.
+package history
+
+import (
+	"sync"
+	"time"
+)
+
+// Kind is what a client did.
+type Kind string
+
+const (
+	Grant       Kind = "grant"        // TryAcquire or Acquire
+	Renew       Kind = "renew"        // Renew of a lease the client held
+	Release     Kind = "release"      // Release of a lease the client held
+	Write       Kind = "write"        // one fenced transaction: Fence, guarded write, commit
+	ForceExpire Kind = "force_expire" // an operator's ForceExpire
+)
+
+// Result is how an operation ended, as the client saw it.
+type Result string
+
+const (
+	OK      Result = "ok"       // granted / renewed / released / committed / expired
+	Held    Result = "held"     // Grant refused: another owner holds the key
+	NotHeld Result = "not_held" // Renew, Release, Write (fence) or ForceExpire refused: token not current
+	GaveUp  Result = "gave_up"  // a waiting Acquire's context ended
+	Failed  Result = "failed"   // an error that certainly changed nothing (e.g. before commit)
+	Unknown Result = "unknown"  // an error that leaves the outcome unknown (e.g. a failed commit)
+)
+
+// Op is one operation with its local call and return times (offsets on
+// this process's monotonic clock from the Recorder's start).
+type Op struct {
+	Client int
+	Kind   Kind
+	Key    string
+	Owner  string
+	// Token is the token the operation named (Renew, Release, Write,
+	// ForceExpire) or, for a Grant that succeeded, the token granted.
+	Token  int64
+	Result Result
+	// Outcome is the locker outcome of a successful Grant ("acquired",
+	// "stolen", "renewed").
+	Outcome string
+	// ExpiresAt is the lease's expiry on the database clock after a
+	// successful Grant or Renew.
+	ExpiresAt time.Time
+	// TTL of a successful Grant or Renew.
+	TTL time.Duration
+	// WriterSeq numbers a client's Write operations, so a committed write
+	// can be matched with its row in the guarded table.
+	WriterSeq    int64
+	Call, Return time.Duration
+	Err          string
+}
+
+// Recorder collects operations from many goroutines.
+type Recorder struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []Op
+}
+
+// NewRecorder starts a history now.
+func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
+
+// Now is the current offset on the history's clock; take it just before
+// sending an operation (Call) and just after its reply (Return).
+func (r *Recorder) Now() time.Duration { return time.Since(r.start) }
+
+// Add records op.
+func (r *Recorder) Add(op Op) {
+	r.mu.Lock()
+	r.ops = append(r.ops, op)
+	r.mu.Unlock()
+}
+
+// Ops returns a copy of everything recorded.
+func (r *Recorder) Ops() []Op {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Op(nil), r.ops...)
+}
+
+// GuardedWrite is one committed row of the test's guarded table: a write
+// made under a fence with Token by Writer (an owner id), numbered CommitSeq
+// in its key's commit order.
+type GuardedWrite struct {
+	Key       string
+	Token     int64
+	Writer    string
+	WriterSeq int64
+	CommitSeq int64
+}

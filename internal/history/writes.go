@@ -1,0 +1,82 @@
+package history
+
+import "sort"
+
+// checkWrites verifies the guarded table (property 4).
+func (c *checker) checkWrites() {
+	writes := append([]GuardedWrite(nil), c.obs.Writes...)
+	seen := map[GuardedWrite]int64{}
+	if len(c.obs.SeenToken) == len(c.obs.Writes) {
+		for i, w := range c.obs.Writes {
+			seen[w] = c.obs.SeenToken[i]
+		}
+	}
+	sort.Slice(writes, func(i, j int) bool {
+		if writes[i].Key != writes[j].Key {
+			return writes[i].Key < writes[j].Key
+		}
+		return writes[i].CommitSeq < writes[j].CommitSeq
+	})
+	type writerSeq struct {
+		writer string
+		seq    int64
+	}
+	inTable := map[writerSeq]bool{}
+	for i, w := range writes {
+		c.stats.FencedWrites++
+		inTable[writerSeq{w.Writer, w.WriterSeq}] = true
+		if i > 0 && writes[i-1].Key == w.Key && writes[i-1].Token > w.Token {
+			p := writes[i-1]
+			c.fail("stale write on %q: %q wrote with token %d (commit #%d) after %q wrote with token %d (commit #%d)",
+				w.Key, w.Writer, w.Token, w.CommitSeq, p.Writer, p.Token, p.CommitSeq)
+		}
+		if ev, ok := c.granted[leaseID{w.Key, w.Token}]; !ok || deref(ev.Owner) != w.Writer {
+			c.fail("write #%d on %q by %q carries token %d, which was not granted to it", w.CommitSeq, w.Key, w.Writer, w.Token)
+		}
+		if s, ok := seen[w]; ok && s > w.Token {
+			c.fail("stale write on %q: %q wrote with token %d while grant %d was already committed", w.Key, w.Writer, w.Token, s)
+		}
+	}
+	for _, op := range c.ops {
+		if op.Kind != Write {
+			continue
+		}
+		k := writerSeq{op.Owner, op.WriterSeq}
+		switch op.Result {
+		case OK:
+			if !inTable[k] {
+				c.fail("client %d's write #%d on %q (token %d) committed but is not in the table", op.Client, op.WriterSeq, op.Key, op.Token)
+			}
+		case Unknown:
+			delete(inTable, k) // may or may not have committed
+		default:
+			if inTable[k] {
+				c.fail("client %d's write #%d on %q (token %d) was refused (%s) but is in the table", op.Client, op.WriterSeq, op.Key, op.Token, op.Result)
+			}
+		}
+		delete(inTable, k)
+	}
+	for k := range inTable {
+		c.fail("the table has write #%d by %q, which no client made", k.seq, k.writer)
+	}
+}
+
+func (c *checker) countOps() {
+	c.stats.ClientOps = len(c.ops)
+	for _, op := range c.ops {
+		switch {
+		case op.Result == OK && (op.Kind == Renew || (op.Kind == Grant && op.Outcome == "renewed")):
+			c.stats.Renewals++
+		case op.Kind == Grant && op.Result == Held:
+			c.stats.Held++
+		case op.Kind == Grant && op.Result == GaveUp:
+			c.stats.GaveUp++
+		case op.Kind == Write && op.Result == NotHeld:
+			c.stats.RejectedWrites++
+		case op.Result == Unknown:
+			c.stats.Unknown++
+		case op.Result == Failed:
+			c.stats.Failed++
+		}
+	}
+}

@@ -1,0 +1,206 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// examplePool opens a pool on a fresh lockctl schema. In a service this is
+// pgxpool.New(ctx, os.Getenv("DATABASE_URL")) on a database where
+// `lockctl migrate` has run.
+func examplePool(ctx context.Context) *pgxpool.Pool {
+	pool, err := pgxpool.New(ctx, testdb.ExampleDSN())
+	if err != nil {
+		panic(err)
+	}
+	// Connect now: a lease's trust window starts before its statement waits
+	// for a connection.
+	if err := pool.Ping(ctx); err != nil {
+		panic(err)
+	}
+	return pool
+}
+
+// The guarded resource of the examples: a report row that only the lock's
+// holder may write.
+const (
+	exampleReportTableSQL = `CREATE TABLE report (id int PRIMARY KEY, body text NOT NULL, fence_token bigint NOT NULL)`
+	exampleReportWriteSQL = `
+INSERT INTO report (id, body, fence_token) VALUES (1, $1, $2)
+ON CONFLICT (id) DO UPDATE SET body = excluded.body, fence_token = excluded.fence_token`
+	exampleInvoiceTableSQL = `CREATE TABLE invoice_run (month text PRIMARY KEY, started_by text NOT NULL)`
+	exampleInvoiceSQL      = `INSERT INTO invoice_run (month, started_by) VALUES ($1, $2)`
+)
+
+// Take a lock, find it held by someone else, give it back.
+func Example() {
+	ctx := context.Background()
+	pool := examplePool(ctx)
+	defer pool.Close()
+
+	lk, err := locker.New(locker.Config{TTL: 30 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	lease, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("worker-1:", lease.Outcome)
+
+	_, err = lk.TryAcquire(ctx, pool, "reports:nightly", "worker-2")
+	var held *locker.HeldError
+	if errors.As(err, &held) {
+		fmt.Println("worker-2: held by", held.Owner)
+	}
+
+	if _, err := lk.Release(ctx, pool, lease); err != nil {
+		panic(err)
+	}
+	again, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-2")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("worker-2:", again.Outcome, "with a larger token:", again.Token > lease.Token)
+
+	// Releasing a lease you no longer hold is reported, and changes nothing.
+	_, err = lk.Release(ctx, pool, lease)
+	fmt.Println("worker-1 releases again:", errors.Is(err, locker.ErrNotHeld))
+	// Output:
+	// worker-1: acquired
+	// worker-2: held by worker-1
+	// worker-2: acquired with a larger token: true
+	// worker-1 releases again: true
+}
+
+// Keep a lease for as long as the work takes, and stop the work when the
+// lease can no longer be trusted.
+func ExampleLocker_Keepalive() {
+	ctx := context.Background()
+	pool := examplePool(ctx)
+	defer pool.Close()
+
+	lk, err := locker.New(locker.Config{TTL: 500 * time.Millisecond})
+	if err != nil {
+		panic(err)
+	}
+	lease, err := lk.TryAcquire(ctx, pool, "compaction", locker.NewOwnerID())
+	if err != nil {
+		panic(err)
+	}
+	k := lk.Keepalive(ctx, pool, lease)
+
+	// The work runs under k.Context(); here it takes three TTLs.
+	select {
+	case <-k.Context().Done():
+		fmt.Println("lease lost:", k.Err())
+	case <-time.After(1500 * time.Millisecond):
+		fmt.Println("still held after 3 TTLs:", k.Err() == nil)
+	}
+	k.Stop()
+	_, err = lk.Release(ctx, pool, k.Lease())
+	fmt.Println("released:", err == nil)
+
+	// An operator force-expiring the lease ends the holder's context.
+	lease, _ = lk.TryAcquire(ctx, pool, "compaction", "worker-1")
+	k = lk.Keepalive(ctx, pool, lease)
+	defer k.Stop()
+	if _, err := lk.ForceExpire(ctx, pool, "compaction", lease.Token); err != nil {
+		panic(err)
+	}
+	<-k.Context().Done()
+	fmt.Println("after a force-expire:", errors.Is(k.Err(), locker.ErrLeaseLost))
+	// Output:
+	// still held after 3 TTLs: true
+	// released: true
+	// after a force-expire: true
+}
+
+// Write under a lock in the same database: Fence in the writing transaction
+// makes the write commit only while the lease holds.
+func ExampleFence() {
+	ctx := context.Background()
+	pool := examplePool(ctx)
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, exampleReportTableSQL); err != nil {
+		panic(err)
+	}
+
+	lk, err := locker.New(locker.Config{TTL: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	lease, err := lk.TryAcquire(ctx, pool, "report:1", "worker-1")
+	if err != nil {
+		panic(err)
+	}
+	write := func(lease locker.Lease, body string) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := locker.Fence(ctx, tx, lease); err != nil {
+				return err // rolls back
+			}
+			_, err := tx.Exec(ctx, exampleReportWriteSQL, body, lease.Token)
+			return err
+		})
+	}
+	fmt.Println("holder writes:", write(lease, "v1") == nil)
+
+	// The lease is lost (here an operator expires it, and worker-2 takes
+	// the key); worker-1 does not know yet and tries to write again.
+	if _, err := lk.ForceExpire(ctx, pool, "report:1", lease.Token); err != nil {
+		panic(err)
+	}
+	next, err := lk.TryAcquire(ctx, pool, "report:1", "worker-2")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("worker-2:", next.Outcome)
+	err = write(lease, "stale")
+	fmt.Println("stale write refused:", errors.Is(err, locker.ErrNotHeld))
+	fmt.Println("new holder writes:", write(next, "v2") == nil)
+	// Output:
+	// holder writes: true
+	// worker-2: stolen
+	// stale write refused: true
+	// new holder writes: true
+}
+
+// Take a lock inside your own transaction: it commits or rolls back with
+// your work, and a refusal does not spoil the transaction.
+func ExampleLocker_TryAcquire_inTransaction() {
+	ctx := context.Background()
+	pool := examplePool(ctx)
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, exampleInvoiceTableSQL); err != nil {
+		panic(err)
+	}
+	lk, err := locker.New(locker.Config{TTL: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+
+	run := func(owner string) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			lease, err := lk.TryAcquire(ctx, tx, "invoices:2026-06", owner)
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, exampleInvoiceSQL, "2026-06", lease.Owner)
+			return err
+		})
+	}
+	fmt.Println("billing-1:", run("billing-1"))
+	err = run("billing-2")
+	fmt.Println("billing-2 held out:", errors.Is(err, locker.ErrHeld))
+	// Output:
+	// billing-1: <nil>
+	// billing-2 held out: true
+}

@@ -1,0 +1,414 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// rowOf reads key's row without the fields computed from the read time, so
+// two reads of an unchanged row compare equal.
+func rowOf(t *testing.T, db store.DBTX, key string) store.Lock {
+	t.Helper()
+	row, found, err := store.Get(context.Background(), db, key)
+	if err != nil || !found {
+		t.Fatalf("read %q: found=%v err=%v", key, found, err)
+	}
+	row.Remaining, row.HeldFor, row.DBNow = 0, 0, time.Time{}
+	return row
+}
+
+func eventsOf(t *testing.T, db store.DBTX, key string) []store.Event {
+	t.Helper()
+	evs, err := store.KeyEvents(context.Background(), db, key, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+func mustAcquire(t *testing.T, lk *locker.Locker, db store.DBTX, key, owner string) locker.Lease {
+	t.Helper()
+	lease, err := lk.TryAcquire(context.Background(), db, key, owner)
+	if err != nil {
+		t.Fatalf("acquire %q as %q: %v", key, owner, err)
+	}
+	return lease
+}
+
+// notHeldErr asserts err is a *NotHeldError and returns it.
+func notHeldErr(t *testing.T, what string, err error) *locker.NotHeldError {
+	t.Helper()
+	var nh *locker.NotHeldError
+	if !errors.Is(err, locker.ErrNotHeld) || !errors.As(err, &nh) {
+		t.Fatalf("%s = %v; want a *NotHeldError (ErrNotHeld)", what, err)
+	}
+	return nh
+}
+
+// stolenSetup: a holds k with a short TTL, it expires, b steals it (with a
+// one-minute lease).
+func stolenSetup(t *testing.T) (db *pgxpool.Pool, lk *locker.Locker, victim, thief locker.Lease) {
+	t.Helper()
+	db = testdb.New(t)
+	lk = newLocker(t, locker.Config{TTL: 100 * time.Millisecond})
+	victim = mustAcquire(t, lk, db, "k", "a")
+	time.Sleep(150 * time.Millisecond)
+	// The thief's lease is long, so it outlasts the test on a busy machine.
+	long, err := lk.WithTTL(time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief = mustAcquire(t, long, db, "k", "b")
+	if thief.Outcome != locker.Stolen || thief.Token <= victim.Token {
+		t.Fatalf("steal = %+v; want stolen with a token above %d", thief, victim.Token)
+	}
+	return db, lk, victim, thief
+}
+
+func TestHeldErrorNamesTheHolder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: 10 * time.Second})
+	holder := mustAcquire(t, lk, db, "jobs:nightly", "a")
+
+	_, err := lk.TryAcquire(ctx, db, "jobs:nightly", "b")
+	var held *locker.HeldError
+	if !errors.As(err, &held) || !errors.Is(err, locker.ErrHeld) {
+		t.Fatalf("acquire of a held key = %v; want *HeldError", err)
+	}
+	if held.Key != "jobs:nightly" || held.Owner != "a" || held.Token != holder.Token ||
+		!held.ExpiresAt.Equal(holder.ExpiresAt) || held.Remaining <= 9*time.Second || held.Remaining > 10*time.Second {
+		t.Fatalf("HeldError = %+v; want key jobs:nightly, owner a, token %d, expiry %s, ~10s remaining",
+			held, holder.Token, holder.ExpiresAt)
+	}
+	for _, want := range []string{`"jobs:nightly"`, `"a"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not name %s", err, want)
+		}
+	}
+}
+
+func TestRenew(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("current lease", func(t *testing.T) {
+		t.Parallel()
+		db := testdb.New(t)
+		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lease := mustAcquire(t, lk, db, "k", "a")
+		renewed, err := lk.Renew(ctx, db, lease)
+		if err != nil || renewed.Outcome != locker.Renewed || renewed.Token != lease.Token ||
+			!renewed.ExpiresAt.After(lease.ExpiresAt) || renewed.ValidFor() <= 59*time.Second {
+			t.Fatalf("renew = %+v, %v; want renewed, token %d, later expiry, ~1m valid", renewed, err, lease.Token)
+		}
+		if row := rowOf(t, db, "k"); row.RenewCount != 1 || row.RenewedAt == nil || !row.ExpiresAt.Equal(renewed.ExpiresAt) {
+			t.Fatalf("row after renew = %+v; want renew_count 1, renewed_at set, expiry %s", row, renewed.ExpiresAt)
+		}
+	})
+
+	t.Run("after a steal", func(t *testing.T) {
+		t.Parallel()
+		db, lk, victim, thief := stolenSetup(t)
+		_, err := lk.Renew(ctx, db, victim)
+		nh := notHeldErr(t, "renew of a stolen lease", err)
+		if nh.Current == nil || nh.Current.Owner != "b" || nh.Current.Token != thief.Token {
+			t.Fatalf("NotHeldError.Current = %+v; want the thief b with token %d", nh.Current, thief.Token)
+		}
+		if !strings.Contains(err.Error(), `"b"`) {
+			t.Errorf("message %q does not name the new holder", err)
+		}
+	})
+
+	t.Run("after expiry", func(t *testing.T) {
+		t.Parallel()
+		db := testdb.New(t)
+		lk := newLocker(t, locker.Config{TTL: 50 * time.Millisecond})
+		lease := mustAcquire(t, lk, db, "k", "a")
+		time.Sleep(80 * time.Millisecond)
+		_, err := lk.Renew(ctx, db, lease)
+		nh := notHeldErr(t, "renew of an expired lease", err)
+		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != store.StateExpired {
+			t.Fatalf("Current = %+v; want the same grant, expired", nh.Current)
+		}
+		if !strings.Contains(err.Error(), "expired") {
+			t.Errorf("message %q does not say it expired", err)
+		}
+	})
+
+	t.Run("wrong token or owner", func(t *testing.T) {
+		t.Parallel()
+		db := testdb.New(t)
+		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lease := mustAcquire(t, lk, db, "k", "a")
+		before := rowOf(t, db, "k")
+		for _, bad := range []locker.Lease{
+			locker.LeaseOf("k", "a", lease.Token+1),
+			locker.LeaseOf("k", "b", lease.Token),
+			locker.LeaseOf("other", "a", lease.Token),
+		} {
+			_, err := lk.Renew(ctx, db, bad)
+			notHeldErr(t, "renew of "+bad.Owner, err)
+		}
+		if after := rowOf(t, db, "k"); !reflect.DeepEqual(before, after) {
+			t.Fatalf("refused renewals changed the row:\nbefore %+v\nafter  %+v", before, after)
+		}
+	})
+}
+
+func TestRelease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("current lease, then twice", func(t *testing.T) {
+		t.Parallel()
+		db := testdb.New(t)
+		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lease := mustAcquire(t, lk, db, "k", "a")
+		rel, err := lk.Release(ctx, db, lease)
+		if err != nil || rel.Outcome != locker.Released || rel.Token != lease.Token {
+			t.Fatalf("release = %+v, %v", rel, err)
+		}
+		row := rowOf(t, db, "k")
+		if row.ReleasedAt == nil || row.Owner != "a" || row.Token != lease.Token {
+			t.Fatalf("row after release = %+v; want kept, free, last holder a", row)
+		}
+		_, err = lk.Release(ctx, db, lease)
+		nh := notHeldErr(t, "second release", err)
+		if !strings.Contains(nh.Error(), "released") {
+			t.Errorf("message %q does not say it was released", nh)
+		}
+		if after := rowOf(t, db, "k"); !reflect.DeepEqual(row, after) {
+			t.Fatalf("second release changed the row:\nbefore %+v\nafter  %+v", row, after)
+		}
+		if n := len(eventsOf(t, db, "k")); n != 2 {
+			t.Fatalf("%d events; want acquired and one released", n)
+		}
+	})
+
+	t.Run("stale token after a steal", func(t *testing.T) {
+		t.Parallel()
+		db, lk, victim, thief := stolenSetup(t)
+		before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
+		_, err := lk.Release(ctx, db, victim)
+		nh := notHeldErr(t, "release by the old holder", err)
+		if nh.Current == nil || nh.Current.Token != thief.Token {
+			t.Fatalf("Current = %+v; want the thief's grant %d", nh.Current, thief.Token)
+		}
+		if after := rowOf(t, db, "k"); !reflect.DeepEqual(before, after) {
+			t.Fatalf("stale release changed the row:\nbefore %+v\nafter  %+v", before, after)
+		}
+		if n := len(eventsOf(t, db, "k")); n != len(beforeEvents) {
+			t.Fatalf("stale release wrote an event")
+		}
+		// The thief still holds it.
+		if _, err := lk.Renew(ctx, db, thief); err != nil {
+			t.Fatalf("thief's renew after the stale release: %v", err)
+		}
+	})
+}
+
+func TestForceOperations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ops := []struct {
+		name    string
+		run     func(*locker.Locker, context.Context, store.DBTX, string, int64) (locker.Lease, error)
+		outcome locker.Outcome
+		kind    string
+		state   store.State
+		next    locker.Outcome // the next acquirer's outcome
+	}{
+		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, store.EventForceExpired, store.StateExpired, locker.Stolen},
+		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, store.EventForceReleased, store.StateFree, locker.Acquired},
+	}
+	for _, op := range ops {
+		t.Run(op.name+" current token", func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			owners := newLocker(t, locker.Config{TTL: time.Minute})
+			operator := newLocker(t, locker.Config{Actor: "ops@console"})
+			lease := mustAcquire(t, owners, db, "k", "a")
+
+			got, err := op.run(operator, ctx, db, "k", lease.Token)
+			if err != nil || got.Outcome != op.outcome || got.Token != lease.Token || got.Owner != "a" {
+				t.Fatalf("%s = %+v, %v; want %s of a's token %d", op.name, got, err, op.outcome, lease.Token)
+			}
+			if row := rowOf(t, db, "k"); row.Owner != "a" || row.Token != lease.Token {
+				t.Fatalf("row = %+v", row)
+			}
+			if row, _, _ := store.Get(ctx, db, "k"); row.State() != op.state {
+				t.Fatalf("state after %s = %s; want %s", op.name, row.State(), op.state)
+			}
+			ev := eventsOf(t, db, "k")[0]
+			if ev.Kind != op.kind || ev.Actor != "ops@console" || *ev.Owner != "a" || *ev.Token != lease.Token {
+				t.Fatalf("event = %+v (owner %v, token %v); want %s by ops@console on a's token %d",
+					ev, *ev.Owner, *ev.Token, op.kind, lease.Token)
+			}
+			if _, err := owners.Renew(ctx, db, lease); !errors.Is(err, locker.ErrNotHeld) {
+				t.Fatalf("holder's renew after %s = %v; want ErrNotHeld", op.name, err)
+			}
+			next := mustAcquire(t, owners, db, "k", "b")
+			if next.Outcome != op.next || next.Token <= lease.Token {
+				t.Fatalf("next acquire = %+v; want %s with a token above %d", next, op.next, lease.Token)
+			}
+		})
+		t.Run(op.name+" stale token", func(t *testing.T) {
+			t.Parallel()
+			db, owners, victim, thief := stolenSetup(t)
+			operator := newLocker(t, locker.Config{Actor: "ops@console"})
+			before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
+			_, err := op.run(operator, ctx, db, "k", victim.Token)
+			nh := notHeldErr(t, op.name+" with the token the operator saw before a steal", err)
+			if nh.Current == nil || nh.Current.Token != thief.Token || nh.Current.Owner != "b" {
+				t.Fatalf("Current = %+v; want b's grant %d", nh.Current, thief.Token)
+			}
+			if after := rowOf(t, db, "k"); !reflect.DeepEqual(before, after) {
+				t.Fatalf("refused %s changed the row:\nbefore %+v\nafter  %+v", op.name, before, after)
+			}
+			if after := eventsOf(t, db, "k"); len(after) != len(beforeEvents) {
+				t.Fatalf("refused %s wrote an event: %+v", op.name, after[0])
+			}
+			if _, err := owners.Renew(ctx, db, thief); err != nil {
+				t.Fatalf("current holder's renew after a refused %s: %v", op.name, err)
+			}
+			if _, err := op.run(operator, ctx, db, "missing", 1); !errors.Is(err, locker.ErrNotHeld) {
+				t.Fatalf("%s of a key with no row = %v; want ErrNotHeld", op.name, err)
+			}
+		})
+	}
+}
+
+func TestEventsOfAcquireStealRelease(t *testing.T) {
+	t.Parallel()
+	db, lk, victim, thief := stolenSetup(t)
+	ctx := context.Background()
+	if _, err := lk.Renew(ctx, db, thief); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Release(ctx, db, thief); err != nil {
+		t.Fatal(err)
+	}
+	evs := eventsOf(t, db, "k") // newest first
+	type ev struct {
+		kind, owner, actor string
+		token              int64
+		prevOwner          string
+		prevToken          int64
+	}
+	var got []ev
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := evs[i]
+		g := ev{kind: e.Kind, owner: *e.Owner, actor: e.Actor, token: *e.Token}
+		if e.PreviousOwner != nil {
+			g.prevOwner, g.prevToken = *e.PreviousOwner, *e.PreviousToken
+		}
+		got = append(got, g)
+	}
+	want := []ev{
+		{kind: "acquired", owner: "a", actor: "a", token: victim.Token},
+		{kind: "stolen", owner: "b", actor: "b", token: thief.Token, prevOwner: "a", prevToken: victim.Token},
+		{kind: "released", owner: "b", actor: "b", token: thief.Token}, // the renewal is not logged
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("events (oldest first):\n got %+v\nwant %+v", got, want)
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i-1].OccurredAt.Before(evs[i].OccurredAt) {
+			t.Fatalf("event times go backwards: %v", evs)
+		}
+	}
+}
+
+// noSQL is a DBTX that records being used: arguments that fail validation
+// must be refused before anything is sent.
+type noSQL struct{ calls int }
+
+var errNoSQL = errors.New("test: no SQL expected")
+
+func (n *noSQL) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	n.calls++
+	return pgconn.CommandTag{}, errNoSQL
+}
+func (n *noSQL) Query(context.Context, string, ...any) (pgx.Rows, error) {
+	n.calls++
+	return nil, errNoSQL
+}
+func (n *noSQL) QueryRow(context.Context, string, ...any) pgx.Row {
+	n.calls++
+	return errRow{}
+}
+
+type errRow struct{}
+
+func (errRow) Scan(...any) error { return errNoSQL }
+
+func TestValidationBeforeSQL(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	badTexts := map[string]string{
+		"empty": "", "too long": strings.Repeat("x", 256), "invalid UTF-8": "a\xffb", "NUL": "a\x00b",
+	}
+	for name, bad := range badTexts {
+		calls := map[string]func(store.DBTX) error{
+			"TryAcquire key": func(db store.DBTX) error { _, err := lk.TryAcquire(ctx, db, bad, "o"); return err },
+			"Acquire key":    func(db store.DBTX) error { _, err := lk.Acquire(ctx, db, bad, "o"); return err },
+			"ForceExpire":    func(db store.DBTX) error { _, err := lk.ForceExpire(ctx, db, bad, 1); return err },
+			"ForceRelease":   func(db store.DBTX) error { _, err := lk.ForceRelease(ctx, db, bad, 1); return err },
+			"Renew key":      func(db store.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
+			"Release key":    func(db store.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
+			"Fence key":      func(db store.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf(bad, "o", 1)) },
+		}
+		ownerCalls := map[string]func(store.DBTX) error{
+			"TryAcquire owner": func(db store.DBTX) error { _, err := lk.TryAcquire(ctx, db, "k", bad); return err },
+			"Acquire owner":    func(db store.DBTX) error { _, err := lk.Acquire(ctx, db, "k", bad); return err },
+			"Renew owner":      func(db store.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
+			"Release owner":    func(db store.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
+			"Fence owner":      func(db store.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf("k", bad, 1)) },
+		}
+		for op, call := range calls {
+			db := &noSQL{}
+			if err := call(db); !errors.Is(err, locker.ErrInvalidKey) || db.calls != 0 {
+				t.Errorf("%s with a key that is %s = %v after %d statements; want ErrInvalidKey before any", op, name, err, db.calls)
+			}
+		}
+		for op, call := range ownerCalls {
+			db := &noSQL{}
+			if err := call(db); !errors.Is(err, locker.ErrInvalidOwner) || db.calls != 0 {
+				t.Errorf("%s with an owner that is %s = %v after %d statements; want ErrInvalidOwner before any", op, name, err, db.calls)
+			}
+		}
+	}
+
+	db := &noSQL{}
+	bad := locker.LeaseOf("k", "o", 1)
+	bad.TTL = -time.Second
+	if _, err := lk.Renew(ctx, db, bad); !errors.Is(err, locker.ErrInvalidTTL) || db.calls != 0 {
+		t.Errorf("Renew with a negative TTL = %v after %d statements; want ErrInvalidTTL before any", err, db.calls)
+	}
+	for _, ttl := range []time.Duration{time.Microsecond, -time.Second, locker.MaxTTL + time.Hour} {
+		if _, err := locker.New(locker.Config{TTL: ttl}); !errors.Is(err, locker.ErrInvalidTTL) {
+			t.Errorf("New with TTL %s = %v; want ErrInvalidTTL", ttl, err)
+		}
+		if _, err := lk.WithTTL(ttl); !errors.Is(err, locker.ErrInvalidTTL) {
+			t.Errorf("WithTTL(%s) = %v; want ErrInvalidTTL", ttl, err)
+		}
+	}
+	if _, err := locker.New(locker.Config{Actor: "a\x00"}); !errors.Is(err, locker.ErrInvalidOwner) {
+		t.Errorf("New with a NUL in Actor = %v; want ErrInvalidOwner", err)
+	}
+}

@@ -1,0 +1,166 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// The waiting tests measure latency, so they are not parallel: they run
+// alone, before the parallel tests start.
+
+// startNotifier runs a Notifier on pool's server until the test ends and
+// returns once it is listening.
+func startNotifier(t *testing.T, pool *pgxpool.Pool) *locker.Notifier {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
+	listening, unsubscribe := n.Subscribe("test:listening")
+	done := make(chan struct{})
+	go func() { _ = n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-listening: // Run wakes every subscriber once LISTEN is in place
+	case <-time.After(10 * time.Second):
+		t.Fatal("notifier did not start listening")
+	}
+	unsubscribe()
+	return n
+}
+
+type acquired struct {
+	lease locker.Lease
+	err   error
+	at    time.Time
+}
+
+func acquireAsync(ctx context.Context, lk *locker.Locker, db store.DBTX, key, owner string) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		l, err := lk.Acquire(ctx, db, key, owner)
+		ch <- acquired{l, err, time.Now()}
+	}()
+	return ch
+}
+
+// waitForWaiter polls until owner's waiter record on key is visible.
+func waitForWaiter(t *testing.T, db store.DBTX, key, owner string) store.Waiter {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		ws, err := store.Waiters(context.Background(), db, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if w.Owner == owner {
+				return w
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no waiter record for %q on %q", owner, key)
+	return store.Waiter{}
+}
+
+const waiterRowsSQL = `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`
+
+func waiterRows(t *testing.T, db store.DBTX, key string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), waiterRowsSQL, key).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestAcquireWakesOnRelease(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	n := startNotifier(t, db)
+	// WaitRecheck is long, so only the NOTIFY can explain a quick wake-up.
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second})
+	holder := mustAcquire(t, lk, db, "k", "a")
+
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	if w := waitForWaiter(t, db, "k", "b"); w.Key != "k" || w.Waited < 0 {
+		t.Fatalf("waiter record = %+v", w)
+	}
+	released, err := lk.Release(ctx, db, holder)
+	if err != nil {
+		t.Fatal(err)
+	}
+	releasedAt := time.Now()
+	r := <-got
+	if r.err != nil || r.lease.Owner != "b" || r.lease.Outcome != locker.Acquired || r.lease.Token <= holder.Token {
+		t.Fatalf("waiter got %+v, %v; want acquired by b with a token above %d", r.lease, r.err, holder.Token)
+	}
+	// On the database clock: the release (its lease's expiry was cut to the
+	// release moment) and the new grant (its expiry minus its TTL).
+	lag := r.lease.ExpiresAt.Add(-r.lease.TTL).Sub(released.ExpiresAt)
+	if lag < 0 || lag > 100*time.Millisecond {
+		t.Fatalf("waiter was granted the lock %s after the release; want within 100ms", lag)
+	}
+	t.Logf("granted %s after the release (database clock); Acquire returned %s after Release did", lag, r.at.Sub(releasedAt))
+	if n := waiterRows(t, db, "k"); n != 0 {
+		t.Fatalf("%d waiter rows left after the grant", n)
+	}
+	if ev := eventsOf(t, db, "k")[0]; ev.Kind != store.EventAcquired || ev.Detail["waited_ms"] == nil {
+		t.Fatalf("grant event = %+v; want acquired with waited_ms", ev)
+	}
+}
+
+func TestAcquireWakesAtExpiry(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	// No Notifier and a long WaitRecheck: only the holder's expiry can wake
+	// the waiter.
+	lk := newLocker(t, locker.Config{TTL: 500 * time.Millisecond, WaitRecheck: 30 * time.Second})
+	holder := mustAcquire(t, lk, db, "k", "a")
+
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	r := <-acquireAsync(waitCtx, lk, db, "k", "b")
+	if r.err != nil || r.lease.Outcome != locker.Stolen || r.lease.Token <= holder.Token {
+		t.Fatalf("waiter got %+v, %v; want stolen with a token above %d", r.lease, r.err, holder.Token)
+	}
+	// Both times are on the database clock: the holder's expiry and the
+	// moment of the new grant (its expiry minus its TTL).
+	granted := r.lease.ExpiresAt.Add(-r.lease.TTL)
+	lag := granted.Sub(holder.ExpiresAt)
+	if lag < 0 || lag > 300*time.Millisecond {
+		t.Fatalf("granted %s after the holder's expiry; want within [0, 300ms]", lag)
+	}
+}
+
+func TestAcquireGivesUpWhenContextEnds(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	mustAcquire(t, lk, db, "k", "a")
+
+	waitCtx, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer cancel()
+	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	waitForWaiter(t, db, "k", "b")
+	r := <-got
+	if !errors.Is(r.err, context.DeadlineExceeded) || !strings.Contains(r.err.Error(), `"a"`) {
+		t.Fatalf("Acquire after its context ended = %v; want DeadlineExceeded naming holder a", r.err)
+	}
+	if n := waiterRows(t, db, "k"); n != 0 {
+		t.Fatalf("%d waiter rows left after giving up; want none", n)
+	}
+	if row := rowOf(t, db, "k"); row.Owner != "a" {
+		t.Fatalf("row after the waiter gave up = %+v; want a still holding", row)
+	}
+}
