@@ -1,0 +1,273 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
+)
+
+// seedSQL fills the table with n rows in every state: held with various
+// TTLs, expired, released; a few keys get live waiters and one a dead one.
+// Keys mix case so the collation's order (not byte order) matters.
+const seedSQL = `
+INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
+SELECT CASE WHEN i % 3 = 0 THEN 'Job:' ELSE 'job:' END || lpad(i::text, 6, '0'),
+       'worker-' || (i % 37),
+       nextval('distributed_lock_fence_seq'),
+       clock_timestamp() + ((i::bigint * 7919) % 600 - 120) * interval '1 second',
+       interval '300 seconds',
+       clock_timestamp() - ((i::bigint * 104729) % 3600) * interval '1 second',
+       CASE WHEN i % 10 = 0 THEN clock_timestamp() - interval '5 seconds' END
+FROM generate_series(1, $1::int) i`
+
+const seedWaitersSQL = `
+INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until)
+SELECT l.lock_key, 'waiter-' || g, clock_timestamp() - (g * 3 + length(l.lock_key)) * interval '1 second',
+       clock_timestamp() + CASE WHEN g = 9 THEN interval '-1 minute' ELSE interval '1 minute' END
+FROM (SELECT lock_key, row_number() OVER (ORDER BY lock_key) AS r FROM distributed_lock) l,
+     generate_series(1, 9) g
+WHERE l.r % $1::int = 7 AND g <= 1 + l.r % 4 OR (l.r % $1::int = 7 AND g = 9)`
+
+// referenceOrder is each sort's full order, computed the slow way.
+var referenceOrder = map[store.Sort]string{
+	store.SortKey:     `ORDER BY l.lock_key`,
+	store.SortTTL:     `ORDER BY l.expires_at, l.lock_key`,
+	store.SortToken:   `ORDER BY l.fence_token DESC`,
+	store.SortHeldFor: `ORDER BY l.acquired_at, l.lock_key`,
+	store.SortWaiters: `ORDER BY coalesce(w.n, 0) DESC, coalesce(w.since, 'infinity'), l.lock_key`,
+}
+
+func referenceKeys(t *testing.T, pool *pgxpool.Pool, s store.Sort, pattern string) []string {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `
+SELECT l.lock_key FROM distributed_lock l LEFT JOIN (
+    SELECT lock_key, count(*) AS n, min(waiting_since) AS since FROM distributed_lock_waiter
+    WHERE seen_until > clock_timestamp() GROUP BY lock_key) w ON w.lock_key = l.lock_key
+WHERE ($1 = '' OR l.lock_key ILIKE $1 OR l.owner_id ILIKE $1) `+referenceOrder[s], pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func seed(t *testing.T, pool *pgxpool.Pool, n, waitEvery int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, seedSQL, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, seedWaitersSQL, waitEvery); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE distributed_lock; ANALYZE distributed_lock_waiter`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func keysOf(rows []store.ListedLock) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Key
+	}
+	return out
+}
+
+// TestListLocksWindows checks every sort's window against the full order:
+// the rows around the anchor, the anchor's rank, and the fallbacks when the
+// anchor is missing.
+func TestListLocksWindows(t *testing.T) {
+	pool := testdb.New(t)
+	seed(t, pool, 600, 40)
+	ctx := context.Background()
+	for _, s := range store.Sorts {
+		for _, filter := range []string{"", "worker-3", "JOB:0001"} {
+			t.Run(fmt.Sprintf("%s/%q", s, filter), func(t *testing.T) {
+				want := referenceKeys(t, pool, s, store.LikePattern(filter))
+				if len(want) < 10 {
+					t.Fatalf("seed gave only %d rows for %q", len(want), filter)
+				}
+				for _, at := range []int{0, 3, len(want) / 2, len(want) - 2, len(want) - 1} {
+					page, err := store.ListLocks(ctx, pool, store.ListQuery{
+						Filter: filter, Sort: s, Anchor: want[at], Before: 5, After: 6})
+					if err != nil {
+						t.Fatal(err)
+					}
+					lo, hi := max(0, at-5), min(len(want), at+6)
+					if got := keysOf(page.Rows); !slices.Equal(got, want[lo:hi]) {
+						t.Fatalf("anchor %d %q: window\n got %q\nwant %q", at, want[at], got, want[lo:hi])
+					}
+					if page.Rows[page.Anchor].Key != want[at] || page.AnchorRank != int64(at) {
+						t.Fatalf("anchor %q: got index %d rank %d, want rank %d", want[at], page.Anchor, page.AnchorRank, at)
+					}
+					if page.Matching != int64(len(want)) {
+						t.Fatalf("matching = %d, want %d", page.Matching, len(want))
+					}
+				}
+				// No anchor: the row at Rank, clamped; -1 is the last.
+				for rank, wantRank := range map[int]int{0: 0, 7: 7, -1: len(want) - 1, len(want) + 50: len(want) - 1} {
+					page, err := store.ListLocks(ctx, pool, store.ListQuery{
+						Filter: filter, Sort: s, Anchor: "gone", Rank: rank, Before: 2, After: 3})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if page.Rows[page.Anchor].Key != want[wantRank] || page.AnchorRank != int64(wantRank) {
+						t.Fatalf("rank %d: anchor %q (rank %d), want %q (rank %d)", rank,
+							page.Rows[page.Anchor].Key, page.AnchorRank, want[wantRank], wantRank)
+					}
+				}
+			})
+		}
+	}
+}
+
+func TestListLocksTotalsAndWaiters(t *testing.T) {
+	pool := testdb.New(t)
+	ctx := context.Background()
+	page, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortKey, After: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Rows) != 0 || page.Anchor != -1 || page.Totals.All != 0 || page.InRecovery || page.ServerVersion == "" {
+		t.Fatalf("empty table: %+v", page)
+	}
+	seed(t, pool, 100, 30)
+	page, err = store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortWaiters, After: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var counted store.Totals
+	var waiting int64
+	for _, r := range page.Rows {
+		counted.All++
+		switch r.State() {
+		case store.StateFree:
+			counted.Free++
+		case store.StateExpired:
+			counted.Expired++
+		case store.StateExpiring:
+			counted.Expiring++
+			counted.Held++
+		default:
+			counted.Held++
+		}
+		waiting += r.Waiters
+		if r.Waiters > 0 && (r.OldestSince == nil || r.OldestWait <= 0) {
+			t.Fatalf("%s: %d waiters but oldest wait %v", r.Key, r.Waiters, r.OldestWait)
+		}
+	}
+	tot := page.Totals
+	if tot.All != counted.All || tot.Free != counted.Free || tot.Expired != counted.Expired || tot.Held != counted.Held {
+		t.Fatalf("totals %+v, counted from rows %+v", tot, counted)
+	}
+	if tot.Waiting != waiting || waiting == 0 || tot.WaitedKeys == 0 {
+		t.Fatalf("waiting %d (on %d keys), rows say %d", tot.Waiting, tot.WaitedKeys, waiting)
+	}
+	if page.Rows[0].Waiters < page.Rows[len(page.Rows)-1].Waiters || page.Rows[0].Waiters == 0 {
+		t.Fatalf("waiters sort: first row has %d waiters", page.Rows[0].Waiters)
+	}
+}
+
+func TestLikePatternEscapes(t *testing.T) {
+	pool := testdb.New(t)
+	ctx := context.Background()
+	for _, k := range []string{"100%", "1000", "a_b", "axb", `back\slash`} {
+		if _, err := pool.Exec(ctx, `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+VALUES ($1, 'o', nextval('distributed_lock_fence_seq'), clock_timestamp() + interval '1 minute', interval '1 minute', clock_timestamp())`, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for filter, want := range map[string][]string{"0%": {"100%"}, "_": {"a_b"}, `\`: {`back\slash`}, "A": {"a_b", "axb", `back\slash`}} {
+		page, err := store.ListLocks(ctx, pool, store.ListQuery{Filter: filter, Sort: store.SortKey, After: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keysOf(page.Rows); !slices.Equal(got, want) {
+			t.Errorf("filter %q: got %q, want %q", filter, got, want)
+		}
+	}
+}
+
+// TestListLocksPlansUseIndexes runs EXPLAIN ANALYZE on each window
+// statement over a 100k-row table: each must read distributed_lock through
+// an index and sort nothing bigger than its window.
+func TestListLocksPlansUseIndexes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("seeds 100k rows")
+	}
+	pool := testdb.New(t)
+	seed(t, pool, 100_000, 997)
+	ctx := context.Background()
+	keys := referenceKeys(t, pool, store.SortKey, "")
+	for _, s := range store.Sorts {
+		start := time.Now()
+		if _, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: s, Anchor: keys[70_000], Before: 40, After: 41}); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: one poll of 100k rows took %s", s, time.Since(start).Round(time.Millisecond))
+		for _, anchor := range []string{keys[5], keys[70_000]} {
+			plan, err := store.ExplainWindow(ctx, pool, s, anchor, 40, 41)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var doc []struct{ Plan planNode }
+			if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var indexed bool
+			var walk func(n planNode)
+			walk = func(n planNode) {
+				if n.Relation == "distributed_lock" {
+					switch n.NodeType {
+					case "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
+						indexed = true
+					case "Seq Scan":
+						if n.ActualRows*n.ActualLoops > 1000 {
+							t.Errorf("%s: sequential scan of %v rows", s, n.ActualRows)
+						}
+					}
+				}
+				if (n.NodeType == "Sort" || n.NodeType == "Incremental Sort") && n.ActualRows > 1000 {
+					t.Errorf("%s: %s over %v rows", s, n.NodeType, n.ActualRows)
+				}
+				for _, c := range n.Plans {
+					walk(c)
+				}
+			}
+			walk(doc[0].Plan)
+			if !indexed {
+				t.Errorf("%s: window read without an index:\n%s", s, plan)
+			}
+			if t.Failed() {
+				t.Logf("plan:\n%s", plan)
+				return
+			}
+		}
+	}
+}
+
+type planNode struct {
+	NodeType    string     `json:"Node Type"`
+	Relation    string     `json:"Relation Name"`
+	ActualRows  float64    `json:"Actual Rows"`
+	ActualLoops float64    `json:"Actual Loops"`
+	Plans       []planNode `json:"Plans"`
+}

@@ -1,0 +1,111 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// replicaRefusal is what an action on a standby is told.
+const replicaRefusal = "replica — read-only: this server is a standby and refuses writes; connect to the primary to act on locks"
+
+// startAction opens the form or the confirmation for an action key, or
+// says why the action does not apply.
+func (m Model) startAction(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	k := m.keys
+	if m.hasSnap && m.snap.page.InRecovery {
+		m.flash = flash{replicaRefusal, flashError}
+		return m, nil
+	}
+	if key.Matches(msg, k.Acquire) {
+		suggest := ""
+		if row, ok := m.selected(); ok && m.pane == paneDetail {
+			suggest = row.Key
+		}
+		m.form = newAcquireForm(m.opts.Owner, m.opts.TTL, suggest, m.width)
+		return m, m.form.inputs[0].Focus()
+	}
+	row, ok := m.selected()
+	if m.pane == paneDetail && m.detail != nil && m.detail.lock != nil {
+		row, ok = *m.detail.lock, true
+	}
+	if !ok {
+		m.flash = flash{"no lock selected", flashError}
+		return m, nil
+	}
+	state := live(row, m.elapsed()).state
+	if state == store.StateFree {
+		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
+		return m, nil
+	}
+	switch {
+	case key.Matches(msg, k.Renew):
+		m.flash = flash{fmt.Sprintf("renewing %s (token %d)…", safe(row.Key), row.Token), flashInfo}
+		return m, m.send(actionRequest{kind: actRenew, key: row.Key, owner: row.Owner, token: row.Token, ttl: row.TTL})
+	case key.Matches(msg, k.Expire):
+		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: row.Owner, token: row.Token}
+	case key.Matches(msg, k.Release):
+		m.confirm = &confirmModel{kind: actRelease, key: row.Key, owner: row.Owner, token: row.Token}
+	}
+	return m, nil
+}
+
+// send numbers an action and runs it.
+func (m *Model) send(req actionRequest) tea.Cmd {
+	m.actionSeq++
+	req.seq = m.actionSeq
+	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, req)
+}
+
+// actionDone shows an action's result and refreshes the table. A result
+// older than the newest action sent does not overwrite that one's message.
+func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
+	if msg.seq == m.actionSeq {
+		m.flash = actionResult(msg)
+	}
+	return m, m.requestPoll()
+}
+
+func actionResult(msg actionDoneMsg) flash {
+	key := safe(msg.key)
+	var notHeld *locker.NotHeldError
+	var held *locker.HeldError
+	switch {
+	case errors.As(msg.err, &notHeld):
+		text := fmt.Sprintf("✗ %s not applied: %s changed since you looked (token %d is no longer current)", msg.kind, key, msg.token)
+		if c := notHeld.Current; c != nil {
+			switch {
+			case c.Token != msg.token:
+				text += fmt.Sprintf(" — now %s by %s, token %d", c.State(), safe(c.Owner), c.Token)
+			default:
+				text = fmt.Sprintf("✗ %s not applied: %s token %d is %s", msg.kind, key, msg.token, c.State())
+			}
+		} else {
+			text += " — the key has no lock row now"
+		}
+		return flash{text, flashError}
+	case errors.As(msg.err, &held):
+		return flash{fmt.Sprintf("✗ %s is held by %s (token %d) for another %s: not acquired",
+			key, safe(held.Owner), held.Token, shortDur(held.Remaining)), flashError}
+	case errors.Is(msg.err, store.ErrReadOnly):
+		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}
+	case msg.err != nil:
+		return flash{fmt.Sprintf("✗ %s %s failed, nothing changed: %s", msg.kind, key, errMeaning(msg.err)), flashError}
+	}
+	l := msg.lease
+	switch msg.kind {
+	case actAcquire:
+		return flash{fmt.Sprintf("✓ %s %s for %s: token %d, TTL %s", l.Outcome, key, safe(l.Owner), l.Token, shortDur(l.TTL)), flashOK}
+	case actRenew:
+		return flash{fmt.Sprintf("✓ renewed %s (token %d) for another %s", key, l.Token, shortDur(l.TTL)), flashOK}
+	case actExpire:
+		return flash{fmt.Sprintf("✓ force-expired %s (token %d of %s): the next acquirer takes it over", key, l.Token, safe(l.Owner)), flashOK}
+	default:
+		return flash{fmt.Sprintf("✓ force-released %s (token %d of %s): it is free", key, l.Token, safe(l.Owner)), flashOK}
+	}
+}

@@ -1,0 +1,94 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+)
+
+// confirmModel asks before a destructive action. It names the key, owner
+// and token the operator saw; the action applies only to that token. Its
+// default is No: enter without moving the focus cancels.
+type confirmModel struct {
+	kind     actionKind
+	key      string
+	owner    string
+	token    int64
+	yesFocus bool
+}
+
+func (c confirmModel) verb() string {
+	if c.kind == actExpire {
+		return "Force-expire"
+	}
+	return "Force-release"
+}
+
+func (c confirmModel) consequence() string {
+	if c.kind == actExpire {
+		return "Its lease ends now: the holder's renewals and fenced writes fail,\nand the next acquirer takes the key over with a new token."
+	}
+	return "The lock is freed now, as if its holder had released it;\nthe holder's renewals and fenced writes fail."
+}
+
+func (c confirmModel) view(s Styles, termW, bodyH int) string {
+	w := min(max(termW-6, 30), 76)
+	field := func(name, value string) string {
+		return s.Label.Render(fmt.Sprintf("%-7s", name)) + s.Value.Render(clip(value, w-10))
+	}
+	yes := s.Button.Render(fmt.Sprintf("Yes, %s (y)", strings.ToLower(c.verb())))
+	no := s.Focused.Render("No (n/esc)")
+	if c.yesFocus {
+		yes = s.Focused.Render(fmt.Sprintf("Yes, %s (y)", strings.ToLower(c.verb())))
+		no = s.Button.Render("No (n/esc)")
+	}
+	buttons := lipgloss.JoinHorizontal(lipgloss.Top, no, "  ", yes)
+	fields := []string{field("key", safe(c.key)), field("owner", safe(c.owner)), field("token", fmt.Sprint(c.token))}
+	var lines []string
+	if bodyH >= 16 { // room to explain
+		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?"), ""}, fields...),
+			"", s.Muted.Render(c.consequence()),
+			s.Muted.Render(fmt.Sprintf("Nothing happens if token %d is no longer the current grant.", c.token)),
+			"", buttons)
+	} else { // small terminal: what and which, then the buttons
+		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?")}, fields...), buttons)
+	}
+	body := strings.Join(lines, "\n")
+	return s.Dialog.Width(w).Render(body)
+}
+
+func (m Model) confirmKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	c := *m.confirm
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Yes):
+		return m.confirmed(c)
+	case key.Matches(msg, k.No):
+		m.confirm = nil
+		m.flash = flash{strings.ToLower(c.verb()) + " cancelled: nothing changed", flashInfo}
+		return m, nil
+	case key.Matches(msg, k.Switch):
+		c.yesFocus = !c.yesFocus
+		m.confirm = &c
+		return m, nil
+	case key.Matches(msg, k.Confirm):
+		if c.yesFocus {
+			return m.confirmed(c)
+		}
+		m.confirm = nil
+		m.flash = flash{strings.ToLower(c.verb()) + " cancelled: nothing changed", flashInfo}
+		return m, nil
+	case key.Matches(msg, k.Quit) && msg.String() == "q":
+		return m, nil // q in a dialog must not quit by accident
+	}
+	return m, nil
+}
+
+func (m Model) confirmed(c confirmModel) (tea.Model, tea.Cmd) {
+	m.confirm = nil
+	m.flash = flash{fmt.Sprintf("%s %s (token %d)…", strings.ToLower(c.verb()), safe(c.key), c.token), flashInfo}
+	return m, m.send(actionRequest{kind: c.kind, key: c.key, owner: c.owner, token: c.token})
+}

@@ -1,0 +1,22 @@
+// Package tui is lockctl's console: a Bubble Tea program that watches the
+// distributed_lock table live and lets an operator acquire, renew,
+// force-expire and force-release locks through package locker.
+//
+// How it stays responsive on a large table and a bad network:
+//
+//   - Each poll reads only a window of rows around the selection
+//     (store.ListLocks) plus totals computed in SQL, whatever the table size.
+//   - Polls never overlap. Each has a timeout, carries a sequence number
+//     (replies to an older query are dropped) and re-arms the next poll with
+//     tea.Tick only when it returns; a generation counter retires ticks armed
+//     under an older interval. Failures back off and the last good snapshot
+//     stays on screen, marked stale with its age.
+//   - Remaining TTLs come from the database clock (computed in the poll) and
+//     count down between polls on this process's monotonic clock, measured
+//     from the moment the poll's reply arrived; the terminal's wall clock is
+//     never consulted.
+//
+// All I/O happens in tea.Cmds (commands.go) on values copied before the
+// closure; Update only changes the model. Text from the database passes
+// through textsafe.Escape before it is drawn.
+package tui

@@ -1,0 +1,143 @@
+package tui
+
+import (
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// t0 is the fixed instant golden snapshots arrive at; views are drawn 1.5s
+// later, so every countdown is deterministic.
+var t0 = time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)
+
+func ptr[T any](v T) *T { return &v }
+
+// fixtureRows has a row in every state, a free row with its last holder,
+// waiters, and a key and owner full of terminal escapes.
+func fixtureRows() []store.ListedLock {
+	dbNow := t0.Add(-20 * time.Millisecond)
+	row := func(key, owner string, token int64, remaining, ttl, heldFor time.Duration) store.ListedLock {
+		return store.ListedLock{Lock: store.Lock{
+			Key: key, Owner: owner, Token: token, TTL: ttl, Remaining: remaining, HeldFor: heldFor,
+			ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
+			GrantKind: "acquired", Metadata: map[string]any{"host": "web-1", "pid": 4242},
+		}}
+	}
+	billing := row("billing:nightly", "worker-3:8812:ab12cd34", 1042, 22*time.Second, 30*time.Second, 4*time.Minute+5*time.Second)
+	billing.Waiters, billing.OldestWait, billing.OldestSince = 2, 12*time.Second, ptr(dbNow.Add(-12*time.Second))
+	billing.RenewCount, billing.RenewedAt = 7, ptr(dbNow.Add(-8*time.Second))
+	expiring := row("cache:warmup", "worker-1:77:0f0f0f0f", 1040, 3*time.Second, 30*time.Second, 27*time.Second)
+	expired := row("reports:daily", "cron-7:1:deadbeef", 997, -95*time.Second, time.Minute, 10*time.Minute)
+	expired.GrantKind, expired.PreviousOwner, expired.PreviousToken = "stolen", ptr("cron-2:9:00000001"), ptr(int64(990))
+	free := row("search:reindex", "indexer:5:cafe0001", 1001, -3*time.Minute, time.Minute, 5*time.Minute)
+	free.ReleasedAt = ptr(dbNow.Add(-3 * time.Minute))
+	evil := row("evil\x1b]2;owned\x07\x1b[2J", "bad\x1b[31mowner", 1043, 4*time.Minute, 5*time.Minute, time.Minute)
+	long := row("tenant:0042:invoices:generate-monthly-statements-for-every-customer", "batch-runner:9:0badf00d", 1039,
+		9*time.Minute, 10*time.Minute, time.Minute)
+	return []store.ListedLock{billing, expiring, evil, expired, free, long}
+}
+
+func fixtureSnapshot() snapshot {
+	rows := fixtureRows()
+	return snapshot{
+		page: store.Page{
+			Rows: rows, Anchor: 0, AnchorRank: 0, Matching: int64(len(rows)),
+			Totals:        store.Totals{All: 6, Held: 4, Expiring: 1, Expired: 1, Free: 1, Waiting: 2, WaitedKeys: 1},
+			ServerVersion: "15.18 (Debian 15.18-0+deb12u1)", DBNow: t0,
+		},
+		rates: store.Rates{Span: time.Minute, Bucket: 5 * time.Second,
+			Grants:    []int64{1, 3, 2, 0, 5, 8, 4, 2, 1, 0, 6, 9},
+			Steals:    []int64{0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1, 0},
+			Handovers: []int64{0, 1, 1, 0, 2, 3, 1, 0, 0, 0, 2, 4}},
+		receivedAt: t0,
+		latency:    4 * time.Millisecond,
+	}
+}
+
+func fixtureEvents() []store.Event {
+	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
+	return []store.Event{
+		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: store.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(int64(997)), Actor: "alice@ops"},
+		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: store.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(int64(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
+		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: store.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(int64(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(int64(5)), Actor: "bad\x1b[31mowner"},
+		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: store.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(int64(1001)), Actor: "indexer:5:cafe0001"},
+	}
+}
+
+// testModel is a console of w x h whose clock stands still at t0+1.5s.
+func testModel(t *testing.T, opts Options, w, h int) Model {
+	t.Helper()
+	if opts.Owner == "" {
+		opts.Owner = "console:1:00c0ffee"
+	}
+	if opts.Server == "" {
+		opts.Server = "127.0.0.1:5432/postgres"
+	}
+	m := New(opts)
+	m.now = func() time.Time { return t0.Add(1500 * time.Millisecond) }
+	m.inflightSince = t0
+	return step(t, m, tea.WindowSizeMsg{Width: w, Height: h})
+}
+
+// withSnapshot feeds the first poll's reply.
+func withSnapshot(t *testing.T, m Model, s snapshot) Model {
+	t.Helper()
+	return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+}
+
+// step applies one message and returns the new model (its command is
+// dropped: tests that need it use update).
+func step(t *testing.T, m Model, msg tea.Msg) Model {
+	t.Helper()
+	m2, _ := update(t, m, msg)
+	return m2
+}
+
+func update(t *testing.T, m Model, msg tea.Msg) (Model, tea.Cmd) {
+	t.Helper()
+	next, cmd := m.Update(msg)
+	return next.(Model), cmd
+}
+
+func press(t *testing.T, m Model, keys ...string) Model {
+	t.Helper()
+	for _, k := range keys {
+		m = step(t, m, keyMsg(k))
+	}
+	return m
+}
+
+// keyMsg builds the key press a terminal would send for k.
+func keyMsg(k string) tea.KeyPressMsg {
+	switch k {
+	case "enter":
+		return tea.KeyPressMsg{Code: tea.KeyEnter}
+	case "esc":
+		return tea.KeyPressMsg{Code: tea.KeyEscape}
+	case "tab":
+		return tea.KeyPressMsg{Code: tea.KeyTab}
+	case "space":
+		return tea.KeyPressMsg{Code: tea.KeySpace, Text: " "}
+	case "up":
+		return tea.KeyPressMsg{Code: tea.KeyUp}
+	case "down":
+		return tea.KeyPressMsg{Code: tea.KeyDown}
+	case "end":
+		return tea.KeyPressMsg{Code: tea.KeyEnd}
+	case "home":
+		return tea.KeyPressMsg{Code: tea.KeyHome}
+	case "pgdown":
+		return tea.KeyPressMsg{Code: tea.KeyPgDown}
+	case "ctrl+c":
+		return tea.KeyPressMsg{Code: 'c', Mod: tea.ModCtrl}
+	}
+	r := []rune(k)[0]
+	return tea.KeyPressMsg{Code: r, Text: k}
+}
+
+// screen is the view as the operator reads it: styling stripped.
+func screen(m Model) string { return ansi.Strip(m.View().Content) }

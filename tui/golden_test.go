@@ -1,0 +1,85 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/exp/golden"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// TestGolden pins what the operator sees in each state, at the two sizes
+// that matter: a roomy 120x35 and the 60x15 minimum. Regenerate with
+// `go test ./tui -run TestGolden -update`.
+func TestGolden(t *testing.T) {
+	live := func(t *testing.T, w, h int) Model {
+		return withSnapshot(t, testModel(t, Options{}, w, h), fixtureSnapshot())
+	}
+	cases := map[string]func(t *testing.T, w, h int) Model{
+		"table": live,
+		"starting": func(t *testing.T, w, h int) Model {
+			return testModel(t, Options{}, w, h)
+		},
+		"reconnecting": func(t *testing.T, w, h int) Model {
+			m := live(t, w, h)
+			m = step(t, m, pollTickMsg{gen: m.tickGen})
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
+				err: fmt.Errorf("%w: dial tcp 127.0.0.1:5432: connect: connection refused", store.ErrUnavailable)})
+		},
+		"confirm_expire": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "x") },
+		"detail": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "enter")
+			s := fixtureSnapshot()
+			row := s.page.Rows[0]
+			s.detail = &detailData{key: row.Key, lock: &row, events: fixtureEvents()[1:2],
+				waiters: []store.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		"events": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "e")
+			s := fixtureSnapshot()
+			s.events = fixtureEvents()
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
+		"help_readonly": func(t *testing.T, w, h int) Model {
+			return press(t, withSnapshot(t, testModel(t, Options{ReadOnly: true}, w, h), fixtureSnapshot()), "?")
+		},
+		"replica": func(t *testing.T, w, h int) Model {
+			s := fixtureSnapshot()
+			s.page.InRecovery = true
+			return press(t, withSnapshot(t, testModel(t, Options{}, w, h), s), "x")
+		},
+		"filter_no_match": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "/", "z", "z", "enter")
+			s := fixtureSnapshot()
+			s.page = store.Page{Anchor: -1, Totals: s.page.Totals, DBNow: t0}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		"acquire_form": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "a") },
+		"status_line": func(t *testing.T, w, h int) Model {
+			m := testModel(t, Options{Status: func() string { return "demo: 8 workers · 1,204 grants · 3 steals · 1 zombie write refused" }}, w, h)
+			return withSnapshot(t, m, fixtureSnapshot())
+		},
+	}
+	for name, build := range cases {
+		for _, size := range [][2]int{{120, 35}, {60, 15}} {
+			t.Run(fmt.Sprintf("%s_%dx%d", name, size[0], size[1]), func(t *testing.T) {
+				m := build(t, size[0], size[1])
+				view := screen(m)
+				lines := strings.Split(view, "\n")
+				if len(lines) != size[1] {
+					t.Errorf("view has %d lines, want %d", len(lines), size[1])
+				}
+				for i, l := range lines {
+					if width(l) > size[0] {
+						t.Errorf("line %d is %d cells wide, more than %d: %q", i, width(l), size[0], l)
+					}
+				}
+				golden.RequireEqual(t, []byte(view))
+			})
+		}
+	}
+}

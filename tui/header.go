@@ -1,0 +1,182 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// sortLabel says what an order puts first.
+func sortLabel(s store.Sort) string {
+	switch s {
+	case store.SortTTL:
+		return "TTL (expired and soonest expiring first)"
+	case store.SortToken:
+		return "token (newest grant first)"
+	case store.SortHeldFor:
+		return "held for (longest held first)"
+	case store.SortWaiters:
+		return "waiters (most waiters first)"
+	default:
+		return "key"
+	}
+}
+
+// headerLines are the lines above the table: server and connection,
+// totals, contention rates (when there is room), the optional status line,
+// and the sort and filter bar.
+func (m Model) headerLines() []string {
+	lines := []string{m.connLine()}
+	// While the database fails, the error's detail takes the place of the
+	// least useful line, so the layout (and the table) does not move.
+	switch {
+	case m.height >= 20 && m.failures > 0:
+		lines = append(lines, m.totalsLine(), m.errLine())
+	case m.height >= 20:
+		lines = append(lines, m.totalsLine(), m.ratesLine())
+	case m.failures > 0:
+		lines = append(lines, m.errLine())
+	default:
+		lines = append(lines, m.totalsLine())
+	}
+	if m.opts.Status != nil {
+		lines = append(lines, m.styles.Muted.Render(safe(m.opts.Status())))
+	}
+	return append(lines, m.queryLine())
+}
+
+// connState describes the connection in a few words, styled by severity.
+func (m Model) connState() string {
+	s := m.styles
+	switch {
+	case m.failures > 0:
+		verb := "reconnecting"
+		if !connectionProblem(m.lastErr) {
+			verb = "failing" // the server answers, with an error retrying will not fix by itself
+		}
+		return s.Error.Render(fmt.Sprintf("✗ %s, attempt %d: %s", verb, m.failures, errHead(m.lastErr)))
+	case m.inflight && m.now().Sub(m.inflightSince) >= slowAfter:
+		return s.Warning.Render(fmt.Sprintf("◐ slow: no reply for %s", wholeDur(m.now().Sub(m.inflightSince))))
+	case !m.hasSnap:
+		return s.Muted.Render("◌ connecting…")
+	case m.snap.latency >= slowLatency:
+		return s.Warning.Render("◐ slow")
+	default:
+		return s.Live.Render("● live")
+	}
+}
+
+func (m Model) connLine() string {
+	s := m.styles
+	narrow := m.width < 100
+	parts := []string{s.App.Render("lockctl")}
+	if !narrow {
+		parts = append(parts, s.Value.Render(safe(m.opts.Server)))
+	}
+	parts = append(parts, m.connState())
+	if m.hasSnap && m.snap.page.InRecovery {
+		parts = append(parts, s.Warning.Render("replica — read-only"))
+	}
+	if m.opts.ReadOnly {
+		parts = append(parts, s.Warning.Render("--read-only"))
+	}
+	if m.paused {
+		parts = append(parts, s.Warning.Render("⏸ paused"))
+	} else {
+		parts = append(parts, s.Label.Render("every ")+s.Value.Render(shortDur(m.refresh)))
+	}
+	if m.hasSnap && m.failures == 0 { // while failing, errLine gives the age
+		parts = append(parts, s.Label.Render("poll ")+s.Value.Render(shortDur(m.snap.latency)))
+		age := m.elapsed()
+		ageText := "data " + wholeDur(age) + " old"
+		if m.failures > 0 || m.paused || age > 3*m.refresh+pollTimeout {
+			parts = append(parts, s.Warning.Render(ageText+" (stale)"))
+		} else {
+			parts = append(parts, s.Label.Render(ageText))
+		}
+	}
+	if narrow {
+		parts = append(parts, s.Value.Render(safe(m.opts.Server)))
+	}
+	return strings.Join(parts, s.Muted.Render(" · "))
+}
+
+func (m Model) totalsLine() string {
+	s := m.styles
+	if !m.hasSnap {
+		return s.Muted.Render("no data yet")
+	}
+	t := m.snap.page.Totals
+	num := func(st interface{ Render(...string) string }, n int64) string { return st.Render(fmt.Sprint(n)) }
+	if m.width < 100 {
+		return s.Value.Render(fmt.Sprint(t.All)) + s.Label.Render(" locks: ") +
+			num(s.Held, t.Held) + s.Label.Render(" held, ") + num(s.Expiring, t.Expiring) + s.Label.Render(" expiring, ") +
+			num(s.Expired, t.Expired) + s.Label.Render(" expired, ") + num(s.Free, t.Free) + s.Label.Render(" free · ") +
+			s.Value.Render(fmt.Sprint(t.Waiting)) + s.Label.Render(" waiting")
+	}
+	parts := []string{
+		s.Label.Render("locks ") + s.Value.Render(fmt.Sprint(t.All)),
+		s.Label.Render("held ") + num(s.Held, t.Held) + s.Muted.Render(" (") + num(s.Expiring, t.Expiring) + s.Muted.Render(" expiring)"),
+		s.Label.Render("expired ") + num(s.Expired, t.Expired),
+		s.Label.Render("free ") + num(s.Free, t.Free),
+		s.Label.Render("waiting ") + s.Value.Render(fmt.Sprint(t.Waiting)) + s.Muted.Render(" on "+plural(t.WaitedKeys, "key", "keys")),
+	}
+	line := strings.Join(parts, s.Muted.Render(" · "))
+	if v := m.snap.page.ServerVersion; v != "" && m.width >= 100 {
+		pg := s.Muted.Render("PostgreSQL " + safe(strings.Fields(v)[0]))
+		if gap := m.width - width(line) - width(pg); gap > 0 {
+			line += strings.Repeat(" ", gap) + pg
+		}
+	}
+	return line
+}
+
+func (m Model) ratesLine() string {
+	s := m.styles
+	if !m.hasSnap || len(m.snap.rates.Grants) == 0 {
+		return s.Muted.Render("last minute: —")
+	}
+	r := m.snap.rates
+	item := func(name string, b []int64) string {
+		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(store.Sum(b))) + " " + s.Spark.Render(sparkline(b))
+	}
+	return s.Label.Render("last minute: ") + strings.Join([]string{
+		item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers),
+	}, s.Muted.Render(" · "))
+}
+
+func (m Model) queryLine() string {
+	s := m.styles
+	if m.filtering {
+		return m.filterInput.View()
+	}
+	parts := []string{s.Label.Render("sort ") + s.Value.Render(sortLabel(m.sort()))}
+	if m.filter != "" {
+		parts = append(parts, s.Label.Render("filter ")+s.Value.Render(fmt.Sprintf("%q", m.filter)))
+	}
+	if m.hasSnap {
+		p := m.snap.page
+		switch {
+		case p.Matching == 0 && m.filter != "":
+			parts = append(parts, s.Warning.Render("no lock matches the filter (esc clears it)"))
+		case p.Matching == 0:
+			parts = append(parts, s.Muted.Render("no locks"))
+		case m.cursor >= 0:
+			parts = append(parts, s.Label.Render(fmt.Sprintf("row %d of %d", m.selRank+1, p.Matching)))
+		}
+	}
+	return strings.Join(parts, s.Muted.Render(" · "))
+}
+
+// errLine explains the last failed poll and what is on screen meanwhile.
+func (m Model) errLine() string {
+	s := m.styles
+	var parts []string
+	if m.hasSnap {
+		parts = append(parts, s.Warning.Render(fmt.Sprintf("showing the last good data, %s old", wholeDur(m.elapsed()))))
+	}
+	parts = append(parts, s.Muted.Render("retrying every "+shortDur(backoff(m.refresh, m.failures))),
+		s.Error.Render(errMeaning(m.lastErr)))
+	return s.Error.Render("✗ ") + strings.Join(parts, s.Muted.Render(" · "))
+}

@@ -1,0 +1,122 @@
+package tui
+
+import (
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/lipgloss/v2"
+)
+
+// helpContent is the `?` screen: every key, what the states and colours
+// mean, and how to free a stuck lock.
+func (m Model) helpContent() string {
+	s := m.styles
+	st := func(style interface{ Render(...string) string }, name, meaning string) string {
+		return "  " + style.Render(fitText(name, 20)) + meaning
+	}
+	lines := []string{
+		s.App.Render("Keys") + s.Muted.Render("  (esc or ? closes this help; ↑/↓ scroll it)"),
+		m.keysHelp(),
+		"",
+		s.App.Render("States"),
+		st(s.Held, "held", "an owner holds the lease; the bar shows how much of its TTL is left"),
+		st(s.Expiring, "expiring soon", "held, under a fifth of its TTL and under 10s left: the holder should renew now"),
+		st(s.Expired, "expired, stealable", "the TTL ran out without a renewal or release; the next acquirer takes it"),
+		st(s.Free, "free (released)", "released; OWNER shows the last holder"),
+		s.Muted.Render("  Remaining TTL comes from the database's clock and counts down between refreshes."),
+		s.Muted.Render("  WAITERS: how many callers wait in Acquire for the key · how long the first has waited."),
+	}
+	if m.keys.Expire.Enabled() {
+		lines = append(lines, "",
+			s.App.Render("Free a stuck lock"),
+			"  1. "+s.Key.Render("/")+" type part of its key or owner, "+s.Key.Render("enter")+
+				"  (or "+s.Key.Render("s")+" until sort is TTL: expired locks come first)",
+			"  2. "+s.Key.Render("↑/↓")+" to select it, "+s.Key.Render("enter")+" to check its details, history and waiters",
+			"  3. "+s.Key.Render("x")+" force-expire (the next acquirer takes it over) or "+
+				s.Key.Render("d")+" force-release (free now), then "+s.Key.Render("y")+" to confirm",
+			s.Muted.Render("     The action applies only if the lock still has the token you saw; otherwise you are told who holds it now."),
+		)
+	} else {
+		lines = append(lines, "", s.Muted.Render("Read-only console (--read-only): acquire, renew, expire and release are off."))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// keysHelp lists every enabled key, one per line, in the KeyMap's groups:
+// readable at any width (the help bubble's columns need a wide terminal).
+func (m Model) keysHelp() string {
+	s := m.styles
+	var cols [][]string
+	for _, group := range m.keys.FullHelp() {
+		var col []string
+		for _, b := range group {
+			if b.Enabled() {
+				col = append(col, "  "+s.Key.Render(fitText(b.Help().Key, 7))+" "+fitText(b.Help().Desc, 36))
+			}
+		}
+		switch {
+		case len(col) == 0:
+		case len(cols) == 2: // actions go under the pane keys: two columns fit 100 cells
+			cols[1] = append(append(cols[1], ""), col...)
+		default:
+			cols = append(cols, col)
+		}
+	}
+	if m.width >= 46*len(cols) { // side by side when they fit
+		blocks := make([]string, len(cols))
+		for i, c := range cols {
+			blocks[i] = strings.Join(c, "\n")
+		}
+		return lipgloss.JoinHorizontal(lipgloss.Top, blocks...)
+	}
+	var lines []string
+	for _, c := range cols {
+		lines = append(lines, c...)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fitText pads or truncates plain text.
+func fitText(s string, w int) string { return fit(s, w) }
+
+// refreshPanes re-renders the scrollable panes' content (keeping their
+// scroll position).
+func (m *Model) refreshPanes() {
+	if !m.sized {
+		return
+	}
+	switch m.pane {
+	case paneDetail:
+		m.detailView.SetContent(m.detailContent())
+	case paneEvents:
+		m.eventsView.SetContent(m.eventsContent())
+	case paneHelp:
+		m.helpView.SetContent(m.helpContent())
+	}
+}
+
+// contextHelp is the short help for what has the keyboard now.
+func (m Model) contextHelp() []key.Binding {
+	b := func(keys, desc string) key.Binding {
+		return key.NewBinding(key.WithKeys(keys), key.WithHelp(keys, desc))
+	}
+	k := m.keys
+	short := func(kb key.Binding, desc string) key.Binding {
+		kb.SetHelp(kb.Help().Key, desc)
+		return kb
+	}
+	switch {
+	case m.confirm != nil:
+		return []key.Binding{b("y", "yes, do it"), b("n/esc", "no"), b("tab", "switch button"), b("enter", "choose focused (No)")}
+	case m.form != nil:
+		return []key.Binding{b("tab", "next field"), b("enter", "acquire"), b("esc", "cancel")}
+	case m.filtering:
+		return []key.Binding{b("enter", "keep filter"), b("esc", "undo filter"), b("type", "key or owner contains")}
+	case m.pane == paneDetail:
+		return []key.Binding{b("esc", "back"), short(k.Expire, "expire"), short(k.Release, "release"),
+			short(k.Renew, "renew"), b("↑/↓", "scroll"), short(k.Events, "events"), short(k.Help, "help"), k.Quit}
+	case m.pane == paneEvents, m.pane == paneHelp:
+		return []key.Binding{b("esc", "back"), b("↑/↓ pgup/pgdn", "scroll"), k.Help, k.Quit}
+	}
+	return k.ShortHelp()
+}

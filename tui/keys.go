@@ -1,0 +1,91 @@
+package tui
+
+import "charm.land/bubbles/v2/key"
+
+// KeyMap is every key the console answers to. Bindings that do not apply
+// (actions in --read-only) are disabled, which also hides them from help.
+type KeyMap struct {
+	Up, Down, PageUp, PageDown, Home, End key.Binding
+
+	Filter  key.Binding
+	Sort    key.Binding
+	Slower  key.Binding
+	Faster  key.Binding
+	Pause   key.Binding
+	Detail  key.Binding
+	Events  key.Binding
+	Help    key.Binding
+	Close   key.Binding
+	Quit    key.Binding
+	Acquire key.Binding
+	Renew   key.Binding
+	Expire  key.Binding
+	Release key.Binding
+
+	// In dialogs and forms.
+	Yes     key.Binding
+	No      key.Binding
+	Switch  key.Binding // move focus between buttons or fields
+	Confirm key.Binding // enter: the focused button, or submit
+}
+
+// DefaultKeyMap is the console's standard keys.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "up")),
+		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "down")),
+		PageUp:   key.NewBinding(key.WithKeys("pgup", "ctrl+b"), key.WithHelp("pgup", "page up")),
+		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
+		Home:     key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first row")),
+		End:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last row")),
+		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by key or owner")),
+		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort: key, TTL, token, held, waiters")),
+		Slower:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh less often")),
+		Faster:   key.NewBinding(key.WithKeys("-", "_"), key.WithHelp("-", "refresh more often")),
+		Pause:    key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pause/resume refresh")),
+		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details, waiters, history")),
+		Events:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "event log (all locks)")),
+		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
+		Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close / back")),
+		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Acquire:  key.NewBinding(key.WithKeys("a"), key.WithHelp("a", "acquire a lock")),
+		Renew:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "renew selected (extend its TTL)")),
+		Expire:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "force-expire selected (asks first)")),
+		Release:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release selected (asks first)")),
+		Yes:      key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes, do it")),
+		No:       key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "no, cancel")),
+		Switch:   key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "next field")),
+		Confirm:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose / submit")),
+	}
+}
+
+// withReadOnly disables the actions, so neither keys nor help offer them.
+func (k KeyMap) withReadOnly() KeyMap {
+	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release} {
+		b.SetEnabled(false)
+	}
+	return k
+}
+
+// ShortHelp is the one-line help under the table.
+func (k KeyMap) ShortHelp() []key.Binding {
+	short := func(b key.Binding, desc string) key.Binding {
+		b.SetHelp(b.Help().Key, desc)
+		return b
+	}
+	return []key.Binding{
+		short(k.Help, "help"), short(k.Filter, "filter"), short(k.Sort, "sort"),
+		short(k.Detail, "detail"), short(k.Events, "events"),
+		short(k.Expire, "expire"), short(k.Release, "release"), short(k.Renew, "renew"),
+		short(k.Acquire, "acquire"), short(k.Pause, "pause"), short(k.Quit, "quit"),
+	}
+}
+
+// FullHelp is the `?` screen, in columns.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
+		{k.Detail, k.Events, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Expire, k.Release, k.Renew, k.Acquire},
+	}
+}

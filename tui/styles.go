@@ -1,0 +1,77 @@
+package tui
+
+import (
+	"image/color"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/lipgloss/v2"
+)
+
+// Styles holds every style the console draws with, by meaning. It is the
+// only place colours are chosen; newStyles picks them for a dark or light
+// terminal background.
+type Styles struct {
+	App      lipgloss.Style // title
+	Muted    lipgloss.Style // secondary text, free rows
+	Label    lipgloss.Style // "held", "sort:" and other captions
+	Value    lipgloss.Style // numbers and values next to captions
+	Error    lipgloss.Style
+	Warning  lipgloss.Style
+	OK       lipgloss.Style
+	Live     lipgloss.Style // connection indicator when healthy
+	Held     lipgloss.Style
+	Expiring lipgloss.Style
+	Expired  lipgloss.Style
+	Free     lipgloss.Style
+	Header   lipgloss.Style // table column titles
+	Selected lipgloss.Style // the cursor row
+	Spark    lipgloss.Style
+	Dialog   lipgloss.Style // bordered box of confirmations and forms
+	Danger   lipgloss.Style // dialog title of a destructive action
+	Button   lipgloss.Style
+	Focused  lipgloss.Style // the focused button
+	Key      lipgloss.Style // key names in help text
+	BarEmpty lipgloss.Style // unfilled part of a TTL bar
+	Help     help.Styles    // the help bubble's keys and descriptions
+
+	isDark bool
+}
+
+// newStyles builds the palette for a dark or light background.
+func newStyles(isDark bool) Styles {
+	ld := lipgloss.LightDark(isDark)
+	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
+	green, yellow, red := c("#1A7F37", "#3FB950"), c("#9A6700", "#D29922"), c("#CF222E", "#F85149")
+	muted, text, accent := c("#6E7781", "#8B949E"), c("#1F2328", "#E6EDF3"), c("#0969DA", "#58A6FF")
+	selBg := c("#DDF4FF", "#1F3A5F")
+	keyStyle := lipgloss.NewStyle().Foreground(accent).Bold(true)
+	descStyle := lipgloss.NewStyle().Foreground(muted)
+	sepStyle := lipgloss.NewStyle().Foreground(c("#D0D7DE", "#30363D"))
+	return Styles{
+		Help: help.Styles{ShortKey: keyStyle, ShortDesc: descStyle, ShortSeparator: sepStyle,
+			FullKey: keyStyle, FullDesc: lipgloss.NewStyle().Foreground(text), FullSeparator: sepStyle,
+			Ellipsis: sepStyle},
+		App:      lipgloss.NewStyle().Bold(true).Foreground(accent),
+		Muted:    lipgloss.NewStyle().Foreground(muted),
+		Label:    lipgloss.NewStyle().Foreground(muted),
+		Value:    lipgloss.NewStyle().Foreground(text).Bold(true),
+		Error:    lipgloss.NewStyle().Foreground(red).Bold(true),
+		Warning:  lipgloss.NewStyle().Foreground(yellow).Bold(true),
+		OK:       lipgloss.NewStyle().Foreground(green),
+		Live:     lipgloss.NewStyle().Foreground(green).Bold(true),
+		Held:     lipgloss.NewStyle().Foreground(green),
+		Expiring: lipgloss.NewStyle().Foreground(yellow).Bold(true),
+		Expired:  lipgloss.NewStyle().Foreground(red).Bold(true),
+		Free:     lipgloss.NewStyle().Foreground(muted),
+		Header:   lipgloss.NewStyle().Foreground(muted).Bold(true).Underline(true),
+		Selected: lipgloss.NewStyle().Background(selBg).Bold(true),
+		Spark:    lipgloss.NewStyle().Foreground(accent),
+		Dialog:   lipgloss.NewStyle().Border(lipgloss.RoundedBorder()).BorderForeground(accent).Padding(0, 1),
+		Danger:   lipgloss.NewStyle().Foreground(red).Bold(true),
+		Button:   lipgloss.NewStyle().Foreground(text).Padding(0, 1),
+		Focused:  lipgloss.NewStyle().Foreground(c("#FFFFFF", "#0D1117")).Background(accent).Bold(true).Padding(0, 1),
+		Key:      lipgloss.NewStyle().Foreground(accent).Bold(true),
+		BarEmpty: lipgloss.NewStyle().Foreground(c("#D0D7DE", "#30363D")),
+		isDark:   isDark,
+	}
+}

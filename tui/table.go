@@ -1,0 +1,236 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/lipgloss/v2"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// column is one table column; width is decided per terminal width.
+type column struct {
+	title string
+	width int
+	right bool
+}
+
+// liveRow is a row advanced from the poll's instant to now: remaining TTL,
+// held-for and waits counted on the monotonic clock.
+type liveRow struct {
+	store.ListedLock
+	state store.State
+}
+
+// live advances r by elapsed since its snapshot arrived.
+func live(r store.ListedLock, elapsed time.Duration) liveRow {
+	if r.ReleasedAt == nil {
+		r.Remaining -= elapsed
+		r.HeldFor += elapsed
+	}
+	if r.Waiters > 0 {
+		r.OldestWait += elapsed
+	}
+	return liveRow{ListedLock: r, state: r.State()}
+}
+
+// tableLayout picks the columns that fit in w cells, widest first to go.
+func tableLayout(w int) (cols []column, wide bool) {
+	wide = w >= 100
+	ttlW := 13 // "██████ 12.3s"
+	if wide {
+		ttlW = 17
+	}
+	stateW := 9
+	if wide {
+		stateW = 19
+	}
+	fixed := map[string]column{
+		"TOKEN":    {title: "TOKEN", width: 9, right: true},
+		"TTL":      {title: "TTL LEFT", width: ttlW},
+		"HELD FOR": {title: "HELD FOR", width: 8, right: true},
+		"STATE":    {title: "STATE", width: stateW},
+		"WAITERS":  {title: "WAITERS", width: 12},
+	}
+	// Which optional columns to show, most important first.
+	optional := []string{"WAITERS", "TOKEN", "HELD FOR"}
+	avail := w - 2 // cursor marker
+	need := func(names []string) int {
+		n := fixed["TTL"].width + fixed["STATE"].width + 2
+		for _, c := range names {
+			n += fixed[c].width + 1
+		}
+		return n
+	}
+	var shown []string
+	for _, c := range optional {
+		// Keep at least 34 cells for key and owner.
+		if need(append(shown, c))+34 <= avail {
+			shown = append(shown, c)
+		}
+	}
+	rest := avail - need(shown)
+	keyW, ownerW := rest, 0
+	if rest >= 34 {
+		keyW = rest * 55 / 100
+		ownerW = rest - keyW - 1
+	}
+	cols = append(cols, column{title: "KEY", width: keyW})
+	if ownerW > 0 {
+		cols = append(cols, column{title: "OWNER", width: ownerW})
+	}
+	for _, name := range []string{"TOKEN", "TTL", "HELD FOR", "STATE", "WAITERS"} {
+		if name == "TTL" || name == "STATE" || contains(shown, name) {
+			cols = append(cols, fixed[name])
+		}
+	}
+	return cols, wide
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// tableView draws the column titles and the visible rows.
+func (m Model) tableView() string {
+	cols, wide := tableLayout(m.width)
+	s := m.styles
+	var b strings.Builder
+	titles := make([]string, len(cols))
+	for i, c := range cols {
+		if c.right {
+			titles[i] = fitRight(c.title, c.width)
+		} else {
+			titles[i] = fit(c.title, c.width)
+		}
+	}
+	b.WriteString("  " + s.Header.Render(strings.Join(titles, " ")))
+	if !m.hasSnap {
+		b.WriteString("\n\n  " + s.Muted.Render("waiting for the first poll…"))
+		return b.String()
+	}
+	rows := m.snap.page.Rows
+	if len(rows) == 0 {
+		msg := "no locks in this table yet"
+		if m.filter != "" {
+			msg = "no lock's key or owner contains " + fmt.Sprintf("%q", m.filter) + " (esc clears the filter)"
+		}
+		b.WriteString("\n\n  " + s.Muted.Render(msg))
+		return b.String()
+	}
+	elapsed := m.elapsed()
+	first := int(m.topRank - m.rankOf(0))
+	for i := max(first, 0); i < len(rows) && i < first+m.tableRows; i++ {
+		b.WriteString("\n")
+		b.WriteString(m.rowView(live(rows[i], elapsed), cols, wide, i == m.cursor))
+	}
+	return b.String()
+}
+
+// stateStyle is the colour of a state.
+func (s Styles) stateStyle(st store.State) lipgloss.Style {
+	switch st {
+	case store.StateExpiring:
+		return s.Expiring
+	case store.StateExpired:
+		return s.Expired
+	case store.StateFree:
+		return s.Free
+	default:
+		return s.Held
+	}
+}
+
+// stateLabel says what a state means for an operator.
+func stateLabel(st store.State, wide bool) string {
+	switch {
+	case st == store.StateExpiring && wide:
+		return "expiring soon"
+	case st == store.StateExpired && wide:
+		return "expired, stealable"
+	case st == store.StateFree && wide:
+		return "free (released)"
+	}
+	return string(st)
+}
+
+func (m Model) rowView(r liveRow, cols []column, wide bool, selected bool) string {
+	s := m.styles
+	stStyle := s.stateStyle(r.state)
+	cells := make([]string, len(cols))
+	for i, c := range cols {
+		var text string
+		style := lipgloss.NewStyle()
+		switch c.title {
+		case "KEY":
+			text = fit(safe(r.Key), c.width)
+		case "OWNER":
+			if r.state == store.StateFree {
+				text, style = fit("last: "+safe(r.Owner), c.width), s.Muted
+			} else {
+				text = fit(safe(r.Owner), c.width)
+			}
+		case "TOKEN":
+			text = fitRight(fmt.Sprint(r.Token), c.width)
+		case "TTL LEFT":
+			cells[i] = m.ttlCell(r, c.width, selected)
+			continue
+		case "HELD FOR":
+			if r.state == store.StateFree {
+				text, style = fitRight("—", c.width), s.Muted
+			} else {
+				text = fitRight(shortDur(r.HeldFor), c.width)
+			}
+		case "STATE":
+			text, style = fit(stateLabel(r.state, wide), c.width), stStyle
+		case "WAITERS":
+			if r.Waiters == 0 {
+				text, style = fit("—", c.width), s.Muted
+			} else {
+				text, style = fit(fmt.Sprintf("%d · %s", r.Waiters, wholeDur(r.OldestWait)), c.width), s.Warning
+			}
+		}
+		if selected {
+			style = style.Inherit(s.Selected)
+		}
+		cells[i] = style.Render(text)
+	}
+	sep, marker := " ", "  "
+	if selected {
+		sep, marker = s.Selected.Render(" "), s.Selected.Render("▶ ")
+	}
+	return marker + strings.Join(cells, sep)
+}
+
+// ttlCell is a bar of the remaining share of the lease and the seconds left.
+func (m Model) ttlCell(r liveRow, w int, selected bool) string {
+	s := m.styles
+	stStyle, empty := s.stateStyle(r.state), s.BarEmpty
+	textStyle := lipgloss.NewStyle()
+	if selected {
+		stStyle, empty, textStyle = stStyle.Inherit(s.Selected), empty.Inherit(s.Selected), textStyle.Inherit(s.Selected)
+	}
+	barW := w - 8
+	var label string
+	var frac float64
+	switch r.state {
+	case store.StateFree:
+		return s.Muted.Inherit(textStyle).Render(fit("—", w))
+	case store.StateExpired:
+		label = "-" + shortDur(-r.Remaining)
+	default:
+		label = shortDur(r.Remaining)
+		if r.TTL > 0 {
+			frac = float64(r.Remaining) / float64(r.TTL)
+		}
+	}
+	full, rest := bar(frac, barW)
+	return stStyle.Render(full) + empty.Render(rest) + textStyle.Render(" "+fitRight(label, 7))
+}
