@@ -1,0 +1,206 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
+)
+
+// The issue's "done when": migrate an empty database, then acquire prints a
+// token. Migrating again changes nothing.
+func TestMigrateThenAcquire(t *testing.T) {
+	t.Parallel()
+	d := db{t: t, dsn: testdb.EmptyDSN(t)}
+	r := d.expect(0, "migrate")
+	if !strings.Contains(r.stdout, "migrated") {
+		t.Fatalf("migrate printed %q; want a confirmation", r.stdout)
+	}
+	d.expect(0, "migrate")
+	got := d.json(0, "acquire", "k", "--owner", "a")
+	if got.Outcome != "acquired" || got.Key != "k" || got.Owner != "a" || got.Token <= 0 ||
+		got.TTLMs != 30000 || got.State != "held" {
+		t.Fatalf("acquire = %+v; want acquired k by a with a token and ttl_ms 30000", got)
+	}
+	expiresAt(t, got)
+}
+
+func TestAcquireOutcomes(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	first := d.json(0, "acquire", "k", "--owner", "a")
+	if first.Outcome != "acquired" {
+		t.Fatalf("first acquire = %+v; want acquired", first)
+	}
+	again := d.json(0, "acquire", "k", "--owner", "a")
+	if again.Outcome != "renewed" || again.Token != first.Token || !expiresAt(t, again).After(expiresAt(t, first)) {
+		t.Fatalf("acquire by the holder = %+v; want renewed, token %d, later expiry than %v", again, first.Token, *first.ExpiresAt)
+	}
+
+	held := d.json(3, "acquire", "k", "--owner", "b")
+	if held.Outcome != "held" || held.Owner != "a" || held.Token != first.Token || held.State != "held" ||
+		held.RequestedOwner != "b" || held.RemainingMs == nil || *held.RemainingMs <= 0 || held.TTLMs != 30000 {
+		t.Fatalf("acquire by another owner = %+v; want held by a, token %d, with remaining time", held, first.Token)
+	}
+
+	short := d.json(0, "acquire", "short", "--owner", "a", "--ttl", "200ms")
+	if short.TTLMs != 200 {
+		t.Fatalf("--ttl 200ms gave ttl_ms %d", short.TTLMs)
+	}
+	time.Sleep(300 * time.Millisecond)
+	stolen := d.json(0, "acquire", "short", "--owner", "b")
+	if stolen.Outcome != "stolen" || stolen.Owner != "b" || stolen.Token <= short.Token {
+		t.Fatalf("acquire after expiry = %+v; want stolen by b with a token above %d", stolen, short.Token)
+	}
+}
+
+// Without --json: one line on stdout for a grant; the refusal on stderr.
+func TestAcquireText(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	r := d.expect(0, "acquire", "billing:nightly", "--owner", "host:1:ab")
+	if !regexp.MustCompile(`^acquired billing:nightly token=\d+ owner=host:1:ab expires in 30s\n$`).MatchString(r.stdout) {
+		t.Fatalf("acquire printed %q", r.stdout)
+	}
+	r = d.expect(3, "acquire", "billing:nightly", "--owner", "other")
+	if r.stdout != "" || !strings.Contains(r.stderr, "billing:nightly is held by host:1:ab") {
+		t.Fatalf("held acquire: %s\nwant the holder named on stderr", r)
+	}
+}
+
+// Without --owner, acquire makes up an owner id and prints it: the user
+// needs it to renew and release.
+func TestAcquireDefaultOwner(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	got := d.json(0, "acquire", "k")
+	if strings.Count(got.Owner, ":") < 2 {
+		t.Fatalf("default owner %q; want host:pid:random", got.Owner)
+	}
+	d.json(0, "renew", "k", "--owner", got.Owner, "--token", tokenArg(got.Token))
+
+	r := d.expect(0, "acquire", "text")
+	m := regexp.MustCompile(`owner=(\S+)`).FindStringSubmatch(r.stdout)
+	if m == nil || strings.Count(m[1], ":") < 2 {
+		t.Fatalf("acquire without --owner printed %q; want owner=host:pid:random", r.stdout)
+	}
+}
+
+// acquire --wait blocks while another owner holds the key and wakes on the
+// release (NOTIFY), not at its next recheck.
+func TestAcquireWaitWakesOnRelease(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	pool := testdb.Pool(t, d.dsn)
+	holder := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waiter := exec.CommandContext(ctx, binary, "acquire", "k", "--owner", "b", "--wait", "20s", "--json", "--dsn", d.dsn)
+	waiter.Env = cleanEnv()
+	var stdout, stderr bytes.Buffer
+	waiter.Stdout, waiter.Stderr = &stdout, &stderr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- waiter.Wait() }()
+
+	// The waiter registers itself in distributed_lock_waiter before it sleeps.
+	for {
+		ws, err := store.Waiters(ctx, pool, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 && ws[0].Owner == "b" {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("waiter exited before the release: %v\nstdout: %s\nstderr: %s", err, &stdout, &stderr)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	d.json(0, "release", "k", "--owner", "a", "--token", tokenArg(holder.Token))
+	released := time.Now()
+
+	// Without the wake-up it would sleep until its 5s recheck.
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("waiter: %v\nstdout: %s\nstderr: %s", err, &stdout, &stderr)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("waiter still waiting 3s after the release\nstderr: %s", &stderr)
+	}
+	var got jsonResult
+	decode(t, result{stdout: stdout.String()}, &got)
+	if got.Outcome != "acquired" || got.Owner != "b" || got.Token <= holder.Token {
+		t.Fatalf("waiter got %+v; want acquired by b with a token above %d", got, holder.Token)
+	}
+	t.Logf("waiter acquired %s after the release", time.Since(released).Round(time.Millisecond))
+}
+
+// A wait that runs out is a held refusal (exit 3) naming the holder.
+func TestAcquireWaitTimesOut(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	holder := d.json(0, "acquire", "k", "--owner", "a")
+	got := d.json(3, "acquire", "k", "--owner", "b", "--wait", "300ms")
+	if got.Outcome != "held" || got.Owner != "a" || got.Token != holder.Token {
+		t.Fatalf("wait that ran out = %+v; want held by a", got)
+	}
+	r := d.expect(3, "acquire", "k", "--owner", "b", "--wait", "100ms")
+	if !strings.Contains(r.stderr, "gave up after waiting 100ms") || !strings.Contains(r.stderr, "held by a") {
+		t.Fatalf("text wait that ran out: %s", r)
+	}
+}
+
+// Ctrl-C during acquire --wait ends it with exit 1 and removes its waiter
+// record, so the console does not show a waiter that is gone.
+func TestAcquireWaitInterrupted(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	pool := testdb.Pool(t, d.dsn)
+	d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waiter := exec.CommandContext(ctx, binary, "acquire", "k", "--owner", "b", "--wait", "1m", "--dsn", d.dsn)
+	waiter.Env = cleanEnv()
+	var stderr bytes.Buffer
+	waiter.Stderr = &stderr
+	if err := waiter.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ws, err := store.Waiters(ctx, pool, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := waiter.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	err := waiter.Wait()
+	var exitErr *exec.ExitError
+	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || !strings.Contains(stderr.String(), "interrupted") {
+		t.Fatalf("interrupted waiter: %v, stderr %q; want exit 1, interrupted", err, stderr.String())
+	}
+	ws, err := store.Waiters(ctx, pool, "k")
+	if err != nil || len(ws) != 0 {
+		t.Fatalf("waiters after the interrupt = %+v, %v; want none", ws, err)
+	}
+}

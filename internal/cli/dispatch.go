@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Action runs a command once its flags and arguments are parsed and
+// checked. args holds exactly the positional arguments the Command names.
+// It returns the process exit code.
+type Action func(ctx context.Context, env Env, args []string) int
+
+// Command is one entry of the command table in main.go.
+type Command struct {
+	// Name is the subcommand. "" is the default command, run when the
+	// command line starts with a flag or is empty (the console).
+	Name string
+	// Args names the positional arguments, all required: {"KEY"}.
+	Args []string
+	// Summary is the one-line description shown in help.
+	Summary string
+	// Flags defines the command's own flags on fs and returns the Action
+	// that reads them. It must do no I/O: help calls it just to list flags.
+	Flags func(fs *pflag.FlagSet) Action
+}
+
+// Program is the whole command line: its name, its command table and what
+// it runs with.
+type Program struct {
+	Name     string // "lockctl"
+	Commands []Command
+	Stdout   io.Writer
+	Stderr   io.Writer
+	Getenv   func(string) string // os.Getenv; nil means an empty environment
+}
+
+// globals are the flags every command has.
+type globals struct {
+	dsn   string
+	actor string
+	help  bool
+}
+
+func defineGlobals(fs *pflag.FlagSet, g *globals) {
+	fs.StringVar(&g.dsn, "dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else libpq's PG* variables")
+	fs.StringVar(&g.actor, "actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, prune)")
+	fs.BoolVarP(&g.help, "help", "h", false, "show help")
+}
+
+// Dispatch runs the command named by args (os.Args[1:]) and returns the
+// exit code. Usage errors (unknown command or flag, missing or extra
+// argument, bad flag value) are reported on Stderr with exit 2 before any
+// command runs.
+func Dispatch(ctx context.Context, p Program, args []string) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "-h", "--help":
+			p.printUsage(p.Stdout)
+			return ExitOK
+		case "help":
+			if len(args) == 1 {
+				p.printUsage(p.Stdout)
+				return ExitOK
+			}
+			if cmd, ok := p.lookup(args[1]); ok && args[1] != "" {
+				p.printCommandHelp(p.Stdout, cmd)
+				return ExitOK
+			}
+			return p.usageError("unknown command %q", args[1])
+		}
+	}
+	name, rest := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, rest = args[0], args[1:]
+	}
+	cmd, ok := p.lookup(name)
+	switch {
+	case ok:
+	case len(args) == 0:
+		p.printUsage(p.Stderr)
+		return ExitUsage
+	case name == "":
+		return p.usageError("missing command before %q", args[0])
+	default:
+		return p.usageError("unknown command %q", name)
+	}
+	return p.run(ctx, cmd, rest)
+}
+
+func (p Program) lookup(name string) (Command, bool) {
+	for _, c := range p.Commands {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Command{}, false
+}
+
+// prog is how messages name a command: "lockctl acquire".
+func (p Program) prog(cmd Command) string {
+	if cmd.Name == "" {
+		return p.Name
+	}
+	return p.Name + " " + cmd.Name
+}
+
+func (p Program) usageError(format string, args ...any) int {
+	fmt.Fprintf(p.Stderr, "%s: %s\nRun '%s --help' for usage.\n", p.Name, fmt.Sprintf(format, args...), p.Name)
+	return ExitUsage
+}
+
+// flagSets builds a command's own flags and the global flags. The returned
+// parse set holds both (sharing their values); own and global are kept
+// apart for help.
+func (p Program) flagSets(cmd Command) (parse, own, global *pflag.FlagSet, g *globals, action Action) {
+	own = pflag.NewFlagSet(p.prog(cmd), pflag.ContinueOnError)
+	global = pflag.NewFlagSet(p.prog(cmd), pflag.ContinueOnError)
+	own.SortFlags, global.SortFlags = false, false
+	g = &globals{}
+	defineGlobals(global, g)
+	if cmd.Flags != nil {
+		action = cmd.Flags(own)
+	}
+	parse = pflag.NewFlagSet(p.prog(cmd), pflag.ContinueOnError)
+	parse.SetOutput(io.Discard)
+	parse.Usage = func() {}
+	parse.SortFlags = false
+	parse.AddFlagSet(own)
+	parse.AddFlagSet(global)
+	return parse, own, global, g, action
+}
+
+func (p Program) run(ctx context.Context, cmd Command, args []string) int {
+	fs, _, _, g, action := p.flagSets(cmd)
+	env := Env{Prog: p.prog(cmd), Stdout: p.Stdout, Stderr: p.Stderr,
+		helpHint: fmt.Sprintf("Run '%s --help' for usage.", p.prog(cmd))}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			p.printCommandHelp(p.Stdout, cmd)
+			return ExitOK
+		}
+		return env.Usagef("%s", describeParseError(err))
+	}
+	if g.help {
+		p.printCommandHelp(p.Stdout, cmd)
+		return ExitOK
+	}
+	var missing []string
+	fs.VisitAll(func(f *pflag.Flag) {
+		if isRequired(f) && !f.Changed {
+			missing = append(missing, "--"+f.Name)
+		}
+	})
+	if len(missing) > 0 {
+		return env.Usagef("missing %s", strings.Join(missing, " and "))
+	}
+	positional := fs.Args()
+	if len(positional) < len(cmd.Args) {
+		return env.Usagef("missing %s", strings.Join(cmd.Args[len(positional):], " "))
+	}
+	if len(positional) > len(cmd.Args) {
+		return env.Usagef("unexpected argument %q", positional[len(cmd.Args)])
+	}
+	if err := locker.ValidateOwner(g.actor); err != nil {
+		return env.Usagef("invalid --actor: %v", err)
+	}
+	env.DSN = ResolveDSN(g.dsn, p.Getenv)
+	env.Actor = g.actor
+	env.secrets = dsnPasswords(env.DSN)
+	if p.Getenv != nil {
+		env.secrets = append(env.secrets, p.Getenv("PGPASSWORD"))
+	}
+	if action == nil {
+		return env.Errorf("command has no action")
+	}
+	return action(ctx, env, positional)
+}
+
+// describeParseError names the flag and value pflag rejected.
+func describeParseError(err error) string {
+	var invalid *pflag.InvalidValueError
+	var unknown *pflag.NotExistError
+	var needsValue *pflag.ValueRequiredError
+	switch {
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("invalid --%s %q: %v", invalid.GetFlag().Name, invalid.GetValue(), invalid.Unwrap())
+	case errors.As(err, &unknown):
+		name := textsafe.Escape(unknown.GetSpecifiedName())
+		if unknown.GetSpecifiedShortnames() != "" {
+			return "unknown flag -" + name
+		}
+		return "unknown flag --" + name
+	case errors.As(err, &needsValue):
+		return fmt.Sprintf("flag --%s needs a value", needsValue.GetFlag().Name)
+	}
+	return textsafe.Escape(err.Error())
+}

@@ -1,0 +1,15 @@
+// Package cli holds the bodies of lockctl's scriptable commands (ls,
+// acquire, renew, release, expire, migrate, prune) and the machinery they
+// share: the command table's types, argument parsing, help, exit codes,
+// output as text or JSON, and connecting to the database.
+//
+// main.go owns the command table (which commands exist and their flags) and
+// calls Dispatch; every command body here takes an Env, writes only to its
+// Stdout and Stderr, and returns the process exit code, so it can be tested
+// without exiting.
+//
+// Writes go through package locker and reads through package store: this
+// package runs no SQL of its own. Everything printed for a terminal that came
+// from the database passes through textsafe.Escape, and no message ever
+// shows a password from the connection string (see RedactDSN).
+package cli

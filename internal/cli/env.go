@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Env is what a command runs with: where to write, and the global flags
+// already resolved.
+type Env struct {
+	// Prog prefixes messages: "lockctl acquire".
+	Prog string
+	// Stdout receives results; Stderr receives errors and held/not-held
+	// explanations in text mode.
+	Stdout, Stderr io.Writer
+	// DSN is --dsn, else $DATABASE_URL; "" leaves the connection to libpq's
+	// PG* variables.
+	DSN string
+	// Actor is --actor, recorded on the events of operator actions.
+	Actor string
+
+	helpHint string   // how to get help on this command
+	secrets  []string // passwords to scrub from every message
+}
+
+// Usagef reports a usage error ("<prog>: message" and a hint to --help) and
+// returns ExitUsage.
+func (e Env) Usagef(format string, args ...any) int {
+	e.printLine(e.Prog + ": " + fmt.Sprintf(format, args...))
+	if e.helpHint != "" {
+		e.printLine(e.helpHint)
+	}
+	return ExitUsage
+}
+
+// Fail reports err and returns its exit code: ExitHeld or ExitNotHeld for
+// those outcomes, ExitUsage for invalid arguments, ExitError for the rest.
+// A database error is shown by what it means first (e.g. "lock tables
+// missing: run `lockctl migrate`"), then the driver's detail.
+func (e Env) Fail(err error) int {
+	code := exitCode(err)
+	if code == ExitUsage {
+		return e.Usagef("%s", textsafe.Escape(err.Error()))
+	}
+	meaning := meaningOf(err)
+	if meaning == "" {
+		e.printLine(e.Prog + ": " + textsafe.Escape(err.Error()))
+		return code
+	}
+	e.printLine(e.Prog + ": " + meaning)
+	detail := strings.Replace(err.Error(), meaning+": ", "", 1)
+	for _, line := range strings.Split(detail, "\n") {
+		e.printLine("  " + textsafe.Escape(strings.TrimLeft(line, "\t")))
+	}
+	return code
+}
+
+// printLine writes one line to Stderr with every known password scrubbed.
+func (e Env) printLine(s string) {
+	fmt.Fprintln(e.Stderr, scrub(s, e.secrets))
+}
+
+// Errorf prints "<prog>: message" to Stderr (passwords scrubbed) and
+// returns ExitError.
+func (e Env) Errorf(format string, args ...any) int {
+	e.printLine(e.Prog + ": " + fmt.Sprintf(format, args...))
+	return ExitError
+}
+
+func exitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, locker.ErrHeld):
+		return ExitHeld
+	case errors.Is(err, locker.ErrNotHeld):
+		return ExitNotHeld
+	case errors.Is(err, locker.ErrInvalidKey), errors.Is(err, locker.ErrInvalidOwner),
+		errors.Is(err, locker.ErrInvalidTTL), errors.As(err, new(*usageError)):
+		return ExitUsage
+	}
+	return ExitError
+}
+
+// usageError marks an error as the fault of the caller's arguments or
+// configuration (exit 2), e.g. an unparsable connection string.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+
+// usagef makes a usageError.
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Errorf(format, args...)}
+}
+func (e *usageError) Unwrap() error { return e.err }
+
+// meanings are the database errors worth naming before their detail.
+var meanings = []error{
+	store.ErrNotMigrated, store.ErrReadOnly, store.ErrPermissionDenied,
+	store.ErrLockTimeout, store.ErrStatementTimeout, store.ErrUnavailable,
+	store.ErrInvalidValue,
+}
+
+func meaningOf(err error) string {
+	for _, m := range meanings {
+		if errors.Is(err, m) {
+			return m.Error()
+		}
+	}
+	return ""
+}
+
+// scrub replaces every occurrence of each secret in s with xxxxx.
+func scrub(s string, secrets []string) string {
+	for _, secret := range secrets {
+		if secret != "" {
+			s = strings.ReplaceAll(s, secret, redacted)
+		}
+	}
+	return s
+}

@@ -1,0 +1,89 @@
+package cli_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
+)
+
+func TestExpireFencedByToken(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	ctx := context.Background()
+	pool := testdb.Pool(t, d.dsn)
+
+	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "200ms")
+	time.Sleep(300 * time.Millisecond)
+	current := d.json(0, "acquire", "k", "--owner", "b", "--ttl", "1m")
+	before, _, err := store.Get(ctx, pool, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	stale := d.json(4, "expire", "k", "--token", tokenArg(old.Token))
+	if stale.Outcome != "not_held" || stale.Owner != "b" || stale.Token != current.Token {
+		t.Fatalf("expire with a stale token = %+v; want not_held naming b", stale)
+	}
+	after, _, err := store.Get(ctx, pool, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Owner != "b" || after.Token != current.Token || !after.ExpiresAt.Equal(before.ExpiresAt) || after.State() != store.StateHeld {
+		t.Fatalf("row after a stale expire = %+v; want unchanged %+v", after, before)
+	}
+
+	// Without --token: the current token, read first.
+	expired := d.json(0, "expire", "k", "--actor", "ops@test")
+	if expired.Outcome != "expired" || expired.Token != current.Token || expired.Owner != "b" ||
+		expired.State != "expired" || expired.Actor != "ops@test" {
+		t.Fatalf("expire = %+v; want expired, token %d of b, by ops@test", expired, current.Token)
+	}
+	row, _, err := store.Get(ctx, pool, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row.State() != store.StateExpired {
+		t.Fatalf("row after expire is %s; want expired", row.State())
+	}
+	var kind, actor string
+	var token int64
+	err = pool.QueryRow(ctx, `SELECT kind, actor, fence_token FROM distributed_lock_event
+		WHERE lock_key = 'k' ORDER BY event_id DESC LIMIT 1`).Scan(&kind, &actor, &token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind != store.EventForceExpired || actor != "ops@test" || token != current.Token {
+		t.Fatalf("last event = %s by %s token %d; want force_expired by ops@test token %d", kind, actor, token, current.Token)
+	}
+
+	// The next acquirer takes it over with a larger token.
+	next := d.json(0, "acquire", "k", "--owner", "c")
+	if next.Outcome != "stolen" || next.Token <= current.Token {
+		t.Fatalf("acquire after expire = %+v; want stolen with a larger token", next)
+	}
+}
+
+func TestExpireNothingToExpire(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	none := d.json(4, "expire", "missing")
+	if none.Outcome != "not_held" || none.State != "none" || none.ExpiresAt != nil {
+		t.Fatalf("expire of a key without a row = %+v; want not_held, state none", none)
+	}
+	lease := d.json(0, "acquire", "k", "--owner", "a")
+	d.json(0, "release", "k", "--owner", "a", "--token", tokenArg(lease.Token))
+	free := d.json(4, "expire", "k")
+	if free.State != "free" || !strings.Contains(free.Detail, "released") {
+		t.Fatalf("expire of a free key = %+v; want not_held, free", free)
+	}
+
+	held := d.json(0, "acquire", "k3", "--owner", "a")
+	r := d.expect(0, "expire", "k3", "--token", tokenArg(held.Token), "--actor", "ops@test")
+	if r.stdout != "expired k3 token="+tokenArg(held.Token)+" owner=a (by ops@test; the next acquirer takes it over)\n" {
+		t.Fatalf("text expire printed %q", r.stdout)
+	}
+}

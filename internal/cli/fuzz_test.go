@@ -1,0 +1,171 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// parsed is what a fuzzed command line parsed into.
+type parsed struct {
+	cmd     string
+	acquire AcquireOptions
+	lease   LeaseOptions
+	expire  ExpireOptions
+	prune   PruneOptions
+}
+
+// fuzzProgram mirrors main.go's command table, with the same flag helpers
+// and the commands' own argument checks, but actions that record what was
+// parsed instead of connecting.
+func fuzzProgram(out *parsed, stdout, stderr *bytes.Buffer) Program {
+	checked := func(name string, check func() error) int {
+		out.cmd = name
+		if err := check(); err != nil {
+			return Env{Prog: "lockctl " + name, Stderr: stderr, helpHint: "Run 'lockctl " + name + " --help' for usage."}.Fail(err)
+		}
+		return ExitOK
+	}
+	return Program{Name: "lockctl", Stdout: stdout, Stderr: stderr, Commands: []Command{
+		{Name: "ls", Flags: func(fs *pflag.FlagSet) Action {
+			var o LsOptions
+			fs.BoolVar(&o.JSON, "json", false, "")
+			return func(context.Context, Env, []string) int { out.cmd = "ls"; return ExitOK }
+		}},
+		{Name: "acquire", Args: []string{"KEY"}, Flags: func(fs *pflag.FlagSet) Action {
+			o := &out.acquire
+			OwnerVar(fs, &o.Owner, "owner", "")
+			TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "")
+			DurationVar(fs, &o.Wait, "wait", 0, "")
+			fs.BoolVar(&o.JSON, "json", false, "")
+			return func(_ context.Context, _ Env, args []string) int {
+				o.Key = args[0]
+				return checked("acquire", o.check)
+			}
+		}},
+		{Name: "renew", Args: []string{"KEY"}, Flags: func(fs *pflag.FlagSet) Action {
+			o := &out.lease
+			OwnerVar(fs, &o.Owner, "owner", "")
+			TokenVar(fs, &o.Token, "token", "")
+			TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "")
+			fs.BoolVar(&o.JSON, "json", false, "")
+			Required(fs, "owner", "token")
+			return func(_ context.Context, _ Env, args []string) int {
+				o.Key = args[0]
+				return checked("renew", o.check)
+			}
+		}},
+		{Name: "expire", Args: []string{"KEY"}, Flags: func(fs *pflag.FlagSet) Action {
+			o := &out.expire
+			TokenVar(fs, &o.Token, "token", "")
+			fs.BoolVar(&o.JSON, "json", false, "")
+			return func(_ context.Context, _ Env, args []string) int {
+				o.Key = args[0]
+				return checked("expire", o.check)
+			}
+		}},
+		{Name: "prune", Flags: func(fs *pflag.FlagSet) Action {
+			o := &out.prune
+			DurationVar(fs, &o.Older, "older", 24*time.Hour, "")
+			DurationVar(fs, &o.EventsOlder, "events-older", 0, "")
+			return func(context.Context, Env, []string) int { return checked("prune", o.check) }
+		}},
+	}}
+}
+
+// FuzzParseArgs feeds arbitrary command lines (arguments separated by NUL,
+// which no real argument can contain) through Dispatch. It must never
+// panic; it either accepts the line with values the commands can use, or
+// rejects it as a usage error (exit 2) with a message and a hint to --help.
+func FuzzParseArgs(f *testing.F) {
+	for _, seed := range []string{
+		"acquire\x00k", "acquire\x00k\x00--ttl\x00abc", "acquire\x00k\x00--ttl=-1s", "acquire\x00--wait\x005s\x00k",
+		"renew\x00k\x00--owner\x00a\x00--token\x00x", "renew\x00k\x00--token=9223372036854775808", "release",
+		"expire\x00k\x00--token\x000", "prune\x00--older\x000", "ls\x00--json=maybe", "frob", "--help", "acquire\x00-h",
+		"acquire\x00--\x00-k", "acquire\x00k\x00--owner=", "acquire\x00k\xff", "acquire\x00k\x00-x",
+		"ls\x00--actor=", "help\x00renew", "", "-", "--",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		var args []string
+		if line != "" {
+			args = strings.Split(line, "\x00")
+		}
+		var out parsed
+		var stdout, stderr bytes.Buffer
+		code := Dispatch(context.Background(), fuzzProgram(&out, &stdout, &stderr), args)
+		switch code {
+		case ExitOK:
+			checkAccepted(t, args, out)
+		case ExitUsage:
+			msg := stderr.String()
+			if !strings.HasPrefix(msg, "lockctl") || (!strings.Contains(msg, "--help' for usage") && !strings.Contains(msg, "Usage:")) {
+				t.Fatalf("args %q: exit 2 with stderr %q; want a message and a hint to --help", args, msg)
+			}
+		default:
+			t.Fatalf("args %q: exit %d (stderr %q); want 0 or 2", args, code, stderr.String())
+		}
+	})
+}
+
+// checkAccepted asserts that accepted values are ones the commands can use.
+func checkAccepted(t *testing.T, args []string, out parsed) {
+	t.Helper()
+	keyOK := func(key string) {
+		if locker.ValidateKey(key) != nil {
+			t.Fatalf("args %q: accepted invalid key %q", args, key)
+		}
+	}
+	switch out.cmd {
+	case "acquire":
+		o := out.acquire
+		keyOK(o.Key)
+		if o.TTL < time.Millisecond || o.TTL > locker.MaxTTL || o.Wait < 0 {
+			t.Fatalf("args %q: accepted ttl %v wait %v", args, o.TTL, o.Wait)
+		}
+		if o.Owner != "" && locker.ValidateOwner(o.Owner) != nil {
+			t.Fatalf("args %q: accepted owner %q", args, o.Owner)
+		}
+	case "renew":
+		o := out.lease
+		keyOK(o.Key)
+		if o.Token <= 0 || locker.ValidateOwner(o.Owner) != nil || o.TTL < time.Millisecond {
+			t.Fatalf("args %q: accepted %+v", args, o)
+		}
+	case "expire":
+		keyOK(out.expire.Key)
+		if out.expire.Token < 0 {
+			t.Fatalf("args %q: accepted token %d", args, out.expire.Token)
+		}
+	case "prune":
+		if out.prune.Older <= 0 || out.prune.EventsOlder < 0 {
+			t.Fatalf("args %q: accepted %+v", args, out.prune)
+		}
+	}
+}
+
+// FuzzParseValues: the value parsers never panic, and what they accept is
+// in range.
+func FuzzParseValues(f *testing.F) {
+	for _, s := range []string{"30s", "0", "-1s", "abc", "1ms", "999999h", "1.5h", " 5s ", "9223372036854775807", "0x10", "+7", "007", "-0", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if d, err := ParseDuration(s); err == nil && d < 0 {
+			t.Fatalf("ParseDuration(%q) = %v", s, d)
+		}
+		if d, err := ParseTTL(s); err == nil && (d < time.Millisecond || d > locker.MaxTTL) {
+			t.Fatalf("ParseTTL(%q) = %v", s, d)
+		}
+		if n, err := ParseToken(s); err == nil && n <= 0 {
+			t.Fatalf("ParseToken(%q) = %d", s, n)
+		}
+	})
+}

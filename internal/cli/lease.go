@@ -1,0 +1,85 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// LeaseOptions name a lease for renew and release.
+type LeaseOptions struct {
+	Key   string
+	Owner string
+	Token int64
+	TTL   time.Duration // renew only: the new lease length
+	JSON  bool
+}
+
+// check validates what the flag types cannot, before connecting.
+func (o LeaseOptions) check() error {
+	if err := locker.ValidateKey(o.Key); err != nil {
+		return usagef("invalid KEY: %w", err)
+	}
+	if err := locker.ValidateOwner(o.Owner); err != nil {
+		return usagef("invalid --owner: %w", err)
+	}
+	if o.Token <= 0 {
+		return usagef("invalid --token %d: must be positive", o.Token)
+	}
+	if o.TTL != 0 {
+		if _, err := ParseTTL(o.TTL.String()); err != nil {
+			return usagef("invalid --ttl %s: %w", o.TTL, err)
+		}
+	}
+	return nil
+}
+
+// Renew extends the lease named by key, owner and token by opts.TTL from
+// the database's now. Exit 4 when that lease is no longer current or has
+// expired.
+func Renew(ctx context.Context, env Env, opts LeaseOptions) int {
+	return runLease(ctx, env, opts, func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error) {
+		return lk.Renew(ctx, pool, lease)
+	})
+}
+
+// Release frees the lease named by key, owner and token. The row stays,
+// marked free. Exit 4 when that lease is not current (already released,
+// lost, or a wrong owner or token).
+func Release(ctx context.Context, env Env, opts LeaseOptions) int {
+	return runLease(ctx, env, opts, func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error) {
+		return lk.Release(ctx, pool, lease)
+	})
+}
+
+type leaseOp func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error)
+
+func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
+	if err := opts.check(); err != nil {
+		return env.Fail(err)
+	}
+	cfg := locker.Config{}
+	if opts.TTL > 0 {
+		cfg.TTL = opts.TTL
+	}
+	lk, err := locker.New(cfg)
+	if err != nil {
+		return env.Fail(err)
+	}
+	pool, code, ok := openDB(ctx, env)
+	if !ok {
+		return code
+	}
+	defer pool.Close()
+	lease, err := op(lk, pool, locker.LeaseOf(opts.Key, opts.Owner, opts.Token))
+	if err != nil {
+		if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, nil); ok {
+			return code
+		}
+		return env.Fail(err)
+	}
+	return printLease(env, opts.JSON, lease, "")
+}

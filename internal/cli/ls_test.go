@@ -1,0 +1,152 @@
+package cli_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lsRow is one element of `ls --json`.
+type lsRow struct {
+	Key           string         `json:"key"`
+	Owner         string         `json:"owner"`
+	Token         int64          `json:"token"`
+	ExpiresAt     time.Time      `json:"expires_at"`
+	TTLMs         int64          `json:"ttl_ms"`
+	State         string         `json:"state"`
+	RemainingMs   int64          `json:"remaining_ms"`
+	HeldForMs     int64          `json:"held_for_ms"`
+	AcquiredAt    time.Time      `json:"acquired_at"`
+	RenewedAt     *time.Time     `json:"renewed_at"`
+	RenewCount    int32          `json:"renew_count"`
+	ReleasedAt    *time.Time     `json:"released_at"`
+	GrantKind     string         `json:"grant_kind"`
+	PreviousOwner *string        `json:"previous_owner"`
+	PreviousToken *int64         `json:"previous_token"`
+	Metadata      map[string]any `json:"metadata"`
+}
+
+func lsJSON(t *testing.T, d db) []lsRow {
+	t.Helper()
+	r := d.expect(0, "ls", "--json")
+	var rows []lsRow
+	decode(t, r, &rows)
+	return rows
+}
+
+// makeStates leaves one held, one expired and one free lock.
+func makeStates(t *testing.T, d db) (held, expired, free jsonResult) {
+	t.Helper()
+	held = d.json(0, "acquire", "a-held", "--owner", "alice", "--ttl", "1m")
+	expired = d.json(0, "acquire", "b-expired", "--owner", "bob", "--ttl", "100ms")
+	free = d.json(0, "acquire", "c-free", "--owner", "carol")
+	d.json(0, "release", "c-free", "--owner", "carol", "--token", tokenArg(free.Token))
+	time.Sleep(200 * time.Millisecond)
+	return held, expired, free
+}
+
+func TestLsJSON(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	if r := d.expect(0, "ls", "--json"); r.stdout != "[]\n" {
+		t.Fatalf("ls --json of an empty table printed %q; want []", r.stdout)
+	}
+	held, expired, free := makeStates(t, d)
+	rows := lsJSON(t, d)
+	want := []struct {
+		key, owner, state string
+		token             int64
+	}{
+		{"a-held", "alice", "held", held.Token},
+		{"b-expired", "bob", "expired", expired.Token},
+		{"c-free", "carol", "free", free.Token},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("ls --json = %+v; want %d rows", rows, len(want))
+	}
+	for i, w := range want {
+		r := rows[i]
+		if r.Key != w.key || r.Owner != w.owner || r.State != w.state || r.Token != w.token {
+			t.Errorf("row %d = %+v; want %s by %s token %d, %s", i, r, w.key, w.owner, w.token, w.state)
+		}
+		if r.ExpiresAt.Location() != time.UTC || r.Metadata == nil || r.GrantKind != "acquired" {
+			t.Errorf("row %d = %+v; want UTC times, metadata, grant kind", i, r)
+		}
+	}
+	if rows[0].RemainingMs <= 0 || rows[0].RemainingMs > 60000 || rows[0].TTLMs != 60000 {
+		t.Errorf("held row remaining %dms ttl %dms; want within the 1m TTL", rows[0].RemainingMs, rows[0].TTLMs)
+	}
+	if rows[1].RemainingMs >= 0 {
+		t.Errorf("expired row remaining %dms; want negative", rows[1].RemainingMs)
+	}
+	if rows[2].ReleasedAt == nil {
+		t.Errorf("free row has no released_at")
+	}
+}
+
+func TestLsTable(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	if r := d.expect(0, "ls"); r.stdout != "no locks\n" {
+		t.Fatalf("ls of an empty table printed %q", r.stdout)
+	}
+	held, _, _ := makeStates(t, d)
+	// A key and owner carrying terminal escape sequences are shown escaped.
+	d.json(0, "acquire", "d-\x1b[31mred", "--owner", "evil\x1b]0;title\x07")
+
+	r := d.expect(0, "ls")
+	if strings.ContainsAny(r.stdout, "\x1b\x07") {
+		t.Fatalf("ls sent raw control characters to the terminal: %q", r.stdout)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("ls printed %d lines; want a header and 4 rows:\n%s", len(lines), r.stdout)
+	}
+	header := regexp.MustCompile(`^KEY +OWNER +TOKEN +STATE +REMAINING +HELD-FOR$`)
+	if !header.MatchString(lines[0]) {
+		t.Fatalf("header %q", lines[0])
+	}
+	col := strings.Index(lines[0], "TOKEN")
+	wantRows := []*regexp.Regexp{
+		regexp.MustCompile(`^a-held +alice +` + tokenArg(held.Token) + ` +held +\d+(\.\d)?m?s +\d+(\.\d)?m?s$`),
+		regexp.MustCompile(`^b-expired +bob +\d+ +expired +- +\S+$`),
+		regexp.MustCompile(`^c-free +carol +\d+ +free +- +-$`),
+		regexp.MustCompile(`^d-\\x1b\[31mred +evil\\x1b\]0;title\\x07 +\d+ +held `),
+	}
+	for i, re := range wantRows {
+		line := lines[i+1]
+		if !re.MatchString(line) {
+			t.Errorf("row %d = %q; want %s", i, line, re)
+		}
+		// Aligned: every row's token starts under TOKEN.
+		if c := line[col]; c < '0' || c > '9' || line[col-1] != ' ' {
+			t.Errorf("row %d = %q: token not aligned under TOKEN at column %d", i, line, col)
+		}
+	}
+}
+
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	makeStates(t, d)
+
+	// Nothing has been free for an hour.
+	var counts struct{ Locks, Events, Waiters int64 }
+	decode(t, d.expect(0, "prune", "--older", "1h", "--json"), &counts)
+	if counts.Locks != 0 || len(lsJSON(t, d)) != 3 {
+		t.Fatalf("prune --older 1h deleted %d rows; want none", counts.Locks)
+	}
+
+	// Expired and free rows have been free for over 100ms by now.
+	decode(t, d.expect(0, "prune", "--older", "50ms", "--json"), &counts)
+	rows := lsJSON(t, d)
+	if counts.Locks != 2 || len(rows) != 1 || rows[0].Key != "a-held" {
+		t.Fatalf("prune --older 50ms deleted %d; left %+v; want only a-held left", counts.Locks, rows)
+	}
+
+	r := d.expect(0, "prune", "--older", "1ms", "--events-older", "1ms")
+	if !regexp.MustCompile(`^pruned 0 lock rows free for more than 1ms, [1-9]\d* events, 0 dead waiter records\n$`).MatchString(r.stdout) {
+		t.Fatalf("prune printed %q", r.stdout)
+	}
+}

@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// writeJSON writes v as one line of JSON. Beyond what encoding/json
+// escapes, C1 controls and bidirectional overrides are written as \u
+// escapes too, so the output is safe to show on a terminal as well as to
+// parse.
+func writeJSON(w io.Writer, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeUnsafeRunes(buf.Bytes()))
+	return err
+}
+
+// escapeUnsafeRunes rewrites runes a terminal may act on as JSON \u
+// escapes. Outside strings JSON is ASCII, so every such rune is inside a
+// string, where \uXXXX means the same rune.
+func escapeUnsafeRunes(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r >= 0x80 && terminalUnsafe(r) {
+			if out == nil {
+				out = append(make([]byte, 0, len(b)+16), b[:i]...)
+			}
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else if out != nil {
+			out = append(out, b[i:i+size]...)
+		}
+		i += size
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+func terminalUnsafe(r rune) bool {
+	return r >= 0x80 && r <= 0x9f ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 ||
+		r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// formatDuration shows a duration at a precision that suits its size:
+// 850ms, 29.5s, 12m5s, 3h12m.
+func formatDuration(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Second:
+		s = d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		s = d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		s = d.Round(time.Second).String()
+	default:
+		s = d.Round(time.Minute).String()
+	}
+	// Drop zero trailing units: "5m0s" is 5m, "1h0m0s" is 1h.
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m0s") || strings.HasSuffix(s, "h0m") {
+		s = s[:strings.LastIndexByte(s, 'h')+1]
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}
+
+// utc is t in UTC, so JSON times read the same whatever this machine's zone.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,48 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+func TestFormatDuration(t *testing.T) {
+	cases := map[time.Duration]string{
+		0:                                      "0s",
+		850 * time.Millisecond:                 "850ms",
+		29540 * time.Millisecond:               "29.5s",
+		12*time.Minute + 5400*time.Millisecond: "12m5s",
+		3*time.Hour + 12*time.Minute + 20*time.Second: "3h12m",
+		5 * time.Minute:          "5m",
+		time.Hour:                "1h",
+		24 * time.Hour:           "24h",
+		90 * time.Second:         "1m30s",
+		-1500 * time.Millisecond: "-1.5s",
+	}
+	for d, want := range cases {
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %q; want %q", d, got, want)
+		}
+	}
+}
+
+// JSON output is valid, keeps every character, and carries no raw C1 or
+// bidi control a terminal could act on.
+func TestWriteJSONEscapesTerminalControls(t *testing.T) {
+	in := map[string]string{"key": "a\x1b[31m\u009b2J\u202eb<&>"}
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, raw := range []string{"\x1b", "\u009b", "\u202e"} {
+		if bytes.Contains(buf.Bytes(), []byte(raw)) {
+			t.Errorf("JSON %q contains raw %q", out, raw)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back["key"] != in["key"] {
+		t.Fatalf("JSON %q decodes to %q, %v; want the original", out, back["key"], err)
+	}
+}

@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Outcomes of acquire, renew, release and expire, as printed in JSON.
+// The first five are locker's; held and not_held are the refusals.
+const (
+	outcomeHeld    = "held"
+	outcomeNotHeld = "not_held"
+)
+
+// result is one --json object. Key, owner, token and expires_at describe
+// the lock after the operation; for held and not_held they are the current
+// holder's (or last holder's) and requested_* say what the caller named.
+type result struct {
+	Key         string     `json:"key"`
+	Owner       string     `json:"owner"`
+	Token       int64      `json:"token"`
+	ExpiresAt   *time.Time `json:"expires_at"` // null only when the key has no row
+	TTLMs       int64      `json:"ttl_ms"`
+	Outcome     string     `json:"outcome"`
+	State       string     `json:"state"` // held, expiring, expired, free; "none": no row
+	RemainingMs *int64     `json:"remaining_ms,omitempty"`
+	Actor       string     `json:"actor,omitempty"` // operator actions
+
+	RequestedOwner string `json:"requested_owner,omitempty"`
+	RequestedToken int64  `json:"requested_token,omitempty"`
+	Detail         string `json:"detail,omitempty"`
+}
+
+// leaseResult describes a successful operation.
+func leaseResult(l locker.Lease) result {
+	exp := utc(l.ExpiresAt)
+	r := result{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: &exp,
+		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(store.StateHeld)}
+	switch l.Outcome {
+	case locker.Released, locker.ForceReleased:
+		r.State = string(store.StateFree)
+	case locker.Expired:
+		r.State = string(store.StateExpired)
+	}
+	return r
+}
+
+// rowResult describes a refusal with the key's current row (nil: no row).
+func rowResult(outcome, key string, row *store.Lock) result {
+	r := result{Key: key, Outcome: outcome, State: "none"}
+	if row == nil {
+		return r
+	}
+	exp := utc(row.ExpiresAt)
+	remaining := row.Remaining.Milliseconds()
+	r.Owner, r.Token, r.ExpiresAt = row.Owner, row.Token, &exp
+	r.TTLMs, r.State, r.RemainingMs = row.TTL.Milliseconds(), string(row.State()), &remaining
+	return r
+}
+
+// heldResult turns a *HeldError into a held result, with the holder's row
+// when it was read (for its TTL and whether it is expiring).
+func heldResult(requestedOwner string, held *locker.HeldError, row *store.Lock) result {
+	if row != nil && row.Token == held.Token {
+		r := rowResult(outcomeHeld, held.Key, row)
+		r.RequestedOwner = requestedOwner
+		return r
+	}
+	exp := utc(held.ExpiresAt)
+	remaining := held.Remaining.Milliseconds()
+	return result{Key: held.Key, Owner: held.Owner, Token: held.Token, ExpiresAt: &exp,
+		Outcome: outcomeHeld, State: string(store.StateHeld), RemainingMs: &remaining,
+		RequestedOwner: requestedOwner}
+}
+
+// printLease reports a successful operation: JSON on Stdout, or one line.
+func printLease(env Env, asJSON bool, l locker.Lease, actor string) int {
+	if asJSON {
+		r := leaseResult(l)
+		r.Actor = actor
+		return env.emit(r)
+	}
+	key, owner := textsafe.Escape(l.Key), textsafe.Escape(l.Owner)
+	var line string
+	switch l.Outcome {
+	case locker.Acquired, locker.Stolen, locker.Renewed:
+		line = fmt.Sprintf("%s %s token=%d owner=%s expires in %s", l.Outcome, key, l.Token, owner, formatDuration(l.TTL))
+		if l.Outcome == locker.Stolen {
+			line += " (taken over from an expired lease)"
+		}
+	case locker.Expired:
+		line = fmt.Sprintf("expired %s token=%d owner=%s (by %s; the next acquirer takes it over)",
+			key, l.Token, owner, textsafe.Escape(actor))
+	default:
+		line = fmt.Sprintf("%s %s token=%d owner=%s", l.Outcome, key, l.Token, owner)
+	}
+	fmt.Fprintln(env.Stdout, line)
+	return ExitOK
+}
+
+// printRefusal reports err when it is a held or not-held refusal and
+// returns its exit code; ok is false for any other error. In text mode the
+// explanation goes to Stderr; with --json the result goes to Stdout.
+// holder, if not nil, is the key's row read after a held refusal.
+func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder *store.Lock) (code int, ok bool) {
+	var held *locker.HeldError
+	var notHeld *locker.NotHeldError
+	switch {
+	case errors.As(err, &held):
+		if asJSON {
+			return env.emitCode(heldResult(requestedOwner, held, holder), ExitHeld), true
+		}
+		env.printLine(fmt.Sprintf("%s: %s is held by %s (token %d) for another %s",
+			env.Prog, textsafe.Escape(held.Key), textsafe.Escape(held.Owner), held.Token,
+			formatDuration(held.Remaining)))
+		return ExitHeld, true
+	case errors.As(err, &notHeld):
+		why := notHeldReason(notHeld)
+		if asJSON {
+			r := rowResult(outcomeNotHeld, notHeld.Key, notHeld.Current)
+			r.RequestedOwner, r.RequestedToken, r.Detail = notHeld.Owner, notHeld.Token, why
+			return env.emitCode(r, ExitNotHeld), true
+		}
+		env.printLine(fmt.Sprintf("%s: not held: token %d of %s is not the current lease: %s",
+			env.Prog, notHeld.Token, textsafe.Escape(notHeld.Key), why))
+		return ExitNotHeld, true
+	}
+	return 0, false
+}
+
+// notHeldReason says why a named lease is not current, escaped for a terminal.
+func notHeldReason(e *locker.NotHeldError) string {
+	c := e.Current
+	switch {
+	case c == nil:
+		return "the key has no lock row"
+	case c.Token != e.Token:
+		return fmt.Sprintf("now token %d of %s (%s)", c.Token, textsafe.Escape(c.Owner), c.State())
+	case c.ReleasedAt != nil:
+		return "it was released"
+	case c.Remaining <= 0:
+		return "it expired"
+	case e.Owner != "" && c.Owner != e.Owner:
+		return fmt.Sprintf("it belongs to %s", textsafe.Escape(c.Owner))
+	default:
+		return "it changed"
+	}
+}
+
+// emit writes v as JSON to Stdout and returns ExitOK.
+func (e Env) emit(v any) int { return e.emitCode(v, ExitOK) }
+
+// emitCode writes v as JSON to Stdout and returns code, or ExitError if
+// writing failed.
+func (e Env) emitCode(v any, code int) int {
+	if err := writeJSON(e.Stdout, v); err != nil {
+		return e.Errorf("write output: %v", err)
+	}
+	return code
+}

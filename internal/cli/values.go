@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Flag value types that check their value while flags are parsed, so a bad
+// value is a usage error (exit 2) naming the flag, before anything connects.
+
+// ParseDuration reads a Go duration ("30s", "1m30s", "250ms"; "0" is zero)
+// that must not be negative.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, errors.New("not a duration (use e.g. 30s, 1m30s, 250ms)")
+	}
+	if d < 0 {
+		return 0, errors.New("must not be negative")
+	}
+	return d, nil
+}
+
+// ParseTTL reads a lease length: a duration between 1ms and locker.MaxTTL.
+func ParseTTL(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, errors.New("not a duration (use e.g. 30s, 1m30s, 250ms)")
+	}
+	if d <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	if d < time.Millisecond || d > locker.MaxTTL {
+		return 0, fmt.Errorf("must be between 1ms and %s", locker.MaxTTL)
+	}
+	return d, nil
+}
+
+// ParseToken reads a fencing token: a positive decimal integer.
+func ParseToken(s string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		var numErr *strconv.NumError
+		if errors.As(err, &numErr) && errors.Is(numErr.Err, strconv.ErrRange) {
+			return 0, errors.New("too large for a token")
+		}
+		return 0, errors.New("not a token (a positive whole number)")
+	}
+	if n <= 0 {
+		return 0, errors.New("must be positive")
+	}
+	return n, nil
+}
+
+// durationValue is a pflag.Value backed by a parse function.
+type durationValue struct {
+	p     *time.Duration
+	parse func(string) (time.Duration, error)
+}
+
+func (v durationValue) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.String()
+}
+
+func (v durationValue) Set(s string) error {
+	d, err := v.parse(s)
+	if err != nil {
+		return err
+	}
+	*v.p = d
+	return nil
+}
+
+func (durationValue) Type() string { return "duration" }
+
+// DurationVar defines a flag holding a non-negative duration.
+func DurationVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationValue{p: p, parse: ParseDuration}, name, usage)
+}
+
+// TTLVar defines a flag holding a lease length (positive, at most a year).
+func TTLVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var(durationValue{p: p, parse: ParseTTL}, name, usage)
+}
+
+// tokenValue is a pflag.Value for a fencing token; 0 means "not given".
+type tokenValue struct{ p *int64 }
+
+func (v tokenValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+
+func (v tokenValue) Set(s string) error {
+	n, err := ParseToken(s)
+	if err != nil {
+		return err
+	}
+	*v.p = n
+	return nil
+}
+
+func (tokenValue) Type() string { return "token" }
+
+// TokenVar defines a flag holding a fencing token. Its value is 0 until set.
+func TokenVar(fs *pflag.FlagSet, p *int64, name, usage string) {
+	*p = 0
+	fs.Var(tokenValue{p: p}, name, usage)
+}
+
+// requiredAnnotation marks flags that Dispatch insists on.
+const requiredAnnotation = "lockctl_required"
+
+// Required marks flags of fs that must be given; Dispatch reports a missing
+// one as a usage error, and help shows them without brackets.
+func Required(fs *pflag.FlagSet, names ...string) {
+	for _, name := range names {
+		if err := fs.SetAnnotation(name, requiredAnnotation, []string{"true"}); err != nil {
+			panic(fmt.Sprintf("cli.Required: %v", err)) // a typo in the command table
+		}
+	}
+}
+
+func isRequired(f *pflag.Flag) bool {
+	_, ok := f.Annotations[requiredAnnotation]
+	return ok
+}
+
+// ownerValue is a pflag.Value for an owner id, checked by
+// locker.ValidateOwner when given (an explicit empty id is an error).
+type ownerValue struct{ p *string }
+
+func (v ownerValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v ownerValue) Set(s string) error {
+	if err := locker.ValidateOwner(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+func (ownerValue) Type() string { return "string" }
+
+// OwnerVar defines a flag holding an owner id; its value stays "" until set.
+func OwnerVar(fs *pflag.FlagSet, p *string, name, usage string) {
+	*p = ""
+	fs.Var(ownerValue{p: p}, name, usage)
+}

@@ -1,0 +1,156 @@
+// Command lockctl is the console and scriptable CLI for distributed locks
+// kept in PostgreSQL. This file is the command table and the wiring: which
+// commands exist and their flags. Command bodies live in internal/cli (and
+// the console in tui).
+package main
+
+import (
+	"context"
+	_ "embed"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/tui"
+)
+
+// schemaSQL is applied by `lockctl migrate`, so the binary carries the
+// schema it was built with.
+//
+//go:embed schema.sql
+var schemaSQL string
+
+// commands is the command table: adding a command is one entry. Each Flags
+// function defines the command's flags (global flags --dsn, --actor and
+// --help are added by cli.Dispatch) and returns the action that runs it.
+var commands = []cli.Command{
+	{
+		Name: "", Summary: "open the console: the live lock table (the default when no command is given)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var refresh, ttl time.Duration
+			cli.TTLVar(fs, &refresh, "refresh", time.Second, "how often the console polls the database (at least 100ms)")
+			readOnly := fs.Bool("read-only", false, "watch only: no acquire, renew, expire or release")
+			cli.TTLVar(fs, &ttl, "ttl", 30*time.Second, "default lease length in the console's acquire form")
+			return func(ctx context.Context, env cli.Env, _ []string) int {
+				if refresh < 100*time.Millisecond {
+					return env.Usagef("invalid --refresh %s: must be at least 100ms", refresh)
+				}
+				pool, err := cli.Connect(ctx, env.DSN)
+				if err != nil {
+					return env.Fail(err)
+				}
+				defer pool.Close()
+				lk, err := locker.New(locker.Config{Actor: env.Actor, TTL: ttl})
+				if err != nil {
+					return env.Fail(err)
+				}
+				err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: *readOnly,
+					Server: cli.ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl})
+				if err != nil {
+					return env.Fail(err)
+				}
+				return cli.ExitOK
+			}
+		},
+	},
+	{
+		Name: "ls", Summary: "list every lock, ordered by key",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.LsOptions
+			fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
+			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Ls(ctx, env, o) }
+		},
+	},
+	{
+		Name: "acquire", Args: []string{"KEY"},
+		Summary: "take KEY for --owner, or renew it if --owner already holds it (exit 3: held by another owner)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.AcquireOptions
+			cli.OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id, printed)")
+			cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length")
+			cli.DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
+			fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Key = args[0]
+				return cli.Acquire(ctx, env, o)
+			}
+		},
+	},
+	{
+		Name: "renew", Args: []string{"KEY"},
+		Summary: "extend the lease --owner holds with --token (exit 4: not held)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.LeaseOptions
+			cli.OwnerVar(fs, &o.Owner, "owner", "owner `id` of the lease")
+			cli.TokenVar(fs, &o.Token, "token", "fencing token of the lease")
+			cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "new lease length, from now")
+			fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+			cli.Required(fs, "owner", "token")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Key = args[0]
+				return cli.Renew(ctx, env, o)
+			}
+		},
+	},
+	{
+		Name: "release", Args: []string{"KEY"},
+		Summary: "free the lease --owner holds with --token (exit 4: not held)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.LeaseOptions
+			cli.OwnerVar(fs, &o.Owner, "owner", "owner `id` of the lease")
+			cli.TokenVar(fs, &o.Token, "token", "fencing token of the lease")
+			fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+			cli.Required(fs, "owner", "token")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Key = args[0]
+				return cli.Release(ctx, env, o)
+			}
+		},
+	},
+	{
+		Name: "expire", Args: []string{"KEY"},
+		Summary: "force-expire KEY's lease as an operator; only if --token (default: the current one) is still current (exit 4 otherwise)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.ExpireOptions
+			cli.TokenVar(fs, &o.Token, "token", "token to expire (default: the key's current token)")
+			fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Key = args[0]
+				return cli.Expire(ctx, env, o)
+			}
+		},
+	},
+	{
+		Name: "migrate", Summary: "create or update the lock tables (idempotent)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env, schemaSQL) }
+		},
+	},
+	{
+		Name: "prune", Summary: "delete lock rows free for longer than --older (and events older than --events-older)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.PruneOptions
+			cli.DurationVar(fs, &o.Older, "older", 24*time.Hour, "delete lock rows free for longer than this")
+			cli.DurationVar(fs, &o.EventsOlder, "events-older", 0, "also delete events older than this (0: keep all events)")
+			fs.BoolVar(&o.JSON, "json", false, "print the counts as JSON")
+			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Prune(ctx, env, o) }
+		},
+	},
+}
+
+func main() {
+	// Ctrl-C or SIGTERM cancels the command's context, so a waiting acquire
+	// removes its waiter record and closes its connections before exiting.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Dispatch(ctx, cli.Program{
+		Name: "lockctl", Commands: commands,
+		Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+	}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,18 @@
+package store
+
+import (
+	"context"
+)
+
+// listAllSQL reads every lock row with one clock_timestamp() reading, so the
+// remaining times of all rows are measured at the same instant.
+const listAllSQL = `SELECT ` + lockColumns + `
+FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+ORDER BY l.lock_key`
+
+// ListAll returns every lock row, ordered by key: `lockctl ls` prints the
+// whole table. It is meant for scripts and small tables; the console reads
+// windows of the table instead.
+func ListAll(ctx context.Context, db DBTX) ([]Lock, error) {
+	return collect[Lock](db.Query(ctx, listAllSQL))
+}
