@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,7 +13,7 @@ import (
 // Errors a database error is mapped to, so callers (and users) see what it
 // means rather than a SQLSTATE. The driver error stays wrapped for detail.
 var (
-	ErrNotMigrated      = errors.New("lock tables missing: run `lockctl migrate` on this database")
+	ErrNotMigrated      = errors.New("lock tables missing: run `lockctl migrate` on this database (or grant this role USAGE on their schema)")
 	ErrReadOnly         = errors.New("database is read-only (a standby or a read-only transaction): writes are refused")
 	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see README, Least privilege)")
 	ErrLockTimeout      = errors.New("timed out waiting for a database lock")
@@ -39,7 +40,10 @@ func Interpret(err error) error {
 	}
 	var connErr *pgconn.ConnectError
 	var netErr net.Error
-	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) {
+	// A server that dies mid-statement shows up as a bare EOF on the socket,
+	// and the next use of that connection as ErrConnClosed.
+	lostConn := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed)
+	if lostConn || errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	return err
