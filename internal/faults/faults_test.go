@@ -1,0 +1,103 @@
+package faults_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/faults"
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// The long run: go test ./internal/faults/ -run TestFaultInjection -faults.duration=5m -faults.seed=42 -timeout 30m -v
+var (
+	duration = flag.Duration("faults.duration", 10*time.Second, "how long the fault-injection workload runs")
+	seed     = flag.Uint64("faults.seed", 1, "seed of the fault schedule and the workers' choices")
+	workers  = flag.Int("faults.workers", 10, "number of workers")
+)
+
+// needServer skips when no PostgreSQL server is installed, except under
+// CI=true, where the suite must run.
+func needServer(t *testing.T) {
+	t.Helper()
+	if _, err := pgtemp.FindBinDir(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+func TestFaultInjection(t *testing.T) {
+	t.Parallel()
+	needServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
+	defer cancel()
+	s, err := faults.Run(ctx, faults.Config{
+		Schema: testdb.SchemaSQL(t), Duration: *duration, Seed: *seed, Workers: *workers, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("summary:\n%s", s)
+	for _, e := range s.OtherErrors {
+		t.Logf("unexpected worker error: %s", e)
+	}
+	for _, v := range s.Report.Violations {
+		t.Errorf("violation: %s", v)
+	}
+	for _, kind := range faults.AllKinds {
+		if s.Faults[kind] == 0 {
+			t.Errorf("fault %s was never injected", kind)
+		}
+	}
+	// The faults must have bitten: leases lost and stolen, a zombie frozen,
+	// and still real work done. (Statement timeouts often hit only keepalive
+	// renewals, which workers do not see; they show in the summary when a
+	// worker's own statement was cancelled.)
+	for _, what := range []string{"leases_lost", "writes_acknowledged", "grants_committed", "steals_of_worker_leases"} {
+		if s.Report.Checked[what] == 0 {
+			t.Errorf("checked no %s", what)
+		}
+	}
+	// (Whether the zombie's own write reaches the fence depends on the
+	// other faults around it; TestZombieWrite shows that step by step.)
+	for _, what := range []string{"zombie_froze", "grant_stolen"} {
+		if s.Observed[what] == 0 {
+			t.Errorf("workers never saw %s", what)
+		}
+	}
+}
+
+// TestCheckerCatchesUnsafeWorkers runs the same workload with workers that
+// skip the fence and ignore keepalive cancellation, under zombie freezes:
+// the checker must report overlapping leases.
+func TestCheckerCatchesUnsafeWorkers(t *testing.T) {
+	t.Parallel()
+	needServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := faults.Run(ctx, faults.Config{
+		Schema: testdb.SchemaSQL(t), Duration: 4 * time.Second, Seed: 7, Workers: 6, HotKeys: 1, ColdKeys: 1,
+		TTL: 400 * time.Millisecond, Kinds: []string{faults.Zombie}, Unsafe: true, Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("unsafe summary:\n%s", s)
+	if len(s.Report.Violations) == 0 {
+		t.Fatal("the checker found nothing wrong with workers that skip the fence")
+	}
+	var overlap bool
+	for _, v := range s.Report.Violations {
+		overlap = overlap || strings.Contains(v, "overlapping leases") || strings.Contains(v, "tokens went backwards")
+	}
+	if !overlap {
+		t.Fatalf("violations found, but none about overlapping leases: %q", s.Report.Violations[0])
+	}
+	t.Logf("first violation: %s", s.Report.Violations[0])
+}

@@ -1,0 +1,232 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/pgtemp"
+)
+
+// Fault kinds, as counted in the summary.
+const (
+	KillAcquire      = "kill_mid_acquire"
+	KillRenew        = "kill_mid_renew"
+	KillWrite        = "kill_mid_fenced_write"
+	RestartFast      = "restart_fast"
+	RestartCrash     = "restart_immediate"
+	SlowStatement    = "slow_statement"
+	StatementTimeout = "statement_timeout"
+	Zombie           = "zombie_freeze"
+)
+
+// AllKinds is every fault the injector knows.
+var AllKinds = []string{KillAcquire, KillRenew, KillWrite, RestartFast, RestartCrash,
+	SlowStatement, StatementTimeout, Zombie}
+
+// weight of each kind after the first round; restarts are rarer because
+// every lease is lost in one.
+var weight = map[string]int{KillAcquire: 3, KillRenew: 3, KillWrite: 3, RestartFast: 1,
+	RestartCrash: 1, SlowStatement: 3, StatementTimeout: 2, Zombie: 3}
+
+type injector struct {
+	inst    *pgtemp.Instance
+	admin   *pgxpool.Pool
+	rng     *rand.Rand
+	rec     *Recorder
+	workers []*worker
+	hot     []string
+	ttl     time.Duration
+	kinds   []string
+	logf    func(string, ...any)
+}
+
+// run injects faults until ctx ends: first every kind once (the zombie
+// first, the rest in a seeded order; each retried until it finds a target),
+// then at random.
+func (in *injector) run(ctx context.Context) {
+	first := append([]string(nil), in.kinds...)
+	in.rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+	// A zombie takes 2–3 TTLs to play out: start it first, so even a short
+	// run sees it resume and try its write.
+	for i, k := range first {
+		if k == Zombie {
+			first[0], first[i] = first[i], first[0]
+		}
+	}
+	for _, kind := range first {
+		for try := 0; try < 20 && ctx.Err() == nil; try++ {
+			if in.inject(ctx, kind) {
+				break
+			}
+			sleepCtx(ctx, in.ttl/10) // e.g. nobody holds a key yet
+		}
+		in.pause(ctx)
+	}
+	total := 0
+	for _, k := range in.kinds {
+		total += weight[k]
+	}
+	for ctx.Err() == nil {
+		n := in.rng.IntN(total)
+		kind := in.kinds[0]
+		for _, k := range in.kinds {
+			if n < weight[k] {
+				kind = k
+				break
+			}
+			n -= weight[k]
+		}
+		in.inject(ctx, kind)
+		in.pause(ctx)
+	}
+}
+
+func (in *injector) pause(ctx context.Context) {
+	sleepCtx(ctx, in.ttl/4+time.Duration(in.rng.Int64N(int64(in.ttl/2))))
+}
+
+// inject tries one fault and counts it if it happened.
+func (in *injector) inject(ctx context.Context, kind string) bool {
+	var ok bool
+	var err error
+	switch kind {
+	case KillAcquire:
+		key := in.hot[in.rng.IntN(len(in.hot))]
+		ok, err = in.killWhile(ctx, key, "faults-acq-%", []string{"active"}, "%INSERT INTO distributed_lock AS l%")
+	case KillRenew:
+		key, _ := in.heldKey()
+		if key == "" {
+			return false
+		}
+		ok, err = in.killWhile(ctx, key, "faults-ka-%", []string{"active"}, "%WITH renewed AS%")
+	case KillWrite:
+		ok, err = in.killWhile(ctx, "", "faults-write-%", []string{"active", "idle in transaction"}, "%")
+	case RestartFast, RestartCrash:
+		mode := pgtemp.Fast
+		if kind == RestartCrash {
+			mode = pgtemp.Immediate
+		}
+		// A restart runs to the end even if the run ends meanwhile: the
+		// checker needs the server back.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		err = in.inst.Restart(rctx, mode)
+		cancel()
+		ok = err == nil
+	case SlowStatement:
+		key := in.hot[in.rng.IntN(len(in.hot))]
+		hold := time.Duration(float64(in.ttl) * (0.3 + 0.9*in.rng.Float64()))
+		err = in.holdRow(ctx, key, hold)
+		ok = err == nil
+	case StatementTimeout:
+		key, w := in.heldKey()
+		if key == "" {
+			return false
+		}
+		w.timeoutMs.Store(max(1, int64(in.ttl/time.Millisecond)/20))
+		err = in.holdRow(ctx, key, in.ttl/3)
+		w.timeoutMs.Store(0)
+		ok = err == nil
+	case Zombie:
+		_, w := in.heldKey()
+		if w == nil {
+			return false
+		}
+		w.freezeReq.Store(int64(in.ttl*2 + time.Duration(in.rng.Int64N(int64(in.ttl)))))
+		ok = true
+	}
+	if ok {
+		in.rec.Fault(kind)
+	} else if err != nil && ctx.Err() == nil {
+		in.logf("fault %s not injected: %v", kind, err)
+	}
+	return ok
+}
+
+// heldKey picks (seeded) a worker that holds a key now.
+func (in *injector) heldKey() (string, *worker) {
+	var holders []*worker
+	var keys []string
+	for _, w := range in.workers {
+		if k := w.holding.Load(); k != nil {
+			holders = append(holders, w)
+			keys = append(keys, *k)
+		}
+	}
+	if len(holders) == 0 {
+		return "", nil
+	}
+	i := in.rng.IntN(len(holders))
+	return keys[i], holders[i]
+}
+
+// holdRowSQL is the competing transaction of a slow statement: it locks the
+// lock row, so grants, renewals and fences of the key wait behind it.
+const (
+	lockRowSQL = `SELECT 1 FROM distributed_lock WHERE lock_key = $1 FOR UPDATE`
+	sleepSQL   = `SELECT pg_sleep($1::float8)`
+)
+
+func (in *injector) holdRow(ctx context.Context, key string, d time.Duration) error {
+	return pgx.BeginFunc(ctx, in.admin, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockRowSQL, key); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sleepSQL, d.Seconds())
+		return err
+	})
+}
+
+const findBackendsSQL = `
+SELECT pid FROM pg_stat_activity
+WHERE application_name LIKE $1 AND state = ANY($2) AND query LIKE $3 AND pid <> pg_backend_pid()
+ORDER BY pid`
+
+const terminateSQL = `SELECT pg_terminate_backend($1)`
+
+// killWhile terminates one backend matching app/states/query, looking for
+// up to a second; if key is set, it holds that key's row meanwhile so
+// statements on it wait (and can be caught in the act).
+func (in *injector) killWhile(ctx context.Context, key, app string, states []string, query string) (bool, error) {
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	holdDone := make(chan struct{})
+	if key != "" {
+		go func() {
+			defer close(holdDone)
+			_ = in.holdRow(wctx, key, 900*time.Millisecond)
+		}()
+	} else {
+		close(holdDone)
+	}
+	defer func() { cancel(); <-holdDone }()
+	for wctx.Err() == nil {
+		rows, err := in.admin.Query(wctx, findBackendsSQL, app, states, query)
+		var pids []int32
+		if err == nil {
+			pids, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		}
+		if err != nil {
+			if wctx.Err() != nil {
+				break
+			}
+			return false, fmt.Errorf("find backends: %w", err)
+		}
+		if len(pids) > 0 {
+			var killed bool
+			pid := pids[in.rng.IntN(len(pids))]
+			if err := in.admin.QueryRow(ctx, terminateSQL, pid).Scan(&killed); err != nil {
+				return false, fmt.Errorf("terminate %d: %w", pid, err)
+			}
+			if killed {
+				return true, nil
+			}
+		}
+		sleepCtx(wctx, 2*time.Millisecond)
+	}
+	return false, nil
+}

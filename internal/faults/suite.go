@@ -1,0 +1,225 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Config is one run of the suite.
+type Config struct {
+	// Schema is the text of schema.sql.
+	Schema string
+	// Duration of the workload. Defaults to 10s.
+	Duration time.Duration
+	// Seed makes the fault schedule and the workers' choices reproducible
+	// (timing still varies from run to run).
+	Seed uint64
+	// Workers, HotKeys and ColdKeys size the workload. Default 10, 2, 12.
+	Workers, HotKeys, ColdKeys int
+	// TTL of every lease. Defaults to 1s; keepalives renew every TTL/4 and
+	// stop trusting a lease TTL/4 before it expires.
+	TTL time.Duration
+	// Kinds of fault to inject. Defaults to AllKinds.
+	Kinds []string
+	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
+	// the checker must then find violations.
+	Unsafe bool
+	// Logf reports progress and oddities. Defaults to discarding.
+	Logf func(format string, args ...any)
+}
+
+// Summary is what a run did and what the checker found.
+type Summary struct {
+	Seed     uint64
+	Elapsed  time.Duration
+	Faults   map[string]int // injected, per kind
+	Observed map[string]int // seen by workers, per class
+	Report   Report
+	// OtherErrors are a few unexpected worker errors, for diagnosis.
+	OtherErrors []string
+}
+
+func (c *Config) defaults() {
+	if c.Duration == 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Workers == 0 {
+		c.Workers = 10
+	}
+	if c.HotKeys == 0 {
+		c.HotKeys = 2
+	}
+	if c.ColdKeys == 0 {
+		c.ColdKeys = 12
+	}
+	if c.TTL == 0 {
+		c.TTL = time.Second
+	}
+	if c.Kinds == nil {
+		c.Kinds = AllKinds
+	}
+	if c.Logf == nil {
+		c.Logf = func(string, ...any) {}
+	}
+}
+
+// Run starts a private PostgreSQL, runs the workload and the injector for
+// cfg.Duration, then checks the history. It returns an error only when the
+// run itself could not be carried out; violations are in Summary.Report.
+func Run(ctx context.Context, cfg Config) (Summary, error) {
+	cfg.defaults()
+	inst, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true,
+		Settings: map[string]string{"track_commit_timestamp": "on", "max_connections": "200"}})
+	if err != nil {
+		return Summary{}, err
+	}
+	defer inst.Close()
+	dsn := inst.DSN("")
+	if err := setup(ctx, dsn, cfg); err != nil {
+		return Summary{}, err
+	}
+
+	rec := NewRecorder()
+	var opSeq atomic.Int64
+	var ends sync.WaitGroup
+	lag := &lagMonitor{}
+	keys := make([]string, 0, cfg.HotKeys+cfg.ColdKeys)
+	for i := range cfg.HotKeys {
+		keys = append(keys, fmt.Sprintf("hot-%d", i))
+	}
+	for i := range cfg.ColdKeys {
+		keys = append(keys, fmt.Sprintf("cold-%d", i))
+	}
+	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
+	lk, err := locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: cfg.TTL / 4,
+		WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults"})
+	if err != nil {
+		return Summary{}, err
+	}
+
+	var pools []*pgxpool.Pool
+	defer func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}()
+	workers := make([]*worker, cfg.Workers)
+	for i := range workers {
+		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lk, ttl: cfg.TTL,
+			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, rec: rec, opSeq: &opSeq, ends: &ends, lag: lag}
+		timeout := w.timeoutMs.Load
+		var kaPool *pgxpool.Pool
+		for _, p := range []struct {
+			dst  **pgxpool.Pool
+			name string
+			max  int32
+		}{{&w.acq, "acq", 2}, {&kaPool, "ka", 2}, {&w.write, "write", 1}} {
+			pool, err := workerPool(ctx, dsn, fmt.Sprintf("faults-%s-w%d", p.name, i), p.max, timeout)
+			if err != nil {
+				return Summary{}, err
+			}
+			pools = append(pools, pool)
+			*p.dst = pool
+		}
+		w.ka = &frozenDB{db: kaPool}
+		workers[i] = w
+	}
+	admin, err := pgxpool.New(ctx, dsn)
+	if err != nil {
+		return Summary{}, err
+	}
+	pools = append(pools, admin)
+	inj := &injector{inst: inst, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), rec: rec,
+		workers: workers, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf}
+
+	started := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	defer cancel()
+	var wg sync.WaitGroup
+	nctx, stopNotifier := context.WithCancel(ctx)
+	defer stopNotifier()
+	go func() { _ = notifier.Run(nctx) }()
+	go lag.run(nctx)
+	for _, w := range workers {
+		wg.Go(func() { w.run(runCtx) })
+	}
+	wg.Go(func() { inj.run(runCtx) })
+	wg.Wait()
+	ends.Wait()
+	stopNotifier()
+	elapsed := time.Since(started)
+
+	// The last fault may have been a restart still settling: check on a
+	// fresh connection, retrying while the server comes back.
+	var report Report
+	for attempt := 0; ; attempt++ {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err == nil {
+			report, err = LoadAndCheck(ctx, conn, rec)
+			conn.Close(ctx)
+		}
+		if err == nil {
+			break
+		}
+		if attempt == 0 {
+			// A failed restart leaves the server down: start it again.
+			_ = inst.Start(ctx)
+		}
+		if attempt == 20 || ctx.Err() != nil {
+			return Summary{}, fmt.Errorf("faults: check: %w", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	s := Summary{Seed: cfg.Seed, Elapsed: elapsed, Faults: rec.Faults(), Observed: rec.Observed(), Report: report}
+	for _, w := range workers {
+		s.OtherErrors = append(s.OtherErrors, w.otherErrs...)
+	}
+	return s, nil
+}
+
+func setup(ctx context.Context, dsn string, cfg Config) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if err := store.Migrate(ctx, conn, cfg.Schema); err != nil {
+		return fmt.Errorf("faults: migrate: %w", err)
+	}
+	if _, err := conn.Exec(ctx, guardedSchemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("faults: create guarded table: %w", err)
+	}
+	for i := range cfg.HotKeys {
+		if _, err := conn.Exec(ctx, addGuardedKeySQL, fmt.Sprintf("hot-%d", i)); err != nil {
+			return err
+		}
+	}
+	for i := range cfg.ColdKeys {
+		if _, err := conn.Exec(ctx, addGuardedKeySQL, fmt.Sprintf("cold-%d", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// String is the run's summary, as pasted in the README.
+func (s Summary) String() string {
+	total := 0
+	for _, n := range s.Faults {
+		total += n
+	}
+	return fmt.Sprintf("seed %d, %s: %d faults injected (%s)\nchecked: %s\nworkers saw: %s\nviolations: %d",
+		s.Seed, s.Elapsed.Round(time.Second), total, FormatCounts(s.Faults),
+		FormatCounts(s.Report.Checked), FormatCounts(s.Observed), len(s.Report.Violations))
+}

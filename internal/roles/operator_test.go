@@ -1,0 +1,110 @@
+package roles_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// operatorWorkload is what an operator does from the console and the CLI:
+// watch, force-expire, force-release, prune (with old events).
+func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
+	svc, err := locker.New(locker.Config{TTL: time.Minute})
+	if err != nil {
+		return err
+	}
+	op, err := locker.New(locker.Config{Actor: "oncall"})
+	if err != nil {
+		return err
+	}
+	a, err := svc.TryAcquire(ctx, admin, "a", "svc")
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	b, err := svc.TryAcquire(ctx, admin, "b", "svc")
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if _, err := store.ListAll(ctx, db); err != nil {
+		return err
+	}
+	if _, err := store.KeyEvents(ctx, db, "a", 10); err != nil {
+		return err
+	}
+	if _, err := store.Waiters(ctx, db, "a"); err != nil {
+		return err
+	}
+	if _, err := op.ForceExpire(ctx, db, "a", a.Token); err != nil {
+		return err
+	}
+	if _, err := op.ForceRelease(ctx, db, "b", b.Token); err != nil {
+		return err
+	}
+	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
+	if err != nil {
+		return err
+	}
+	if res.Locks != 2 {
+		return fmt.Errorf("pruned %d locks, want 2", res.Locks)
+	}
+	return nil
+}
+
+func TestOperatorGrantsAreMinimal(t *testing.T) {
+	t.Parallel()
+	t.Run("all grants", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		revokePublicExecute(t, e)
+		db := e.roleWith(t, roles.Operator)
+		if err := operatorWorkload(context.Background(), db, e.admin); err != nil {
+			t.Fatalf("operator workload with the documented grants: %v", err)
+		}
+	})
+	cases := []struct {
+		revoke string // %[1]s schema, %[2]s role
+		want   error
+	}{
+		{`REVOKE USAGE ON SCHEMA %[1]s FROM %[2]s`, store.ErrNotMigrated},
+		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE SELECT ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE SELECT ON %[1]s.distributed_lock_waiter FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE UPDATE (expires_at) ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE UPDATE (released_at) ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE INSERT ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_has_waiters(text) FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE DELETE ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE DELETE ON %[1]s.distributed_lock_waiter FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE DELETE ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
+	}
+	for _, c := range cases {
+		f := strings.Fields(c.revoke)
+		t.Run(strings.ReplaceAll(strings.Join(f[1:len(f)-2], " "), "%[1]s", "schema"), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t)
+			revokePublicExecute(t, e)
+			db := e.roleWith(t, roles.Operator)
+			role := db.Config().ConnConfig.User
+			revoke := fmt.Sprintf(c.revoke, pgx.Identifier{e.schema}.Sanitize(), pgx.Identifier{role}.Sanitize())
+			if _, err := e.admin.Exec(ctx, revoke); err != nil {
+				t.Fatalf("%s: %v", revoke, err)
+			}
+			db.Reset()
+			err := operatorWorkload(ctx, db, e.admin)
+			if !errors.Is(err, c.want) {
+				t.Fatalf("after %s: workload err = %v; want %v", revoke, err, c.want)
+			}
+		})
+	}
+}
