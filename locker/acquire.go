@@ -34,6 +34,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 		Key: key, Owner: owner, TTL: l.cfg.TTL,
 		Metadata: l.cfg.Metadata, Actor: l.ownerActor(owner), Detail: detail,
 	}
+	var last store.Lock
 	for range changedRetries {
 		sentAt := time.Now()
 		g, ok, err := store.TryGrant(ctx, db, params)
@@ -52,6 +53,12 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 				ExpiresAt: cur.ExpiresAt, Remaining: cur.Remaining}
 		}
 		// Released or expired between the attempt and the read: try again.
+		last = cur
 	}
-	return Lease{}, fmt.Errorf("locker: acquire %q: the lock changed hands %d times while trying; try again", key, changedRetries)
+	// Every attempt was refused because another owner held the key at that
+	// moment, and it changed hands before we could read who: under this much
+	// contention the key is, for the caller's purposes, held. last is the
+	// latest row read; its holder may already have moved on.
+	return Lease{}, &HeldError{Key: key, Owner: last.Owner, Token: last.Token,
+		ExpiresAt: last.ExpiresAt, Remaining: max(0, last.Remaining)}
 }

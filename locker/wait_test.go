@@ -96,8 +96,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if w := waitForWaiter(t, db, "k", "b"); w.Key != "k" || w.Waited < 0 {
 		t.Fatalf("waiter record = %+v", w)
 	}
-	released, err := lk.Release(ctx, db, holder)
-	if err != nil {
+	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
 	releasedAt := time.Now()
@@ -105,9 +104,14 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if r.err != nil || r.lease.Owner != "b" || r.lease.Outcome != locker.Acquired || r.lease.Token <= holder.Token {
 		t.Fatalf("waiter got %+v, %v; want acquired by b with a token above %d", r.lease, r.err, holder.Token)
 	}
-	// On the database clock: the release (its lease's expiry was cut to the
-	// release moment) and the new grant (its expiry minus its TTL).
-	lag := r.lease.ExpiresAt.Add(-r.lease.TTL).Sub(released.ExpiresAt)
+	// On the database clock: the release (its event) and the new grant (its
+	// expiry minus its TTL).
+	var releasedAtDB time.Time
+	if err := db.QueryRow(ctx, `SELECT occurred_at FROM distributed_lock_event
+		WHERE lock_key = 'k' AND kind = 'released' AND fence_token = $1`, holder.Token).Scan(&releasedAtDB); err != nil {
+		t.Fatal(err)
+	}
+	lag := r.lease.ExpiresAt.Add(-r.lease.TTL).Sub(releasedAtDB)
 	if lag < 0 || lag > 100*time.Millisecond {
 		t.Fatalf("waiter was granted the lock %s after the release; want within 100ms", lag)
 	}

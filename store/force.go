@@ -37,11 +37,11 @@ func ForceExpire(ctx context.Context, db DBTX, p ForceParams) (Lock, bool, error
 	return oneLock(db.Query(ctx, forceExpireSQL, p.Key, p.Token, p.Actor, nullIfEmpty(p.Reason)))
 }
 
-// forceReleaseSQL frees the row as if its holder had released it.
+// forceReleaseSQL frees the row as if its holder had released it (and, like
+// releaseSQL, sets only released_at).
 const forceReleaseSQL = `
 WITH released AS (
-    UPDATE distributed_lock l
-    SET released_at = clock_timestamp(), expires_at = least(l.expires_at, clock_timestamp())
+    UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = $1 AND l.fence_token = $2 AND l.released_at IS NULL
     RETURNING l.*
 ), logged AS (

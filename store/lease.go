@@ -40,7 +40,9 @@ func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (Lock,
 	return oneLock(db.Query(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()))
 }
 
-// releaseSQL marks the row free and keeps it (see grantSQL). It wakes
+// releaseSQL marks the row free and keeps it (see grantSQL). It sets only
+// released_at, which no index covers, so the update can be HOT (no index
+// writes); expires_at keeps the old lease's expiry. It wakes
 // waiters with NOTIFY only when some are registered: a NOTIFY serialises the
 // commits of every notifying transaction in the cluster, a cost releases
 // nobody waits for should not pay. distributed_lock_has_waiters reads with a
@@ -48,8 +50,7 @@ func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (Lock,
 // this statement waited for the row is still seen.
 const releaseSQL = `
 WITH released AS (
-    UPDATE distributed_lock l
-    SET released_at = clock_timestamp(), expires_at = least(l.expires_at, clock_timestamp())
+    UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL
     RETURNING l.*
 ), logged AS (

@@ -6,7 +6,8 @@ import (
 
 // Lock is one row of distributed_lock as of the database's clock when it was
 // read. Remaining is expires_at minus the database's clock_timestamp() at
-// read time, so it never depends on this machine's clock.
+// read time, so it never depends on this machine's clock; it is zero for a
+// free (released) row, whose ExpiresAt is the last lease's.
 type Lock struct {
 	Key           string         `db:"lock_key"`
 	Owner         string         `db:"owner_id"`
@@ -31,7 +32,8 @@ type Lock struct {
 const lockColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
 	l.acquired_at, l.renewed_at, l.renew_count, l.released_at, l.grant_kind,
 	l.previous_owner, l.previous_token, l.metadata,
-	l.expires_at - c.ts AS remaining, c.ts - l.acquired_at AS held_for, c.ts AS db_now`
+	CASE WHEN l.released_at IS NULL THEN l.expires_at - c.ts ELSE interval '0' END AS remaining,
+	c.ts - l.acquired_at AS held_for, c.ts AS db_now`
 
 // State is what a row means at the time it was read.
 type State string
