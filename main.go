@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/bench"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
@@ -141,6 +142,7 @@ var commands = []cli.Command{
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Prune(ctx, env, o) }
 		},
 	},
+	bench.Command(schemaSQL),
 }
 
 func main() {

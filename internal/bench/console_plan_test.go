@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// statementLog records the statements a pool runs, so the console's own
+// poll statements can be explained exactly as it sends them.
+type statementLog struct {
+	mu   sync.Mutex
+	runs []capturedStatement
+}
+
+type capturedStatement struct {
+	sql  string
+	args []any
+}
+
+func (l *statementLog) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = append(l.runs, capturedStatement{d.SQL, d.Args})
+	return ctx
+}
+
+func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// explainPrefix is put before a captured statement: the one place this
+// package builds SQL from parts, to explain statements of another package
+// exactly as they were sent (with the same bound arguments).
+const explainPrefix = `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT `
+
+type planNode struct {
+	Type     string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Index    string     `json:"Index Name"`
+	Rows     float64    `json:"Actual Rows"`
+	Loops    float64    `json:"Actual Loops"`
+	Plans    []planNode `json:"Plans"`
+}
+
+func (n planNode) walk(f func(planNode)) {
+	f(n)
+	for _, c := range n.Plans {
+		c.walk(f)
+	}
+}
+
+// TestConsolePollPlan runs the console's poll on 100k locks and explains
+// each statement it sent: the window must come through an index on
+// distributed_lock, and no statement may sort more rows than the window
+// holds (the table is never sorted to find the visible rows). The plans are
+// logged for BENCHMARKS.md (go test -v -run TestConsolePollPlan).
+func TestConsolePollPlan(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills 100k rows")
+	}
+	ctx := context.Background()
+	log := &statementLog{}
+	pool := consoleDB(t, 100_000, log)
+	for _, sort := range []store.Sort{store.SortKey, store.SortTTL, store.SortToken, store.SortHeldFor} {
+		q := consoleWindow()
+		q.Sort = sort
+		q.Anchor = "job:0050000" // the console polls around its selection
+		log.mu.Lock()
+		log.runs = nil
+		log.mu.Unlock()
+		page, err := store.ListLocks(ctx, pool, q)
+		if err != nil || len(page.Rows) != q.Before+q.After {
+			t.Fatalf("sort %s: poll gave %d rows, %v; want %d", sort, len(page.Rows), err, q.Before+q.After)
+		}
+		log.mu.Lock()
+		runs := append([]capturedStatement(nil), log.runs...)
+		log.mu.Unlock()
+		windowIndexed := false
+		for i, st := range runs {
+			var out string
+			if err := pool.QueryRow(ctx, explainPrefix+"JSON) "+st.sql, st.args...).Scan(&out); err != nil {
+				t.Fatalf("explain: %v\n%s", err, st.sql)
+			}
+			var plans []struct{ Plan planNode }
+			if err := json.Unmarshal([]byte(out), &plans); err != nil {
+				t.Fatal(err)
+			}
+			window := strings.Contains(st.sql, "row_number() OVER")
+			plans[0].Plan.walk(func(n planNode) {
+				if n.Type == "Sort" && n.Rows*max(n.Loops, 1) > float64(q.Before+q.After) {
+					t.Errorf("sort %s, statement %d sorts %.0f rows:\n%s", sort, i, n.Rows, st.sql)
+				}
+				if window && strings.HasPrefix(n.Type, "Index") && n.Relation == "distributed_lock" {
+					windowIndexed = true
+				}
+				if window && n.Type == "Seq Scan" && n.Relation == "distributed_lock" {
+					t.Errorf("sort %s: the window statement scans the whole table", sort)
+				}
+			})
+			if testing.Verbose() && (sort == store.SortKey || window) {
+				rows, err := pool.Query(ctx, explainPrefix+"TEXT) "+st.sql, st.args...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("sort %s, statement %d of the poll:\n%s\n", sort, i+1, strings.Join(lines, "\n"))
+			}
+		}
+		if !windowIndexed {
+			t.Errorf("sort %s: the window statement reads no index of distributed_lock", sort)
+		}
+	}
+}

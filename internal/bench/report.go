@@ -1,0 +1,305 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+)
+
+// Report is one benchmark run.
+type Report struct {
+	Started   time.Time        `json:"started"`
+	Took      time.Duration    `json:"took_ns"`
+	NumCPU    int              `json:"num_cpu"`
+	Server    ServerInfo       `json:"server"`
+	Options   OptionsSummary   `json:"options"`
+	Results   []Result         `json:"results"`
+	Ratios    []Ratio          `json:"ratios"`
+	Targets   []Target         `json:"targets"`
+	Keepalive *KeepaliveResult `json:"keepalive,omitempty"`
+	// LoadBefore and LoadAfter are /proc/loadavg at the start and end: how
+	// busy the machine was with other work (empty where unavailable).
+	LoadBefore string `json:"load_before,omitempty"`
+	LoadAfter  string `json:"load_after,omitempty"`
+}
+
+// Noise is the median, over series, of the rounds' spread (max − min) ÷
+// median: 0.1 means rounds of one series typically differed by 10%.
+func (r *Report) Noise() float64 {
+	var spreads []float64
+	for _, x := range r.Results {
+		spreads = append(spreads, x.Spread())
+	}
+	if len(spreads) == 0 {
+		return 0
+	}
+	return median(spreads)
+}
+
+// OptionsSummary is what a reader needs to interpret the numbers.
+type OptionsSummary struct {
+	Workers  []int         `json:"workers"`
+	Duration time.Duration `json:"duration_ns"`
+	Rounds   int           `json:"rounds"`
+	HotKeys  int           `json:"hot_keys"`
+	TTL      time.Duration `json:"ttl_ns"`
+	RTT      time.Duration `json:"rtt_ns,omitempty"`
+}
+
+func summarize(o Options) OptionsSummary {
+	return OptionsSummary{Workers: o.Workers, Duration: o.Duration, Rounds: o.Rounds, HotKeys: o.HotKeys, TTL: o.TTL, RTT: o.RTT}
+}
+
+// Result is one series at one concurrency in one scenario, over all rounds:
+// rates and latencies are medians of the per-round values; counts are totals.
+type Result struct {
+	Series   string `json:"series"`
+	Scenario string `json:"scenario"`
+	Workers  int    `json:"workers"`
+
+	CyclesPerSec    float64 `json:"cycles_per_sec"` // granted acquire+release cycles (floors: statements)
+	CyclesPerSecMin float64 `json:"cycles_per_sec_min"`
+	CyclesPerSecMax float64 `json:"cycles_per_sec_max"`
+	RefusedPerSec   float64 `json:"refused_per_sec"` // attempts that found the key held
+
+	P50 time.Duration `json:"p50_ns"` // latency of a granted cycle
+	P99 time.Duration `json:"p99_ns"`
+
+	RoundTripsPerCycle   float64 `json:"round_trips_per_cycle"`
+	RoundTripsPerRefusal float64 `json:"round_trips_per_refusal"`
+
+	Granted int64 `json:"granted"`
+	Refused int64 `json:"refused"`
+	// LockWait is the share of the workers' backends seen waiting on a
+	// heavyweight (row or transaction) lock, sampled from pg_stat_activity.
+	LockWait float64 `json:"lock_wait"`
+	// WaitEvents is where the workers' backends were seen, as shares of
+	// all samples of running statements ("CPU": no wait event).
+	WaitEvents map[string]float64 `json:"wait_events"`
+	// WALPerCycle is WAL bytes written per granted cycle (refused attempts'
+	// WAL included).
+	WALPerCycle float64 `json:"wal_per_cycle"`
+	// ServerCPUPerCycle and ClientCPUPerCycle are CPU time per granted
+	// cycle (refused attempts' CPU included): what decides throughput when
+	// the cores are the bottleneck. ServerCPUPerCycle is 0 when the server's
+	// processes are not visible from here.
+	ServerCPUPerCycle time.Duration `json:"server_cpu_per_cycle_ns"`
+	ClientCPUPerCycle time.Duration `json:"client_cpu_per_cycle_ns"`
+
+	Errors     int64      `json:"errors"`
+	FirstError string     `json:"first_error,omitempty"`
+	Violations Violations `json:"violations"`
+	// Checked is whether Violations were counted (lock series only).
+	Checked bool `json:"checked"`
+}
+
+// Spread is how far the rounds' rates were from each other, relative to
+// the median: a measure of how noisy the run was.
+func (r Result) Spread() float64 {
+	if r.CyclesPerSec == 0 {
+		return 0
+	}
+	return (r.CyclesPerSecMax - r.CyclesPerSecMin) / r.CyclesPerSec
+}
+
+func aggregate(samples []sample, opts Options) []Result {
+	type id struct {
+		series, scenario string
+		workers          int
+	}
+	groups := map[id][]sample{}
+	var order []id
+	for _, s := range samples {
+		k := id{s.series, s.scenario, s.workers}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], s)
+	}
+	var out []Result
+	for _, k := range order {
+		out = append(out, summarizeSamples(k.series, k.scenario, k.workers, groups[k]))
+	}
+	scenarioRank := map[string]int{ScenarioSolo: 0, ScenarioHot: 1}
+	seriesRank := map[string]int{SeriesReference: 0, SeriesLocker: 1, SeriesCommitFloor: 2, SeriesNetFloor: 3}
+	slices.SortStableFunc(out, func(a, b Result) int {
+		return cmp.Or(cmp.Compare(scenarioRank[a.Scenario], scenarioRank[b.Scenario]),
+			cmp.Compare(a.Workers, b.Workers),
+			cmp.Compare(seriesRank[a.Series], seriesRank[b.Series]))
+	})
+	return out
+}
+
+func summarizeSamples(series, scenario string, workers int, ss []sample) Result {
+	r := Result{Series: series, Scenario: scenario, Workers: workers,
+		Checked: series == SeriesLocker || series == SeriesReference}
+	var rates, refusals []float64
+	var p50s, p99s []time.Duration
+	var rtG, rtR int64
+	waits := lockWaits{events: map[string]int64{}}
+	var wal int64
+	var serverCPU, clientCPU time.Duration
+	serverSeen := true
+	for _, s := range ss {
+		secs := s.elapsed.Seconds()
+		rates = append(rates, float64(s.granted)/secs)
+		refusals = append(refusals, float64(s.refused)/secs)
+		lat := slices.Clone(s.latencies)
+		slices.Sort(lat)
+		p50s = append(p50s, percentile(lat, 0.50))
+		p99s = append(p99s, percentile(lat, 0.99))
+		r.Granted += s.granted
+		r.Refused += s.refused
+		rtG += s.rtGranted
+		rtR += s.rtRefused
+		waits.samples += s.waiting.samples
+		waits.waiting += s.waiting.waiting
+		waits.active += s.waiting.active
+		for e, n := range s.waiting.events {
+			waits.events[e] += n
+		}
+		wal += s.walBytes
+		serverCPU += s.serverCPU
+		clientCPU += s.clientCPU
+		serverSeen = serverSeen && s.serverCPU > 0
+		r.Errors += s.errors
+		if r.FirstError == "" && s.firstErr != nil {
+			r.FirstError = s.firstErr.Error()
+		}
+		r.Violations = r.Violations.add(s.violations)
+	}
+	r.CyclesPerSec = median(rates)
+	r.CyclesPerSecMin, r.CyclesPerSecMax = slices.Min(rates), slices.Max(rates)
+	r.RefusedPerSec = median(refusals)
+	r.P50, r.P99 = median(p50s), median(p99s)
+	if r.Granted > 0 {
+		r.RoundTripsPerCycle = float64(rtG) / float64(r.Granted)
+		r.WALPerCycle = float64(wal) / float64(r.Granted)
+		r.ClientCPUPerCycle = clientCPU / time.Duration(r.Granted)
+		if serverSeen {
+			r.ServerCPUPerCycle = serverCPU / time.Duration(r.Granted)
+		}
+	}
+	if r.Refused > 0 {
+		r.RoundTripsPerRefusal = float64(rtR) / float64(r.Refused)
+	}
+	if waits.samples > 0 {
+		r.LockWait = float64(waits.waiting) / float64(waits.samples*int64(workers))
+	}
+	if waits.active > 0 {
+		r.WaitEvents = map[string]float64{}
+		for e, n := range waits.events {
+			r.WaitEvents[e] = float64(n) / float64(waits.active)
+		}
+	}
+	return r
+}
+
+// percentile of sorted durations, nearest rank; 0 for none.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func median[T ~float64 | ~int64](v []T) T {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return s[len(s)/2-1] + (s[len(s)/2]-s[len(s)/2-1])/2
+}
+
+// Ratio compares the locker with the reference and with the commit floor at
+// one concurrency in one scenario.
+type Ratio struct {
+	Scenario string `json:"scenario"`
+	Workers  int    `json:"workers"`
+	// LockerOverReference is granted cycles/s of the locker ÷ the
+	// reference's.
+	LockerOverReference float64 `json:"locker_over_reference"`
+	// LockerOverCommitFloor is the locker's cycles/s × 2 (a cycle is two
+	// commits) ÷ single-row updates/s at the same concurrency without
+	// contention. Only for the no-contention scenario.
+	LockerOverCommitFloor float64 `json:"locker_over_commit_floor,omitempty"`
+	// ReferenceOverCommitFloor is the same for the reference.
+	ReferenceOverCommitFloor float64 `json:"reference_over_commit_floor,omitempty"`
+}
+
+func ratios(results []Result) []Ratio {
+	find := func(series, scenario string, w int) (Result, bool) {
+		i := slices.IndexFunc(results, func(r Result) bool {
+			return r.Series == series && r.Scenario == scenario && r.Workers == w
+		})
+		if i < 0 {
+			return Result{}, false
+		}
+		return results[i], true
+	}
+	var out []Ratio
+	for _, r := range results {
+		if r.Series != SeriesLocker {
+			continue
+		}
+		ratio := Ratio{Scenario: r.Scenario, Workers: r.Workers}
+		ref, ok := find(SeriesReference, r.Scenario, r.Workers)
+		if ok && ref.CyclesPerSec > 0 {
+			ratio.LockerOverReference = r.CyclesPerSec / ref.CyclesPerSec
+		}
+		if floor, ok := find(SeriesCommitFloor, r.Scenario, r.Workers); ok && r.Scenario == ScenarioSolo && floor.CyclesPerSec > 0 {
+			ratio.LockerOverCommitFloor = 2 * r.CyclesPerSec / floor.CyclesPerSec
+			ratio.ReferenceOverCommitFloor = 2 * ref.CyclesPerSec / floor.CyclesPerSec
+		}
+		out = append(out, ratio)
+	}
+	return out
+}
+
+// Target is one of the performance claims, checked against this run.
+type Target struct {
+	Claim string  `json:"claim"`
+	Want  float64 `json:"want"` // at least
+	Got   float64 `json:"got"`
+	Met   bool    `json:"met"`
+}
+
+// targetWorkers is the concurrency the claims are made at.
+const targetWorkers = 8
+
+func targets(rs []Ratio) []Target {
+	var out []Target
+	for _, r := range rs {
+		if r.Workers != targetWorkers {
+			continue
+		}
+		if r.Scenario == ScenarioSolo {
+			out = append(out,
+				Target{Claim: "locker ÷ reference, 8 workers, no contention", Want: 1.7, Got: r.LockerOverReference},
+				Target{Claim: "locker ÷ commit floor, 8 workers, no contention", Want: 0.8, Got: r.LockerOverCommitFloor})
+		} else {
+			out = append(out, Target{Claim: "locker ÷ reference, 8 workers, hot keys", Want: 1.5, Got: r.LockerOverReference})
+		}
+	}
+	for i := range out {
+		out[i].Met = out[i].Got >= out[i].Want
+	}
+	return out
+}
+
+// TopWaits names the most frequent wait events, most frequent first.
+func (r Result) TopWaits(n int) []string {
+	names := slices.Collect(maps.Keys(r.WaitEvents))
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(r.WaitEvents[b], r.WaitEvents[a]), cmp.Compare(a, b))
+	})
+	var out []string
+	for _, e := range names[:min(n, len(names))] {
+		out = append(out, fmt.Sprintf("%s %.0f%%", e, 100*r.WaitEvents[e]))
+	}
+	return out
+}

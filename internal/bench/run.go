@@ -1,0 +1,116 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Run benchmarks on the server at dsn, in a schema of its own that it
+// creates, fills from schemaSQL (the text of schema.sql) and drops at the
+// end. The server's other schemas are not touched.
+func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	maxW := slices.Max(opts.Workers)
+	t, err := openTargetRTT(ctx, dsn, schemaSQL, maxW, opts.RTT)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close(ctx)
+
+	rep := &Report{Started: began, Options: summarize(opts), NumCPU: runtime.NumCPU(), LoadBefore: loadAverage()}
+	if rep.Server, err = t.serverInfo(ctx); err != nil {
+		return nil, err
+	}
+	probeConn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bench: connect probe: %w", store.Interpret(err))
+	}
+	defer probeConn.Close(context.WithoutCancel(ctx))
+	probe := &serverProbe{conn: probeConn, appName: t.appName, every: 20 * time.Millisecond}
+
+	lk, err := locker.New(locker.Config{TTL: opts.TTL})
+	if err != nil {
+		return nil, err
+	}
+	lockerChk, refChk := newChecker(), newChecker()
+	lockerS := lockerSeries(lk, t.pool, lockerChk)
+	refS := referenceSeries(reference{pool: t.pool, ttl: opts.TTL}, refChk)
+	checkers := map[string]*checker{SeriesLocker: lockerChk, SeriesReference: refChk}
+	solo := []series{refS, lockerS, commitFloorSeries(t.pool), netFloorSeries(t.pool)}
+	hot := []series{refS, lockerS}
+
+	// Warm-up, not reported: connections, prepared statements, first rows.
+	for _, s := range solo {
+		if _, err := runSeries(ctx, s, ScenarioSolo, maxW, soloKeys, min(opts.Duration/4, 300*time.Millisecond), nil, checkers[s.name]); err != nil {
+			return nil, err
+		}
+	}
+
+	var samples []sample
+	for round := range opts.Rounds {
+		for _, w := range opts.Workers {
+			for _, sc := range []struct {
+				name   string
+				series []series
+				keys   keyChooser
+			}{{ScenarioSolo, solo, soloKeys}, {ScenarioHot, hot, hotKeys(opts.HotKeys)}} {
+				// Rotate the order each round so no series always runs
+				// right after the same neighbour.
+				order := rotate(sc.series, round)
+				for _, s := range order {
+					smp, err := runSeries(ctx, s, sc.name, w, sc.keys, opts.Duration, probe, checkers[s.name])
+					if err != nil {
+						return nil, err
+					}
+					samples = append(samples, smp)
+					fmt.Fprintf(opts.Progress, "round %d/%d  %-13s %2d workers  %-12s %8.0f cycles/s\n",
+						round+1, opts.Rounds, sc.name, w, s.name, float64(smp.granted)/smp.elapsed.Seconds())
+				}
+			}
+		}
+	}
+	rep.Results = aggregate(samples, opts)
+	rep.Ratios = ratios(rep.Results)
+	rep.Targets = targets(rep.Ratios)
+
+	if opts.KeepaliveLocks > 0 {
+		fmt.Fprintf(opts.Progress, "keepalive: %d locks, TTL %s, measuring %s\n", opts.KeepaliveLocks, opts.KeepaliveTTL, opts.KeepaliveFor)
+		ka, err := measureKeepalive(ctx, t.pool, opts.KeepaliveLocks, opts.KeepaliveTTL, opts.KeepaliveFor)
+		if err != nil {
+			return nil, err
+		}
+		rep.Keepalive = &ka
+	}
+	rep.Took = time.Since(began)
+	rep.LoadAfter = loadAverage()
+	return rep, nil
+}
+
+// loadAverage is the first three fields of /proc/loadavg ("" elsewhere).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+func rotate(s []series, by int) []series {
+	by %= len(s)
+	return append(slices.Clone(s[by:]), s[:by]...)
+}

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// TestShortRun runs every series briefly and checks what the numbers must
+// show whatever the machine's speed: every series did work, the locker broke
+// no lock rule, and keepalives renewed without losing a lease. No timing is
+// asserted.
+func TestShortRun(t *testing.T) {
+	ctx := context.Background()
+	rep, err := Run(ctx, testdb.DSN(t), testdb.SchemaSQL(t), Options{
+		Workers:        []int{1, 4},
+		Duration:       150 * time.Millisecond,
+		Rounds:         1,
+		HotKeys:        2,
+		KeepaliveLocks: 20,
+		KeepaliveTTL:   time.Second,
+		KeepaliveFor:   1200 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{SeriesReference: 4, SeriesLocker: 4, SeriesCommitFloor: 2, SeriesNetFloor: 2}
+	got := map[string]int{}
+	for _, r := range rep.Results {
+		got[r.Series]++
+		if r.Granted == 0 || r.CyclesPerSec <= 0 || r.P50 <= 0 || r.P99 < r.P50 || r.RoundTripsPerCycle <= 0 {
+			t.Errorf("%s/%s/%d produced no numbers: %+v", r.Series, r.Scenario, r.Workers, r)
+		}
+		// Under contention TryAcquire may give up after the key changed
+		// hands three times between its statements: an outcome of the
+		// locker API, not of the benchmark.
+		if r.Errors != 0 && !(r.Series == SeriesLocker && strings.Contains(r.FirstError, "changed hands")) {
+			t.Errorf("%s/%s/%d: %d errors, first: %s", r.Series, r.Scenario, r.Workers, r.Errors, r.FirstError)
+		}
+		if r.Series == SeriesLocker && !r.Violations.Zero() {
+			t.Errorf("locker/%s/%d broke the lock rules: %+v", r.Scenario, r.Workers, r.Violations)
+		}
+	}
+	for s, n := range want {
+		if got[s] != n {
+			t.Errorf("series %s: %d results, want %d (one per scenario and worker count)", s, got[s], n)
+		}
+	}
+	// Round trips are counted, not estimated: the locker's cycle is one
+	// grant statement and one release statement; the reference's is BEGIN,
+	// SELECT FOR UPDATE, INSERT, COMMIT and a DELETE.
+	for _, r := range rep.Results {
+		if r.Scenario != ScenarioSolo {
+			continue
+		}
+		wantRT := map[string]float64{SeriesLocker: 2, SeriesReference: 5, SeriesCommitFloor: 1, SeriesNetFloor: 1}[r.Series]
+		if r.RoundTripsPerCycle != wantRT {
+			t.Errorf("%s, %d workers: %.2f round trips per cycle, want %.0f", r.Series, r.Workers, r.RoundTripsPerCycle, wantRT)
+		}
+	}
+	if len(rep.Ratios) != 4 || rep.Ratios[0].LockerOverReference <= 0 || rep.Ratios[0].LockerOverCommitFloor <= 0 {
+		t.Errorf("ratios = %+v; want locker ÷ reference and ÷ commit floor per scenario and worker count", rep.Ratios)
+	}
+	k := rep.Keepalive
+	if k == nil || k.Renewals == 0 || k.Lost != 0 || k.CPU <= 0 {
+		t.Errorf("keepalive = %+v; want renewals, none lost, CPU time measured", k)
+	}
+	var out bytes.Buffer
+	if err := rep.WriteMarkdown(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| no contention | 4 | locker |", "| hot keys | 1 | reference |", "Keepalive: 20 locks"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("report lacks %q:\n%s", s, out.String())
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Series names, as reported.
+const (
+	SeriesReference   = "reference"    // the ported transaction-per-acquire design
+	SeriesLocker      = "locker"       // locker.TryAcquire + locker.Release
+	SeriesCommitFloor = "floor-commit" // one single-row UPDATE (one commit) per round trip
+	SeriesNetFloor    = "floor-select" // SELECT 1: one round trip, no commit
+)
+
+// Scenario names, as reported.
+const (
+	ScenarioSolo = "no contention" // one key per worker
+	ScenarioHot  = "hot keys"      // every worker on the same few keys
+)
+
+// cycleFunc runs one cycle for worker (an acquire and, when granted, a
+// release; for a floor, one statement). granted is false when the lock was
+// held by another worker.
+type cycleFunc func(ctx context.Context, worker int, key string) (granted bool, err error)
+
+// series is one measured thing.
+type series struct {
+	name  string
+	cycle cycleFunc
+}
+
+func owner(worker int) string { return "bench-worker-" + strconv.Itoa(worker) }
+
+func lockerSeries(lk *locker.Locker, pool *pgxpool.Pool, chk *checker) series {
+	return series{name: SeriesLocker, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
+		o := owner(worker)
+		lease, err := lk.TryAcquire(ctx, pool, key, o)
+		if errors.Is(err, locker.ErrHeld) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		chk.granted(key, o, lease.Token)
+		chk.releasing(key, o)
+		if _, err := lk.Release(ctx, pool, lease); err != nil {
+			if errors.Is(err, locker.ErrNotHeld) {
+				chk.releaseLost()
+				return true, nil
+			}
+			return true, err
+		}
+		return true, nil
+	}}
+}
+
+func referenceSeries(ref reference, chk *checker) series {
+	return series{name: SeriesReference, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
+		o := owner(worker)
+		token, err := ref.tryAcquire(ctx, key, o)
+		if errors.Is(err, errRefused) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		chk.granted(key, o, token)
+		chk.releasing(key, o)
+		deleted, err := ref.release(ctx, key, o)
+		if err == nil && !deleted {
+			chk.releaseLost()
+		}
+		return true, err
+	}}
+}
+
+// floorUpdateSQL is the least a durable write can cost: one row, one
+// commit, one round trip. A lock cycle needs two commits (grant, release).
+const floorUpdateSQL = `UPDATE bench_floor SET n = n + 1 WHERE id = $1`
+
+func commitFloorSeries(pool *pgxpool.Pool) series {
+	return series{name: SeriesCommitFloor, cycle: func(ctx context.Context, worker int, _ string) (bool, error) {
+		_, err := pool.Exec(ctx, floorUpdateSQL, worker)
+		return true, err
+	}}
+}
+
+// floorSelectSQL is one round trip that does nothing.
+const floorSelectSQL = `SELECT 1`
+
+func netFloorSeries(pool *pgxpool.Pool) series {
+	return series{name: SeriesNetFloor, cycle: func(ctx context.Context, _ int, _ string) (bool, error) {
+		var one int
+		return true, pool.QueryRow(ctx, floorSelectSQL).Scan(&one)
+	}}
+}
