@@ -76,7 +76,7 @@ func (m Model) detailContent() string {
 		lines = append(lines, "  "+s.Muted.Render("none recorded"))
 	}
 	for _, e := range d.events {
-		lines = append(lines, "  "+m.eventLine(e, false))
+		lines = append(lines, clip("  "+m.eventLine(e, false), m.width))
 	}
 	return strings.Join(lines, "\n")
 }

@@ -16,7 +16,7 @@ func (m Model) eventsContent() string {
 		lines = append(lines, "", "  "+s.Muted.Render("no events yet"))
 	}
 	for _, e := range m.events {
-		lines = append(lines, m.eventLine(e, true))
+		lines = append(lines, clip(m.eventLine(e, true), m.width))
 	}
 	return strings.Join(lines, "\n")
 }
