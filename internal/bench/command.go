@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -52,13 +51,9 @@ func run(ctx context.Context, env cli.Env, schemaSQL string, o Options, asJSON b
 	if _, err := o.withDefaults(); err != nil {
 		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
-	dsn := env.DSN
-	// Like every command, env.DSN falls back to $DATABASE_URL; a benchmark
-	// must not load a server the user did not name, so only --dsn counts.
-	if url := os.Getenv("DATABASE_URL"); dsn != "" && dsn == url {
-		fmt.Fprintf(env.Stderr, "%s: not using $DATABASE_URL; pass --dsn to benchmark that server\n", env.Prog)
-		dsn = ""
-	}
+	// Not env.DSN, which falls back to $DATABASE_URL: a benchmark must not
+	// load a server the user did not name.
+	dsn := env.ExplicitDSN
 	if dsn == "" {
 		fmt.Fprintf(env.Stderr, "%s: starting a throwaway PostgreSQL (durable commits, default settings)\n", env.Prog)
 		srv, err := pgtemp.Start(ctx, pgtemp.Options{})

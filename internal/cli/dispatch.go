@@ -173,6 +173,7 @@ func (p Program) run(ctx context.Context, cmd Command, args []string) int {
 		return env.Usagef("invalid --actor: %v", err)
 	}
 	env.DSN = ResolveDSN(g.dsn, p.Getenv)
+	env.ExplicitDSN = g.dsn
 	env.Actor = g.actor
 	env.secrets = dsnPasswords(env.DSN)
 	if p.Getenv != nil {

@@ -22,6 +22,9 @@ type Env struct {
 	// DSN is --dsn, else $DATABASE_URL; "" leaves the connection to libpq's
 	// PG* variables.
 	DSN string
+	// ExplicitDSN is --dsn as given, "" when it was not: for commands that
+	// write to a database only when the user named it (demo, bench).
+	ExplicitDSN string
 	// Actor is --actor, recorded on the events of operator actions.
 	Actor string
 
