@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/bench"
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/demo"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
 )
@@ -143,6 +144,7 @@ var commands = []cli.Command{
 		},
 	},
 	bench.Command(schemaSQL),
+	demo.Command(schemaSQL),
 }
 
 func main() {

@@ -1,0 +1,59 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/internal/cli"
+)
+
+// Command is `lockctl demo`, the entry for main.go's command table.
+// schemaSQL is the text of schema.sql, applied to the demo's database.
+func Command(schemaSQL string) cli.Command {
+	return cli.Command{
+		Name: "demo",
+		Summary: "the console on a private throwaway PostgreSQL with simulated workers: hand-overs, " +
+			"steals, a refused zombie write, a stuck lock to free with x (--dsn: schema " + Schema + " of that database)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			o := Options{SchemaSQL: schemaSQL}
+			fs.IntVar(&o.Workers, "workers", 8, "workers contending for the hot keys (besides the fixed cast)")
+			fs.IntVar(&o.HotKeys, "keys", 4, "hot keys the workers contend for")
+			fs.Float64Var(&o.Speed, "speed", 1, "pace of the story (2 = twice as fast; TTLs scale too)")
+			fs.Uint64Var(&o.Seed, "seed", 0, "seed of every random choice: the same seed replays the same story (0: pick one, shown in the header)")
+			cli.DurationVar(fs, &o.Refresh, "refresh", 500*time.Millisecond, "console poll interval")
+			fs.BoolVar(&o.ReadOnly, "read-only", false, "watch only: no acquire, renew, expire or release in the console")
+			return func(ctx context.Context, env cli.Env, _ []string) int {
+				if err := flagsValid(o); err != nil {
+					return env.Usagef("%v", err)
+				}
+				// Not env.DSN, which falls back to $DATABASE_URL: the demo
+				// writes, so it runs only on a database the user named.
+				o.DSN = env.ExplicitDSN
+				o.Actor, o.Stderr = env.Actor, env.Stderr
+				if err := Run(ctx, o); err != nil {
+					return env.Fail(err)
+				}
+				return cli.ExitOK
+			}
+		},
+	}
+}
+
+// flagsValid names the first flag out of bounds. Zero is refused here,
+// though Config takes it as "default": on the command line it is a mistake.
+func flagsValid(o Options) error {
+	switch {
+	case o.Workers < 1:
+		return fmt.Errorf("--workers %d: must be between 1 and %d", o.Workers, MaxWorkers)
+	case o.HotKeys < 1:
+		return fmt.Errorf("--keys %d: must be between 1 and %d", o.HotKeys, MaxHotKeys)
+	case o.Speed <= 0:
+		return fmt.Errorf("--speed %g: must be between %g and %g", o.Speed, MinSpeed, float64(MaxSpeed))
+	case o.Refresh <= 0:
+		return fmt.Errorf("--refresh %s: must be positive", o.Refresh)
+	}
+	return o.Config.Validate()
+}

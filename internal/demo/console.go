@@ -1,0 +1,35 @@
+package demo
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/tui"
+)
+
+// consoleOptions is what the demo hands the console.
+type consoleOptions struct {
+	pool     *pgxpool.Pool
+	operator *locker.Locker
+	server   string
+	refresh  time.Duration
+	readOnly bool
+	status   func() string
+}
+
+// consoleOwner is the owner the console's acquire form proposes, so a lock
+// taken by hand stands out among the cast's.
+const consoleOwner = "operator"
+
+// console opens the real console (package tui) on the demo's database; the
+// operator's actions go through the same locker as everywhere else.
+func console(ctx context.Context, o consoleOptions) error {
+	return tui.Run(ctx, tui.Options{
+		Pool: o.pool, Locker: o.operator, Server: o.server,
+		Refresh: o.refresh, ReadOnly: o.readOnly,
+		Owner: consoleOwner, TTL: 30 * time.Second, Status: o.status,
+	})
+}

@@ -1,0 +1,32 @@
+// Package demo is `lockctl demo`: simulated workers that take, keep, lose and
+// fight over locks through package locker — the same code services embed —
+// on a private throwaway PostgreSQL (or a schema of an existing database),
+// while the console watches.
+//
+// The cast, each a goroutine with its own owner id and its own random
+// stream derived from Config.Seed (so a seed replays the same choices):
+//
+//   - Leaders ("scheduler:leader", "mailer:leader") hold a lease for a long
+//     while with a Keepalive, then step down; a standby waiting with
+//     locker.Acquire takes over at once (NOTIFY on release).
+//   - Contenders ("worker-01" …) queue with locker.Acquire on a few hot keys
+//     ("orders:shard-N"), work while a Keepalive renews, and release: the
+//     next waiter gets the key. Now and then one crashes: it stops renewing
+//     without releasing, its lease expires and a waiter steals it with a
+//     larger token; the worker comes back with a new owner id, as a
+//     restarted process would.
+//   - Two ledger writers share "ledger:balance" and a fenced resource, the
+//     demo_resource table. Every write runs in a transaction that first
+//     proves the lease with locker.Fence and then updates the row only if
+//     its last token is not larger (`WHERE last_token <= $token`). Sometimes
+//     a holder freezes past its TTL (a long GC pause); the other writer
+//     steals the key and writes; the frozen one wakes, writes with its old
+//     token, is refused, and reports it (Locker.ReportStaleWrite), which the
+//     console's events pane shows.
+//   - A report generator takes "reports:stuck" with a one-hour TTL and hangs;
+//     a retry job waits behind it. Only an operator frees it (force-expire,
+//     `x` in the console); the waiter takes it at once.
+//
+// Start runs the cast on a pool (headless: tests use it); Run adds the
+// server, the schema and the console, and tears all of it down on exit.
+package demo

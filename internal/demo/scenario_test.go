@@ -1,0 +1,208 @@
+package demo_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/demo"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Queries the test reads the story back with.
+const (
+	biggerStealSQL = `SELECT count(*) FROM distributed_lock_event
+		WHERE kind = 'stolen' AND fence_token > previous_token`
+	// A refused ledger write, and the token of the grant that replaced it.
+	staleWriteSQL = `SELECT e.owner_id, e.fence_token, e.detail->>'resource'
+		FROM distributed_lock_event e
+		WHERE e.kind = 'stale_write_rejected' AND e.lock_key = 'ledger:balance'
+		ORDER BY e.event_id LIMIT 1`
+	successorSQL = `SELECT owner_id, fence_token FROM distributed_lock_event
+		WHERE lock_key = 'ledger:balance' AND kind IN ('stolen', 'acquired') AND fence_token > $1
+		ORDER BY event_id LIMIT 1`
+	resourceSQL = `SELECT last_token, last_owner, writes FROM demo_resource WHERE resource_key = 'ledger:balance'`
+	handOverSQL = `SELECT count(*) FROM distributed_lock_event
+		WHERE kind = 'acquired' AND detail ? 'waited_ms' AND previous_owner IS NOT NULL AND previous_owner <> owner_id`
+	heldSQL = `SELECT count(*) FROM distributed_lock
+		WHERE released_at IS NULL AND expires_at > clock_timestamp()`
+	waitersSQL = `SELECT count(*) FROM distributed_lock_waiter`
+)
+
+func count(t *testing.T, pool *pgxpool.Pool, sql string) int {
+	t.Helper()
+	var n int
+	if err := pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s did not happen", within, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestStory(t *testing.T) {
+	ctx := context.Background()
+	pool := testdb.New(t)
+	sim, err := demo.Start(ctx, pool, demo.Config{Workers: 6, HotKeys: 2, Speed: 8, Seed: 42, CrashChance: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			sim.Stop()
+		}
+	})
+	if sim.Seed() != 42 {
+		t.Fatalf("Seed() = %d, want 42", sim.Seed())
+	}
+
+	const within = 30 * time.Second
+	eventually(t, within, "a steal with a larger token", func() bool {
+		return count(t, pool, biggerStealSQL) > 0 && sim.Stats().Stolen > 0
+	})
+	eventually(t, within, "a crashed contender", func() bool { return sim.Stats().Crashes > 0 })
+	eventually(t, within, "a stale_write_rejected event and the refused counter", func() bool {
+		return count(t, pool, `SELECT count(*) FROM distributed_lock_event WHERE kind = 'stale_write_rejected'`) > 0 &&
+			sim.Stats().WritesRefused > 0
+	})
+	var zombie, resource string
+	var zombieToken int64
+	if err := pool.QueryRow(ctx, staleWriteSQL).Scan(&zombie, &zombieToken, &resource); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(resource, "demo_resource") {
+		t.Errorf("stale write event names resource %q; want demo_resource", resource)
+	}
+	var successor string
+	var successorToken int64
+	if err := pool.QueryRow(ctx, successorSQL, zombieToken).Scan(&successor, &successorToken); err != nil {
+		t.Fatalf("no grant on ledger:balance after the refused token %d: %v", zombieToken, err)
+	}
+	if successor == zombie {
+		t.Errorf("the grant after %s's token %d went to %s itself; want the other writer", zombie, zombieToken, successor)
+	}
+	eventually(t, within, "an accepted write by the new holder", func() bool {
+		var last int64
+		var owner string
+		var writes int64
+		if err := pool.QueryRow(ctx, resourceSQL).Scan(&last, &owner, &writes); err != nil {
+			t.Fatal(err)
+		}
+		return last >= successorToken && sim.Stats().WritesOK > 0
+	})
+	eventually(t, within, "waiters handing over", func() bool {
+		return count(t, pool, handOverSQL) > 0 && sim.Stats().HandOvers > 0
+	})
+
+	freeStuckLock(t, pool, sim)
+
+	st := sim.Stats()
+	if st.Errors != 0 {
+		t.Errorf("the cast hit %d database errors", st.Errors)
+	}
+	if !strings.Contains(sim.Status(), "seed 42") {
+		t.Errorf("Status() = %q; want the seed in it", sim.Status())
+	}
+
+	sim.Stop()
+	stopped = true
+	if n := count(t, pool, heldSQL); n != 0 {
+		t.Errorf("after Stop, %d locks are still held", n)
+	}
+	if n := count(t, pool, waitersSQL); n != 0 {
+		t.Errorf("after Stop, %d waiter records remain", n)
+	}
+	if left := leftovers(); left != "" {
+		t.Errorf("after Stop, goroutines of the sim remain:\n%s", left)
+	}
+}
+
+// freeStuckLock plays the operator: the hung report holds reports:stuck for
+// an hour with a waiter behind it; a force-expire lets the waiter take it at
+// once.
+func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
+	t.Helper()
+	ctx := context.Background()
+	var stuck store.Lock
+	eventually(t, 30*time.Second, "reports:stuck held by report-gen with a waiter", func() bool {
+		l, found, err := store.Get(ctx, pool, "reports:stuck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := store.Waiters(ctx, pool, "reports:stuck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		stuck = l
+		return found && l.State() == store.StateHeld && strings.HasPrefix(l.Owner, "report-gen") && len(ws) > 0
+	})
+	if stuck.TTL != demo.StuckTTL || stuck.Remaining < 50*time.Minute {
+		t.Fatalf("stuck lock TTL %s, remaining %s; want a one-hour lease", stuck.TTL, stuck.Remaining)
+	}
+	before := sim.Stats().OperatorFreed
+	op, err := locker.New(locker.Config{Actor: "test-operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.ForceExpire(ctx, pool, "reports:stuck", stuck.Token); err != nil {
+		t.Fatal(err)
+	}
+	// "At once": the waiter rechecks only every 5s on its own, so taking the
+	// key within 2s means the force-expire's NOTIFY woke it.
+	eventually(t, 2*time.Second, "the waiter taking reports:stuck after the force-expire", func() bool {
+		l, _, err := store.Get(ctx, pool, "reports:stuck")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Owner == "report-retry" && l.Token > stuck.Token && l.State() != store.StateExpired
+	})
+	if got := sim.Stats().OperatorFreed; got != before+1 {
+		t.Errorf("OperatorFreed = %d, want %d", got, before+1)
+	}
+}
+
+// leftovers lists goroutines still running code of the sim or of a
+// Keepalive or Notifier it started.
+func leftovers() string {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "internal/demo.(*Sim)") || strings.Contains(g, "locker.(*Keepalive).run") ||
+			strings.Contains(g, "locker.(*Notifier).Run") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
+
+func TestConfigRejectsBadValues(t *testing.T) {
+	for _, cfg := range []demo.Config{
+		{Workers: -1}, {Workers: demo.MaxWorkers + 1}, {HotKeys: -2}, {HotKeys: demo.MaxHotKeys + 1},
+		{Speed: 0.01}, {Speed: 1000}, {Speed: -1},
+	} {
+		if err := cfg.Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil, want an error", cfg)
+		}
+	}
+	if err := (demo.Config{}).Validate(); err != nil {
+		t.Errorf("zero Config: %v", err)
+	}
+}

@@ -1,0 +1,148 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Sim is a running simulation. Its counters are safe to read at any time.
+type Sim struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	notify *locker.Notifier
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	stop   sync.Once
+
+	stats   counters
+	holding leases
+}
+
+// Stats is what the cast has done so far.
+type Stats struct {
+	Acquired      int64 // grants of a free key (including hand-overs)
+	Stolen        int64 // grants of another owner's expired lease
+	HandOvers     int64 // grants to a worker that had found the key held and waited
+	Released      int64
+	Crashes       int64 // contenders that stopped renewing without releasing
+	Freezes       int64 // ledger writers that froze past their TTL
+	WritesOK      int64 // fenced writes that committed
+	WritesRefused int64 // fenced writes refused: stale token or lost lease
+	OperatorFreed int64 // times the stuck report was taken after an operator freed it
+	Errors        int64 // database errors the cast backed off from
+}
+
+type counters struct {
+	acquired, stolen, handOvers, released, crashes, freezes atomic.Int64
+	writesOK, writesRefused, operatorFreed, errors          atomic.Int64
+}
+
+// Start migrates nothing and creates nothing but the demo_resource table:
+// pool must already hold lockctl's schema (store.Migrate). The cast runs
+// until ctx ends or Stop is called.
+func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if err := createResource(ctx, pool); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Sim{
+		cfg:     cfg,
+		pool:    pool,
+		notify:  locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig)),
+		cancel:  cancel,
+		holding: leases{m: map[string]locker.Lease{}},
+	}
+	s.wg.Go(func() { _ = s.notify.Run(ctx) })
+	for _, scene := range s.cast() {
+		s.wg.Go(func() { scene(ctx) })
+	}
+	return s, nil
+}
+
+// Stop ends every worker, waits for them to exit, then releases every lease
+// they still hold — including those of crashed and frozen workers, so an
+// existing database is left with no lease held by the demo. Safe to call
+// more than once.
+func (s *Sim) Stop() {
+	s.stop.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		lk, err := locker.New(locker.Config{})
+		if err != nil {
+			return
+		}
+		for _, lease := range s.holding.drain() {
+			_, _ = lk.Release(ctx, s.pool, lease)
+		}
+	})
+}
+
+// Seed is the seed in use (the one Config gave, or the one picked for 0).
+func (s *Sim) Seed() uint64 { return s.cfg.Seed }
+
+// Stats returns the counters now.
+func (s *Sim) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		Acquired: c.acquired.Load(), Stolen: c.stolen.Load(), HandOvers: c.handOvers.Load(),
+		Released: c.released.Load(), Crashes: c.crashes.Load(), Freezes: c.freezes.Load(),
+		WritesOK: c.writesOK.Load(), WritesRefused: c.writesRefused.Load(),
+		OperatorFreed: c.operatorFreed.Load(), Errors: c.errors.Load(),
+	}
+}
+
+// Status is the console's extra header line: cheap (atomic reads only) and
+// safe to call from any goroutine. It fits 120 columns with room to spare.
+func (s *Sim) Status() string {
+	st := s.Stats()
+	line := fmt.Sprintf("seed %d · fenced writes %d ok, %d refused · steals %d · hand-overs %d · crashes %d · operator frees %d",
+		s.cfg.Seed, st.WritesOK, st.WritesRefused, st.Stolen, st.HandOvers, st.Crashes, st.OperatorFreed)
+	if st.Errors > 0 {
+		line += fmt.Sprintf(" · db errors %d", st.Errors)
+	}
+	return line
+}
+
+// leases tracks what the cast holds, so Stop can give it all back.
+type leases struct {
+	mu sync.Mutex
+	m  map[string]locker.Lease // by owner id
+}
+
+func (l *leases) hold(lease locker.Lease) {
+	l.mu.Lock()
+	l.m[lease.Owner+"\x00"+lease.Key] = lease
+	l.mu.Unlock()
+}
+
+func (l *leases) drop(lease locker.Lease) {
+	l.mu.Lock()
+	if cur, ok := l.m[lease.Owner+"\x00"+lease.Key]; ok && cur.Token == lease.Token {
+		delete(l.m, lease.Owner+"\x00"+lease.Key)
+	}
+	l.mu.Unlock()
+}
+
+func (l *leases) drain() []locker.Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]locker.Lease, 0, len(l.m))
+	for _, lease := range l.m {
+		out = append(out, lease)
+	}
+	l.m = map[string]locker.Lease{}
+	return out
+}

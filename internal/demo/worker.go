@@ -1,0 +1,135 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Roles of the cast. Each worker draws from its own random stream (role and
+// index), so its choices depend on the seed and its own history only, not on
+// how goroutines interleave.
+const (
+	roleLeader uint64 = iota + 1
+	roleContender
+	roleLedger
+	roleStuck
+)
+
+func (s *Sim) rng(role uint64, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(s.cfg.Seed, role<<32|uint64(index)))
+}
+
+// between draws a duration of the story in [lo, hi) and scales it to the
+// configured speed.
+func (s *Sim) between(r *rand.Rand, lo, hi time.Duration) time.Duration {
+	return s.cfg.scale(lo + time.Duration(r.Int64N(int64(hi-lo))))
+}
+
+// sleep waits d of real time; false when ctx ended first.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// waitRecheck is how long a waiter sleeps at most between attempts: the
+// locker default at speed 1, shorter when the story runs faster.
+const waitRecheck = 5 * time.Second
+
+// locker returns a Locker granting ttl of real time that wakes waiters
+// through the sim's Notifier, rechecks every recheck at most, and labels its
+// rows with role, which the console's detail pane shows. Most of the cast
+// passes story times scaled with s.cfg.scale.
+func (s *Sim) locker(ttl, recheck time.Duration, role string) *locker.Locker {
+	lk, err := locker.New(locker.Config{
+		TTL:         ttl,
+		Notifier:    s.notify,
+		WaitRecheck: max(50*time.Millisecond, recheck),
+		Metadata:    map[string]any{"demo": role, "pid": os.Getpid()},
+	})
+	if err != nil {
+		// Only a TTL out of bounds fails, and the cast's TTLs are fixed
+		// and scaled within bounds (see Config.Validate).
+		panic(err)
+	}
+	return lk
+}
+
+// storyLocker is locker with ttl and the recheck interval of the story,
+// scaled to the configured speed.
+func (s *Sim) storyLocker(ttl time.Duration, role string) *locker.Locker {
+	return s.locker(s.cfg.scale(ttl), s.cfg.scale(waitRecheck), role)
+}
+
+// take gets key for owner, waiting in line (locker.Acquire) if someone holds
+// it, and counts what happened. The error is ctx's, or a database error the
+// caller backs off from.
+func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
+	lease, err := lk.TryAcquire(ctx, s.pool, key, owner)
+	waited := errors.Is(err, locker.ErrHeld)
+	if waited {
+		lease, err = lk.Acquire(ctx, s.pool, key, owner)
+	}
+	if err != nil {
+		return locker.Lease{}, s.failed(ctx, err)
+	}
+	s.holding.hold(lease)
+	switch {
+	case lease.Outcome == locker.Stolen:
+		s.stats.stolen.Add(1)
+	case waited:
+		s.stats.acquired.Add(1)
+		s.stats.handOvers.Add(1)
+	default:
+		s.stats.acquired.Add(1)
+	}
+	return lease, nil
+}
+
+// holdFor keeps lease alive with a Keepalive for d. lost is true when the
+// lease was lost meanwhile (an operator expired it, or the database could
+// not confirm it): the holder must not release it then.
+func (s *Sim) holdFor(ctx context.Context, lk *locker.Locker, lease locker.Lease, d time.Duration) (kept locker.Lease, lost bool) {
+	ka := lk.Keepalive(ctx, s.pool, lease)
+	defer ka.Stop()
+	sleep(ka.Context(), d)
+	if errors.Is(ka.Err(), locker.ErrLeaseLost) {
+		s.holding.drop(lease)
+		return ka.Lease(), true
+	}
+	return ka.Lease(), false
+}
+
+// give releases lease. It runs even while the sim stops, so a worker that
+// was told to stop still hands its key over.
+func (s *Sim) give(ctx context.Context, lk *locker.Locker, lease locker.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := lk.Release(rctx, s.pool, lease); err == nil {
+		s.stats.released.Add(1)
+	} else if !errors.Is(err, locker.ErrNotHeld) {
+		s.stats.errors.Add(1)
+	}
+	s.holding.drop(lease)
+}
+
+// failed counts a database error and backs off a little before the caller
+// retries; it passes ctx's own end through unchanged.
+func (s *Sim) failed(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	s.stats.errors.Add(1)
+	sleep(ctx, s.cfg.scale(time.Second))
+	return err
+}
