@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -28,13 +29,13 @@ func TestEndToEndInTmux(t *testing.T) {
 		t.Skip("end-to-end")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
+		testdb.Unavailable(t, "tmux not installed")
 	}
 	ctx := context.Background()
 	bin := buildBinary(t)
 	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
 	if err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		testdb.Unavailable(t, "no PostgreSQL: %v", err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	dsn := srv.DSN("")

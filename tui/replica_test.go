@@ -23,7 +23,7 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 	ctx := context.Background()
 	primary, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
 	if err != nil {
-		t.Skipf("no PostgreSQL: %v", err)
+		testdb.Unavailable(t, "no PostgreSQL: %v", err)
 	}
 	t.Cleanup(func() { _ = primary.Close() })
 	conn, err := pgx.Connect(ctx, primary.DSN(""))
@@ -37,7 +37,7 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 	acquire(t, testdb.Pool(t, primary.DSN("")), "billing:nightly", "worker-1", time.Hour)
 	standby, err := pgtemp.StartStandby(ctx, primary, pgtemp.Options{Fast: true, HandleSignals: true})
 	if err != nil {
-		t.Skipf("no standby: %v", err)
+		testdb.Unavailable(t, "no standby: %v", err)
 	}
 	t.Cleanup(func() { _ = standby.Close() })
 	if err := pgtemp.WaitReplayed(ctx, primary, standby); err != nil {

@@ -35,7 +35,7 @@ func lockctlBinary(t *testing.T) string {
 		t.Skip("end-to-end: builds and runs the binary (-short)")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed")
+		testdb.Unavailable(t, "tmux not installed")
 	}
 	buildOnce.Do(func() {
 		_, file, _, _ := runtime.Caller(0)
