@@ -22,6 +22,23 @@ var (
 	ErrInvalidValue     = errors.New("value rejected by the schema's checks")
 )
 
+// meanings lists the errors above, most specific first.
+var meanings = []error{
+	ErrNotMigrated, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
+	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
+}
+
+// Meaning returns which of the errors above err is (through Interpret's
+// wrapping), or nil: the sentence to show a user before the driver's detail.
+func Meaning(err error) error {
+	for _, m := range meanings {
+		if errors.Is(err, m) {
+			return m
+		}
+	}
+	return nil
+}
+
 // Interpret maps a driver error to one of the errors above (wrapping both),
 // and returns other errors unchanged. nil stays nil.
 func Interpret(err error) error {

@@ -55,17 +55,10 @@ func errMeaning(err error) string {
 		return ""
 	}
 	var head string
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
+	if errors.Is(err, context.DeadlineExceeded) {
 		head = "no reply within the timeout (database slow or unreachable)"
-	case errors.Is(err, store.ErrUnavailable):
-		head = "database unreachable"
-	case errors.Is(err, store.ErrNotMigrated):
-		head = "lock tables missing: run `lockctl migrate`"
-	case errors.Is(err, store.ErrPermissionDenied):
-		head = "permission denied"
-	case errors.Is(err, store.ErrReadOnly):
-		head = "database is read-only"
+	} else if m := store.Meaning(err); m != nil {
+		head = m.Error()
 	}
 	detail := safe(strings.ReplaceAll(err.Error(), "\n", " "))
 	if head == "" {

@@ -103,18 +103,10 @@ func usagef(format string, args ...any) error {
 }
 func (e *usageError) Unwrap() error { return e.err }
 
-// meanings are the database errors worth naming before their detail.
-var meanings = []error{
-	store.ErrNotMigrated, store.ErrReadOnly, store.ErrPermissionDenied,
-	store.ErrLockTimeout, store.ErrStatementTimeout, store.ErrUnavailable,
-	store.ErrInvalidValue,
-}
-
+// meaningOf is the database error's meaning, "" when it has none.
 func meaningOf(err error) string {
-	for _, m := range meanings {
-		if errors.Is(err, m) {
-			return m.Error()
-		}
+	if m := store.Meaning(err); m != nil {
+		return m.Error()
 	}
 	return ""
 }

@@ -1,0 +1,30 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+func TestMeaningNamesWhatAnErrorMeans(t *testing.T) {
+	cases := []struct {
+		err  error
+		want error
+	}{
+		{Interpret(&pgconn.PgError{Code: "42P01"}), ErrNotMigrated},
+		{Interpret(&pgconn.PgError{Code: "25006"}), ErrReadOnly},
+		{Interpret(&pgconn.PgError{Code: "42501"}), ErrPermissionDenied},
+		{fmt.Errorf("locker: renew %q: %w", "k", Interpret(io.ErrUnexpectedEOF)), ErrUnavailable},
+		{Interpret(&pgconn.PgError{Code: "23505"}), nil}, // unique violation: no meaning of ours
+		{errors.New("something else"), nil},
+		{nil, nil},
+	}
+	for _, c := range cases {
+		if got := Meaning(c.err); got != c.want {
+			t.Errorf("Meaning(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
