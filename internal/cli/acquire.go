@@ -33,14 +33,13 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	if opts.Owner == "" {
 		opts.Owner = locker.NewOwnerID()
 	}
-	pool, code, ok := openDB(ctx, env)
-	if !ok {
-		return code
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
 	}
 	defer pool.Close()
 
 	var lease locker.Lease
-	var err error
 	if opts.Wait == 0 {
 		var lk *locker.Locker
 		if lk, err = locker.New(locker.Config{TTL: opts.TTL}); err != nil {
@@ -56,17 +55,20 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	if ctx.Err() != nil {
 		return env.Errorf("interrupted while waiting for %s", textsafe.Escape(opts.Key))
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		// Waited the whole of --wait: report who still holds the key.
-		if !opts.JSON {
-			env.printLine(fmt.Sprintf("%s: gave up after waiting %s", env.Prog, formatDuration(opts.Wait)))
-		}
-		err = stillHeld(ctx, pool, opts.Key, err)
+	waitedOut := errors.Is(err, context.DeadlineExceeded)
+	if waitedOut && !opts.JSON {
+		env.printLine(fmt.Sprintf("%s: gave up after waiting %s", env.Prog, formatDuration(opts.Wait)))
 	}
+	// Refused, or waited the whole of --wait: one read of the key says who
+	// holds it now, for the message and the JSON fields.
 	var holder *store.Lock
-	if errors.Is(err, locker.ErrHeld) {
+	if waitedOut || errors.Is(err, locker.ErrHeld) {
 		if row, found, gerr := store.Get(ctx, pool, opts.Key); gerr == nil && found {
 			holder = &row
+			if waitedOut {
+				err = &locker.HeldError{Key: row.Key, Owner: row.Owner, Token: row.Token,
+					ExpiresAt: row.ExpiresAt, Remaining: row.Remaining}
+			}
 		}
 	}
 	if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, holder); ok {
@@ -115,16 +117,4 @@ func acquireWaiting(ctx context.Context, pool *pgxpool.Pool, opts AcquireOptions
 	wctx, cancel := context.WithTimeout(ctx, opts.Wait)
 	defer cancel()
 	return lk.Acquire(wctx, pool, opts.Key, opts.Owner)
-}
-
-// stillHeld turns a wait that ran out into a held refusal naming the
-// key's holder as it is now (it held the key for the whole wait, unless it
-// let go in the last instant).
-func stillHeld(ctx context.Context, pool *pgxpool.Pool, key string, timeout error) error {
-	row, found, err := store.Get(ctx, pool, key)
-	if err != nil || !found {
-		return timeout
-	}
-	return &locker.HeldError{Key: row.Key, Owner: row.Owner, Token: row.Token,
-		ExpiresAt: row.ExpiresAt, Remaining: row.Remaining}
 }

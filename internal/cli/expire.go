@@ -27,9 +27,9 @@ func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
 	if err != nil {
 		return env.Fail(err)
 	}
-	pool, code, ok := openDB(ctx, env)
-	if !ok {
-		return code
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
 	}
 	defer pool.Close()
 

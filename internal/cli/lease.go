@@ -69,9 +69,9 @@ func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
 	if err != nil {
 		return env.Fail(err)
 	}
-	pool, code, ok := openDB(ctx, env)
-	if !ok {
-		return code
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
 	}
 	defer pool.Close()
 	lease, err := op(lk, pool, locker.LeaseOf(opts.Key, opts.Owner, opts.Token))

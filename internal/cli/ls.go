@@ -48,9 +48,9 @@ func toLockRow(l store.Lock) lockRow {
 // Ls lists every lock, ordered by key: an aligned table, or with --json one
 // JSON array. Remaining times come from the database's clock.
 func Ls(ctx context.Context, env Env, opts LsOptions) int {
-	pool, code, ok := openDB(ctx, env)
-	if !ok {
-		return code
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
 	}
 	defer pool.Close()
 	locks, err := store.ListAll(ctx, pool)

@@ -10,9 +10,9 @@ import (
 // Migrate applies schema (the text of schema.sql, embedded in the binary)
 // to the database. The schema is idempotent, so running it again is safe.
 func Migrate(ctx context.Context, env Env, schema string) int {
-	pool, code, ok := openDB(ctx, env)
-	if !ok {
-		return code
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
 	}
 	defer pool.Close()
 	if err := store.Migrate(ctx, pool, schema); err != nil {

@@ -34,9 +34,9 @@ func Prune(ctx context.Context, env Env, opts PruneOptions) int {
 	if err != nil {
 		return env.Fail(err)
 	}
-	pool, code, ok := openDB(ctx, env)
-	if !ok {
-		return code
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
 	}
 	defer pool.Close()
 	res, err := lk.Prune(ctx, pool, locker.PruneOptions{FreeFor: opts.Older, EventsOlderThan: opts.EventsOlder})
