@@ -176,9 +176,6 @@ func (in *Instance) LogPath() string { return filepath.Join(in.dir, "postgres.lo
 // Dir is the instance's temporary directory; Close removes it.
 func (in *Instance) Dir() string { return in.dir }
 
-// Port is the TCP port on 127.0.0.1.
-func (in *Instance) Port() int { return in.port }
-
 // DSN is a connection URL for database db ("" means "postgres").
 func (in *Instance) DSN(db string) string {
 	if db == "" {

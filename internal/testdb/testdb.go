@@ -47,18 +47,6 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// Server returns the throwaway server (starting it if needed), for tests that
-// stop and restart it. It fails the test when TEST_DATABASE_URL is set, since
-// a shared server must not be restarted by a test.
-func Server(t testing.TB) *pgtemp.Instance {
-	t.Helper()
-	if os.Getenv(EnvURL) != "" {
-		t.Fatalf("this test restarts its server and cannot use %s", EnvURL)
-	}
-	base(t)
-	return server
-}
-
 func base(t testing.TB) string {
 	t.Helper()
 	startOnce.Do(func() {
@@ -78,10 +66,7 @@ func base(t testing.TB) string {
 		}
 	})
 	if startErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no PostgreSQL for tests (CI=true, so this fails rather than skips): %v", startErr)
-		}
-		t.Skipf("no PostgreSQL for tests (set %s or install the server): %v", EnvURL, startErr)
+		Unavailable(t, "no PostgreSQL for tests (set %s or install the server): %v", EnvURL, startErr)
 	}
 	return baseDSN
 }
