@@ -190,9 +190,7 @@ func rowsName(n int) string { return fmt.Sprintf("rows=%dk", n/1000) }
 // logs them (go test -v -run TestConsoleCost); it asserts only that each
 // step worked, not how fast.
 func TestConsoleCost(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to measure the console at 1k, 10k and 100k locks")
-	}
+	profiling(t, "measure the console at 1k, 10k and 100k locks")
 	ctx := context.Background()
 	for _, n := range consoleSizes {
 		pool := consoleDB(t, n, nil)

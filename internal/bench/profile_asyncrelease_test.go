@@ -12,14 +12,10 @@ package bench
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -34,25 +30,9 @@ WITH async AS MATERIALIZED (
 )`
 
 func TestAsyncRelease(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1")
-	}
+	profiling(t, "compare durable and asynchronous releases")
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{HandleSignals: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	tg, err := openTarget(ctx, srv.DSN(""), testdb.SchemaSQL(t), 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.close(ctx)
-	conn, err := pgx.Connect(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	tg, conn := profileServer(t, pgtemp.Options{}, 8)
 	lk, _ := locker.New(locker.Config{TTL: 30 * time.Second})
 	probe := &serverProbe{conn: conn, appName: tg.appName, every: 20 * time.Millisecond}
 	all := []series{

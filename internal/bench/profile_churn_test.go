@@ -6,7 +6,6 @@ package bench
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -19,9 +18,7 @@ SELECT n_tup_upd, n_tup_hot_upd, n_dead_tup, coalesce(last_autovacuum::text, '-'
 FROM pg_stat_user_tables WHERE relname = 'distributed_lock' AND schemaname = current_schema()`
 
 func TestKeyChurn(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1")
-	}
+	profiling(t, "count HOT updates under key churn")
 	ctx := context.Background()
 	tg, err := openTarget(ctx, testdb.DSN(t), testdb.SchemaSQL(t), 2)
 	if err != nil {

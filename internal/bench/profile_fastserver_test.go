@@ -7,7 +7,6 @@ package bench
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,9 +16,7 @@ import (
 )
 
 func TestFastServer(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to compare on a server without fsync")
-	}
+	profiling(t, "compare on a server without fsync")
 	ctx := context.Background()
 	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
 	if err != nil {

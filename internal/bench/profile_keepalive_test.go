@@ -18,9 +18,7 @@ import (
 )
 
 func TestKeepaliveProfile(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to profile keepalives")
-	}
+	profiling(t, "profile keepalives")
 	ctx := context.Background()
 	tg, err := openTarget(ctx, testdb.DSN(t), testdb.SchemaSQL(t), 8)
 	if err != nil {

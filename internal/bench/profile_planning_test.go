@@ -7,14 +7,10 @@ package bench
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -24,27 +20,11 @@ SELECT left(regexp_replace(query, '\s+', ' ', 'g'), 60), calls, plans, mean_plan
 FROM pg_stat_statements WHERE calls >= 1000 ORDER BY calls DESC, query`
 
 func TestPlanning(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1")
-	}
+	profiling(t, "read executor time and plans from pg_stat_statements")
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{HandleSignals: true, Settings: map[string]string{
+	tg, conn := profileServer(t, pgtemp.Options{Settings: map[string]string{
 		"shared_preload_libraries": "pg_stat_statements", "pg_stat_statements.track_planning": "on",
-		"synchronous_commit": "off"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	tg, err := openTarget(ctx, srv.DSN(""), testdb.SchemaSQL(t), 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.close(ctx)
-	conn, err := pgx.Connect(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+		"synchronous_commit": "off"}}, 2)
 	if _, err := conn.Exec(ctx, `CREATE EXTENSION pg_stat_statements`); err != nil {
 		t.Fatal(err)
 	}

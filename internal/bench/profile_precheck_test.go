@@ -11,15 +11,11 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -35,25 +31,9 @@ const protoPrecheckSelect = `SELECT $1, $2, (SELECT nextval('distributed_lock_fe
                         AND h.owner_id <> $2 AND h.expires_at > clock_timestamp())`
 
 func TestPrecheck(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1")
-	}
+	profiling(t, "try a grant that checks for a live holder first")
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{HandleSignals: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	tg, err := openTarget(ctx, srv.DSN(""), testdb.SchemaSQL(t), 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.close(ctx)
-	conn, err := pgx.Connect(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	tg, conn := profileServer(t, pgtemp.Options{}, 8)
 	body := strings.Replace(protoGrantBody, fmt.Sprintf(protoPrecheckValues, "%s"), fmt.Sprintf(protoPrecheckSelect, "FROM gate"), 1)
 	body = strings.Replace(body, "%s", "FROM gate", 1) // unchanged body if the VALUES text moved
 	if !strings.Contains(body, "WHERE NOT EXISTS") {

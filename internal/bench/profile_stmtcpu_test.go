@@ -8,7 +8,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -39,9 +38,7 @@ const protoReleaseNoWaitersTail = `
 SELECT l.fence_token FROM released l`
 
 func TestStatementCPU(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to measure statement CPU")
-	}
+	profiling(t, "measure statement CPU")
 	ctx := context.Background()
 	tg, err := openTarget(ctx, testdb.DSN(t), testdb.SchemaSQL(t), 2)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -177,9 +176,7 @@ func protoSeries(name string, pool *pgxpool.Pool, grantSQL, releaseSQL string, g
 }
 
 func TestVariants(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to profile locker variants (about a minute, own durable server)")
-	}
+	profiling(t, "profile locker variants (about a minute, own durable server)")
 	ctx := context.Background()
 	srv, err := pgtemp.Start(ctx, pgtemp.Options{HandleSignals: true, Settings: map[string]string{
 		"shared_preload_libraries": "pg_stat_statements", "track_io_timing": "on"}})

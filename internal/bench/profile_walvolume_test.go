@@ -9,15 +9,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 const walPadColumnSQL = `ALTER TABLE bench_floor ADD COLUMN pad text`
@@ -36,28 +33,12 @@ func paddedFloorSeries(pool *pgxpool.Pool, padBytes int) series {
 }
 
 func TestWALVolume(t *testing.T) {
-	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
-		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to measure WAL volume against commit time")
-	}
+	profiling(t, "measure WAL volume against commit time")
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{HandleSignals: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	tg, err := openTarget(ctx, srv.DSN(""), testdb.SchemaSQL(t), 8)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tg.close(ctx)
+	tg, conn := profileServer(t, pgtemp.Options{}, 8)
 	if _, err := tg.pool.Exec(ctx, walPadColumnSQL); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	sampler := &serverProbe{conn: conn, appName: tg.appName, every: 20 * time.Millisecond}
 	all := []series{commitFloorSeries(tg.pool), paddedFloorSeries(tg.pool, 1800)}
 	var samples []sample

@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// profiling skips the test unless LOCKCTL_BENCH_PROFILE is set: the
+// profile_*_test.go experiments take minutes and print the figures quoted in
+// BENCHMARKS.md; they assert nothing a CI run needs.
+func profiling(t *testing.T, what string) {
+	t.Helper()
+	if os.Getenv("LOCKCTL_BENCH_PROFILE") == "" {
+		t.Skip("set LOCKCTL_BENCH_PROFILE=1 to " + what)
+	}
+}
+
+// profileServer starts a private server with opts (durable commits unless
+// opts says otherwise), opens a benchmark target of conns connections and one
+// more connection for probes, and closes all of them when the test ends.
+func profileServer(t *testing.T, opts pgtemp.Options, conns int) (*target, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	opts.HandleSignals = true
+	srv, err := pgtemp.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	tg, err := openTarget(ctx, srv.DSN(""), testdb.SchemaSQL(t), conns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.close(ctx) })
+	conn, err := pgx.Connect(ctx, srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(ctx) })
+	return tg, conn
+}
