@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
+)
+
+// badRowSQL are writes that break a value rule of the schema, each with
+// valid values everywhere else.
+var badRowSQL = map[string]string{
+	"empty key": `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+		VALUES ('', 'o', 1, now(), '1s', now())`,
+	"owner over 255 bytes": `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+		VALUES ('k', repeat('é', 128), 1, now(), '1s', now())`,
+	"token 0": `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+		VALUES ('k', 'o', 0, now(), '1s', now())`,
+	"ttl 0": `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+		VALUES ('k', 'o', 1, now(), '0s', now())`,
+	"grant kind": `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, grant_kind)
+		VALUES ('k', 'o', 1, now(), '1s', now(), 'renewed')`,
+	"metadata array": `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
+		VALUES ('k', 'o', 1, now(), '1s', now(), '[]')`,
+	"update to empty owner": `UPDATE distributed_lock SET owner_id = '' WHERE lock_key = 'kept'`,
+	"event kind":            `INSERT INTO distributed_lock_event (lock_key, kind, actor) VALUES ('k', 'renewed', 'a')`,
+	"empty actor":           `INSERT INTO distributed_lock_event (lock_key, kind, actor) VALUES ('k', 'released', '')`,
+	"waiter owner":          `INSERT INTO distributed_lock_waiter (lock_key, owner_id, seen_until) VALUES ('k', '', now())`,
+}
+
+const keptRowSQL = `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+	VALUES ('kept', 'o', 7, now(), '1s', now())`
+
+// checkConstraintsSQL counts table CHECK constraints left on the lock
+// tables (NOT NULL is not one).
+const checkConstraintsSQL = `
+SELECT count(*) FROM pg_constraint
+WHERE contype = 'c' AND conrelid IN ('distributed_lock'::regclass,
+    'distributed_lock_event'::regclass, 'distributed_lock_waiter'::regclass)`
+
+func TestSchemaRefusesBadValues(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	if _, err := db.Exec(ctx, keptRowSQL); err != nil {
+		t.Fatal(err)
+	}
+	assertRefused(t, db.Exec)
+}
+
+// A database migrated by the schema that enforced the rules with table CHECK
+// constraints moves to the domains: same rules, data kept, and migrating
+// again changes nothing.
+func TestMigrateMovesCheckConstraintsToDomains(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.EmptyDSN(t))
+	old, err := os.ReadFile("testdata/schema-with-checks.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Migrate(ctx, db, string(old)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, keptRowSQL); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := store.Migrate(ctx, db, testdb.SchemaSQL(t)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var checks int
+	if err := db.QueryRow(ctx, checkConstraintsSQL).Scan(&checks); err != nil {
+		t.Fatal(err)
+	}
+	if checks != 0 {
+		t.Errorf("%d table CHECK constraints left; want the domains only", checks)
+	}
+	var keyType, kindType string
+	if err := db.QueryRow(ctx, `SELECT
+		(SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass AND attname = 'lock_key'),
+		(SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'distributed_lock_event'::regclass AND attname = 'kind')`).
+		Scan(&keyType, &kindType); err != nil {
+		t.Fatal(err)
+	}
+	if keyType != "distributed_lock_name" || kindType != "distributed_lock_event_kind" {
+		t.Errorf("column types %s, %s; want the domains", keyType, kindType)
+	}
+	if l, found, err := store.Get(ctx, db, "kept"); err != nil || !found || l.Token != 7 {
+		t.Fatalf("row after the upgrade = %+v, %v, %v; want it kept", l, found, err)
+	}
+	assertRefused(t, db.Exec)
+}
+
+func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgconn.CommandTag, error)) {
+	t.Helper()
+	for name, sql := range badRowSQL {
+		_, err := exec(context.Background(), sql)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "23514" {
+			t.Errorf("%s: %v; want a check violation", name, err)
+			continue
+		}
+		if !strings.Contains(pgErr.Message, "distributed_lock_") {
+			t.Errorf("%s: %q does not name the rule", name, pgErr.Message)
+		}
+	}
+}
