@@ -47,7 +47,7 @@ var commands = []cli.Command{
 					return env.Fail(err)
 				}
 				defer pool.Close()
-				lk, err := locker.New(locker.Config{Actor: env.Actor, TTL: ttl})
+				lk, err := locker.New(locker.Config{Actor: env.Actor, TTL: ttl, LogGrants: true})
 				if err != nil {
 					return env.Fail(err)
 				}

@@ -23,7 +23,7 @@ func (l *Locker) TryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 // grant and reading its holder (it was released or expired in between).
 const changedRetries = 3
 
-func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner string, detail map[string]any) (Lease, error) {
+func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner string, detail []byte) (Lease, error) {
 	if err := ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}
@@ -31,8 +31,8 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	params := store.GrantParams{
-		Key: key, Owner: owner, TTL: l.cfg.TTL,
-		Metadata: l.cfg.Metadata, Actor: l.ownerActor(owner), Detail: detail,
+		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
+		Actor: l.ownerActor(owner), Detail: detail, LogAcquired: l.cfg.LogGrants,
 	}
 	var last store.Lock
 	for range changedRetries {
@@ -42,7 +42,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 			return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 		}
 		if ok {
-			return leaseFrom(g.Lock, Outcome(g.Outcome), sentAt), nil
+			return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
 		}
 		cur, found, err := store.Get(ctx, db, key)
 		if err != nil {

@@ -94,7 +94,7 @@ func TestCheckerCatchesNaiveUpsert(t *testing.T) {
 	var grants, backwards int
 	for run := 1; ; run++ {
 		pool := testdb.New(t)
-		naive := &naiveLocker{real: newLocker(t, locker.Config{TTL: 100 * time.Millisecond}), ttl: 100 * time.Millisecond}
+		naive := &naiveLocker{real: newLocker(t, locker.Config{TTL: 100 * time.Millisecond, LogGrants: true}), ttl: 100 * time.Millisecond}
 		res := workload{Workers: 8, HotKeys: 4, Duration: 1500 * time.Millisecond, TTL: 100 * time.Millisecond,
 			Client: naive, HoldWrites: 1}.run(t, pool)
 		grants += res.Report.Stats.Grants

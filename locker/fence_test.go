@@ -38,7 +38,7 @@ func reportWriters(t *testing.T, db store.DBTX) []string {
 func TestFenceRejectsZombieWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, lk, zombie, holder := stolenSetup(t)
+	db, lk, zombie, holder := stolenSetup(t, false)
 	if _, err := db.Exec(ctx, reportTableSQL); err != nil {
 		t.Fatal(err)
 	}

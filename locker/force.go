@@ -37,7 +37,7 @@ func (l *Locker) force(ctx context.Context, db store.DBTX, op string, run forceF
 	if !ok {
 		return Lease{}, notHeld(ctx, db, key, "", token)
 	}
-	return leaseFrom(row, outcome, time.Time{}), nil
+	return leaseFrom(row.LeaseRow(), outcome, time.Time{}), nil
 }
 
 // PruneOptions configure Prune.

@@ -58,7 +58,7 @@ func (l Lease) ref() store.LeaseRef {
 	return store.LeaseRef{Key: l.Key, Owner: l.Owner, Token: l.Token}
 }
 
-func leaseFrom(row store.Lock, outcome Outcome, sentAt time.Time) Lease {
+func leaseFrom(row store.LeaseRow, outcome Outcome, sentAt time.Time) Lease {
 	return Lease{
 		Key: row.Key, Owner: row.Owner, Token: row.Token,
 		ExpiresAt: row.ExpiresAt, TTL: row.TTL, Outcome: outcome, sentAt: sentAt,

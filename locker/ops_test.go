@@ -3,6 +3,7 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -59,10 +60,12 @@ func notHeldErr(t *testing.T, what string, err error) *locker.NotHeldError {
 
 // stolenSetup: a holds k with a short TTL, it expires, b steals it (with a
 // one-minute lease).
-func stolenSetup(t *testing.T) (db *pgxpool.Pool, lk *locker.Locker, victim, thief locker.Lease) {
+// stolenSetup has b steal a's expired lease on "k"; logGrants is the
+// lockers' Config.LogGrants.
+func stolenSetup(t *testing.T, logGrants bool) (db *pgxpool.Pool, lk *locker.Locker, victim, thief locker.Lease) {
 	t.Helper()
 	db = testdb.New(t)
-	lk = newLocker(t, locker.Config{TTL: 100 * time.Millisecond})
+	lk = newLocker(t, locker.Config{TTL: 100 * time.Millisecond, LogGrants: logGrants})
 	victim = mustAcquire(t, lk, db, "k", "a")
 	time.Sleep(150 * time.Millisecond)
 	// The thief's lease is long, so it outlasts the test on a busy machine.
@@ -122,7 +125,7 @@ func TestRenew(t *testing.T) {
 
 	t.Run("after a steal", func(t *testing.T) {
 		t.Parallel()
-		db, lk, victim, thief := stolenSetup(t)
+		db, lk, victim, thief := stolenSetup(t, false)
 		_, err := lk.Renew(ctx, db, victim)
 		nh := notHeldErr(t, "renew of a stolen lease", err)
 		if nh.Current == nil || nh.Current.Owner != "b" || nh.Current.Token != thief.Token {
@@ -176,7 +179,7 @@ func TestRelease(t *testing.T) {
 	t.Run("current lease, then twice", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true})
 		lease := mustAcquire(t, lk, db, "k", "a")
 		rel, err := lk.Release(ctx, db, lease)
 		if err != nil || rel.Outcome != locker.Released || rel.Token != lease.Token {
@@ -201,7 +204,7 @@ func TestRelease(t *testing.T) {
 
 	t.Run("stale token after a steal", func(t *testing.T) {
 		t.Parallel()
-		db, lk, victim, thief := stolenSetup(t)
+		db, lk, victim, thief := stolenSetup(t, false)
 		before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
 		_, err := lk.Release(ctx, db, victim)
 		nh := notHeldErr(t, "release by the old holder", err)
@@ -268,7 +271,7 @@ func TestForceOperations(t *testing.T) {
 		})
 		t.Run(op.name+" stale token", func(t *testing.T) {
 			t.Parallel()
-			db, owners, victim, thief := stolenSetup(t)
+			db, owners, victim, thief := stolenSetup(t, false)
 			operator := newLocker(t, locker.Config{Actor: "ops@console"})
 			before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
 			_, err := op.run(operator, ctx, db, "k", victim.Token)
@@ -294,42 +297,52 @@ func TestForceOperations(t *testing.T) {
 
 func TestEventsOfAcquireStealRelease(t *testing.T) {
 	t.Parallel()
-	db, lk, victim, thief := stolenSetup(t)
-	ctx := context.Background()
-	if _, err := lk.Renew(ctx, db, thief); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lk.Release(ctx, db, thief); err != nil {
-		t.Fatal(err)
-	}
-	evs := eventsOf(t, db, "k") // newest first
 	type ev struct {
 		kind, owner, actor string
 		token              int64
 		prevOwner          string
 		prevToken          int64
 	}
-	var got []ev
-	for i := len(evs) - 1; i >= 0; i-- {
-		e := evs[i]
-		g := ev{kind: e.Kind, owner: *e.Owner, actor: e.Actor, token: *e.Token}
-		if e.PreviousOwner != nil {
-			g.prevOwner, g.prevToken = *e.PreviousOwner, *e.PreviousToken
-		}
-		got = append(got, g)
-	}
-	want := []ev{
-		{kind: "acquired", owner: "a", actor: "a", token: victim.Token},
-		{kind: "stolen", owner: "b", actor: "b", token: thief.Token, prevOwner: "a", prevToken: victim.Token},
-		{kind: "released", owner: "b", actor: "b", token: thief.Token}, // the renewal is not logged
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("events (oldest first):\n got %+v\nwant %+v", got, want)
-	}
-	for i := 1; i < len(evs); i++ {
-		if evs[i-1].OccurredAt.Before(evs[i].OccurredAt) {
-			t.Fatalf("event times go backwards: %v", evs)
-		}
+	for _, logGrants := range []bool{true, false} {
+		t.Run(fmt.Sprintf("LogGrants %v", logGrants), func(t *testing.T) {
+			t.Parallel()
+			db, lk, victim, thief := stolenSetup(t, logGrants)
+			ctx := context.Background()
+			if _, err := lk.Renew(ctx, db, thief); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lk.Release(ctx, db, thief); err != nil {
+				t.Fatal(err)
+			}
+			evs := eventsOf(t, db, "k") // newest first
+			var got []ev
+			for i := len(evs) - 1; i >= 0; i-- {
+				e := evs[i]
+				g := ev{kind: e.Kind, owner: *e.Owner, actor: e.Actor, token: *e.Token}
+				if e.PreviousOwner != nil {
+					g.prevOwner, g.prevToken = *e.PreviousOwner, *e.PreviousToken
+				}
+				got = append(got, g)
+			}
+			// The renewal is never logged; the steal always is.
+			steal := ev{kind: "stolen", owner: "b", actor: "b", token: thief.Token, prevOwner: "a", prevToken: victim.Token}
+			want := []ev{steal}
+			if logGrants {
+				want = []ev{
+					{kind: "acquired", owner: "a", actor: "a", token: victim.Token},
+					steal,
+					{kind: "released", owner: "b", actor: "b", token: thief.Token},
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("events (oldest first):\n got %+v\nwant %+v", got, want)
+			}
+			for i := 1; i < len(evs); i++ {
+				if evs[i-1].OccurredAt.Before(evs[i].OccurredAt) {
+					t.Fatalf("event times go backwards: %v", evs)
+				}
+			}
+		})
 	}
 }
 

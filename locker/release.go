@@ -43,7 +43,10 @@ func (l *Locker) Release(ctx context.Context, db store.DBTX, lease Lease) (Lease
 	if err := validLease(lease); err != nil {
 		return Lease{}, fmt.Errorf("locker: release: %w", err)
 	}
-	row, ok, err := store.Release(ctx, db, lease.ref(), l.ownerActor(lease.Owner))
+	row, ok, err := store.Release(ctx, db, store.ReleaseParams{
+		LeaseRef: lease.ref(), Log: l.cfg.LogGrants, Actor: l.ownerActor(lease.Owner),
+		Lazy: !l.cfg.DurableRelease,
+	})
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: release %q: %w", lease.Key, err)
 	}

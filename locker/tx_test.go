@@ -46,7 +46,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 	t.Run("commit holds the lock", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true})
 		tx, err := db.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -53,7 +53,7 @@ func (l *Locker) Acquire(ctx context.Context, db store.DBTX, key, owner string) 
 	for {
 		// Registered and subscribed: a release from here on wakes us, so one
 		// more attempt closes the gap since the first.
-		lease, err = l.tryAcquire(ctx, db, key, owner, map[string]any{"waited_ms": time.Since(started).Milliseconds()})
+		lease, err = l.tryAcquire(ctx, db, key, owner, fmt.Appendf(nil, `{"waited_ms": %d}`, time.Since(started).Milliseconds()))
 		if !errors.As(err, &held) {
 			return lease, err
 		}

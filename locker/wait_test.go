@@ -87,7 +87,8 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	db := testdb.New(t)
 	n := startNotifier(t, db)
 	// WaitRecheck is long, so only the NOTIFY can explain a quick wake-up.
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second})
+	// LogGrants: the release's event gives its time on the database clock.
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second, LogGrants: true})
 	holder := mustAcquire(t, lk, db, "k", "a")
 
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)

@@ -107,7 +107,8 @@ func (w workload) run(t *testing.T, pool *pgxpool.Pool) runResult {
 	<-listening // Run wakes every subscriber once LISTEN is in place
 	unsubscribe()
 
-	lk := newLocker(t, locker.Config{TTL: w.TTL, Notifier: n, WaitRecheck: time.Second, Actor: "operator"})
+	// LogGrants: the checker rebuilds the history from the event log.
+	lk := newLocker(t, locker.Config{TTL: w.TTL, Notifier: n, WaitRecheck: time.Second, Actor: "operator", LogGrants: true})
 	if w.Client == nil {
 		w.Client = lk
 	}

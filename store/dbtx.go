@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DBTX is what every store function needs: *pgxpool.Pool, *pgx.Conn and
@@ -14,4 +15,22 @@ type DBTX interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Standalone reports whether a statement run on db is a transaction of its
+// own: a pool (each statement on a connection of its own, outside any
+// transaction) or a connection that is not inside a transaction, as its
+// server last reported. A pgx.Tx, a connection in a transaction, and any
+// other DBTX (a wrapper whose state is unknown) are not.
+func Standalone(db DBTX) bool {
+	switch d := db.(type) {
+	case *pgxpool.Pool:
+		return true
+	case *pgxpool.Conn:
+		return d.Conn().PgConn().TxStatus() == 'I'
+	case *pgx.Conn:
+		return d.PgConn().TxStatus() == 'I'
+	default:
+		return false
+	}
 }

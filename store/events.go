@@ -48,3 +48,10 @@ func collect[T any](rows pgx.Rows, err error) ([]T, error) {
 	}
 	return out, nil
 }
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}

@@ -13,3 +13,7 @@ func ExplainWindow(ctx context.Context, db DBTX, s Sort, key string, before, aft
 	err = db.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+windowSQL[s], windowArgs(s, a, "", before, after)...).Scan(&plan)
 	return plan, err
 }
+
+// ReleaseSQL are the release statements, for tests that run one where
+// Release would not (inside a transaction, to look at its settings).
+var ReleaseSQL = map[string]string{"plain": releaseSQL, "logged": releaseLoggedSQL}

@@ -17,59 +17,125 @@ type LeaseRef struct {
 	Token int64
 }
 
+// LeaseRow is what a grant, renewal or release returns: the columns a lease
+// is made of, and nothing else (every column decoded is client CPU on the
+// hottest paths).
+type LeaseRow struct {
+	Key       string
+	Owner     string
+	Token     int64
+	ExpiresAt time.Time
+	TTL       time.Duration
+}
+
+// LeaseRow returns the lease columns of l.
+func (l Lock) LeaseRow() LeaseRow {
+	return LeaseRow{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt, TTL: l.TTL}
+}
+
 // renewSQL extends a lease that is still current and unexpired. An expired
 // lease is not revived even if nobody took it: its holder may already have
 // been told it was lost.
 const renewSQL = `
-WITH renewed AS (
-    UPDATE distributed_lock l
-    SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond',
-        ttl = $4::bigint * interval '1 microsecond',
-        renewed_at = clock_timestamp(),
-        renew_count = l.renew_count + 1
-    WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3
-      AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
-    RETURNING l.*
-)
-SELECT ` + lockColumns + `
-FROM renewed l, (SELECT clock_timestamp() AS ts) c`
+UPDATE distributed_lock l
+SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond',
+    ttl = $4::bigint * interval '1 microsecond',
+    renewed_at = clock_timestamp(),
+    renew_count = l.renew_count + 1
+WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3
+  AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl`
 
 // Renew extends ref's lease by ttl from the database's now. ok is false when
 // ref is no longer the current, unexpired grant.
-func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (Lock, bool, error) {
-	return oneLock(db.Query(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()))
+func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (LeaseRow, bool, error) {
+	var r LeaseRow
+	err := db.QueryRow(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()).
+		Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL)
+	return leaseRowResult(r, err)
 }
 
 // releaseSQL marks the row free and keeps it (see grantSQL). It sets only
 // released_at, which no index covers, so the update can be HOT (no index
-// writes); expires_at keeps the old lease's expiry. It wakes
-// waiters with NOTIFY only when some are registered: a NOTIFY serialises the
-// commits of every notifying transaction in the cluster, a cost releases
-// nobody waits for should not pay. distributed_lock_has_waiters reads with a
-// fresh snapshot after the row is locked, so a waiter that registered while
-// this statement waited for the row is still seen.
+// writes); expires_at keeps the old lease's expiry.
+//
+// It wakes waiters with NOTIFY only when some are registered: a NOTIFY
+// serialises the commits of every notifying transaction in the cluster, a
+// cost releases nobody waits for should not pay. RETURNING runs after the
+// row is locked and distributed_lock_has_waiters reads with a fresh
+// snapshot, so a waiter that registered while this statement waited for the
+// row is still seen.
+//
+// With $4 true the release commits without waiting for its WAL to reach
+// disk (synchronous_commit off for this transaction only; Release passes true
+// only when the statement is a transaction of its own). Safety never rests
+// on a release: one lost in a crash leaves a lease that expires at its TTL,
+// and any grant that saw the release commits durably after it, which
+// flushes the release too (WAL is flushed in order).
 const releaseSQL = `
+UPDATE distributed_lock l SET released_at = clock_timestamp()
+FROM (SELECT CASE WHEN $4::boolean THEN set_config('synchronous_commit', 'off', true) END) d
+WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL
+RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+          CASE WHEN distributed_lock_has_waiters(l.lock_key)
+               THEN pg_notify('` + NotifyChannel + `', l.lock_key) END`
+
+// releaseLoggedSQL is releaseSQL that also logs a "released" event ($5 is
+// the actor).
+const releaseLoggedSQL = `
 WITH released AS (
     UPDATE distributed_lock l SET released_at = clock_timestamp()
+    FROM (SELECT CASE WHEN $4::boolean THEN set_config('synchronous_commit', 'off', true) END) d
     WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL
-    RETURNING l.*
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
 ), logged AS (
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
-    SELECT r.lock_key, 'released', r.owner_id, r.fence_token, $4 FROM released r
+    SELECT r.lock_key, 'released', r.owner_id, r.fence_token, $5 FROM released r
 )
-SELECT ` + lockColumns + `
-FROM released l, (SELECT clock_timestamp() AS ts) c,
-     LATERAL (SELECT CASE WHEN distributed_lock_has_waiters(l.lock_key)
-                          THEN pg_notify('` + NotifyChannel + `', l.lock_key) END) n`
+SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl,
+       CASE WHEN distributed_lock_has_waiters(r.lock_key)
+            THEN pg_notify('` + NotifyChannel + `', r.lock_key) END
+FROM released r`
 
 // NotifyChannel is the LISTEN channel on which releases and operator actions
 // announce a key that waiters may now take; the payload is the key.
 const NotifyChannel = "distributed_lock"
 
-// Release frees ref's lease. ok is false when ref is not the current grant or
+// ReleaseParams is one release of a lease by its owner.
+type ReleaseParams struct {
+	LeaseRef
+	// Log records a "released" event with Actor.
+	Log   bool
+	Actor string
+	// Lazy lets a release that runs as its own transaction (see Standalone)
+	// commit without waiting for the disk (see releaseSQL). Inside a
+	// caller's transaction it never changes durability.
+	Lazy bool
+}
+
+// Release frees p's lease. ok is false when p is not the current grant or
 // the lock was already released.
-func Release(ctx context.Context, db DBTX, ref LeaseRef, actor string) (Lock, bool, error) {
-	return oneLock(db.Query(ctx, releaseSQL, ref.Key, ref.Owner, ref.Token, actor))
+func Release(ctx context.Context, db DBTX, p ReleaseParams) (LeaseRow, bool, error) {
+	lazy := p.Lazy && Standalone(db)
+	var row pgx.Row
+	if p.Log {
+		row = db.QueryRow(ctx, releaseLoggedSQL, p.Key, p.Owner, p.Token, lazy, p.Actor)
+	} else {
+		row = db.QueryRow(ctx, releaseSQL, p.Key, p.Owner, p.Token, lazy)
+	}
+	var r LeaseRow
+	err := row.Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL, nil)
+	return leaseRowResult(r, err)
+}
+
+func leaseRowResult(r LeaseRow, err error) (LeaseRow, bool, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LeaseRow{}, false, nil
+	}
+	if err != nil {
+		return LeaseRow{}, false, Interpret(err)
+	}
+	return r, true, nil
 }
 
 // fenceSQL proves a lease inside the caller's transaction. FOR SHARE keeps

@@ -20,7 +20,7 @@ import (
 func TestProgramSmoke(t *testing.T) {
 	pool := testdb.New(t)
 	acquire(t, pool, "smoke:lock", "worker-1", time.Minute)
-	lk, err := locker.New(locker.Config{Actor: actor})
+	lk, err := locker.New(locker.Config{Actor: actor, LogGrants: true})
 	if err != nil {
 		t.Fatal(err)
 	}

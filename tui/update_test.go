@@ -22,7 +22,7 @@ const actor = "alice@ops-console"
 // dbModel is a console on a fresh migrated schema, with the first poll run.
 func dbModel(t *testing.T, pool *pgxpool.Pool, opts Options, w, h int) Model {
 	t.Helper()
-	lk, err := locker.New(locker.Config{Actor: actor})
+	lk, err := locker.New(locker.Config{Actor: actor, LogGrants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func repoll(t *testing.T, m Model) Model {
 
 func acquire(t *testing.T, pool *pgxpool.Pool, key, owner string, ttl time.Duration) locker.Lease {
 	t.Helper()
-	lk, err := locker.New(locker.Config{TTL: ttl})
+	lk, err := locker.New(locker.Config{TTL: ttl, LogGrants: true})
 	if err != nil {
 		t.Fatal(err)
 	}

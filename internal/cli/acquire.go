@@ -42,7 +42,7 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	var lease locker.Lease
 	if opts.Wait == 0 {
 		var lk *locker.Locker
-		if lk, err = locker.New(locker.Config{TTL: opts.TTL}); err != nil {
+		if lk, err = locker.New(locker.Config{TTL: opts.TTL, LogGrants: true}); err != nil {
 			return env.Fail(err)
 		}
 		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
@@ -110,7 +110,7 @@ func acquireWaiting(ctx context.Context, pool *pgxpool.Pool, opts AcquireOptions
 		stopNotifier()
 		<-done
 	}()
-	lk, err := locker.New(locker.Config{TTL: opts.TTL, Notifier: notifier})
+	lk, err := locker.New(locker.Config{TTL: opts.TTL, Notifier: notifier, LogGrants: true})
 	if err != nil {
 		return locker.Lease{}, err
 	}

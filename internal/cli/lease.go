@@ -61,7 +61,7 @@ func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	cfg := locker.Config{}
+	cfg := locker.Config{LogGrants: true}
 	if opts.TTL > 0 {
 		cfg.TTL = opts.TTL
 	}

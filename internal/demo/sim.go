@@ -80,7 +80,7 @@ func (s *Sim) Stop() {
 		s.wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		lk, err := locker.New(locker.Config{})
+		lk, err := locker.New(locker.Config{LogGrants: true})
 		if err != nil {
 			return
 		}

@@ -56,6 +56,7 @@ func (s *Sim) locker(ttl, recheck time.Duration, role string) *locker.Locker {
 		Notifier:    s.notify,
 		WaitRecheck: max(50*time.Millisecond, recheck),
 		Metadata:    map[string]any{"demo": role, "pid": os.Getpid()},
+		LogGrants:   true, // the demo is there to show what happens
 	})
 	if err != nil {
 		// Only a TTL out of bounds fails, and the cast's TTLs are fixed

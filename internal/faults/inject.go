@@ -103,7 +103,7 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		if key == "" {
 			return false
 		}
-		ok, err = in.killWhile(ctx, key, "faults-ka-%", []string{"active"}, "%WITH renewed AS%")
+		ok, err = in.killWhile(ctx, key, "faults-ka-%", []string{"active"}, "%renew_count = l.renew_count + 1%")
 	case KillWrite:
 		ok, err = in.killWhile(ctx, "", "faults-write-%", []string{"active", "idle in transaction"}, "%")
 	case RestartFast, RestartCrash:

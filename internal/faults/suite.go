@@ -103,7 +103,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
 	lk, err := locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: cfg.TTL / 4,
-		WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults"})
+		WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults",
+		LogGrants: true}) // the checker reads every grant back from the event log
 	if err != nil {
 		return Summary{}, err
 	}

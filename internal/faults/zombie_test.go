@@ -46,7 +46,7 @@ func TestZombieWrite(t *testing.T) {
 			rec := NewRecorder()
 			var opSeq atomic.Int64
 			opSeq.Store(map[bool]int64{false: 0, true: 1000}[unsafe])
-			lk, err := locker.New(locker.Config{TTL: 300 * time.Millisecond, Actor: "zombie-test"})
+			lk, err := locker.New(locker.Config{TTL: 300 * time.Millisecond, Actor: "zombie-test", LogGrants: true})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -119,7 +119,7 @@ func newLocker(t *testing.T, cfg locker.Config) *locker.Locker {
 func seed(t *testing.T, e env) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true})
 	held, err := lk.TryAcquire(ctx, e.admin, "held", "admin-owner")
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	e := newEnv(t)
 	held := seed(t, e)
 	db := e.roleWith(t, roles.Viewer)
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "viewer"})
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
 	locks, err := store.ListAll(ctx, db)
 	if err != nil || len(locks) != 2 {
