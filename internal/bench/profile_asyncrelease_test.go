@@ -36,8 +36,8 @@ func TestAsyncRelease(t *testing.T) {
 	lk, _ := locker.New(locker.Config{TTL: 30 * time.Second})
 	probe := &serverProbe{conn: conn, appName: tg.appName, every: 20 * time.Millisecond}
 	all := []series{
-		referenceSeries(reference{pool: tg.pool, ttl: 30 * time.Second}, newChecker()),
-		lockerSeries(lk, tg.pool, newChecker()),
+		referenceSeries(SeriesReference, reference{pool: tg.pool, ttl: 30 * time.Second}, newChecker()),
+		lockerSeries(SeriesLocker, lk, tg.pool, newChecker()),
 		protoSeries("proto-async-release", tg.pool, protoFullGrant, protoAsyncReleaseHead+protoReleaseLogged+protoReleaseTail, 6, 4, newChecker()),
 		commitFloorSeries(tg.pool),
 	}

@@ -43,8 +43,8 @@ func TestPrecheck(t *testing.T) {
 	lk, _ := locker.New(locker.Config{TTL: 30 * time.Second})
 	sampler := &serverProbe{conn: conn, appName: tg.appName, every: 20 * time.Millisecond}
 	all := []series{
-		referenceSeries(reference{pool: tg.pool, ttl: 30 * time.Second}, newChecker()),
-		lockerSeries(lk, tg.pool, newChecker()),
+		referenceSeries(SeriesReference, reference{pool: tg.pool, ttl: 30 * time.Second}, newChecker()),
+		lockerSeries(SeriesLocker, lk, tg.pool, newChecker()),
 		protoSeries("proto-precheck", tg.pool, precheck, protoFullRelease, 6, 4, newChecker()),
 	}
 	var samples []sample

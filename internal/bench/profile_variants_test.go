@@ -203,14 +203,14 @@ func TestVariants(t *testing.T) {
 	base, noIdx, tuned := open(""), open(protoDropConsoleIndexesSQL), open(protoTuneSQL)
 	lk, _ := locker.New(locker.Config{TTL: 30 * time.Second})
 	all := []series{
-		referenceSeries(reference{pool: base.pool, ttl: 30 * time.Second}, newChecker()),
-		lockerSeries(lk, base.pool, newChecker()),
+		referenceSeries(SeriesReference, reference{pool: base.pool, ttl: 30 * time.Second}, newChecker()),
+		lockerSeries(SeriesLocker, lk, base.pool, newChecker()),
 		commitFloorSeries(base.pool),
 		protoSeries("proto-full", base.pool, protoFullGrant, protoFullRelease, 6, 4, newChecker()),
 		protoSeries("proto-no-event", base.pool, protoNoEventGrant, protoNoEventRelease, 4, 3, newChecker()),
 		protoSeries("proto-no-gate", base.pool, protoNoGateGrant, protoFullRelease, 6, 4, newChecker()),
 		protoSeries("proto-bare", base.pool, protoBareGrantSQL, protoBareReleaseSQL, 2, 3, newChecker()),
-		rename(lockerSeries(lk, noIdx.pool, newChecker()), "locker-no-console-idx"),
+		rename(lockerSeries(SeriesLocker, lk, noIdx.pool, newChecker()), "locker-no-console-idx"),
 		protoSeries("proto-tuned", tuned.pool, protoFullGrant, protoTunedRelease, 6, 4, newChecker()),
 	}
 	samplerConn, err := pgx.Connect(ctx, dsn)

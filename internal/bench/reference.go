@@ -24,12 +24,16 @@ import (
 //   - "now" and the expiry come from this process's clock, as the reference
 //     takes LocalDateTime.now().
 //   - The token comes from a sequence, as the brief for this port asks
-//     (the reference used currentTimeMillis). nextval is written into the
-//     INSERT/UPDATE rather than sent as its own SELECT, which spares the
-//     reference a round trip: with pgjdbc, which sends BEGIN along with the
-//     first statement, the reference is then 3 round trips to acquire and 2
-//     to release (DELETE, COMMIT) — the same 5 per cycle this port needs
-//     with pgx (BEGIN, SELECT, INSERT, COMMIT; an autocommitted DELETE).
+//     (the reference used currentTimeMillis): nextToken() is its own call
+//     before repo.insert / repo.update, so here it is its own statement,
+//     SELECT nextval, inside the transaction. Counted as the reference runs
+//     on pgjdbc, which sends BEGIN along with the first statement: acquire
+//     is 4 round trips (BEGIN+SELECT FOR UPDATE, nextval, INSERT, COMMIT)
+//     and release 2 (BEGIN+DELETE, COMMIT) — the same 6 per cycle this port
+//     needs with pgx (BEGIN, SELECT, nextval, INSERT, COMMIT; an
+//     autocommitted DELETE). Until 2026-12-02 this port wrote nextval into
+//     the INSERT (5 round trips), sparing the reference one; BENCHMARKS.md
+//     shows that variant too ("reference-inline").
 //   - release deletes the caller's row, matched by owner only, in a
 //     transaction of its own.
 
@@ -37,21 +41,30 @@ const refSelectForUpdateSQL = `
 SELECT lock_key, owner_id, fence_token, expires_at
 FROM reference_lock WHERE lock_key = $1 FOR UPDATE`
 
+// refNextTokenSQL is nextToken() backed by the sequence.
+const refNextTokenSQL = `SELECT nextval('reference_lock_seq')`
+
 const refInsertSQL = `
+INSERT INTO reference_lock (lock_key, owner_id, fence_token, expires_at)
+VALUES ($1, $2, $3, $4)`
+
+// refStealSQL and refRenewSQL are the reference's update(), called with a
+// new token (steal) or the row's own (renew).
+const refUpdateSQL = `
+UPDATE reference_lock SET owner_id = $2, fence_token = $3, expires_at = $4
+WHERE lock_key = $1`
+
+// The "reference-inline" variant draws the token inside the write, one
+// round trip fewer than the reference as written.
+const refInlineInsertSQL = `
 INSERT INTO reference_lock (lock_key, owner_id, fence_token, expires_at)
 VALUES ($1, $2, nextval('reference_lock_seq'), $3)
 RETURNING fence_token`
 
-// refStealSQL is the reference's update() called with a new token.
-const refStealSQL = `
+const refInlineStealSQL = `
 UPDATE reference_lock SET owner_id = $2, fence_token = nextval('reference_lock_seq'), expires_at = $3
 WHERE lock_key = $1
 RETURNING fence_token`
-
-// refRenewSQL is the reference's update() called with the row's own token.
-const refRenewSQL = `
-UPDATE reference_lock SET owner_id = $2, fence_token = $3, expires_at = $4
-WHERE lock_key = $1`
 
 const refDeleteSQL = `DELETE FROM reference_lock WHERE lock_key = $1 AND owner_id = $2`
 
@@ -59,9 +72,11 @@ const refDeleteSQL = `DELETE FROM reference_lock WHERE lock_key = $1 AND owner_i
 const uniqueViolation = "23505"
 
 // reference is the ported service: a pool and the reference's fixed TTL.
+// inline draws tokens inside the INSERT/UPDATE (see refInlineInsertSQL).
 type reference struct {
-	pool *pgxpool.Pool
-	ttl  time.Duration
+	pool   *pgxpool.Pool
+	ttl    time.Duration
+	inline bool
 }
 
 // errRefused is a refused attempt (the reference's Optional.empty()).
@@ -104,8 +119,7 @@ func (r reference) decide(ctx context.Context, tx pgx.Tx, key, owner string, now
 	)
 	err := tx.QueryRow(ctx, refSelectForUpdateSQL, key).Scan(&rowKey, &rowOwner, &rowToken, &rowExpires)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var token int64
-		err := tx.QueryRow(ctx, refInsertSQL, key, owner, expiry).Scan(&token)
+		token, err := r.write(ctx, tx, refInsertSQL, refInlineInsertSQL, key, owner, expiry)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == uniqueViolation {
 			return 0, errRefused
@@ -119,12 +133,25 @@ func (r reference) decide(ctx context.Context, tx pgx.Tx, key, owner string, now
 		if rowExpires.After(now) {
 			return 0, errRefused
 		}
-		var token int64
-		err := tx.QueryRow(ctx, refStealSQL, key, owner, expiry).Scan(&token)
+		return r.write(ctx, tx, refUpdateSQL, refInlineStealSQL, key, owner, expiry)
+	}
+	_, err = tx.Exec(ctx, refUpdateSQL, key, owner, rowToken, expiry)
+	return rowToken, err
+}
+
+// write runs the reference's insert() or update() with a new token: drawn
+// first by nextToken(), or, inline, inside the statement.
+func (r reference) write(ctx context.Context, tx pgx.Tx, sql, inlineSQL, key, owner string, expiry time.Time) (int64, error) {
+	var token int64
+	if r.inline {
+		err := tx.QueryRow(ctx, inlineSQL, key, owner, expiry).Scan(&token)
 		return token, err
 	}
-	_, err = tx.Exec(ctx, refRenewSQL, key, owner, rowToken, expiry)
-	return rowToken, err
+	if err := tx.QueryRow(ctx, refNextTokenSQL).Scan(&token); err != nil {
+		return 0, err
+	}
+	_, err := tx.Exec(ctx, sql, key, owner, token, expiry)
+	return token, err
 }
 
 // release deletes owner's row of key; false when there was none.

@@ -123,7 +123,8 @@ func aggregate(samples []sample, opts Options) []Result {
 		out = append(out, summarizeSamples(k.series, k.scenario, k.workers, groups[k]))
 	}
 	scenarioRank := map[string]int{ScenarioSolo: 0, ScenarioHot: 1}
-	seriesRank := map[string]int{SeriesReference: 0, SeriesLocker: 1, SeriesCommitFloor: 2, SeriesNetFloor: 3}
+	seriesRank := map[string]int{SeriesReference: 0, SeriesReferenceInline: 1, SeriesLocker: 2,
+		SeriesLockerDurable: 3, SeriesLockerLogged: 4, SeriesCommitFloor: 5, SeriesNetFloor: 6}
 	slices.SortStableFunc(out, func(a, b Result) int {
 		return cmp.Or(cmp.Compare(scenarioRank[a.Scenario], scenarioRank[b.Scenario]),
 			cmp.Compare(a.Workers, b.Workers),
@@ -134,7 +135,7 @@ func aggregate(samples []sample, opts Options) []Result {
 
 func summarizeSamples(series, scenario string, workers int, ss []sample) Result {
 	r := Result{Series: series, Scenario: scenario, Workers: workers,
-		Checked: series == SeriesLocker || series == SeriesReference}
+		Checked: checked(series)}
 	var rates, refusals []float64
 	var p50s, p99s []time.Duration
 	var rtG, rtR int64
@@ -229,6 +230,11 @@ type Ratio struct {
 	LockerOverCommitFloor float64 `json:"locker_over_commit_floor,omitempty"`
 	// ReferenceOverCommitFloor is the same for the reference.
 	ReferenceOverCommitFloor float64 `json:"reference_over_commit_floor,omitempty"`
+	// The variants, each ÷ the reference (LockerOverReferenceInline: the
+	// default locker ÷ the reference-inline variant).
+	LockerOverReferenceInline float64 `json:"locker_over_reference_inline"`
+	DurableOverReference      float64 `json:"locker_durable_over_reference"`
+	LoggedOverReference       float64 `json:"locker_logged_over_reference"`
 }
 
 func ratios(results []Result) []Ratio {
@@ -247,10 +253,19 @@ func ratios(results []Result) []Ratio {
 			continue
 		}
 		ratio := Ratio{Scenario: r.Scenario, Workers: r.Workers}
-		ref, ok := find(SeriesReference, r.Scenario, r.Workers)
-		if ok && ref.CyclesPerSec > 0 {
-			ratio.LockerOverReference = r.CyclesPerSec / ref.CyclesPerSec
+		over := func(num, den string) float64 {
+			a, okA := find(num, r.Scenario, r.Workers)
+			b, okB := find(den, r.Scenario, r.Workers)
+			if !okA || !okB || b.CyclesPerSec == 0 {
+				return 0
+			}
+			return a.CyclesPerSec / b.CyclesPerSec
 		}
+		ratio.LockerOverReference = over(SeriesLocker, SeriesReference)
+		ratio.LockerOverReferenceInline = over(SeriesLocker, SeriesReferenceInline)
+		ratio.DurableOverReference = over(SeriesLockerDurable, SeriesReference)
+		ratio.LoggedOverReference = over(SeriesLockerLogged, SeriesReference)
+		ref, _ := find(SeriesReference, r.Scenario, r.Workers)
 		if floor, ok := find(SeriesCommitFloor, r.Scenario, r.Workers); ok && r.Scenario == ScenarioSolo && floor.CyclesPerSec > 0 {
 			ratio.LockerOverCommitFloor = 2 * r.CyclesPerSec / floor.CyclesPerSec
 			ratio.ReferenceOverCommitFloor = 2 * ref.CyclesPerSec / floor.CyclesPerSec

@@ -42,16 +42,30 @@ func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, err
 	defer probeConn.Close(context.WithoutCancel(ctx))
 	probe := &serverProbe{conn: probeConn, appName: t.appName, every: 20 * time.Millisecond}
 
-	lk, err := locker.New(locker.Config{TTL: opts.TTL})
-	if err != nil {
-		return nil, err
+	checkers := map[string]*checker{}
+	var lockers []series
+	for _, v := range []struct {
+		name string
+		cfg  locker.Config
+	}{
+		{SeriesLocker, locker.Config{TTL: opts.TTL}},
+		{SeriesLockerDurable, locker.Config{TTL: opts.TTL, DurableRelease: true}},
+		{SeriesLockerLogged, locker.Config{TTL: opts.TTL, LogGrants: true}},
+	} {
+		lk, err := locker.New(v.cfg)
+		if err != nil {
+			return nil, err
+		}
+		checkers[v.name] = newChecker()
+		lockers = append(lockers, lockerSeries(v.name, lk, t.pool, checkers[v.name]))
 	}
-	lockerChk, refChk := newChecker(), newChecker()
-	lockerS := lockerSeries(lk, t.pool, lockerChk)
-	refS := referenceSeries(reference{pool: t.pool, ttl: opts.TTL}, refChk)
-	checkers := map[string]*checker{SeriesLocker: lockerChk, SeriesReference: refChk}
-	solo := []series{refS, lockerS, commitFloorSeries(t.pool), netFloorSeries(t.pool)}
-	hot := []series{refS, lockerS}
+	checkers[SeriesReference], checkers[SeriesReferenceInline] = newChecker(), newChecker()
+	refs := []series{
+		referenceSeries(SeriesReference, reference{pool: t.pool, ttl: opts.TTL}, checkers[SeriesReference]),
+		referenceSeries(SeriesReferenceInline, reference{pool: t.pool, ttl: opts.TTL, inline: true}, checkers[SeriesReferenceInline]),
+	}
+	hot := append(slices.Clone(refs), lockers...)
+	solo := append(slices.Clone(hot), commitFloorSeries(t.pool), netFloorSeries(t.pool))
 
 	// Warm-up, not reported: connections, prepared statements, first rows.
 	for _, s := range solo {

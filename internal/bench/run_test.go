@@ -28,7 +28,8 @@ func TestShortRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{SeriesReference: 4, SeriesLocker: 4, SeriesCommitFloor: 2, SeriesNetFloor: 2}
+	want := map[string]int{SeriesReference: 4, SeriesReferenceInline: 4, SeriesLocker: 4,
+		SeriesLockerDurable: 4, SeriesLockerLogged: 4, SeriesCommitFloor: 2, SeriesNetFloor: 2}
 	got := map[string]int{}
 	for _, r := range rep.Results {
 		got[r.Series]++
@@ -41,8 +42,8 @@ func TestShortRun(t *testing.T) {
 		if r.Errors != 0 && !(r.Series == SeriesLocker && strings.Contains(r.FirstError, "changed hands")) {
 			t.Errorf("%s/%s/%d: %d errors, first: %s", r.Series, r.Scenario, r.Workers, r.Errors, r.FirstError)
 		}
-		if r.Series == SeriesLocker && !r.Violations.Zero() {
-			t.Errorf("locker/%s/%d broke the lock rules: %+v", r.Scenario, r.Workers, r.Violations)
+		if strings.HasPrefix(r.Series, SeriesLocker) && !r.Violations.Zero() {
+			t.Errorf("%s/%s/%d broke the lock rules: %+v", r.Series, r.Scenario, r.Workers, r.Violations)
 		}
 	}
 	for s, n := range want {
@@ -52,17 +53,20 @@ func TestShortRun(t *testing.T) {
 	}
 	// Round trips are counted, not estimated: the locker's cycle is one
 	// grant statement and one release statement; the reference's is BEGIN,
-	// SELECT FOR UPDATE, INSERT, COMMIT and a DELETE.
+	// SELECT FOR UPDATE, SELECT nextval, INSERT, COMMIT and a DELETE (the
+	// inline variant draws the token in the INSERT).
 	for _, r := range rep.Results {
 		if r.Scenario != ScenarioSolo {
 			continue
 		}
-		wantRT := map[string]float64{SeriesLocker: 2, SeriesReference: 5, SeriesCommitFloor: 1, SeriesNetFloor: 1}[r.Series]
+		wantRT := map[string]float64{SeriesLocker: 2, SeriesLockerDurable: 2, SeriesLockerLogged: 2,
+			SeriesReference: 6, SeriesReferenceInline: 5, SeriesCommitFloor: 1, SeriesNetFloor: 1}[r.Series]
 		if r.RoundTripsPerCycle != wantRT {
 			t.Errorf("%s, %d workers: %.2f round trips per cycle, want %.0f", r.Series, r.Workers, r.RoundTripsPerCycle, wantRT)
 		}
 	}
-	if len(rep.Ratios) != 4 || rep.Ratios[0].LockerOverReference <= 0 || rep.Ratios[0].LockerOverCommitFloor <= 0 {
+	if len(rep.Ratios) != 4 || rep.Ratios[0].LockerOverReference <= 0 || rep.Ratios[0].LockerOverCommitFloor <= 0 ||
+		rep.Ratios[0].LockerOverReferenceInline <= 0 || rep.Ratios[0].DurableOverReference <= 0 || rep.Ratios[0].LoggedOverReference <= 0 {
 		t.Errorf("ratios = %+v; want locker ÷ reference and ÷ commit floor per scenario and worker count", rep.Ratios)
 	}
 	k := rep.Keepalive

@@ -12,11 +12,23 @@ import (
 
 // Series names, as reported.
 const (
-	SeriesReference   = "reference"    // the ported transaction-per-acquire design
-	SeriesLocker      = "locker"       // locker.TryAcquire + locker.Release
-	SeriesCommitFloor = "floor-commit" // one single-row UPDATE (one commit) per round trip
-	SeriesNetFloor    = "floor-select" // SELECT 1: one round trip, no commit
+	SeriesReference       = "reference"        // the ported transaction-per-acquire design
+	SeriesReferenceInline = "reference-inline" // the same, token drawn inside the write (one round trip fewer)
+	SeriesLocker          = "locker"           // locker.TryAcquire + locker.Release, default Config
+	SeriesLockerDurable   = "locker-durable"   // the same with Config.DurableRelease
+	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
+	SeriesCommitFloor     = "floor-commit"     // one single-row UPDATE (one commit) per round trip
+	SeriesNetFloor        = "floor-select"     // SELECT 1: one round trip, no commit
 )
+
+// checked is whether a series' grants go through the correctness checker.
+func checked(series string) bool {
+	switch series {
+	case SeriesCommitFloor, SeriesNetFloor:
+		return false
+	}
+	return true
+}
 
 // Scenario names, as reported.
 const (
@@ -37,8 +49,8 @@ type series struct {
 
 func owner(worker int) string { return "bench-worker-" + strconv.Itoa(worker) }
 
-func lockerSeries(lk *locker.Locker, pool *pgxpool.Pool, chk *checker) series {
-	return series{name: SeriesLocker, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
+func lockerSeries(name string, lk *locker.Locker, pool *pgxpool.Pool, chk *checker) series {
+	return series{name: name, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
 		lease, err := lk.TryAcquire(ctx, pool, key, o)
 		if errors.Is(err, locker.ErrHeld) {
@@ -60,8 +72,8 @@ func lockerSeries(lk *locker.Locker, pool *pgxpool.Pool, chk *checker) series {
 	}}
 }
 
-func referenceSeries(ref reference, chk *checker) series {
-	return series{name: SeriesReference, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
+func referenceSeries(name string, ref reference, chk *checker) series {
+	return series{name: name, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
 		token, err := ref.tryAcquire(ctx, key, o)
 		if errors.Is(err, errRefused) {
