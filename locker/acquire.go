@@ -34,31 +34,31 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
 		Actor: l.ownerActor(owner), Detail: detail, LogAcquired: l.cfg.LogGrants,
 	}
-	var last store.Lock
+	var last store.Grant
 	for range changedRetries {
 		sentAt := time.Now()
-		g, ok, err := store.TryGrant(ctx, db, params)
+		g, found, err := store.TryGrant(ctx, db, params)
 		if err != nil {
 			return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 		}
-		if ok {
+		if g.Granted() {
 			return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
 		}
-		cur, found, err := store.Get(ctx, db, key)
-		if err != nil {
-			return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
+		if found && g.Outcome == "held" {
+			return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token,
+				ExpiresAt: g.ExpiresAt, Remaining: g.Remaining}
 		}
-		if found && cur.State() != store.StateFree && cur.State() != store.StateExpired {
-			return Lease{}, &HeldError{Key: key, Owner: cur.Owner, Token: cur.Token,
-				ExpiresAt: cur.ExpiresAt, Remaining: cur.Remaining}
+		// Free or expired, but another transaction was changing the row (or
+		// creating it) right then: the attempt does not wait for it; try
+		// again.
+		if found {
+			last = g
 		}
-		// Released or expired between the attempt and the read: try again.
-		last = cur
 	}
-	// Every attempt was refused because another owner held the key at that
-	// moment, and it changed hands before we could read who: under this much
-	// contention the key is, for the caller's purposes, held. last is the
-	// latest row read; its holder may already have moved on.
+	// Every attempt found the row being changed by another transaction:
+	// under this much contention the key is, for the caller's purposes,
+	// held. last is the latest row read; its holder may already have moved
+	// on.
 	return Lease{}, &HeldError{Key: key, Owner: last.Owner, Token: last.Token,
 		ExpiresAt: last.ExpiresAt, Remaining: max(0, last.Remaining)}
 }

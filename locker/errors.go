@@ -38,6 +38,12 @@ type HeldError struct {
 }
 
 func (e *HeldError) Error() string {
+	if e.Remaining <= 0 {
+		// The row was locked by another transaction at every attempt: a
+		// grant or release in progress, or a fenced write of the holder.
+		return fmt.Sprintf("locker: %q is busy: another transaction is changing it (last seen: %q, token %d)",
+			e.Key, e.Owner, e.Token)
+	}
 	return fmt.Sprintf("locker: %q is held by %q (token %d) for another %s",
 		e.Key, e.Owner, e.Token, e.Remaining.Round(time.Millisecond))
 }

@@ -3,6 +3,7 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,8 +103,10 @@ func TestFenceRefusesExpiredAndReleased(t *testing.T) {
 	}
 }
 
-// While a holder's fenced transaction is open, a steal of its (now expired)
-// lease waits for it: the guarded write commits before the new grant.
+// While a holder's fenced transaction is open, its (now expired) lease
+// cannot be stolen: TryAcquire refuses at once (it never waits for a row
+// lock), a waiting Acquire takes the key only after the guarded write
+// committed.
 func TestStealWaitsForFencedTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -131,9 +134,16 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 		lease locker.Lease
 		err   error
 	}
+	tryCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if l, err := lk.TryAcquire(tryCtx, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
+		t.Fatalf("TryAcquire while the fenced transaction is open = %+v, %v; want ErrHeld at once", l, err)
+	} else if !strings.Contains(err.Error(), "busy") {
+		t.Errorf("refusal %q does not say the key is busy", err)
+	}
 	stole := make(chan result, 1)
 	go func() {
-		l, err := lk.TryAcquire(ctx, db, "k", "b")
+		l, err := lk.Acquire(ctx, db, "k", "b")
 		stole <- result{l, err}
 	}()
 	select {

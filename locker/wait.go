@@ -75,6 +75,11 @@ func (l *Locker) Acquire(ctx context.Context, db store.DBTX, key, owner string) 
 func (l *Locker) waitFor(remaining time.Duration) time.Duration {
 	jitterCap := min(remaining/20, 50*time.Millisecond)
 	d := remaining + time.Millisecond
+	if remaining <= 0 {
+		// The row was being changed (a try does not wait for row locks):
+		// the change is usually a statement away from committing.
+		d = 10 * time.Millisecond
+	}
 	if jitterCap > 0 {
 		d += rand.N(jitterCap)
 	}

@@ -22,70 +22,98 @@ type GrantParams struct {
 	LogAcquired bool
 }
 
-// Grant is what a successful attempt granted and what it did.
+// Grant is the result of an attempt: what it granted, or, when refused,
+// the key's row as the attempt found it.
 type Grant struct {
 	LeaseRow
 	// Outcome is "acquired" (new row or a free one), "stolen" (another
 	// owner's expired lease) or "renewed" (the caller already held it: same
-	// token, later expiry).
+	// token, later expiry) when granted. When refused it is "held" (another
+	// owner's unexpired lease: LeaseRow and Remaining describe it), or
+	// "free" or "expired" for a row that another transaction was changing at
+	// that moment (the attempt does not wait for it; try again).
 	Outcome string
+	// Remaining is how long a refused holder's lease still runs, on the
+	// database's clock.
+	Remaining time.Duration
+}
+
+// Granted reports whether the attempt took the key.
+func (g Grant) Granted() bool {
+	switch g.Outcome {
+	case "acquired", "stolen", "renewed":
+		return true
+	}
+	return false
 }
 
 // grantSQL is the whole acquisition in one statement, so it is atomic on its
 // own and costs one round trip and one commit:
 //
-//   - No row: INSERT. The unique key settles a race between two inserters;
-//     ON CONFLICT sends the loser to the update branch instead of raising a
-//     unique violation (which would abort a caller's transaction).
-//   - Row exists: DO UPDATE locks it, then the WHERE decides: free, expired,
-//     or already ours → take or extend; otherwise no row is returned (held).
-//   - The token of a take-over is drawn in the update branch, i.e. while the
-//     row is locked, so it is larger than every token granted on the key
-//     before (a token drawn before waiting for the row could be older than a
-//     grant made meanwhile). The token drawn in VALUES is only kept when the
-//     row is new; see pruneSQL for why that is safe too.
-//   - "Now" is clock_timestamp() read once, after the row lock is held:
-//     now() would be the transaction start, stale after waiting on the row.
-//   - The gate CTE takes a shared advisory lock that pruneSQL takes
-//     exclusively, and is read before nextval so the lock is held first.
+//   - cur locks the key's row if the caller may take it: free, expired, or
+//     already the caller's. SKIP LOCKED: a row another transaction holds
+//     locked (a grant, release or fenced write in progress) is not taken and
+//     not waited for; the attempt is refused at once, so a try never queues
+//     behind other transactions.
+//   - taken updates that row. Its token is drawn there, while the row is
+//     locked, so it is larger than every token granted on the key before.
+//     "Now" is one clock_timestamp() reading, taken after the lock.
+//   - created inserts the row when the key has none. Its token is drawn
+//     under the gate, a shared advisory lock that pruneSQL takes
+//     exclusively, so deleting rows can never let a key's tokens go
+//     backwards (see pruneSQL). ON CONFLICT DO NOTHING: a concurrent first
+//     grant of the same key wins, this one is refused.
 //   - Steals are logged in the same statement, and with $7 every other new
 //     grant too; renewals never are (they are counted in renew_count).
+//   - When nothing was granted, the last branch returns the key's row as the
+//     statement found it, so a refusal costs no second round trip.
 //   - It returns only what a Lease needs: every column decoded is client CPU
 //     on the hottest path.
 const grantSQL = `
 WITH gate AS MATERIALIZED (
     SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)
-), granted AS (
-    INSERT INTO distributed_lock AS l
-        (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
-    VALUES ($1, $2, (SELECT nextval('distributed_lock_fence_seq') FROM gate),
-            clock_timestamp() + $3::bigint * interval '1 microsecond',
-            $3::bigint * interval '1 microsecond', clock_timestamp(),
-            coalesce($4::jsonb, '{}'))
-    ON CONFLICT (lock_key) DO UPDATE SET
+), cur AS MATERIALIZED (
+    SELECT l.lock_key FROM distributed_lock l
+    WHERE l.lock_key = $1
+      AND (l.released_at IS NOT NULL OR l.owner_id = $2 OR l.expires_at <= clock_timestamp())
+    FOR NO KEY UPDATE SKIP LOCKED
+), taken AS (
+    UPDATE distributed_lock l SET
         (owner_id, fence_token, expires_at, ttl, acquired_at, renewed_at, renew_count,
          released_at, grant_kind, previous_owner, previous_token, metadata) =
-        (SELECT excluded.owner_id,
+        (SELECT $2,
                 CASE WHEN d.mine THEN l.fence_token ELSE nextval('distributed_lock_fence_seq') END,
-                d.ts + excluded.ttl,
-                excluded.ttl,
+                d.ts + $3::bigint * interval '1 microsecond',
+                $3::bigint * interval '1 microsecond',
                 CASE WHEN d.mine THEN l.acquired_at ELSE d.ts END,
                 CASE WHEN d.mine THEN d.ts END,
                 CASE WHEN d.mine THEN l.renew_count + 1 ELSE 0 END,
                 NULL::timestamptz,
                 CASE WHEN d.mine THEN l.grant_kind
-                     WHEN l.released_at IS NULL AND l.owner_id <> excluded.owner_id THEN 'stolen'
+                     WHEN l.released_at IS NULL AND l.owner_id <> $2 THEN 'stolen'
                      ELSE 'acquired' END,
                 CASE WHEN d.mine THEN l.previous_owner ELSE l.owner_id END,
                 CASE WHEN d.mine THEN l.previous_token ELSE l.fence_token END,
-                excluded.metadata
-         FROM (SELECT c.ts, (l.owner_id = excluded.owner_id AND l.released_at IS NULL
+                coalesce($4::jsonb, '{}')
+         FROM (SELECT c.ts, (l.owner_id = $2 AND l.released_at IS NULL
                              AND l.expires_at > c.ts) AS mine
                FROM (SELECT clock_timestamp() AS ts) c) d)
-    WHERE l.released_at IS NOT NULL OR l.owner_id = excluded.owner_id
-       OR l.expires_at <= clock_timestamp()
+    FROM cur WHERE l.lock_key = cur.lock_key
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count,
               l.grant_kind, l.previous_owner, l.previous_token
+), created AS (
+    INSERT INTO distributed_lock AS l
+        (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
+    SELECT $1, $2, (SELECT nextval('distributed_lock_fence_seq') FROM gate),
+           clock_timestamp() + $3::bigint * interval '1 microsecond',
+           $3::bigint * interval '1 microsecond', clock_timestamp(),
+           coalesce($4::jsonb, '{}')
+    WHERE NOT EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = $1)
+    ON CONFLICT (lock_key) DO NOTHING
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count,
+              l.grant_kind, l.previous_owner, l.previous_token
+), granted AS (
+    SELECT * FROM taken UNION ALL SELECT * FROM created
 ), logged AS (
     INSERT INTO distributed_lock_event
         (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
@@ -94,15 +122,24 @@ WITH gate AS MATERIALIZED (
     FROM granted g WHERE g.renew_count = 0 AND (g.grant_kind = 'stolen' OR $7::boolean)
 )
 SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl,
-       CASE WHEN g.renew_count > 0 THEN 'renewed' ELSE g.grant_kind END
-FROM granted g`
+       CASE WHEN g.renew_count > 0 THEN 'renewed' ELSE g.grant_kind END AS outcome,
+       interval '0' AS remaining
+FROM granted g
+UNION ALL
+SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+       CASE WHEN l.released_at IS NOT NULL THEN 'free'
+            WHEN l.expires_at <= c.ts THEN 'expired' ELSE 'held' END,
+       l.expires_at - c.ts
+FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM granted)`
 
-// TryGrant runs one acquisition attempt. ok is false when another owner
-// holds an unexpired lease; the caller then reads the holder with Get.
-func TryGrant(ctx context.Context, db DBTX, p GrantParams) (g Grant, ok bool, err error) {
+// TryGrant runs one acquisition attempt. found is false when nothing was
+// granted and the key had no row when the statement started (a first grant
+// of it by someone else was in progress).
+func TryGrant(ctx context.Context, db DBTX, p GrantParams) (g Grant, found bool, err error) {
 	err = db.QueryRow(ctx, grantSQL, p.Key, p.Owner, p.TTL.Microseconds(),
 		p.Metadata, p.Actor, p.Detail, p.LogAcquired).
-		Scan(&g.Key, &g.Owner, &g.Token, &g.ExpiresAt, &g.TTL, &g.Outcome)
+		Scan(&g.Key, &g.Owner, &g.Token, &g.ExpiresAt, &g.TTL, &g.Outcome, &g.Remaining)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Grant{}, false, nil
 	}

@@ -96,16 +96,19 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 	var err error
 	switch kind {
 	case KillAcquire:
-		key := in.hot[in.rng.IntN(len(in.hot))]
-		ok, err = in.killWhile(ctx, key, "faults-acq-%", []string{"active"}, "%INSERT INTO distributed_lock AS l%")
+		// A grant never waits for a row lock (it skips a locked row), so
+		// the event table is what holds it: the statement locks every table
+		// it uses when it starts. (pg_stat_activity keeps only the first
+		// 1 kB of the text: match its beginning.)
+		ok, err = in.killWhile(ctx, in.holdEvents, "faults-acq-%", []string{"active"}, "%WITH gate AS MATERIALIZED%")
 	case KillRenew:
 		key, _ := in.heldKey()
 		if key == "" {
 			return false
 		}
-		ok, err = in.killWhile(ctx, key, "faults-ka-%", []string{"active"}, "%renew_count = l.renew_count + 1%")
+		ok, err = in.killWhile(ctx, in.rowHolder(key), "faults-ka-%", []string{"active"}, "%renew_count = l.renew_count + 1%")
 	case KillWrite:
-		ok, err = in.killWhile(ctx, "", "faults-write-%", []string{"active", "idle in transaction"}, "%")
+		ok, err = in.killWhile(ctx, nil, "faults-write-%", []string{"active", "idle in transaction"}, "%")
 	case RestartFast, RestartCrash:
 		mode := pgtemp.Fast
 		if kind == RestartCrash {
@@ -181,6 +184,26 @@ func (in *injector) holdRow(ctx context.Context, key string, d time.Duration) er
 	})
 }
 
+// rowHolder holds key's row locked for up to a second.
+func (in *injector) rowHolder(key string) func(context.Context) error {
+	return func(ctx context.Context) error { return in.holdRow(ctx, key, 900*time.Millisecond) }
+}
+
+// lockEventsSQL blocks writers of the event table, and so every grant
+// statement (which names the table whether or not it logs).
+const lockEventsSQL = `LOCK TABLE distributed_lock_event IN SHARE MODE`
+
+// holdEvents holds the event table for up to a second.
+func (in *injector) holdEvents(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, in.admin, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, lockEventsSQL); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, sleepSQL, (900 * time.Millisecond).Seconds())
+		return err
+	})
+}
+
 const findBackendsSQL = `
 SELECT pid FROM pg_stat_activity
 WHERE application_name LIKE $1 AND state = ANY($2) AND query LIKE $3 AND pid <> pg_backend_pid()
@@ -189,16 +212,16 @@ ORDER BY pid`
 const terminateSQL = `SELECT pg_terminate_backend($1)`
 
 // killWhile terminates one backend matching app/states/query, looking for
-// up to a second; if key is set, it holds that key's row meanwhile so
-// statements on it wait (and can be caught in the act).
-func (in *injector) killWhile(ctx context.Context, key, app string, states []string, query string) (bool, error) {
+// up to a second; if hold is set, it runs meanwhile to hold something the
+// statements wait for (so they can be caught in the act).
+func (in *injector) killWhile(ctx context.Context, hold func(context.Context) error, app string, states []string, query string) (bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	holdDone := make(chan struct{})
-	if key != "" {
+	if hold != nil {
 		go func() {
 			defer close(holdDone)
-			_ = in.holdRow(wctx, key, 900*time.Millisecond)
+			_ = hold(wctx)
 		}()
 	} else {
 		close(holdDone)
