@@ -44,7 +44,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 		if g.Granted() {
 			return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
 		}
-		if found && g.Outcome == "held" {
+		if found && g.Outcome == store.OutcomeHeld {
 			return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token,
 				ExpiresAt: g.ExpiresAt, Remaining: g.Remaining}
 		}

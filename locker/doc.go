@@ -31,7 +31,9 @@
 //   - [Locker.TryAcquire] makes one attempt, in one statement: Acquired (new
 //     row or free row), Stolen (another owner's expired lease), Renewed (the
 //     caller already held it: same token, new expiry), or a [*HeldError]
-//     naming the holder and its remaining time.
+//     naming the holder and its remaining time. It never waits for a row
+//     lock: a row another transaction is changing right then (a grant or
+//     release in progress, the holder's fenced write) is refused as busy.
 //   - [Locker.Acquire] waits: it sleeps until the holder's expiry, a release
 //     announced by NOTIFY (with [Config.Notifier]), or [Config.WaitRecheck],
 //     with jitter; it never polls in a loop. Waiters are visible to the
@@ -56,8 +58,9 @@
 //
 // In the same database, call [Fence] inside the transaction that does the
 // guarded writes. It locks the lock row FOR SHARE after checking owner, token
-// and expiry; a take-over must lock the row for update, so it waits until the
-// guarded transaction ends. The guarded writes therefore commit only while
+// and expiry; a take-over must lock the row for update, which it cannot do
+// before the guarded transaction ends (TryAcquire refuses meanwhile, Acquire
+// keeps trying). The guarded writes therefore commit only while
 // the lease holds; a zombie's Fence fails and its transaction rolls back.
 //
 // Elsewhere, pass the token with every write and let the resource refuse

@@ -38,10 +38,19 @@ type Grant struct {
 	Remaining time.Duration
 }
 
+// Outcomes of an attempt that grantSQL reports besides the grant kinds
+// (EventAcquired, EventStolen); see Grant.Outcome.
+const (
+	OutcomeRenewed = "renewed"
+	OutcomeHeld    = "held"
+	OutcomeFree    = "free"
+	OutcomeExpired = "expired"
+)
+
 // Granted reports whether the attempt took the key.
 func (g Grant) Granted() bool {
 	switch g.Outcome {
-	case "acquired", "stolen", "renewed":
+	case EventAcquired, EventStolen, OutcomeRenewed:
 		return true
 	}
 	return false

@@ -44,7 +44,7 @@ SET expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond',
     renew_count = l.renew_count + 1
 WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3
   AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
-RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl`
+RETURNING ` + leaseRowColumns
 
 // Renew extends ref's lease by ttl from the database's now. ok is false when
 // ref is no longer the current, unexpired grant.
@@ -72,30 +72,33 @@ func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (Lease
 // on a release: one lost in a crash leaves a lease that expires at its TTL,
 // and any grant that saw the release commits durably after it, which
 // flushes the release too (WAL is flushed in order).
-const releaseSQL = `
-UPDATE distributed_lock l SET released_at = clock_timestamp()
-FROM (SELECT CASE WHEN $4::boolean THEN set_config('synchronous_commit', 'off', true) END) d
-WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL
-RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-          CASE WHEN distributed_lock_has_waiters(l.lock_key)
-               THEN pg_notify('` + NotifyChannel + `', l.lock_key) END`
+const releaseSQL = releaseUpdateSQL + `
+RETURNING ` + leaseRowColumns + `, ` + wakeWaitersSQL
 
 // releaseLoggedSQL is releaseSQL that also logs a "released" event ($5 is
 // the actor).
 const releaseLoggedSQL = `
-WITH released AS (
-    UPDATE distributed_lock l SET released_at = clock_timestamp()
-    FROM (SELECT CASE WHEN $4::boolean THEN set_config('synchronous_commit', 'off', true) END) d
-    WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
+WITH released AS (` + releaseUpdateSQL + `
+    RETURNING ` + leaseRowColumns + `
 ), logged AS (
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
-    SELECT r.lock_key, 'released', r.owner_id, r.fence_token, $5 FROM released r
+    SELECT l.lock_key, 'released', l.owner_id, l.fence_token, $5 FROM released l
 )
-SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl,
-       CASE WHEN distributed_lock_has_waiters(r.lock_key)
-            THEN pg_notify('` + NotifyChannel + `', r.lock_key) END
-FROM released r`
+SELECT ` + leaseRowColumns + `, ` + wakeWaitersSQL + `
+FROM released l`
+
+// releaseUpdateSQL is the release itself, shared by both statements.
+const releaseUpdateSQL = `
+UPDATE distributed_lock l SET released_at = clock_timestamp()
+FROM (SELECT CASE WHEN $4::boolean THEN set_config('synchronous_commit', 'off', true) END) d
+WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL`
+
+// wakeWaitersSQL notifies l's waiters, if it has any (see releaseSQL).
+const wakeWaitersSQL = `CASE WHEN distributed_lock_has_waiters(l.lock_key)
+    THEN pg_notify('` + NotifyChannel + `', l.lock_key) END`
+
+// leaseRowColumns selects a LeaseRow from l.
+const leaseRowColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl`
 
 // NotifyChannel is the LISTEN channel on which releases and operator actions
 // announce a key that waiters may now take; the payload is the key.

@@ -27,7 +27,7 @@ type PruneResult struct {
 // out until this transaction ends.
 //
 // Why: deleting a key's row is what could let a token go backwards. A grant
-// that drew token t in VALUES and then found no row would insert t; if, after
+// that drew token t on its insert path (the key had no row) would insert t; if, after
 // t was drawn, the key was granted with a larger token, released and pruned,
 // the insert would put a smaller token after a larger one. With the gate,
 // every grant that drew a token before the delete has finished before it, and

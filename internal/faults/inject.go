@@ -175,8 +175,13 @@ const (
 )
 
 func (in *injector) holdRow(ctx context.Context, key string, d time.Duration) error {
+	return in.hold(ctx, d, lockRowSQL, key)
+}
+
+// hold runs lockSQL in a transaction and keeps it open for d.
+func (in *injector) hold(ctx context.Context, d time.Duration, lockSQL string, args ...any) error {
 	return pgx.BeginFunc(ctx, in.admin, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockRowSQL, key); err != nil {
+		if _, err := tx.Exec(ctx, lockSQL, args...); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, sleepSQL, d.Seconds())
@@ -195,13 +200,7 @@ const lockEventsSQL = `LOCK TABLE distributed_lock_event IN SHARE MODE`
 
 // holdEvents holds the event table for up to a second.
 func (in *injector) holdEvents(ctx context.Context) error {
-	return pgx.BeginFunc(ctx, in.admin, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, lockEventsSQL); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, sleepSQL, (900 * time.Millisecond).Seconds())
-		return err
-	})
+	return in.hold(ctx, 900*time.Millisecond, lockEventsSQL)
 }
 
 const findBackendsSQL = `
