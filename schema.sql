@@ -54,8 +54,20 @@ CREATE TABLE IF NOT EXISTS distributed_lock (
     grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     previous_owner text,
     previous_token bigint,
-    metadata       distributed_lock_metadata NOT NULL DEFAULT '{}'
+    metadata       distributed_lock_metadata NOT NULL DEFAULT '{}',
+    wake_until     timestamptz                    -- someone may wait for the key until then: a release NOTIFYs
 ) WITH (fillfactor = 80);
+-- For tables made before wake_until (waiters set it on the row they wait
+-- for, see distributed_lock_waiter; a release reads it under its row lock).
+-- Only when missing: ALTER TABLE takes an exclusive lock even when IF NOT
+-- EXISTS finds the column, which a no-op migrate must not.
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'distributed_lock'::regclass AND attname = 'wake_until'
+                     AND NOT attisdropped) THEN
+        ALTER TABLE distributed_lock ADD COLUMN wake_until timestamptz;
+    END IF;
+END $$;
 -- Room on each page lets a release (which changes no indexed column) be a
 -- HOT update: a heap write with no index writes. For tables made before.
 ALTER TABLE distributed_lock SET (fillfactor = 80);
@@ -153,12 +165,11 @@ DO $$ BEGIN
     END IF;
 END $$;
 
--- Whether anyone waits on a key, read with a fresh snapshot: a plain
--- subquery would use the statement's snapshot, taken before the statement
--- waited for the lock row, and miss a waiter that registered meanwhile.
--- VOLATILE is what gives each call its own snapshot. PL/pgSQL, not SQL: a
--- non-inlined SQL function is parsed and planned again on every call, which
--- cost a quarter of a release's server CPU; PL/pgSQL caches the plan.
+-- Whether anyone waits on a key, read with a fresh snapshot. Releases no
+-- longer call it (they read distributed_lock.wake_until, which costs no
+-- function call); it stays for lockctl binaries from before that change,
+-- so a rolling upgrade keeps their releases working. Waiters still record
+-- themselves in distributed_lock_waiter, so its answer stays right.
 CREATE OR REPLACE FUNCTION distributed_lock_has_waiters(key text) RETURNS boolean
     LANGUAGE plpgsql VOLATILE AS $$
 BEGIN

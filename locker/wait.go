@@ -39,15 +39,17 @@ func (l *Locker) Acquire(ctx context.Context, db store.DBTX, key, owner string) 
 	}
 	seenFor := 3 * l.cfg.WaitRecheck
 	waiterID, err := store.AddWaiter(ctx, db, key, owner, seenFor)
+	if waiterID != 0 {
+		defer func() {
+			// The caller's ctx may be done; the record must go regardless.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = store.RemoveWaiter(rctx, db, waiterID)
+		}()
+	}
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: register waiter: %w", key, err)
 	}
-	defer func() {
-		// The caller's ctx may be done; the record must go regardless.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = store.RemoveWaiter(rctx, db, waiterID)
-	}()
 
 	lastRefresh := time.Now()
 	for {
@@ -58,7 +60,7 @@ func (l *Locker) Acquire(ctx context.Context, db store.DBTX, key, owner string) 
 			return lease, err
 		}
 		if time.Since(lastRefresh) >= l.cfg.WaitRecheck/2 {
-			if err := store.RefreshWaiter(ctx, db, waiterID, seenFor); err != nil && ctx.Err() == nil {
+			if err := store.RefreshWaiter(ctx, db, waiterID, key, seenFor); err != nil && ctx.Err() == nil {
 				return Lease{}, fmt.Errorf("locker: acquire %q: refresh waiter: %w", key, err)
 			}
 			lastRefresh = time.Now()

@@ -28,8 +28,7 @@ WITH expired AS (
 )
 SELECT ` + lockColumns + `
 FROM expired l, (SELECT clock_timestamp() AS ts) c,
-     LATERAL (SELECT CASE WHEN distributed_lock_has_waiters(l.lock_key)
-                          THEN pg_notify('` + NotifyChannel + `', l.lock_key) END) n`
+     LATERAL (SELECT ` + wakeWaitersSQL + `) n`
 
 // ForceExpire expires the grant p.Token of p.Key. ok is false when that
 // token is no longer the current, unreleased grant.
@@ -52,8 +51,7 @@ WITH released AS (
 )
 SELECT ` + lockColumns + `
 FROM released l, (SELECT clock_timestamp() AS ts) c,
-     LATERAL (SELECT CASE WHEN distributed_lock_has_waiters(l.lock_key)
-                          THEN pg_notify('` + NotifyChannel + `', l.lock_key) END) n`
+     LATERAL (SELECT ` + wakeWaitersSQL + `) n`
 
 // ForceRelease frees the grant p.Token of p.Key. ok is false when that token
 // is no longer the current, unreleased grant.

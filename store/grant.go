@@ -57,7 +57,8 @@ func (g Grant) Granted() bool {
 }
 
 // grantSQL is the whole acquisition in one statement, so it is atomic on its
-// own and costs one round trip and one commit:
+// own and costs one round trip and one commit. TryGrant runs it only for
+// what takeSQL leaves to it (a first grant, a steal, or logged grants):
 //
 //   - cur locks the key's row if the caller may take it: free, expired, or
 //     already the caller's. SKIP LOCKED: a row another transaction holds
@@ -142,13 +143,80 @@ SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM granted)`
 
-// TryGrant runs one acquisition attempt. found is false when nothing was
-// granted and the key had no row when the statement started (a first grant
-// of it by someone else was in progress).
+// takeSQL is the acquisition almost every attempt needs: the key's row
+// exists and is free, or is already the caller's. It is grantSQL without
+// the branches that path never takes (creating the row, a steal and its
+// event, the gate), which are most of grantSQL's server CPU even when they
+// do nothing: every CTE's plan node is started on every execution.
+//
+//   - The subquery locks the row, SKIP LOCKED, only if the caller may take
+//     it without a steal: free, or its own (current or lapsed).
+//   - The token is drawn while the row is locked, as in grantSQL; "now" is
+//     one clock_timestamp() reading (c.ts), taken before the lock but used
+//     for every column, so a renewal is judged on one instant.
+//   - A renewal (the caller's own unexpired lease) keeps the token and
+//     acquired_at; anything else is a new grant of a free row, "acquired".
+//   - When nothing was taken, the row is returned as the statement found
+//     it, as grantSQL does: "held" is a refusal in one round trip; "expired"
+//     (another owner's lapsed lease: a steal) and no row at all (a first
+//     grant) are left to grantSQL (see TryGrant).
+const takeSQL = `
+WITH taken AS (
+    UPDATE distributed_lock l SET
+        owner_id       = $2,
+        fence_token    = CASE WHEN ` + takeMineSQL + ` THEN l.fence_token
+                              ELSE nextval('distributed_lock_fence_seq') END,
+        expires_at     = c.ts + $3::bigint * interval '1 microsecond',
+        ttl            = $3::bigint * interval '1 microsecond',
+        acquired_at    = CASE WHEN ` + takeMineSQL + ` THEN l.acquired_at ELSE c.ts END,
+        renewed_at     = CASE WHEN ` + takeMineSQL + ` THEN c.ts END,
+        renew_count    = CASE WHEN ` + takeMineSQL + ` THEN l.renew_count + 1 ELSE 0 END,
+        released_at    = NULL,
+        grant_kind     = CASE WHEN ` + takeMineSQL + ` THEN l.grant_kind ELSE 'acquired' END,
+        previous_owner = CASE WHEN ` + takeMineSQL + ` THEN l.previous_owner ELSE l.owner_id END,
+        previous_token = CASE WHEN ` + takeMineSQL + ` THEN l.previous_token ELSE l.fence_token END,
+        metadata       = coalesce($4::jsonb, '{}')
+    FROM (SELECT clock_timestamp() AS ts) c
+    WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                        WHERE x.lock_key = $1 AND (x.released_at IS NOT NULL OR x.owner_id = $2)
+                        FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+              CASE WHEN l.renew_count > 0 THEN 'renewed' ELSE 'acquired' END AS outcome,
+              interval '0' AS remaining
+)
+SELECT * FROM taken
+UNION ALL
+SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+       CASE WHEN l.released_at IS NOT NULL THEN 'free'
+            WHEN l.expires_at <= c.ts THEN 'expired' ELSE 'held' END,
+       l.expires_at - c.ts
+FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM taken)`
+
+// takeMineSQL is true in takeSQL when the row is the caller's unexpired
+// lease: the attempt renews it.
+const takeMineSQL = `(l.owner_id = $2 AND l.released_at IS NULL AND l.expires_at > c.ts)`
+
+// TryGrant runs one acquisition attempt: takeSQL, and grantSQL only when
+// takeSQL leaves the attempt to it (the key has no row, or its lease is
+// another owner's and has lapsed: a steal) or when every grant is to be
+// logged. So an attempt on a known key costs one round trip, a first grant
+// or a steal two. found is false when nothing was granted and the key had
+// no row when the statement started (a first grant of it by someone else
+// was in progress).
 func TryGrant(ctx context.Context, db DBTX, p GrantParams) (g Grant, found bool, err error) {
-	err = db.QueryRow(ctx, grantSQL, p.Key, p.Owner, p.TTL.Microseconds(),
-		p.Metadata, p.Actor, p.Detail, p.LogAcquired).
-		Scan(&g.Key, &g.Owner, &g.Token, &g.ExpiresAt, &g.TTL, &g.Outcome, &g.Remaining)
+	if !p.LogAcquired {
+		g, found, err = scanGrant(db.QueryRow(ctx, takeSQL, p.Key, p.Owner, p.TTL.Microseconds(), p.Metadata))
+		if err != nil || (found && g.Outcome != OutcomeExpired) {
+			return g, found, err
+		}
+	}
+	return scanGrant(db.QueryRow(ctx, grantSQL, p.Key, p.Owner, p.TTL.Microseconds(),
+		p.Metadata, p.Actor, p.Detail, p.LogAcquired))
+}
+
+func scanGrant(row pgx.Row) (g Grant, found bool, err error) {
+	err = row.Scan(&g.Key, &g.Owner, &g.Token, &g.ExpiresAt, &g.TTL, &g.Outcome, &g.Remaining)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Grant{}, false, nil
 	}

@@ -59,12 +59,10 @@ func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (Lease
 // released_at, which no index covers, so the update can be HOT (no index
 // writes); expires_at keeps the old lease's expiry.
 //
-// It wakes waiters with NOTIFY only when some are registered: a NOTIFY
-// serialises the commits of every notifying transaction in the cluster, a
-// cost releases nobody waits for should not pay. RETURNING runs after the
-// row is locked and distributed_lock_has_waiters reads with a fresh
-// snapshot, so a waiter that registered while this statement waited for the
-// row is still seen.
+// It wakes waiters with NOTIFY only when some may wait (see
+// wakeWaitersSQL): a NOTIFY serialises the commits of every notifying
+// transaction in the cluster, a cost releases nobody waits for should not
+// pay.
 //
 // With $4 true the release commits without waiting for its WAL to reach
 // disk (synchronous_commit off for this transaction only; Release passes true
@@ -79,7 +77,7 @@ RETURNING ` + leaseRowColumns + `, ` + wakeWaitersSQL
 // the actor).
 const releaseLoggedSQL = `
 WITH released AS (` + releaseUpdateSQL + `
-    RETURNING ` + leaseRowColumns + `
+    RETURNING ` + leaseRowColumns + `, l.wake_until
 ), logged AS (
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
     SELECT l.lock_key, 'released', l.owner_id, l.fence_token, $5 FROM released l
@@ -93,8 +91,12 @@ UPDATE distributed_lock l SET released_at = clock_timestamp()
 FROM (SELECT CASE WHEN $4::boolean THEN set_config('synchronous_commit', 'off', true) END) d
 WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3 AND l.released_at IS NULL`
 
-// wakeWaitersSQL notifies l's waiters, if it has any (see releaseSQL).
-const wakeWaitersSQL = `CASE WHEN distributed_lock_has_waiters(l.lock_key)
+// wakeWaitersSQL notifies l's waiters, if it may have any. A waiter sets
+// wake_until on the row before its last attempt (see AddWaiter), and l is
+// the row as this statement locked it, so no wake-up is lost: a waiter that
+// set wake_until before the lock is seen here; one that tried after it
+// waited for this statement's commit and then finds the key free.
+const wakeWaitersSQL = `CASE WHEN l.wake_until > clock_timestamp()
     THEN pg_notify('` + NotifyChannel + `', l.lock_key) END`
 
 // leaseRowColumns selects a LeaseRow from l.

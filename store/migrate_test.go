@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -97,6 +98,14 @@ func TestMigrateMovesCheckConstraintsToDomains(t *testing.T) {
 		t.Fatalf("row after the upgrade = %+v, %v, %v; want it kept", l, found, err)
 	}
 	assertRefused(t, db.Exec)
+	// The upgraded table has every column today's statements use.
+	g, _, err := store.TryGrant(ctx, db, store.GrantParams{Key: "upgraded", Owner: "o", TTL: time.Minute, Actor: "o"})
+	if err != nil || !g.Granted() {
+		t.Fatalf("grant after the upgrade = %+v, %v", g, err)
+	}
+	if _, ok, err := store.Release(ctx, db, store.ReleaseParams{LeaseRef: store.LeaseRef{Key: "upgraded", Owner: "o", Token: g.Token}}); err != nil || !ok {
+		t.Fatalf("release after the upgrade: %v, %v", ok, err)
+	}
 }
 
 func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgconn.CommandTag, error)) {

@@ -130,7 +130,10 @@ func TestEndToEndInTmux(t *testing.T) {
 	tmux("send-keys", "-t", session, "q")
 	deadline := time.Now().Add(5 * time.Second)
 	for exec.Command("tmux", "has-session", "-t", session).Run() == nil && time.Now().Before(deadline) {
-		if !strings.Contains(tmux("list-panes", "-t", session, "-F", "#{pane_current_command}"), "lockctl") {
+		// The session ends with the program, possibly between the two tmux
+		// calls: a failed list-panes means it is gone.
+		out, err := exec.Command("tmux", "list-panes", "-t", session, "-F", "#{pane_current_command}").Output()
+		if err != nil || !strings.Contains(string(out), "lockctl") {
 			return // the program exited
 		}
 		time.Sleep(100 * time.Millisecond)

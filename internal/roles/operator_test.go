@@ -65,7 +65,6 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 	t.Run("all grants", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		revokePublicExecute(t, e)
 		db := e.roleWith(t, roles.Operator)
 		if err := operatorWorkload(context.Background(), db, e.admin); err != nil {
 			t.Fatalf("operator workload with the documented grants: %v", err)
@@ -82,7 +81,6 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 		{`REVOKE UPDATE (expires_at) ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE UPDATE (released_at) ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE INSERT ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_has_waiters(text) FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE DELETE ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE DELETE ON %[1]s.distributed_lock_waiter FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE DELETE ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
@@ -93,7 +91,6 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			e := newEnv(t)
-			revokePublicExecute(t, e)
 			db := e.roleWith(t, roles.Operator)
 			role := db.Config().ConnConfig.User
 			revoke := fmt.Sprintf(c.revoke, pgx.Identifier{e.schema}.Sanitize(), pgx.Identifier{role}.Sanitize())

@@ -49,28 +49,25 @@ var (
 	}
 
 	// operatorGrants: force-expire/force-release update two columns and log
-	// an event; their NOTIFY of waiters calls distributed_lock_has_waiters;
-	// prune deletes free rows, dead waiter records and, with
+	// an event (their NOTIFY of waiters reads wake_until: SELECT); prune deletes free rows, dead waiter records and, with
 	// --events-older, old events.
 	operatorGrants = append(append([]string{}, viewerGrants...),
 		`GRANT UPDATE (expires_at, released_at) ON %[1]s.distributed_lock TO %[2]s`,
 		`GRANT INSERT ON %[1]s.distributed_lock_event TO %[2]s`,
-		`GRANT EXECUTE ON FUNCTION %[1]s.distributed_lock_has_waiters(text) TO %[2]s`,
 		`GRANT DELETE ON %[1]s.distributed_lock, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_event TO %[2]s`,
 	)
 
 	// serviceGrants: a grant is an INSERT … ON CONFLICT DO UPDATE … RETURNING
 	// (INSERT, UPDATE, SELECT) that draws a token (USAGE on the sequence) and
 	// logs an event (INSERT); Fence's FOR SHARE needs UPDATE too; a waiting
-	// Acquire keeps a waiter record (INSERT, UPDATE, DELETE, SELECT);
-	// release wakes waiters through distributed_lock_has_waiters.
+	// Acquire keeps a waiter record (INSERT, UPDATE, DELETE, SELECT) and
+	// sets wake_until on the lock row (UPDATE).
 	serviceGrants = []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
 		`GRANT SELECT, INSERT, UPDATE ON %[1]s.distributed_lock TO %[2]s`,
 		`GRANT INSERT ON %[1]s.distributed_lock_event TO %[2]s`,
 		`GRANT SELECT, INSERT, UPDATE, DELETE ON %[1]s.distributed_lock_waiter TO %[2]s`,
 		`GRANT USAGE ON SEQUENCE %[1]s.distributed_lock_fence_seq TO %[2]s`,
-		`GRANT EXECUTE ON FUNCTION %[1]s.distributed_lock_has_waiters(text) TO %[2]s`,
 	}
 )
 

@@ -237,7 +237,6 @@ func TestServiceRunsLockerOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	revokePublicExecute(t, e)
 	db := e.roleWith(t, roles.Service)
 	if err := serviceWorkload(ctx, db, e.admin); err != nil {
 		t.Fatalf("service workload: %v", err)

@@ -1,0 +1,82 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
+)
+
+// statements counts what a store call sends: one QueryRow or Exec is one
+// round trip.
+type statements struct {
+	store.DBTX
+	n int
+}
+
+func (s *statements) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	s.n++
+	return s.DBTX.QueryRow(ctx, sql, args...)
+}
+
+// An attempt on a key that has a row costs one statement, whether it
+// grants, renews or is refused; only a first grant and a steal need the
+// second, and a steal is still logged.
+func TestTryGrantRoundTrips(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	grant := func(owner string, ttl time.Duration) (store.Grant, int) {
+		t.Helper()
+		db := &statements{DBTX: pool}
+		g, _, err := store.TryGrant(ctx, db, store.GrantParams{Key: "k", Owner: owner, TTL: ttl, Actor: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g, db.n
+	}
+	steps := []struct {
+		what, owner string
+		ttl         time.Duration
+		outcome     string
+		statements  int
+	}{
+		{"first grant", "a", time.Minute, store.EventAcquired, 2},
+		{"renewal", "a", 50 * time.Millisecond, store.OutcomeRenewed, 1},
+		{"refusal while held", "b", time.Minute, store.OutcomeHeld, 1},
+		{"steal after expiry", "b", time.Minute, store.EventStolen, 2},
+		{"refusal after the steal", "a", time.Minute, store.OutcomeHeld, 1},
+	}
+	var tokens []int64
+	for _, s := range steps {
+		if s.what == "steal after expiry" {
+			time.Sleep(100 * time.Millisecond) // the renewal's 50ms lease runs out
+		}
+		g, n := grant(s.owner, s.ttl)
+		if g.Outcome != s.outcome || n != s.statements {
+			t.Fatalf("%s: outcome %q in %d statements; want %q in %d", s.what, g.Outcome, n, s.outcome, s.statements)
+		}
+		tokens = append(tokens, g.Token)
+	}
+	if tokens[1] != tokens[0] || tokens[3] <= tokens[0] {
+		t.Errorf("tokens %v: a renewal keeps the token, a steal draws a larger one", tokens)
+	}
+	// Released, the key is granted again by takeSQL alone, with a new token.
+	if _, ok, err := store.Release(ctx, pool, store.ReleaseParams{LeaseRef: store.LeaseRef{Key: "k", Owner: "b", Token: tokens[3]}}); err != nil || !ok {
+		t.Fatalf("release: %v, %v", ok, err)
+	}
+	if g, n := grant("a", time.Minute); g.Outcome != store.EventAcquired || n != 1 || g.Token <= tokens[3] {
+		t.Errorf("grant of the released key: %q, token %d, %d statements; want acquired, > %d, 1", g.Outcome, g.Token, n, tokens[3])
+	}
+	var steals int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_event WHERE kind = 'stolen' AND fence_token = $1`, tokens[3]).Scan(&steals); err != nil {
+		t.Fatal(err)
+	}
+	if steals != 1 {
+		t.Errorf("%d stolen events for token %d; want 1", steals, tokens[3])
+	}
+}
