@@ -9,8 +9,9 @@ import (
 )
 
 // TryAcquire makes one attempt to take key for owner, in one statement on
-// db (a pool, a connection, or the caller's transaction: the grant then
-// commits or rolls back with it; use READ COMMITTED there).
+// db (two for a key's first grant or a steal; see store.TryGrant). db is a
+// pool, a connection, or the caller's transaction: the grant then commits or
+// rolls back with it; use READ COMMITTED there.
 //
 // It returns a Lease whose Outcome is Acquired, Stolen or Renewed (owner
 // already held it: same token, new expiry), or a *HeldError (errors.Is
@@ -18,10 +19,6 @@ import (
 func (l *Locker) TryAcquire(ctx context.Context, db store.DBTX, key, owner string) (Lease, error) {
 	return l.tryAcquire(ctx, db, key, owner, nil)
 }
-
-// changedRetries bounds re-attempts when the key changes between a refused
-// grant and reading its holder (it was released or expired in between).
-const changedRetries = 3
 
 func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner string, detail []byte) (Lease, error) {
 	if err := ValidateKey(key); err != nil {
@@ -34,31 +31,23 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
 		Actor: l.ownerActor(owner), Detail: detail, LogAcquired: l.cfg.LogGrants,
 	}
-	var last store.Grant
-	for range changedRetries {
-		sentAt := time.Now()
-		g, found, err := store.TryGrant(ctx, db, params)
-		if err != nil {
-			return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
-		}
-		if g.Granted() {
-			return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
-		}
-		if found && g.Outcome == store.OutcomeHeld {
-			return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token,
-				ExpiresAt: g.ExpiresAt, Remaining: g.Remaining}
-		}
-		// Free or expired, but another transaction was changing the row (or
-		// creating it) right then: the attempt does not wait for it; try
-		// again.
-		if found {
-			last = g
-		}
+	sentAt := time.Now()
+	g, found, err := store.TryGrant(ctx, db, params)
+	if err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
-	// Every attempt found the row being changed by another transaction:
-	// under this much contention the key is, for the caller's purposes,
-	// held. last is the latest row read; its holder may already have moved
-	// on.
-	return Lease{}, &HeldError{Key: key, Owner: last.Owner, Token: last.Token,
-		ExpiresAt: last.ExpiresAt, Remaining: max(0, last.Remaining)}
+	if g.Granted() {
+		return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
+	}
+	held := &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: g.Remaining}
+	if !found || g.Outcome != store.OutcomeHeld {
+		// Free or expired (or not there yet), but another transaction was
+		// changing the row right then: almost always another owner's grant
+		// in flight. One attempt does not wait for it, nor spin on it (a
+		// retry would find it still in flight and cost a round trip each);
+		// the key is busy, with no time left to wait for (Acquire retries
+		// after a short pause).
+		held.Remaining = 0
+	}
+	return Lease{}, held
 }

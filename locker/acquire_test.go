@@ -3,9 +3,12 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -100,5 +103,51 @@ func TestTryAcquireRaceOnNewKey(t *testing.T) {
 		if winners != 1 {
 			t.Fatalf("round %d: %d winners, want exactly 1", round, winners)
 		}
+	}
+}
+
+// statementCounter counts the statements a locker call sends on a DBTX.
+type statementCounter struct {
+	store.DBTX
+	n int
+}
+
+func (s *statementCounter) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	s.n++
+	return s.DBTX.QueryRow(ctx, sql, args...)
+}
+
+// A free key that another owner's grant is taking right now (its
+// transaction is still open) is refused at once as busy: one statement,
+// no spinning on the row, and no time left to wait for.
+func TestTryAcquireBusyKeyIsOneAttempt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	first, err := lk.TryAcquire(ctx, db, "k", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Release(ctx, db, first); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := lk.TryAcquire(ctx, tx, "k", "b"); err != nil {
+		t.Fatal(err)
+	}
+
+	counted := &statementCounter{DBTX: db}
+	_, err = lk.TryAcquire(ctx, counted, "k", "c")
+	var held *locker.HeldError
+	if !errors.As(err, &held) || held.Remaining != 0 || !strings.Contains(err.Error(), "busy") {
+		t.Fatalf("acquire while b's grant is open = %v; want a busy HeldError with no remaining time", err)
+	}
+	if counted.n != 1 {
+		t.Errorf("the refusal took %d statements; want 1", counted.n)
 	}
 }

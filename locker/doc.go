@@ -28,9 +28,10 @@
 //
 // # Operations
 //
-//   - [Locker.TryAcquire] makes one attempt, in one statement: Acquired (new
-//     row or free row), Stolen (another owner's expired lease), Renewed (the
-//     caller already held it: same token, new expiry), or a [*HeldError]
+//   - [Locker.TryAcquire] makes one attempt, in one statement (two for a
+//     key's first grant or a steal): Acquired (new row or free row), Stolen
+//     (another owner's expired lease), Renewed (the caller already held it:
+//     same token, new expiry), or a [*HeldError]
 //     naming the holder and its remaining time. It never waits for a row
 //     lock: a row another transaction is changing right then (a grant or
 //     release in progress, the holder's fenced write) is refused as busy.
