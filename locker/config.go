@@ -46,8 +46,8 @@ type Config struct {
 	// not only what an operator has to be able to explain later: steals,
 	// force-expire and force-release, rejected stale writes (always
 	// recorded). Off by default because two extra rows per acquire/release
-	// cycle cost more than the lock itself: measured, they cut a busy
-	// service's lock throughput by about a third (BENCHMARKS.md). The
+	// cycle, and the full grant statement they need, cut a busy service's
+	// lock throughput by a fifth to a third (BENCHMARKS.md). The
 	// console, the CLI and the demo turn it on; a service can while it is
 	// being debugged.
 	LogGrants bool
