@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -106,17 +104,6 @@ func TestTryAcquireRaceOnNewKey(t *testing.T) {
 	}
 }
 
-// statementCounter counts the statements a locker call sends on a DBTX.
-type statementCounter struct {
-	store.DBTX
-	n int
-}
-
-func (s *statementCounter) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	s.n++
-	return s.DBTX.QueryRow(ctx, sql, args...)
-}
-
 // A free key that another owner's grant is taking right now (its
 // transaction is still open) is refused at once as busy: one statement,
 // no spinning on the row, and no time left to wait for.
@@ -141,13 +128,13 @@ func TestTryAcquireBusyKeyIsOneAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	counted := &statementCounter{DBTX: db}
+	counted := &testdb.Statements{DBTX: db}
 	_, err = lk.TryAcquire(ctx, counted, "k", "c")
 	var held *locker.HeldError
 	if !errors.As(err, &held) || held.Remaining != 0 || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("acquire while b's grant is open = %v; want a busy HeldError with no remaining time", err)
 	}
-	if counted.n != 1 {
-		t.Errorf("the refusal took %d statements; want 1", counted.n)
+	if counted.N != 1 {
+		t.Errorf("the refusal took %d statements; want 1", counted.N)
 	}
 }

@@ -136,12 +136,7 @@ SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl,
        interval '0' AS remaining
 FROM granted g
 UNION ALL
-SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-       CASE WHEN l.released_at IS NOT NULL THEN 'free'
-            WHEN l.expires_at <= c.ts THEN 'expired' ELSE 'held' END,
-       l.expires_at - c.ts
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
-WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM granted)`
+` + refusedSQL + `granted)`
 
 // takeSQL is the acquisition almost every attempt needs: the key's row
 // exists and is free, or is already the caller's. It is grantSQL without
@@ -186,12 +181,17 @@ WITH taken AS (
 )
 SELECT * FROM taken
 UNION ALL
+` + refusedSQL + `taken)`
+
+// refusedSQL ends grantSQL and takeSQL: the key's row as the statement
+// found it, when the CTE named right after it granted nothing.
+const refusedSQL = `
 SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
        CASE WHEN l.released_at IS NOT NULL THEN 'free'
             WHEN l.expires_at <= c.ts THEN 'expired' ELSE 'held' END,
        l.expires_at - c.ts
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
-WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM taken)`
+WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM `
 
 // takeMineSQL is true in takeSQL when the row is the caller's unexpired
 // lease: the attempt renews it.

@@ -5,23 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
-
-// statements counts what a store call sends: one QueryRow or Exec is one
-// round trip.
-type statements struct {
-	store.DBTX
-	n int
-}
-
-func (s *statements) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	s.n++
-	return s.DBTX.QueryRow(ctx, sql, args...)
-}
 
 // An attempt on a key that has a row costs one statement, whether it
 // grants, renews or is refused; only a first grant and a steal need the
@@ -32,12 +18,12 @@ func TestTryGrantRoundTrips(t *testing.T) {
 	pool := testdb.New(t)
 	grant := func(owner string, ttl time.Duration) (store.Grant, int) {
 		t.Helper()
-		db := &statements{DBTX: pool}
+		db := &testdb.Statements{DBTX: pool}
 		g, _, err := store.TryGrant(ctx, db, store.GrantParams{Key: "k", Owner: owner, TTL: ttl, Actor: owner})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return g, db.n
+		return g, db.N
 	}
 	steps := []struct {
 		what, owner string
