@@ -39,7 +39,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 	if g.Granted() {
 		return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
 	}
-	held := &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: g.Remaining}
+	remaining := g.Remaining
 	if !found || g.Outcome != store.OutcomeHeld {
 		// Free or expired (or not there yet), but another transaction was
 		// changing the row right then: almost always another owner's grant
@@ -47,7 +47,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner strin
 		// retry would find it still in flight and cost a round trip each);
 		// the key is busy, with no time left to wait for (Acquire retries
 		// after a short pause).
-		held.Remaining = 0
+		remaining = 0
 	}
-	return Lease{}, held
+	return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining}
 }

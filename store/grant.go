@@ -136,7 +136,7 @@ SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl,
        interval '0' AS remaining
 FROM granted g
 UNION ALL
-` + refusedSQL + `granted)`
+` + refusedSQL
 
 // takeSQL is the acquisition almost every attempt needs: the key's row
 // exists and is free, or is already the caller's. It is grantSQL without
@@ -146,9 +146,10 @@ UNION ALL
 //
 //   - The subquery locks the row, SKIP LOCKED, only if the caller may take
 //     it without a steal: free, or its own (current or lapsed).
-//   - The token is drawn while the row is locked, as in grantSQL; "now" is
-//     one clock_timestamp() reading (c.ts), taken before the lock but used
-//     for every column, so a renewal is judged on one instant.
+//   - The token is drawn while the row is locked, as in grantSQL. "Now" is
+//     one clock_timestamp() reading (c.ts) used for every column, so a
+//     renewal is judged on one instant; the lock never waits (SKIP LOCKED),
+//     so the reading is as fresh as grantSQL's.
 //   - A renewal (the caller's own unexpired lease) keeps the token and
 //     acquired_at; anything else is a new grant of a free row, "acquired".
 //   - When nothing was taken, the row is returned as the statement found
@@ -156,7 +157,7 @@ UNION ALL
 //     (another owner's lapsed lease: a steal) and no row at all (a first
 //     grant) are left to grantSQL (see TryGrant).
 const takeSQL = `
-WITH taken AS (
+WITH granted AS (
     UPDATE distributed_lock l SET
         owner_id       = $2,
         fence_token    = CASE WHEN ` + takeMineSQL + ` THEN l.fence_token
@@ -179,19 +180,19 @@ WITH taken AS (
               CASE WHEN l.renew_count > 0 THEN 'renewed' ELSE 'acquired' END AS outcome,
               interval '0' AS remaining
 )
-SELECT * FROM taken
+SELECT * FROM granted
 UNION ALL
-` + refusedSQL + `taken)`
+` + refusedSQL
 
 // refusedSQL ends grantSQL and takeSQL: the key's row as the statement
-// found it, when the CTE named right after it granted nothing.
+// found it, when their CTE "granted" is empty.
 const refusedSQL = `
 SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
        CASE WHEN l.released_at IS NOT NULL THEN 'free'
             WHEN l.expires_at <= c.ts THEN 'expired' ELSE 'held' END,
        l.expires_at - c.ts
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
-WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM `
+WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM granted)`
 
 // takeMineSQL is true in takeSQL when the row is the caller's unexpired
 // lease: the attempt renews it.
