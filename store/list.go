@@ -12,7 +12,13 @@ import (
 )
 
 // Sort is an order the console can list locks in. Each is read as a window
-// through an index, so a poll costs the same at row 10 and at row 90,000.
+// around the selection, never by sorting the table. By key the window comes
+// through the primary key, so a poll costs the same at row 10 and at row
+// 90,000. The other orders have no index of their own (see schema.sql: an
+// index on a lease column would make every grant a non-HOT update), so each
+// side of their window is one pass over the table into a top-N sort that
+// holds only the window's rows; with an operator's index on the column (see
+// README) the planner reads it through that instead, from the same SQL.
 type Sort string
 
 const (
@@ -142,10 +148,11 @@ LEFT JOIN LATERAL (
     SELECT count(*) AS n, min(w2.waiting_since) AS since FROM distributed_lock_waiter w2
     WHERE w2.lock_key = l.lock_key AND w2.seen_until > c.ts) wt ON true`
 
-// Windows for the four index-backed orders. Each side is an index range scan
-// from the anchor's values, in the index's order, stopped by LIMIT. $1 anchor
-// key, $2 pattern, $3 rows before, $4 rows from the anchor on, $5 the
-// anchor's value in the sort column.
+// Windows for the four column orders. Each side is a range from the anchor's
+// values in the sort order, stopped by LIMIT: an index range scan by key (or
+// through an operator's index), otherwise a pass over the table into a
+// bounded top-N sort. $1 anchor key, $2 pattern, $3 rows before, $4 rows
+// from the anchor on, $5 the anchor's value in the sort column.
 const windowByKeySQL = `
 WITH x AS (
     SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.lock_key) AS pos FROM (
@@ -261,8 +268,10 @@ func windowArgs(s Sort, a anchorRow, pattern string, before, after int) []any {
 }
 
 // Anchors at a position, for when there is none (first poll, the selected
-// key was pruned or filtered out, Home/End). OFFSET walks the index, so this
-// costs O(position); it runs only on those occasions. $1 offset, $2 pattern.
+// key was pruned or filtered out, Home/End). OFFSET walks the order, so this
+// costs O(position): nthAnchor counts from whichever end is nearer (End is
+// the first row of the reversed order), and it runs only on those
+// occasions. $1 offset, $2 pattern.
 const nthHead = `
 WITH ` + liveWaitersCTE + `
 SELECT ` + anchorColumns + `
@@ -273,6 +282,12 @@ const nthByKeySQL = nthHead + ` ORDER BY l.lock_key OFFSET $1 LIMIT 1`
 const nthByTTLSQL = nthHead + ` ORDER BY l.expires_at, l.lock_key OFFSET $1 LIMIT 1`
 const nthByTokenSQL = nthHead + ` ORDER BY l.fence_token DESC OFFSET $1 LIMIT 1`
 const nthByHeldSQL = nthHead + ` ORDER BY l.acquired_at, l.lock_key OFFSET $1 LIMIT 1`
+
+// The same orders reversed: $1 counts from the last row.
+const nthLastByKeySQL = nthHead + ` ORDER BY l.lock_key DESC OFFSET $1 LIMIT 1`
+const nthLastByTTLSQL = nthHead + ` ORDER BY l.expires_at DESC, l.lock_key DESC OFFSET $1 LIMIT 1`
+const nthLastByTokenSQL = nthHead + ` ORDER BY l.fence_token OFFSET $1 LIMIT 1`
+const nthLastByHeldSQL = nthHead + ` ORDER BY l.acquired_at DESC, l.lock_key DESC OFFSET $1 LIMIT 1`
 
 // nthWaitedSQL: position within the keys that have live waiters.
 const nthWaitedSQL = `
@@ -297,12 +312,19 @@ var nthSQL = map[Sort]string{
 	SortHeldFor: nthByHeldSQL,
 }
 
+var nthLastSQL = map[Sort]string{
+	SortKey:     nthLastByKeySQL,
+	SortTTL:     nthLastByTTLSQL,
+	SortToken:   nthLastByTokenSQL,
+	SortHeldFor: nthLastByHeldSQL,
+}
+
 // MaxWindow bounds Before and After.
 const MaxWindow = 1000
 
 // ListLocks reads the window of rows q asks for, the table's totals and the
-// server's role. It reads the window's rows through an index and makes one
-// pass over the table for the counts; it never sorts the table.
+// server's role. It makes one pass over the table for the counts and reads
+// the window as Sort describes; it never sorts the table.
 func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 	if _, ok := windowSQL[q.Sort]; !ok {
 		return Page{}, fmt.Errorf("store: unknown sort %q", q.Sort)
@@ -344,7 +366,7 @@ func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 		if rank < 0 || rank >= t.Matching {
 			rank = t.Matching - 1
 		}
-		a, found, err := nthAnchor(ctx, db, q.Sort, pattern, rank, t.MatchingWaited)
+		a, found, err := nthAnchor(ctx, db, q.Sort, pattern, rank, t.Matching, t.MatchingWaited)
 		if err != nil {
 			return Page{}, err
 		}
@@ -393,13 +415,17 @@ type windowRow struct {
 	Pos  int64 `db:"pos"`
 }
 
-func nthAnchor(ctx context.Context, db DBTX, s Sort, pattern string, rank, waited int64) (anchorRow, bool, error) {
+// nthAnchor reads the row at rank among matching rows (waited of them have
+// live waiters).
+func nthAnchor(ctx context.Context, db DBTX, s Sort, pattern string, rank, matching, waited int64) (anchorRow, bool, error) {
 	query, offset := nthSQL[s], rank
-	if s == SortWaiters {
+	switch fromEnd := matching - 1 - rank; {
+	case s == SortWaiters && rank < waited:
 		query = nthWaitedSQL
-		if rank >= waited {
-			query, offset = nthUnwaitedSQL, rank-waited
-		}
+	case s == SortWaiters:
+		query, offset = nthUnwaitedSQL, rank-waited
+	case fromEnd < rank:
+		query, offset = nthLastSQL[s], fromEnd
 	}
 	return maybeOne[anchorRow](db.Query(ctx, query, offset, pattern))
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -120,5 +122,47 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 		if !strings.Contains(pgErr.Message, "distributed_lock_") {
 			t.Errorf("%s: %q does not name the rule", name, pgErr.Message)
 		}
+	}
+}
+
+// A table made by a version that indexed the console's sort columns loses
+// those indexes on migrate (they made every grant a non-HOT update), while
+// indexes an operator added under other names are left alone.
+func TestMigrateDropsOldSortIndexes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.Pool(t, testdb.EmptyDSN(t))
+	old, err := os.ReadFile("testdata/schema-with-checks.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sortIndexes, err := os.ReadFile("testdata/sort-indexes.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// README gives operators these statements.
+	if readme, err := os.ReadFile("../README.md"); err != nil || !strings.Contains(string(readme), string(sortIndexes)) {
+		t.Errorf("README does not give testdata/sort-indexes.sql verbatim (%v)", err)
+	}
+	for _, sql := range []string{string(old), string(sortIndexes)} {
+		if err := store.Migrate(ctx, db, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.Migrate(ctx, db, testdb.SchemaSQL(t)); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index
+		WHERE indrelid = 'distributed_lock'::regclass ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"distributed_lock_by_acquired", "distributed_lock_by_expiry", "distributed_lock_by_token", "distributed_lock_pkey"}
+	if !slices.Equal(got, want) {
+		t.Errorf("indexes after migrate: %q; want %q", got, want)
 	}
 }
