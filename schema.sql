@@ -75,8 +75,9 @@ ALTER TABLE distributed_lock SET (fillfactor = 80);
 -- The primary key is the table's only index, on purpose: every grant,
 -- renewal and release changes owner_id, fence_token, expires_at,
 -- acquired_at or released_at, and an index on any of them makes each of
--- those writes a non-HOT update that inserts into every index (measured:
--- a quarter of lock throughput at 8 workers, see BENCHMARKS.md). The
+-- those writes a non-HOT update that inserts into every index (measured
+-- at 8 workers: 7.3k cycles/s with three such indexes, 9.3k without; see
+-- BENCHMARKS.md). The
 -- console's orders other than by key read the table once per side of the
 -- window with a bounded top-N sort instead (store.ListLocks). Earlier
 -- versions created these three; an operator who wants index-backed console

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -222,13 +221,10 @@ func TestListLocksPlans(t *testing.T) {
 	seed(t, pool, 100_000, 997)
 	ctx := context.Background()
 	keys := referenceKeys(t, pool, store.SortKey, "")
-	sortIndexes, err := os.ReadFile("testdata/sort-indexes.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
+	sortIndexes := testdataSQL(t, "sort-indexes.sql")
 	for _, withIndexes := range []bool{false, true} {
 		if withIndexes {
-			if _, err := pool.Exec(ctx, string(sortIndexes)); err != nil {
+			if _, err := pool.Exec(ctx, sortIndexes); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := pool.Exec(ctx, `ANALYZE distributed_lock`); err != nil {

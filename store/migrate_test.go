@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
@@ -63,14 +64,7 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 func TestMigrateMovesCheckConstraintsToDomains(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.Pool(t, testdb.EmptyDSN(t))
-	old, err := os.ReadFile("testdata/schema-with-checks.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Migrate(ctx, db, string(old)); err != nil {
-		t.Fatal(err)
-	}
+	db := migratedFrom(t, "schema-with-checks.sql")
 	if _, err := db.Exec(ctx, keptRowSQL); err != nil {
 		t.Fatal(err)
 	}
@@ -131,24 +125,11 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 func TestMigrateDropsOldSortIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := testdb.Pool(t, testdb.EmptyDSN(t))
-	old, err := os.ReadFile("testdata/schema-with-checks.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sortIndexes, err := os.ReadFile("testdata/sort-indexes.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
 	// README gives operators these statements.
-	if readme, err := os.ReadFile("../README.md"); err != nil || !strings.Contains(string(readme), string(sortIndexes)) {
+	if readme, err := os.ReadFile("../README.md"); err != nil || !strings.Contains(string(readme), testdataSQL(t, "sort-indexes.sql")) {
 		t.Errorf("README does not give testdata/sort-indexes.sql verbatim (%v)", err)
 	}
-	for _, sql := range []string{string(old), string(sortIndexes)} {
-		if err := store.Migrate(ctx, db, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := migratedFrom(t, "schema-with-checks.sql", "sort-indexes.sql")
 	if err := store.Migrate(ctx, db, testdb.SchemaSQL(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +146,28 @@ func TestMigrateDropsOldSortIndexes(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("indexes after migrate: %q; want %q", got, want)
 	}
+}
+
+// testdataSQL is the text of testdata/name.
+func testdataSQL(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// migratedFrom is a new, empty database migrated with each of the named
+// testdata files in turn: a database as an earlier version (and its
+// operator) left it.
+func migratedFrom(t *testing.T, names ...string) *pgxpool.Pool {
+	t.Helper()
+	db := testdb.Pool(t, testdb.EmptyDSN(t))
+	for _, name := range names {
+		if err := store.Migrate(context.Background(), db, testdataSQL(t, name)); err != nil {
+			t.Fatalf("migrate with %s: %v", name, err)
+		}
+	}
+	return db
 }
