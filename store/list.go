@@ -19,6 +19,8 @@ import (
 // side of their window is one pass over the table into a top-N sort that
 // holds only the window's rows; with an operator's index on the column (see
 // README) the planner reads it through that instead, from the same SQL.
+// Handed the last page's Span (ListQuery.Near), as the console's polls are,
+// both sides come from one pass while the window stays inside that span.
 type Sort string
 
 const (
@@ -31,6 +33,27 @@ const (
 
 // Sorts lists the orders in the console's cycle order.
 var Sorts = []Sort{SortKey, SortTTL, SortToken, SortHeldFor, SortWaiters}
+
+// byColumn says whether s orders by a lease column (TTL, token, held for):
+// the orders without an index of their own.
+func (s Sort) byColumn() bool {
+	_, ok := columnOrders[s]
+	return ok
+}
+
+// sortValue is a's value in the sort column of a column order, nil in the
+// others.
+func sortValue(s Sort, a anchorRow) any {
+	switch s {
+	case SortTTL:
+		return a.ExpiresAt
+	case SortToken:
+		return a.Token
+	case SortHeldFor:
+		return a.AcquiredAt
+	}
+	return nil
+}
 
 // ListQuery asks for a window of the lock table around one row.
 type ListQuery struct {
@@ -47,6 +70,9 @@ type ListQuery struct {
 	// Before and After bound the window: up to Before rows before the
 	// anchor and up to After rows from the anchor on (the anchor included).
 	Before, After int
+	// Near is the previous page's Span: a hint that makes a poll of the
+	// same order and filter cheaper (see Span). The zero Span is no hint.
+	Near Span
 }
 
 // ListedLock is a lock row with its live waiters.
@@ -87,6 +113,8 @@ type Page struct {
 	InRecovery    bool
 	ServerVersion string
 	DBNow         time.Time
+	// Span is where Rows lie in the order, for the next poll's ListQuery.Near.
+	Span Span
 }
 
 // LikePattern turns a filter into an ILIKE pattern matching it anywhere,
@@ -132,199 +160,15 @@ type anchorRow struct {
 	Since      *time.Time `db:"since"`
 }
 
-// windowColumns selects a ListedLock plus the row's place in the window:
-// side 0 is before the anchor, 1 from it on; pos counts away from the anchor.
-const windowColumns = lockColumns + `,
-	coalesce(wt.n, 0) AS waiters, coalesce(c.ts - wt.since, interval '0') AS oldest_wait,
-	wt.since AS oldest_since, x.side, x.pos`
-
-// windowTail joins the window's rows (CTE x, holding lock_key, side, pos) to
-// their full row and live waiters: a lookup per window row, never a scan.
-const windowTail = `
-SELECT ` + windowColumns + `
-FROM x JOIN distributed_lock l ON l.lock_key = x.lock_key
-CROSS JOIN (SELECT clock_timestamp() AS ts) c
-LEFT JOIN LATERAL (
-    SELECT count(*) AS n, min(w2.waiting_since) AS since FROM distributed_lock_waiter w2
-    WHERE w2.lock_key = l.lock_key AND w2.seen_until > c.ts) wt ON true`
-
-// Windows for the four column orders. Each side is a range from the anchor's
-// values in the sort order, stopped by LIMIT: an index range scan by key (or
-// through an operator's index), otherwise a pass over the table into a
-// bounded top-N sort. $1 anchor key, $2 pattern, $3 rows before, $4 rows
-// from the anchor on, $5 the anchor's value in the sort column.
-const windowByKeySQL = `
-WITH x AS (
-    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.lock_key) AS pos FROM (
-        SELECT l.lock_key FROM distributed_lock l
-        WHERE l.lock_key >= $1 AND ` + matchCond + `
-        ORDER BY l.lock_key LIMIT $4) s
-    UNION ALL
-    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.lock_key DESC) FROM (
-        SELECT l.lock_key FROM distributed_lock l
-        WHERE l.lock_key < $1 AND ` + matchCond + `
-        ORDER BY l.lock_key DESC LIMIT $3) s)` + windowTail
-
-const windowByTTLSQL = `
-WITH x AS (
-    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.expires_at, s.lock_key) AS pos FROM (
-        SELECT l.lock_key, l.expires_at FROM distributed_lock l
-        WHERE (l.expires_at, l.lock_key) >= ($5::timestamptz, $1::text) AND ` + matchCond + `
-        ORDER BY l.expires_at, l.lock_key LIMIT $4) s
-    UNION ALL
-    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.expires_at DESC, s.lock_key DESC) FROM (
-        SELECT l.lock_key, l.expires_at FROM distributed_lock l
-        WHERE (l.expires_at, l.lock_key) < ($5::timestamptz, $1::text) AND ` + matchCond + `
-        ORDER BY l.expires_at DESC, l.lock_key DESC LIMIT $3) s)` + windowTail
-
-// Tokens come from one sequence and each value lands on at most one row, so
-// fence_token alone is a total order and the key ($1) is not needed; the
-// "$1 IS NOT NULL" only gives the parameter a type.
-const windowByTokenSQL = `
-WITH x AS (
-    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.fence_token DESC) AS pos FROM (
-        SELECT l.lock_key, l.fence_token FROM distributed_lock l
-        WHERE l.fence_token <= $5::bigint AND $1::text IS NOT NULL AND ` + matchCond + `
-        ORDER BY l.fence_token DESC LIMIT $4) s
-    UNION ALL
-    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.fence_token) FROM (
-        SELECT l.lock_key, l.fence_token FROM distributed_lock l
-        WHERE l.fence_token > $5::bigint AND ` + matchCond + `
-        ORDER BY l.fence_token LIMIT $3) s)` + windowTail
-
-const windowByHeldSQL = `
-WITH x AS (
-    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.acquired_at, s.lock_key) AS pos FROM (
-        SELECT l.lock_key, l.acquired_at FROM distributed_lock l
-        WHERE (l.acquired_at, l.lock_key) >= ($5::timestamptz, $1::text) AND ` + matchCond + `
-        ORDER BY l.acquired_at, l.lock_key LIMIT $4) s
-    UNION ALL
-    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.acquired_at DESC, s.lock_key DESC) FROM (
-        SELECT l.lock_key, l.acquired_at FROM distributed_lock l
-        WHERE (l.acquired_at, l.lock_key) < ($5::timestamptz, $1::text) AND ` + matchCond + `
-        ORDER BY l.acquired_at DESC, l.lock_key DESC LIMIT $3) s)` + windowTail
-
-// windowByWaitersSQL: the order is "keys with live waiters (most first,
-// longest wait, key)" then "keys without, by key". The first segment comes
-// from the small waiter table and may be sorted freely; the second is a
-// primary-key range scan that skips waited keys. $1..$4 as above, $5 the
-// anchor's waiter count, $6 its oldest wait (NULL without waiters).
-const windowByWaitersSQL = `
-WITH ` + liveWaitersCTE + `,
-seg_a AS (
-    SELECT l.lock_key, -w.n AS negn, w.since FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
-    WHERE ` + matchCond + `),
-after_a AS (
-    SELECT s.lock_key, 0 AS seg, row_number() OVER (ORDER BY s.negn, s.since, s.lock_key) AS rn FROM (
-        SELECT g.* FROM seg_a g
-        WHERE $5::bigint > 0 AND (g.negn, g.since, g.lock_key) >= (-$5::bigint, $6::timestamptz, $1::text)
-        ORDER BY g.negn, g.since, g.lock_key LIMIT $4) s),
-after_b AS (
-    SELECT s.lock_key, 1 AS seg, row_number() OVER (ORDER BY s.lock_key) AS rn FROM (
-        SELECT l.lock_key FROM distributed_lock l
-        WHERE l.lock_key >= CASE WHEN $5::bigint > 0 THEN '' ELSE $1::text END AND ` + matchCond + `
-          AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
-        ORDER BY l.lock_key LIMIT $4) s),
-before_b AS (
-    SELECT s.lock_key, 0 AS seg, row_number() OVER (ORDER BY s.lock_key DESC) AS rn FROM (
-        SELECT l.lock_key FROM distributed_lock l
-        WHERE $5::bigint = 0 AND l.lock_key < $1::text AND ` + matchCond + `
-          AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
-        ORDER BY l.lock_key DESC LIMIT $3) s),
-before_a AS (
-    SELECT s.lock_key, 1 AS seg, row_number() OVER (ORDER BY s.negn DESC, s.since DESC, s.lock_key DESC) AS rn FROM (
-        SELECT g.* FROM seg_a g
-        WHERE $5::bigint = 0 OR (g.negn, g.since, g.lock_key) < (-$5::bigint, $6::timestamptz, $1::text)
-        ORDER BY g.negn DESC, g.since DESC, g.lock_key DESC LIMIT $3) s),
-x AS (
-    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.seg, s.rn) AS pos FROM (
-        SELECT * FROM (SELECT * FROM after_a UNION ALL SELECT * FROM after_b) u ORDER BY u.seg, u.rn LIMIT $4) s
-    UNION ALL
-    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.seg, s.rn) FROM (
-        SELECT * FROM (SELECT * FROM before_b UNION ALL SELECT * FROM before_a) u ORDER BY u.seg, u.rn LIMIT $3) s)` + windowTail
-
-var windowSQL = map[Sort]string{
-	SortKey:     windowByKeySQL,
-	SortTTL:     windowByTTLSQL,
-	SortToken:   windowByTokenSQL,
-	SortHeldFor: windowByHeldSQL,
-	SortWaiters: windowByWaitersSQL,
-}
-
-// windowArgs are a window statement's arguments for anchor a.
-func windowArgs(s Sort, a anchorRow, pattern string, before, after int) []any {
-	args := []any{a.Key, pattern, before, after}
-	switch s {
-	case SortTTL:
-		args = append(args, a.ExpiresAt)
-	case SortToken:
-		args = append(args, a.Token)
-	case SortHeldFor:
-		args = append(args, a.AcquiredAt)
-	case SortWaiters:
-		args = append(args, a.N, a.Since)
-	}
-	return args
-}
-
-// Anchors at a position, for when there is none (first poll, the selected
-// key was pruned or filtered out, Home/End). OFFSET walks the order, so this
-// costs O(position): nthAnchor counts from whichever end is nearer (End is
-// the first row of the reversed order), and it runs only on those
-// occasions. $1 offset, $2 pattern.
-const nthHead = `
-WITH ` + liveWaitersCTE + `
-SELECT ` + anchorColumns + `
-FROM distributed_lock l LEFT JOIN w ON w.lock_key = l.lock_key
-WHERE ` + matchCond
-
-const nthByKeySQL = nthHead + ` ORDER BY l.lock_key OFFSET $1 LIMIT 1`
-const nthByTTLSQL = nthHead + ` ORDER BY l.expires_at, l.lock_key OFFSET $1 LIMIT 1`
-const nthByTokenSQL = nthHead + ` ORDER BY l.fence_token DESC OFFSET $1 LIMIT 1`
-const nthByHeldSQL = nthHead + ` ORDER BY l.acquired_at, l.lock_key OFFSET $1 LIMIT 1`
-
-// The same orders reversed: $1 counts from the last row.
-const nthLastByKeySQL = nthHead + ` ORDER BY l.lock_key DESC OFFSET $1 LIMIT 1`
-const nthLastByTTLSQL = nthHead + ` ORDER BY l.expires_at DESC, l.lock_key DESC OFFSET $1 LIMIT 1`
-const nthLastByTokenSQL = nthHead + ` ORDER BY l.fence_token OFFSET $1 LIMIT 1`
-const nthLastByHeldSQL = nthHead + ` ORDER BY l.acquired_at DESC, l.lock_key DESC OFFSET $1 LIMIT 1`
-
-// nthWaitedSQL: position within the keys that have live waiters.
-const nthWaitedSQL = `
-WITH ` + liveWaitersCTE + `
-SELECT ` + anchorColumns + `
-FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
-WHERE ` + matchCond + `
-ORDER BY w.n DESC, w.since, l.lock_key OFFSET $1 LIMIT 1`
-
-// nthUnwaitedSQL: position within the keys without live waiters.
-const nthUnwaitedSQL = `
-WITH ` + liveWaitersCTE + `
-SELECT l.lock_key, l.expires_at, l.fence_token, l.acquired_at, 0::bigint AS n, NULL::timestamptz AS since
-FROM distributed_lock l
-WHERE ` + matchCond + ` AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
-ORDER BY l.lock_key OFFSET $1 LIMIT 1`
-
-var nthSQL = map[Sort]string{
-	SortKey:     nthByKeySQL,
-	SortTTL:     nthByTTLSQL,
-	SortToken:   nthByTokenSQL,
-	SortHeldFor: nthByHeldSQL,
-}
-
-var nthLastSQL = map[Sort]string{
-	SortKey:     nthLastByKeySQL,
-	SortTTL:     nthLastByTTLSQL,
-	SortToken:   nthLastByTokenSQL,
-	SortHeldFor: nthLastByHeldSQL,
-}
-
 // MaxWindow bounds Before and After.
 const MaxWindow = 1000
 
 // ListLocks reads the window of rows q asks for, the table's totals and the
 // server's role. It makes one pass over the table for the counts and reads
-// the window as Sort describes; it never sorts the table.
+// the window as Sort describes; it never sorts the table. Its statements
+// run one after another, each with its own snapshot unless db is a
+// transaction: under concurrent writes the counts and the rows can be a
+// few milliseconds apart.
 func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 	if _, ok := windowSQL[q.Sort]; !ok {
 		return Page{}, fmt.Errorf("store: unknown sort %q", q.Sort)
@@ -343,12 +187,7 @@ func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 			anchor = &a
 		}
 	}
-	args := []any{nil, pattern, string(q.Sort), nil, nil, nil, int64(0), nil}
-	if anchor != nil {
-		args = []any{anchor.Key, pattern, string(q.Sort), anchor.ExpiresAt, anchor.Token,
-			anchor.AcquiredAt, anchor.N, anchor.Since}
-	}
-	t, _, err := maybeOne[totalsRow](db.Query(ctx, totalsSQL, args...))
+	t, _, err := maybeOne[totalsRow](db.Query(ctx, totalsSQL[q.Sort], totalsArgs(q.Sort, anchor, pattern)...))
 	if err != nil {
 		return Page{}, err
 	}
@@ -381,8 +220,7 @@ func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 	default:
 		rank = t.MatchingWaited + t.ScanRank - t.WaitedKeyRank
 	}
-	rows, err := collect[windowRow](db.Query(ctx, windowSQL[q.Sort],
-		windowArgs(q.Sort, *anchor, pattern, q.Before, q.After)...))
+	rows, err := readWindow(ctx, db, q, pattern, *anchor, rank, t.Matching)
 	if err != nil {
 		return Page{}, err
 	}
@@ -406,28 +244,41 @@ func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 		page.Anchor = len(page.Rows) - 1
 	}
 	page.AnchorRank = rank
+	page.Span = spanOf(q.Sort, pattern, page.Rows)
 	return page, nil
 }
 
-type windowRow struct {
-	ListedLock
-	Side int32 `db:"side"`
-	Pos  int64 `db:"pos"`
-}
-
-// nthAnchor reads the row at rank among matching rows (waited of them have
-// live waiters).
-func nthAnchor(ctx context.Context, db DBTX, s Sort, pattern string, rank, matching, waited int64) (anchorRow, bool, error) {
-	query, offset := nthSQL[s], rank
-	switch fromEnd := matching - 1 - rank; {
-	case s == SortWaiters && rank < waited:
-		query = nthWaitedSQL
-	case s == SortWaiters:
-		query, offset = nthUnwaitedSQL, rank-waited
-	case fromEnd < rank:
-		query, offset = nthLastSQL[s], fromEnd
+// readWindow reads the rows around anchor a, which is at rank among
+// matching rows. With a Span of this order and filter it reads the rows
+// inside the span first (one pass); a side holding fewer rows than the
+// totals say lie there is then read again the full way, alone (a LIMIT of
+// 0 reads nothing for the other side). The totals come from the statement
+// before, so a row that moved in between costs at worst that second read,
+// or leaves a side one row short until the next poll.
+func readWindow(ctx context.Context, db DBTX, q ListQuery, pattern string, a anchorRow, rank, matching int64) ([]windowRow, error) {
+	if !q.Near.covers(q.Sort, pattern) {
+		return collect[windowRow](db.Query(ctx, windowSQL[q.Sort], windowArgs(q.Sort, a, pattern, q.Before, q.After)...))
 	}
-	return maybeOne[anchorRow](db.Query(ctx, query, offset, pattern))
+	rows, err := collect[windowRow](db.Query(ctx, nearSQL[q.Sort], nearArgs(q.Sort, a, pattern, q.Before, q.After, q.Near)...))
+	if err != nil {
+		return nil, err
+	}
+	before, after := q.Before, q.After
+	if int64(onSide(rows, 0)) >= min(int64(q.Before), rank) {
+		before = 0
+	} else {
+		rows = dropSide(rows, 0)
+	}
+	if int64(onSide(rows, 1)) >= min(int64(q.After), matching-rank) {
+		after = 0
+	} else {
+		rows = dropSide(rows, 1)
+	}
+	if before == 0 && after == 0 {
+		return rows, nil
+	}
+	rest, err := collect[windowRow](db.Query(ctx, windowSQL[q.Sort], windowArgs(q.Sort, a, pattern, before, after)...))
+	return append(rows, rest...), err
 }
 
 // maybeOne collects at most one row; found is false when there is none.

@@ -139,6 +139,89 @@ func TestListLocksWindows(t *testing.T) {
 	}
 }
 
+// TestListLocksNearSpan polls again with the previous page's Span, as the
+// console does, for anchors inside, beside and far from that span, with
+// rows moved in between: every page must equal the full order's window.
+// The cost is counted in sequential scans of the table in the poll's
+// transaction: a span still holding the window must save some (both sides
+// come from one pass instead of a pass each).
+func TestListLocksNearSpan(t *testing.T) {
+	pool := testdb.New(t)
+	seed(t, pool, 600, 40)
+	ctx := context.Background()
+	for _, s := range []store.Sort{store.SortTTL, store.SortToken, store.SortHeldFor} {
+		for _, filter := range []string{"", "worker-3"} {
+			t.Run(fmt.Sprintf("%s/%q", s, filter), func(t *testing.T) {
+				want := referenceKeys(t, pool, s, store.LikePattern(filter))
+				poll := func(at int, near store.Span) (store.Page, int64) {
+					t.Helper()
+					tx, err := pool.Begin(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer tx.Rollback(ctx)
+					// The counter holds what the backend has not reported yet,
+					// which may include earlier transactions: count the change.
+					scans := func() (n int64) {
+						if err := tx.QueryRow(ctx, `SELECT pg_stat_get_xact_numscans('distributed_lock'::regclass)`).Scan(&n); err != nil {
+							t.Fatal(err)
+						}
+						return n
+					}
+					before := scans()
+					page, err := store.ListLocks(ctx, tx, store.ListQuery{
+						Filter: filter, Sort: s, Anchor: want[at], Before: 5, After: 6, Near: near})
+					if err != nil {
+						t.Fatal(err)
+					}
+					passes := scans() - before
+					lo, hi := max(0, at-5), min(len(want), at+6)
+					if got := keysOf(page.Rows); !slices.Equal(got, want[lo:hi]) {
+						t.Fatalf("anchor %d %q: window\n got %q\nwant %q", at, want[at], got, want[lo:hi])
+					}
+					if page.Rows[page.Anchor].Key != want[at] || page.AnchorRank != int64(at) {
+						t.Fatalf("anchor %q: index %d rank %d, want rank %d", want[at], page.Anchor, page.AnchorRank, at)
+					}
+					return page, passes
+				}
+				for _, at := range []int{0, 2, len(want) / 2, len(want) - 3, len(want) - 1} {
+					first, full := poll(at, store.Span{})
+					if _, near := poll(at, first.Span); near >= full {
+						t.Errorf("anchor %d: %d scans of the table with the span, %d without; want fewer", at, near, full)
+					}
+					for _, moved := range []int{at - 1, at + 1, at - 5, at + 7, len(want) - 1 - at} {
+						if moved >= 0 && moved < len(want) {
+							poll(moved, first.Span)
+						}
+					}
+				}
+				// A span from another order or filter is ignored.
+				other, _ := poll(len(want)/2, store.Span{})
+				keyPage, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortKey, Anchor: want[3], Before: 5, After: 6})
+				if err != nil {
+					t.Fatal(err)
+				}
+				poll(3, keyPage.Span)
+				otherFilter, err := store.ListLocks(ctx, pool, store.ListQuery{Filter: "job:0002", Sort: s, Anchor: want[3], Before: 5, After: 6})
+				if err != nil {
+					t.Fatal(err)
+				}
+				poll(3, otherFilter.Span)
+				// Rows leaving and entering the span between polls.
+				mid := len(want) / 2
+				if _, err := pool.Exec(ctx, `UPDATE distributed_lock SET expires_at = expires_at + interval '1 hour',
+    acquired_at = acquired_at - interval '1 hour', fence_token = nextval('distributed_lock_fence_seq')
+WHERE lock_key = ANY($1)`, []string{want[mid-2], want[mid+3]}); err != nil {
+					t.Fatal(err)
+				}
+				want = referenceKeys(t, pool, s, store.LikePattern(filter))
+				at := slices.Index(want, other.Rows[other.Anchor].Key)
+				poll(at, other.Span)
+			})
+		}
+	}
+}
+
 func TestListLocksTotalsAndWaiters(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
@@ -150,6 +233,13 @@ func TestListLocksTotalsAndWaiters(t *testing.T) {
 		t.Fatalf("empty table: %+v", page)
 	}
 	seed(t, pool, 100, 30)
+	// 5 s left of 60 is expiring; 5 s left of 10 is not (a fifth is 2 s).
+	if _, err := pool.Exec(ctx, `
+INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+SELECT k, 'o', nextval('distributed_lock_fence_seq'), clock_timestamp() + interval '5 seconds', ttl, clock_timestamp()
+FROM (VALUES ('soon:60', interval '60 seconds'), ('soon:10', interval '10 seconds')) v(k, ttl)`); err != nil {
+		t.Fatal(err)
+	}
 	page, err = store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortWaiters, After: 200})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +265,10 @@ func TestListLocksTotalsAndWaiters(t *testing.T) {
 		}
 	}
 	tot := page.Totals
-	if tot.All != counted.All || tot.Free != counted.Free || tot.Expired != counted.Expired || tot.Held != counted.Held {
+	// The expiries are whole seconds from the seed's clock, so within the
+	// second after it no row crosses expiry or an "expiring" line.
+	if tot.All != counted.All || tot.Free != counted.Free || tot.Expired != counted.Expired ||
+		tot.Held != counted.Held || tot.Expiring != counted.Expiring || tot.Expiring != 1 {
 		t.Fatalf("totals %+v, counted from rows %+v", tot, counted)
 	}
 	if tot.Waiting != waiting || waiting == 0 || tot.WaitedKeys == 0 {

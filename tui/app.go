@@ -184,6 +184,7 @@ func (m Model) pollRequest() pollRequest {
 		query: store.ListQuery{
 			Filter: m.filter, Sort: m.sort(), Anchor: m.selKey, Rank: int(m.selRank),
 			Before: min(2*n, store.MaxWindow), After: min(2*n+1, store.MaxWindow),
+			Near: m.snap.page.Span, // the store ignores it after a change of order or filter
 		},
 		wantEvents: m.pane == paneEvents,
 	}

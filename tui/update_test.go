@@ -272,6 +272,45 @@ FROM generate_series(1, 12000) i`); err != nil {
 	}
 }
 
+// In a column order each poll hands the store the last page's span, so
+// the window is read in one pass while it stays put; scrolling moves it
+// off the span and must still land on the right rows.
+func TestScrollingByTTLPassesTheLastSpan(t *testing.T) {
+	pool := testdb.New(t)
+	if _, err := pool.Exec(context.Background(), `
+INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
+SELECT 'k:' || lpad(i::text, 5, '0'), 'w', nextval('distributed_lock_fence_seq'),
+       clock_timestamp() + interval '1 hour' - i * interval '1 millisecond', interval '2 hours', clock_timestamp()
+FROM generate_series(1, 3000) i`); err != nil {
+		t.Fatal(err)
+	}
+	m := dbModel(t, pool, Options{}, 120, 35)
+	for m.sort() != store.SortTTL {
+		var cmd tea.Cmd
+		if m, cmd = update(t, m, keyMsg("s")); cmd != nil {
+			m = runPoll(t, m, cmd)
+		}
+	}
+	m, cmd := update(t, m, keyMsg("home")) // the selection kept its key, now the last row
+	m = runPoll(t, m, cmd)
+	for i := 0; i < 5; i++ {
+		var cmd tea.Cmd
+		m, cmd = update(t, m, keyMsg("pgdown"))
+		if cmd != nil {
+			m = runPoll(t, m, cmd)
+		}
+		m = repoll(t, m) // a refresh with the selection still
+		if m.snap.page.Span == (store.Span{}) || m.pollRequest().query.Near != m.snap.page.Span {
+			t.Fatalf("the next poll does not carry the last page's span")
+		}
+	}
+	// Soonest expiry first: k:03000 has the least time left.
+	want := fmt.Sprintf("k:%05d", 3000-5*m.tableRows)
+	if k, _ := m.selected(); k.Key != want {
+		t.Fatalf("after 5 pages by TTL selected %q, want %q", k.Key, want)
+	}
+}
+
 func TestFilterRunsInTheQuery(t *testing.T) {
 	pool := testdb.New(t)
 	acquire(t, pool, "billing:nightly", "worker-1", time.Minute)

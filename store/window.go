@@ -1,0 +1,249 @@
+package store
+
+// windowColumns selects a ListedLock plus the row's place in the window:
+// side 0 is before the anchor, 1 from it on; pos counts away from the anchor.
+const windowColumns = lockColumns + `,
+	coalesce(wt.n, 0) AS waiters, coalesce(c.ts - wt.since, interval '0') AS oldest_wait,
+	wt.since AS oldest_since, x.side, x.pos`
+
+// windowTail joins the window's rows (CTE x, holding lock_key, side, pos) to
+// their full row and live waiters: a lookup per window row, never a scan.
+const windowTail = `
+SELECT ` + windowColumns + `
+FROM x JOIN distributed_lock l ON l.lock_key = x.lock_key
+CROSS JOIN (SELECT clock_timestamp() AS ts) c
+LEFT JOIN LATERAL (
+    SELECT count(*) AS n, min(w2.waiting_since) AS since FROM distributed_lock_waiter w2
+    WHERE w2.lock_key = l.lock_key AND w2.seen_until > c.ts) wt ON true`
+
+// The window statements share their parameters: $1 anchor key, $2 pattern,
+// $3 rows before, $4 rows from the anchor on, then the anchor's sort values
+// (windowArgs). Each side is a range from the anchor in the sort order,
+// stopped by LIMIT: an index range scan by key (or through an operator's
+// index), otherwise a pass over the table into a top-N sort that holds only
+// the window's rows.
+const windowByKeySQL = `
+WITH x AS (
+    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.lock_key) AS pos FROM (
+        SELECT l.lock_key FROM distributed_lock l
+        WHERE l.lock_key >= $1 AND ` + matchCond + `
+        ORDER BY l.lock_key LIMIT $4) s
+    UNION ALL
+    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.lock_key DESC) FROM (
+        SELECT l.lock_key FROM distributed_lock l
+        WHERE l.lock_key < $1 AND ` + matchCond + `
+        ORDER BY l.lock_key DESC LIMIT $3) s)` + windowTail
+
+// columnOrder is one of the orders by a lease column, with the key as tie
+// break: the row's position is (column, lock_key). Their window statements
+// differ only in the column, its type and the direction, so they are made
+// from this description (constants only; no value reaches the SQL text).
+type columnOrder struct {
+	column, typ string // "expires_at", "timestamptz"
+	descending  bool   // the list starts at the largest position (tokens: newest first)
+	// unique: no two rows share a value (tokens come from one sequence), so
+	// the key never breaks a tie and ORDER BY leaves it out: an index on the
+	// column alone then serves the order without an extra sort step.
+	unique bool
+}
+
+var columnOrders = map[Sort]columnOrder{
+	SortTTL:     {column: "expires_at", typ: "timestamptz"},
+	SortToken:   {column: "fence_token", typ: "bigint", descending: true, unique: true},
+	SortHeldFor: {column: "acquired_at", typ: "timestamptz"},
+}
+
+// row is the row's position in the order.
+func (o columnOrder) row() string { return `(l.` + o.column + `, l.lock_key)` }
+
+// at is a position given by parameters: the anchor is at("$5", "$1").
+func (o columnOrder) at(value, key string) string {
+	return `(` + value + `::` + o.typ + `, ` + key + `::text)`
+}
+
+// list is the ORDER BY clause in list order (forward) or reversed.
+func (o columnOrder) list(forward bool) string {
+	switch asc := forward != o.descending; {
+	case o.unique && asc:
+		return `l.` + o.column
+	case o.unique:
+		return `l.` + o.column + ` DESC`
+	case asc:
+		return `l.` + o.column + `, l.lock_key`
+	default:
+		return `l.` + o.column + ` DESC, l.lock_key DESC`
+	}
+}
+
+// sides selects the window's rows from source: the first $4 from the
+// anchor on (side 1) and the last $3 before it (side 0), each numbered away
+// from the anchor. cond is added to both sides' WHERE.
+func (o columnOrder) sides(source, cond string) string {
+	row, anchor := o.row(), o.at("$5", "$1")
+	from, before := row+` >= `+anchor, row+` < `+anchor
+	if o.descending {
+		from, before = row+` <= `+anchor, row+` > `+anchor
+	}
+	side := func(n, where, order, limit string) string {
+		return `
+    SELECT l.lock_key, ` + n + ` AS side, row_number() OVER (ORDER BY ` + order + `) AS pos FROM (
+        SELECT l.lock_key, l.` + o.column + ` FROM ` + source + `
+        WHERE ` + where + cond + `
+        ORDER BY ` + order + ` LIMIT ` + limit + `) l`
+	}
+	return side("1", from, o.list(true), "$4") + `
+    UNION ALL` + side("0", before, o.list(false), "$3")
+}
+
+// windowSQL reads each side with a pass over the table (or through an
+// operator's index on the column, from the same text).
+func (o columnOrder) windowSQL() string {
+	return `
+WITH x AS (` + o.sides(`distributed_lock l`, ` AND `+matchCond) + `)` + windowTail
+}
+
+// nearSQL reads the table once for the rows between a span's ends, $6/$7
+// (the span's first row) and $8/$9 (its last), and takes both sides from
+// those. A span that does not hold the anchor gives no rows at all, since
+// rows between the anchor and the span would be missed.
+func (o columnOrder) nearSQL() string {
+	first, last := o.at("$6", "$7"), o.at("$8", "$9")
+	if o.descending {
+		first, last = last, first
+	}
+	between := func(pos string) string { return pos + ` BETWEEN ` + first + ` AND ` + last }
+	return `
+WITH near AS MATERIALIZED (
+    SELECT l.lock_key, l.` + o.column + ` FROM distributed_lock l
+    WHERE ` + between(o.row()) + ` AND ` + between(o.at("$5", "$1")) + `
+      AND ` + matchCond + `),
+x AS (` + o.sides(`near l`, ``) + `)` + windowTail
+}
+
+// windowByWaitersSQL: the order is "keys with live waiters (most first,
+// longest wait, key)" then "keys without, by key". The first segment comes
+// from the small waiter table and may be sorted freely; the second is a
+// primary-key range scan that skips waited keys. $1..$4 as above, $5 the
+// anchor's waiter count, $6 its oldest wait (NULL without waiters).
+const windowByWaitersSQL = `
+WITH ` + liveWaitersCTE + `,
+seg_a AS (
+    SELECT l.lock_key, -w.n AS negn, w.since FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
+    WHERE ` + matchCond + `),
+after_a AS (
+    SELECT s.lock_key, 0 AS seg, row_number() OVER (ORDER BY s.negn, s.since, s.lock_key) AS rn FROM (
+        SELECT g.* FROM seg_a g
+        WHERE $5::bigint > 0 AND (g.negn, g.since, g.lock_key) >= (-$5::bigint, $6::timestamptz, $1::text)
+        ORDER BY g.negn, g.since, g.lock_key LIMIT $4) s),
+after_b AS (
+    SELECT s.lock_key, 1 AS seg, row_number() OVER (ORDER BY s.lock_key) AS rn FROM (
+        SELECT l.lock_key FROM distributed_lock l
+        WHERE l.lock_key >= CASE WHEN $5::bigint > 0 THEN '' ELSE $1::text END AND ` + matchCond + `
+          AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
+        ORDER BY l.lock_key LIMIT $4) s),
+before_b AS (
+    SELECT s.lock_key, 0 AS seg, row_number() OVER (ORDER BY s.lock_key DESC) AS rn FROM (
+        SELECT l.lock_key FROM distributed_lock l
+        WHERE $5::bigint = 0 AND l.lock_key < $1::text AND ` + matchCond + `
+          AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
+        ORDER BY l.lock_key DESC LIMIT $3) s),
+before_a AS (
+    SELECT s.lock_key, 1 AS seg, row_number() OVER (ORDER BY s.negn DESC, s.since DESC, s.lock_key DESC) AS rn FROM (
+        SELECT g.* FROM seg_a g
+        WHERE $5::bigint = 0 OR (g.negn, g.since, g.lock_key) < (-$5::bigint, $6::timestamptz, $1::text)
+        ORDER BY g.negn DESC, g.since DESC, g.lock_key DESC LIMIT $3) s),
+x AS (
+    SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.seg, s.rn) AS pos FROM (
+        SELECT * FROM (SELECT * FROM after_a UNION ALL SELECT * FROM after_b) u ORDER BY u.seg, u.rn LIMIT $4) s
+    UNION ALL
+    SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.seg, s.rn) FROM (
+        SELECT * FROM (SELECT * FROM before_b UNION ALL SELECT * FROM before_a) u ORDER BY u.seg, u.rn LIMIT $3) s)` + windowTail
+
+// windowSQL and nearSQL are each order's window statements.
+var windowSQL, nearSQL = windowStatements()
+
+func windowStatements() (window, near map[Sort]string) {
+	window = map[Sort]string{SortKey: windowByKeySQL, SortWaiters: windowByWaitersSQL}
+	near = map[Sort]string{}
+	for s, o := range columnOrders {
+		window[s], near[s] = o.windowSQL(), o.nearSQL()
+	}
+	return window, near
+}
+
+// windowArgs are a window statement's arguments for anchor a.
+func windowArgs(s Sort, a anchorRow, pattern string, before, after int) []any {
+	args := []any{a.Key, pattern, before, after}
+	switch {
+	case s.byColumn():
+		args = append(args, sortValue(s, a))
+	case s == SortWaiters:
+		args = append(args, a.N, a.Since)
+	}
+	return args
+}
+
+// Span is where a page's rows lie in its order. Handed back as
+// ListQuery.Near on the next poll (Page.Span), it lets the TTL, token and
+// held-for orders read their window in one pass over the table instead of
+// one per side: the rows between the span's first and last row are read
+// first, and a side that comes up shorter than the totals say it must be
+// is read again the full way. So the result is the same with or without a
+// Span; only the cost differs. A Span from another order or filter is
+// ignored.
+type Span struct {
+	sort        Sort
+	pattern     string
+	first, last anchorRow
+}
+
+// spanOf is the span of rows listed in order s under pattern.
+func spanOf(s Sort, pattern string, rows []ListedLock) Span {
+	if !s.byColumn() || len(rows) == 0 {
+		return Span{}
+	}
+	end := func(l Lock) anchorRow {
+		return anchorRow{Key: l.Key, ExpiresAt: l.ExpiresAt, Token: l.Token, AcquiredAt: l.AcquiredAt}
+	}
+	return Span{sort: s, pattern: pattern, first: end(rows[0].Lock), last: end(rows[len(rows)-1].Lock)}
+}
+
+// covers says whether the span was taken in order s under pattern.
+func (sp Span) covers(s Sort, pattern string) bool {
+	return sp.sort == s && sp.pattern == pattern && s.byColumn()
+}
+
+// nearArgs are nearSQL's arguments: windowArgs and the span's ends.
+func nearArgs(s Sort, a anchorRow, pattern string, before, after int, sp Span) []any {
+	return append(windowArgs(s, a, pattern, before, after),
+		sortValue(s, sp.first), sp.first.Key, sortValue(s, sp.last), sp.last.Key)
+}
+
+// windowRow is a window statement's row.
+type windowRow struct {
+	ListedLock
+	Side int32 `db:"side"`
+	Pos  int64 `db:"pos"`
+}
+
+// onSide counts the rows on one side of the anchor.
+func onSide(rows []windowRow, side int32) int {
+	n := 0
+	for _, r := range rows {
+		if r.Side == side {
+			n++
+		}
+	}
+	return n
+}
+
+// dropSide keeps the rows not on side.
+func dropSide(rows []windowRow, side int32) []windowRow {
+	kept := rows[:0]
+	for _, r := range rows {
+		if r.Side != side {
+			kept = append(kept, r)
+		}
+	}
+	return kept
+}
