@@ -45,3 +45,16 @@ func profileServer(t *testing.T, opts pgtemp.Options, conns int) (*target, *pgx.
 	t.Cleanup(func() { _ = conn.Close(ctx) })
 	return tg, conn
 }
+
+// oneBackend starts a private server with synchronous_commit off (so the
+// disk does not blur CPU figures) and a target of one connection, so that
+// every statement runs on the backend whose pid it returns.
+func oneBackend(t *testing.T) (*target, int32) {
+	t.Helper()
+	tg, _ := profileServer(t, pgtemp.Options{Settings: map[string]string{"synchronous_commit": "off"}}, 1)
+	var pid int32
+	if err := tg.pool.QueryRow(context.Background(), `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return tg, pid
+}

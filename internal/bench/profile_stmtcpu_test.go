@@ -10,19 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/locker"
 )
 
 func TestStatementCPU(t *testing.T) {
 	profiling(t, "measure CPU per cycle")
 	ctx := context.Background()
-	// One connection, so every statement runs on the backend measured.
-	tg, _ := profileServer(t, pgtemp.Options{Settings: map[string]string{"synchronous_commit": "off"}}, 1)
-	var pid int32
-	if err := tg.pool.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
+	tg, pid := oneBackend(t)
 	// A checker each: the reference's tokens come from a sequence of its own.
 	checkers := []*checker{newChecker(), newChecker(), newChecker()}
 	lockerWith := func(cfg locker.Config) *locker.Locker {
