@@ -44,13 +44,8 @@ func (s Sort) byColumn() bool {
 // sortValue is a's value in the sort column of a column order, nil in the
 // others.
 func sortValue(s Sort, a anchorRow) any {
-	switch s {
-	case SortTTL:
-		return a.ExpiresAt
-	case SortToken:
-		return a.Token
-	case SortHeldFor:
-		return a.AcquiredAt
+	if o, ok := columnOrders[s]; ok {
+		return o.value(a)
 	}
 	return nil
 }

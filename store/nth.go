@@ -13,17 +13,6 @@ SELECT ` + anchorColumns + `
 FROM distributed_lock l LEFT JOIN w ON w.lock_key = l.lock_key
 WHERE ` + matchCond
 
-const nthByKeySQL = nthHead + ` ORDER BY l.lock_key OFFSET $1 LIMIT 1`
-const nthByTTLSQL = nthHead + ` ORDER BY l.expires_at, l.lock_key OFFSET $1 LIMIT 1`
-const nthByTokenSQL = nthHead + ` ORDER BY l.fence_token DESC OFFSET $1 LIMIT 1`
-const nthByHeldSQL = nthHead + ` ORDER BY l.acquired_at, l.lock_key OFFSET $1 LIMIT 1`
-
-// The same orders reversed: $1 counts from the last row.
-const nthLastByKeySQL = nthHead + ` ORDER BY l.lock_key DESC OFFSET $1 LIMIT 1`
-const nthLastByTTLSQL = nthHead + ` ORDER BY l.expires_at DESC, l.lock_key DESC OFFSET $1 LIMIT 1`
-const nthLastByTokenSQL = nthHead + ` ORDER BY l.fence_token OFFSET $1 LIMIT 1`
-const nthLastByHeldSQL = nthHead + ` ORDER BY l.acquired_at DESC, l.lock_key DESC OFFSET $1 LIMIT 1`
-
 // nthWaitedSQL: position within the keys that have live waiters.
 const nthWaitedSQL = `
 WITH ` + liveWaitersCTE + `
@@ -40,18 +29,20 @@ FROM distributed_lock l
 WHERE ` + matchCond + ` AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
 ORDER BY l.lock_key OFFSET $1 LIMIT 1`
 
-var nthSQL = map[Sort]string{
-	SortKey:     nthByKeySQL,
-	SortTTL:     nthByTTLSQL,
-	SortToken:   nthByTokenSQL,
-	SortHeldFor: nthByHeldSQL,
-}
+// nthSQL and nthLastSQL read the row at a position by key and in each
+// column order; nthLastSQL counts from the last row (the order reversed).
+// A column order's ORDER BY is the one its window reads (columnOrder.list),
+// so an anchor found here sits where the window expects it.
+var nthSQL, nthLastSQL = nthStatements()
 
-var nthLastSQL = map[Sort]string{
-	SortKey:     nthLastByKeySQL,
-	SortTTL:     nthLastByTTLSQL,
-	SortToken:   nthLastByTokenSQL,
-	SortHeldFor: nthLastByHeldSQL,
+func nthStatements() (first, last map[Sort]string) {
+	nth := func(order string) string { return nthHead + ` ORDER BY ` + order + ` OFFSET $1 LIMIT 1` }
+	first = map[Sort]string{SortKey: nth(`l.lock_key`)}
+	last = map[Sort]string{SortKey: nth(`l.lock_key DESC`)}
+	for s, o := range columnOrders {
+		first[s], last[s] = nth(o.list(true)), nth(o.list(false))
+	}
+	return first, last
 }
 
 // nthAnchor reads the row at rank among matching rows (waited of them have

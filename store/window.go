@@ -40,7 +40,9 @@ WITH x AS (
 // from this description (constants only; no value reaches the SQL text).
 type columnOrder struct {
 	column, typ string // "expires_at", "timestamptz"
-	descending  bool   // the list starts at the largest position (tokens: newest first)
+	// value is a row's value in the column, as the statements' parameters.
+	value      func(anchorRow) any
+	descending bool // the list starts at the largest position (tokens: newest first)
 	// unique: no two rows share a value (tokens come from one sequence), so
 	// the key never breaks a tie and ORDER BY leaves it out: an index on the
 	// column alone then serves the order without an extra sort step.
@@ -48,9 +50,12 @@ type columnOrder struct {
 }
 
 var columnOrders = map[Sort]columnOrder{
-	SortTTL:     {column: "expires_at", typ: "timestamptz"},
-	SortToken:   {column: "fence_token", typ: "bigint", descending: true, unique: true},
-	SortHeldFor: {column: "acquired_at", typ: "timestamptz"},
+	SortTTL: {column: "expires_at", typ: "timestamptz",
+		value: func(a anchorRow) any { return a.ExpiresAt }},
+	SortToken: {column: "fence_token", typ: "bigint", descending: true, unique: true,
+		value: func(a anchorRow) any { return a.Token }},
+	SortHeldFor: {column: "acquired_at", typ: "timestamptz",
+		value: func(a anchorRow) any { return a.AcquiredAt }},
 }
 
 // row is the row's position in the order.
