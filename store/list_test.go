@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -91,6 +90,20 @@ func keysOf(rows []store.ListedLock) []string {
 	return out
 }
 
+// requireWindow fails t unless page is the window of want (the full order)
+// around want[at]: up to before rows before it and after from it on, with
+// the anchor at its rank.
+func requireWindow(t *testing.T, page store.Page, want []string, at, before, after int) {
+	t.Helper()
+	lo, hi := max(0, at-before), min(len(want), at+after)
+	if got := keysOf(page.Rows); !slices.Equal(got, want[lo:hi]) {
+		t.Fatalf("anchor %d %q: window\n got %q\nwant %q", at, want[at], got, want[lo:hi])
+	}
+	if page.Rows[page.Anchor].Key != want[at] || page.AnchorRank != int64(at) {
+		t.Fatalf("anchor %q: got index %d rank %d, want rank %d", want[at], page.Anchor, page.AnchorRank, at)
+	}
+}
+
 // TestListLocksWindows checks every sort's window against the full order:
 // the rows around the anchor, the anchor's rank, and the fallbacks when the
 // anchor is missing.
@@ -111,13 +124,7 @@ func TestListLocksWindows(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					lo, hi := max(0, at-5), min(len(want), at+6)
-					if got := keysOf(page.Rows); !slices.Equal(got, want[lo:hi]) {
-						t.Fatalf("anchor %d %q: window\n got %q\nwant %q", at, want[at], got, want[lo:hi])
-					}
-					if page.Rows[page.Anchor].Key != want[at] || page.AnchorRank != int64(at) {
-						t.Fatalf("anchor %q: got index %d rank %d, want rank %d", want[at], page.Anchor, page.AnchorRank, at)
-					}
+					requireWindow(t, page, want, at, 5, 6)
 					if page.Matching != int64(len(want)) {
 						t.Fatalf("matching = %d, want %d", page.Matching, len(want))
 					}
@@ -175,13 +182,7 @@ func TestListLocksNearSpan(t *testing.T) {
 						t.Fatal(err)
 					}
 					passes := scans() - before
-					lo, hi := max(0, at-5), min(len(want), at+6)
-					if got := keysOf(page.Rows); !slices.Equal(got, want[lo:hi]) {
-						t.Fatalf("anchor %d %q: window\n got %q\nwant %q", at, want[at], got, want[lo:hi])
-					}
-					if page.Rows[page.Anchor].Key != want[at] || page.AnchorRank != int64(at) {
-						t.Fatalf("anchor %q: index %d rank %d, want rank %d", want[at], page.Anchor, page.AnchorRank, at)
-					}
+					requireWindow(t, page, want, at, 5, 6)
 					return page, passes
 				}
 				for _, at := range []int{0, 2, len(want) / 2, len(want) - 3, len(want) - 1} {
@@ -197,11 +198,15 @@ func TestListLocksNearSpan(t *testing.T) {
 				}
 				// A span from another order or filter is ignored.
 				other, _ := poll(len(want)/2, store.Span{})
-				keyPage, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortKey, Anchor: want[3], Before: 5, After: 6})
+				otherSort := store.SortToken
+				if s == store.SortToken {
+					otherSort = store.SortTTL
+				}
+				otherOrder, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: otherSort, Anchor: want[3], Before: 5, After: 6})
 				if err != nil {
 					t.Fatal(err)
 				}
-				poll(3, keyPage.Span)
+				poll(3, otherOrder.Span)
 				otherFilter, err := store.ListLocks(ctx, pool, store.ListQuery{Filter: "job:0002", Sort: s, Anchor: want[3], Before: 5, After: 6})
 				if err != nil {
 					t.Fatal(err)
@@ -347,51 +352,37 @@ func TestListLocksPlans(t *testing.T) {
 	}
 }
 
-// checkWindowPlan fails t if plan sorts more than a window's rows, sorts
-// without a bound, or, when byIndex, does not read distributed_lock through
-// an index or scans it.
-func checkWindowPlan(t *testing.T, name, plan string, byIndex bool) {
+// checkWindowPlan fails t if the explained plan sorts more than a window's
+// rows, sorts without a bound, or, when byIndex, does not read
+// distributed_lock through an index or scans it.
+func checkWindowPlan(t *testing.T, name, explained string, byIndex bool) {
 	t.Helper()
-	var doc []struct{ Plan planNode }
-	if err := json.Unmarshal([]byte(plan), &doc); err != nil {
+	plan, err := testdb.ParsePlan(explained)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var indexed bool
-	var walk func(n planNode)
-	walk = func(n planNode) {
+	plan.Walk(func(n testdb.PlanNode) {
 		if n.Relation == "distributed_lock" {
-			switch n.NodeType {
+			switch n.Type {
 			case "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
 				indexed = true
 			case "Seq Scan":
-				if byIndex && n.ActualRows*n.ActualLoops > 1000 {
-					t.Errorf("%s: sequential scan of %v rows", name, n.ActualRows)
+				if byIndex && n.Rows*n.Loops > 1000 {
+					t.Errorf("%s: sequential scan of %v rows", name, n.Rows)
 				}
 			}
 		}
-		if n.NodeType == "Sort" || n.NodeType == "Incremental Sort" {
-			if n.ActualRows > 1000 {
-				t.Errorf("%s: %s over %v rows", name, n.NodeType, n.ActualRows)
+		if n.Type == "Sort" || n.Type == "Incremental Sort" {
+			if n.Rows > 1000 {
+				t.Errorf("%s: %s over %v rows", name, n.Type, n.Rows)
 			}
 			if n.SortMethod != "top-N heapsort" && n.SortMethod != "quicksort" {
 				t.Errorf("%s: sort method %q; want a bounded top-N sort", name, n.SortMethod)
 			}
 		}
-		for _, c := range n.Plans {
-			walk(c)
-		}
-	}
-	walk(doc[0].Plan)
+	})
 	if byIndex && !indexed {
 		t.Errorf("%s: window read without an index", name)
 	}
-}
-
-type planNode struct {
-	NodeType    string     `json:"Node Type"`
-	Relation    string     `json:"Relation Name"`
-	ActualRows  float64    `json:"Actual Rows"`
-	ActualLoops float64    `json:"Actual Loops"`
-	SortMethod  string     `json:"Sort Method"`
-	Plans       []planNode `json:"Plans"`
 }

@@ -2,13 +2,13 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -37,23 +37,6 @@ func (l *statementLog) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryE
 // package builds SQL from parts, to explain statements of another package
 // exactly as they were sent (with the same bound arguments).
 const explainPrefix = `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT `
-
-type planNode struct {
-	Type       string     `json:"Node Type"`
-	Relation   string     `json:"Relation Name"`
-	Index      string     `json:"Index Name"`
-	Rows       float64    `json:"Actual Rows"`
-	Loops      float64    `json:"Actual Loops"`
-	SortMethod string     `json:"Sort Method"`
-	Plans      []planNode `json:"Plans"`
-}
-
-func (n planNode) walk(f func(planNode)) {
-	f(n)
-	for _, c := range n.Plans {
-		c.walk(f)
-	}
-}
 
 // TestConsolePollPlan runs the console's poll on 100k locks and explains
 // each statement it sent. No statement may sort more rows than the window
@@ -101,12 +84,12 @@ func TestConsolePollPlan(t *testing.T) {
 			if err := pool.QueryRow(ctx, explainPrefix+"JSON) "+st.sql, st.args...).Scan(&out); err != nil {
 				t.Fatalf("explain: %v\n%s", err, st.sql)
 			}
-			var plans []struct{ Plan planNode }
-			if err := json.Unmarshal([]byte(out), &plans); err != nil {
+			plan, err := testdb.ParsePlan(out)
+			if err != nil {
 				t.Fatal(err)
 			}
 			window := strings.Contains(st.sql, "row_number() OVER")
-			plans[0].Plan.walk(func(n planNode) {
+			plan.Walk(func(n testdb.PlanNode) {
 				// Per loop: each parallel worker keeps its own top-N.
 				if n.Type == "Sort" && n.Rows > float64(q.Before+q.After) {
 					t.Errorf("sort %s, statement %d sorts %.0f rows:\n%s", sort, i, n.Rows, st.sql)
