@@ -90,6 +90,7 @@ func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, err
 					if err != nil {
 						return nil, err
 					}
+					smp.round = round
 					samples = append(samples, smp)
 					fmt.Fprintf(opts.Progress, "round %d/%d  %-13s %2d workers  %-12s %8.0f cycles/s\n",
 						round+1, opts.Rounds, sc.name, w, s.name, float64(smp.granted)/smp.elapsed.Seconds())
@@ -98,7 +99,7 @@ func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, err
 		}
 	}
 	rep.Results = aggregate(samples, opts)
-	rep.Ratios = ratios(rep.Results)
+	rep.Ratios = ratios(rep.Results, samples)
 	rep.Targets = targets(rep.Ratios)
 
 	if opts.KeepaliveLocks > 0 {

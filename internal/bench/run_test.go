@@ -69,6 +69,12 @@ func TestShortRun(t *testing.T) {
 		rep.Ratios[0].LockerOverReferenceInline <= 0 || rep.Ratios[0].DurableOverReference <= 0 || rep.Ratios[0].LoggedOverReference <= 0 {
 		t.Errorf("ratios = %+v; want locker ÷ reference and ÷ commit floor per scenario and worker count", rep.Ratios)
 	}
+	for _, x := range rep.Ratios {
+		if len(x.LockerOverReferenceByRound) != 1 || (x.Scenario == ScenarioSolo) != (len(x.LockerOverCommitFloorByRound) == 1) {
+			t.Errorf("%s, %d workers: per-round ratios %v and %v; want one per round (floor: without contention only)",
+				x.Scenario, x.Workers, x.LockerOverReferenceByRound, x.LockerOverCommitFloorByRound)
+		}
+	}
 	k := rep.Keepalive
 	if k == nil || k.Renewals == 0 || k.Lost != 0 || k.CPU <= 0 {
 		t.Errorf("keepalive = %+v; want renewals, none lost, CPU time measured", k)

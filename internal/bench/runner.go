@@ -16,6 +16,7 @@ import (
 type sample struct {
 	series, scenario string
 	workers          int
+	round            int // 0-based; a round's series ran seconds apart (see roundRatios)
 	elapsed          time.Duration
 	granted, refused int64
 	latencies        []time.Duration // of granted cycles

@@ -1,0 +1,33 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// The per-round ratio pairs the two series of the same round, not their
+// medians: a run whose rounds disagree shows it.
+func TestRoundRatiosPairTheSeriesOfEachRound(t *testing.T) {
+	at := func(series string, round int, granted int64) sample {
+		return sample{series: series, scenario: ScenarioSolo, workers: 8, round: round,
+			elapsed: time.Second, granted: granted}
+	}
+	samples := []sample{
+		at(SeriesReference, 0, 100), at(SeriesLocker, 0, 200),
+		at(SeriesReference, 1, 50), at(SeriesLocker, 1, 150),
+		at(SeriesLocker, 2, 999),                           // no reference in round 2: no ratio
+		at(SeriesReference, 3, 0), at(SeriesLocker, 3, 10), // nothing to divide by
+		at(SeriesReference, 4, 100), at(SeriesLocker, 4, 120),
+		{series: SeriesLocker, scenario: ScenarioHot, workers: 8, round: 4, elapsed: time.Second, granted: 1},
+		{series: SeriesLocker, scenario: ScenarioSolo, workers: 1, round: 4, elapsed: time.Second, granted: 1},
+	}
+	got := roundRatios(samples, ScenarioSolo, 8, SeriesLocker, SeriesReference)
+	if want := []float64{2, 3, 1.2}; !slices.Equal(got, want) {
+		t.Errorf("per-round ratios = %v, want %v", got, want)
+	}
+	tg := Target{Want: 1.7, ByRound: got}
+	if n := tg.RoundsMet(); n != 2 {
+		t.Errorf("rounds that met 1.7 in %v: %d, want 2", got, n)
+	}
+}
