@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -43,7 +44,7 @@ func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, err
 	probe := &serverProbe{conn: probeConn, appName: t.appName, every: 20 * time.Millisecond}
 
 	checkers := map[string]*checker{}
-	var lockers []series
+	lockers := map[string]*locker.Locker{}
 	for _, v := range []struct {
 		name string
 		cfg  locker.Config
@@ -56,22 +57,36 @@ func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, err
 		if err != nil {
 			return nil, err
 		}
-		checkers[v.name] = newChecker()
-		lockers = append(lockers, lockerSeries(v.name, lk, t.pool, checkers[v.name]))
+		lockers[v.name] = lk
 	}
-	checkers[SeriesReference], checkers[SeriesReferenceInline] = newChecker(), newChecker()
-	refs := []series{
-		referenceSeries(SeriesReference, reference{pool: t.pool, ttl: opts.TTL}, checkers[SeriesReference]),
-		referenceSeries(SeriesReferenceInline, reference{pool: t.pool, ttl: opts.TTL, inline: true}, checkers[SeriesReferenceInline]),
+	for _, name := range []string{SeriesReference, SeriesReferenceInline, SeriesLocker, SeriesLockerDurable, SeriesLockerLogged} {
+		checkers[name] = newChecker()
 	}
-	hot := append(slices.Clone(refs), lockers...)
-	solo := append(slices.Clone(hot), commitFloorSeries(t.pool), netFloorSeries(t.pool))
 
-	// Warm-up, not reported: connections, prepared statements, first rows.
-	for _, s := range solo {
-		if _, err := runSeries(ctx, s, ScenarioSolo, maxW, soloKeys, min(opts.Duration/4, 300*time.Millisecond), nil, checkers[s.name]); err != nil {
-			return nil, err
+	// w workers share a pool of w connections, as pgbench -c w would, not
+	// the largest level's pool: with idle connections to spare, a worker's
+	// statements can wander over backends whose caches have gone cold. That
+	// cost the locker (a statement per call) more than the reference (a
+	// transaction stays on one connection): on hot keys at 8 workers,
+	// 1.57–1.65× the reference with 32 connections, 1.87–2.00× with 8, in
+	// alternated runs; without contention the difference was within noise.
+	levels := map[int]levelSeries{}
+	for _, w := range opts.Workers {
+		pool := t.pool
+		if w != maxW {
+			if pool, err = t.openPool(ctx, w); err != nil {
+				return nil, err
+			}
+			defer pool.Close()
 		}
+		lv := newLevelSeries(pool, lockers, checkers, opts.TTL)
+		// Warm-up, not reported: connections, prepared statements, first rows.
+		for _, s := range lv.solo {
+			if _, err := runSeries(ctx, s, ScenarioSolo, w, soloKeys, min(opts.Duration/4, 300*time.Millisecond), nil, checkers[s.name]); err != nil {
+				return nil, err
+			}
+		}
+		levels[w] = lv
 	}
 
 	var samples []sample
@@ -81,7 +96,7 @@ func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, err
 				name   string
 				series []series
 				keys   keyChooser
-			}{{ScenarioSolo, solo, soloKeys}, {ScenarioHot, hot, hotKeys(opts.HotKeys)}} {
+			}{{ScenarioSolo, levels[w].solo, soloKeys}, {ScenarioHot, levels[w].hot, hotKeys(opts.HotKeys)}} {
 				// Rotate the order each round so no series always runs
 				// right after the same neighbour.
 				order := rotate(sc.series, round)
@@ -123,6 +138,22 @@ func loadAverage() string {
 	}
 	f := strings.Fields(string(b))
 	return strings.Join(f[:min(3, len(f))], " ")
+}
+
+// levelSeries are the series of one concurrency level, on its pool: hot
+// for the contended scenario, solo (hot plus the floors) without contention.
+type levelSeries struct{ solo, hot []series }
+
+func newLevelSeries(pool *pgxpool.Pool, lockers map[string]*locker.Locker, checkers map[string]*checker, ttl time.Duration) levelSeries {
+	hot := []series{
+		referenceSeries(SeriesReference, reference{pool: pool, ttl: ttl}, checkers[SeriesReference]),
+		referenceSeries(SeriesReferenceInline, reference{pool: pool, ttl: ttl, inline: true}, checkers[SeriesReferenceInline]),
+	}
+	for _, name := range []string{SeriesLocker, SeriesLockerDurable, SeriesLockerLogged} {
+		hot = append(hot, lockerSeries(name, lockers[name], pool, checkers[name]))
+	}
+	solo := append(slices.Clone(hot), commitFloorSeries(pool), netFloorSeries(pool))
+	return levelSeries{solo: solo, hot: hot}
 }
 
 func rotate(s []series, by int) []series {

@@ -17,8 +17,9 @@ import (
 type target struct {
 	dsn     string // as given, without the schema
 	schema  string
-	appName string // marks the workers' backends for the lock-wait sampler
-	pool    *pgxpool.Pool
+	appName string        // marks the workers' backends for the lock-wait sampler
+	pool    *pgxpool.Pool // sized for the largest concurrency; setup and keepalive use it
+	rtt     time.Duration // waited before every statement of a worker (see roundTripCounter)
 }
 
 // benchTablesSQL creates what only the benchmark uses: the reference's
@@ -47,7 +48,7 @@ func openTarget(ctx context.Context, dsn, schemaSQL string, conns int) (*target,
 // openTargetRTT is openTarget whose pool waits rtt before every statement
 // (see roundTripCounter).
 func openTargetRTT(ctx context.Context, dsn, schemaSQL string, conns int, rtt time.Duration) (*target, error) {
-	t := &target{dsn: dsn, schema: fmt.Sprintf("lockctl_bench_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000)}
+	t := &target{dsn: dsn, schema: fmt.Sprintf("lockctl_bench_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000), rtt: rtt}
 	t.appName = t.schema
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -59,28 +60,36 @@ func openTargetRTT(ctx context.Context, dsn, schemaSQL string, conns int, rtt ti
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{t.schema}.Sanitize()); err != nil {
 		return nil, fmt.Errorf("bench: create schema %s: %w", t.schema, store.Interpret(err))
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
+	if t.pool, err = t.openPool(ctx, conns); err != nil {
 		t.dropSchema(ctx)
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = t.schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = t.appName
-	cfg.ConnConfig.Tracer = roundTripCounter{delay: rtt}
-	cfg.MaxConns = int32(conns)
-	// Ping only connections that sat idle for long, as in production; the
-	// default's pings between series would be uncounted round trips.
-	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > time.Minute }
-	t.pool, err = pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.dropSchema(ctx)
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, err
 	}
 	if err := t.migrate(ctx, schemaSQL, conns); err != nil {
 		t.close(ctx)
 		return nil, err
 	}
 	return t, nil
+}
+
+// openPool opens a pool of conns connections confined to the target's
+// schema, each statement counted (and delayed by rtt) by roundTripCounter.
+func (t *target) openPool(ctx context.Context, conns int) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(t.dsn)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = t.schema
+	cfg.ConnConfig.RuntimeParams["application_name"] = t.appName
+	cfg.ConnConfig.Tracer = roundTripCounter{delay: t.rtt}
+	cfg.MaxConns = int32(conns)
+	// Ping only connections that sat idle for long, as in production; the
+	// default's pings between series would be uncounted round trips.
+	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > time.Minute }
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	return pool, nil
 }
 
 func (t *target) migrate(ctx context.Context, schemaSQL string, floorRows int) error {
