@@ -2,6 +2,7 @@ package bench
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,5 +30,27 @@ func TestRoundRatiosPairTheSeriesOfEachRound(t *testing.T) {
 	tg := Target{Want: 1.7, ByRound: got}
 	if n := tg.RoundsMet(); n != 2 {
 		t.Errorf("rounds that met 1.7 in %v: %d, want 2", got, n)
+	}
+}
+
+// The report shows each round's ratio next to the verdict, so a target met
+// by the medians in one round of five reads as such.
+func TestReportShowsTheRatioOfEachRound(t *testing.T) {
+	ratios := []Ratio{{Scenario: ScenarioSolo, Workers: 8, LockerOverReference: 1.72,
+		LockerOverReferenceByRound: []float64{1.9, 1.72, 1.5}, LockerOverCommitFloor: 1,
+		LockerOverCommitFloorByRound: []float64{1.1, 0.9, 1}}}
+	rep := &Report{Ratios: ratios, Targets: targets(ratios)}
+	var out strings.Builder
+	if err := rep.WriteMarkdown(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| no contention | 8 | 1.72 (1.50–1.90) |",
+		"| locker ÷ reference, 8 workers, no contention | ≥ 1.70 | 1.72 | 1.90, 1.72, 1.50 | 2 of 3 | yes |",
+		"| locker ÷ commit floor, 8 workers, no contention | ≥ 0.80 | 1.00 | 1.10, 0.90, 1.00 | 3 of 3 | yes |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
 	}
 }
