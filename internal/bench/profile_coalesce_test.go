@@ -46,7 +46,7 @@ UPDATE distributed_lock l SET released_at = clock_timestamp()
 FROM unnest($1::text[], $2::text[], $3::bigint[]) r(key, owner, token)
 WHERE l.lock_key = r.key AND l.owner_id = r.owner AND l.fence_token = r.token
   AND l.released_at IS NULL AND set_config('synchronous_commit', 'off', true) IS NOT NULL
-RETURNING l.lock_key`
+RETURNING l.lock_key, l.fence_token`
 
 type coalescedCall struct {
 	key, owner string
@@ -106,6 +106,34 @@ func (c *coalescer) do(ctx context.Context, key, owner string, token int64) (int
 	}
 }
 
+// batchColumns are batch's calls as the statements' array parameters.
+func batchColumns(batch []coalescedCall) (keys, owners []string, tokens []int64) {
+	for _, b := range batch {
+		keys, owners, tokens = append(keys, b.key), append(owners, b.owner), append(tokens, b.token)
+	}
+	return keys, owners, tokens
+}
+
+// keyTokens runs a batch statement returning (key, token) rows: the tokens
+// granted, or the tokens of the leases released.
+func keyTokens(ctx context.Context, pool *pgxpool.Pool, sql string, args ...any) (map[string]int64, error) {
+	rows, err := pool.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	got := map[string]int64{}
+	for rows.Next() {
+		var key string
+		var token int64
+		if err := rows.Scan(&key, &token); err != nil {
+			return nil, err
+		}
+		got[key] = token
+	}
+	return got, rows.Err()
+}
+
 // meanBatch is the calls per batch so far.
 func (c *coalescer) meanBatch() float64 {
 	c.mu.Lock()
@@ -118,45 +146,12 @@ func (c *coalescer) meanBatch() float64 {
 
 func coalescedSeries(pool *pgxpool.Pool, ttl time.Duration, chk *checker) (series, *coalescer, *coalescer) {
 	grants := &coalescer{run: func(ctx context.Context, batch []coalescedCall) (map[string]int64, error) {
-		keys, owners := make([]string, len(batch)), make([]string, len(batch))
-		for i, b := range batch {
-			keys[i], owners[i] = b.key, b.owner
-		}
-		rows, err := pool.Query(ctx, coalescedGrantSQL, keys, owners, ttl.Microseconds())
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		got := map[string]int64{}
-		for rows.Next() {
-			var k string
-			var tok int64
-			if err := rows.Scan(&k, &tok); err != nil {
-				return nil, err
-			}
-			got[k] = tok
-		}
-		return got, rows.Err()
+		keys, owners, _ := batchColumns(batch)
+		return keyTokens(ctx, pool, coalescedGrantSQL, keys, owners, ttl.Microseconds())
 	}}
 	releases := &coalescer{run: func(ctx context.Context, batch []coalescedCall) (map[string]int64, error) {
-		keys, owners, tokens := make([]string, len(batch)), make([]string, len(batch)), make([]int64, len(batch))
-		for i, b := range batch {
-			keys[i], owners[i], tokens[i] = b.key, b.owner, b.token
-		}
-		rows, err := pool.Query(ctx, coalescedReleaseSQL, keys, owners, tokens)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		got := map[string]int64{}
-		for rows.Next() {
-			var k string
-			if err := rows.Scan(&k); err != nil {
-				return nil, err
-			}
-			got[k] = 1
-		}
-		return got, rows.Err()
+		keys, owners, tokens := batchColumns(batch)
+		return keyTokens(ctx, pool, coalescedReleaseSQL, keys, owners, tokens)
 	}}
 	return series{name: "locker-coalesced", cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
