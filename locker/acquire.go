@@ -16,11 +16,11 @@ import (
 // It returns a Lease whose Outcome is Acquired, Stolen or Renewed (owner
 // already held it: same token, new expiry), or a *HeldError (errors.Is
 // ErrHeld) naming the holder.
-func (l *Locker) TryAcquire(ctx context.Context, db store.DBTX, key, owner string) (Lease, error) {
+func (l *Locker) TryAcquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
 	return l.tryAcquire(ctx, db, key, owner, nil)
 }
 
-func (l *Locker) tryAcquire(ctx context.Context, db store.DBTX, key, owner string, detail []byte) (Lease, error) {
+func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, detail []byte) (Lease, error) {
 	if err := ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}

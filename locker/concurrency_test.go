@@ -16,7 +16,6 @@ import (
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 var soakFlag = flag.Duration("locker.soak", 0,
@@ -181,7 +180,7 @@ WITH gone AS (
 INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
 SELECT g.lock_key, 'released', g.owner_id, g.fence_token, g.owner_id FROM gone g`
 
-func (n *naiveLocker) TryAcquire(ctx context.Context, db store.DBTX, key, owner string) (locker.Lease, error) {
+func (n *naiveLocker) TryAcquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error) {
 	lease := locker.Lease{Key: key, Owner: owner}
 	var outcome string
 	err := db.QueryRow(ctx, naiveGrantSQL, key, owner, n.ttl.Microseconds()).
@@ -193,7 +192,7 @@ func (n *naiveLocker) TryAcquire(ctx context.Context, db store.DBTX, key, owner 
 	return lease, err
 }
 
-func (n *naiveLocker) Acquire(ctx context.Context, db store.DBTX, key, owner string) (locker.Lease, error) {
+func (n *naiveLocker) Acquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error) {
 	for {
 		lease, err := n.TryAcquire(ctx, db, key, owner)
 		if !errors.Is(err, locker.ErrHeld) {
@@ -207,11 +206,11 @@ func (n *naiveLocker) Acquire(ctx context.Context, db store.DBTX, key, owner str
 	}
 }
 
-func (n *naiveLocker) Renew(ctx context.Context, db store.DBTX, lease locker.Lease) (locker.Lease, error) {
+func (n *naiveLocker) Renew(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error) {
 	return n.real.Renew(ctx, db, lease)
 }
 
-func (n *naiveLocker) Release(ctx context.Context, db store.DBTX, lease locker.Lease) (locker.Lease, error) {
+func (n *naiveLocker) Release(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error) {
 	tag, err := db.Exec(ctx, naiveReleaseSQL, lease.Key, lease.Owner, lease.Token)
 	if err != nil {
 		return locker.Lease{}, err

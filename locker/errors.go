@@ -8,9 +8,7 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Sentinel errors; branch on them with errors.Is. Database failures are
-// reported as the store package's errors (store.ErrNotMigrated,
-// store.ErrReadOnly, store.ErrPermissionDenied, store.ErrUnavailable, …).
+// Sentinel errors; branch on them with errors.Is.
 var (
 	// ErrHeld: another owner holds an unexpired lease on the key. The error
 	// is a *HeldError saying who and until when.
@@ -26,6 +24,30 @@ var (
 	ErrInvalidKey   = errors.New("invalid lock key")
 	ErrInvalidOwner = errors.New("invalid owner id")
 	ErrInvalidTTL   = errors.New("invalid TTL")
+)
+
+// Database errors: a driver error is mapped to one of these (and stays
+// wrapped for detail), so callers can branch on what it means rather than
+// on a SQLSTATE.
+var (
+	// ErrNotMigrated: the lock tables are missing (run Migrate) or this
+	// role cannot see their schema.
+	ErrNotMigrated = store.ErrNotMigrated
+	// ErrReadOnly: the server is a standby, or the transaction is read-only.
+	ErrReadOnly = store.ErrReadOnly
+	// ErrPermissionDenied: the role lacks a grant the operation needs.
+	ErrPermissionDenied = store.ErrPermissionDenied
+	// ErrLockTimeout: a database lock was not granted within lock_timeout
+	// (Prune's wait for grants in flight, for example).
+	ErrLockTimeout = store.ErrLockTimeout
+	// ErrStatementTimeout: statement_timeout or a cancel request ended the
+	// statement.
+	ErrStatementTimeout = store.ErrStatementTimeout
+	// ErrUnavailable: the database could not be reached, or the connection
+	// broke mid-statement; the outcome of a write is then unknown.
+	ErrUnavailable = store.ErrUnavailable
+	// ErrInvalidValue: the schema's checks refused a value.
+	ErrInvalidValue = store.ErrInvalidValue
 )
 
 // HeldError says who holds a key. It matches ErrHeld.
@@ -57,7 +79,7 @@ type NotHeldError struct {
 	Owner string // the caller's owner ("" for operator actions)
 	Token int64  // the token the caller named
 	// Current is the key's row now, nil when it has none.
-	Current *store.Lock
+	Current *LockInfo
 }
 
 func (e *NotHeldError) Error() string {

@@ -17,7 +17,7 @@ import (
 // ends with the statement and proves nothing about later statements). On a
 // lost lease it returns a *NotHeldError; roll back. The holder's own Renew
 // also waits for tx, so keep fenced transactions short.
-func Fence(ctx context.Context, tx store.DBTX, lease Lease) error {
+func Fence(ctx context.Context, tx DBTX, lease Lease) error {
 	if err := validLease(lease); err != nil {
 		return fmt.Errorf("locker: fence: %w", err)
 	}
@@ -34,7 +34,7 @@ func Fence(ctx context.Context, tx store.DBTX, lease Lease) error {
 // ReportStaleWrite records, as an event on the key, that a write made with
 // lease's token was refused (by Fence or by a resource that checks tokens).
 // Run it outside the refused transaction, which rolls back.
-func (l *Locker) ReportStaleWrite(ctx context.Context, db store.DBTX, lease Lease, resource string) error {
+func (l *Locker) ReportStaleWrite(ctx context.Context, db DBTX, lease Lease, resource string) error {
 	detail := map[string]any{}
 	if resource != "" {
 		detail["resource"] = resource

@@ -21,7 +21,7 @@ const (
 	dbNowSQL         = `SELECT clock_timestamp()`
 )
 
-func reportWriters(t *testing.T, db store.DBTX) []string {
+func reportWriters(t *testing.T, db locker.DBTX) []string {
 	t.Helper()
 	rows, err := db.Query(context.Background(), reportWritersSQL)
 	if err != nil {

@@ -14,19 +14,19 @@ import (
 // still the current, unreleased grant — pass the token you saw, so a lock
 // that changed hands meanwhile is left alone (*NotHeldError with the new
 // holder). An event records Config.Actor.
-func (l *Locker) ForceExpire(ctx context.Context, db store.DBTX, key string, token int64) (Lease, error) {
+func (l *Locker) ForceExpire(ctx context.Context, db DBTX, key string, token int64) (Lease, error) {
 	return l.force(ctx, db, "force-expire", store.ForceExpire, Expired, key, token)
 }
 
 // ForceRelease frees the lease of key whose token is token, as an operator,
 // under the same token check as ForceExpire.
-func (l *Locker) ForceRelease(ctx context.Context, db store.DBTX, key string, token int64) (Lease, error) {
+func (l *Locker) ForceRelease(ctx context.Context, db DBTX, key string, token int64) (Lease, error) {
 	return l.force(ctx, db, "force-release", store.ForceRelease, ForceReleased, key, token)
 }
 
 type forceFunc func(context.Context, store.DBTX, store.ForceParams) (store.Lock, bool, error)
 
-func (l *Locker) force(ctx context.Context, db store.DBTX, op string, run forceFunc, outcome Outcome, key string, token int64) (Lease, error) {
+func (l *Locker) force(ctx context.Context, db DBTX, op string, run forceFunc, outcome Outcome, key string, token int64) (Lease, error) {
 	if err := ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: %s: %w", op, err)
 	}
@@ -52,13 +52,21 @@ type PruneOptions struct {
 	GateWait time.Duration
 }
 
+// PruneResult counts what Prune deleted.
+type PruneResult struct {
+	Locks   int64
+	Events  int64
+	Waiters int64 // records of processes that died waiting
+}
+
 // Prune deletes lock rows that have been free for longer than opts.FreeFor.
 // It never breaks per-key token order: it first waits for every grant
-// statement in flight and holds new ones back while it deletes (see
-// store.Prune), so a deleted key's next grant gets a larger token than any it
-// had. It fails with store.ErrLockTimeout, deleting nothing, if a grant inside
-// a long transaction holds it back for more than opts.GateWait.
-func (l *Locker) Prune(ctx context.Context, db store.TxStarter, opts PruneOptions) (store.PruneResult, error) {
+// statement in flight and holds new ones back while it deletes, so a deleted
+// key's next grant gets a larger token than any it had. It fails with
+// ErrLockTimeout, deleting nothing, if a grant inside a long transaction
+// holds it back for more than opts.GateWait. It also deletes the waiter
+// records of processes that died waiting.
+func (l *Locker) Prune(ctx context.Context, db TxStarter, opts PruneOptions) (PruneResult, error) {
 	if opts.FreeFor == 0 {
 		opts.FreeFor = 24 * time.Hour
 	}
@@ -66,11 +74,11 @@ func (l *Locker) Prune(ctx context.Context, db store.TxStarter, opts PruneOption
 		opts.GateWait = 5 * time.Second
 	}
 	if opts.FreeFor < 0 || opts.EventsOlderThan < 0 || opts.GateWait < 0 {
-		return store.PruneResult{}, fmt.Errorf("locker: prune: durations must not be negative")
+		return PruneResult{}, fmt.Errorf("locker: prune: durations must not be negative")
 	}
 	res, err := store.Prune(ctx, db, opts.FreeFor, opts.EventsOlderThan, opts.GateWait)
 	if err != nil {
-		return res, fmt.Errorf("locker: prune: %w", err)
+		return PruneResult{}, fmt.Errorf("locker: prune: %w", err)
 	}
-	return res, nil
+	return PruneResult{Locks: res.Locks, Events: res.Events, Waiters: res.Waiters}, nil
 }

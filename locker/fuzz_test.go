@@ -30,7 +30,7 @@ func fuzzSeeds(f *testing.F) {
 
 // fuzzLocker is a Locker and a database for the round trip: a value the
 // validator accepts must be stored and read back byte for byte.
-func fuzzLocker(f *testing.F) (*locker.Locker, store.DBTX) {
+func fuzzLocker(f *testing.F) (*locker.Locker, locker.DBTX) {
 	lk, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		f.Fatal(err)

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"github.com/lockctl/lockctl/store"
 )
 
 // Keepalive renews a lease in the background and tells its holder, by
@@ -37,7 +35,7 @@ var errStopped = errors.New("locker: keepalive stopped")
 //     as it expires.
 //
 // Do the guarded work under Context; call Stop when done, then Release.
-func (l *Locker) Keepalive(ctx context.Context, db store.DBTX, lease Lease) *Keepalive {
+func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive {
 	kctx, cancel := context.WithCancelCause(ctx)
 	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), lease: lease}
 	go k.run(l, db)
@@ -69,7 +67,7 @@ func (k *Keepalive) Stop() {
 	<-k.done
 }
 
-func (k *Keepalive) run(l *Locker, db store.DBTX) {
+func (k *Keepalive) run(l *Locker, db DBTX) {
 	defer close(k.done)
 	lease := k.Lease()
 	ttl := lease.TTL

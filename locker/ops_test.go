@@ -20,7 +20,7 @@ import (
 
 // rowOf reads key's row without the fields computed from the read time, so
 // two reads of an unchanged row compare equal.
-func rowOf(t *testing.T, db store.DBTX, key string) store.Lock {
+func rowOf(t *testing.T, db locker.DBTX, key string) store.Lock {
 	t.Helper()
 	row, found, err := store.Get(context.Background(), db, key)
 	if err != nil || !found {
@@ -30,7 +30,7 @@ func rowOf(t *testing.T, db store.DBTX, key string) store.Lock {
 	return row
 }
 
-func eventsOf(t *testing.T, db store.DBTX, key string) []store.Event {
+func eventsOf(t *testing.T, db locker.DBTX, key string) []store.Event {
 	t.Helper()
 	evs, err := store.KeyEvents(context.Background(), db, key, 1000)
 	if err != nil {
@@ -39,7 +39,7 @@ func eventsOf(t *testing.T, db store.DBTX, key string) []store.Event {
 	return evs
 }
 
-func mustAcquire(t *testing.T, lk *locker.Locker, db store.DBTX, key, owner string) locker.Lease {
+func mustAcquire(t *testing.T, lk *locker.Locker, db locker.DBTX, key, owner string) locker.Lease {
 	t.Helper()
 	lease, err := lk.TryAcquire(context.Background(), db, key, owner)
 	if err != nil {
@@ -144,7 +144,7 @@ func TestRenew(t *testing.T) {
 		time.Sleep(80 * time.Millisecond)
 		_, err := lk.Renew(ctx, db, lease)
 		nh := notHeldErr(t, "renew of an expired lease", err)
-		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != store.StateExpired {
+		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != locker.StateExpired {
 			t.Fatalf("Current = %+v; want the same grant, expired", nh.Current)
 		}
 		if !strings.Contains(err.Error(), "expired") {
@@ -229,7 +229,7 @@ func TestForceOperations(t *testing.T) {
 	ctx := context.Background()
 	ops := []struct {
 		name    string
-		run     func(*locker.Locker, context.Context, store.DBTX, string, int64) (locker.Lease, error)
+		run     func(*locker.Locker, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
 		outcome locker.Outcome
 		kind    string
 		state   store.State
@@ -377,21 +377,21 @@ func TestValidationBeforeSQL(t *testing.T) {
 		"empty": "", "too long": strings.Repeat("x", 256), "invalid UTF-8": "a\xffb", "NUL": "a\x00b",
 	}
 	for name, bad := range badTexts {
-		calls := map[string]func(store.DBTX) error{
-			"TryAcquire key": func(db store.DBTX) error { _, err := lk.TryAcquire(ctx, db, bad, "o"); return err },
-			"Acquire key":    func(db store.DBTX) error { _, err := lk.Acquire(ctx, db, bad, "o"); return err },
-			"ForceExpire":    func(db store.DBTX) error { _, err := lk.ForceExpire(ctx, db, bad, 1); return err },
-			"ForceRelease":   func(db store.DBTX) error { _, err := lk.ForceRelease(ctx, db, bad, 1); return err },
-			"Renew key":      func(db store.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
-			"Release key":    func(db store.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
-			"Fence key":      func(db store.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf(bad, "o", 1)) },
+		calls := map[string]func(locker.DBTX) error{
+			"TryAcquire key": func(db locker.DBTX) error { _, err := lk.TryAcquire(ctx, db, bad, "o"); return err },
+			"Acquire key":    func(db locker.DBTX) error { _, err := lk.Acquire(ctx, db, bad, "o"); return err },
+			"ForceExpire":    func(db locker.DBTX) error { _, err := lk.ForceExpire(ctx, db, bad, 1); return err },
+			"ForceRelease":   func(db locker.DBTX) error { _, err := lk.ForceRelease(ctx, db, bad, 1); return err },
+			"Renew key":      func(db locker.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
+			"Release key":    func(db locker.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
+			"Fence key":      func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf(bad, "o", 1)) },
 		}
-		ownerCalls := map[string]func(store.DBTX) error{
-			"TryAcquire owner": func(db store.DBTX) error { _, err := lk.TryAcquire(ctx, db, "k", bad); return err },
-			"Acquire owner":    func(db store.DBTX) error { _, err := lk.Acquire(ctx, db, "k", bad); return err },
-			"Renew owner":      func(db store.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
-			"Release owner":    func(db store.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
-			"Fence owner":      func(db store.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf("k", bad, 1)) },
+		ownerCalls := map[string]func(locker.DBTX) error{
+			"TryAcquire owner": func(db locker.DBTX) error { _, err := lk.TryAcquire(ctx, db, "k", bad); return err },
+			"Acquire owner":    func(db locker.DBTX) error { _, err := lk.Acquire(ctx, db, "k", bad); return err },
+			"Renew owner":      func(db locker.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
+			"Release owner":    func(db locker.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
+			"Fence owner":      func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf("k", bad, 1)) },
 		}
 		for op, call := range calls {
 			db := &noSQL{}

@@ -12,7 +12,7 @@ import (
 // from the database's now. It succeeds only while lease is the current,
 // unexpired grant: owner and token must both match. Otherwise it returns a
 // *NotHeldError (errors.Is ErrNotHeld) with the key's current row.
-func (l *Locker) Renew(ctx context.Context, db store.DBTX, lease Lease) (Lease, error) {
+func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
 	if err := validLease(lease); err != nil {
 		return Lease{}, fmt.Errorf("locker: renew: %w", err)
 	}
@@ -39,7 +39,7 @@ func (l *Locker) Renew(ctx context.Context, db store.DBTX, lease Lease) (Lease, 
 // token. Releasing a lease that is no longer current changes nothing and
 // returns a *NotHeldError: the caller lost it earlier, which is worth knowing
 // but is not a failure of the release.
-func (l *Locker) Release(ctx context.Context, db store.DBTX, lease Lease) (Lease, error) {
+func (l *Locker) Release(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
 	if err := validLease(lease); err != nil {
 		return Lease{}, fmt.Errorf("locker: release: %w", err)
 	}
@@ -68,10 +68,11 @@ func validLease(lease Lease) error {
 
 // notHeld builds the error for a statement that matched no row, with the
 // key's current row so the message can say what happened.
-func notHeld(ctx context.Context, db store.DBTX, key, owner string, token int64) error {
+func notHeld(ctx context.Context, db DBTX, key, owner string, token int64) error {
 	e := &NotHeldError{Key: key, Owner: owner, Token: token}
 	if cur, found, err := store.Get(ctx, db, key); err == nil && found {
-		e.Current = &cur
+		info := lockInfoFrom(cur)
+		e.Current = &info
 	}
 	return e
 }

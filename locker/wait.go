@@ -23,7 +23,7 @@ import (
 // Run it on a pool or a connection, not inside a transaction: the waiter
 // record would be invisible until commit, and a transaction that waits holds
 // its snapshot and locks for as long. Inside a transaction, use TryAcquire.
-func (l *Locker) Acquire(ctx context.Context, db store.DBTX, key, owner string) (Lease, error) {
+func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
 	lease, err := l.TryAcquire(ctx, db, key, owner)
 	var held *HeldError
 	if !errors.As(err, &held) {

@@ -42,7 +42,7 @@ type acquired struct {
 	at    time.Time
 }
 
-func acquireAsync(ctx context.Context, lk *locker.Locker, db store.DBTX, key, owner string) <-chan acquired {
+func acquireAsync(ctx context.Context, lk *locker.Locker, db locker.DBTX, key, owner string) <-chan acquired {
 	ch := make(chan acquired, 1)
 	go func() {
 		l, err := lk.Acquire(ctx, db, key, owner)
@@ -52,7 +52,7 @@ func acquireAsync(ctx context.Context, lk *locker.Locker, db store.DBTX, key, ow
 }
 
 // waitForWaiter polls until owner's waiter record on key is visible.
-func waitForWaiter(t *testing.T, db store.DBTX, key, owner string) store.Waiter {
+func waitForWaiter(t *testing.T, db locker.DBTX, key, owner string) store.Waiter {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
@@ -73,7 +73,7 @@ func waitForWaiter(t *testing.T, db store.DBTX, key, owner string) store.Waiter 
 
 const waiterRowsSQL = `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`
 
-func waiterRows(t *testing.T, db store.DBTX, key string) int {
+func waiterRows(t *testing.T, db locker.DBTX, key string) int {
 	t.Helper()
 	var n int
 	if err := db.QueryRow(context.Background(), waiterRowsSQL, key).Scan(&n); err != nil {

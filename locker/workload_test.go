@@ -23,10 +23,10 @@ import (
 // can swap in a deliberately broken implementation and see the checker
 // catch it.
 type lockClient interface {
-	TryAcquire(ctx context.Context, db store.DBTX, key, owner string) (locker.Lease, error)
-	Acquire(ctx context.Context, db store.DBTX, key, owner string) (locker.Lease, error)
-	Renew(ctx context.Context, db store.DBTX, lease locker.Lease) (locker.Lease, error)
-	Release(ctx context.Context, db store.DBTX, lease locker.Lease) (locker.Lease, error)
+	TryAcquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
+	Acquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
+	Renew(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
+	Release(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
 }
 
 // workload is many clients contending for a few hot keys and many cold ones.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // AcquireOptions are acquire's flags and argument.
@@ -39,12 +38,12 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	}
 	defer pool.Close()
 
+	lk, err := locker.New(locker.Config{TTL: opts.TTL, LogGrants: true})
+	if err != nil {
+		return env.Fail(err)
+	}
 	var lease locker.Lease
 	if opts.Wait == 0 {
-		var lk *locker.Locker
-		if lk, err = locker.New(locker.Config{TTL: opts.TTL, LogGrants: true}); err != nil {
-			return env.Fail(err)
-		}
 		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
 	} else {
 		lease, err = acquireWaiting(ctx, pool, opts)
@@ -61,9 +60,9 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	}
 	// Refused, or waited the whole of --wait: one read of the key says who
 	// holds it now, for the message and the JSON fields.
-	var holder *store.Lock
+	var holder *locker.LockInfo
 	if waitedOut || errors.Is(err, locker.ErrHeld) {
-		if row, found, gerr := store.Get(ctx, pool, opts.Key); gerr == nil && found {
+		if row, found, gerr := lk.Get(ctx, pool, opts.Key); gerr == nil && found {
 			holder = &row
 			if waitedOut {
 				err = &locker.HeldError{Key: row.Key, Owner: row.Owner, Token: row.Token,

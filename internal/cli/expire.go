@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // ExpireOptions are expire's flags and argument.
@@ -35,7 +34,7 @@ func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
 
 	token := opts.Token
 	if token == 0 {
-		row, found, err := store.Get(ctx, pool, opts.Key)
+		row, found, err := lk.Get(ctx, pool, opts.Key)
 		if err != nil {
 			return env.Fail(err)
 		}

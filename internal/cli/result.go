@@ -7,7 +7,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // Outcomes of acquire, renew, release and expire, as printed in JSON.
@@ -40,18 +39,18 @@ type result struct {
 func leaseResult(l locker.Lease) result {
 	exp := utc(l.ExpiresAt)
 	r := result{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: &exp,
-		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(store.StateHeld)}
+		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(locker.StateHeld)}
 	switch l.Outcome {
 	case locker.Released, locker.ForceReleased:
-		r.State = string(store.StateFree)
+		r.State = string(locker.StateFree)
 	case locker.Expired:
-		r.State = string(store.StateExpired)
+		r.State = string(locker.StateExpired)
 	}
 	return r
 }
 
 // rowResult describes a refusal with the key's current row (nil: no row).
-func rowResult(outcome, key string, row *store.Lock) result {
+func rowResult(outcome, key string, row *locker.LockInfo) result {
 	r := result{Key: key, Outcome: outcome, State: "none"}
 	if row == nil {
 		return r
@@ -65,7 +64,7 @@ func rowResult(outcome, key string, row *store.Lock) result {
 
 // heldResult turns a *HeldError into a held result, with the holder's row
 // when it was read (for its TTL and whether it is expiring).
-func heldResult(requestedOwner string, held *locker.HeldError, row *store.Lock) result {
+func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockInfo) result {
 	if row != nil && row.Token == held.Token {
 		r := rowResult(outcomeHeld, held.Key, row)
 		r.RequestedOwner = requestedOwner
@@ -74,7 +73,7 @@ func heldResult(requestedOwner string, held *locker.HeldError, row *store.Lock) 
 	exp := utc(held.ExpiresAt)
 	remaining := held.Remaining.Milliseconds()
 	return result{Key: held.Key, Owner: held.Owner, Token: held.Token, ExpiresAt: &exp,
-		Outcome: outcomeHeld, State: string(store.StateHeld), RemainingMs: &remaining,
+		Outcome: outcomeHeld, State: string(locker.StateHeld), RemainingMs: &remaining,
 		RequestedOwner: requestedOwner}
 }
 
@@ -107,7 +106,7 @@ func printLease(env Env, asJSON bool, l locker.Lease, actor string) int {
 // returns its exit code; ok is false for any other error. In text mode the
 // explanation goes to Stderr; with --json the result goes to Stdout.
 // holder, if not nil, is the key's row read after a held refusal.
-func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder *store.Lock) (code int, ok bool) {
+func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder *locker.LockInfo) (code int, ok bool) {
 	var held *locker.HeldError
 	var notHeld *locker.NotHeldError
 	switch {
