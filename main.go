@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	_ "embed"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,12 +19,6 @@ import (
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
 )
-
-// schemaSQL is applied by `lockctl migrate`, so the binary carries the
-// schema it was built with.
-//
-//go:embed schema.sql
-var schemaSQL string
 
 // commands is the command table: adding a command is one entry. Each Flags
 // function defines the command's flags (global flags --dsn, --actor and
@@ -130,7 +123,7 @@ var commands = []cli.Command{
 	{
 		Name: "migrate", Summary: "create or update the lock tables (idempotent)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
-			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env, schemaSQL) }
+			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env) }
 		},
 	},
 	{
@@ -143,8 +136,8 @@ var commands = []cli.Command{
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Prune(ctx, env, o) }
 		},
 	},
-	bench.Command(schemaSQL),
-	demo.Command(schemaSQL),
+	bench.Command(),
+	demo.Command(),
 }
 
 func main() {

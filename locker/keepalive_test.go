@@ -12,7 +12,6 @@ import (
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // The keepalive tests measure how fast a lost lease is noticed, so they are
@@ -112,7 +111,7 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := store.Migrate(ctx, pool, testdb.SchemaSQL(t)); err != nil {
+	if err := locker.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 

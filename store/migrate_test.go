@@ -69,7 +69,7 @@ func TestMigrateMovesCheckConstraintsToDomains(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := store.Migrate(ctx, db, testdb.SchemaSQL(t)); err != nil {
+		if err := store.Migrate(ctx, db); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestMigrateDropsOldSortIndexes(t *testing.T) {
 		t.Errorf("README does not give testdata/sort-indexes.sql verbatim (%v)", err)
 	}
 	db := migratedFrom(t, "schema-with-checks.sql", "sort-indexes.sql")
-	if err := store.Migrate(ctx, db, testdb.SchemaSQL(t)); err != nil {
+	if err := store.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := db.Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index
@@ -165,7 +165,7 @@ func migratedFrom(t *testing.T, names ...string) *pgxpool.Pool {
 	t.Helper()
 	db := testdb.Pool(t, testdb.EmptyDSN(t))
 	for _, name := range names {
-		if err := store.Migrate(context.Background(), db, testdataSQL(t, name)); err != nil {
+		if err := store.ApplyScript(context.Background(), db, testdataSQL(t, name)); err != nil {
 			t.Fatalf("migrate with %s: %v", name, err)
 		}
 	}

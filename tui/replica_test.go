@@ -30,7 +30,7 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.Migrate(ctx, conn, testdb.SchemaSQL(t)); err != nil {
+	if err := store.Migrate(ctx, conn); err != nil {
 		t.Fatal(err)
 	}
 	conn.Close(ctx)

@@ -61,7 +61,7 @@ func TestPercentileAndMedian(t *testing.T) {
 // worker's counter are neither counted nor delayed.
 func TestRoundTripCounter(t *testing.T) {
 	ctx := context.Background()
-	tg, err := openTargetRTT(ctx, testdb.DSN(t), testdb.SchemaSQL(t), 2, 30*time.Millisecond)
+	tg, err := openTargetRTT(ctx, testdb.DSN(t), 2, 30*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,8 @@ import (
 	"github.com/lockctl/lockctl/internal/pgtemp"
 )
 
-// Command is `lockctl bench`, for main.go's command table. schemaSQL is
-// the schema the binary carries (schema.sql).
-func Command(schemaSQL string) cli.Command {
+// Command is `lockctl bench`, for main.go's command table.
+func Command() cli.Command {
 	return cli.Command{
 		Name: "bench",
 		Summary: "measure acquire+release cost: locker vs the reference design vs commit and network floors " +
@@ -41,13 +40,13 @@ func Command(schemaSQL string) cli.Command {
 					return env.Usagef("--rounds, --hot-keys and --keepalive-for must be positive, --keepalive-locks not negative")
 				}
 				o.Progress = env.Stderr
-				return run(ctx, env, schemaSQL, o, asJSON)
+				return run(ctx, env, o, asJSON)
 			}
 		},
 	}
 }
 
-func run(ctx context.Context, env cli.Env, schemaSQL string, o Options, asJSON bool) int {
+func run(ctx context.Context, env cli.Env, o Options, asJSON bool) int {
 	if _, err := o.withDefaults(); err != nil {
 		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
@@ -63,7 +62,7 @@ func run(ctx context.Context, env cli.Env, schemaSQL string, o Options, asJSON b
 		defer srv.Close()
 		dsn = srv.DSN("")
 	}
-	rep, err := Run(ctx, dsn, schemaSQL, o)
+	rep, err := Run(ctx, dsn, o)
 	if err != nil {
 		return env.Fail(err)
 	}

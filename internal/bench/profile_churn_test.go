@@ -20,7 +20,7 @@ FROM pg_stat_user_tables WHERE relname = 'distributed_lock' AND schemaname = cur
 func TestKeyChurn(t *testing.T) {
 	profiling(t, "count HOT updates under key churn")
 	ctx := context.Background()
-	tg, err := openTarget(ctx, testdb.DSN(t), testdb.SchemaSQL(t), 2)
+	tg, err := openTarget(ctx, testdb.DSN(t), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // profiling skips the test unless LOCKCTL_BENCH_PROFILE is set: the
@@ -33,7 +32,7 @@ func profileServer(t *testing.T, opts pgtemp.Options, conns int) (*target, *pgx.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
-	tg, err := openTarget(ctx, srv.DSN(""), testdb.SchemaSQL(t), conns)
+	tg, err := openTarget(ctx, srv.DSN(""), conns)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestKeepaliveProfile(t *testing.T) {
 	profiling(t, "profile keepalives")
 	ctx := context.Background()
-	tg, err := openTarget(ctx, testdb.DSN(t), testdb.SchemaSQL(t), 8)
+	tg, err := openTarget(ctx, testdb.DSN(t), 8)
 	if err != nil {
 		t.Fatal(err)
 	}

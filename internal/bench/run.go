@@ -17,16 +17,16 @@ import (
 )
 
 // Run benchmarks on the server at dsn, in a schema of its own that it
-// creates, fills from schemaSQL (the text of schema.sql) and drops at the
+// creates, migrates (store.Migrate) and drops at the
 // end. The server's other schemas are not touched.
-func Run(ctx context.Context, dsn, schemaSQL string, opts Options) (*Report, error) {
+func Run(ctx context.Context, dsn string, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	began := time.Now()
 	maxW := slices.Max(opts.Workers)
-	t, err := openTargetRTT(ctx, dsn, schemaSQL, maxW, opts.RTT)
+	t, err := openTargetRTT(ctx, dsn, maxW, opts.RTT)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,7 @@ import (
 // asserted.
 func TestShortRun(t *testing.T) {
 	ctx := context.Background()
-	rep, err := Run(ctx, testdb.DSN(t), testdb.SchemaSQL(t), Options{
+	rep, err := Run(ctx, testdb.DSN(t), Options{
 		Workers:        []int{1, 4},
 		Duration:       150 * time.Millisecond,
 		Rounds:         1,

@@ -38,16 +38,16 @@ CREATE TABLE bench_floor (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
 
 const floorRowsSQL = `INSERT INTO bench_floor (id) SELECT generate_series(0, $1::int - 1)`
 
-// openTarget makes a fresh schema on dsn's server, applies schemaSQL (the
-// text of schema.sql) and the benchmark's tables to it, and opens a pool of
+// openTarget makes a fresh schema on dsn's server, applies lockctl's schema
+// (store.Migrate) and the benchmark's tables to it, and opens a pool of
 // conns connections confined to it.
-func openTarget(ctx context.Context, dsn, schemaSQL string, conns int) (*target, error) {
-	return openTargetRTT(ctx, dsn, schemaSQL, conns, 0)
+func openTarget(ctx context.Context, dsn string, conns int) (*target, error) {
+	return openTargetRTT(ctx, dsn, conns, 0)
 }
 
 // openTargetRTT is openTarget whose pool waits rtt before every statement
 // (see roundTripCounter).
-func openTargetRTT(ctx context.Context, dsn, schemaSQL string, conns int, rtt time.Duration) (*target, error) {
+func openTargetRTT(ctx context.Context, dsn string, conns int, rtt time.Duration) (*target, error) {
 	t := &target{dsn: dsn, schema: fmt.Sprintf("lockctl_bench_%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000_000), rtt: rtt}
 	t.appName = t.schema
 	conn, err := pgx.Connect(ctx, dsn)
@@ -64,7 +64,7 @@ func openTargetRTT(ctx context.Context, dsn, schemaSQL string, conns int, rtt ti
 		t.dropSchema(ctx)
 		return nil, err
 	}
-	if err := t.migrate(ctx, schemaSQL, conns); err != nil {
+	if err := t.migrate(ctx, conns); err != nil {
 		t.close(ctx)
 		return nil, err
 	}
@@ -92,8 +92,8 @@ func (t *target) openPool(ctx context.Context, conns int) (*pgxpool.Pool, error)
 	return pool, nil
 }
 
-func (t *target) migrate(ctx context.Context, schemaSQL string, floorRows int) error {
-	if err := store.Migrate(ctx, t.pool, schemaSQL); err != nil {
+func (t *target) migrate(ctx context.Context, floorRows int) error {
+	if err := store.Migrate(ctx, t.pool); err != nil {
 		return fmt.Errorf("bench: apply schema.sql: %w", err)
 	}
 	if _, err := t.pool.Exec(ctx, benchTablesSQL, pgx.QueryExecModeSimpleProtocol); err != nil {

@@ -11,14 +11,13 @@ import (
 )
 
 // Command is `lockctl demo`, the entry for main.go's command table.
-// schemaSQL is the text of schema.sql, applied to the demo's database.
-func Command(schemaSQL string) cli.Command {
+func Command() cli.Command {
 	return cli.Command{
 		Name: "demo",
 		Summary: "the console on a private throwaway PostgreSQL with simulated workers: hand-overs, " +
 			"steals, a refused zombie write, a stuck lock to free with x (--dsn: schema " + Schema + " of that database)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
-			o := Options{SchemaSQL: schemaSQL}
+			var o Options
 			fs.IntVar(&o.Workers, "workers", 8, "workers contending for the hot keys (besides the fixed cast)")
 			fs.IntVar(&o.HotKeys, "keys", 4, "hot keys the workers contend for")
 			fs.Float64Var(&o.Speed, "speed", 1, "pace of the story (2 = twice as fast; TTLs scale too)")

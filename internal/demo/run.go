@@ -24,8 +24,6 @@ type Options struct {
 	// DSN names an existing database to run in (schema Schema, created if
 	// missing). "" starts a private throwaway server, removed on return.
 	DSN string
-	// SchemaSQL is the text of schema.sql.
-	SchemaSQL string
 	// Refresh is the console's poll interval. Defaults to 500ms.
 	Refresh time.Duration
 	// ReadOnly removes the console's actions.
@@ -132,7 +130,7 @@ func run(ctx context.Context, o Options) error {
 		}
 		defer release()
 	}
-	if err := store.Migrate(ctx, pool, o.SchemaSQL); err != nil {
+	if err := locker.Migrate(ctx, pool); err != nil {
 		return fmt.Errorf("demo: apply schema: %w", err)
 	}
 	sim, err := Start(ctx, pool, cfg)

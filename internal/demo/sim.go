@@ -45,7 +45,7 @@ type counters struct {
 }
 
 // Start migrates nothing and creates nothing but the demo_resource table:
-// pool must already hold lockctl's schema (store.Migrate). The cast runs
+// pool must already hold lockctl's schema (locker.Migrate). The cast runs
 // until ctx ends or Stop is called.
 func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
 	if err := cfg.Validate(); err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -62,7 +61,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 	defer cancel()
 	primary := startServer(t, ctx)
 	db := pool(t, ctx, primary.DSN(""))
-	if err := store.Migrate(ctx, db, testdb.SchemaSQL(t)); err != nil {
+	if err := store.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	lk, err := locker.New(locker.Config{TTL: time.Minute, Actor: "tester"})

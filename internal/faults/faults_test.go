@@ -34,7 +34,7 @@ func TestFaultInjection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
 	defer cancel()
 	s, err := faults.Run(ctx, faults.Config{
-		Schema: testdb.SchemaSQL(t), Duration: *duration, Seed: *seed, Workers: *workers, Logf: t.Logf,
+		Duration: *duration, Seed: *seed, Workers: *workers, Logf: t.Logf,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestCheckerCatchesUnsafeWorkers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s, err := faults.Run(ctx, faults.Config{
-		Schema: testdb.SchemaSQL(t), Duration: 4 * time.Second, Seed: 7, Workers: 6, HotKeys: 1, ColdKeys: 1,
+		Duration: 4 * time.Second, Seed: 7, Workers: 6, HotKeys: 1, ColdKeys: 1,
 		TTL: 400 * time.Millisecond, Kinds: []string{faults.Zombie}, Unsafe: true, Logf: t.Logf,
 	})
 	if err != nil {

@@ -18,8 +18,6 @@ import (
 
 // Config is one run of the suite.
 type Config struct {
-	// Schema is the text of schema.sql.
-	Schema string
 	// Duration of the workload. Defaults to 10s.
 	Duration time.Duration
 	// Seed makes the fault schedule and the workers' choices reproducible
@@ -195,7 +193,7 @@ func setup(ctx context.Context, dsn string, cfg Config) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	if err := store.Migrate(ctx, conn, cfg.Schema); err != nil {
+	if err := store.Migrate(ctx, conn); err != nil {
 		return fmt.Errorf("faults: migrate: %w", err)
 	}
 	if _, err := conn.Exec(ctx, guardedSchemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {

@@ -35,7 +35,7 @@ func TestZombieWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inst.Close()
-	if err := setup(ctx, inst.DSN(""), Config{Schema: testdb.SchemaSQL(t), HotKeys: 2}); err != nil {
+	if err := setup(ctx, inst.DSN(""), Config{HotKeys: 2}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -11,8 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,17 +69,6 @@ func base(t testing.TB) string {
 	return baseDSN
 }
 
-// SchemaSQL is the text of the repository's schema.sql.
-func SchemaSQL(t testing.TB) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "schema.sql"))
-	if err != nil {
-		t.Fatalf("read schema.sql: %v", err)
-	}
-	return string(b)
-}
-
 // DSN makes a fresh, migrated schema and returns a connection URL whose
 // search_path points at it, for tests that run the binary or open their own
 // connections.
@@ -138,7 +125,7 @@ func newSchema(t testing.TB, migrate bool) string {
 			t.Fatalf("connect to test schema: %v", err)
 		}
 		defer c2.Close(ctx)
-		if err := store.Migrate(ctx, c2, SchemaSQL(t)); err != nil {
+		if err := store.Migrate(ctx, c2); err != nil {
 			t.Fatalf("migrate test schema: %v", err)
 		}
 	}
