@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -30,9 +31,9 @@ func rowOf(t *testing.T, db locker.DBTX, key string) store.Lock {
 	return row
 }
 
-func eventsOf(t *testing.T, db locker.DBTX, key string) []store.Event {
+func eventsOf(t *testing.T, db locker.DBTX, key string) []lockview.Event {
 	t.Helper()
-	evs, err := store.KeyEvents(context.Background(), db, key, 1000)
+	evs, err := lockview.KeyEvents(context.Background(), db, key, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,8 +236,8 @@ func TestForceOperations(t *testing.T) {
 		state   store.State
 		next    locker.Outcome // the next acquirer's outcome
 	}{
-		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, store.EventForceExpired, store.StateExpired, locker.Stolen},
-		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, store.EventForceReleased, store.StateFree, locker.Acquired},
+		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockview.EventForceExpired, store.StateExpired, locker.Stolen},
+		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockview.EventForceReleased, store.StateFree, locker.Acquired},
 	}
 	for _, op := range ops {
 		t.Run(op.name+" current token", func(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // The waiting tests measure latency, so they are not parallel: they run
@@ -52,11 +52,11 @@ func acquireAsync(ctx context.Context, lk *locker.Locker, db locker.DBTX, key, o
 }
 
 // waitForWaiter polls until owner's waiter record on key is visible.
-func waitForWaiter(t *testing.T, db locker.DBTX, key, owner string) store.Waiter {
+func waitForWaiter(t *testing.T, db locker.DBTX, key, owner string) lockview.Waiter {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		ws, err := store.Waiters(context.Background(), db, key)
+		ws, err := lockview.Waiters(context.Background(), db, key)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +68,7 @@ func waitForWaiter(t *testing.T, db locker.DBTX, key, owner string) store.Waiter
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no waiter record for %q on %q", owner, key)
-	return store.Waiter{}
+	return lockview.Waiter{}
 }
 
 const waiterRowsSQL = `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`
@@ -120,7 +120,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Fatalf("%d waiter rows left after the grant", n)
 	}
-	if ev := eventsOf(t, db, "k")[0]; ev.Kind != store.EventAcquired || ev.Detail["waited_ms"] == nil {
+	if ev := eventsOf(t, db, "k")[0]; ev.Kind != lockview.EventAcquired || ev.Detail["waited_ms"] == nil {
 		t.Fatalf("grant event = %+v; want acquired with waited_ms", ev)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -148,7 +149,7 @@ func (w workload) run(t *testing.T, pool *pgxpool.Pool) runResult {
 func observe(t *testing.T, pool *pgxpool.Pool) history.Observed {
 	t.Helper()
 	ctx := context.Background()
-	newest, err := store.RecentEvents(ctx, pool, 0, 1<<30)
+	newest, err := lockview.RecentEvents(ctx, pool, 0, 1<<30)
 	if err != nil {
 		t.Fatal(err)
 	}

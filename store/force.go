@@ -26,7 +26,7 @@ WITH expired AS (
            jsonb_strip_nulls(jsonb_build_object('reason', $4::text))
     FROM expired e
 )
-SELECT ` + lockColumns + `
+SELECT ` + LockColumns + `
 FROM expired l, (SELECT clock_timestamp() AS ts) c,
      LATERAL (SELECT ` + wakeWaitersSQL + `) n`
 
@@ -49,7 +49,7 @@ WITH released AS (
            jsonb_strip_nulls(jsonb_build_object('reason', $4::text))
     FROM released r
 )
-SELECT ` + lockColumns + `
+SELECT ` + LockColumns + `
 FROM released l, (SELECT clock_timestamp() AS ts) c,
      LATERAL (SELECT ` + wakeWaitersSQL + `) n`
 

@@ -38,19 +38,21 @@ type Grant struct {
 	Remaining time.Duration
 }
 
-// Outcomes of an attempt that grantSQL reports besides the grant kinds
-// (EventAcquired, EventStolen); see Grant.Outcome.
+// Outcomes of an attempt that grantSQL reports; see Grant.Outcome. The two
+// grant kinds are also the kinds of the events that record them.
 const (
-	OutcomeRenewed = "renewed"
-	OutcomeHeld    = "held"
-	OutcomeFree    = "free"
-	OutcomeExpired = "expired"
+	OutcomeAcquired = "acquired"
+	OutcomeStolen   = "stolen"
+	OutcomeRenewed  = "renewed"
+	OutcomeHeld     = "held"
+	OutcomeFree     = "free"
+	OutcomeExpired  = "expired"
 )
 
 // Granted reports whether the attempt took the key.
 func (g Grant) Granted() bool {
 	switch g.Outcome {
-	case EventAcquired, EventStolen, OutcomeRenewed:
+	case OutcomeAcquired, OutcomeStolen, OutcomeRenewed:
 		return true
 	}
 	return false
@@ -234,7 +236,7 @@ func scanGrant(row pgx.Row) (g Grant, found bool, err error) {
 }
 
 // getSQL reads one lock row with remaining time from the database clock.
-const getSQL = `SELECT ` + lockColumns + `
+const getSQL = `SELECT ` + LockColumns + `
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE l.lock_key = $1`
 

@@ -31,10 +31,10 @@ func TestTryGrantRoundTrips(t *testing.T) {
 		outcome     string
 		statements  int
 	}{
-		{"first grant", "a", time.Minute, store.EventAcquired, 2},
+		{"first grant", "a", time.Minute, store.OutcomeAcquired, 2},
 		{"renewal", "a", 50 * time.Millisecond, store.OutcomeRenewed, 1},
 		{"refusal while held", "b", time.Minute, store.OutcomeHeld, 1},
-		{"steal after expiry", "b", time.Minute, store.EventStolen, 2},
+		{"steal after expiry", "b", time.Minute, store.OutcomeStolen, 2},
 		{"refusal after the steal", "a", time.Minute, store.OutcomeHeld, 1},
 	}
 	var tokens []int64
@@ -55,7 +55,7 @@ func TestTryGrantRoundTrips(t *testing.T) {
 	if _, ok, err := store.Release(ctx, pool, store.ReleaseParams{LeaseRef: store.LeaseRef{Key: "k", Owner: "b", Token: tokens[3]}}); err != nil || !ok {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
-	if g, n := grant("a", time.Minute); g.Outcome != store.EventAcquired || n != 1 || g.Token <= tokens[3] {
+	if g, n := grant("a", time.Minute); g.Outcome != store.OutcomeAcquired || n != 1 || g.Token <= tokens[3] {
 		t.Errorf("grant of the released key: %q, token %d, %d statements; want acquired, > %d, 1", g.Outcome, g.Token, n, tokens[3])
 	}
 	var steals int

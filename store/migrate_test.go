@@ -148,10 +148,19 @@ func TestMigrateDropsOldSortIndexes(t *testing.T) {
 	}
 }
 
+// testdataPath is where testdata file name is: sort-indexes.sql, the
+// operator's indexes for the console's orders, lives with the read model.
+func testdataPath(name string) string {
+	if name == "sort-indexes.sql" {
+		return "../internal/lockview/testdata/" + name
+	}
+	return "testdata/" + name
+}
+
 // testdataSQL is the text of testdata/name.
 func testdataSQL(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("testdata/" + name)
+	b, err := os.ReadFile(testdataPath(name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,11 @@ type Lock struct {
 	DBNow         time.Time      `db:"db_now"`
 }
 
-// lockColumns selects a Lock; remaining and held_for are computed with the
-// same clock_timestamp() reading so they agree with each other.
-const lockColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+// LockColumns selects a Lock from distributed_lock l and a clock reading
+// c(ts) (clock_timestamp(), read once per statement): remaining and held_for
+// are computed from the same reading so they agree with each other. The
+// read model (internal/lockview) selects rows with it too.
+const LockColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
 	l.acquired_at, l.renewed_at, l.renew_count, l.released_at, l.grant_kind,
 	l.previous_owner, l.previous_token, l.metadata,
 	CASE WHEN l.released_at IS NULL THEN l.expires_at - c.ts ELSE interval '0' END AS remaining,
@@ -59,27 +61,3 @@ func (l Lock) State() State {
 		return StateHeld
 	}
 }
-
-// Event is one row of distributed_lock_event.
-type Event struct {
-	ID            int64          `db:"event_id"`
-	OccurredAt    time.Time      `db:"occurred_at"`
-	Key           string         `db:"lock_key"`
-	Kind          string         `db:"kind"`
-	Owner         *string        `db:"owner_id"`
-	Token         *int64         `db:"fence_token"`
-	Actor         string         `db:"actor"`
-	PreviousOwner *string        `db:"previous_owner"`
-	PreviousToken *int64         `db:"previous_token"`
-	Detail        map[string]any `db:"detail"`
-}
-
-// Event kinds, as stored in distributed_lock_event.kind.
-const (
-	EventAcquired           = "acquired"
-	EventStolen             = "stolen"
-	EventReleased           = "released"
-	EventForceExpired       = "force_expired"
-	EventForceReleased      = "force_released"
-	EventStaleWriteRejected = "stale_write_rejected"
-)

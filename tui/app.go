@@ -12,13 +12,13 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // Options configure the console.
 type Options struct {
-	Pool     *pgxpool.Pool  // reads go through package store, writes through Locker
+	Pool     *pgxpool.Pool  // reads go through internal/lockview, writes through Locker
 	Locker   *locker.Locker // built with Config.Actor = the console's actor
 	Server   string         // shown in the header, e.g. "127.0.0.1:5432/postgres" (never a password)
 	Refresh  time.Duration  // poll interval; default 1s
@@ -97,7 +97,7 @@ type Model struct {
 	detailKey  string
 	detail     *detailData
 	detailView viewport.Model
-	events     []store.Event // newest first
+	events     []lockview.Event // newest first
 	eventsView viewport.Model
 	helpView   viewport.Model
 
@@ -171,7 +171,7 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(tea.RequestBackgroundColor, poll(m.ctx, m.opts.Pool, m.pollRequest()), frameTick())
 }
 
-func (m Model) sort() store.Sort { return store.Sorts[m.sortIdx] }
+func (m Model) sort() lockview.Sort { return lockview.Sorts[m.sortIdx] }
 
 // pollRequest copies what the next poll needs from the model.
 func (m Model) pollRequest() pollRequest {
@@ -181,9 +181,9 @@ func (m Model) pollRequest() pollRequest {
 	}
 	req := pollRequest{
 		seq: m.seq, querySeq: m.querySeq,
-		query: store.ListQuery{
+		query: lockview.ListQuery{
 			Filter: m.filter, Sort: m.sort(), Anchor: m.selKey, Rank: int(m.selRank),
-			Before: min(2*n, store.MaxWindow), After: min(2*n+1, store.MaxWindow),
+			Before: min(2*n, lockview.MaxWindow), After: min(2*n+1, lockview.MaxWindow),
 			Near: m.snap.page.Span, // the store ignores it after a change of order or filter
 		},
 		wantEvents: m.pane == paneEvents,

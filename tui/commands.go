@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -31,7 +32,7 @@ const (
 // the command never touches the model.
 type pollRequest struct {
 	seq, querySeq int
-	query         store.ListQuery
+	query         lockview.ListQuery
 	wantEvents    bool
 	eventsAfter   int64
 	detailKey     string // "" when the detail pane is closed
@@ -54,14 +55,14 @@ func poll(ctx context.Context, db *pgxpool.Pool, req pollRequest) tea.Cmd {
 func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snapshot, error) {
 	var snap snapshot
 	var err error
-	if snap.page, err = store.ListLocks(ctx, db, req.query); err != nil {
+	if snap.page, err = lockview.ListLocks(ctx, db, req.query); err != nil {
 		return snap, err
 	}
-	if snap.rates, err = store.GrantRates(ctx, db, rateSpan, rateBucket); err != nil {
+	if snap.rates, err = lockview.GrantRates(ctx, db, rateSpan, rateBucket); err != nil {
 		return snap, err
 	}
 	if req.wantEvents {
-		if snap.events, err = store.RecentEvents(ctx, db, req.eventsAfter, eventsLimit); err != nil {
+		if snap.events, err = lockview.RecentEvents(ctx, db, req.eventsAfter, eventsLimit); err != nil {
 			return snap, err
 		}
 	}
@@ -72,12 +73,12 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 		} else if l, found, err := store.Get(ctx, db, req.detailKey); err != nil {
 			return snap, err
 		} else if found {
-			d.lock = &store.ListedLock{Lock: l}
+			d.lock = &lockview.ListedLock{Lock: l}
 		}
-		if d.waiters, err = store.Waiters(ctx, db, req.detailKey); err != nil {
+		if d.waiters, err = lockview.Waiters(ctx, db, req.detailKey); err != nil {
 			return snap, err
 		}
-		if d.events, err = store.KeyEvents(ctx, db, req.detailKey, detailEvents); err != nil {
+		if d.events, err = lockview.KeyEvents(ctx, db, req.detailKey, detailEvents); err != nil {
 			return snap, err
 		}
 		if d.lock != nil {
@@ -91,13 +92,13 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 	return snap, nil
 }
 
-func findRow(rows []store.ListedLock, key string) (store.ListedLock, bool) {
+func findRow(rows []lockview.ListedLock, key string) (lockview.ListedLock, bool) {
 	for _, r := range rows {
 		if r.Key == key {
 			return r, true
 		}
 	}
-	return store.ListedLock{}, false
+	return lockview.ListedLock{}, false
 }
 
 // pollTick arms the next poll.

@@ -5,7 +5,7 @@
 // How it stays responsive on a large table and a bad network:
 //
 //   - Each poll reads only a window of rows around the selection
-//     (store.ListLocks) plus totals computed in SQL, whatever the table size.
+//     (lockview.ListLocks) plus totals computed in SQL, whatever the table size.
 //   - Polls never overlap. Each has a timeout, carries a sequence number
 //     (replies to an older query are dropped) and re-arms the next poll with
 //     tea.Tick only when it returns; a generation counter retires ticks armed

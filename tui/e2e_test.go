@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/store"
 )
 
 // TestEndToEndInTmux drives the real binary in a real terminal (tmux)
@@ -104,9 +104,9 @@ func TestEndToEndInTmux(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	evs, err := store.KeyEvents(ctx, conn, "e2e:lock", 1)
+	evs, err := lockview.KeyEvents(ctx, conn, "e2e:lock", 1)
 	conn.Close(ctx)
-	if err != nil || len(evs) != 1 || evs[0].Kind != store.EventForceExpired || evs[0].Actor != "e2e-operator" {
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != "e2e-operator" {
 		t.Fatalf("last event %+v, %v", evs, err)
 	}
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 // eventsContent is the events pane: the event log of all locks, newest
@@ -23,15 +23,15 @@ func (m Model) eventsContent() string {
 
 // eventLine is one event: time, kind, key (when withKey), owner, token,
 // actor and what the detail adds.
-func (m Model) eventLine(e store.Event, withKey bool) string {
+func (m Model) eventLine(e lockview.Event, withKey bool) string {
 	s := m.styles
 	kind := fmt.Sprintf("%-20s", e.Kind)
 	switch e.Kind {
-	case store.EventStolen, store.EventForceExpired, store.EventForceReleased:
+	case lockview.EventStolen, lockview.EventForceExpired, lockview.EventForceReleased:
 		kind = s.Expired.Render(kind)
-	case store.EventStaleWriteRejected:
+	case lockview.EventStaleWriteRejected:
 		kind = s.Warning.Render(kind)
-	case store.EventReleased:
+	case lockview.EventReleased:
 		kind = s.Free.Render(kind)
 	default:
 		kind = s.Held.Render(kind)

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -18,10 +19,10 @@ func ptr[T any](v T) *T { return &v }
 
 // fixtureRows has a row in every state, a free row with its last holder,
 // waiters, and a key and owner full of terminal escapes.
-func fixtureRows() []store.ListedLock {
+func fixtureRows() []lockview.ListedLock {
 	dbNow := t0.Add(-20 * time.Millisecond)
-	row := func(key, owner string, token int64, remaining, ttl, heldFor time.Duration) store.ListedLock {
-		return store.ListedLock{Lock: store.Lock{
+	row := func(key, owner string, token int64, remaining, ttl, heldFor time.Duration) lockview.ListedLock {
+		return lockview.ListedLock{Lock: store.Lock{
 			Key: key, Owner: owner, Token: token, TTL: ttl, Remaining: remaining, HeldFor: heldFor,
 			ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
 			GrantKind: "acquired", Metadata: map[string]any{"host": "web-1", "pid": 4242},
@@ -38,18 +39,18 @@ func fixtureRows() []store.ListedLock {
 	evil := row("evil\x1b]2;owned\x07\x1b[2J", "bad\x1b[31mowner", 1043, 4*time.Minute, 5*time.Minute, time.Minute)
 	long := row("tenant:0042:invoices:generate-monthly-statements-for-every-customer", "batch-runner:9:0badf00d", 1039,
 		9*time.Minute, 10*time.Minute, time.Minute)
-	return []store.ListedLock{billing, expiring, evil, expired, free, long}
+	return []lockview.ListedLock{billing, expiring, evil, expired, free, long}
 }
 
 func fixtureSnapshot() snapshot {
 	rows := fixtureRows()
 	return snapshot{
-		page: store.Page{
+		page: lockview.Page{
 			Rows: rows, Anchor: 0, AnchorRank: 0, Matching: int64(len(rows)),
-			Totals:        store.Totals{All: 6, Held: 4, Expiring: 1, Expired: 1, Free: 1, Waiting: 2, WaitedKeys: 1},
+			Totals:        lockview.Totals{All: 6, Held: 4, Expiring: 1, Expired: 1, Free: 1, Waiting: 2, WaitedKeys: 1},
 			ServerVersion: "15.18 (Debian 15.18-0+deb12u1)", DBNow: t0,
 		},
-		rates: store.Rates{Span: time.Minute, Bucket: 5 * time.Second,
+		rates: lockview.Rates{Span: time.Minute, Bucket: 5 * time.Second,
 			Grants:    []int64{1, 3, 2, 0, 5, 8, 4, 2, 1, 0, 6, 9},
 			Steals:    []int64{0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1, 0},
 			Handovers: []int64{0, 1, 1, 0, 2, 3, 1, 0, 0, 0, 2, 4}},
@@ -58,13 +59,13 @@ func fixtureSnapshot() snapshot {
 	}
 }
 
-func fixtureEvents() []store.Event {
+func fixtureEvents() []lockview.Event {
 	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
-	return []store.Event{
-		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: store.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(int64(997)), Actor: "alice@ops"},
-		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: store.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(int64(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
-		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: store.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(int64(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(int64(5)), Actor: "bad\x1b[31mowner"},
-		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: store.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(int64(1001)), Actor: "indexer:5:cafe0001"},
+	return []lockview.Event{
+		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockview.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(int64(997)), Actor: "alice@ops"},
+		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockview.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(int64(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
+		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockview.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(int64(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(int64(5)), Actor: "bad\x1b[31mowner"},
+		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: lockview.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(int64(1001)), Actor: "indexer:5:cafe0001"},
 	}
 }
 

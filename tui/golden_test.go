@@ -7,6 +7,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -34,7 +35,7 @@ func TestGolden(t *testing.T) {
 			s := fixtureSnapshot()
 			row := s.page.Rows[0]
 			s.detail = &detailData{key: row.Key, lock: &row, events: fixtureEvents()[1:2],
-				waiters: []store.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
+				waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"events": func(t *testing.T, w, h int) Model {
@@ -55,7 +56,7 @@ func TestGolden(t *testing.T) {
 		"filter_no_match": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "/", "z", "z", "enter")
 			s := fixtureSnapshot()
-			s.page = store.Page{Anchor: -1, Totals: s.page.Totals, DBNow: t0}
+			s.page = lockview.Page{Anchor: -1, Totals: s.page.Totals, DBNow: t0}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"acquire_form": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "a") },

@@ -4,19 +4,19 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 // sortLabel says what an order puts first.
-func sortLabel(s store.Sort) string {
+func sortLabel(s lockview.Sort) string {
 	switch s {
-	case store.SortTTL:
+	case lockview.SortTTL:
 		return "TTL (expired and soonest expiring first)"
-	case store.SortToken:
+	case lockview.SortToken:
 		return "token (newest grant first)"
-	case store.SortHeldFor:
+	case lockview.SortHeldFor:
 		return "held for (longest held first)"
-	case store.SortWaiters:
+	case lockview.SortWaiters:
 		return "waiters (most waiters first)"
 	default:
 		return "key"
@@ -139,7 +139,7 @@ func (m Model) ratesLine() string {
 	}
 	r := m.snap.rates
 	item := func(name string, b []int64) string {
-		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(store.Sum(b))) + " " + s.Spark.Render(sparkline(b))
+		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(lockview.Sum(b))) + " " + s.Spark.Render(sparkline(b))
 	}
 	return s.Label.Render("last minute: ") + strings.Join([]string{
 		item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers),

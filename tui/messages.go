@@ -3,8 +3,8 @@ package tui
 import (
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // pollTickMsg says it is time to poll; ticks of an older generation (armed
@@ -16,10 +16,10 @@ type frameMsg struct{}
 
 // snapshot is everything one poll read, with when its reply arrived.
 type snapshot struct {
-	page   store.Page
-	rates  store.Rates
-	events []store.Event // newest first; only when the events pane asked
-	detail *detailData   // only when the detail pane asked
+	page   lockview.Page
+	rates  lockview.Rates
+	events []lockview.Event // newest first; only when the events pane asked
+	detail *detailData      // only when the detail pane asked
 	// receivedAt is this process's clock (with its monotonic reading) when
 	// the reply arrived: remaining TTLs count down from it.
 	receivedAt time.Time
@@ -29,9 +29,9 @@ type snapshot struct {
 // detailData is the selected lock's row, waiters and history.
 type detailData struct {
 	key     string
-	lock    *store.ListedLock // nil: the key has no row
-	waiters []store.Waiter
-	events  []store.Event
+	lock    *lockview.ListedLock // nil: the key has no row
+	waiters []lockview.Waiter
+	events  []lockview.Event
 }
 
 // pageLoadedMsg is one poll's result. seq is the poll's number and

@@ -3,7 +3,7 @@ package tui
 import (
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 // rankOf is the position among matching rows of snap.page.Rows[i].
@@ -13,10 +13,10 @@ func (m Model) rankOf(i int) int64 {
 }
 
 // selected is the row under the cursor.
-func (m Model) selected() (store.ListedLock, bool) {
+func (m Model) selected() (lockview.ListedLock, bool) {
 	rows := m.snap.page.Rows
 	if m.cursor < 0 || m.cursor >= len(rows) {
-		return store.ListedLock{}, false
+		return lockview.ListedLock{}, false
 	}
 	return rows[m.cursor], true
 }

@@ -9,9 +9,9 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // TestProgramSmoke runs the whole program (Init, ticks, polls, keys, the
@@ -39,8 +39,8 @@ func TestProgramSmoke(t *testing.T) {
 	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 
-	evs, err := store.KeyEvents(context.Background(), pool, "smoke:lock", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != store.EventForceExpired || evs[0].Actor != actor {
+	evs, err := lockview.KeyEvents(context.Background(), pool, "smoke:lock", 1)
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
 		t.Fatalf("last event %+v, %v", evs, err)
 	}
 	final := tm.FinalModel(t).(Model)

@@ -7,6 +7,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -20,12 +21,12 @@ type column struct {
 // liveRow is a row advanced from the poll's instant to now: remaining TTL,
 // held-for and waits counted on the monotonic clock.
 type liveRow struct {
-	store.ListedLock
+	lockview.ListedLock
 	state store.State
 }
 
 // live advances r by elapsed since its snapshot arrived.
-func live(r store.ListedLock, elapsed time.Duration) liveRow {
+func live(r lockview.ListedLock, elapsed time.Duration) liveRow {
 	if r.ReleasedAt == nil {
 		r.Remaining -= elapsed
 		r.HeldFor += elapsed

@@ -7,7 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 // Update applies one message to the model.
@@ -70,7 +70,7 @@ func (m Model) pageLoaded(msg pageLoadedMsg) (tea.Model, tea.Cmd) {
 
 func (m *Model) applySnapshot(s snapshot) {
 	if s.events != nil {
-		m.events = append(append([]store.Event{}, s.events...), m.events...)
+		m.events = append(append([]lockview.Event{}, s.events...), m.events...)
 		if len(m.events) > 500 {
 			m.events = m.events[:500]
 		}
@@ -159,7 +159,7 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.End):
 		return m, m.jump(-1)
 	case key.Matches(msg, k.Sort):
-		m.sortIdx = (m.sortIdx + 1) % len(store.Sorts)
+		m.sortIdx = (m.sortIdx + 1) % len(lockview.Sorts)
 		m.flash = flash{"sorted by " + sortLabel(m.sort()), flashInfo}
 		return m, m.queryChanged()
 	case key.Matches(msg, k.Filter):

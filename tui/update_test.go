@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -285,7 +286,7 @@ FROM generate_series(1, 3000) i`); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)
-	for m.sort() != store.SortTTL {
+	for m.sort() != lockview.SortTTL {
 		var cmd tea.Cmd
 		if m, cmd = update(t, m, keyMsg("s")); cmd != nil {
 			m = runPoll(t, m, cmd)
@@ -300,7 +301,7 @@ FROM generate_series(1, 3000) i`); err != nil {
 			m = runPoll(t, m, cmd)
 		}
 		m = repoll(t, m) // a refresh with the selection still
-		if m.snap.page.Span == (store.Span{}) || m.pollRequest().query.Near != m.snap.page.Span {
+		if m.snap.page.Span == (lockview.Span{}) || m.pollRequest().query.Near != m.snap.page.Span {
 			t.Fatalf("the next poll does not carry the last page's span")
 		}
 	}
@@ -373,8 +374,8 @@ func TestForceExpireConfirmedRecordsActor(t *testing.T) {
 	if s := screen(m); !strings.Contains(s, "✓ force-expired billing:nightly") || !strings.Contains(s, "expired, stealable") {
 		t.Fatalf("result not shown:\n%s", s)
 	}
-	evs, err := store.KeyEvents(context.Background(), pool, "billing:nightly", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != store.EventForceExpired || evs[0].Actor != actor {
+	evs, err := lockview.KeyEvents(context.Background(), pool, "billing:nightly", 1)
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
 		t.Fatalf("event %+v, %v", evs, err)
 	}
 }

@@ -23,9 +23,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 	"github.com/lockctl/lockctl/tui"
 )
 
@@ -80,8 +80,8 @@ func consoleDB(tb testing.TB, rows int, tracer pgx.QueryTracer) *pgxpool.Pool {
 
 // consoleWindow is the window the console asks for at 120x35 (about 25
 // visible rows, two screens either side).
-func consoleWindow() store.ListQuery {
-	return store.ListQuery{Sort: store.SortKey, Before: 50, After: 51}
+func consoleWindow() lockview.ListQuery {
+	return lockview.ListQuery{Sort: lockview.SortKey, Before: 50, After: 51}
 }
 
 var consoleSizes = []int{1_000, 10_000, 100_000}
@@ -91,12 +91,12 @@ func BenchmarkConsolePoll(b *testing.B) {
 		b.Run(rowsName(n), func(b *testing.B) {
 			pool := consoleDB(b, n, nil)
 			ctx := context.Background()
-			for _, sort := range []store.Sort{store.SortKey, store.SortTTL} {
+			for _, sort := range []lockview.Sort{lockview.SortKey, lockview.SortTTL} {
 				b.Run(string(sort), func(b *testing.B) {
 					q := consoleWindow()
 					q.Sort = sort
 					for b.Loop() {
-						page, err := store.ListLocks(ctx, pool, q)
+						page, err := lockview.ListLocks(ctx, pool, q)
 						if err != nil || len(page.Rows) == 0 {
 							b.Fatalf("poll: %d rows, %v", len(page.Rows), err)
 						}
@@ -195,21 +195,21 @@ func TestConsoleCost(t *testing.T) {
 	for _, n := range consoleSizes {
 		pool := consoleDB(t, n, nil)
 		polls := timeIt(20, func() {
-			if _, err := store.ListLocks(ctx, pool, consoleWindow()); err != nil {
+			if _, err := lockview.ListLocks(ctx, pool, consoleWindow()); err != nil {
 				t.Fatal(err)
 			}
 		})
 		// The console polls around its selection; by key through the
-		// primary key, the other orders with a pass per side (store.Sort)
+		// primary key, the other orders with a pass per side (lockview.Sort)
 		// on the first poll, then, handed the last page's span as the
 		// console does, with one pass while the window stays inside it.
-		for _, sort := range store.Sorts {
+		for _, sort := range lockview.Sorts {
 			q := consoleWindow()
 			q.Sort, q.Anchor = sort, fmt.Sprintf("job:%07d", n/2)
-			var last store.Page
-			poll := func(q store.ListQuery) {
+			var last lockview.Page
+			poll := func(q lockview.ListQuery) {
 				var err error
-				if last, err = store.ListLocks(ctx, pool, q); err != nil || last.Anchor < 0 {
+				if last, err = lockview.ListLocks(ctx, pool, q); err != nil || last.Anchor < 0 {
 					t.Fatalf("sort %s: anchor %d, %v", sort, last.Anchor, err)
 				}
 			}

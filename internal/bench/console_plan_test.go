@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/store"
 )
 
 // statementLog records the statements a pool runs, so the console's own
@@ -54,12 +54,12 @@ func TestConsolePollPlan(t *testing.T) {
 	ctx := context.Background()
 	log := &statementLog{}
 	pool := consoleDB(t, 100_000, log)
-	var last store.Page
+	var last lockview.Page
 	for _, poll := range []struct {
-		sort store.Sort
+		sort lockview.Sort
 		near bool // handed the last page's span, as the console's next poll is
-	}{{store.SortKey, false}, {store.SortTTL, false}, {store.SortTTL, true},
-		{store.SortToken, false}, {store.SortToken, true}, {store.SortHeldFor, false}, {store.SortHeldFor, true}} {
+	}{{lockview.SortKey, false}, {lockview.SortTTL, false}, {lockview.SortTTL, true},
+		{lockview.SortToken, false}, {lockview.SortToken, true}, {lockview.SortHeldFor, false}, {lockview.SortHeldFor, true}} {
 		sort := poll.sort
 		q := consoleWindow()
 		q.Sort = sort
@@ -70,7 +70,7 @@ func TestConsolePollPlan(t *testing.T) {
 		log.mu.Lock()
 		log.runs = nil
 		log.mu.Unlock()
-		page, err := store.ListLocks(ctx, pool, q)
+		page, err := lockview.ListLocks(ctx, pool, q)
 		if err != nil || len(page.Rows) != q.Before+q.After {
 			t.Fatalf("sort %s: poll gave %d rows, %v; want %d", sort, len(page.Rows), err, q.Before+q.After)
 		}
@@ -104,7 +104,7 @@ func TestConsolePollPlan(t *testing.T) {
 					windowScans++
 				}
 			})
-			if testing.Verbose() && (sort == store.SortKey || window) {
+			if testing.Verbose() && (sort == lockview.SortKey || window) {
 				rows, err := pool.Query(ctx, explainPrefix+"TEXT) "+st.sql, st.args...)
 				if err != nil {
 					t.Fatal(err)
@@ -116,14 +116,14 @@ func TestConsolePollPlan(t *testing.T) {
 				t.Logf("sort %s, span %v, statement %d of the poll:\n%s\n", sort, poll.near, i+1, strings.Join(lines, "\n"))
 			}
 		}
-		if sort == store.SortKey && !windowIndexed {
+		if sort == lockview.SortKey && !windowIndexed {
 			t.Errorf("sort %s: the window statement reads no index of distributed_lock", sort)
 		}
 		// By key no pass over the table; in the other orders one per side,
 		// or one in all with the last page's span.
 		want := 2
 		switch {
-		case sort == store.SortKey:
+		case sort == lockview.SortKey:
 			want = 0
 		case poll.near:
 			want = 1

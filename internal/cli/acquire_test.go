@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/store"
 )
 
 // The "done when": migrate an empty database, then acquire prints a
@@ -116,7 +116,7 @@ func TestAcquireWaitWakesOnRelease(t *testing.T) {
 
 	// The waiter registers itself in distributed_lock_waiter before it sleeps.
 	for {
-		ws, err := store.Waiters(ctx, pool, "k")
+		ws, err := lockview.Waiters(ctx, pool, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestAcquireWaitInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		ws, err := store.Waiters(ctx, pool, "k")
+		ws, err := lockview.Waiters(ctx, pool, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestAcquireWaitInterrupted(t *testing.T) {
 	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || !strings.Contains(stderr.String(), "interrupted") {
 		t.Fatalf("interrupted waiter: %v, stderr %q; want exit 1, interrupted", err, stderr.String())
 	}
-	ws, err := store.Waiters(ctx, pool, "k")
+	ws, err := lockview.Waiters(ctx, pool, "k")
 	if err != nil || len(ws) != 0 {
 		t.Fatalf("waiters after the interrupt = %+v, %v; want none", ws, err)
 	}

@@ -8,7 +8,7 @@
 // Stdout and Stderr, and returns the process exit code, so it can be tested
 // without exiting.
 //
-// Writes go through package locker and reads through package store: this
+// Writes go through package locker and reads through internal/lockview: this
 // package runs no SQL of its own. Everything printed for a terminal that came
 // from the database passes through textsafe.Escape, and no message ever
 // shows a password from the connection string (see RedactDSN).

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
@@ -56,7 +57,7 @@ func TestExpireFencedByToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kind != store.EventForceExpired || actor != "ops@test" || token != current.Token {
+	if kind != lockview.EventForceExpired || actor != "ops@test" || token != current.Token {
 		t.Fatalf("last event = %s by %s token %d; want force_expired by ops@test token %d", kind, actor, token, current.Token)
 	}
 

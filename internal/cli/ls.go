@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/store"
 )
@@ -53,7 +54,7 @@ func Ls(ctx context.Context, env Env, opts LsOptions) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	locks, err := store.ListAll(ctx, pool)
+	locks, err := lockview.ListAll(ctx, pool)
 	if err != nil {
 		return env.Fail(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/demo"
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -146,7 +147,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ws, err := store.Waiters(ctx, pool, "reports:stuck")
+		ws, err := lockview.Waiters(ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
 		}

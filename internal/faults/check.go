@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -216,7 +217,7 @@ func (r *Report) checkLeaseEnds(ends []LeaseEnd, grants []GrantRow) {
 		}
 	}
 	for _, g := range grants {
-		if g.Kind != store.EventStolen || g.PreviousToken == nil {
+		if g.Kind != lockview.EventStolen || g.PreviousToken == nil {
 			continue
 		}
 		e, ok := endOf[*g.PreviousToken]

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -80,7 +81,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		empty := pool(t, ctx, primary.DSN("unmigrated"))
 		_, err := lk.TryAcquire(ctx, empty, "k", "owner")
 		wantErr(t, "TryAcquire", err, store.ErrNotMigrated, "lockctl migrate")
-		_, err = store.ListAll(ctx, empty)
+		_, err = lockview.ListAll(ctx, empty)
 		wantErr(t, "ListAll", err, store.ErrNotMigrated, "lockctl migrate")
 	})
 
@@ -201,7 +202,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		db.Reset()
 		_, err := lk.TryAcquire(ctx, db, "k", "owner")
 		wantErr(t, "TryAcquire", err, store.ErrUnavailable, "unreachable")
-		_, err = store.ListAll(ctx, db)
+		_, err = lockview.ListAll(ctx, db)
 		wantErr(t, "ListAll", err, store.ErrUnavailable, "unreachable")
 	})
 }

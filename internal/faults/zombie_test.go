@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // TestZombieWrite plays the zombie case step by step: A holds k, stalls
@@ -107,8 +107,8 @@ func TestZombieWrite(t *testing.T) {
 				if rec.Observed()["write_not_held"] != 1 {
 					t.Fatalf("A's write was not refused as not held: %v", rec.Observed())
 				}
-				ev, err := store.KeyEvents(ctx, conn, key, 1)
-				if err != nil || len(ev) != 1 || ev[0].Kind != store.EventStaleWriteRejected || *ev[0].Token != leaseA.Token {
+				ev, err := lockview.KeyEvents(ctx, conn, key, 1)
+				if err != nil || len(ev) != 1 || ev[0].Kind != lockview.EventStaleWriteRejected || *ev[0].Token != leaseA.Token {
 					t.Fatalf("latest event = %+v, %v; want A's stale write reported", ev, err)
 				}
 				// This subtest runs first, on an empty table.

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 // Observed is what the database kept after a run.
@@ -15,7 +15,7 @@ type Observed struct {
 	// release inserts its event while it holds the key's row lock, so the
 	// next statement on that key draws its event_id only after this one
 	// committed.
-	Events []store.Event
+	Events []lockview.Event
 	// Writes is every committed row of the guarded table. CommitSeq is the
 	// key's commit order: each fenced transaction bumped a per-key counter
 	// row and held that row lock until it committed.
@@ -118,9 +118,9 @@ type checker struct {
 	violations []string
 	stats      Stats
 
-	granted     map[leaseID]store.Event // grant events by key and token
-	forcedAt    map[leaseID]time.Time   // force_expired event times
-	stolenPrev  map[leaseID]int64       // steal → token it took over from
+	granted     map[leaseID]lockview.Event // grant events by key and token
+	forcedAt    map[leaseID]time.Time      // force_expired event times
+	stolenPrev  map[leaseID]int64          // steal → token it took over from
 	releasedLog map[leaseID]bool
 }
 
@@ -155,13 +155,13 @@ func (c *checker) learnLeases() {
 // checkLog walks the event log key by key (properties 1 and 2).
 func (c *checker) checkLog() {
 	type current struct {
-		ev       store.Event
+		ev       lockview.Event
 		released bool
 	}
 	cur := map[string]*current{}
 	maxToken := map[string]int64{}
 	tokenKey := map[int64]string{}
-	c.granted = map[leaseID]store.Event{}
+	c.granted = map[leaseID]lockview.Event{}
 	c.forcedAt = map[leaseID]time.Time{}
 	c.stolenPrev = map[leaseID]int64{}
 	c.releasedLog = map[leaseID]bool{}
@@ -173,9 +173,9 @@ func (c *checker) checkLog() {
 		tok := *ev.Token
 		id := leaseID{ev.Key, tok}
 		switch ev.Kind {
-		case store.EventAcquired, store.EventStolen:
+		case lockview.EventAcquired, lockview.EventStolen:
 			c.stats.Grants++
-			if ev.Kind == store.EventStolen {
+			if ev.Kind == lockview.EventStolen {
 				c.stats.Steals++
 			}
 			if other, dup := tokenKey[tok]; dup {
@@ -188,7 +188,7 @@ func (c *checker) checkLog() {
 			}
 			maxToken[ev.Key] = max(maxToken[ev.Key], tok)
 			prev := cur[ev.Key]
-			if ev.Kind == store.EventStolen {
+			if ev.Kind == lockview.EventStolen {
 				if prev == nil || prev.released {
 					c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tok)
 				} else {
@@ -200,7 +200,7 @@ func (c *checker) checkLog() {
 			}
 			c.granted[id] = ev
 			cur[ev.Key] = &current{ev: ev}
-		case store.EventReleased, store.EventForceReleased:
+		case lockview.EventReleased, lockview.EventForceReleased:
 			c.stats.Releases++
 			p := cur[ev.Key]
 			if p == nil || p.released || *p.ev.Token != tok {
@@ -209,7 +209,7 @@ func (c *checker) checkLog() {
 			}
 			p.released = true
 			c.releasedLog[id] = true
-		case store.EventForceExpired:
+		case lockview.EventForceExpired:
 			c.stats.ForceExpires++
 			p := cur[ev.Key]
 			if p == nil || p.released || *p.ev.Token != tok {
@@ -224,7 +224,7 @@ func (c *checker) checkLog() {
 }
 
 // checkPreviousEnded flags grant g when prev (unreleased) was still valid.
-func (c *checker) checkPreviousEnded(g, prev store.Event) {
+func (c *checker) checkPreviousEnded(g, prev lockview.Event) {
 	id := leaseID{prev.Key, *prev.Token}
 	f := c.leases[id]
 	forced, wasForced := c.forcedAt[id]
@@ -289,7 +289,7 @@ func (c *checker) checkClientGrants() {
 
 // askedUnknown: a grant whose reply was lost (its token is unknown to the
 // client) explains a logged grant for the same key and owner.
-func (c *checker) askedUnknown(ev store.Event) bool {
+func (c *checker) askedUnknown(ev lockview.Event) bool {
 	for _, op := range c.ops {
 		if op.Kind == Grant && op.Result == Unknown && op.Key == ev.Key && op.Owner == deref(ev.Owner) {
 			return true
@@ -301,7 +301,7 @@ func (c *checker) askedUnknown(ev store.Event) bool {
 // checkStealTime: a steal's reply cannot come before the victim's lease
 // could have ended on the local clock.
 func (c *checker) checkStealTime(op Op) {
-	if op.Outcome != store.EventStolen {
+	if op.Outcome != lockview.EventStolen {
 		return
 	}
 	prevTok, ok := c.stolenPrev[leaseID{op.Key, op.Token}]

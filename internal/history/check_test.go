@@ -5,13 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func ev(id int64, key, kind, owner string, token int64, at time.Duration) store.Event {
-	return store.Event{ID: id, Key: key, Kind: kind, Owner: &owner, Token: &token, Actor: owner, OccurredAt: t0.Add(at)}
+func ev(id int64, key, kind, owner string, token int64, at time.Duration) lockview.Event {
+	return lockview.Event{ID: id, Key: key, Kind: kind, Owner: &owner, Token: &token, Actor: owner, OccurredAt: t0.Add(at)}
 }
 
 func grant(client int, key, owner string, token int64, outcome string, call, ret, expires time.Duration) Op {
@@ -34,7 +34,7 @@ func clean() ([]Op, Observed) {
 		grant(1, "k", "a", 3, "acquired", 180*ms, 181*ms, 281*ms),
 	}
 	obs := Observed{
-		Events: []store.Event{
+		Events: []lockview.Event{
 			ev(1, "k", "acquired", "a", 1, 5*ms),
 			ev(2, "k", "stolen", "b", 2, 153*ms),
 			ev(3, "k", "released", "b", 2, 170*ms),

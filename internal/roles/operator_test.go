@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -35,13 +36,13 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if _, err := store.ListAll(ctx, db); err != nil {
+	if _, err := lockview.ListAll(ctx, db); err != nil {
 		return err
 	}
-	if _, err := store.KeyEvents(ctx, db, "a", 10); err != nil {
+	if _, err := lockview.KeyEvents(ctx, db, "a", 10); err != nil {
 		return err
 	}
-	if _, err := store.Waiters(ctx, db, "a"); err != nil {
+	if _, err := lockview.Waiters(ctx, db, "a"); err != nil {
 		return err
 	}
 	if _, err := op.ForceExpire(ctx, db, "a", a.Token); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -151,20 +152,20 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	db := e.roleWith(t, roles.Viewer)
 	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
-	locks, err := store.ListAll(ctx, db)
+	locks, err := lockview.ListAll(ctx, db)
 	if err != nil || len(locks) != 2 {
 		t.Fatalf("viewer ListAll = %d rows, %v; want 2 rows", len(locks), err)
 	}
 	if l, found, err := store.Get(ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
 	}
-	if ev, err := store.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
+	if ev, err := lockview.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
 		t.Fatalf("viewer KeyEvents = %d events, %v; want acquired+released", len(ev), err)
 	}
-	if ev, err := store.RecentEvents(ctx, db, 0, 10); err != nil || len(ev) != 3 {
+	if ev, err := lockview.RecentEvents(ctx, db, 0, 10); err != nil || len(ev) != 3 {
 		t.Fatalf("viewer RecentEvents = %d events, %v; want 3", len(ev), err)
 	}
-	if _, err := store.Waiters(ctx, db, "held"); err != nil {
+	if _, err := lockview.Waiters(ctx, db, "held"); err != nil {
 		t.Fatalf("viewer Waiters: %v", err)
 	}
 
@@ -199,7 +200,7 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	db := e.roleWith(t, roles.Operator)
 	op := newLocker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
-	if locks, err := store.ListAll(ctx, db); err != nil || len(locks) != 2 {
+	if locks, err := lockview.ListAll(ctx, db); err != nil || len(locks) != 2 {
 		t.Fatalf("operator ListAll = %d, %v", len(locks), err)
 	}
 	expired, err := op.ForceExpire(ctx, db, "held", held.Token)
@@ -210,8 +211,8 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	if err != nil || freed.Outcome != locker.ForceReleased {
 		t.Fatalf("operator ForceRelease = %+v, %v", freed, err)
 	}
-	ev, err := store.KeyEvents(ctx, db, "held", 1)
-	if err != nil || len(ev) != 1 || ev[0].Kind != store.EventForceReleased || ev[0].Actor != "oncall" {
+	ev, err := lockview.KeyEvents(ctx, db, "held", 1)
+	if err != nil || len(ev) != 1 || ev[0].Kind != lockview.EventForceReleased || ev[0].Actor != "oncall" {
 		t.Fatalf("latest event = %+v, %v; want force_released by oncall", ev, err)
 	}
 	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
@@ -280,7 +281,7 @@ func TestReadOnlyRoleIsReported(t *testing.T) {
 	if !errors.Is(err, store.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("TryAcquire as a read-only role = %v; want store.ErrReadOnly", err)
 	}
-	if _, err := store.ListAll(ctx, db); err != nil {
+	if _, err := lockview.ListAll(ctx, db); err != nil {
 		t.Fatalf("reads must still work on a read-only role: %v", err)
 	}
 }
@@ -315,10 +316,10 @@ func TestHostileRoleName(t *testing.T) {
 			t.Fatalf("%s: %v", g, err)
 		}
 	}
-	if _, err := store.ListAll(ctx, pool); err != nil {
+	if _, err := lockview.ListAll(ctx, pool); err != nil {
 		t.Fatalf("hostile-named viewer cannot read: %v", err)
 	}
-	if _, err := store.ListAll(ctx, e.admin); err != nil {
+	if _, err := lockview.ListAll(ctx, e.admin); err != nil {
 		t.Fatalf("table gone: %v", err)
 	}
 }

@@ -43,7 +43,7 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if lease.Outcome != locker.Stolen {
 		return fmt.Errorf("acquire outcome %s, want stolen", lease.Outcome)
 	}
-	// Count every record, not only live ones (store.Waiters hides records
+	// Count every record, not only live ones (lockview.Waiters hides records
 	// past seen_until, which a slow machine reaches within 3×WaitRecheck).
 	var left int
 	if err := admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc'`).Scan(&left); err != nil || left != 0 {

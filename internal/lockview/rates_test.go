@@ -1,12 +1,12 @@
-package store_test
+package lockview_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/store"
 )
 
 func TestGrantRatesBuckets(t *testing.T) {
@@ -22,7 +22,7 @@ VALUES (clock_timestamp() - interval '2 seconds', 'k', 'acquired', 'o', 1, 'a', 
        (clock_timestamp() - interval '70 seconds', 'k', 'acquired', 'o', 4, 'a', '{}')`); err != nil {
 		t.Fatal(err)
 	}
-	r, err := store.GrantRates(ctx, pool, time.Minute, 5*time.Second)
+	r, err := lockview.GrantRates(ctx, pool, time.Minute, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +32,10 @@ VALUES (clock_timestamp() - interval '2 seconds', 'k', 'acquired', 'o', 1, 'a', 
 	if r.Grants[11] != 2 || r.Steals[11] != 1 || r.Handovers[11] != 1 || r.Grants[10] != 1 {
 		t.Fatalf("newest buckets: grants %v steals %v handovers %v", r.Grants, r.Steals, r.Handovers)
 	}
-	if store.Sum(r.Grants) != 3 {
-		t.Fatalf("grants in the minute = %d, want 3 (released is not a grant, 70s ago is outside)", store.Sum(r.Grants))
+	if lockview.Sum(r.Grants) != 3 {
+		t.Fatalf("grants in the minute = %d, want 3 (released is not a grant, 70s ago is outside)", lockview.Sum(r.Grants))
 	}
-	if _, err := store.GrantRates(ctx, pool, time.Minute, 7*time.Second); err == nil {
+	if _, err := lockview.GrantRates(ctx, pool, time.Minute, 7*time.Second); err == nil {
 		t.Fatal("a span that is not a multiple of the bucket was accepted")
 	}
 }

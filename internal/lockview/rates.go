@@ -1,9 +1,11 @@
-package store
+package lockview
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/lockctl/lockctl/store"
 )
 
 // Rates counts grants over a recent span of time, in equal buckets, from
@@ -52,9 +54,9 @@ type rateRow struct {
 
 // GrantRates counts grants, steals and hand-overs to waiters over the last
 // span, in buckets of bucket (span must be a positive multiple of it).
-func GrantRates(ctx context.Context, db DBTX, span, bucket time.Duration) (Rates, error) {
+func GrantRates(ctx context.Context, db store.DBTX, span, bucket time.Duration) (Rates, error) {
 	if bucket <= 0 || span < bucket || span%bucket != 0 {
-		return Rates{}, fmt.Errorf("store: rates: span %s must be a positive multiple of bucket %s", span, bucket)
+		return Rates{}, fmt.Errorf("lockview: rates: span %s must be a positive multiple of bucket %s", span, bucket)
 	}
 	rows, err := collect[rateRow](db.Query(ctx, ratesSQL, span.Microseconds(), bucket.Microseconds()))
 	if err != nil {

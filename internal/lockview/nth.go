@@ -1,6 +1,10 @@
-package store
+package lockview
 
-import "context"
+import (
+	"context"
+
+	"github.com/lockctl/lockctl/store"
+)
 
 // Anchors at a position, for when there is none (first poll, the selected
 // key was pruned or filtered out, Home/End). OFFSET walks the order, so this
@@ -47,7 +51,7 @@ func nthStatements() (first, last map[Sort]string) {
 
 // nthAnchor reads the row at rank among matching rows (waited of them have
 // live waiters).
-func nthAnchor(ctx context.Context, db DBTX, s Sort, pattern string, rank, matching, waited int64) (anchorRow, bool, error) {
+func nthAnchor(ctx context.Context, db store.DBTX, s Sort, pattern string, rank, matching, waited int64) (anchorRow, bool, error) {
 	query, offset := nthSQL[s], rank
 	switch fromEnd := matching - 1 - rank; {
 	case s == SortWaiters && rank < waited:

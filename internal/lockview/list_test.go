@@ -1,14 +1,16 @@
-package store_test
+package lockview_test
 
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
@@ -36,15 +38,15 @@ FROM (SELECT lock_key, row_number() OVER (ORDER BY lock_key) AS r FROM distribut
 WHERE l.r % $1::int = 7 AND g <= 1 + l.r % 4 OR (l.r % $1::int = 7 AND g = 9)`
 
 // referenceOrder is each sort's full order, computed the slow way.
-var referenceOrder = map[store.Sort]string{
-	store.SortKey:     `ORDER BY l.lock_key`,
-	store.SortTTL:     `ORDER BY l.expires_at, l.lock_key`,
-	store.SortToken:   `ORDER BY l.fence_token DESC`,
-	store.SortHeldFor: `ORDER BY l.acquired_at, l.lock_key`,
-	store.SortWaiters: `ORDER BY coalesce(w.n, 0) DESC, coalesce(w.since, 'infinity'), l.lock_key`,
+var referenceOrder = map[lockview.Sort]string{
+	lockview.SortKey:     `ORDER BY l.lock_key`,
+	lockview.SortTTL:     `ORDER BY l.expires_at, l.lock_key`,
+	lockview.SortToken:   `ORDER BY l.fence_token DESC`,
+	lockview.SortHeldFor: `ORDER BY l.acquired_at, l.lock_key`,
+	lockview.SortWaiters: `ORDER BY coalesce(w.n, 0) DESC, coalesce(w.since, 'infinity'), l.lock_key`,
 }
 
-func referenceKeys(t *testing.T, pool *pgxpool.Pool, s store.Sort, pattern string) []string {
+func referenceKeys(t *testing.T, pool *pgxpool.Pool, s lockview.Sort, pattern string) []string {
 	t.Helper()
 	rows, err := pool.Query(context.Background(), `
 SELECT l.lock_key FROM distributed_lock l LEFT JOIN (
@@ -82,7 +84,7 @@ func seed(t *testing.T, pool *pgxpool.Pool, n, waitEvery int) {
 	}
 }
 
-func keysOf(rows []store.ListedLock) []string {
+func keysOf(rows []lockview.ListedLock) []string {
 	out := make([]string, len(rows))
 	for i, r := range rows {
 		out[i] = r.Key
@@ -93,7 +95,7 @@ func keysOf(rows []store.ListedLock) []string {
 // requireWindow fails t unless page is the window of want (the full order)
 // around want[at]: up to before rows before it and after from it on, with
 // the anchor at its rank.
-func requireWindow(t *testing.T, page store.Page, want []string, at, before, after int) {
+func requireWindow(t *testing.T, page lockview.Page, want []string, at, before, after int) {
 	t.Helper()
 	lo, hi := max(0, at-before), min(len(want), at+after)
 	if got := keysOf(page.Rows); !slices.Equal(got, want[lo:hi]) {
@@ -111,15 +113,15 @@ func TestListLocksWindows(t *testing.T) {
 	pool := testdb.New(t)
 	seed(t, pool, 600, 40)
 	ctx := context.Background()
-	for _, s := range store.Sorts {
+	for _, s := range lockview.Sorts {
 		for _, filter := range []string{"", "worker-3", "JOB:0001"} {
 			t.Run(fmt.Sprintf("%s/%q", s, filter), func(t *testing.T) {
-				want := referenceKeys(t, pool, s, store.LikePattern(filter))
+				want := referenceKeys(t, pool, s, lockview.LikePattern(filter))
 				if len(want) < 10 {
 					t.Fatalf("seed gave only %d rows for %q", len(want), filter)
 				}
 				for _, at := range []int{0, 3, len(want) / 2, len(want) - 2, len(want) - 1} {
-					page, err := store.ListLocks(ctx, pool, store.ListQuery{
+					page, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{
 						Filter: filter, Sort: s, Anchor: want[at], Before: 5, After: 6})
 					if err != nil {
 						t.Fatal(err)
@@ -131,7 +133,7 @@ func TestListLocksWindows(t *testing.T) {
 				}
 				// No anchor: the row at Rank, clamped; -1 is the last.
 				for rank, wantRank := range map[int]int{0: 0, 7: 7, len(want) - 3: len(want) - 3, -1: len(want) - 1, len(want) + 50: len(want) - 1} {
-					page, err := store.ListLocks(ctx, pool, store.ListQuery{
+					page, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{
 						Filter: filter, Sort: s, Anchor: "gone", Rank: rank, Before: 2, After: 3})
 					if err != nil {
 						t.Fatal(err)
@@ -156,11 +158,11 @@ func TestListLocksNearSpan(t *testing.T) {
 	pool := testdb.New(t)
 	seed(t, pool, 600, 40)
 	ctx := context.Background()
-	for _, s := range []store.Sort{store.SortTTL, store.SortToken, store.SortHeldFor} {
+	for _, s := range []lockview.Sort{lockview.SortTTL, lockview.SortToken, lockview.SortHeldFor} {
 		for _, filter := range []string{"", "worker-3"} {
 			t.Run(fmt.Sprintf("%s/%q", s, filter), func(t *testing.T) {
-				want := referenceKeys(t, pool, s, store.LikePattern(filter))
-				poll := func(at int, near store.Span) (store.Page, int64) {
+				want := referenceKeys(t, pool, s, lockview.LikePattern(filter))
+				poll := func(at int, near lockview.Span) (lockview.Page, int64) {
 					t.Helper()
 					tx, err := pool.Begin(ctx)
 					if err != nil {
@@ -176,7 +178,7 @@ func TestListLocksNearSpan(t *testing.T) {
 						return n
 					}
 					before := scans()
-					page, err := store.ListLocks(ctx, tx, store.ListQuery{
+					page, err := lockview.ListLocks(ctx, tx, lockview.ListQuery{
 						Filter: filter, Sort: s, Anchor: want[at], Before: 5, After: 6, Near: near})
 					if err != nil {
 						t.Fatal(err)
@@ -186,7 +188,7 @@ func TestListLocksNearSpan(t *testing.T) {
 					return page, passes
 				}
 				for _, at := range []int{0, 2, len(want) / 2, len(want) - 3, len(want) - 1} {
-					first, full := poll(at, store.Span{})
+					first, full := poll(at, lockview.Span{})
 					if _, near := poll(at, first.Span); near >= full {
 						t.Errorf("anchor %d: %d scans of the table with the span, %d without; want fewer", at, near, full)
 					}
@@ -197,17 +199,17 @@ func TestListLocksNearSpan(t *testing.T) {
 					}
 				}
 				// A span from another order or filter is ignored.
-				other, _ := poll(len(want)/2, store.Span{})
-				otherSort := store.SortToken
-				if s == store.SortToken {
-					otherSort = store.SortTTL
+				other, _ := poll(len(want)/2, lockview.Span{})
+				otherSort := lockview.SortToken
+				if s == lockview.SortToken {
+					otherSort = lockview.SortTTL
 				}
-				otherOrder, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: otherSort, Anchor: want[3], Before: 5, After: 6})
+				otherOrder, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Sort: otherSort, Anchor: want[3], Before: 5, After: 6})
 				if err != nil {
 					t.Fatal(err)
 				}
 				poll(3, otherOrder.Span)
-				otherFilter, err := store.ListLocks(ctx, pool, store.ListQuery{Filter: "job:0002", Sort: s, Anchor: want[3], Before: 5, After: 6})
+				otherFilter, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Filter: "job:0002", Sort: s, Anchor: want[3], Before: 5, After: 6})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -219,7 +221,7 @@ func TestListLocksNearSpan(t *testing.T) {
 WHERE lock_key = ANY($1)`, []string{want[mid-2], want[mid+3]}); err != nil {
 					t.Fatal(err)
 				}
-				want = referenceKeys(t, pool, s, store.LikePattern(filter))
+				want = referenceKeys(t, pool, s, lockview.LikePattern(filter))
 				at := slices.Index(want, other.Rows[other.Anchor].Key)
 				poll(at, other.Span)
 			})
@@ -230,7 +232,7 @@ WHERE lock_key = ANY($1)`, []string{want[mid-2], want[mid+3]}); err != nil {
 func TestListLocksTotalsAndWaiters(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
-	page, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortKey, After: 10})
+	page, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Sort: lockview.SortKey, After: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,11 +247,11 @@ SELECT k, 'o', nextval('distributed_lock_fence_seq'), clock_timestamp() + interv
 FROM (VALUES ('soon:60', interval '60 seconds'), ('soon:10', interval '10 seconds')) v(k, ttl)`); err != nil {
 		t.Fatal(err)
 	}
-	page, err = store.ListLocks(ctx, pool, store.ListQuery{Sort: store.SortWaiters, After: 200})
+	page, err = lockview.ListLocks(ctx, pool, lockview.ListQuery{Sort: lockview.SortWaiters, After: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var counted store.Totals
+	var counted lockview.Totals
 	var waiting int64
 	for _, r := range page.Rows {
 		counted.All++
@@ -294,7 +296,7 @@ VALUES ($1, 'o', nextval('distributed_lock_fence_seq'), clock_timestamp() + inte
 		}
 	}
 	for filter, want := range map[string][]string{"0%": {"100%"}, "_": {"a_b"}, `\`: {`back\slash`}, "A": {"a_b", "axb", `back\slash`}} {
-		page, err := store.ListLocks(ctx, pool, store.ListQuery{Filter: filter, Sort: store.SortKey, After: 10})
+		page, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Filter: filter, Sort: lockview.SortKey, After: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,27 +320,30 @@ func TestListLocksPlans(t *testing.T) {
 	pool := testdb.New(t)
 	seed(t, pool, 100_000, 997)
 	ctx := context.Background()
-	keys := referenceKeys(t, pool, store.SortKey, "")
-	sortIndexes := testdataSQL(t, "sort-indexes.sql")
+	keys := referenceKeys(t, pool, lockview.SortKey, "")
+	sortIndexes, err := os.ReadFile("testdata/sort-indexes.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, withIndexes := range []bool{false, true} {
 		if withIndexes {
-			if _, err := pool.Exec(ctx, sortIndexes); err != nil {
+			if _, err := pool.Exec(ctx, string(sortIndexes)); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := pool.Exec(ctx, `ANALYZE distributed_lock`); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, s := range store.Sorts {
+		for _, s := range lockview.Sorts {
 			name := fmt.Sprintf("%s, operator's sort indexes %v", s, withIndexes)
-			byIndex := withIndexes || s == store.SortKey || s == store.SortWaiters
+			byIndex := withIndexes || s == lockview.SortKey || s == lockview.SortWaiters
 			start := time.Now()
-			if _, err := store.ListLocks(ctx, pool, store.ListQuery{Sort: s, Anchor: keys[70_000], Before: 40, After: 41}); err != nil {
+			if _, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Sort: s, Anchor: keys[70_000], Before: 40, After: 41}); err != nil {
 				t.Fatal(err)
 			}
 			t.Logf("%s: one poll of 100k rows took %s", name, time.Since(start).Round(time.Millisecond))
 			for _, anchor := range []string{keys[5], keys[70_000]} {
-				plan, err := store.ExplainWindow(ctx, pool, s, anchor, 40, 41)
+				plan, err := lockview.ExplainWindow(ctx, pool, s, anchor, 40, 41)
 				if err != nil {
 					t.Fatal(err)
 				}

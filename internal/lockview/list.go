@@ -1,4 +1,4 @@
-package store
+package lockview
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/store"
 )
 
 // Sort is an order the console can list locks in. Each is read as a window
@@ -72,7 +74,7 @@ type ListQuery struct {
 
 // ListedLock is a lock row with its live waiters.
 type ListedLock struct {
-	Lock
+	store.Lock
 	// Waiters counts live waiter records (seen_until in the future).
 	Waiters int64 `db:"waiters"`
 	// OldestWait is how long the longest waiter has waited (database clock).
@@ -164,12 +166,12 @@ const MaxWindow = 1000
 // run one after another, each with its own snapshot unless db is a
 // transaction: under concurrent writes the counts and the rows can be a
 // few milliseconds apart.
-func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
+func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	if _, ok := windowSQL[q.Sort]; !ok {
-		return Page{}, fmt.Errorf("store: unknown sort %q", q.Sort)
+		return Page{}, fmt.Errorf("lockview: unknown sort %q", q.Sort)
 	}
 	if q.Before < 0 || q.After < 1 || q.Before > MaxWindow || q.After > MaxWindow {
-		return Page{}, fmt.Errorf("store: window %d before, %d after: out of range", q.Before, q.After)
+		return Page{}, fmt.Errorf("lockview: window %d before, %d after: out of range", q.Before, q.After)
 	}
 	pattern := LikePattern(q.Filter)
 	var anchor *anchorRow
@@ -250,7 +252,7 @@ func ListLocks(ctx context.Context, db DBTX, q ListQuery) (Page, error) {
 // 0 reads nothing for the other side). The totals come from the statement
 // before, so a row that moved in between costs at worst that second read,
 // or leaves a side one row short until the next poll.
-func readWindow(ctx context.Context, db DBTX, q ListQuery, pattern string, a anchorRow, rank, matching int64) ([]windowRow, error) {
+func readWindow(ctx context.Context, db store.DBTX, q ListQuery, pattern string, a anchorRow, rank, matching int64) ([]windowRow, error) {
 	if !q.Near.covers(q.Sort, pattern) {
 		return collect[windowRow](db.Query(ctx, windowSQL[q.Sort], windowArgs(q.Sort, a, pattern, q.Before, q.After)...))
 	}
@@ -279,14 +281,14 @@ func readWindow(ctx context.Context, db DBTX, q ListQuery, pattern string, a anc
 // maybeOne collects at most one row; found is false when there is none.
 func maybeOne[T any](rows pgx.Rows, err error) (v T, found bool, _ error) {
 	if err != nil {
-		return v, false, Interpret(err)
+		return v, false, store.Interpret(err)
 	}
 	v, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[T])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return v, false, nil
 	}
 	if err != nil {
-		return v, false, Interpret(err)
+		return v, false, store.Interpret(err)
 	}
 	return v, true, nil
 }

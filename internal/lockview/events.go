@@ -1,0 +1,67 @@
+package lockview
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Event is one row of distributed_lock_event.
+type Event struct {
+	ID            int64          `db:"event_id"`
+	OccurredAt    time.Time      `db:"occurred_at"`
+	Key           string         `db:"lock_key"`
+	Kind          string         `db:"kind"`
+	Owner         *string        `db:"owner_id"`
+	Token         *int64         `db:"fence_token"`
+	Actor         string         `db:"actor"`
+	PreviousOwner *string        `db:"previous_owner"`
+	PreviousToken *int64         `db:"previous_token"`
+	Detail        map[string]any `db:"detail"`
+}
+
+// Event kinds, as stored in distributed_lock_event.kind.
+const (
+	EventAcquired           = "acquired"
+	EventStolen             = "stolen"
+	EventReleased           = "released"
+	EventForceExpired       = "force_expired"
+	EventForceReleased      = "force_released"
+	EventStaleWriteRejected = "stale_write_rejected"
+)
+
+const eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
+	e.actor, e.previous_owner, e.previous_token, e.detail`
+
+const keyEventsSQL = `
+SELECT ` + eventColumns + ` FROM distributed_lock_event e
+WHERE e.lock_key = $1 ORDER BY e.event_id DESC LIMIT $2`
+
+// KeyEvents returns key's latest events, newest first.
+func KeyEvents(ctx context.Context, db store.DBTX, key string, limit int) ([]Event, error) {
+	return collect[Event](db.Query(ctx, keyEventsSQL, key, limit))
+}
+
+const recentEventsSQL = `
+SELECT ` + eventColumns + ` FROM distributed_lock_event e
+WHERE e.event_id > $1 ORDER BY e.event_id DESC LIMIT $2`
+
+// RecentEvents returns the latest events with an id above afterID, newest
+// first (afterID 0: the latest of all).
+func RecentEvents(ctx context.Context, db store.DBTX, afterID int64, limit int) ([]Event, error) {
+	return collect[Event](db.Query(ctx, recentEventsSQL, afterID, limit))
+}
+
+func collect[T any](rows pgx.Rows, err error) ([]T, error) {
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[T])
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	return out, nil
+}

@@ -1,0 +1,28 @@
+package lockview
+
+import (
+	"context"
+	"time"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Waiter is one live waiter record.
+type Waiter struct {
+	ID           int64         `db:"waiter_id"`
+	Key          string        `db:"lock_key"`
+	Owner        string        `db:"owner_id"`
+	WaitingSince time.Time     `db:"waiting_since"`
+	Waited       time.Duration `db:"waited"`
+}
+
+const waitersSQL = `
+SELECT w.waiter_id, w.lock_key, w.owner_id, w.waiting_since, clock_timestamp() - w.waiting_since AS waited
+FROM distributed_lock_waiter w
+WHERE w.lock_key = $1 AND w.seen_until > clock_timestamp()
+ORDER BY w.waiting_since, w.waiter_id`
+
+// Waiters lists the live waiters of key, longest waiting first.
+func Waiters(ctx context.Context, db store.DBTX, key string) ([]Waiter, error) {
+	return collect[Waiter](db.Query(ctx, waitersSQL, key))
+}

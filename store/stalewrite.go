@@ -1,0 +1,22 @@
+package store
+
+import (
+	"context"
+)
+
+const staleWriteSQL = `
+INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+VALUES ($1, 'stale_write_rejected', $2, $3, $4, $5::jsonb)`
+
+// RecordStaleWrite logs that a write fenced with ref's token was refused.
+func RecordStaleWrite(ctx context.Context, db DBTX, ref LeaseRef, actor string, detail map[string]any) error {
+	_, err := db.Exec(ctx, staleWriteSQL, ref.Key, ref.Owner, ref.Token, actor, orEmpty(detail))
+	return Interpret(err)
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
