@@ -77,9 +77,9 @@ func (n *Notifier) listen(ctx context.Context) error {
 	}
 }
 
-// Subscribe returns a channel that receives a value when key may have been
+// subscribe returns a channel that receives a value when key may have been
 // released, and a function to stop the subscription.
-func (n *Notifier) Subscribe(key string) (<-chan struct{}, func()) {
+func (n *Notifier) subscribe(key string) (<-chan struct{}, func()) {
 	ch := make(chan struct{}, 1)
 	n.mu.Lock()
 	if n.subs[key] == nil {

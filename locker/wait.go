@@ -33,7 +33,7 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease
 
 	var wake <-chan struct{}
 	if l.cfg.Notifier != nil {
-		ch, unsubscribe := l.cfg.Notifier.Subscribe(key)
+		ch, unsubscribe := l.cfg.Notifier.subscribe(key)
 		defer unsubscribe()
 		wake = ch
 	}

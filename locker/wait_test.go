@@ -23,7 +23,7 @@ func startNotifier(t *testing.T, pool *pgxpool.Pool) *locker.Notifier {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
-	listening, unsubscribe := n.Subscribe("test:listening")
+	listening, unsubscribe := locker.Subscribe(n, "test:listening")
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })

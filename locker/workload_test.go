@@ -101,7 +101,7 @@ func (w workload) run(t *testing.T, pool *pgxpool.Pool) runResult {
 		t.Fatal(err)
 	}
 	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
-	listening, unsubscribe := n.Subscribe("workload:listening")
+	listening, unsubscribe := locker.Subscribe(n, "workload:listening")
 	notifierDone := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(notifierDone) }()
 	defer func() { cancel(); <-notifierDone }()

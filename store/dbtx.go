@@ -17,12 +17,12 @@ type DBTX interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// Standalone reports whether a statement run on db is a transaction of its
+// standalone reports whether a statement run on db is a transaction of its
 // own: a pool (each statement on a connection of its own, outside any
 // transaction) or a connection that is not inside a transaction, as its
 // server last reported. A pgx.Tx, a connection in a transaction, and any
 // other DBTX (a wrapper whose state is unknown) are not.
-func Standalone(db DBTX) bool {
+func standalone(db DBTX) bool {
 	switch d := db.(type) {
 	case *pgxpool.Pool:
 		return true

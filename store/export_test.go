@@ -7,3 +7,6 @@ var ReleaseSQL = map[string]string{"plain": releaseSQL, "logged": releaseLoggedS
 // ApplyScript runs a schema script, for tests that migrate with an earlier
 // version's schema (testdata).
 var ApplyScript = applyScript
+
+// Standalone is standalone, for TestStandalone.
+var Standalone = standalone

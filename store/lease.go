@@ -116,7 +116,7 @@ type ReleaseParams struct {
 	// Log records a "released" event with Actor.
 	Log   bool
 	Actor string
-	// Lazy lets a release that runs as its own transaction (see Standalone)
+	// Lazy lets a release that runs as its own transaction (see standalone)
 	// commit without waiting for the disk (see releaseSQL). Inside a
 	// caller's transaction it never changes durability.
 	Lazy bool
@@ -125,7 +125,7 @@ type ReleaseParams struct {
 // Release frees p's lease. ok is false when p is not the current grant or
 // the lock was already released.
 func Release(ctx context.Context, db DBTX, p ReleaseParams) (LeaseRow, bool, error) {
-	lazy := p.Lazy && Standalone(db)
+	lazy := p.Lazy && standalone(db)
 	var row pgx.Row
 	if p.Log {
 		row = db.QueryRow(ctx, releaseLoggedSQL, p.Key, p.Owner, p.Token, lazy, p.Actor)

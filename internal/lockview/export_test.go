@@ -17,3 +17,6 @@ func ExplainWindow(ctx context.Context, db store.DBTX, s Sort, key string, befor
 	err = db.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+windowSQL[s], windowArgs(s, a, "", before, after)...).Scan(&plan)
 	return plan, err
 }
+
+// LikePattern is likePattern, for the tests' reference queries.
+var LikePattern = likePattern

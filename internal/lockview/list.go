@@ -114,9 +114,9 @@ type Page struct {
 	Span Span
 }
 
-// LikePattern turns a filter into an ILIKE pattern matching it anywhere,
+// likePattern turns a filter into an ILIKE pattern matching it anywhere,
 // with \, % and _ escaped so they match themselves. "" stays "".
-func LikePattern(filter string) string {
+func likePattern(filter string) string {
 	if filter == "" {
 		return ""
 	}
@@ -124,7 +124,7 @@ func LikePattern(filter string) string {
 	return "%" + r.Replace(filter) + "%"
 }
 
-// matchCond is the filter; $2 is LikePattern's result ("" matches all).
+// matchCond is the filter; $2 is likePattern's result ("" matches all).
 const matchCond = `($2 = '' OR l.lock_key ILIKE $2 OR l.owner_id ILIKE $2)`
 
 // liveWaitersCTE aggregates live waiters per key. The waiter table is small
@@ -173,7 +173,7 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	if q.Before < 0 || q.After < 1 || q.Before > MaxWindow || q.After > MaxWindow {
 		return Page{}, fmt.Errorf("lockview: window %d before, %d after: out of range", q.Before, q.After)
 	}
-	pattern := LikePattern(q.Filter)
+	pattern := likePattern(q.Filter)
 	var anchor *anchorRow
 	if q.Anchor != "" {
 		a, found, err := maybeOne[anchorRow](db.Query(ctx, anchorSQL, q.Anchor, pattern))
