@@ -1,6 +1,33 @@
 // Package locker gives services mutually exclusive, expiring, fenced locks
-// kept in one PostgreSQL table, distributed_lock (see schema.sql; apply it
-// with `lockctl migrate`).
+// kept in one PostgreSQL table, distributed_lock. It is the only package of
+// lockctl a service imports: the schema is embedded in it ([Migrate]), and
+// its errors, row type ([LockInfo]) and connection interface ([DBTX]) are
+// its own.
+//
+// # Getting started
+//
+//	pool, err := pgxpool.New(ctx, os.Getenv("DATABASE_URL"))
+//	...
+//	if err := locker.Migrate(ctx, pool); err != nil { ... } // idempotent; or `lockctl migrate`
+//	lk, err := locker.New(locker.Config{TTL: 30 * time.Second})
+//	lease, err := lk.TryAcquire(ctx, pool, "billing:nightly", locker.NewOwnerID())
+//	if errors.Is(err, locker.ErrHeld) { ... } // someone else has it: skip, or
+//	// lease, err = lk.Acquire(ctx, pool, key, owner) to wait for it
+//	ka := lk.Keepalive(ctx, pool, lease) // renews; ka.Context() ends if the lease is lost
+//	// ... work under ka.Context(); fence every guarded write (see Fencing):
+//	err = pgx.BeginFunc(ka.Context(), pool, func(tx pgx.Tx) error {
+//		if err := locker.Fence(ka.Context(), tx, ka.Lease()); err != nil {
+//			return err // lost: roll back
+//		}
+//		_, err := tx.Exec(ka.Context(), "UPDATE ... fence_token = $1", ka.Lease().Token)
+//		return err
+//	})
+//	ka.Stop()
+//	_, err = lk.Release(ctx, pool, ka.Lease())
+//
+// The examples below run each step against a real database: [Migrate],
+// [Locker.TryAcquire], [Locker.Acquire], [Locker.Keepalive], [Fence] and
+// [Locker.TryAcquire] inside your own transaction.
 //
 // # The lease model
 //
@@ -50,6 +77,8 @@
 //     a lock that changed hands meanwhile is not touched; each writes an event
 //     naming [Config.Actor].
 //   - [Locker.Prune] deletes rows that have stayed free past a retention.
+//   - [Migrate] creates or updates the tables (idempotent; at start-up is
+//     fine), and [Locker.Get] reads one key's row as a [LockInfo].
 //
 // # Fencing
 //
@@ -88,7 +117,7 @@
 //
 // # Inside your transaction
 //
-// Every operation takes a [store.DBTX]: a *pgxpool.Pool, a *pgx.Conn or a
+// Every operation takes a [DBTX]: a *pgxpool.Pool, a *pgx.Conn or a
 // pgx.Tx. TryAcquire inside the caller's transaction makes the grant commit or
 // roll back with the caller's work (use READ COMMITTED; REPEATABLE READ or
 // SERIALIZABLE can fail with a serialization error when the row changes under
@@ -98,8 +127,9 @@
 // # Errors
 //
 // Branch with errors.Is on [ErrHeld], [ErrNotHeld], [ErrLeaseLost],
-// [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and on the store
-// package's database errors (store.ErrNotMigrated, store.ErrReadOnly,
-// store.ErrPermissionDenied, store.ErrUnavailable, …). The typed errors
-// [*HeldError] and [*NotHeldError] carry the current holder.
+// [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and on the database
+// errors a driver error is mapped to: [ErrNotMigrated], [ErrReadOnly],
+// [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
+// [ErrUnavailable], [ErrInvalidValue]. The typed errors [*HeldError] and
+// [*NotHeldError] carry the current holder; [Locker.Get] reads a key's row.
 package locker

@@ -13,11 +13,15 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// examplePool opens a pool on a fresh lockctl schema. In a service this is
-// pgxpool.New(ctx, os.Getenv("DATABASE_URL")) on a database where
-// `lockctl migrate` has run.
+// examplePool opens a pool on a fresh, migrated lockctl schema. In a
+// service this is pgxpool.New(ctx, os.Getenv("DATABASE_URL")) followed by
+// locker.Migrate (see ExampleMigrate).
 func examplePool(ctx context.Context) *pgxpool.Pool {
-	pool, err := pgxpool.New(ctx, testdb.ExampleDSN())
+	return openExamplePool(ctx, testdb.ExampleDSN())
+}
+
+func openExamplePool(ctx context.Context, dsn string) *pgxpool.Pool {
+	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		panic(err)
 	}
@@ -39,6 +43,83 @@ ON CONFLICT (id) DO UPDATE SET body = excluded.body, fence_token = excluded.fenc
 	exampleInvoiceTableSQL = `CREATE TABLE invoice_run (month text PRIMARY KEY, started_by text NOT NULL)`
 	exampleInvoiceSQL      = `INSERT INTO invoice_run (month, started_by) VALUES ($1, $2)`
 )
+
+// Create the lock tables at start-up: Migrate applies the schema embedded
+// in this package and is idempotent, so every instance of a service may run
+// it (or run `lockctl migrate` once instead).
+func ExampleMigrate() {
+	ctx := context.Background()
+	pool := openExamplePool(ctx, testdb.ExampleEmptyDSN()) // a database without the tables
+	defer pool.Close()
+
+	lk, err := locker.New(locker.Config{})
+	if err != nil {
+		panic(err)
+	}
+	_, err = lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	fmt.Println("before:", errors.Is(err, locker.ErrNotMigrated))
+
+	for range 2 { // a second run changes nothing
+		if err := locker.Migrate(ctx, pool); err != nil {
+			panic(err)
+		}
+	}
+	lease, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	fmt.Println("after:", lease.Outcome, err)
+	// Output:
+	// before: true
+	// after: acquired <nil>
+}
+
+// Wait for a lock another owner holds. With a Notifier, the waiter wakes
+// when the holder releases, not only at the holder's expiry.
+func ExampleLocker_Acquire() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool := examplePool(ctx)
+	defer pool.Close()
+
+	notifier := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
+	go notifier.Run(ctx)
+	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: notifier})
+	if err != nil {
+		panic(err)
+	}
+	held, err := lk.TryAcquire(ctx, pool, "compaction", "worker-1")
+	if err != nil {
+		panic(err)
+	}
+
+	got := make(chan locker.Lease)
+	go func() {
+		// Bound the wait, as a service should.
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		lease, err := lk.Acquire(waitCtx, pool, "compaction", "worker-2")
+		if err != nil {
+			panic(err)
+		}
+		got <- lease
+	}()
+
+	// worker-1 finishes its work (here: at once) and releases. worker-2,
+	// waiting by then or about to try, gets the key now rather than at the
+	// end of worker-1's minute-long lease.
+	if _, err := lk.Release(ctx, pool, held); err != nil {
+		panic(err)
+	}
+	lease := <-got
+	fmt.Println("worker-2:", lease.Outcome, "with a larger token:", lease.Token > held.Token)
+
+	info, _, err := lk.Get(ctx, pool, "compaction")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("the row says:", info.Owner, info.State())
+	// Output:
+	// worker-2: acquired with a larger token: true
+	// the row says: worker-2 held
+}
 
 // Take a lock, find it held by someone else, give it back.
 func Example() {

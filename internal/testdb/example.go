@@ -13,6 +13,12 @@ func ExampleDSN() string {
 	return DSN(exampleTB{})
 }
 
+// ExampleEmptyDSN is EmptyDSN for runnable examples: a fresh schema without
+// the lock tables, for an example that migrates it.
+func ExampleEmptyDSN() string {
+	return EmptyDSN(exampleTB{})
+}
+
 // exampleTB is the part of testing.TB that DSN uses, turning a failure or a
 // skip into a panic. The embedded interface is nil: DSN calls nothing else.
 type exampleTB struct{ testing.TB }
