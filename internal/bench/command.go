@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -21,8 +23,10 @@ func Command() cli.Command {
 			"(a throwaway durable PostgreSQL unless --dsn; see BENCHMARKS.md)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			var o Options
-			var asJSON bool
+			var q QueueOptions
+			var asJSON, queueWorker bool
 			var keepaliveLocks int
+			var scenario string
 			fs.IntSliceVar(&o.Workers, "workers", []int{1, 8, 32}, "concurrency levels to measure")
 			cli.DurationVar(fs, &o.Duration, "duration", 2*time.Second, "how long each series runs per round")
 			fs.IntVar(&o.Rounds, "rounds", 3, "rounds; results are medians over rounds")
@@ -31,7 +35,30 @@ func Command() cli.Command {
 			cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
 			cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
 			fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
+			fs.StringVar(&scenario, "scenario", ScenarioCycles, "`cycles`: acquire+release cost (the default); "+
+				"queue: many waiters handing one key over, against pg_advisory_lock")
+			fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
+			fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
+			cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
+			fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
+			_ = fs.MarkHidden(queueWorkerFlag)
 			return func(ctx context.Context, env cli.Env, _ []string) int {
+				switch {
+				case queueWorker:
+					if err := RunQueueWorker(ctx, os.Stdin, env.Stdout); err != nil {
+						return env.Fail(err)
+					}
+					return cli.ExitOK
+				case scenario == ScenarioQueue:
+					q.Rounds = o.Rounds
+					if fs.Changed("duration") {
+						q.Duration = o.Duration
+					}
+					q.Progress = env.Stderr
+					return runQueue(ctx, env, q, asJSON)
+				case scenario != ScenarioCycles:
+					return env.Usagef("--scenario must be %s or %s, got %q", ScenarioCycles, ScenarioQueue, scenario)
+				}
 				o.KeepaliveLocks = keepaliveLocks
 				if keepaliveLocks == 0 {
 					o.KeepaliveLocks = -1
@@ -45,6 +72,16 @@ func Command() cli.Command {
 		},
 	}
 }
+
+// Scenario names for --scenario.
+const (
+	ScenarioCycles = "cycles"
+	ScenarioQueue  = "queue"
+)
+
+// queueWorkerFlag marks a worker process of the queue scenario, which the
+// parent starts from this same executable.
+const queueWorkerFlag = "queue-worker"
 
 func run(ctx context.Context, env cli.Env, o Options, asJSON bool) int {
 	if _, err := o.withDefaults(); err != nil {
@@ -66,6 +103,36 @@ func run(ctx context.Context, env cli.Env, o Options, asJSON bool) int {
 	if err != nil {
 		return env.Fail(err)
 	}
+	return printReport(env, rep, asJSON)
+}
+
+func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int {
+	if _, err := q.withDefaults(); err != nil {
+		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
+	}
+	dsn := env.ExplicitDSN
+	if dsn == "" {
+		fmt.Fprintf(env.Stderr, "%s: starting a throwaway PostgreSQL (durable commits, max_connections=%s)\n",
+			env.Prog, QueueServerSettings["max_connections"])
+		srv, err := pgtemp.Start(ctx, pgtemp.Options{Settings: QueueServerSettings})
+		if err != nil {
+			return env.Fail(err)
+		}
+		defer srv.Close()
+		dsn = srv.DSN("")
+	}
+	rep, err := RunQueue(ctx, dsn, q)
+	if err != nil {
+		return env.Fail(err)
+	}
+	return printReport(env, rep, asJSON)
+}
+
+// markdownReport is a report that prints itself as Markdown.
+type markdownReport interface{ WriteMarkdown(io.Writer) error }
+
+func printReport(env cli.Env, rep markdownReport, asJSON bool) int {
+	var err error
 	if asJSON {
 		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")

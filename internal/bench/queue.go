@@ -1,0 +1,241 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// Queue series names, as reported.
+const (
+	QueueAdvisory = "pg_advisory_lock" // PostgreSQL's own lock manager: FIFO, wakes only the next waiter
+	QueueLocker   = "locker"           // locker.Acquire with a Notifier in every process
+)
+
+// queueSeries is every series the queue scenario measures, in the order of
+// the first round (later rounds rotate it, so no series always runs first).
+var queueSeries = []string{QueueAdvisory, QueueLocker}
+
+// QueueOptions configure RunQueue: many waiters, spread over several
+// processes, all taking one key in turn and holding it briefly.
+type QueueOptions struct {
+	// Waiters are the queue lengths measured (waiters on the one key, over
+	// all processes). Defaults to 64.
+	Waiters []int
+	// Processes is how many worker processes share the waiters. Defaults to 4.
+	Processes int
+	// Hold is how long each grant is held before it is released. Defaults
+	// to 2ms.
+	Hold time.Duration
+	// Duration is how long each series runs in each round. Defaults to 5s.
+	Duration time.Duration
+	// Rounds is how many times every series runs; results are medians over
+	// rounds. Defaults to 3.
+	Rounds int
+	// Spawn starts one worker process that reads its job (JSON) from stdin
+	// and writes its result (JSON) to stdout. nil: this executable, as
+	// `bench --queue-worker` (see Command).
+	Spawn func(ctx context.Context) *exec.Cmd
+	// Progress receives one line per finished series. nil: silent.
+	Progress io.Writer
+}
+
+func (o QueueOptions) withDefaults() (QueueOptions, error) {
+	if len(o.Waiters) == 0 {
+		o.Waiters = []int{64}
+	}
+	if o.Processes == 0 {
+		o.Processes = 4
+	}
+	if o.Hold == 0 {
+		o.Hold = 2 * time.Millisecond
+	}
+	if o.Duration == 0 {
+		o.Duration = 5 * time.Second
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 3
+	}
+	if o.Spawn == nil {
+		o.Spawn = spawnSelf
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	o.Waiters = slices.Clone(o.Waiters)
+	slices.Sort(o.Waiters)
+	o.Waiters = slices.Compact(o.Waiters)
+	return o, o.validate()
+}
+
+// maxQueueWaiters keeps the advisory series (a session per waiter) within
+// the connections a server started for the queue scenario allows.
+const maxQueueWaiters = 256
+
+func (o QueueOptions) validate() error {
+	if o.Processes < 1 || o.Processes > 64 {
+		return fmt.Errorf("bench: processes must be between 1 and 64, got %d", o.Processes)
+	}
+	for _, w := range o.Waiters {
+		if w < o.Processes || w > maxQueueWaiters {
+			return fmt.Errorf("bench: waiters must be between the number of processes (%d) and %d, got %d",
+				o.Processes, maxQueueWaiters, w)
+		}
+	}
+	if o.Hold < 0 || o.Hold > time.Second {
+		return fmt.Errorf("bench: hold %s must be between 0 and 1s", o.Hold)
+	}
+	if o.Duration < 100*time.Millisecond {
+		return fmt.Errorf("bench: duration %s is too short for the queue scenario (at least 100ms)", o.Duration)
+	}
+	if o.Rounds < 1 {
+		return errors.New("bench: rounds must be at least 1")
+	}
+	return nil
+}
+
+// QueueServerSettings are what a server started for the queue scenario
+// needs: the advisory series holds a session per waiter.
+var QueueServerSettings = map[string]string{"max_connections": "400"}
+
+// RunQueue measures hand-overs of one key between many waiters on the
+// server at dsn, in a schema of its own (dropped at the end): for each
+// queue length and round, every series in turn, each with fresh worker
+// processes that start together and stop together.
+func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	t, err := openTarget(ctx, dsn, 2)
+	if err != nil {
+		return nil, err
+	}
+	defer t.close(ctx)
+	rep := &QueueReport{Started: time.Now(), Processes: opts.Processes, Hold: opts.Hold,
+		Duration: opts.Duration, Rounds: opts.Rounds}
+	if rep.Server, err = t.serverInfo(ctx); err != nil {
+		return nil, err
+	}
+	var runs []queueRun
+	for round := range opts.Rounds {
+		for _, waiters := range opts.Waiters {
+			for _, s := range rotateNames(queueSeries, round) {
+				job := queueJob{DSN: dsn, Schema: t.schema, Series: s, Hold: opts.Hold,
+					Key: fmt.Sprintf("queue-%s-%d-%d", s, waiters, round), AdvisoryKey: int64(round*1000 + waiters)}
+				r, err := runQueueSeries(ctx, opts, job, waiters)
+				if err != nil {
+					return nil, fmt.Errorf("bench: queue %s, %d waiters, round %d: %w", s, waiters, round+1, err)
+				}
+				fmt.Fprintf(opts.Progress, "queue round %d/%d: %-16s %3d waiters: %6.0f hand-overs/s, longest wait %s\n",
+					round+1, opts.Rounds, s, waiters, r.handOversPerSec(), r.longest())
+				runs = append(runs, r)
+			}
+		}
+	}
+	rep.Results = summarizeQueue(runs)
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+func rotateNames(names []string, by int) []string {
+	out := slices.Clone(names)
+	if len(out) > 0 {
+		by %= len(out)
+		out = append(out[by:], out[:by]...)
+	}
+	return out
+}
+
+// queueStartDelay is how far ahead of now the workers are told to start:
+// time for every process to start, connect and line up its waiters, so all
+// of them begin at one instant.
+const queueStartDelay = 1500 * time.Millisecond
+
+// runQueueSeries runs one series once: waiters spread over the processes.
+func runQueueSeries(ctx context.Context, opts QueueOptions, job queueJob, waiters int) (queueRun, error) {
+	job.Start = time.Now().Add(queueStartDelay)
+	job.Stop = job.Start.Add(opts.Duration)
+	results := make([]queueWorkerResult, opts.Processes)
+	errs := make([]error, opts.Processes)
+	done := make(chan struct{})
+	for p := range opts.Processes {
+		j := job
+		j.Process = p
+		j.Waiters = waiters / opts.Processes
+		if p < waiters%opts.Processes {
+			j.Waiters++
+		}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j)
+		}()
+	}
+	for range opts.Processes {
+		<-done
+	}
+	if err := errors.Join(errs...); err != nil {
+		return queueRun{}, err
+	}
+	return newQueueRun(job, waiters, results), nil
+}
+
+// runWorkerProcess starts one worker process, hands it its job and reads
+// its result.
+func runWorkerProcess(ctx context.Context, spawn func(context.Context) *exec.Cmd, job queueJob) (queueWorkerResult, error) {
+	in, err := json.Marshal(job)
+	if err != nil {
+		return queueWorkerResult{}, err
+	}
+	cmd := spawn(ctx)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = bytes.NewReader(in)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return queueWorkerResult{}, fmt.Errorf("worker process %d: %w: %s", job.Process, err, bytes.TrimSpace(stderr.Bytes()))
+	}
+	var res queueWorkerResult
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return queueWorkerResult{}, fmt.Errorf("worker process %d: unreadable result: %w", job.Process, err)
+	}
+	if res.Error != "" {
+		return queueWorkerResult{}, fmt.Errorf("worker process %d: %s", job.Process, res.Error)
+	}
+	return res, nil
+}
+
+// spawnSelf runs this executable as a queue worker.
+func spawnSelf(ctx context.Context) *exec.Cmd {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	return exec.CommandContext(ctx, exe, "bench", "--"+queueWorkerFlag)
+}
+
+// queueConnConfig is a worker's connection settings: the run's schema, and
+// the application name that marks its backends.
+func queueConnConfig(job queueJob) (*pgx.ConnConfig, error) {
+	cfg, err := pgx.ParseConfig(job.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	cfg.RuntimeParams["search_path"] = job.Schema
+	cfg.RuntimeParams["application_name"] = job.Schema
+	return cfg, nil
+}
+
+// interpret maps a connection error for a worker's report.
+func interpret(err error) error { return store.Interpret(err) }

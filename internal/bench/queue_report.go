@@ -1,0 +1,256 @@
+package bench
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// QueueReport is one run of the queue scenario.
+type QueueReport struct {
+	Started   time.Time     `json:"started"`
+	Took      time.Duration `json:"took_ns"`
+	Server    ServerInfo    `json:"server"`
+	Processes int           `json:"processes"`
+	Hold      time.Duration `json:"hold_ns"`
+	Duration  time.Duration `json:"duration_ns"`
+	Rounds    int           `json:"rounds"`
+	Results   []QueueResult `json:"results"`
+}
+
+// QueueResult is one series at one queue length, over all rounds: medians
+// of the per-round values, and totals of the counts.
+type QueueResult struct {
+	Series  string `json:"series"`
+	Waiters int    `json:"waiters"`
+
+	HandOversPerSec float64 `json:"hand_overs_per_sec"`
+	// TransactionsPerHandOver counts every transaction the waiters ran
+	// (grants, releases, waiting bookkeeping, retries) per grant.
+	TransactionsPerHandOver float64       `json:"transactions_per_hand_over"`
+	WaitP50                 time.Duration `json:"wait_p50_ns"`
+	WaitP99                 time.Duration `json:"wait_p99_ns"`
+	WaitMax                 time.Duration `json:"wait_max_ns"`
+	// WaitMax counts waits the end of a round cut short (a waiter still
+	// queued had waited at least that long). GrantsPerWaiterMin and Max are the fewest and most grants one waiter
+	// got in a round; Unfairness is the largest distance of a waiter's
+	// grants from the round's mean, as a share of the mean (0.15: every
+	// waiter within ±15%).
+	GrantsPerWaiterMin int     `json:"grants_per_waiter_min"`
+	GrantsPerWaiterMax int     `json:"grants_per_waiter_max"`
+	Unfairness         float64 `json:"unfairness"`
+
+	Grants int64 `json:"grants"`
+	// Overlaps counts consecutive grants whose holds overlapped (the next
+	// acquire returned before the previous release was called) or whose
+	// tokens did not increase: broken mutual exclusion or fencing. Must be 0.
+	Overlaps int64 `json:"overlaps"`
+}
+
+// queueRun is one series at one queue length in one round.
+type queueRun struct {
+	series          string
+	waiters         int
+	duration        time.Duration
+	grants          []queueGrant
+	grantsPerWaiter []int
+	transactions    int64
+	unfinishedWait  time.Duration
+}
+
+func newQueueRun(job queueJob, waiters int, results []queueWorkerResult) queueRun {
+	r := queueRun{series: job.Series, waiters: waiters, duration: job.Stop.Sub(job.Start)}
+	for _, res := range results {
+		r.grants = append(r.grants, res.Grants...)
+		for _, n := range res.GrantsPerWaiter {
+			r.grantsPerWaiter = append(r.grantsPerWaiter, n)
+		}
+		r.transactions += res.Transactions
+		r.unfinishedWait = max(r.unfinishedWait, time.Duration(res.UnfinishedWaitNs))
+	}
+	return r
+}
+
+func (r queueRun) handOversPerSec() float64 {
+	return float64(len(r.grants)) / r.duration.Seconds()
+}
+
+// longest is the longest wait of the run, counting waits still unfinished
+// when it ended: a starved waiter's wait is at least that long.
+func (r queueRun) longest() time.Duration {
+	m := r.unfinishedWait
+	for _, g := range r.grants {
+		m = max(m, time.Duration(g.WaitNs))
+	}
+	return m
+}
+
+// overlaps orders the grants by when they were acquired and counts pairs
+// that break mutual exclusion (a hold began before the previous one ended)
+// or fencing (a later grant with a token not larger than the previous).
+func (r queueRun) overlaps() int64 {
+	gs := slices.Clone(r.grants)
+	slices.SortFunc(gs, func(a, b queueGrant) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	var n int64
+	for i := 1; i < len(gs); i++ {
+		prev, next := gs[i-1], gs[i]
+		if next.Acquired < prev.Releasing || (next.Token != 0 && next.Token <= prev.Token) {
+			n++
+		}
+	}
+	return n
+}
+
+// unfairness is the largest distance of a waiter's grant count from the
+// mean, as a share of the mean.
+func unfairness(counts []int) float64 {
+	if len(counts) == 0 {
+		return 0
+	}
+	var sum int
+	for _, c := range counts {
+		sum += c
+	}
+	mean := float64(sum) / float64(len(counts))
+	if mean == 0 {
+		return 0
+	}
+	var worst float64
+	for _, c := range counts {
+		worst = max(worst, math.Abs(float64(c)-mean)/mean)
+	}
+	return worst
+}
+
+func summarizeQueue(runs []queueRun) []QueueResult {
+	type id struct {
+		series  string
+		waiters int
+	}
+	groups := map[id][]queueRun{}
+	var order []id
+	for _, r := range runs {
+		k := id{r.series, r.waiters}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	slices.SortStableFunc(order, func(a, b id) int {
+		return cmp.Or(cmp.Compare(a.waiters, b.waiters),
+			cmp.Compare(slices.Index(queueSeries, a.series), slices.Index(queueSeries, b.series)))
+	})
+	var out []QueueResult
+	for _, k := range order {
+		out = append(out, summarizeQueueRuns(k.series, k.waiters, groups[k]))
+	}
+	return out
+}
+
+func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult {
+	res := QueueResult{Series: series, Waiters: waiters}
+	var rates, txns, unfair, mins, maxs []float64
+	var p50s, p99s, maxWaits []time.Duration
+	for _, r := range runs {
+		rates = append(rates, r.handOversPerSec())
+		if n := len(r.grants); n > 0 {
+			txns = append(txns, float64(r.transactions)/float64(n))
+		}
+		waits := make([]time.Duration, 0, len(r.grants))
+		for _, g := range r.grants {
+			waits = append(waits, time.Duration(g.WaitNs))
+		}
+		slices.Sort(waits)
+		p50s = append(p50s, percentile(waits, 0.50))
+		p99s = append(p99s, percentile(waits, 0.99))
+		maxWaits = append(maxWaits, r.longest())
+		unfair = append(unfair, unfairness(r.grantsPerWaiter))
+		if len(r.grantsPerWaiter) > 0 {
+			mins = append(mins, float64(slices.Min(r.grantsPerWaiter)))
+			maxs = append(maxs, float64(slices.Max(r.grantsPerWaiter)))
+		}
+		res.Grants += int64(len(r.grants))
+		res.Overlaps += r.overlaps()
+	}
+	res.HandOversPerSec = medianOr0(rates)
+	res.TransactionsPerHandOver = medianOr0(txns)
+	res.WaitP50 = medianOr0(p50s)
+	res.WaitP99 = medianOr0(p99s)
+	res.WaitMax = medianOr0(maxWaits)
+	res.Unfairness = medianOr0(unfair)
+	res.GrantsPerWaiterMin = int(medianOr0(mins))
+	res.GrantsPerWaiterMax = int(medianOr0(maxs))
+	return res
+}
+
+func medianOr0[T ~float64 | ~int64](v []T) T {
+	if len(v) == 0 {
+		return 0
+	}
+	return median(v)
+}
+
+// WriteMarkdown prints the report as BENCHMARKS.md records it: a table per
+// queue length, the locker's ratios to pg_advisory_lock under it.
+func (r *QueueReport) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	p := &b
+	fmt.Fprintf(p, "## Queue: one key, waiters in %d processes, hold %s\n\n", r.Processes, r.Hold)
+	fmt.Fprintf(p, "PostgreSQL %s; %d rounds of %s per series, medians over rounds; took %s.\n\n",
+		r.Server.Version, r.Rounds, r.Duration, r.Took.Round(time.Second))
+	fmt.Fprintf(p, "| series | waiters | hand-overs/s | transactions per hand-over | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
+	fmt.Fprintf(p, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, x := range r.Results {
+		txns := fmt.Sprintf("%.2f", x.TransactionsPerHandOver)
+		if x.Series == QueueAdvisory {
+			txns = "—" // lock and unlock are statements, but no commit is needed
+		}
+		fmt.Fprintf(p, "| %s | %d | %.0f | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
+			x.Series, x.Waiters, x.HandOversPerSec, txns, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
+			x.GrantsPerWaiterMin, x.GrantsPerWaiterMax, 100*x.Unfairness, x.Overlaps)
+	}
+	fmt.Fprintf(p, "\n")
+	for _, ratio := range r.Ratios() {
+		fmt.Fprintf(p, "- %s at %d waiters: %.2f× pg_advisory_lock's hand-overs/s, longest wait %.2f× its longest\n",
+			ratio.Series, ratio.Waiters, ratio.HandOvers, ratio.LongestWait)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// QueueRatio compares a series with pg_advisory_lock at one queue length.
+type QueueRatio struct {
+	Series      string  `json:"series"`
+	Waiters     int     `json:"waiters"`
+	HandOvers   float64 `json:"hand_overs"`   // series ÷ advisory; higher is better
+	LongestWait float64 `json:"longest_wait"` // series ÷ advisory; lower is better
+}
+
+// Ratios compares every series with pg_advisory_lock at the same queue
+// length, in the same run.
+func (r *QueueReport) Ratios() []QueueRatio {
+	var out []QueueRatio
+	for _, ref := range r.Results {
+		if ref.Series != QueueAdvisory {
+			continue
+		}
+		for _, x := range r.Results {
+			if x.Series == QueueAdvisory || x.Waiters != ref.Waiters {
+				continue
+			}
+			q := QueueRatio{Series: x.Series, Waiters: x.Waiters}
+			if ref.HandOversPerSec > 0 {
+				q.HandOvers = x.HandOversPerSec / ref.HandOversPerSec
+			}
+			if ref.WaitMax > 0 {
+				q.LongestWait = float64(x.WaitMax) / float64(ref.WaitMax)
+			}
+			out = append(out, q)
+		}
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// spawnTestWorker runs this test binary as a queue worker (see TestMain).
+func spawnTestWorker(ctx context.Context) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), queueWorkerEnv+"=1")
+	return cmd
+}
+
+// TestQueueScenario runs both series briefly with waiters in two real
+// processes and checks what must hold whatever the machine's speed: every
+// series handed the key over, no two holds overlapped, tokens rose, and
+// PostgreSQL's FIFO lock manager served every waiter. No timing is asserted.
+func TestQueueScenario(t *testing.T) {
+	ctx := context.Background()
+	rep, err := RunQueue(ctx, testdb.DSN(t), QueueOptions{
+		Waiters:   []int{6},
+		Processes: 2,
+		Hold:      time.Millisecond,
+		Duration:  400 * time.Millisecond,
+		Rounds:    1,
+		Spawn:     spawnTestWorker,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]QueueResult{}
+	for _, r := range rep.Results {
+		got[r.Series] = r
+	}
+	for _, s := range queueSeries {
+		r, ok := got[s]
+		if !ok {
+			t.Fatalf("no result for series %s: %+v", s, rep.Results)
+		}
+		if r.Grants == 0 || r.HandOversPerSec <= 0 || r.WaitMax < r.WaitP99 || r.WaitP99 < r.WaitP50 {
+			t.Errorf("%s produced no numbers: %+v", s, r)
+		}
+		if r.Overlaps != 0 {
+			t.Errorf("%s: %d overlapping holds or tokens out of order", s, r.Overlaps)
+		}
+	}
+	if r := got[QueueAdvisory]; r.GrantsPerWaiterMin == 0 {
+		t.Errorf("pg_advisory_lock left a waiter without a grant: %+v", r)
+	}
+	// The locker's waiters run at least a grant and a release per hand-over.
+	if r := got[QueueLocker]; r.TransactionsPerHandOver < 2 {
+		t.Errorf("locker: %.2f transactions per hand-over, want at least 2 (grant and release)", r.TransactionsPerHandOver)
+	}
+	var md bytes.Buffer
+	if err := rep.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "locker at 6 waiters:"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// TestQueueOverlapsCatchBrokenExclusion shows the checker the scenario
+// relies on catches a hold that began before the previous one ended, and a
+// token that did not rise.
+func TestQueueOverlapsCatchBrokenExclusion(t *testing.T) {
+	ok := queueRun{grants: []queueGrant{
+		{Token: 1, Acquired: 10, Releasing: 20},
+		{Token: 2, Acquired: 20, Releasing: 30},
+		{Token: 3, Acquired: 31, Releasing: 40},
+	}}
+	if n := ok.overlaps(); n != 0 {
+		t.Fatalf("back-to-back holds counted as %d overlaps", n)
+	}
+	overlapping := queueRun{grants: []queueGrant{
+		{Token: 1, Acquired: 10, Releasing: 20},
+		{Token: 2, Acquired: 15, Releasing: 30},
+	}}
+	if n := overlapping.overlaps(); n != 1 {
+		t.Errorf("overlapping holds: %d overlaps, want 1", n)
+	}
+	backwards := queueRun{grants: []queueGrant{
+		{Token: 5, Acquired: 10, Releasing: 20},
+		{Token: 4, Acquired: 21, Releasing: 30},
+	}}
+	if n := backwards.overlaps(); n != 1 {
+		t.Errorf("token going backwards: %d overlaps, want 1", n)
+	}
+}
+
+func TestUnfairness(t *testing.T) {
+	for _, c := range []struct {
+		counts []int
+		want   float64
+	}{
+		{[]int{10, 10, 10}, 0},
+		{[]int{8, 10, 12}, 0.2},
+		{[]int{0, 20}, 1},
+		{nil, 0},
+	} {
+		if got := unfairness(c.counts); got < c.want-1e-9 || got > c.want+1e-9 {
+			t.Errorf("unfairness(%v) = %v, want %v", c.counts, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// queueJob is what the parent tells one worker process to do.
+type queueJob struct {
+	DSN         string        `json:"dsn"`
+	Schema      string        `json:"schema"`
+	Series      string        `json:"series"`
+	Key         string        `json:"key"`          // the lock key (locker series)
+	AdvisoryKey int64         `json:"advisory_key"` // the advisory lock (advisory series)
+	Process     int           `json:"process"`
+	Waiters     int           `json:"waiters"` // in this process
+	Hold        time.Duration `json:"hold_ns"`
+	Start       time.Time     `json:"start"` // every process begins at this instant
+	Stop        time.Time     `json:"stop"`  // no new acquisition begins after it
+}
+
+// queueGrant is one acquisition, timed on this machine's wall clock (every
+// process reads the same one, so grants of different processes can be
+// ordered to check that no two holds overlapped).
+type queueGrant struct {
+	Waiter    string `json:"waiter"`
+	Token     int64  `json:"token,omitempty"` // locker series only
+	WaitNs    int64  `json:"wait_ns"`         // from the call to the grant
+	Acquired  int64  `json:"acquired"`        // Unix ns when the acquire returned
+	Releasing int64  `json:"releasing"`       // Unix ns when the release was called
+}
+
+// queueWorkerResult is what one worker process reports.
+type queueWorkerResult struct {
+	Grants []queueGrant `json:"grants"`
+	// GrantsPerWaiter counts every waiter of the process, with its
+	// grants (0 for a waiter that starved).
+	GrantsPerWaiter map[string]int `json:"grants_per_waiter"`
+	// Transactions counts statements run outside a transaction block (each
+	// its own transaction) and transaction blocks begun, on the waiters'
+	// connections.
+	Transactions int64 `json:"transactions"`
+	// UnfinishedWaitNs is the longest wait that the end of the run cut
+	// short: a waiter still queued then has waited at least that long.
+	UnfinishedWaitNs int64  `json:"unfinished_wait_ns"`
+	Error            string `json:"error,omitempty"`
+}
+
+// RunQueueWorker is a queue worker process's whole life: read its job from
+// in, run its waiters from the job's start to its stop, write the result to
+// out. Errors go into the result, so the parent can report them.
+func RunQueueWorker(ctx context.Context, in io.Reader, out io.Writer) error {
+	var job queueJob
+	res := queueWorkerResult{}
+	if err := json.NewDecoder(in).Decode(&job); err != nil {
+		res.Error = fmt.Sprintf("read job: %v", err)
+	} else if r, err := runQueueJob(ctx, job); err != nil {
+		res.Error = err.Error()
+	} else {
+		res = r
+	}
+	return json.NewEncoder(out).Encode(res)
+}
+
+// acquireFunc takes the lock for one waiter; it returns the token (0 where
+// there is none) and a function that releases it.
+type acquireFunc func(ctx context.Context) (token int64, release func() error, err error)
+
+func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
+	cfg, err := queueConnConfig(job)
+	if err != nil {
+		return queueWorkerResult{}, err
+	}
+	var txns atomic.Int64
+	counted := cfg.Copy()
+	counted.Tracer = transactionCounter{n: &txns}
+
+	var acquirers []acquireFunc
+	var cleanup func()
+	switch job.Series {
+	case QueueAdvisory:
+		acquirers, cleanup, err = advisoryWaiters(ctx, counted, job)
+	case QueueLocker:
+		acquirers, cleanup, err = lockerWaiters(ctx, cfg, counted, job)
+	default:
+		err = fmt.Errorf("unknown queue series %q", job.Series)
+	}
+	if err != nil {
+		return queueWorkerResult{}, err
+	}
+	defer cleanup()
+
+	res := queueWorkerResult{GrantsPerWaiter: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(acquirers))
+	time.Sleep(time.Until(job.Start))
+	txns.Store(0) // setup statements are not part of the measurement
+	stopCtx, cancel := context.WithDeadline(ctx, job.Stop)
+	defer cancel()
+	for i, acquire := range acquirers {
+		name := fmt.Sprintf("p%d-w%d", job.Process, i)
+		res.GrantsPerWaiter[name] = 0
+		wg.Go(func() {
+			grants, unfinished, err := runWaiter(stopCtx, name, acquire, job.Hold)
+			errs[i] = err
+			mu.Lock()
+			res.Grants = append(res.Grants, grants...)
+			res.GrantsPerWaiter[name] = len(grants)
+			res.UnfinishedWaitNs = max(res.UnfinishedWaitNs, int64(unfinished))
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	res.Transactions = txns.Load()
+	return res, errors.Join(errs...)
+}
+
+// runWaiter takes the lock, holds it, releases it, again and again until
+// ctx ends. An acquire cut short by the end is not an error: unfinished is
+// how long it had waited by then.
+func runWaiter(ctx context.Context, name string, acquire acquireFunc, hold time.Duration) (grants []queueGrant, unfinished time.Duration, err error) {
+	for ctx.Err() == nil {
+		began := time.Now()
+		token, release, err := acquire(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return grants, time.Since(began), nil
+			}
+			return grants, 0, fmt.Errorf("waiter %s: %w", name, err)
+		}
+		acquired := time.Now()
+		time.Sleep(hold)
+		releasing := time.Now()
+		if err := release(); err != nil {
+			return grants, 0, fmt.Errorf("waiter %s: release: %w", name, err)
+		}
+		grants = append(grants, queueGrant{Waiter: name, Token: token, WaitNs: int64(acquired.Sub(began)),
+			Acquired: acquired.UnixNano(), Releasing: releasing.UnixNano()})
+	}
+	return grants, 0, nil
+}
+
+// releaseTimeout bounds a release, which runs after the measurement's
+// context may have ended.
+const releaseTimeout = 10 * time.Second
+
+const (
+	advisoryLockSQL   = `SELECT pg_advisory_lock($1)`
+	advisoryUnlockSQL = `SELECT pg_advisory_unlock($1)`
+)
+
+// advisoryWaiters gives each waiter a session of its own, as a blocking
+// pg_advisory_lock needs.
+func advisoryWaiters(ctx context.Context, cfg *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
+	var conns []*pgx.Conn
+	cleanup := func() {
+		for _, c := range conns {
+			c.Close(context.WithoutCancel(ctx))
+		}
+	}
+	var out []acquireFunc
+	for range job.Waiters {
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("connect: %w", interpret(err))
+		}
+		conns = append(conns, conn)
+		out = append(out, func(ctx context.Context) (int64, func() error, error) {
+			if _, err := conn.Exec(ctx, advisoryLockSQL, job.AdvisoryKey); err != nil {
+				return 0, nil, err
+			}
+			return 0, func() error {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+				defer cancel()
+				_, err := conn.Exec(rctx, advisoryUnlockSQL, job.AdvisoryKey)
+				return err
+			}, nil
+		})
+	}
+	return out, cleanup, nil
+}
+
+// queueLockTTL outlives any hold, so no lease expires during the run.
+const queueLockTTL = 30 * time.Second
+
+// lockerWaiters share one pool and one Notifier per process, as a service
+// would.
+func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
+	poolCfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, nil, err
+	}
+	poolCfg.ConnConfig = counted
+	poolCfg.MaxConns = int32(min(job.Waiters, 16))
+	poolCfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > time.Minute }
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pool: %w", interpret(err))
+	}
+	nctx, stopNotifier := context.WithCancel(ctx)
+	notifier := locker.NewNotifier(locker.ConnectWith(plain))
+	notifierDone := make(chan struct{})
+	go func() {
+		defer close(notifierDone)
+		_ = notifier.Run(nctx)
+	}()
+	cleanup := func() {
+		stopNotifier()
+		<-notifierDone
+		pool.Close()
+	}
+	lk, err := locker.New(locker.Config{TTL: queueLockTTL, Notifier: notifier})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("connect: %w", interpret(err))
+	}
+	var out []acquireFunc
+	for i := range job.Waiters {
+		owner := fmt.Sprintf("queue-p%d-w%d", job.Process, i)
+		out = append(out, func(ctx context.Context) (int64, func() error, error) {
+			lease, err := lk.Acquire(ctx, pool, job.Key, owner)
+			if err != nil {
+				return 0, nil, err
+			}
+			return lease.Token, func() error {
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+				defer cancel()
+				_, err := lk.Release(rctx, pool, lease)
+				return err
+			}, nil
+		})
+	}
+	return out, cleanup, nil
+}
+
+// transactionCounter counts transactions as the server commits them: a
+// statement outside a transaction block is one, a transaction block
+// (counted at its BEGIN) is one however many statements it holds.
+type transactionCounter struct{ n *atomic.Int64 }
+
+func (c transactionCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	if conn.PgConn().TxStatus() == 'I' {
+		c.n.Add(1)
+	}
+	return ctx
+}
+
+func (transactionCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
