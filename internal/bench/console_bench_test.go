@@ -86,20 +86,34 @@ func consoleWindow() lockview.ListQuery {
 
 var consoleSizes = []int{1_000, 10_000, 100_000}
 
+// BenchmarkConsolePoll polls around a selection in the middle of the table,
+// as the console does, in every order: "first" is a poll without a hint,
+// "next" one handed the last page's span, as every later poll is.
 func BenchmarkConsolePoll(b *testing.B) {
 	for _, n := range consoleSizes {
 		b.Run(rowsName(n), func(b *testing.B) {
 			pool := consoleDB(b, n, nil)
 			ctx := context.Background()
-			for _, sort := range []lockview.Sort{lockview.SortKey, lockview.SortTTL} {
-				b.Run(string(sort), func(b *testing.B) {
-					q := consoleWindow()
-					q.Sort = sort
+			for _, sort := range lockview.Sorts {
+				q := consoleWindow()
+				q.Sort, q.Anchor = sort, fmt.Sprintf("job:%07d", n/2)
+				poll := func(b *testing.B, q lockview.ListQuery) lockview.Page {
+					page, err := lockview.ListLocks(ctx, pool, q)
+					if err != nil || page.Anchor < 0 || len(page.Rows) == 0 {
+						b.Fatalf("poll by %s: %d rows, anchor %d, %v", sort, len(page.Rows), page.Anchor, err)
+					}
+					return page
+				}
+				b.Run(string(sort)+"/first", func(b *testing.B) {
 					for b.Loop() {
-						page, err := lockview.ListLocks(ctx, pool, q)
-						if err != nil || len(page.Rows) == 0 {
-							b.Fatalf("poll: %d rows, %v", len(page.Rows), err)
-						}
+						poll(b, q)
+					}
+				})
+				b.Run(string(sort)+"/next", func(b *testing.B) {
+					next := q
+					next.Near = poll(b, q).Span
+					for b.Loop() {
+						poll(b, next)
 					}
 				})
 			}
@@ -164,7 +178,11 @@ func BenchmarkConsoleFrame(b *testing.B) {
 			for b.Loop() {
 				_ = m.View()
 			}
+			runtime.GC()
+			var mem runtime.MemStats
+			runtime.ReadMemStats(&mem)
 			b.ReportMetric(float64(residentBytes())/(1<<20), "RSS-MB")
+			b.ReportMetric(float64(mem.HeapInuse)/(1<<20), "heap-MB")
 		})
 	}
 }
@@ -185,71 +203,3 @@ func residentBytes() int64 {
 }
 
 func rowsName(n int) string { return fmt.Sprintf("rows=%dk", n/1000) }
-
-// TestConsoleCost measures one poll, one frame and memory at each size and
-// logs them (go test -v -run TestConsoleCost); it asserts only that each
-// step worked, not how fast.
-func TestConsoleCost(t *testing.T) {
-	profiling(t, "measure the console at 1k, 10k and 100k locks")
-	ctx := context.Background()
-	for _, n := range consoleSizes {
-		pool := consoleDB(t, n, nil)
-		polls := timeIt(20, func() {
-			if _, err := lockview.ListLocks(ctx, pool, consoleWindow()); err != nil {
-				t.Fatal(err)
-			}
-		})
-		// The console polls around its selection; by key through the
-		// primary key, the other orders with a pass per side (lockview.Sort)
-		// on the first poll, then, handed the last page's span as the
-		// console does, with one pass while the window stays inside it.
-		for _, sort := range lockview.Sorts {
-			q := consoleWindow()
-			q.Sort, q.Anchor = sort, fmt.Sprintf("job:%07d", n/2)
-			var last lockview.Page
-			poll := func(q lockview.ListQuery) {
-				var err error
-				if last, err = lockview.ListLocks(ctx, pool, q); err != nil || last.Anchor < 0 {
-					t.Fatalf("sort %s: anchor %d, %v", sort, last.Anchor, err)
-				}
-			}
-			first := timeIt(20, func() { poll(q) })
-			next := timeIt(20, func() { q.Near = last.Span; poll(q) })
-			t.Logf("%7d rows: poll by %-7s first median %6.2f ms (max %6.2f), next median %6.2f ms (max %6.2f)",
-				n, sort, msf(first.median), msf(first.max), msf(next.median), msf(next.max))
-		}
-		m := polledModel(t, pool)
-		frames := timeIt(50, func() { _ = m.View() })
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		t.Logf("%7d rows: poll median %6.2f ms (max %6.2f), frame median %5.2f ms (max %5.2f), RSS %3d MB, Go heap %3d MB",
-			n, msf(polls.median), msf(polls.max), msf(frames.median), msf(frames.max),
-			residentBytes()>>20, ms.HeapInuse>>20)
-		if v := m.View(); !strings.Contains(v.Content, "job:") {
-			t.Fatalf("the frame shows no locks:\n%s", v.Content)
-		}
-	}
-}
-
-type timing struct{ median, max time.Duration }
-
-func timeIt(n int, f func()) timing {
-	d := make([]time.Duration, n)
-	for i := range d {
-		start := time.Now()
-		f()
-		d[i] = time.Since(start)
-	}
-	return timing{median: median(d), max: maxOf(d)}
-}
-
-func maxOf(d []time.Duration) time.Duration {
-	var m time.Duration
-	for _, x := range d {
-		m = max(m, x)
-	}
-	return m
-}
-
-func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
