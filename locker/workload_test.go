@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
-	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -53,37 +51,6 @@ type workload struct {
 	HoldWrites int
 }
 
-// The guarded resource: guardedOrderSQL numbers each key's fenced
-// transactions in commit order — the counter row stays locked until the
-// transaction commits, so the next one on the key reads the committed
-// value — and guardedWriteSQL stores the write with that number and the
-// token of the latest grant on the key the statement can see.
-const (
-	guardedTablesSQL = `
-CREATE TABLE guarded_order (lock_key text PRIMARY KEY, n bigint NOT NULL);
-CREATE TABLE guarded_write (
-    lock_key   text   NOT NULL,
-    token      bigint NOT NULL,
-    writer     text   NOT NULL,
-    writer_seq bigint NOT NULL,
-    commit_seq bigint NOT NULL,
-    seen_token bigint,
-    PRIMARY KEY (lock_key, commit_seq),
-    UNIQUE (writer, writer_seq))`
-	guardedOrderSQL = `
-INSERT INTO guarded_order AS o (lock_key, n) VALUES ($1, 1)
-ON CONFLICT (lock_key) DO UPDATE SET n = o.n + 1 RETURNING n`
-	guardedWriteSQL = `
-INSERT INTO guarded_write (lock_key, token, writer, writer_seq, commit_seq, seen_token)
-VALUES ($1, $2, $3, $4, $5,
-        (SELECT e.fence_token FROM distributed_lock_event e
-         WHERE e.lock_key = $1 AND e.kind IN ('acquired', 'stolen')
-         ORDER BY e.event_id DESC LIMIT 1))`
-	guardedRowsSQL = `
-SELECT lock_key, token, writer, writer_seq, commit_seq, coalesce(seen_token, 0)
-FROM guarded_write`
-)
-
 // runResult is what a run recorded and what the database kept.
 type runResult struct {
 	Ops    []history.Op
@@ -97,7 +64,7 @@ func (w workload) run(t *testing.T, pool *pgxpool.Pool) runResult {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := pool.Exec(ctx, guardedTablesSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+	if err := history.CreateGuarded(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
@@ -140,38 +107,12 @@ func (w workload) run(t *testing.T, pool *pgxpool.Pool) runResult {
 	stop.Store(true)
 	wg.Wait()
 
-	obs := observe(t, pool)
+	obs, err := history.Observe(context.Background(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ops := rec.Ops()
-	return runResult{Ops: ops, Obs: obs, Report: history.Check(ops, obs), Pruned: pruned.Load()}
-}
-
-// observe reads the event log in event_id order and the guarded table.
-func observe(t *testing.T, pool *pgxpool.Pool) history.Observed {
-	t.Helper()
-	ctx := context.Background()
-	newest, err := lockview.RecentEvents(ctx, pool, 0, 1<<30)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var obs history.Observed
-	for i := len(newest) - 1; i >= 0; i-- {
-		obs.Events = append(obs.Events, newest[i])
-	}
-	rows, err := pool.Query(ctx, guardedRowsSQL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w history.GuardedWrite
-	var seen int64
-	_, err = pgx.ForEachRow(rows, []any{&w.Key, &w.Token, &w.Writer, &w.WriterSeq, &w.CommitSeq, &seen}, func() error {
-		obs.Writes = append(obs.Writes, w)
-		obs.SeenToken = append(obs.SeenToken, seen)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return obs
+	return runResult{Ops: ops, Obs: obs, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
 }
 
 func (w workload) pickKey(r *rand.Rand) string {
@@ -309,11 +250,7 @@ func (w workload) fencedWrite(pool *pgxpool.Pool, rec *history.Recorder, id int,
 				return history.Failed, err.Error() // rolled back: nothing written
 			}
 		}
-		var n int64
-		if err := tx.QueryRow(ctx, guardedOrderSQL, lease.Key).Scan(&n); err != nil {
-			return history.Failed, err.Error()
-		}
-		if _, err := tx.Exec(ctx, guardedWriteSQL, lease.Key, lease.Token, lease.Owner, seq, n); err != nil {
+		if err := history.WriteGuarded(ctx, tx, lease.Key, lease.Token, lease.Owner, seq); err != nil {
 			return history.Failed, err.Error()
 		}
 		if err := tx.Commit(ctx); err != nil {

@@ -37,15 +37,24 @@ type Stats struct {
 	Held           int // grants refused because another owner held the key
 	GaveUp         int // waiting Acquires whose context ended
 	FencedWrites   int // committed guarded rows checked
+	WritesSeen     int // fenced transactions clients saw commit
 	RejectedWrites int // fenced transactions refused with ErrNotHeld
 	Unknown        int // operations whose outcome the client could not know
 	Failed         int // operations that failed without effect
 	ClientOps      int
+	// Kept leases (LeaseEnd): how many ended, how many of them were lost,
+	// how many were past their local deadline when the grant returned, and
+	// how many were stolen afterwards.
+	LeaseEnds           int
+	LeasesLost          int
+	UntrustedOnArrival  int
+	StealsOfEndedLeases int
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("%d ops: %d grants (%d steals), %d renewals, %d releases, %d force-expires, %d refused as held, %d waits given up, %d fenced writes checked, %d stale writes rejected, %d failed, %d unknown",
-		s.ClientOps, s.Grants, s.Steals, s.Renewals, s.Releases, s.ForceExpires, s.Held, s.GaveUp, s.FencedWrites, s.RejectedWrites, s.Failed, s.Unknown)
+	return fmt.Sprintf("%d ops: %d grants (%d steals), %d renewals, %d releases, %d force-expires, %d refused as held, %d waits given up, %d fenced writes checked (%d seen to commit), %d stale writes rejected, %d failed, %d unknown; %d kept leases ended (%d lost, %d untrusted on arrival, %d stolen after)",
+		s.ClientOps, s.Grants, s.Steals, s.Renewals, s.Releases, s.ForceExpires, s.Held, s.GaveUp, s.FencedWrites, s.WritesSeen,
+		s.RejectedWrites, s.Failed, s.Unknown, s.LeaseEnds, s.LeasesLost, s.UntrustedOnArrival, s.StealsOfEndedLeases)
 }
 
 // Report is the result of Check.
@@ -97,22 +106,28 @@ type leaseFacts struct {
 //  4. Fencing: on every key, the guarded writes in commit order carry
 //     non-decreasing tokens (so each holder's writes form one run, and no
 //     older holder writes after a newer one); every write's token was
-//     granted to its writer on that key; no write saw a newer grant already
-//     committed; and the guarded table holds exactly the writes clients saw
-//     commit (plus any whose commit reply was lost).
-func Check(ops []Op, obs Observed) Report {
-	c := checker{ops: ops, obs: obs, leases: map[leaseID]*leaseFacts{}}
+//     granted to its writer on that key; every write saw its own grant
+//     committed and no newer one; and the guarded table holds exactly the
+//     writes clients saw commit (plus any whose commit reply was lost).
+//  5. Kept leases (ends, from clients using locker.Keepalive): a lease's
+//     keepalive reported it lost before its local deadline and before the
+//     database expiry the client knew of, and every holder stopped trusting
+//     its lease before the lease was stolen.
+func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
+	c := checker{ops: ops, ends: ends, obs: obs, leases: map[leaseID]*leaseFacts{}}
 	c.learnLeases()
 	c.checkLog()
 	c.checkClientGrants()
 	c.checkRealTimeOrder()
 	c.checkWrites()
+	c.checkLeaseEnds()
 	c.countOps()
 	return Report{Violations: c.violations, Stats: c.stats}
 }
 
 type checker struct {
 	ops        []Op
+	ends       []LeaseEnd
 	obs        Observed
 	leases     map[leaseID]*leaseFacts
 	violations []string

@@ -51,11 +51,12 @@ func clean() ([]Op, Observed) {
 
 func TestCleanHistoryPasses(t *testing.T) {
 	ops, obs := clean()
-	r := Check(ops, obs)
+	r := Check(ops, cleanEnds(), obs)
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %v", r.Violations)
 	}
-	if r.Stats.Grants != 3 || r.Stats.Steals != 1 || r.Stats.FencedWrites != 2 || r.Stats.RejectedWrites != 1 {
+	if r.Stats.Grants != 3 || r.Stats.Steals != 1 || r.Stats.FencedWrites != 2 || r.Stats.RejectedWrites != 1 ||
+		r.Stats.LeasesLost != 1 || r.Stats.StealsOfEndedLeases != 1 {
 		t.Fatalf("stats = %+v", r.Stats)
 	}
 }
@@ -118,6 +119,10 @@ func TestCheckerFlags(t *testing.T) {
 			obs.Writes, obs.SeenToken = obs.Writes[:1], obs.SeenToken[:1]
 			return ops
 		}, "not in the table"},
+		{"write before its grant was committed", func(ops []Op, obs *Observed) []Op {
+			obs.SeenToken[1] = 1
+			return ops
+		}, "before its grant was committed"},
 		{"refused write present", func(ops []Op, obs *Observed) []Op {
 			ops[1].Result = NotHeld
 			return ops
@@ -127,7 +132,7 @@ func TestCheckerFlags(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, obs := clean()
 			ops = tc.mutate(ops, &obs)
-			r := Check(ops, obs)
+			r := Check(ops, cleanEnds(), obs)
 			found := false
 			for _, v := range r.Violations {
 				found = found || strings.Contains(v, tc.want)
@@ -136,5 +141,49 @@ func TestCheckerFlags(t *testing.T) {
 				t.Fatalf("want a violation containing %q; got %q", tc.want, r.Violations)
 			}
 		})
+	}
+}
+
+// cleanEnds: in clean(), a kept token 1 with a keepalive that reported it
+// lost at 95ms, 10ms before the expiry it knew of and before b stole it.
+func cleanEnds() []LeaseEnd {
+	return []LeaseEnd{{Client: 1, Key: "k", Owner: "a", Token: 1, At: t0.Add(95 * ms), Lost: true,
+		Remaining: 5 * ms, ExpiresAt: t0.Add(105 * ms), OnArrival: 95 * ms, Cause: "lease lost"}}
+}
+
+func TestCheckerFlagsLeaseEnds(t *testing.T) {
+	cases := []struct {
+		name   string
+		mutate func(e *LeaseEnd)
+		want   string
+	}{
+		{"keepalive cancelled after the local deadline", func(e *LeaseEnd) { e.Remaining = 0 }, "local deadline"},
+		{"keepalive cancelled after the known expiry", func(e *LeaseEnd) { e.At = t0.Add(106 * ms) }, "not before the expiry"},
+		{"stolen while still trusted", func(e *LeaseEnd) {
+			e.At, e.ExpiresAt, e.Lost = t0.Add(160*ms), t0.Add(200*ms), false
+		}, "while client 1 still trusted it"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ops, obs := clean()
+			ends := cleanEnds()
+			tc.mutate(&ends[0])
+			r := Check(ops, ends, obs)
+			found := false
+			for _, v := range r.Violations {
+				found = found || strings.Contains(v, tc.want)
+			}
+			if !found {
+				t.Fatalf("want a violation containing %q; got %q", tc.want, r.Violations)
+			}
+		})
+	}
+	// A lease already past its local deadline on arrival is a finding, not
+	// a violation: no keepalive can cancel before that deadline.
+	ops, obs := clean()
+	ends := cleanEnds()
+	ends[0].OnArrival, ends[0].Remaining = 0, 0
+	if r := Check(ops, ends, obs); !r.OK() || r.Stats.UntrustedOnArrival != 1 {
+		t.Fatalf("untrusted on arrival: %q, %+v", r.Violations, r.Stats)
 	}
 }

@@ -1,11 +1,14 @@
 // Package history records what concurrent lock clients saw and checks it,
 // together with what the database kept, against the lock contract: no two
-// holders' leases overlap and fencing tokens only go up.
+// holders' leases overlap and fencing tokens only go up. The locker's
+// concurrency tests and the fault-injection suite (internal/faults) both
+// use it.
 //
 // A test drives many clients against one database, records every operation
-// here (Recorder), then reads the database's own records — the lock event
-// log in event_id order and a guarded table in commit order — and calls
-// Check. Check is a direct checker rather than a linearizability search
+// and every end of a kept lease here (Recorder), has them write under their
+// leases to the guarded table (CreateGuarded, WriteGuarded), then reads the
+// database's own records — the lock event log in event_id order and the
+// guarded table in commit order (Observe) — and calls Check. Check is a direct checker rather than a linearizability search
 // (such as porcupine): lock semantics depend on time (a lease ends at its
 // expiry without any operation), and the fencing token already names a total
 // order per key, so every property below is a scan over sorted data, and a
@@ -71,6 +74,7 @@ type Recorder struct {
 	start time.Time
 	mu    sync.Mutex
 	ops   []Op
+	ends  []LeaseEnd
 }
 
 // NewRecorder starts a history now.

@@ -36,6 +36,10 @@ func (c *checker) checkWrites() {
 		if s, ok := seen[w]; ok && s > w.Token {
 			c.fail("stale write on %q: %q wrote with token %d while grant %d was already committed", w.Key, w.Writer, w.Token, s)
 		}
+		if s, ok := seen[w]; ok && s < w.Token {
+			c.fail("write #%d on %q by %q with token %d was made before its grant was committed (latest grant seen: %d)",
+				w.CommitSeq, w.Key, w.Writer, w.Token, s)
+		}
 	}
 	for _, op := range c.ops {
 		if op.Kind != Write {
@@ -73,6 +77,8 @@ func (c *checker) countOps() {
 			c.stats.GaveUp++
 		case op.Kind == Write && op.Result == NotHeld:
 			c.stats.RejectedWrites++
+		case op.Kind == Write && op.Result == OK:
+			c.stats.WritesSeen++
 		case op.Result == Unknown:
 			c.stats.Unknown++
 		case op.Result == Failed:

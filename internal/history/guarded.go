@@ -1,0 +1,98 @@
+package history
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/store"
+)
+
+// The guarded resource the workloads write under a fence. guardedOrderSQL
+// numbers each key's fenced transactions in commit order — the counter row
+// stays locked until the transaction commits, so the next one on the key
+// reads the committed value — and guardedWriteSQL stores the write with that
+// number and the token of the latest grant on the key the statement can see
+// (the event log must hold grants: locker.Config.LogGrants).
+const (
+	guardedTablesSQL = `
+CREATE TABLE guarded_order (lock_key text PRIMARY KEY, n bigint NOT NULL);
+CREATE TABLE guarded_write (
+    lock_key   text   NOT NULL,
+    token      bigint NOT NULL,
+    writer     text   NOT NULL,
+    writer_seq bigint NOT NULL,
+    commit_seq bigint NOT NULL,
+    seen_token bigint,
+    PRIMARY KEY (lock_key, commit_seq),
+    UNIQUE (writer, writer_seq))`
+	guardedOrderSQL = `
+INSERT INTO guarded_order AS o (lock_key, n) VALUES ($1, 1)
+ON CONFLICT (lock_key) DO UPDATE SET n = o.n + 1 RETURNING n`
+	guardedWriteSQL = `
+INSERT INTO guarded_write (lock_key, token, writer, writer_seq, commit_seq, seen_token)
+VALUES ($1, $2, $3, $4, $5,
+        (SELECT e.fence_token FROM distributed_lock_event e
+         WHERE e.lock_key = $1 AND e.kind IN ('acquired', 'stolen')
+         ORDER BY e.event_id DESC LIMIT 1))`
+	guardedRowsSQL = `
+SELECT lock_key, token, writer, writer_seq, commit_seq, coalesce(seen_token, 0)
+FROM guarded_write`
+	// Event ids are drawn while the key's row is locked, so on one key
+	// event_id order is the order the operations took effect.
+	eventLogSQL = `
+SELECT event_id, occurred_at, lock_key, kind, owner_id, fence_token,
+       actor, previous_owner, previous_token, detail
+FROM distributed_lock_event ORDER BY event_id`
+)
+
+// CreateGuarded creates the guarded table in db's current schema.
+func CreateGuarded(ctx context.Context, db store.DBTX) error {
+	if _, err := db.Exec(ctx, guardedTablesSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
+		return fmt.Errorf("history: create guarded table: %w", err)
+	}
+	return nil
+}
+
+// WriteGuarded makes writer's write number writerSeq on key with token, in
+// tx: the caller has proven its lease in tx (locker.Fence) — or, to show the
+// checker catches it, deliberately not — and commits tx itself.
+func WriteGuarded(ctx context.Context, tx pgx.Tx, key string, token int64, writer string, writerSeq int64) error {
+	var n int64
+	if err := tx.QueryRow(ctx, guardedOrderSQL, key).Scan(&n); err != nil {
+		return fmt.Errorf("history: number the write: %w", err)
+	}
+	if _, err := tx.Exec(ctx, guardedWriteSQL, key, token, writer, writerSeq, n); err != nil {
+		return fmt.Errorf("history: guarded write: %w", err)
+	}
+	return nil
+}
+
+// Observe reads what the database kept: the event log in event_id order and
+// the guarded table.
+func Observe(ctx context.Context, db store.DBTX) (Observed, error) {
+	var obs Observed
+	rows, err := db.Query(ctx, eventLogSQL)
+	if err != nil {
+		return obs, fmt.Errorf("history: read the event log: %w", err)
+	}
+	if obs.Events, err = pgx.CollectRows(rows, pgx.RowToStructByName[lockview.Event]); err != nil {
+		return obs, fmt.Errorf("history: read the event log: %w", err)
+	}
+	if rows, err = db.Query(ctx, guardedRowsSQL); err != nil {
+		return obs, fmt.Errorf("history: read the guarded table: %w", err)
+	}
+	var w GuardedWrite
+	var seen int64
+	_, err = pgx.ForEachRow(rows, []any{&w.Key, &w.Token, &w.Writer, &w.WriterSeq, &w.CommitSeq, &seen}, func() error {
+		obs.Writes = append(obs.Writes, w)
+		obs.SeenToken = append(obs.SeenToken, seen)
+		return nil
+	})
+	if err != nil {
+		return obs, fmt.Errorf("history: read the guarded table: %w", err)
+	}
+	return obs, nil
+}

@@ -1,0 +1,107 @@
+package history
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+)
+
+// LeaseEnd is how and when a client holding a lease with locker.Keepalive
+// stopped believing it held it.
+type LeaseEnd struct {
+	Client int
+	Key    string
+	Owner  string
+	Token  int64
+	// At is this process's clock (wall and monotonic) when the client saw
+	// the Keepalive context end, or when it stopped the Keepalive itself.
+	At time.Time
+	// Lost: the Keepalive cancelled with locker.ErrLeaseLost (the lease was
+	// lost or could no longer be proven). False: the client stopped it.
+	Lost bool
+	// Remaining is the last renewed lease's ValidFor() at At: the time left
+	// before its local deadline (send time of the renewal + TTL). A lost
+	// lease must have Remaining > 0.
+	Remaining time.Duration
+	// ExpiresAt is the database's expires_at of the last renewal the client
+	// knew of; the lease cannot be stolen before it.
+	ExpiresAt time.Time
+	Cause     string
+	// OnArrival is the lease's ValidFor() when the grant returned. Zero or
+	// less: the grant statement took a whole TTL (it waited for the row), so
+	// the lease was past its local deadline before the client held it, and
+	// no keepalive can cancel before that deadline.
+	OnArrival time.Duration
+	// Diagnosis, printed with a violation: the keepalive's last database
+	// call (start and end on this clock; end zero if it had not returned)
+	// and the worst scheduling delay this process saw in the second before.
+	CallStart, CallEnd time.Time
+	SchedLag           time.Duration
+}
+
+// EndLease records e.
+func (r *Recorder) EndLease(e LeaseEnd) {
+	r.mu.Lock()
+	r.ends = append(r.ends, e)
+	r.mu.Unlock()
+}
+
+// LeaseEnds returns a copy of every lease end recorded.
+func (r *Recorder) LeaseEnds() []LeaseEnd {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]LeaseEnd(nil), r.ends...)
+}
+
+// checkLeaseEnds verifies property 5: a lost lease's holder was told before
+// its local deadline and before the database expiry it knew of, and every
+// holder stopped believing before its lease was stolen. The database's
+// event times and At are compared directly: the server runs on this machine.
+func (c *checker) checkLeaseEnds() {
+	stealOf := map[leaseID]lockview.Event{} // a lease → the grant that stole it
+	for id, prev := range c.stolenPrev {
+		stealOf[leaseID{id.key, prev}] = c.granted[id]
+	}
+	for _, e := range c.ends {
+		c.stats.LeaseEnds++
+		if e.Lost {
+			c.stats.LeasesLost++
+			if e.OnArrival <= 0 {
+				// Untrusted from the start: only the database expiry (below)
+				// can be checked. Counted, and reported as a finding.
+				c.stats.UntrustedOnArrival++
+			} else if e.Remaining <= 0 {
+				c.fail("client %d's keepalive of %q (token %d) cancelled at or after the lease's local deadline (%s; %s)",
+					e.Client, e.Key, e.Token, e.Cause, e.diagnosis())
+			}
+			if !e.At.Before(e.ExpiresAt) {
+				c.fail("client %d's keepalive of %q (token %d) cancelled at %s, not before the expiry %s it knew of",
+					e.Client, e.Key, e.Token, e.At.Format(time.StampMicro), e.ExpiresAt.Format(time.StampMicro))
+			}
+		}
+		steal, ok := stealOf[leaseID{e.Key, e.Token}]
+		if !ok {
+			continue
+		}
+		c.stats.StealsOfEndedLeases++
+		if !e.At.Before(steal.OccurredAt) {
+			c.fail("overlapping leases on %q: token %d was stolen (by token %d at %s) while client %d still trusted it (until %s)",
+				e.Key, e.Token, *steal.Token, steal.OccurredAt.Format(time.StampMicro), e.Client, e.At.Format(time.StampMicro))
+		}
+	}
+}
+
+// diagnosis says when the keepalive's last database call ran, relative to
+// the moment the client saw the cancellation, and how late timers fired.
+func (e LeaseEnd) diagnosis() string {
+	if e.CallStart.IsZero() {
+		return "no keepalive call recorded"
+	}
+	end := "had not returned"
+	if !e.CallEnd.IsZero() {
+		end = fmt.Sprintf("returned %s before", e.At.Sub(e.CallEnd).Round(time.Millisecond))
+	}
+	return fmt.Sprintf("last keepalive call started %s before the cancellation and %s; worst timer delay in the second before: %s",
+		e.At.Sub(e.CallStart).Round(time.Millisecond), end, e.SchedLag.Round(time.Millisecond))
+}
