@@ -4,23 +4,25 @@
 // terminated backends (mid-acquire, mid-renew, mid-fenced-write), fast and
 // crash restarts of PostgreSQL, slow statements holding a lock row, statement
 // timeouts on worker connections, and holders that freeze past their TTL and
-// then resume (zombies). A checker then proves from the guarded table, the
-// lock event log and the workers' own log that
+// then resume (zombies). Workers record every grant, release, fenced write
+// and end of a kept lease in a history.Recorder and write to history's
+// guarded table; internal/history's checker then proves from that table,
+// the lock event log and the workers' records that, among the rest of the
+// lock contract,
 //
-//   - no two committed fenced writes on a key came from overlapping leases
-//     (each write committed after its lease was granted and before the next
-//     grant of the key committed);
 //   - on every key, committed writes carry non-decreasing tokens in commit
-//     order (fault_guarded_key.seq orders them exactly);
+//     order, and every write saw its own grant committed and no newer one
+//     (no two committed fenced writes on a key came from overlapping
+//     leases);
 //   - every write a worker was told committed is there, and none it was told
-//     rolled back is (a commit whose reply was lost is "unknown": either way
-//     is fine);
+//     failed is (a commit whose reply was lost is "unknown": either way is
+//     fine);
 //   - every holder whose lease was lost had its Keepalive context cancelled
 //     before the lease could be stolen: before its local deadline (the
 //     monotonic send time of the last renewal plus TTL) and before the
 //     database's expires_at of that renewal, and before any steal of it;
-//   - no token was handed out twice, and every grant a worker was told of is
-//     in the event log.
+//   - no token was handed out twice, tokens only go up per key, and the
+//     event log and the workers agree on every grant.
 //
 // The suite runs on its own throwaway server (pgtemp), never a shared one,
 // because it restarts it. Run it with `go test ./internal/faults/`; see

@@ -37,7 +37,7 @@ type injector struct {
 	inst    *pgtemp.Instance
 	admin   *pgxpool.Pool
 	rng     *rand.Rand
-	rec     *Recorder
+	counts  *counts
 	workers []*worker
 	hot     []string
 	ttl     time.Duration
@@ -143,7 +143,7 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		ok = true
 	}
 	if ok {
-		in.rec.Fault(kind)
+		in.counts.Fault(kind)
 	} else if err != nil && ctx.Err() == nil {
 		in.logf("fault %s not injected: %v", kind, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -43,7 +44,7 @@ type Summary struct {
 	Elapsed  time.Duration
 	Faults   map[string]int // injected, per kind
 	Observed map[string]int // seen by workers, per class
-	Report   Report
+	Report   history.Report
 	// OtherErrors are a few unexpected worker errors, for diagnosis.
 	OtherErrors []string
 }
@@ -78,7 +79,7 @@ func (c *Config) defaults() {
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	cfg.defaults()
 	inst, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true,
-		Settings: map[string]string{"track_commit_timestamp": "on", "max_connections": "200"}})
+		Settings: map[string]string{"max_connections": "200"}})
 	if err != nil {
 		return Summary{}, err
 	}
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 
-	rec := NewRecorder()
+	rec, tally := history.NewRecorder(), newCounts()
 	var opSeq atomic.Int64
 	var ends sync.WaitGroup
 	lag := &lagMonitor{}
@@ -116,7 +117,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	workers := make([]*worker, cfg.Workers)
 	for i := range workers {
 		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lk, ttl: cfg.TTL,
-			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, rec: rec, opSeq: &opSeq, ends: &ends, lag: lag}
+			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
 		timeout := w.timeoutMs.Load
 		var kaPool *pgxpool.Pool
 		for _, p := range []struct {
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	pools = append(pools, admin)
-	inj := &injector{inst: inst, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), rec: rec,
+	inj := &injector{inst: inst, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
 		workers: workers, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf}
 
 	started := time.Now()
@@ -161,11 +162,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 
 	// The last fault may have been a restart still settling: check on a
 	// fresh connection, retrying while the server comes back.
-	var report Report
+	var report history.Report
 	for attempt := 0; ; attempt++ {
 		conn, err := pgx.Connect(ctx, dsn)
 		if err == nil {
-			report, err = LoadAndCheck(ctx, conn, rec)
+			var obs history.Observed
+			if obs, err = history.Observe(ctx, conn); err == nil {
+				report = history.Check(rec.Ops(), rec.LeaseEnds(), obs)
+			}
 			conn.Close(ctx)
 		}
 		if err == nil {
@@ -180,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	s := Summary{Seed: cfg.Seed, Elapsed: elapsed, Faults: rec.Faults(), Observed: rec.Observed(), Report: report}
+	s := Summary{Seed: cfg.Seed, Elapsed: elapsed, Faults: tally.Faults(), Observed: tally.Observed(), Report: report}
 	for _, w := range workers {
 		s.OtherErrors = append(s.OtherErrors, w.otherErrs...)
 	}
@@ -196,20 +200,7 @@ func setup(ctx context.Context, dsn string, cfg Config) error {
 	if err := store.Migrate(ctx, conn); err != nil {
 		return fmt.Errorf("faults: migrate: %w", err)
 	}
-	if _, err := conn.Exec(ctx, guardedSchemaSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return fmt.Errorf("faults: create guarded table: %w", err)
-	}
-	for i := range cfg.HotKeys {
-		if _, err := conn.Exec(ctx, addGuardedKeySQL, fmt.Sprintf("hot-%d", i)); err != nil {
-			return err
-		}
-	}
-	for i := range cfg.ColdKeys {
-		if _, err := conn.Exec(ctx, addGuardedKeySQL, fmt.Sprintf("cold-%d", i)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return history.CreateGuarded(ctx, conn)
 }
 
 // String is the run's summary, as pasted in the README.
@@ -220,5 +211,5 @@ func (s Summary) String() string {
 	}
 	return fmt.Sprintf("seed %d, %s: %d faults injected (%s)\nchecked: %s\nworkers saw: %s\nviolations: %d",
 		s.Seed, s.Elapsed.Round(time.Second), total, FormatCounts(s.Faults),
-		FormatCounts(s.Report.Checked), FormatCounts(s.Observed), len(s.Report.Violations))
+		s.Report.Stats, FormatCounts(s.Observed), len(s.Report.Violations))
 }

@@ -5,38 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
-
-// The guarded resource: a per-key ledger. Every fenced write bumps its key's
-// seq and inserts a row with it, so seq orders a key's committed writes
-// exactly (the UPDATE's row lock serialises them).
-const guardedSchemaSQL = `
-CREATE TABLE fault_guarded_key (lock_key text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0);
-CREATE TABLE fault_guarded_write (
-    op_id       bigint PRIMARY KEY,
-    lock_key    text   NOT NULL REFERENCES fault_guarded_key,
-    owner_id    text   NOT NULL,
-    fence_token bigint NOT NULL,
-    worker      int    NOT NULL,
-    key_seq     bigint NOT NULL,
-    UNIQUE (lock_key, key_seq)
-);`
-
-const addGuardedKeySQL = `INSERT INTO fault_guarded_key (lock_key) VALUES ($1)`
-
-const bumpSeqSQL = `UPDATE fault_guarded_key SET seq = seq + 1 WHERE lock_key = $1 RETURNING seq`
-
-const insertWriteSQL = `
-INSERT INTO fault_guarded_write (op_id, lock_key, owner_id, fence_token, worker, key_seq)
-VALUES ($1, $2, $3, $4, $5, $6)`
 
 // worker takes keys, keeps them with a Keepalive and makes fenced writes.
 type worker struct {
@@ -47,8 +26,9 @@ type worker struct {
 	keys   []string
 	hot    int // keys[:hot] are hot
 	unsafe bool
-	rec    *Recorder
-	opSeq  *atomic.Int64
+	rec    *history.Recorder
+	counts *counts
+	opSeq  *atomic.Int64 // numbers the fenced writes of all workers
 	ends   *sync.WaitGroup
 	lag    *lagMonitor
 
@@ -68,15 +48,7 @@ func (w *worker) run(ctx context.Context) {
 	for gen := 1; ctx.Err() == nil; gen++ {
 		key := w.pickKey()
 		owner := fmt.Sprintf("w%d.%d", w.id, gen)
-		var lease locker.Lease
-		var err error
-		if w.rng.IntN(2) == 0 {
-			lease, err = w.lk.TryAcquire(ctx, w.acq, key, owner)
-		} else {
-			actx, cancel := context.WithTimeout(ctx, 2*w.ttl)
-			lease, err = w.lk.Acquire(actx, w.acq, key, owner)
-			cancel()
-		}
+		lease, err := w.grant(ctx, key, owner, w.rng.IntN(2) == 0)
 		if err != nil {
 			w.classify("acquire", err)
 			sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
@@ -86,10 +58,40 @@ func (w *worker) run(ctx context.Context) {
 			w.note(fmt.Sprintf("fresh owner %s got outcome %s", owner, lease.Outcome))
 			continue
 		}
-		w.rec.grant(GrantRecord{Worker: w.id, Key: key, Owner: owner, Token: lease.Token})
-		w.rec.Observe("grant_" + string(lease.Outcome))
+		w.counts.Observe("grant_" + string(lease.Outcome))
 		w.hold(ctx, lease)
 	}
+}
+
+// grant takes key for owner, at once or waiting up to two TTLs, and records
+// the attempt.
+func (w *worker) grant(ctx context.Context, key, owner string, wait bool) (locker.Lease, error) {
+	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Call: w.rec.Now()}
+	var lease locker.Lease
+	var err error
+	if wait {
+		actx, cancel := context.WithTimeout(ctx, 2*w.ttl)
+		lease, err = w.lk.Acquire(actx, w.acq, key, owner)
+		cancel()
+	} else {
+		lease, err = w.lk.TryAcquire(ctx, w.acq, key, owner)
+	}
+	op.Return = w.rec.Now()
+	switch {
+	case err == nil:
+		op.Result, op.Token, op.Outcome = history.OK, lease.Token, string(lease.Outcome)
+		op.ExpiresAt, op.TTL = lease.ExpiresAt, lease.TTL
+	case errors.Is(err, locker.ErrHeld):
+		op.Result = history.Held
+	case wait && strings.Contains(err.Error(), "gave up waiting"):
+		op.Result = history.GaveUp // between attempts: no grant was in flight
+	default:
+		// A killed backend, a restart or a cancelled statement: the grant
+		// may have committed without its reply arriving.
+		op.Result, op.Err = history.Unknown, err.Error()
+	}
+	w.rec.Add(op)
+	return lease, err
 }
 
 func (w *worker) pickKey() string {
@@ -115,7 +117,7 @@ func (w *worker) hold(ctx context.Context, lease locker.Lease) {
 		last := ka.Lease()
 		callStart, callEnd := w.ka.lastCall()
 		cause := context.Cause(ka.Context())
-		w.rec.end(LeaseEnd{Worker: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
+		w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
 			At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last.ValidFor(),
 			ExpiresAt: last.ExpiresAt, Cause: cause.Error(), OnArrival: onArrival,
 			CallStart: callStart, CallEnd: callEnd, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
@@ -132,7 +134,7 @@ func (w *worker) hold(ctx context.Context, lease locker.Lease) {
 			// right before a write, then resumes and writes without looking
 			// at its context: only the fence can stop that write.
 			w.ka.freezeFor(d)
-			w.rec.Observe("zombie_froze")
+			w.counts.Observe("zombie_froze")
 			sleepCtx(ctx, d)
 			zombie = true
 		}
@@ -146,59 +148,79 @@ func (w *worker) hold(ctx context.Context, lease locker.Lease) {
 	lost := ka.Context().Err() != nil
 	ka.Stop()
 	if !lost && ctx.Err() == nil && w.rng.IntN(10) < 8 {
-		if _, err := w.lk.Release(ctx, w.acq, lease); err != nil {
-			w.classify("release", err)
-		}
+		w.release(ctx, lease)
 	}
 }
 
-// fencedWrite writes one ledger row under lease, proving the lease with
-// locker.Fence in the same transaction (unless the worker is unsafe).
-func (w *worker) fencedWrite(ctx context.Context, lease locker.Lease) {
-	rec := WriteRecord{OpID: w.opSeq.Add(1), Worker: w.id, Key: lease.Key, Owner: lease.Owner,
-		Token: lease.Token, Result: RolledBack}
-	defer func() { w.rec.write(rec) }()
+// release gives lease up and records the attempt.
+func (w *worker) release(ctx context.Context, lease locker.Lease) {
+	op := history.Op{Client: w.id, Kind: history.Release, Key: lease.Key, Owner: lease.Owner, Token: lease.Token, Call: w.rec.Now()}
+	_, err := w.lk.Release(ctx, w.acq, lease)
+	op.Return = w.rec.Now()
+	switch {
+	case err == nil:
+		op.Result = history.OK
+	case errors.Is(err, locker.ErrNotHeld):
+		op.Result = history.NotHeld
+	default:
+		op.Result, op.Err = history.Unknown, err.Error()
+	}
+	w.rec.Add(op)
+	if err != nil {
+		w.classify("release", err)
+	}
+}
+
+// fencedWrite writes one guarded row under lease, proving the lease with
+// locker.Fence in the same transaction (unless the worker is unsafe), and
+// records the attempt.
+func (w *worker) fencedWrite(ctx context.Context, lease locker.Lease) history.Result {
+	op := history.Op{Client: w.id, Kind: history.Write, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
+		WriterSeq: w.opSeq.Add(1), Call: w.rec.Now()}
+	op.Result, op.Err = w.writeGuarded(ctx, lease, op.WriterSeq)
+	op.Return = w.rec.Now()
+	w.rec.Add(op)
+	return op.Result
+}
+
+func (w *worker) writeGuarded(ctx context.Context, lease locker.Lease, seq int64) (history.Result, string) {
 	tx, err := w.write.Begin(ctx)
 	if err != nil {
 		w.classify("write", err)
-		return
+		return history.Failed, "begin: " + err.Error()
 	}
-	fail := func(err error) {
+	fail := func(err error) (history.Result, string) {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		w.classify("write", err)
+		return history.Failed, err.Error()
 	}
 	if !w.unsafe {
 		if err := locker.Fence(ctx, tx, lease); err != nil {
-			fail(err)
+			res, msg := fail(err)
 			if errors.Is(err, locker.ErrNotHeld) {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-				_ = w.lk.ReportStaleWrite(rctx, w.acq, lease, "fault_guarded_write")
+				_ = w.lk.ReportStaleWrite(rctx, w.acq, lease, "guarded_write")
 				cancel()
+				return history.NotHeld, ""
 			}
-			return
+			return res, msg
 		}
 	}
 	// "Work" inside the transaction, so some backends are caught mid-write.
 	if err := sleepCtx(ctx, time.Duration(w.rng.IntN(20))*time.Millisecond); err != nil {
-		fail(err)
-		return
+		return fail(err)
 	}
-	var seq int64
-	if err := tx.QueryRow(ctx, bumpSeqSQL, lease.Key).Scan(&seq); err != nil {
-		fail(err)
-		return
-	}
-	if _, err := tx.Exec(ctx, insertWriteSQL, rec.OpID, lease.Key, lease.Owner, lease.Token, w.id, seq); err != nil {
-		fail(err)
-		return
+	if err := history.WriteGuarded(ctx, tx, lease.Key, lease.Token, lease.Owner, seq); err != nil {
+		return fail(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		rec.Result = Unknown
+		// COMMIT was sent but no reply came (connection killed, server
+		// restarted): either way is correct.
 		w.classify("commit", err)
-		return
+		return history.Unknown, "commit: " + err.Error()
 	}
-	rec.Result = Committed
-	w.rec.Observe("write_committed")
+	w.counts.Observe("write_committed")
+	return history.OK, ""
 }
 
 // classify counts an error by what it means.
@@ -222,7 +244,7 @@ func (w *worker) classify(op string, err error) {
 		what = "other"
 		w.note(op + ": " + err.Error())
 	}
-	w.rec.Observe(op + "_" + what)
+	w.counts.Observe(op + "_" + what)
 }
 
 func (w *worker) note(s string) {
