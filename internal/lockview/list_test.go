@@ -3,10 +3,8 @@ package lockview_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -303,91 +301,5 @@ VALUES ($1, 'o', nextval('distributed_lock_fence_seq'), clock_timestamp() + inte
 		if got := keysOf(page.Rows); !slices.Equal(got, want) {
 			t.Errorf("filter %q: got %q, want %q", filter, got, want)
 		}
-	}
-}
-
-// TestListLocksPlans runs EXPLAIN ANALYZE on each window statement over a
-// 100k-row table. By key (and the waiters order, whose keys without waiters
-// come by key) the window is read through the primary key. The other orders
-// have no index of their own: their window may read the table, but only
-// into a top-N sort that holds no more than the window. With the indexes an
-// operator may add for them (README, "Large tables"; the same statements as
-// testdata/sort-indexes.sql) every order reads through an index.
-func TestListLocksPlans(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds 100k rows")
-	}
-	pool := testdb.New(t)
-	seed(t, pool, 100_000, 997)
-	ctx := context.Background()
-	keys := referenceKeys(t, pool, lockview.SortKey, "")
-	sortIndexes, err := os.ReadFile("testdata/sort-indexes.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, withIndexes := range []bool{false, true} {
-		if withIndexes {
-			if _, err := pool.Exec(ctx, string(sortIndexes)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := pool.Exec(ctx, `ANALYZE distributed_lock`); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, s := range lockview.Sorts {
-			name := fmt.Sprintf("%s, operator's sort indexes %v", s, withIndexes)
-			byIndex := withIndexes || s == lockview.SortKey || s == lockview.SortWaiters
-			start := time.Now()
-			if _, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Sort: s, Anchor: keys[70_000], Before: 40, After: 41}); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("%s: one poll of 100k rows took %s", name, time.Since(start).Round(time.Millisecond))
-			for _, anchor := range []string{keys[5], keys[70_000]} {
-				plan, err := lockview.ExplainWindow(ctx, pool, s, anchor, 40, 41)
-				if err != nil {
-					t.Fatal(err)
-				}
-				checkWindowPlan(t, name, plan, byIndex)
-				if t.Failed() {
-					t.Logf("plan:\n%s", plan)
-					return
-				}
-			}
-		}
-	}
-}
-
-// checkWindowPlan fails t if the explained plan sorts more than a window's
-// rows, sorts without a bound, or, when byIndex, does not read
-// distributed_lock through an index or scans it.
-func checkWindowPlan(t *testing.T, name, explained string, byIndex bool) {
-	t.Helper()
-	plan, err := testdb.ParsePlan(explained)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var indexed bool
-	plan.Walk(func(n testdb.PlanNode) {
-		if n.Relation == "distributed_lock" {
-			switch n.Type {
-			case "Index Scan", "Index Only Scan", "Bitmap Heap Scan":
-				indexed = true
-			case "Seq Scan":
-				if byIndex && n.Rows*n.Loops > 1000 {
-					t.Errorf("%s: sequential scan of %v rows", name, n.Rows)
-				}
-			}
-		}
-		if n.Type == "Sort" || n.Type == "Incremental Sort" {
-			if n.Rows > 1000 {
-				t.Errorf("%s: %s over %v rows", name, n.Type, n.Rows)
-			}
-			if n.SortMethod != "top-N heapsort" && n.SortMethod != "quicksort" {
-				t.Errorf("%s: sort method %q; want a bounded top-N sort", name, n.SortMethod)
-			}
-		}
-	})
-	if byIndex && !indexed {
-		t.Errorf("%s: window read without an index", name)
 	}
 }
