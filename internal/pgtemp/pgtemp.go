@@ -67,6 +67,10 @@ type Instance struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
+
+	// Poolers in front of this server (bouncer.go), guarded by mu; Close
+	// closes them first.
+	bouncers map[*Bouncer]bool
 }
 
 // StopMode is how Stop shuts the server down (see pg_ctl -m).
@@ -152,11 +156,18 @@ func (in *Instance) command(ctx context.Context, name string, args ...string) *e
 	cmd := exec.CommandContext(ctx, filepath.Join(in.binDir, name), args...)
 	cmd.Dir = in.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if in.asOther {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: in.uid, Gid: in.gid}
-	}
+	cmd.SysProcAttr = in.procAttr()
 	return cmd
+}
+
+// procAttr starts a program in a process group of its own (so a stuck one
+// can be killed with everything it started) as the instance's account.
+func (in *Instance) procAttr() *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	if in.asOther {
+		attr.Credential = &syscall.Credential{Uid: in.uid, Gid: in.gid}
+	}
+	return attr
 }
 
 func (in *Instance) initdb(ctx context.Context) error {
@@ -249,8 +260,11 @@ func (in *Instance) waitReady(ctx context.Context, exited <-chan struct{}) error
 	}
 }
 
-func (in *Instance) logTail() string {
-	b, _ := os.ReadFile(in.LogPath())
+func (in *Instance) logTail() string { return tail(in.LogPath()) }
+
+// tail is the end of a log file, for error messages.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
 	if len(b) > 4000 {
 		b = b[len(b)-4000:]
 	}
@@ -296,6 +310,7 @@ func (in *Instance) Restart(ctx context.Context, mode StopMode) error {
 // Close stops the server and removes its directory. It is safe to call more
 // than once.
 func (in *Instance) Close() error {
+	in.closeBouncers()
 	err := in.Stop(Fast)
 	unregister(in)
 	in.removeDir()

@@ -29,26 +29,56 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runChild starts a server, prints "<dir> <postmaster pid>" and sleeps.
+// runChild starts a server, prints "<dir> <postmaster pid>" and sleeps. With
+// helperEnv=bouncer it also starts a PgBouncer and prints its pid third.
 func runChild() {
-	in, err := Start(context.Background(), Options{Fast: true, HandleSignals: true})
+	ctx := context.Background()
+	in, err := Start(ctx, Options{Fast: true, HandleSignals: true})
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	fmt.Println(in.Dir(), in.cmd.Process.Pid)
+	pids := strconv.Itoa(in.cmd.Process.Pid)
+	if os.Getenv(helperEnv) == "bouncer" {
+		b, err := StartBouncer(ctx, in, BouncerOptions{})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(1)
+		}
+		pids += " " + strconv.Itoa(b.cmd.Process.Pid)
+	}
+	fmt.Println(in.Dir(), pids)
 	time.Sleep(time.Minute)
 	os.Exit(3)
+}
+
+// unavailable skips a test that lacks a program it needs, except under
+// CI=true, where it fails: CI must never pass by not running a test.
+func unavailable(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true, so this fails rather than skips: %v", err)
+	}
+	t.Skip(err)
 }
 
 func requireServer(t *testing.T) {
 	t.Helper()
 	if _, err := FindBinDir(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		unavailable(t, err)
 	}
+}
+
+// startServer starts a throwaway server closed when the test ends.
+func startServer(t *testing.T) *Instance {
+	t.Helper()
+	requireServer(t)
+	in, err := Start(context.Background(), Options{Fast: true, HandleSignals: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close() })
+	return in
 }
 
 func TestStartServesAndCloseRemovesEverything(t *testing.T) {
@@ -93,12 +123,12 @@ func TestStartServesAndCloseRemovesEverything(t *testing.T) {
 	}
 }
 
-// startChild runs runChild in a new process and returns it with the
-// server's directory and postmaster pid.
-func startChild(t *testing.T) (*exec.Cmd, string, int) {
+// startChild runs runChild in a new process (mode is helperEnv's value) and
+// returns it with the server's directory and the pids the child printed.
+func startChild(t *testing.T, mode string) (*exec.Cmd, string, []int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -112,11 +142,18 @@ func startChild(t *testing.T) (*exec.Cmd, string, int) {
 		t.Fatalf("child printed nothing: %v", err)
 	}
 	fields := strings.Fields(line)
-	if len(fields) != 2 || fields[0] == "error" {
+	if len(fields) < 2 || fields[0] == "error" {
 		t.Fatalf("child: %s", line)
 	}
-	pid, _ := strconv.Atoi(fields[1])
-	return cmd, fields[0], pid
+	var pids []int
+	for _, f := range fields[1:] {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("child: %s", line)
+		}
+		pids = append(pids, pid)
+	}
+	return cmd, fields[0], pids
 }
 
 func waitGone(t *testing.T, what string, gone func() bool) {
@@ -134,7 +171,8 @@ func TestSignalClosesServers(t *testing.T) {
 	requireServer(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
-			cmd, dir, pid := startChild(t)
+			cmd, dir, pids := startChild(t, "server")
+			pid := pids[0]
 			_ = cmd.Process.Signal(sig)
 			_ = cmd.Wait()
 			waitGone(t, "postmaster", func() bool { return !processAlive(pid) })
@@ -145,7 +183,8 @@ func TestSignalClosesServers(t *testing.T) {
 
 func TestKilledOwnerLeavesNothingRunning(t *testing.T) {
 	requireServer(t)
-	cmd, dir, pid := startChild(t)
+	cmd, dir, pids := startChild(t, "server")
+	pid := pids[0]
 	_ = cmd.Process.Kill() // SIGKILL: no handler runs
 	_ = cmd.Wait()
 	// The kernel's parent-death signal stops the server...
