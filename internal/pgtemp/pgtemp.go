@@ -68,6 +68,11 @@ type Instance struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed when cmd has exited
 
+	// Replication (replication.go), guarded by mu.
+	upstream *Instance      // the server this standby streams from; nil on a primary and after Promote
+	appName  string         // this standby's application_name on its upstream
+	paused   map[string]int // on a primary: standby application_name → its stopped walsender's pid
+
 	// Poolers in front of this server (bouncer.go), guarded by mu; Close
 	// closes them first.
 	bouncers map[*Bouncer]bool
@@ -195,6 +200,10 @@ func (in *Instance) DSN(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", in.port, db)
 }
 
+// Port is the server's TCP port on 127.0.0.1; it stays the same across
+// restarts.
+func (in *Instance) Port() int { return in.port }
+
 // Start starts the server again after Stop (Start the function starts it the
 // first time). It keeps the port, so DSNs stay valid across restarts.
 func (in *Instance) Start(ctx context.Context) error {
@@ -287,6 +296,7 @@ func (in *Instance) stopLocked(mode StopMode) error {
 	if mode == Immediate {
 		sig = syscall.SIGQUIT
 	}
+	in.releasePausedSenders(mode)
 	_ = in.cmd.Process.Signal(sig)
 	select {
 	case <-in.done:

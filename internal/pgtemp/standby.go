@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,9 @@ import (
 // and wal_level=replica with max_wal_senders=10 are PostgreSQL's defaults).
 // opts.Fast and opts.Settings apply to the standby. Close removes it; closing
 // the primary first leaves the standby running, retrying its connection.
+//
+// The standby starts asynchronous; replication.go has the failover controls
+// (SetSynchronous, PauseWALSender, Crash, Promote, Timeline).
 func StartStandby(ctx context.Context, primary *Instance, opts Options) (*Instance, error) {
 	if primary == nil || primary.port == 0 {
 		return nil, errors.New("pgtemp: StartStandby needs a started primary")
@@ -34,7 +38,18 @@ func StartStandby(ctx context.Context, primary *Instance, opts Options) (*Instan
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 30 * time.Second
 	}
-	in := &Instance{opts: opts, binDir: primary.binDir}
+	in := &Instance{opts: opts, binDir: primary.binDir, upstream: primary}
+	// The WAL receiver reports cluster_name as its application_name, which
+	// names this standby in the primary's pg_stat_replication and in
+	// synchronous_standby_names.
+	in.appName = opts.Settings["cluster_name"]
+	if in.appName == "" {
+		in.appName = fmt.Sprintf("pgtemp_standby_%d_%d", os.Getpid(), standbySeq.Add(1))
+		in.opts.Settings = map[string]string{"cluster_name": in.appName}
+		for k, v := range opts.Settings {
+			in.opts.Settings[k] = v
+		}
+	}
 	if os.Geteuid() == 0 {
 		if err := in.useAccount(opts.User); err != nil {
 			return nil, err
@@ -60,6 +75,9 @@ func StartStandby(ctx context.Context, primary *Instance, opts Options) (*Instan
 	cmd := in.command(ctx, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(primary.port),
 		"-U", "postgres", "-D", in.dataDir(), "-R", "-X", "stream", "--checkpoint=fast", "--no-sync")
 	cmd.Path, cmd.Err = basebackup, nil // the tool may live outside binDir
+	// An application_name in the environment would be written into
+	// primary_conninfo and win over cluster_name.
+	cmd.Env = append(cmd.Env, "PGAPPNAME=")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		in.Close()
 		return nil, fmt.Errorf("pgtemp: pg_basebackup: %w\n%s", err, out)
@@ -70,6 +88,9 @@ func StartStandby(ctx context.Context, primary *Instance, opts Options) (*Instan
 	}
 	return in, nil
 }
+
+// standbySeq numbers standbys so each has its own application name.
+var standbySeq atomic.Int64
 
 // findTool finds a client program of the same installation as the server:
 // beside initdb, beside the real postgres binary (the bin directory may hold
