@@ -10,6 +10,30 @@
 //
 // initdb refuses to run as root, so as root the server runs as the
 // "postgres" user (Options.User) in a directory that user can reach.
+//
+// Around a server, for tests of the setups services run in:
+//
+//   - StartBouncer puts Debian's PgBouncer (`apt-get install pgbouncer`) in
+//     front of a server on a free loopback port, in transaction or session
+//     mode with a given pool size; Bouncer.DSN connects through it. Its ini
+//     and auth file live in a directory inside the server's; authentication
+//     is trust for "postgres" and BouncerOptions.Users (PgBouncer admits only
+//     names in its auth file). Like the server it runs as the server's
+//     account, dies with the process (Pdeathsig), and Bouncer.Close or the
+//     server's Close stops it.
+//   - StartStandby makes a streaming standby of a server. SetSynchronous
+//     makes the primary wait for it; PauseWALSender/ResumeWALSender stop and
+//     continue the primary's WAL sender for it, so commits can be made that
+//     it never receives; Crash is an immediate stop; Promote makes the
+//     standby a primary. IsPrimary and Timeline say what a server is now,
+//     and MultiHostDSN lists servers for clients that must follow the
+//     primary (target_session_attrs=read-write).
+//   - JDBCJar and FindJava find the PostgreSQL JDBC driver
+//     (libpostgresql-jdbc-java) and a JDK, for tests of Java clients.
+//
+// Each missing program is its own error (ErrNoServer, ErrNoBouncer,
+// ErrNoJDBC, ErrNoJava) saying what to install, so a test can skip, or fail
+// under CI=true.
 package pgtemp
 
 import (
