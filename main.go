@@ -35,11 +35,16 @@ var commands = []cli.Command{
 				if refresh < 100*time.Millisecond {
 					return env.Usagef("invalid --refresh %s: must be at least 100ms", refresh)
 				}
-				pool, err := cli.Connect(ctx, env.DSN)
+				if err := tui.CheckTerminal(os.Stdin, os.Stdout); err != nil {
+					return env.Usagef("%v", err)
+				}
+				// Not cli.Connect: the console starts while the database is
+				// down and shows itself reconnecting.
+				pool, err := cli.Open(ctx, env.DSN)
 				if err != nil {
 					return env.Fail(err)
 				}
-				defer pool.Close()
+				defer cli.CloseWithin(pool, consoleCloseWait)
 				lk, err := locker.New(locker.Config{Actor: env.Actor, TTL: ttl, LogGrants: true})
 				if err != nil {
 					return env.Fail(err)
@@ -139,6 +144,10 @@ var commands = []cli.Command{
 	bench.Command(),
 	demo.Command(),
 }
+
+// consoleCloseWait bounds closing the console's pool on quit, so q quits at
+// once even when the server is frozen (see cli.CloseWithin).
+const consoleCloseWait = 300 * time.Millisecond
 
 func main() {
 	// Ctrl-C or SIGTERM cancels the command's context, so a waiting acquire

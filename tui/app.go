@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"time"
 
@@ -156,8 +157,15 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Pool == nil || opts.Locker == nil {
 		return errors.New("tui: Options.Pool and Options.Locker are required")
 	}
+	if err := CheckTerminal(os.Stdin, os.Stdout); err != nil {
+		return err
+	}
+	// Quitting cancels the polls and actions still out, so they let go of
+	// their connections at once instead of at their timeouts.
+	cmdCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	m := New(opts)
-	m.ctx = ctx
+	m.ctx = cmdCtx
 	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ended by the caller's context: a normal exit

@@ -7,4 +7,8 @@ import (
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testdb.Main(m)
+	removeSharedBinary()
+	os.Exit(code)
+}

@@ -29,15 +29,22 @@ func ResolveDSN(flag string, getenv func(string) string) string {
 	return ""
 }
 
-// Connect opens a pool on dsn ("" reads libpq's PG* variables) and checks
-// that the server answers, within ConnectTimeout unless the DSN sets
-// connect_timeout. An unreachable server gives an error matching
-// store.ErrUnavailable. Errors never contain the password.
-func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+// Open builds a pool on dsn ("" reads libpq's PG* variables) without
+// connecting: the first query connects. The console opens its pool this way
+// so it can start while the database is down and show itself reconnecting.
+// Connecting is bounded by ConnectTimeout unless the DSN sets
+// connect_timeout. Errors never contain the password.
+func Open(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	pool, _, err := open(ctx, dsn)
+	return pool, err
+}
+
+// open is Open, also returning the passwords later errors must not show.
+func open(ctx context.Context, dsn string) (*pgxpool.Pool, []string, error) {
 	secrets := dsnPasswords(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, scrubbed(&usageError{fmt.Errorf("invalid connection string: %w", err)}, secrets)
+		return nil, nil, scrubbed(&usageError{fmt.Errorf("invalid connection string: %w", err)}, secrets)
 	}
 	secrets = append(secrets, cfg.ConnConfig.Password)
 	if cfg.ConnConfig.ConnectTimeout == 0 {
@@ -48,8 +55,20 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, scrubbed(fmt.Errorf("connect to %s: %w", ServerName(cfg.ConnConfig), err), secrets)
+		return nil, nil, scrubbed(fmt.Errorf("connect to %s: %w", ServerName(cfg.ConnConfig), err), secrets)
 	}
+	return pool, secrets, nil
+}
+
+// Connect is Open, then checks that the server answers, within
+// ConnectTimeout unless the DSN sets connect_timeout. An unreachable server
+// gives an error matching store.ErrUnavailable.
+func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
+	pool, secrets, err := open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg := pool.Config()
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnConfig.ConnectTimeout)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
@@ -62,6 +81,23 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 		return nil, scrubbed(fmt.Errorf("connect to %s: %w", ServerName(cfg.ConnConfig), err), secrets)
 	}
 	return pool, nil
+}
+
+// CloseWithin closes pool but waits at most d for it. pgx cleans up a
+// connection whose query was cut off (a timeout, a quit) by sending the
+// server a cancel request, and pool.Close waits up to 15s for that: against
+// a frozen or unreachable server, the whole 15s. A process about to exit
+// does not need the cleanup: the kernel closes its sockets.
+func CloseWithin(pool *pgxpool.Pool, d time.Duration) {
+	closed := make(chan struct{})
+	go func() {
+		pool.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(d):
+	}
 }
 
 // ServerName is how the console and messages name the server: host:port/db

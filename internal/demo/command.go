@@ -3,11 +3,13 @@ package demo
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/tui"
 )
 
 // Command is `lockctl demo`, the entry for main.go's command table.
@@ -26,6 +28,11 @@ func Command() cli.Command {
 			fs.BoolVar(&o.ReadOnly, "read-only", false, "watch only: no acquire, renew, expire or release in the console")
 			return func(ctx context.Context, env cli.Env, _ []string) int {
 				if err := flagsValid(o); err != nil {
+					return env.Usagef("%v", err)
+				}
+				// Before the private server starts: without a terminal the
+				// console could not open, after seconds of setup.
+				if err := tui.CheckTerminal(os.Stdin, os.Stdout); err != nil {
 					return env.Usagef("%v", err)
 				}
 				// Not env.DSN, which falls back to $DATABASE_URL: the demo

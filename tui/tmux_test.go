@@ -1,0 +1,118 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// tmuxPane is the real lockctl binary running in a tmux pane. The command is
+// wrapped so that, when the program ends, the pane prints its exit status
+// and stays open to be read.
+type tmuxPane struct {
+	t       *testing.T
+	session string
+}
+
+var paneSeq atomic.Int64
+
+// startPane runs `lockctl args…` in a w x h tmux pane.
+func startPane(t *testing.T, w, h int, args ...string) *tmuxPane {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		testdb.Unavailable(t, "tmux not installed")
+	}
+	quoted := []string{shellQuote(sharedBinary(t))}
+	for _, a := range args {
+		quoted = append(quoted, shellQuote(a))
+	}
+	p := &tmuxPane{t: t, session: fmt.Sprintf("lockctl-test-%d-%d", os.Getpid(), paneSeq.Add(1))}
+	p.tmux("new-session", "-d", "-s", p.session, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h),
+		strings.Join(quoted, " ")+`; echo "exit status $?"; sleep 600`)
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", p.session).Run() })
+	return p
+}
+
+func (p *tmuxPane) tmux(args ...string) string {
+	p.t.Helper()
+	out, err := exec.Command("tmux", args...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (p *tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-t", p.session) }
+
+// keys sends tmux key names ("q", "Enter", "Tab").
+func (p *tmuxPane) keys(keys ...string) {
+	p.tmux(append([]string{"send-keys", "-t", p.session}, keys...)...)
+}
+
+// waitFor returns the screen once it contains what, or fails the test.
+func (p *tmuxPane) waitFor(what string, within time.Duration) string {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		s := p.screen()
+		if strings.Contains(s, what) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("no %q on screen within %s:\n%s", what, within, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+	binaryDir  string
+)
+
+// sharedBinary builds lockctl once for every test of this package;
+// TestMain removes it.
+func sharedBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		binaryDir, binaryErr = os.MkdirTemp("", "lockctl-tui-test-")
+		if binaryErr != nil {
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(binaryDir, "lockctl"), ".")
+		cmd.Dir = filepath.Dir(filepath.Dir(file))
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		binaryPath = filepath.Join(binaryDir, "lockctl")
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+func removeSharedBinary() {
+	if binaryDir != "" {
+		_ = os.RemoveAll(binaryDir)
+	}
+}
