@@ -1,0 +1,68 @@
+package roles_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// store.Capabilities says what each grant set may do, and each answer is
+// checked by doing it as that role: the console hides exactly the actions
+// that would be refused. (As the grants stand, a service's UPDATE on the
+// lock table also lets it force-expire.)
+func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	want := map[roles.Kind]store.RoleCapabilities{
+		roles.Viewer:   {},
+		roles.Operator: {Force: true, Prune: true},
+		roles.Service:  {Hold: true, Force: true},
+	}
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
+	for kind, w := range want {
+		db := e.roleWith(t, kind)
+		got, err := store.Capabilities(ctx, db)
+		if err != nil || got != w {
+			t.Errorf("%s: capabilities %+v, %v; want %+v", kind, got, err, w)
+		}
+		can := func(err error) bool {
+			if err != nil && !errors.Is(err, store.ErrPermissionDenied) {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			return err == nil
+		}
+		_, err = lk.TryAcquire(ctx, db, fmt.Sprintf("hold-%s", kind), "svc")
+		hold := can(err)
+		victim, err := lk.TryAcquire(ctx, e.admin, fmt.Sprintf("victim-%s", kind), "other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = lk.ForceExpire(ctx, db, victim.Key, victim.Token)
+		force := can(err)
+		_, err = lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Hour})
+		prune := can(err)
+		if did := (store.RoleCapabilities{Hold: hold, Force: force, Prune: prune}); did != got {
+			t.Errorf("%s: capabilities say %+v, the role could do %+v", kind, got, did)
+		}
+	}
+	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, Prune: true}) {
+		t.Errorf("table owner: capabilities %+v, %v; want all", got, err)
+	}
+}
+
+// On a database without the lock tables, Capabilities says to migrate.
+func TestCapabilitiesUnmigrated(t *testing.T) {
+	t.Parallel()
+	pool := testdb.Pool(t, testdb.EmptyDSN(t))
+	if _, err := store.Capabilities(context.Background(), pool); !errors.Is(err, store.ErrNotMigrated) {
+		t.Fatalf("capabilities on an empty schema: %v, want ErrNotMigrated", err)
+	}
+}
