@@ -38,7 +38,7 @@ func (m Model) startAction(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		m.flash = flash{"no lock selected", flashError}
 		return m, nil
 	}
-	state := live(row, m.elapsed()).state
+	state := live(row, m.advance()).state
 	if state == store.StateFree {
 		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
 		return m, nil
@@ -71,27 +71,42 @@ func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
 	return m, m.requestPoll()
 }
 
+// nowHolder says who has a lock now: "now held by X (token N)".
+func nowHolder(l locker.LockInfo) string {
+	owner := safe(l.Owner)
+	switch l.State() {
+	case locker.StateExpired:
+		return fmt.Sprintf("now expired, last held by %s (token %d)", owner, l.Token)
+	case locker.StateFree:
+		return fmt.Sprintf("now free, released by %s (token %d)", owner, l.Token)
+	default:
+		return fmt.Sprintf("now held by %s (token %d)", owner, l.Token)
+	}
+}
+
 func actionResult(msg actionDoneMsg) flash {
 	key := safe(msg.key)
 	var notHeld *locker.NotHeldError
 	var held *locker.HeldError
 	switch {
 	case errors.As(msg.err, &notHeld):
-		text := fmt.Sprintf("✗ %s not applied: %s changed since you looked (token %d is no longer current)", msg.kind, key, msg.token)
-		if c := notHeld.Current; c != nil {
-			switch {
-			case c.Token != msg.token:
-				text += fmt.Sprintf(" — now %s by %s, token %d", c.State(), safe(c.Owner), c.Token)
-			default:
-				text = fmt.Sprintf("✗ %s not applied: %s token %d is %s", msg.kind, key, msg.token, c.State())
-			}
-		} else {
-			text += " — the key has no lock row now"
+		// What the operator must know comes first (who has the lock now),
+		// the key last: a narrow line loses the part they already know.
+		c := notHeld.Current
+		var text string
+		switch {
+		case c == nil:
+			text = fmt.Sprintf("✗ %s refused: the key has no lock row now — %s", msg.kind, key)
+		case c.Token != msg.token:
+			text = fmt.Sprintf("✗ %s refused: %s — %s changed since you saw token %d",
+				msg.kind, nowHolder(*c), key, msg.token)
+		default:
+			text = fmt.Sprintf("✗ %s refused: token %d is %s now — %s", msg.kind, msg.token, c.State(), key)
 		}
 		return flash{text, flashError}
 	case errors.As(msg.err, &held):
-		return flash{fmt.Sprintf("✗ %s is held by %s (token %d) for another %s: not acquired",
-			key, safe(held.Owner), held.Token, shortDur(held.Remaining)), flashError}
+		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %d) for another %s — %s",
+			safe(held.Owner), held.Token, shortDur(held.Remaining), key), flashError}
 	case errors.Is(msg.err, store.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}
 	case msg.err != nil:

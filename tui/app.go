@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Options configure the console.
@@ -70,10 +71,11 @@ type Model struct {
 	tableRows     int // rows of locks the table shows
 
 	// The query.
-	sortIdx int
-	filter  string
-	refresh time.Duration
-	paused  bool
+	order    lockview.Sort // one of visibleSorts(width)
+	filter   string
+	refresh  time.Duration
+	paused   bool
+	pausedAt time.Time // when paused: rows stop counting down at this instant
 
 	// Polling: at most one poll in flight; see doc.go.
 	seq           int  // number of the last poll sent
@@ -83,8 +85,12 @@ type Model struct {
 	querySeq      int  // bumped when filter or sort change: older replies are dropped
 	tickGen       int  // only the newest armed tick polls
 
-	snap     snapshot
-	hasSnap  bool
+	snap    snapshot
+	hasSnap bool
+	// caps is what the role may do, read with the first poll after each
+	// (re)connection; until then every action is offered.
+	caps     store.RoleCapabilities
+	hasCaps  bool
 	failures int // consecutive failed polls
 	lastErr  error
 
@@ -141,6 +147,7 @@ func New(opts Options) Model {
 		help:        newHelp(newStyles(true)),
 		now:         time.Now,
 		refresh:     opts.Refresh,
+		order:       lockview.SortKey,
 		cursor:      -1,
 		filterInput: fi,
 		detailView:  viewport.New(),
@@ -179,7 +186,7 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(tea.RequestBackgroundColor, poll(m.ctx, m.opts.Pool, m.pollRequest()), frameTick())
 }
 
-func (m Model) sort() lockview.Sort { return lockview.Sorts[m.sortIdx] }
+func (m Model) sort() lockview.Sort { return m.order }
 
 // pollRequest copies what the next poll needs from the model.
 func (m Model) pollRequest() pollRequest {
@@ -195,6 +202,7 @@ func (m Model) pollRequest() pollRequest {
 			Near: m.snap.page.Span, // the store ignores it after a change of order or filter
 		},
 		wantEvents: m.pane == paneEvents,
+		wantCaps:   !m.hasCaps && !m.opts.ReadOnly,
 	}
 	if len(m.events) > 0 {
 		req.eventsAfter = m.events[0].ID
@@ -236,6 +244,20 @@ func (m Model) elapsed() time.Duration {
 	return max(0, m.now().Sub(m.snap.receivedAt))
 }
 
+// advance is how far rows are counted down from their snapshot: the time
+// since it arrived, or, while paused, up to the pause. Paused rows do not
+// count down into states (expired, stealable) the database may never have
+// been in: the lock may have been renewed or changed hands meanwhile.
+func (m Model) advance() time.Duration {
+	if !m.hasSnap {
+		return 0
+	}
+	if m.paused {
+		return max(0, m.pausedAt.Sub(m.snap.receivedAt))
+	}
+	return m.elapsed()
+}
+
 // layout sizes the children for the terminal; called on every resize.
 func (m *Model) layout() {
 	header := len(m.headerLines())
@@ -251,6 +273,7 @@ func (m *Model) layout() {
 	if m.form != nil {
 		m.form.setWidth(m.width)
 	}
+	m.keys.Sort.SetHelp("s", "sort: "+sortNames(visibleSorts(m.width)))
 	m.ensureVisible()
 	m.refreshPanes()
 }
@@ -287,7 +310,7 @@ func (m Model) render() string {
 		body = m.tableView()
 	}
 	lines = append(lines, fitLines(body, bodyH)...)
-	lines = append(lines, m.flashLine(), m.help.ShortHelpView(m.contextHelp()))
+	lines = append(lines, m.flashLine(), m.footer())
 	for i, l := range lines {
 		lines[i] = clip(l, m.width)
 	}

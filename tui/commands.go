@@ -36,6 +36,7 @@ type pollRequest struct {
 	wantEvents    bool
 	eventsAfter   int64
 	detailKey     string // "" when the detail pane is closed
+	wantCaps      bool   // read the role's capabilities too
 }
 
 // poll reads one snapshot: the window of rows, the rates, and what an open
@@ -60,6 +61,13 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 	}
 	if snap.rates, err = lockview.GrantRates(ctx, db, rateSpan, rateBucket); err != nil {
 		return snap, err
+	}
+	if req.wantCaps {
+		caps, err := store.Capabilities(ctx, db)
+		if err != nil {
+			return snap, err
+		}
+		snap.caps = &caps
 	}
 	if req.wantEvents {
 		if snap.events, err = lockview.RecentEvents(ctx, db, req.eventsAfter, eventsLimit); err != nil {

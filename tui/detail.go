@@ -26,7 +26,7 @@ func (m Model) detailContent() string {
 		lines = append(lines, "", "  "+s.Muted.Render("this key has no lock row (pruned, or never acquired)"))
 		return strings.Join(lines, "\n")
 	}
-	r := live(*d.lock, m.elapsed())
+	r := live(*d.lock, m.advance())
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
 	switch r.state {
 	case store.StateHeld, store.StateExpiring:
@@ -69,7 +69,7 @@ func (m Model) detailContent() string {
 	}
 	for i, w := range d.waiters {
 		lines = append(lines, fmt.Sprintf("  %2d. %s  %s", i+1, safe(w.Owner),
-			s.Muted.Render("waiting "+wholeDur(w.Waited+m.elapsed()))))
+			s.Muted.Render("waiting "+wholeDur(w.Waited+m.advance()))))
 	}
 	lines = append(lines, "", s.App.Render("Recent events (newest first)"))
 	if len(d.events) == 0 {

@@ -11,8 +11,8 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// TestGolden pins what the operator sees in each state, at the two sizes
-// that matter: a roomy 120x35 and the 60x15 minimum. Regenerate with
+// TestGolden pins what the operator sees in each state, at the sizes that
+// matter: the classic 80x24, a wide 200x50 and the 60x15 minimum. Regenerate with
 // `go test ./tui -run TestGolden -update`.
 func TestGolden(t *testing.T) {
 	live := func(t *testing.T, w, h int) Model {
@@ -29,6 +29,12 @@ func TestGolden(t *testing.T) {
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
 				err: fmt.Errorf("%w: dial tcp 127.0.0.1:5432: connect: connection refused", store.ErrUnavailable)})
 		},
+		"down_at_start": func(t *testing.T, w, h int) Model {
+			m := testModel(t, Options{}, w, h)
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
+				err: fmt.Errorf("%w: dial tcp 127.0.0.1:5432: connect: connection refused", store.ErrUnavailable)})
+		},
+		"paused":         func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "space") },
 		"confirm_expire": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "x") },
 		"detail": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "enter")
@@ -66,7 +72,7 @@ func TestGolden(t *testing.T) {
 		},
 	}
 	for name, build := range cases {
-		for _, size := range [][2]int{{120, 35}, {60, 15}} {
+		for _, size := range [][2]int{{80, 24}, {200, 50}, {60, 15}} {
 			t.Run(fmt.Sprintf("%s_%dx%d", name, size[0], size[1]), func(t *testing.T) {
 				m := build(t, size[0], size[1])
 				view := screen(m)

@@ -2,9 +2,11 @@ package tui
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/store"
 )
 
 // sortLabel says what an order puts first.
@@ -21,6 +23,25 @@ func sortLabel(s lockview.Sort) string {
 	default:
 		return "key"
 	}
+}
+
+// nextSort is the order after cur among the visible ones.
+func nextSort(visible []lockview.Sort, cur lockview.Sort) lockview.Sort {
+	if len(visible) == 0 {
+		return lockview.SortKey
+	}
+	i := slices.Index(visible, cur)
+	return visible[(i+1)%len(visible)]
+}
+
+// sortNames lists orders for the help: "key, TTL, waiters".
+func sortNames(sorts []lockview.Sort) string {
+	names := make([]string, len(sorts))
+	for i, s := range sorts {
+		names[i] = map[lockview.Sort]string{lockview.SortKey: "key", lockview.SortTTL: "TTL", lockview.SortToken: "token",
+			lockview.SortHeldFor: "held", lockview.SortWaiters: "waiters"}[s]
+	}
+	return strings.Join(names, ", ")
 }
 
 // headerLines are the lines above the table: server and connection,
@@ -107,7 +128,7 @@ func (m Model) totalsLine() string {
 	if !m.hasSnap {
 		return s.Muted.Render("no data yet")
 	}
-	t := m.snap.page.Totals
+	t := m.liveTotals()
 	num := func(st interface{ Render(...string) string }, n int64) string { return st.Render(fmt.Sprint(n)) }
 	if m.width < 100 {
 		return s.Value.Render(fmt.Sprint(t.All)) + s.Label.Render(" locks: ") +
@@ -155,6 +176,10 @@ func (m Model) queryLine() string {
 	if m.filter != "" {
 		parts = append(parts, s.Label.Render("filter ")+s.Value.Render(fmt.Sprintf("%q", m.filter)))
 	}
+	if m.paused && m.hasSnap {
+		parts = append(parts, m.styles.Warning.Render("⏸ paused: rows frozen as of "+
+			wholeDur(m.elapsed())+" ago (space resumes)"))
+	}
 	if m.hasSnap {
 		p := m.snap.page
 		switch {
@@ -169,14 +194,45 @@ func (m Model) queryLine() string {
 	return strings.Join(parts, s.Muted.Render(" · "))
 }
 
+// liveTotals are the poll's counts with the loaded rows that have since
+// changed state on screen (counted down past expiry) moved to their new
+// state, so the header never says "expired 0" next to an expired row.
+func (m Model) liveTotals() lockview.Totals {
+	t := m.snap.page.Totals
+	adv := m.advance()
+	for _, r := range m.snap.page.Rows {
+		was, now := r.State(), live(r, adv).state
+		if was != now {
+			countState(&t, was, -1)
+			countState(&t, now, +1)
+		}
+	}
+	return t
+}
+
+// countState adds d to st's count; Held includes Expiring.
+func countState(t *lockview.Totals, st store.State, d int64) {
+	switch st {
+	case store.StateHeld:
+		t.Held += d
+	case store.StateExpiring:
+		t.Held += d
+		t.Expiring += d
+	case store.StateExpired:
+		t.Expired += d
+	case store.StateFree:
+		t.Free += d
+	}
+}
+
 // errLine explains the last failed poll and what is on screen meanwhile.
 func (m Model) errLine() string {
 	s := m.styles
-	var parts []string
+	// The cause first: a narrow line keeps it and loses the rest.
+	parts := []string{s.Error.Render(errMeaning(m.lastErr))}
 	if m.hasSnap {
-		parts = append(parts, s.Warning.Render(fmt.Sprintf("showing the last good data, %s old", wholeDur(m.elapsed()))))
+		parts = append(parts, s.Warning.Render(fmt.Sprintf("last good data %s old", wholeDur(m.elapsed()))))
 	}
-	parts = append(parts, s.Muted.Render("retrying every "+shortDur(backoff(m.refresh, m.failures))),
-		s.Error.Render(errMeaning(m.lastErr)))
+	parts = append(parts, s.Muted.Render("retrying every "+shortDur(backoff(m.refresh, m.failures))))
 	return s.Error.Render("✗ ") + strings.Join(parts, s.Muted.Render(" · "))
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
@@ -36,8 +37,10 @@ func (m Model) helpContent() string {
 				s.Key.Render("d")+" force-release (free now), then "+s.Key.Render("y")+" to confirm",
 			s.Muted.Render("     The action applies only if the lock still has the token you saw; otherwise you are told who holds it now."),
 		)
-	} else {
+	} else if m.opts.ReadOnly {
 		lines = append(lines, "", s.Muted.Render("Read-only console (--read-only): acquire, renew, expire and release are off."))
+	} else {
+		lines = append(lines, "", s.Muted.Render("Your database role may not force-expire or force-release locks: those keys are off."))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -95,11 +98,22 @@ func (m *Model) refreshPanes() {
 	}
 }
 
-// contextHelp is the short help for what has the keyboard now.
-func (m Model) contextHelp() []key.Binding {
-	b := func(keys, desc string) key.Binding {
-		return key.NewBinding(key.WithKeys(keys), key.WithHelp(keys, desc))
+// footer is the one-line help: the context's bindings that fit the width.
+// The first (how to get help or back out) and the last (quit) always stay;
+// the ones before the last go first, so nothing is cut mid-word.
+func (m Model) footer() string {
+	bindings := slices.DeleteFunc(m.contextHelp(), func(b key.Binding) bool { return !b.Enabled() })
+	unbounded := m.help
+	unbounded.SetWidth(0)
+	for len(bindings) > 2 && width(unbounded.ShortHelpView(bindings)) > m.width {
+		bindings = slices.Delete(bindings, len(bindings)-2, len(bindings)-1)
 	}
+	return unbounded.ShortHelpView(bindings)
+}
+
+// contextHelp is the short help for what has the keyboard now, from the
+// KeyMap's bindings (disabled ones are left out by footer).
+func (m Model) contextHelp() []key.Binding {
 	k := m.keys
 	short := func(kb key.Binding, desc string) key.Binding {
 		kb.SetHelp(kb.Help().Key, desc)
@@ -107,16 +121,21 @@ func (m Model) contextHelp() []key.Binding {
 	}
 	switch {
 	case m.confirm != nil:
-		return []key.Binding{b("y", "yes, do it"), b("n/esc", "no"), b("tab", "switch button"), b("enter", "choose focused (No)")}
+		focused := "No"
+		if m.confirm.yesFocus {
+			focused = "Yes"
+		}
+		return []key.Binding{short(k.No, "no"), short(k.Yes, "yes, do it"), short(k.Switch, "switch button"),
+			short(k.Confirm, "choose focused ("+focused+")")}
 	case m.form != nil:
-		return []key.Binding{b("tab", "next field"), b("enter", "acquire"), b("esc", "cancel")}
+		return []key.Binding{short(k.Close, "cancel"), short(k.Switch, "next field"), short(k.Confirm, "acquire")}
 	case m.filtering:
-		return []key.Binding{b("enter", "keep filter"), b("esc", "undo filter"), b("type", "key or owner contains")}
+		return []key.Binding{short(k.Close, "undo filter"), short(k.Confirm, "keep filter")}
 	case m.pane == paneDetail:
-		return []key.Binding{b("esc", "back"), short(k.Expire, "expire"), short(k.Release, "release"),
-			short(k.Renew, "renew"), b("↑/↓", "scroll"), short(k.Events, "events"), short(k.Help, "help"), k.Quit}
+		return []key.Binding{short(k.Close, "back"), short(k.Expire, "expire"), short(k.Release, "release"),
+			short(k.Renew, "renew"), k.Scroll, short(k.Events, "events"), short(k.Help, "help"), k.Quit}
 	case m.pane == paneEvents, m.pane == paneHelp:
-		return []key.Binding{b("esc", "back"), b("↑/↓ pgup/pgdn", "scroll"), k.Help, k.Quit}
+		return []key.Binding{short(k.Close, "back"), k.Scroll, k.Help, k.Quit}
 	}
 	return k.ShortHelp()
 }

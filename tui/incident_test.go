@@ -31,7 +31,7 @@ func startServer(t *testing.T) *pgtemp.Instance {
 
 // TestConsoleStartsWhileDatabaseDown: started against a server that is not
 // running, the console opens, says it is reconnecting and why, and goes live
-// by itself once the server is up.
+// by itself once the server is up; in an 80x24 terminal.
 func TestConsoleStartsWhileDatabaseDown(t *testing.T) {
 	srv := startServer(t)
 	if err := srv.Stop(pgtemp.Fast); err != nil {
@@ -39,7 +39,7 @@ func TestConsoleStartsWhileDatabaseDown(t *testing.T) {
 	}
 	// The server trusts local connections: the password is there to be hidden.
 	dsn := strings.Replace(srv.DSN(""), "postgres@", "postgres:sekrit@", 1)
-	p := startPane(t, 120, 35, "--dsn", dsn, "--refresh", "200ms")
+	p := startPane(t, 80, 24, "--dsn", dsn, "--refresh", "200ms")
 	s := p.waitFor("reconnecting, attempt", 10*time.Second)
 	if !strings.Contains(s, "connection refused") {
 		t.Fatalf("the header does not give the last error:\n%s", s)
@@ -50,7 +50,11 @@ func TestConsoleStartsWhileDatabaseDown(t *testing.T) {
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	p.waitFor("● live", 15*time.Second)
+	s = p.waitFor("● live", 15*time.Second)
+	// At 80 columns the footer still ends with quit.
+	if lines := strings.Split(strings.TrimRight(s, "\n"), "\n"); !strings.HasSuffix(strings.TrimSpace(lines[len(lines)-1]), "q quit") {
+		t.Fatalf("footer at 80x24 does not offer quit:\n%s", s)
+	}
 	p.keys("q")
 	p.waitFor("exit status 0", 5*time.Second)
 }

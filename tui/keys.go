@@ -1,11 +1,16 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"charm.land/bubbles/v2/key"
+
+	"github.com/lockctl/lockctl/store"
+)
 
 // KeyMap is every key the console answers to. Bindings that do not apply
 // (actions in --read-only) are disabled, which also hides them from help.
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Home, End key.Binding
+	Scroll                                key.Binding // help only: the keys that scroll a pane
 
 	Filter  key.Binding
 	Sort    key.Binding
@@ -38,6 +43,7 @@ func DefaultKeyMap() KeyMap {
 		PageDown: key.NewBinding(key.WithKeys("pgdown", "ctrl+f"), key.WithHelp("pgdn", "page down")),
 		Home:     key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first row")),
 		End:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last row")),
+		Scroll:   key.NewBinding(key.WithKeys("up", "down", "pgup", "pgdown"), key.WithHelp("↑/↓ pgup/pgdn", "scroll")),
 		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by key or owner")),
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort: key, TTL, token, held, waiters")),
 		Slower:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh less often")),
@@ -64,6 +70,16 @@ func (k KeyMap) withReadOnly() KeyMap {
 	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release} {
 		b.SetEnabled(false)
 	}
+	return k
+}
+
+// withCapabilities enables the actions the role may do and disables the
+// rest: acquire and renew need Hold, force-expire and force-release Force.
+func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
+	k.Acquire.SetEnabled(c.Hold)
+	k.Renew.SetEnabled(c.Hold)
+	k.Expire.SetEnabled(c.Force)
+	k.Release.SetEnabled(c.Force)
 	return k
 }
 

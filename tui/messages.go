@@ -5,6 +5,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // pollTickMsg says it is time to poll; ticks of an older generation (armed
@@ -18,8 +19,9 @@ type frameMsg struct{}
 type snapshot struct {
 	page   lockview.Page
 	rates  lockview.Rates
-	events []lockview.Event // newest first; only when the events pane asked
-	detail *detailData      // only when the detail pane asked
+	events []lockview.Event        // newest first; only when the events pane asked
+	detail *detailData             // only when the detail pane asked
+	caps   *store.RoleCapabilities // only when the poll asked
 	// receivedAt is this process's clock (with its monotonic reading) when
 	// the reply arrived: remaining TTLs count down from it.
 	receivedAt time.Time

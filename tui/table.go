@@ -37,9 +37,30 @@ func live(r lockview.ListedLock, elapsed time.Duration) liveRow {
 	return liveRow{ListedLock: r, state: r.State()}
 }
 
-// tableLayout picks the columns that fit in w cells, widest first to go.
+// Widths KEY and OWNER grow to at most: on a wide terminal the spare
+// cells stay empty rather than stretch them apart from the rest of the row.
+const (
+	maxKeyWidth   = 48
+	maxOwnerWidth = 36
+)
+
+// tableLayout picks the columns that fit in w cells. Optional columns are
+// dropped from the least important up, so a narrower terminal only ever
+// loses columns (never trades one for another).
 func tableLayout(w int) (cols []column, wide bool) {
-	wide = w >= 100
+	// The wide TTL and STATE cells only once they cost no column.
+	if w >= 100 {
+		if cols, all := layoutColumns(w, true); all {
+			return cols, true
+		}
+	}
+	cols, _ = layoutColumns(w, false)
+	return cols, false
+}
+
+// layoutColumns lays out w cells with wide or narrow TTL and STATE cells,
+// and says whether every optional column fit.
+func layoutColumns(w int, wide bool) (cols []column, all bool) {
 	ttlW := 13 // "██████ 12.3s"
 	if wide {
 		ttlW = 17
@@ -68,9 +89,10 @@ func tableLayout(w int) (cols []column, wide bool) {
 	var shown []string
 	for _, c := range optional {
 		// Keep at least 34 cells for key and owner.
-		if need(append(shown, c))+34 <= avail {
-			shown = append(shown, c)
+		if need(append(shown, c))+34 > avail {
+			break
 		}
+		shown = append(shown, c)
 	}
 	rest := avail - need(shown)
 	keyW, ownerW := rest, 0
@@ -78,6 +100,7 @@ func tableLayout(w int) (cols []column, wide bool) {
 		keyW = rest * 55 / 100
 		ownerW = rest - keyW - 1
 	}
+	keyW, ownerW = min(keyW, maxKeyWidth), min(ownerW, maxOwnerWidth)
 	cols = append(cols, column{title: "KEY", width: keyW})
 	if ownerW > 0 {
 		cols = append(cols, column{title: "OWNER", width: ownerW})
@@ -87,7 +110,28 @@ func tableLayout(w int) (cols []column, wide bool) {
 			cols = append(cols, fixed[name])
 		}
 	}
-	return cols, wide
+	return cols, len(shown) == len(optional)
+}
+
+// sortColumn is the column an order sorts by.
+var sortColumn = map[lockview.Sort]string{
+	lockview.SortKey: "KEY", lockview.SortTTL: "TTL LEFT", lockview.SortToken: "TOKEN",
+	lockview.SortHeldFor: "HELD FOR", lockview.SortWaiters: "WAITERS",
+}
+
+// visibleSorts are the orders whose column is on screen at width w, in
+// lockview.Sorts' order: s never sorts by a column the operator cannot see.
+func visibleSorts(w int) []lockview.Sort {
+	cols, _ := tableLayout(w)
+	var out []lockview.Sort
+	for _, s := range lockview.Sorts {
+		for _, c := range cols {
+			if c.title == sortColumn[s] {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -113,6 +157,10 @@ func (m Model) tableView() string {
 		}
 	}
 	b.WriteString("  " + s.Header.Render(strings.Join(titles, " ")))
+	if !m.hasSnap && m.failures > 0 {
+		b.WriteString("\n\n  " + s.Muted.Render("no data yet: the database has not answered; retrying (see above)"))
+		return b.String()
+	}
 	if !m.hasSnap {
 		b.WriteString("\n\n  " + s.Muted.Render("waiting for the first poll…"))
 		return b.String()
@@ -126,7 +174,7 @@ func (m Model) tableView() string {
 		b.WriteString("\n\n  " + s.Muted.Render(msg))
 		return b.String()
 	}
-	elapsed := m.elapsed()
+	elapsed := m.advance()
 	first := int(m.topRank - m.rankOf(0))
 	for i := max(first, 0); i < len(rows) && i < first+m.tableRows; i++ {
 		b.WriteString("\n")

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"time"
 
 	"charm.land/bubbles/v2/key"
@@ -16,6 +17,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case tea.WindowSizeMsg:
 		m.width, m.height, m.sized = msg.Width, msg.Height, true
 		m.layout()
+		if !slices.Contains(visibleSorts(m.width), m.order) {
+			// Its column no longer fits: an order nobody can see is a puzzle.
+			m.order = lockview.SortKey
+			m.flash = flash{"sorted by key: the column of the previous order does not fit this width", flashInfo}
+			return m, m.queryChanged()
+		}
 		return m, nil
 	case tea.BackgroundColorMsg:
 		m.styles = newStyles(msg.IsDark())
@@ -56,6 +63,7 @@ func (m Model) pageLoaded(msg pageLoadedMsg) (tea.Model, tea.Cmd) {
 	if msg.err != nil {
 		m.failures++
 		m.lastErr = msg.err
+		m.hasCaps = false // the role may differ after a reconnection
 		m.pending = false
 		return m, m.armTick(backoff(m.refresh, m.failures))
 	}
@@ -69,17 +77,32 @@ func (m Model) pageLoaded(msg pageLoadedMsg) (tea.Model, tea.Cmd) {
 }
 
 func (m *Model) applySnapshot(s snapshot) {
+	// New events go on top; an operator scrolled down into the log keeps
+	// the lines they are reading where they are (one event, one line).
+	keepLine := -1
+	if len(s.events) > 0 && m.eventsView.YOffset() > 0 {
+		keepLine = m.eventsView.YOffset() + len(s.events)
+	}
 	if s.events != nil {
 		m.events = append(append([]lockview.Event{}, s.events...), m.events...)
 		if len(m.events) > 500 {
 			m.events = m.events[:500]
 		}
 	}
+	defer func() {
+		if keepLine >= 0 {
+			m.eventsView.SetYOffset(keepLine)
+		}
+	}()
 	if s.detail == nil && m.detail != nil && m.pane == paneDetail {
 		s.detail = m.detail
 	}
 	if s.detail != nil && s.detail.key == m.detailKey {
 		m.detail = s.detail
+	}
+	if s.caps != nil {
+		m.caps, m.hasCaps = *s.caps, true
+		m.keys = m.keys.withCapabilities(m.caps)
 	}
 	m.snap, m.hasSnap = s, true
 	m.followSelection()
@@ -124,7 +147,7 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 		return m, nil
 	case key.Matches(msg, k.Pause):
-		m.paused = !m.paused
+		m.paused, m.pausedAt = !m.paused, m.now()
 		if m.paused {
 			m.flash = flash{"refresh paused: the data is not updated (space resumes)", flashInfo}
 			return m, nil
@@ -159,7 +182,7 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case key.Matches(msg, k.End):
 		return m, m.jump(-1)
 	case key.Matches(msg, k.Sort):
-		m.sortIdx = (m.sortIdx + 1) % len(lockview.Sorts)
+		m.order = nextSort(visibleSorts(m.width), m.order)
 		m.flash = flash{"sorted by " + sortLabel(m.sort()), flashInfo}
 		return m, m.queryChanged()
 	case key.Matches(msg, k.Filter):

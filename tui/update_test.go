@@ -85,6 +85,18 @@ func TestPollShowsLocksFromDatabase(t *testing.T) {
 	}
 }
 
+// The first poll reads the role's capabilities from the database; the
+// table's owner may do everything.
+func TestPollReadsCapabilities(t *testing.T) {
+	m := dbModel(t, testdb.New(t), Options{}, 120, 35)
+	if !m.hasCaps || m.caps != (store.RoleCapabilities{Hold: true, Force: true, Prune: true}) {
+		t.Fatalf("capabilities %+v (read: %v)", m.caps, m.hasCaps)
+	}
+	if req := m.pollRequest(); req.wantCaps {
+		t.Error("capabilities read again on every poll")
+	}
+}
+
 func TestPollsNeverOverlapAndStaleRepliesAreDropped(t *testing.T) {
 	m := testModel(t, Options{}, 120, 35)
 	first := m.seq
@@ -404,21 +416,25 @@ func TestConfirmDefaultsToNo(t *testing.T) {
 	}
 }
 
+// A refused force-expire names the new holder first, so the name is on
+// screen even at 120 columns with a long key.
 func TestActionOnChangedLockSaysWhoHoldsItNow(t *testing.T) {
 	pool := testdb.New(t)
-	acquire(t, pool, "billing:nightly", "worker-1", 50*time.Millisecond)
+	key := "billing:nightly:tenant-0042:generate-monthly-statements-for-every-customer"
+	acquire(t, pool, key, "worker-1", 50*time.Millisecond)
 	m := dbModel(t, pool, Options{}, 120, 35)
 	time.Sleep(60 * time.Millisecond)
-	newer := acquire(t, pool, "billing:nightly", "worker-2", time.Minute) // steals it
+	newer := acquire(t, pool, key, "worker-2:batch-host-17:8812", time.Minute) // steals it
 	m, done := expireSelected(t, m)
 	if !errors.Is(done.err, locker.ErrNotHeld) {
 		t.Fatalf("err = %v, want ErrNotHeld", done.err)
 	}
-	want := fmt.Sprintf("now held by worker-2, token %d", newer.Token)
-	if !strings.Contains(m.flash.text, "changed since you looked") || !strings.Contains(m.flash.text, want) {
-		t.Fatalf("flash %q lacks %q", m.flash.text, want)
+	want := fmt.Sprintf("now held by worker-2:batch-host-17:8812 (token %d)", newer.Token)
+	lines := strings.Split(screen(m), "\n")
+	if flashLine := lines[len(lines)-2]; !strings.Contains(flashLine, want) || !strings.Contains(flashLine, "force-expire refused") {
+		t.Fatalf("status line %q lacks %q", flashLine, want)
 	}
-	l, _, _ := store.Get(context.Background(), pool, "billing:nightly")
+	l, _, _ := store.Get(context.Background(), pool, key)
 	if l.Token != newer.Token || l.State() != store.StateHeld {
 		t.Fatalf("the newer holder was touched: %+v", l)
 	}
