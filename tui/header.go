@@ -13,7 +13,7 @@ import (
 func sortLabel(s lockview.Sort) string {
 	switch s {
 	case lockview.SortTTL:
-		return "TTL (expired and soonest expiring first)"
+		return "TTL (expired and soonest expiring first, free last)"
 	case lockview.SortToken:
 		return "token (newest grant first)"
 	case lockview.SortHeldFor:

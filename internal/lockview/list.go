@@ -27,7 +27,7 @@ type Sort string
 
 const (
 	SortKey     Sort = "key"     // lock_key ascending (primary key)
-	SortTTL     Sort = "ttl"     // soonest expiry first: expired rows, then expiring ones
+	SortTTL     Sort = "ttl"     // soonest expiry first: expired rows, then expiring ones; free rows last, by key
 	SortToken   Sort = "token"   // newest grant (largest fencing token) first
 	SortHeldFor Sort = "held"    // longest held first (acquired_at ascending)
 	SortWaiters Sort = "waiters" // most waiters first, then longest wait, then key
@@ -137,7 +137,7 @@ const liveWaitersCTE = `w AS (
 
 // anchorColumns are a row's values in every sort order. since is NULL for a
 // key without live waiters (it sorts after all waited keys).
-const anchorColumns = `l.lock_key, l.expires_at, l.fence_token, l.acquired_at,
+const anchorColumns = `l.lock_key, l.expires_at, l.released_at, l.fence_token, l.acquired_at,
     coalesce(w.n, 0) AS n, w.since`
 
 // anchorSQL reads the anchor's sort values, if it exists and matches.
@@ -151,6 +151,7 @@ WHERE l.lock_key = $1 AND ` + matchCond
 type anchorRow struct {
 	Key        string     `db:"lock_key"`
 	ExpiresAt  time.Time  `db:"expires_at"`
+	ReleasedAt *time.Time `db:"released_at"`
 	Token      int64      `db:"fence_token"`
 	AcquiredAt time.Time  `db:"acquired_at"`
 	N          int64      `db:"n"`

@@ -38,7 +38,7 @@ WHERE l.r % $1::int = 7 AND g <= 1 + l.r % 4 OR (l.r % $1::int = 7 AND g = 9)`
 // referenceOrder is each sort's full order, computed the slow way.
 var referenceOrder = map[lockview.Sort]string{
 	lockview.SortKey:     `ORDER BY l.lock_key`,
-	lockview.SortTTL:     `ORDER BY l.expires_at, l.lock_key`,
+	lockview.SortTTL:     `ORDER BY l.released_at IS NOT NULL, CASE WHEN l.released_at IS NULL THEN l.expires_at END, l.lock_key`,
 	lockview.SortToken:   `ORDER BY l.fence_token DESC`,
 	lockview.SortHeldFor: `ORDER BY l.acquired_at, l.lock_key`,
 	lockview.SortWaiters: `ORDER BY coalesce(w.n, 0) DESC, coalesce(w.since, 'infinity'), l.lock_key`,

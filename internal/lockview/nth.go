@@ -28,7 +28,7 @@ ORDER BY w.n DESC, w.since, l.lock_key OFFSET $1 LIMIT 1`
 // nthUnwaitedSQL: position within the keys without live waiters.
 const nthUnwaitedSQL = `
 WITH ` + liveWaitersCTE + `
-SELECT l.lock_key, l.expires_at, l.fence_token, l.acquired_at, 0::bigint AS n, NULL::timestamptz AS since
+SELECT l.lock_key, l.expires_at, l.released_at, l.fence_token, l.acquired_at, 0::bigint AS n, NULL::timestamptz AS since
 FROM distributed_lock l
 WHERE ` + matchCond + ` AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
 ORDER BY l.lock_key OFFSET $1 LIMIT 1`
@@ -44,7 +44,7 @@ func nthStatements() (first, last map[Sort]string) {
 	first = map[Sort]string{SortKey: nth(`l.lock_key`)}
 	last = map[Sort]string{SortKey: nth(`l.lock_key DESC`)}
 	for s, o := range columnOrders {
-		first[s], last[s] = nth(o.list(true)), nth(o.list(false))
+		first[s], last[s] = nth(o.list(o.expr, true)), nth(o.list(o.expr, false))
 	}
 	return first, last
 }

@@ -17,7 +17,7 @@ import "time"
 // the anchor's, and the small waiter table corrects for waited keys.
 var totalsSQL = map[Sort]string{
 	SortKey:     totalsWithRank(`l.lock_key < $1::text`),
-	SortTTL:     totalsWithRank(`(l.expires_at, l.lock_key) < ($5::timestamptz, $1::text)`),
+	SortTTL:     totalsWithRank(`(` + ttlPosition + `, l.lock_key) < ($5::timestamptz, $1::text)`),
 	SortToken:   totalsWithRank(`l.fence_token > $5::bigint`),
 	SortHeldFor: totalsWithRank(`(l.acquired_at, l.lock_key) < ($5::timestamptz, $1::text)`),
 	SortWaiters: totalsWithRank(`l.lock_key < $1::text`),

@@ -1,6 +1,10 @@
 package lockview
 
-import "github.com/lockctl/lockctl/store"
+import (
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/lockctl/lockctl/store"
+)
 
 // windowColumns selects a ListedLock plus the row's place in the window:
 // side 0 is before the anchor, 1 from it on; pos counts away from the anchor.
@@ -37,12 +41,14 @@ WITH x AS (
         ORDER BY l.lock_key DESC LIMIT $3) s)` + windowTail
 
 // columnOrder is one of the orders by a lease column, with the key as tie
-// break: the row's position is (column, lock_key). Their window statements
-// differ only in the column, its type and the direction, so they are made
+// break: the row's position is (value, lock_key). Their window statements
+// differ only in the value, its type and the direction, so they are made
 // from this description (constants only; no value reaches the SQL text).
 type columnOrder struct {
-	column, typ string // "expires_at", "timestamptz"
-	// value is a row's value in the column, as the statements' parameters.
+	// expr is the row's value in the order, over the lock row l: a column,
+	// or an expression an operator's index can be built on.
+	expr, typ string // "l.fence_token", "bigint"
+	// value is a row's value in the order, as the statements' parameters.
 	value      func(anchorRow) any
 	descending bool // the list starts at the largest position (tokens: newest first)
 	// unique: no two rows share a value (tokens come from one sequence), so
@@ -51,17 +57,32 @@ type columnOrder struct {
 	unique bool
 }
 
+// ttlPosition orders by expiry with the free rows last: a released row
+// keeps its last lease's expiry, which would put it among the expired and
+// expiring rows an operator sorts by TTL to find. Free rows then follow in
+// key order. README's "Large tables" index is built on this expression.
+const ttlPosition = `(CASE WHEN l.released_at IS NULL THEN l.expires_at ELSE 'infinity'::timestamptz END)`
+
+// freePosition is ttlPosition's value for a free row.
+var freePosition = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+
 var columnOrders = map[Sort]columnOrder{
-	SortTTL: {column: "expires_at", typ: "timestamptz",
-		value: func(a anchorRow) any { return a.ExpiresAt }},
-	SortToken: {column: "fence_token", typ: "bigint", descending: true, unique: true,
+	SortTTL: {expr: ttlPosition, typ: "timestamptz",
+		value: func(a anchorRow) any {
+			if a.ReleasedAt != nil {
+				return freePosition
+			}
+			return a.ExpiresAt
+		}},
+	SortToken: {expr: "l.fence_token", typ: "bigint", descending: true, unique: true,
 		value: func(a anchorRow) any { return a.Token }},
-	SortHeldFor: {column: "acquired_at", typ: "timestamptz",
+	SortHeldFor: {expr: "l.acquired_at", typ: "timestamptz",
 		value: func(a anchorRow) any { return a.AcquiredAt }},
 }
 
-// row is the row's position in the order.
-func (o columnOrder) row() string { return `(l.` + o.column + `, l.lock_key)` }
+// row is the row's position in the order, val its value (o.expr over the
+// table, l.v over a derived table).
+func (o columnOrder) row(val string) string { return `(` + val + `, l.lock_key)` }
 
 // at is a position given by parameters: the anchor is at("$5", "$1").
 func (o columnOrder) at(value, key string) string {
@@ -69,44 +90,45 @@ func (o columnOrder) at(value, key string) string {
 }
 
 // list is the ORDER BY clause in list order (forward) or reversed.
-func (o columnOrder) list(forward bool) string {
+func (o columnOrder) list(val string, forward bool) string {
 	switch asc := forward != o.descending; {
 	case o.unique && asc:
-		return `l.` + o.column
+		return val
 	case o.unique:
-		return `l.` + o.column + ` DESC`
+		return val + ` DESC`
 	case asc:
-		return `l.` + o.column + `, l.lock_key`
+		return val + `, l.lock_key`
 	default:
-		return `l.` + o.column + ` DESC, l.lock_key DESC`
+		return val + ` DESC, l.lock_key DESC`
 	}
 }
 
-// sides selects the window's rows from source: the first $4 from the
-// anchor on (side 1) and the last $3 before it (side 0), each numbered away
-// from the anchor. cond is added to both sides' WHERE.
-func (o columnOrder) sides(source, cond string) string {
-	row, anchor := o.row(), o.at("$5", "$1")
+// sides selects the window's rows from source, whose rows' value is val:
+// the first $4 from the anchor on (side 1) and the last $3 before it (side
+// 0), each numbered away from the anchor. cond is added to both sides'
+// WHERE.
+func (o columnOrder) sides(source, val, cond string) string {
+	row, anchor := o.row(val), o.at("$5", "$1")
 	from, before := row+` >= `+anchor, row+` < `+anchor
 	if o.descending {
 		from, before = row+` <= `+anchor, row+` > `+anchor
 	}
-	side := func(n, where, order, limit string) string {
+	side := func(n, where string, forward bool, limit string) string {
 		return `
-    SELECT l.lock_key, ` + n + ` AS side, row_number() OVER (ORDER BY ` + order + `) AS pos FROM (
-        SELECT l.lock_key, l.` + o.column + ` FROM ` + source + `
+    SELECT l.lock_key, ` + n + ` AS side, row_number() OVER (ORDER BY ` + o.list("l.v", forward) + `) AS pos FROM (
+        SELECT l.lock_key, ` + val + ` AS v FROM ` + source + `
         WHERE ` + where + cond + `
-        ORDER BY ` + order + ` LIMIT ` + limit + `) l`
+        ORDER BY ` + o.list(val, forward) + ` LIMIT ` + limit + `) l`
 	}
-	return side("1", from, o.list(true), "$4") + `
-    UNION ALL` + side("0", before, o.list(false), "$3")
+	return side("1", from, true, "$4") + `
+    UNION ALL` + side("0", before, false, "$3")
 }
 
 // windowSQL reads each side with a pass over the table (or through an
-// operator's index on the column, from the same text).
+// operator's index on the order's value, from the same text).
 func (o columnOrder) windowSQL() string {
 	return `
-WITH x AS (` + o.sides(`distributed_lock l`, ` AND `+matchCond) + `)` + windowTail
+WITH x AS (` + o.sides(`distributed_lock l`, o.expr, ` AND `+matchCond) + `)` + windowTail
 }
 
 // nearSQL reads the table once for the rows between a span's ends, $6/$7
@@ -121,10 +143,10 @@ func (o columnOrder) nearSQL() string {
 	between := func(pos string) string { return pos + ` BETWEEN ` + first + ` AND ` + last }
 	return `
 WITH near AS MATERIALIZED (
-    SELECT l.lock_key, l.` + o.column + ` FROM distributed_lock l
-    WHERE ` + between(o.row()) + ` AND ` + between(o.at("$5", "$1")) + `
+    SELECT l.lock_key, ` + o.expr + ` AS v FROM distributed_lock l
+    WHERE ` + between(o.row(o.expr)) + ` AND ` + between(o.at("$5", "$1")) + `
       AND ` + matchCond + `),
-x AS (` + o.sides(`near l`, ``) + `)` + windowTail
+x AS (` + o.sides(`near l`, `l.v`, ``) + `)` + windowTail
 }
 
 // windowByWaitersSQL: the order is "keys with live waiters (most first,
@@ -210,7 +232,7 @@ func spanOf(s Sort, pattern string, rows []ListedLock) Span {
 		return Span{}
 	}
 	end := func(l store.Lock) anchorRow {
-		return anchorRow{Key: l.Key, ExpiresAt: l.ExpiresAt, Token: l.Token, AcquiredAt: l.AcquiredAt}
+		return anchorRow{Key: l.Key, ExpiresAt: l.ExpiresAt, ReleasedAt: l.ReleasedAt, Token: l.Token, AcquiredAt: l.AcquiredAt}
 	}
 	return Span{sort: s, pattern: pattern, first: end(rows[0].Lock), last: end(rows[len(rows)-1].Lock)}
 }
