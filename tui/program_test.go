@@ -3,13 +3,20 @@ package tui
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/exp/teatest/v2"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -47,4 +54,101 @@ func TestProgramSmoke(t *testing.T) {
 	if final.failures != 0 || final.seq < 2 {
 		t.Fatalf("final model: %d failures, %d polls", final.failures, final.seq)
 	}
+}
+
+// TestProgramHidesActionsTheRoleLacks runs the program as an operator role
+// (may force, may not hold): x is offered and works, a and r are neither in
+// the footer nor act.
+func TestProgramHidesActionsTheRoleLacks(t *testing.T) {
+	ctx := context.Background()
+	dsn := testdb.DSN(t)
+	admin := testdb.Pool(t, dsn)
+	acquire(t, admin, "ops:lock", "worker-1", time.Minute)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := fmt.Sprintf("lockctl_tui_operator_%d", os.Getpid())
+	quoted := pgx.Identifier{role}.Sanitize()
+	if _, err := admin.Exec(ctx, "CREATE ROLE "+quoted+" LOGIN"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), "DROP OWNED BY "+quoted)
+		_, _ = admin.Exec(context.Background(), "DROP ROLE "+quoted)
+	})
+	grants, err := roles.Statements(roles.Operator, cfg.ConnConfig.RuntimeParams["search_path"], role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range grants {
+		if _, err := admin.Exec(ctx, g); err != nil {
+			t.Fatalf("%s: %v", g, err)
+		}
+	}
+	cfg.ConnConfig.User = role
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	lk, err := locker.New(locker.Config{Actor: actor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: 200 * time.Millisecond})
+	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 35))
+	// The row arrives with the first poll, which also reads the capabilities.
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("ops:lock")) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Send(tea.KeyPressMsg{Code: 'a', Text: "a"})
+	tm.Send(tea.KeyPressMsg{Code: 'r', Text: "r"})
+	tm.Send(tea.KeyPressMsg{Code: 'x', Text: "x"})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("Force-expire this lock?")) },
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("✓ force-expired ops:lock")) },
+		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	final := tm.FinalModel(t).(Model)
+	if final.form != nil || !final.hasCaps || final.caps.Hold {
+		t.Fatalf("final model: form open %v, capabilities %+v (read %v)", final.form != nil, final.caps, final.hasCaps)
+	}
+	lines := strings.Split(screen(final), "\n")
+	if footer := lines[len(lines)-1]; !strings.Contains(footer, "x expire • d release • space pause") {
+		t.Fatalf("footer %q: want expire and release, no renew or acquire", footer)
+	}
+	if evs, err := lockview.KeyEvents(ctx, admin, "ops:lock", 1); err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
+		t.Fatalf("events %+v, %v", evs, err)
+	}
+}
+
+// TestProgramStartsWhileDatabaseDown: the program runs against a server
+// that is not up, says it is reconnecting, and goes live once it is.
+func TestProgramStartsWhileDatabaseDown(t *testing.T) {
+	srv := startServer(t)
+	if err := srv.Stop(pgtemp.Fast); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(context.Background(), srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	lk, err := locker.New(locker.Config{Actor: actor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := teatest.NewTestModel(t, New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: 100 * time.Millisecond}),
+		teatest.WithInitialTermSize(120, 35))
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("reconnecting, attempt")) },
+		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("● live")) },
+		teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }
