@@ -3,7 +3,6 @@ package locker
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/lockctl/lockctl/store"
 )
@@ -31,7 +30,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
 		Actor: l.ownerActor(owner), Detail: detail, LogAcquired: l.cfg.LogGrants,
 	}
-	sentAt := time.Now()
+	sentAt := l.clock.Now()
 	g, found, err := store.TryGrant(ctx, db, params)
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)

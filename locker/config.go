@@ -58,6 +58,7 @@ type Config struct {
 type Locker struct {
 	cfg      Config
 	metadata []byte // cfg.Metadata as JSON, encoded once
+	clock    clock
 }
 
 // New returns a Locker with cfg's defaults filled in.
@@ -78,7 +79,7 @@ func New(cfg Config) (*Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locker: metadata: %w", err)
 	}
-	return &Locker{cfg: cfg, metadata: metadata}, nil
+	return &Locker{cfg: cfg, metadata: metadata, clock: realClock{}}, nil
 }
 
 func (c Config) validate() error {
@@ -133,7 +134,7 @@ func (l *Locker) WithTTL(ttl time.Duration) (*Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locker: metadata: %w", err)
 	}
-	return &Locker{cfg: cfg, metadata: metadata}, nil
+	return &Locker{cfg: cfg, metadata: metadata, clock: l.clock}, nil
 }
 
 // renewEvery is the renewal interval for a lease of ttl. It is always

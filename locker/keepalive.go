@@ -84,18 +84,22 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 	if lease.sentAt.IsZero() {
 		// A lease named by LeaseOf: nothing says when it was granted, so
 		// renew at once to learn.
-		trustUntil = time.Now().Add(ttl - margin)
-		next = time.Now()
+		now := l.clock.Now()
+		trustUntil = now.Add(ttl - margin)
+		next = now
 	}
 	var lastErr error
 	for {
-		wait := min(time.Until(next), time.Until(trustUntil))
+		now := l.clock.Now()
+		timer, stop := l.clock.Timer(min(next.Sub(now), trustUntil.Sub(now)))
 		select {
 		case <-k.ctx.Done():
+			stop()
 			return
-		case <-time.After(wait):
+		case <-timer:
 		}
-		if !time.Now().Before(trustUntil) {
+		now = l.clock.Now()
+		if !now.Before(trustUntil) {
 			why := "its trust window had already passed"
 			if lastErr != nil {
 				why = lastErr.Error()
@@ -103,7 +107,9 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 			k.cancel(fmt.Errorf("%w: %q could not be renewed before its expiry: %s", ErrLeaseLost, lease.Key, why))
 			return
 		}
-		rctx, cancel := context.WithDeadline(k.ctx, trustUntil)
+		// The window as a timeout, not a deadline: it is measured on the
+		// Locker's clock, which a context's deadline is not.
+		rctx, cancel := context.WithTimeout(k.ctx, trustUntil.Sub(now))
 		renewed, err := l.Renew(rctx, db, lease)
 		cancel()
 		switch {
@@ -121,7 +127,7 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 		default:
 			// Unknown state: retry soon, but never trust past trustUntil.
 			lastErr = err
-			next = time.Now().Add(min(every/4, time.Second))
+			next = l.clock.Now().Add(min(every/4, time.Second))
 		}
 	}
 }

@@ -14,40 +14,69 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// The keepalive tests measure how fast a lost lease is noticed, so they are
-// not parallel.
+// The keepalive tests run on a fake clock (fakeclock_test.go): the test
+// sees how long the Keepalive chose to sleep, moves the clock on by that
+// much, and moves the lease's row on the database clock by as much
+// (testdb.AgeLock), so a lease of 30s lives through minutes in
+// milliseconds, and what the Keepalive does at each step is exact.
 
-// warm opens a pool connection before a lease is taken: a lease's trust
-// window starts before its statement waits for a connection, and a first
-// connection on a busy machine can take most of a short TTL.
-func warm(t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	if err := pool.Ping(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
+// Default timing for a 30s TTL: renew every 10s, trust a lease for 27s
+// after the send time of its last grant or renewal.
+const (
+	kaTTL   = 30 * time.Second
+	kaEvery = 10 * time.Second
+	kaTrust = 27 * time.Second
+)
 
-func waitDone(t *testing.T, ctx context.Context, limit time.Duration) time.Time {
+func waitDone(t *testing.T, ctx context.Context, limit time.Duration) {
 	t.Helper()
 	select {
 	case <-ctx.Done():
-		return time.Now()
 	case <-time.After(limit):
 		t.Fatalf("keepalive context still alive after %s", limit)
-		return time.Time{}
 	}
 }
 
+// liveRow is key's row with its state on the database clock.
+func liveRow(t *testing.T, db locker.DBTX, key string) locker.LockInfo {
+	t.Helper()
+	row, found, err := newLocker(t, locker.Config{}).Get(context.Background(), db, key)
+	if err != nil || !found {
+		t.Fatalf("read %q: found=%v err=%v", key, found, err)
+	}
+	return row
+}
+
+// passRenewInterval lets one renew interval pass on both clocks and
+// returns once the Keepalive has renewed and sleeps again.
+func passRenewInterval(t *testing.T, clk *fakeClock, db locker.DBTX, key string) {
+	t.Helper()
+	d := clk.waitTimer(t)
+	if d != kaEvery {
+		t.Fatalf("keepalive sleeps %s before renewing; want the renew interval %s", d, kaEvery)
+	}
+	testdb.AgeLock(t, db, key, d)
+	clk.Advance(d)
+	clk.waitTimer(t)
+}
+
 func TestKeepaliveHoldsPastTTL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 500 * time.Millisecond})
-	warm(t, db)
+	clk := newFakeClock()
+	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
 	lease := mustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 
-	time.Sleep(1600 * time.Millisecond) // more than three TTLs
+	// Four intervals: the lease would have expired after three.
+	for i := 1; i <= 4; i++ {
+		passRenewInterval(t, clk, db, "k")
+		if row := liveRow(t, db, "k"); int(row.RenewCount) != i || row.State() != locker.StateHeld {
+			t.Fatalf("after %s: row %+v; want held, renewed %d times", time.Duration(i)*kaEvery, row, i)
+		}
+	}
 	if err := k.Err(); err != nil || k.Context().Err() != nil {
 		t.Fatalf("keepalive ended: %v", err)
 	}
@@ -55,9 +84,8 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 		t.Fatalf("acquire by b during keepalive = %v; want ErrHeld", err)
 	}
 	kept := k.Lease()
-	row := rowOf(t, db, "k")
-	if kept.Token != lease.Token || row.Token != lease.Token || row.RenewCount < 2 || kept.ValidFor() <= 0 {
-		t.Fatalf("kept lease %+v, row %+v; want token %d renewed at least twice and still valid", kept, row, lease.Token)
+	if row := rowOf(t, db, "k"); kept.Token != lease.Token || row.Token != lease.Token || !kept.ExpiresAt.Equal(row.ExpiresAt) {
+		t.Fatalf("kept lease %+v, row %+v; want token %d, as last renewed", kept, row, lease.Token)
 	}
 	k.Stop()
 	if k.Context().Err() == nil || errors.Is(k.Err(), locker.ErrLeaseLost) {
@@ -69,37 +97,42 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 	}
 }
 
+// A force-expire is noticed at the next renewal.
 func TestKeepaliveEndsOnForceExpire(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	const ttl, every = 900 * time.Millisecond, 300 * time.Millisecond
-	lk := newLocker(t, locker.Config{TTL: ttl, RenewEvery: every})
+	clk := newFakeClock()
+	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
 	operator := newLocker(t, locker.Config{Actor: "ops"})
-	warm(t, db)
 	lease := mustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 
-	time.Sleep(400 * time.Millisecond)
+	passRenewInterval(t, clk, db, "k")
 	if _, err := operator.ForceExpire(ctx, db, "k", lease.Token); err != nil {
 		t.Fatal(err)
 	}
-	expiredAt := time.Now()
-	ended := waitDone(t, k.Context(), 5*time.Second)
-	if lag := ended.Sub(expiredAt); lag > every+200*time.Millisecond {
-		t.Fatalf("keepalive noticed the force-expire after %s; want within about one renew interval (%s)", lag, every)
+	if err := k.Err(); err != nil {
+		t.Fatalf("keepalive ended before it tried to renew: %v", err)
 	}
+	if d := clk.waitTimer(t); d != kaEvery {
+		t.Fatalf("keepalive sleeps %s; want the renew interval %s", d, kaEvery)
+	}
+	clk.Advance(kaEvery)
+	waitDone(t, k.Context(), 10*time.Second)
 	cause := context.Cause(k.Context())
 	if !errors.Is(cause, locker.ErrLeaseLost) || !errors.Is(cause, locker.ErrNotHeld) || !errors.Is(k.Err(), locker.ErrLeaseLost) {
 		t.Fatalf("cause = %v; want ErrLeaseLost (and ErrNotHeld)", cause)
 	}
 }
 
-// With the database gone, the keepalive cannot prove the lease and must end
-// its context within the trust window — TTL − SafetyMargin after the last
-// successful renewal was sent — and so before the lease's expiry; but not at
-// the first failed renewal.
+// With the database gone, the keepalive cannot prove the lease: it keeps
+// retrying, and ends its context exactly when the trust window — TTL −
+// SafetyMargin after the last successful renewal was sent — has passed, so
+// before the lease's expiry; not at the first failed renewal.
 func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
 	if err != nil {
@@ -115,69 +148,90 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const ttl, margin, every = time.Second, 200 * time.Millisecond, 250 * time.Millisecond
-	lk := newLocker(t, locker.Config{TTL: ttl, SafetyMargin: margin, RenewEvery: every})
+	clk := newFakeClock()
+	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
 	lease := mustAcquire(t, lk, pool, "k", "a")
 	k := lk.Keepalive(ctx, pool, lease)
 	defer k.Stop()
-	time.Sleep(600 * time.Millisecond) // a couple of renewals
-
-	stopStarted := time.Now()
+	passRenewInterval(t, clk, pool, "k")
+	lastRenewal := clk.Now() // when the one successful renewal was sent
+	if row := rowOf(t, pool, "k"); row.RenewCount != 1 {
+		t.Fatalf("row %+v; want renewed once before the server stops", row)
+	}
 	if err := srv.Stop(pgtemp.Fast); err != nil {
 		t.Fatal(err)
 	}
-	stopped := time.Now()
-	ended := waitDone(t, k.Context(), 5*time.Second)
-	left := k.Lease().ValidFor() // what remained of the last renewed lease when it ended
 
+	failed := 0
+	for {
+		d, ended := clk.waitTimerOrEnd(t, k.Context())
+		if ended {
+			break
+		}
+		if clk.Now().Sub(lastRenewal) > kaTTL {
+			t.Fatalf("keepalive still trusts the lease %s after its last renewal; the lease (TTL %s) may be gone", clk.Now().Sub(lastRenewal), kaTTL)
+		}
+		clk.Advance(d)
+		failed++
+	}
 	if !errors.Is(k.Err(), locker.ErrLeaseLost) || !strings.Contains(k.Err().Error(), "could not be renewed") {
 		t.Fatalf("cause = %v; want ErrLeaseLost: could not be renewed", k.Err())
 	}
-	// The last successful renewal was sent before the server stopped.
-	if latest := stopped.Add(ttl - margin + 100*time.Millisecond); ended.After(latest) {
-		t.Fatalf("keepalive ended %s after the server stopped; want within TTL−margin (%s)", ended.Sub(stopped), ttl-margin)
+	if trusted := clk.Now().Sub(lastRenewal); trusted != kaTrust {
+		t.Fatalf("keepalive gave up %s after the last renewal was sent; want exactly the trust window %s", trusted, kaTrust)
 	}
-	if left <= 0 {
-		t.Fatalf("keepalive ended after the lease could have expired (valid for %s)", left)
+	if failed < 3 {
+		t.Fatalf("keepalive woke %d times before it gave up; want it to keep retrying through the window", failed)
 	}
-	// It was renewed at most one interval (plus a round trip) before the stop,
-	// so its window lasted at least TTL − margin − interval after it.
-	if earliest := stopStarted.Add(ttl - margin - every - 150*time.Millisecond); ended.Before(earliest) {
-		t.Fatalf("keepalive gave up %s after the stop; it should trust the lease until its window ends", ended.Sub(stopStarted))
-	}
-	t.Logf("ended %s after the stop, %s before the lease's earliest possible expiry", ended.Sub(stopStarted), left)
+	t.Logf("gave up after %d wake-ups, %s after the last renewal", failed, kaTrust)
 }
 
-// A Keepalive started late — most of the way through the lease's first
-// renew interval — renews at once rather than waiting a full interval from
-// its start, which would pass the trust window without trying.
+// A Keepalive started late — most of the way through the lease's trust
+// window — renews at once rather than waiting a full interval from its
+// start, which would pass the trust window without trying.
 func TestKeepaliveStartedLateStillRenews(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 600 * time.Millisecond}) // renews every 200ms, trusts 540ms
-	warm(t, db)
+	clk := newFakeClock()
+	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
 	lease := mustAcquire(t, lk, db, "k", "a")
-	time.Sleep(380 * time.Millisecond)
+	const late = 25 * time.Second // of a 27s trust window
+	testdb.AgeLock(t, db, "k", late)
+	clk.Advance(late)
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
-	time.Sleep(700 * time.Millisecond)
+
+	// No clock moves here: only a renewal at once can pass this.
+	testdb.Eventually(t, 10*time.Second, "a renewal by the late keepalive", func() bool {
+		return rowOf(t, db, "k").RenewCount == 1
+	})
+	if d := clk.waitTimer(t); d != kaEvery {
+		t.Fatalf("after the renewal the keepalive sleeps %s; want the renew interval %s", d, kaEvery)
+	}
 	if err := k.Err(); err != nil {
 		t.Fatalf("keepalive started late lost a lease it could have renewed: %v", err)
 	}
 }
 
 // RenewEvery longer than the trust window (TTL − SafetyMargin) cannot keep
-// a lease; the Keepalive renews within the window instead.
+// a lease; the Keepalive renews at the default interval instead.
 func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 600 * time.Millisecond, RenewEvery: 590 * time.Millisecond})
-	warm(t, db)
+	clk := newFakeClock()
+	lk := clockedLocker(t, locker.Config{TTL: kaTTL, RenewEvery: kaTTL - 500*time.Millisecond}, clk)
 	lease := mustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
-	time.Sleep(1200 * time.Millisecond)
+	for i := 1; i <= 4; i++ {
+		passRenewInterval(t, clk, db, "k")
+	}
 	if err := k.Err(); err != nil {
-		t.Fatalf("keepalive with RenewEvery 590ms on a 600ms TTL: %v", err)
+		t.Fatalf("keepalive with RenewEvery %s on a %s TTL: %v", kaTTL-500*time.Millisecond, kaTTL, err)
+	}
+	if row := liveRow(t, db, "k"); row.RenewCount != 4 || row.State() != locker.StateHeld {
+		t.Fatalf("row %+v; want held, renewed 4 times", row)
 	}
 }

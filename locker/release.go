@@ -23,7 +23,7 @@ func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 	if err := validTTL(ttl); err != nil {
 		return Lease{}, fmt.Errorf("locker: renew %q: %w", lease.Key, err)
 	}
-	sentAt := time.Now()
+	sentAt := l.clock.Now()
 	row, ok, err := store.Renew(ctx, db, lease.ref(), ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: renew %q: %w", lease.Key, err)

@@ -29,7 +29,7 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease
 	if !errors.As(err, &held) {
 		return lease, err
 	}
-	started := time.Now()
+	started := l.clock.Now()
 
 	var wake <-chan struct{}
 	if l.cfg.Notifier != nil {
@@ -51,23 +51,23 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease
 		return Lease{}, fmt.Errorf("locker: acquire %q: register waiter: %w", key, err)
 	}
 
-	lastRefresh := time.Now()
+	lastRefresh := l.clock.Now()
 	for {
 		// Registered and subscribed: a release from here on wakes us, so one
 		// more attempt closes the gap since the first.
-		lease, err = l.tryAcquire(ctx, db, key, owner, fmt.Appendf(nil, `{"waited_ms": %d}`, time.Since(started).Milliseconds()))
+		lease, err = l.tryAcquire(ctx, db, key, owner, fmt.Appendf(nil, `{"waited_ms": %d}`, l.since(started).Milliseconds()))
 		if !errors.As(err, &held) {
 			return lease, err
 		}
-		if time.Since(lastRefresh) >= l.cfg.WaitRecheck/2 {
+		if l.since(lastRefresh) >= l.cfg.WaitRecheck/2 {
 			if err := store.RefreshWaiter(ctx, db, waiterID, key, seenFor); err != nil && ctx.Err() == nil {
 				return Lease{}, fmt.Errorf("locker: acquire %q: refresh waiter: %w", key, err)
 			}
-			lastRefresh = time.Now()
+			lastRefresh = l.clock.Now()
 		}
-		if err := sleepUntilWake(ctx, wake, l.waitFor(held.Remaining)); err != nil {
+		if err := l.sleepUntilWake(ctx, wake, l.waitFor(held.Remaining)); err != nil {
 			return Lease{}, fmt.Errorf("locker: acquire %q: gave up waiting for %q after %s: %w",
-				key, held.Owner, time.Since(started).Round(time.Millisecond), err)
+				key, held.Owner, l.since(started).Round(time.Millisecond), err)
 		}
 	}
 }
@@ -90,19 +90,21 @@ func (l *Locker) waitFor(remaining time.Duration) time.Duration {
 
 // sleepUntilWake returns nil after d or on a wake-up (after a few ms of
 // jitter, so waiters woken together do not retry in lockstep), or ctx's error.
-func sleepUntilWake(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
+func (l *Locker) sleepUntilWake(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+	timer, stop := l.clock.Timer(d)
+	defer stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-timer.C:
+	case <-timer:
 		return nil
 	case <-wake:
+		jitter, stopJitter := l.clock.Timer(rand.N(5 * time.Millisecond))
+		defer stopJitter()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(rand.N(5 * time.Millisecond)):
+		case <-jitter:
 			return nil
 		}
 	}
