@@ -90,13 +90,13 @@ func TestFenceRefusesExpiredAndReleased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 60 * time.Millisecond})
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
 	expired := mustAcquire(t, lk, db, "e", "a")
+	testdb.ExpireLease(t, db, "e")
 	released := mustAcquire(t, lk, db, "r", "a")
 	if _, err := lk.Release(ctx, db, released); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(80 * time.Millisecond)
 	for name, lease := range map[string]locker.Lease{"expired": expired, "released": released} {
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, lease) })
 		notHeldErr(t, "fence of an "+name+" lease", err)

@@ -59,22 +59,16 @@ func notHeldErr(t *testing.T, what string, err error) *locker.NotHeldError {
 	return nh
 }
 
-// stolenSetup: a holds k with a short TTL, it expires, b steals it (with a
-// one-minute lease).
 // stolenSetup has b steal a's expired lease on "k"; logGrants is the
-// lockers' Config.LogGrants.
+// lockers' Config.LogGrants. Both leases are a minute long: a's is made to
+// expire on the database clock, and b's outlasts the test.
 func stolenSetup(t *testing.T, logGrants bool) (db *pgxpool.Pool, lk *locker.Locker, victim, thief locker.Lease) {
 	t.Helper()
 	db = testdb.New(t)
-	lk = newLocker(t, locker.Config{TTL: 100 * time.Millisecond, LogGrants: logGrants})
+	lk = newLocker(t, locker.Config{TTL: time.Minute, LogGrants: logGrants})
 	victim = mustAcquire(t, lk, db, "k", "a")
-	time.Sleep(150 * time.Millisecond)
-	// The thief's lease is long, so it outlasts the test on a busy machine.
-	long, err := lk.WithTTL(time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	thief = mustAcquire(t, long, db, "k", "b")
+	testdb.ExpireLease(t, db, "k")
+	thief = mustAcquire(t, lk, db, "k", "b")
 	if thief.Outcome != locker.Stolen || thief.Token <= victim.Token {
 		t.Fatalf("steal = %+v; want stolen with a token above %d", thief, victim.Token)
 	}
@@ -140,9 +134,9 @@ func TestRenew(t *testing.T) {
 	t.Run("after expiry", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: 50 * time.Millisecond})
+		lk := newLocker(t, locker.Config{TTL: time.Minute})
 		lease := mustAcquire(t, lk, db, "k", "a")
-		time.Sleep(80 * time.Millisecond)
+		testdb.ExpireLease(t, db, "k")
 		_, err := lk.Renew(ctx, db, lease)
 		nh := notHeldErr(t, "renew of an expired lease", err)
 		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != locker.StateExpired {

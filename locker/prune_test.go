@@ -15,20 +15,19 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 50 * time.Millisecond})
-	long, err := lk.WithTTL(time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
 	first := mustAcquire(t, lk, db, "k", "a")
 	if _, err := lk.Release(ctx, db, first); err != nil {
 		t.Fatal(err)
 	}
 	mustAcquire(t, lk, db, "expired", "a") // expires, never released
-	held := mustAcquire(t, long, db, "held", "a")
-	time.Sleep(80 * time.Millisecond)
+	testdb.ExpireLease(t, db, "expired")
+	held := mustAcquire(t, lk, db, "held", "a")
+	// Free for a second: the released row by then, the expired one since.
+	testdb.AgeLock(t, db, "k", time.Second)
+	testdb.AgeLock(t, db, "expired", time.Second)
 
-	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Millisecond})
+	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Second / 2})
 	if err != nil || res.Locks != 2 {
 		t.Fatalf("prune = %+v, %v; want the released and the expired row deleted", res, err)
 	}
@@ -57,7 +56,7 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	if _, err := lk.Release(ctx, db, free); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond)
+	testdb.AgeLock(t, db, "free", time.Second)
 
 	tx, err := db.Begin(ctx)
 	if err != nil {
