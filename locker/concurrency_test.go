@@ -40,9 +40,11 @@ func soakDuration(t *testing.T) time.Duration {
 // zombies that pause past their TTL, an operator force-expiring hot keys, a
 // pruner deleting free rows — with every holder making fenced writes, and
 // checks the recorded history and the database's records with
-// history.Check. Not parallel: it loads the machine, and the latency tests
-// must not share it.
+// history.Check. Parallel with the other tests: its checks are of
+// correctness, not timing, and the only latency test (TestAcquireWakesOnRelease)
+// runs alone before the parallel ones start.
 func TestConcurrentHistory(t *testing.T) {
+	t.Parallel()
 	pool := testdb.New(t)
 	res := workload{
 		Workers: 24, HotKeys: 4, ColdKeys: 64,
@@ -89,6 +91,7 @@ func reportViolations(t *testing.T, res runResult) {
 // (about 1% of acquisitions at 8 workers on 4 hot keys). The run repeats
 // on fresh schemas until the checker reports it, for at most 20s.
 func TestCheckerCatchesNaiveUpsert(t *testing.T) {
+	t.Parallel()
 	deadline := time.Now().Add(20 * time.Second)
 	var grants, backwards int
 	for run := 1; ; run++ {
@@ -118,6 +121,7 @@ func TestCheckerCatchesNaiveUpsert(t *testing.T) {
 // be stolen, and the checker must see an older token's write committed after
 // a newer one's (or after the newer grant).
 func TestCheckerCatchesUnfencedWrites(t *testing.T) {
+	t.Parallel()
 	deadline := time.Now().Add(20 * time.Second)
 	for run := 1; ; run++ {
 		pool := testdb.New(t)
