@@ -55,7 +55,7 @@ func TestAcquireOutcomes(t *testing.T) {
 	if short.TTLMs != 200 {
 		t.Fatalf("--ttl 200ms gave ttl_ms %d", short.TTLMs)
 	}
-	time.Sleep(300 * time.Millisecond)
+	d.expireLease("short")
 	stolen := d.json(0, "acquire", "short", "--owner", "b")
 	if stolen.Outcome != "stolen" || stolen.Owner != "b" || stolen.Token <= short.Token {
 		t.Fatalf("acquire after expiry = %+v; want stolen by b with a token above %d", stolen, short.Token)
@@ -181,16 +181,13 @@ func TestAcquireWaitInterrupted(t *testing.T) {
 	if err := waiter.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	testdb.Eventually(t, 20*time.Second, "the waiting lockctl's waiter record", func() bool {
 		ws, err := lockview.Waiters(ctx, pool, "k")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ws) == 1 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(ws) == 1
+	})
 	if err := waiter.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

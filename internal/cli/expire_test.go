@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -17,8 +16,8 @@ func TestExpireFencedByToken(t *testing.T) {
 	ctx := context.Background()
 	pool := testdb.Pool(t, d.dsn)
 
-	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "200ms")
-	time.Sleep(300 * time.Millisecond)
+	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
+	d.expireLease("k")
 	current := d.json(0, "acquire", "k", "--owner", "b", "--ttl", "1m")
 	before, _, err := store.Get(ctx, pool, "k")
 	if err != nil {

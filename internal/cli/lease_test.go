@@ -3,7 +3,6 @@ package cli_test
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestRenew(t *testing.T) {
@@ -38,8 +37,8 @@ func TestRenew(t *testing.T) {
 func TestRenewAfterSteal(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
-	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "200ms")
-	time.Sleep(300 * time.Millisecond)
+	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
+	d.expireLease("k")
 	expired := d.json(4, "renew", "k", "--owner", "a", "--token", tokenArg(old.Token))
 	if expired.State != "expired" || !strings.Contains(expired.Detail, "expired") {
 		t.Fatalf("renew of an expired lease = %+v; want not_held, expired", expired)

@@ -35,14 +35,17 @@ func lsJSON(t *testing.T, d db) []lsRow {
 	return rows
 }
 
-// makeStates leaves one held, one expired and one free lock.
+// makeStates leaves one held, one expired and one free lock; the expired
+// and the free one have been so for 200ms.
 func makeStates(t *testing.T, d db) (held, expired, free jsonResult) {
 	t.Helper()
 	held = d.json(0, "acquire", "a-held", "--owner", "alice", "--ttl", "1m")
-	expired = d.json(0, "acquire", "b-expired", "--owner", "bob", "--ttl", "100ms")
+	expired = d.json(0, "acquire", "b-expired", "--owner", "bob", "--ttl", "1m")
+	d.expireLease("b-expired")
 	free = d.json(0, "acquire", "c-free", "--owner", "carol")
 	d.json(0, "release", "c-free", "--owner", "carol", "--token", tokenArg(free.Token))
-	time.Sleep(200 * time.Millisecond)
+	d.ageLock("b-expired", 200*time.Millisecond)
+	d.ageLock("c-free", 200*time.Millisecond)
 	return held, expired, free
 }
 

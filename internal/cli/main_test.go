@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
@@ -88,6 +90,30 @@ type db struct {
 }
 
 func newDB(t *testing.T) db { return db{t: t, dsn: testdb.DSN(t)} }
+
+// expireLease makes key's lease run out on the database clock, as waiting
+// out its TTL would (testdb.ExpireLease).
+func (d db) expireLease(key string) {
+	d.t.Helper()
+	d.onConn(func(conn *pgx.Conn) { testdb.ExpireLease(d.t, conn, key) })
+}
+
+// ageLock makes key's row look as if by had passed (testdb.AgeLock).
+func (d db) ageLock(key string, by time.Duration) {
+	d.t.Helper()
+	d.onConn(func(conn *pgx.Conn) { testdb.AgeLock(d.t, conn, key, by) })
+}
+
+func (d db) onConn(f func(*pgx.Conn)) {
+	d.t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, d.dsn)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	f(conn)
+}
 
 func (d db) run(args ...string) result {
 	d.t.Helper()
