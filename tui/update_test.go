@@ -421,9 +421,9 @@ func TestConfirmDefaultsToNo(t *testing.T) {
 func TestActionOnChangedLockSaysWhoHoldsItNow(t *testing.T) {
 	pool := testdb.New(t)
 	key := "billing:nightly:tenant-0042:generate-monthly-statements-for-every-customer"
-	acquire(t, pool, key, "worker-1", 50*time.Millisecond)
+	acquire(t, pool, key, "worker-1", time.Minute)
 	m := dbModel(t, pool, Options{}, 120, 35)
-	time.Sleep(60 * time.Millisecond)
+	testdb.ExpireLease(t, pool, key)
 	newer := acquire(t, pool, key, "worker-2:batch-host-17:8812", time.Minute) // steals it
 	m, done := expireSelected(t, m)
 	if !errors.Is(done.err, locker.ErrNotHeld) {
