@@ -12,6 +12,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -183,7 +184,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		defer conn.Close(ctx)
 		res := make(chan error, 1)
 		go func() { _, err := lk.Renew(ctx, conn, lease); res <- err }()
-		time.Sleep(200 * time.Millisecond) // the renewal now waits for the row
+		testdb.WaitUntilBlocked(t, db, conn.PgConn().PID()) // the renewal waits for the row
 		if err := primary.Stop(pgtemp.Immediate); err != nil {
 			t.Fatal(err)
 		}
