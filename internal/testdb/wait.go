@@ -8,10 +8,14 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// pollEvery is how often Eventually looks again: often enough that a test
-// goes on a few milliseconds after the state it waits for arrives, rarely
-// enough not to load a shared machine.
-const pollEvery = 5 * time.Millisecond
+// Eventually looks again after firstPoll, then twice as long each time up
+// to maxPoll: a state that arrives in milliseconds is seen in
+// milliseconds, and a long wait (a screen, a server) does not load a shared
+// machine with checks.
+const (
+	firstPoll = time.Millisecond
+	maxPoll   = 100 * time.Millisecond
+)
 
 // Eventually checks cond until it returns true, and fails the test naming
 // what if that has not happened within the given time. It is how a test
@@ -20,15 +24,22 @@ const pollEvery = 5 * time.Millisecond
 // sleeping for a guessed while.
 func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		<-tick.C
+	if !Within(within, cond) {
+		t.Fatalf("%s: not within %s", what, within)
 	}
+}
+
+// Within is Eventually for a caller that reports the failure itself (with
+// the last state it saw, say): it returns whether cond held in time.
+func Within(within time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(within)
+	for poll := firstPoll; !cond(); poll = min(2*poll, maxPoll) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(poll)
+	}
+	return true
 }
 
 const lockWaitSQL = `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`
