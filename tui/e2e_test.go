@@ -65,17 +65,11 @@ func TestEndToEndInTmux(t *testing.T) {
 	screen := func() string { return tmux("capture-pane", "-p", "-t", session) }
 	waitFor := func(what string, within time.Duration) string {
 		t.Helper()
-		deadline := time.Now().Add(within)
-		for {
-			s := screen()
-			if strings.Contains(s, what) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q on screen within %s:\n%s", what, within, s)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var s string
+		if !testdb.Within(within, func() bool { s = screen(); return strings.Contains(s, what) }) {
+			t.Fatalf("no %q on screen within %s:\n%s", what, within, s)
 		}
+		return s
 	}
 	title := strings.TrimSpace(tmux("display", "-p", "-t", session, "#{pane_title}"))
 
@@ -128,15 +122,17 @@ func TestEndToEndInTmux(t *testing.T) {
 	}
 	waitFor("● live", 15*time.Second)
 	tmux("send-keys", "-t", session, "q")
-	deadline := time.Now().Add(5 * time.Second)
-	for exec.Command("tmux", "has-session", "-t", session).Run() == nil && time.Now().Before(deadline) {
+	exited := testdb.Within(5*time.Second, func() bool {
+		if exec.Command("tmux", "has-session", "-t", session).Run() != nil {
+			return true
+		}
 		// The session ends with the program, possibly between the two tmux
 		// calls: a failed list-panes means it is gone.
 		out, err := exec.Command("tmux", "list-panes", "-t", session, "-F", "#{pane_current_command}").Output()
-		if err != nil || !strings.Contains(string(out), "lockctl") {
-			return // the program exited
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err != nil || !strings.Contains(string(out), "lockctl")
+	})
+	if !exited {
+		t.Fatalf("lockctl still running 5s after q:\n%s", screen())
 	}
 }
 

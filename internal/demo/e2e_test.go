@@ -121,17 +121,11 @@ func (term *terminal) pid() int {
 // waitScreen polls the screen until cond accepts it.
 func (term *terminal) waitScreen(within time.Duration, what string, cond func(string) bool) string {
 	term.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		s := term.screen()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			term.t.Fatalf("after %s the screen shows no %s:\n%s", within, what, s)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var s string
+	if !testdb.Within(within, func() bool { s = term.screen(); return cond(s) }) {
+		term.t.Fatalf("after %s the screen shows no %s:\n%s", within, what, s)
 	}
+	return s
 }
 
 // waitExit waits for lockctl to end and returns its exit status.
@@ -323,12 +317,8 @@ func TestDemoInTerminalHangUp(t *testing.T) {
 	pid := term.pid()
 	dir, postmaster := serverOf(t, pid)
 	term.tmux("kill-server")
-	deadline := time.Now().Add(20 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("lockctl demo (pid %d) still running 20s after its terminal closed", pid)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testdb.Within(20*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Fatalf("lockctl demo (pid %d) still running 20s after its terminal closed", pid)
 	}
 	assertNothingLeft(t, dir, postmaster)
 }

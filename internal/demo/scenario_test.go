@@ -45,18 +45,6 @@ func count(t *testing.T, pool *pgxpool.Pool, sql string) int {
 	return n
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s did not happen", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func TestStory(t *testing.T) {
 	ctx := context.Background()
 	pool := testdb.New(t)
@@ -75,11 +63,11 @@ func TestStory(t *testing.T) {
 	}
 
 	const within = 30 * time.Second
-	eventually(t, within, "a steal with a larger token", func() bool {
+	testdb.Eventually(t, within, "a steal with a larger token", func() bool {
 		return count(t, pool, biggerStealSQL) > 0 && sim.Stats().Stolen > 0
 	})
-	eventually(t, within, "a crashed contender", func() bool { return sim.Stats().Crashes > 0 })
-	eventually(t, within, "a stale_write_rejected event and the refused counter", func() bool {
+	testdb.Eventually(t, within, "a crashed contender", func() bool { return sim.Stats().Crashes > 0 })
+	testdb.Eventually(t, within, "a stale_write_rejected event and the refused counter", func() bool {
 		return count(t, pool, `SELECT count(*) FROM distributed_lock_event WHERE kind = 'stale_write_rejected'`) > 0 &&
 			sim.Stats().WritesRefused > 0
 	})
@@ -99,7 +87,7 @@ func TestStory(t *testing.T) {
 	if successor == zombie {
 		t.Errorf("the grant after %s's token %d went to %s itself; want the other writer", zombie, zombieToken, successor)
 	}
-	eventually(t, within, "an accepted write by the new holder", func() bool {
+	testdb.Eventually(t, within, "an accepted write by the new holder", func() bool {
 		var last int64
 		var owner string
 		var writes int64
@@ -108,7 +96,7 @@ func TestStory(t *testing.T) {
 		}
 		return last >= successorToken && sim.Stats().WritesOK > 0
 	})
-	eventually(t, within, "waiters handing over", func() bool {
+	testdb.Eventually(t, within, "waiters handing over", func() bool {
 		return count(t, pool, handOverSQL) > 0 && sim.Stats().HandOvers > 0
 	})
 
@@ -142,7 +130,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	t.Helper()
 	ctx := context.Background()
 	var stuck store.Lock
-	eventually(t, 30*time.Second, "reports:stuck held by report-gen with a waiter", func() bool {
+	testdb.Eventually(t, 30*time.Second, "reports:stuck held by report-gen with a waiter", func() bool {
 		l, found, err := store.Get(ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
@@ -167,7 +155,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	}
 	// "At once": the waiter rechecks only every 5s on its own, so taking the
 	// key within 2s means the force-expire's NOTIFY woke it.
-	eventually(t, 2*time.Second, "the waiter taking reports:stuck after the force-expire", func() bool {
+	testdb.Eventually(t, 2*time.Second, "the waiter taking reports:stuck after the force-expire", func() bool {
 		l, _, err := store.Get(ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +164,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	})
 	// The retry counts the hand-over just after its grant commits, so the
 	// row can show the new owner a moment before the counter does.
-	eventually(t, 2*time.Second, "OperatorFreed counting the hand-over", func() bool {
+	testdb.Eventually(t, 2*time.Second, "OperatorFreed counting the hand-over", func() bool {
 		return sim.Stats().OperatorFreed == before+1
 	})
 }
