@@ -128,7 +128,9 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 	if _, err := tx.Exec(ctx, reportWriteSQL, "k", holder.Token, "a"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(450 * time.Millisecond) // the lease expires with the transaction open
+	// The lease expires with the transaction open (its row is locked, so
+	// only real time can do this).
+	testdb.WaitUntilPast(t, db, holder.ExpiresAt)
 
 	type result struct {
 		lease locker.Lease

@@ -58,3 +58,19 @@ func WaitUntilBlocked(t testing.TB, db store.DBTX, pid uint32) {
 		return waiting
 	})
 }
+
+const dbClockPastSQL = `SELECT clock_timestamp() > $1`
+
+// WaitUntilPast returns once the database clock has passed at (a lease's
+// ExpiresAt, say). It is for the rare test where real time must pass with
+// a row locked, so AgeLock cannot move it; it waits no longer than needed.
+func WaitUntilPast(t testing.TB, db store.DBTX, at time.Time) {
+	t.Helper()
+	Eventually(t, time.Minute, "the database clock passing "+at.String(), func() bool {
+		var past bool
+		if err := db.QueryRow(context.Background(), dbClockPastSQL, at).Scan(&past); err != nil {
+			t.Fatalf("read the database clock: %v", err)
+		}
+		return past
+	})
+}
