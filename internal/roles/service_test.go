@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -53,7 +54,10 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 		return err
 	}
 	ka := lk.Keepalive(ctx, db, lease)
-	time.Sleep(250 * time.Millisecond)
+	// Until its first renewal, or its end (a renewal it may not make).
+	testdb.Within(10*time.Second, func() bool {
+		return !ka.Lease().ExpiresAt.Equal(lease.ExpiresAt) || ka.Err() != nil
+	})
 	kept := ka.Lease()
 	ka.Stop()
 	if kept.ExpiresAt.Equal(lease.ExpiresAt) {
