@@ -7,7 +7,8 @@ import "time"
 // a waiting Acquire's sleeps. A Locker uses the real clock; the package's
 // tests swap in a fake one (export_test.go) to drive renewals and waits
 // step by step instead of sleeping. Lease expiry itself is on the database
-// clock and is never read from here.
+// clock and is never read from here. Lease.ValidFor reads the real clock (a
+// Lease does not know its Locker), so a test on a fake clock does not use it.
 type clock interface {
 	Now() time.Time
 	// Timer returns a channel that receives once d has passed, and a stop
