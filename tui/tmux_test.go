@@ -64,17 +64,11 @@ func (p *tmuxPane) keys(keys ...string) {
 // waitFor returns the screen once it contains what, or fails the test.
 func (p *tmuxPane) waitFor(what string, within time.Duration) string {
 	p.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		s := p.screen()
-		if strings.Contains(s, what) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no %q on screen within %s:\n%s", what, within, s)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var s string
+	if !testdb.Within(within, func() bool { s = p.screen(); return strings.Contains(s, what) }) {
+		p.t.Fatalf("no %q on screen within %s:\n%s", what, within, s)
 	}
+	return s
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
