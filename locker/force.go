@@ -24,7 +24,7 @@ func (l *Locker) ForceRelease(ctx context.Context, db DBTX, key string, token in
 	return l.force(ctx, db, "force-release", store.ForceRelease, ForceReleased, key, token)
 }
 
-type forceFunc func(context.Context, store.DBTX, store.ForceParams) (store.Lock, bool, error)
+type forceFunc func(context.Context, store.DBTX, store.ForceParams) (store.LeaseRow, bool, error)
 
 func (l *Locker) force(ctx context.Context, db DBTX, op string, run forceFunc, outcome Outcome, key string, token int64) (Lease, error) {
 	if err := ValidateKey(key); err != nil {
@@ -37,7 +37,7 @@ func (l *Locker) force(ctx context.Context, db DBTX, op string, run forceFunc, o
 	if !ok {
 		return Lease{}, notHeld(ctx, db, key, "", token)
 	}
-	return leaseFrom(row.LeaseRow(), outcome, time.Time{}), nil
+	return leaseFrom(row, outcome, time.Time{}), nil
 }
 
 // PruneOptions configure Prune.

@@ -19,20 +19,18 @@ type RoleCapabilities struct {
 	Prune bool `db:"prune"`
 }
 
-// capabilitiesSQL asks the server about the privileges each operation
-// uses, as the grant sets of internal/roles give them: a grant inserts or
-// updates the lock row, draws a token and logs an event; force updates
-// two columns and logs an event; prune deletes rows. Unqualified names
-// resolve through search_path, like every other statement here.
+// capabilitiesSQL asks the server whether the role may execute the
+// protocol functions (schema.sql) each operation calls: every write goes
+// through them, as the grant sets of internal/roles give them. Unqualified
+// names resolve through search_path, like every other statement here; a
+// database without the functions fails with ErrNotMigrated.
 const capabilitiesSQL = `
-SELECT has_table_privilege('distributed_lock', 'INSERT')
-       AND has_table_privilege('distributed_lock', 'UPDATE')
-       AND has_sequence_privilege('distributed_lock_fence_seq', 'USAGE')
-       AND has_table_privilege('distributed_lock_event', 'INSERT') AS hold,
-       has_column_privilege('distributed_lock', 'expires_at', 'UPDATE')
-       AND has_column_privilege('distributed_lock', 'released_at', 'UPDATE')
-       AND has_table_privilege('distributed_lock_event', 'INSERT') AS force,
-       has_table_privilege('distributed_lock', 'DELETE') AS prune`
+SELECT has_function_privilege('distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)', 'EXECUTE')
+       AND has_function_privilege('distributed_lock_renew(text, text, bigint, bigint)', 'EXECUTE')
+       AND has_function_privilege('distributed_lock_release(text, text, bigint, boolean, boolean, text)', 'EXECUTE') AS hold,
+       has_function_privilege('distributed_lock_force_expire(text, bigint, text, text)', 'EXECUTE')
+       AND has_function_privilege('distributed_lock_force_release(text, bigint, text, text)', 'EXECUTE') AS force,
+       has_function_privilege('distributed_lock_prune(bigint, bigint, bigint)', 'EXECUTE') AS prune`
 
 // Capabilities reports what the role connected through db may do. It does
 // not take a replica's read-only state into account (Page.InRecovery says

@@ -14,6 +14,12 @@
 // ls` read about many locks (windows, totals, rates, events) is
 // internal/lockview.
 //
+// Every write goes through the protocol functions of schema.sql
+// (distributed_lock_acquire, _renew, _release, _fence, _force_expire,
+// _force_release, _prune, the waiter bookkeeping): they run as the role that
+// migrated, so the roles lockctl grants need EXECUTE on them and no write
+// privilege on any table. Store calls them and reads their result rows.
+//
 // Statements are named constants beside the function that runs them.
 // Arguments are always bound as parameters.
 package store

@@ -1,8 +1,9 @@
 package store
 
-// ReleaseSQL are the release statements, for tests that run one where
-// Release would not (inside a transaction, to look at its settings).
-var ReleaseSQL = map[string]string{"plain": releaseSQL, "logged": releaseLoggedSQL}
+// ReleaseSQL is the release statement, for tests that run it where Release
+// would not (inside a transaction, to look at its settings). Its arguments:
+// key, owner, token, lazy, logged, actor.
+const ReleaseSQL = releaseSQL
 
 // ApplyScript runs a schema script, for tests that migrate with an earlier
 // version's schema (testdata).

@@ -12,51 +12,37 @@ type ForceParams struct {
 	Reason string // optional, recorded on the event
 }
 
-// forceExpireSQL ends a lease now without freeing the row: the next acquirer
-// takes it over as a steal, with a new token. Matching on the token makes the
-// action a no-op if the lock changed hands after the operator looked.
+// forceExpireSQL calls distributed_lock_force_expire (schema.sql): it ends
+// a lease now without freeing the row, so the next acquirer takes it over as
+// a steal, with a new token. Matching on the token makes the action a no-op
+// (no row here) if the lock changed hands after the operator looked.
 const forceExpireSQL = `
-WITH expired AS (
-    UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
-    WHERE l.lock_key = $1 AND l.fence_token = $2 AND l.released_at IS NULL
-    RETURNING l.*
-), logged AS (
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    SELECT e.lock_key, 'force_expired', e.owner_id, e.fence_token, $3,
-           jsonb_strip_nulls(jsonb_build_object('reason', $4::text))
-    FROM expired e
-)
-SELECT ` + LockColumns + `
-FROM expired l, (SELECT clock_timestamp() AS ts) c,
-     LATERAL (SELECT ` + wakeWaitersSQL + `) n`
+SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl
+FROM distributed_lock_force_expire($1, $2, $3, $4) f WHERE f.outcome = 'force_expired'`
 
-// ForceExpire expires the grant p.Token of p.Key. ok is false when that
-// token is no longer the current, unreleased grant.
-func ForceExpire(ctx context.Context, db DBTX, p ForceParams) (Lock, bool, error) {
-	return oneLock(db.Query(ctx, forceExpireSQL, p.Key, p.Token, p.Actor, nullIfEmpty(p.Reason)))
+// ForceExpire expires the grant p.Token of p.Key and returns the row after
+// it. ok is false when that token is no longer the current, unreleased grant.
+func ForceExpire(ctx context.Context, db DBTX, p ForceParams) (LeaseRow, bool, error) {
+	return forceResult(ctx, db, forceExpireSQL, p)
 }
 
-// forceReleaseSQL frees the row as if its holder had released it (and, like
-// releaseSQL, sets only released_at).
+// forceReleaseSQL calls distributed_lock_force_release (schema.sql): it
+// frees the row as if its holder had released it.
 const forceReleaseSQL = `
-WITH released AS (
-    UPDATE distributed_lock l SET released_at = clock_timestamp()
-    WHERE l.lock_key = $1 AND l.fence_token = $2 AND l.released_at IS NULL
-    RETURNING l.*
-), logged AS (
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    SELECT r.lock_key, 'force_released', r.owner_id, r.fence_token, $3,
-           jsonb_strip_nulls(jsonb_build_object('reason', $4::text))
-    FROM released r
-)
-SELECT ` + LockColumns + `
-FROM released l, (SELECT clock_timestamp() AS ts) c,
-     LATERAL (SELECT ` + wakeWaitersSQL + `) n`
+SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl
+FROM distributed_lock_force_release($1, $2, $3, $4) f WHERE f.outcome = 'force_released'`
 
-// ForceRelease frees the grant p.Token of p.Key. ok is false when that token
-// is no longer the current, unreleased grant.
-func ForceRelease(ctx context.Context, db DBTX, p ForceParams) (Lock, bool, error) {
-	return oneLock(db.Query(ctx, forceReleaseSQL, p.Key, p.Token, p.Actor, nullIfEmpty(p.Reason)))
+// ForceRelease frees the grant p.Token of p.Key and returns the row after
+// it. ok is false when that token is no longer the current, unreleased grant.
+func ForceRelease(ctx context.Context, db DBTX, p ForceParams) (LeaseRow, bool, error) {
+	return forceResult(ctx, db, forceReleaseSQL, p)
+}
+
+func forceResult(ctx context.Context, db DBTX, sql string, p ForceParams) (LeaseRow, bool, error) {
+	var r LeaseRow
+	err := db.QueryRow(ctx, sql, p.Key, p.Token, p.Actor, nullIfEmpty(p.Reason)).
+		Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL)
+	return leaseRowResult(r, err)
 }
 
 func nullIfEmpty(s string) *string {

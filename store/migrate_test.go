@@ -180,3 +180,62 @@ func migratedFrom(t *testing.T, names ...string) *pgxpool.Pool {
 	}
 	return db
 }
+
+// Several lock namespaces (schemas) on one database each get the protocol
+// functions in their own schema, bound to their own tables: a grant in one
+// never touches another's rows. The functions run as their owner with a
+// pinned search_path, and nobody else may call them until granted.
+func TestProtocolFunctionsStayInTheirSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	one, two := testdb.New(t), testdb.New(t)
+	for _, db := range []*pgxpool.Pool{one, two} {
+		var schema string
+		if err := db.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := db.Query(ctx, `
+SELECT p.proname, p.pronamespace::regnamespace::text, p.prosecdef,
+       coalesce(array_to_string(p.proconfig, ';'), ''), has_function_privilege('public', p.oid, 'EXECUTE')
+FROM pg_proc p
+WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
+  AND p.proname NOT IN ('distributed_lock_event_immutable', 'distributed_lock_has_waiters')`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type fn struct {
+			name, schema string
+			definer      bool
+			config       string
+			public       bool
+		}
+		fns, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (f fn, err error) {
+			err = r.Scan(&f.name, &f.schema, &f.definer, &f.config, &f.public)
+			return f, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(fns) < 12 {
+			t.Fatalf("%d protocol functions found; want at least 12: %+v", len(fns), fns)
+		}
+		for _, f := range fns {
+			want := "search_path=" + schema + ", pg_catalog, pg_temp"
+			if f.schema != schema || !f.definer || f.config != want || f.public {
+				t.Errorf("%s: schema %s, security definer %v, config %q, PUBLIC may execute %v; want %s, true, %q, false",
+					f.name, f.schema, f.definer, f.config, f.public, schema, want)
+			}
+		}
+	}
+	g, _, err := store.TryGrant(ctx, one, store.GrantParams{Key: "k", Owner: "a", TTL: time.Minute, Actor: "a"})
+	if err != nil || !g.Granted() {
+		t.Fatalf("grant in the first schema: %+v, %v", g, err)
+	}
+	if _, found, err := store.Get(ctx, two, "k"); err != nil || found {
+		t.Fatalf("the second schema sees the first one's grant: %v, %v", found, err)
+	}
+	g, _, err = store.TryGrant(ctx, two, store.GrantParams{Key: "k", Owner: "b", TTL: time.Minute, Actor: "b"})
+	if err != nil || g.Outcome != store.OutcomeAcquired || g.Token != 1 {
+		t.Fatalf("grant of the same key in the second schema: %+v, %v; want acquired with its own token 1", g, err)
+	}
+}

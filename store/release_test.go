@@ -69,18 +69,14 @@ func TestLazyReleaseDurability(t *testing.T) {
 		return s
 	}
 
-	for name, sql := range store.ReleaseSQL {
+	for _, name := range []string{"plain", "logged"} {
 		for _, lazy := range []bool{true, false} {
 			ref := grant(name)
 			tx, err := db.Begin(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
-			args := []any{ref.Key, ref.Owner, ref.Token, lazy}
-			if name == "logged" {
-				args = append(args, "actor")
-			}
-			rows, err := tx.Query(ctx, sql, args...)
+			rows, err := tx.Query(ctx, store.ReleaseSQL, ref.Key, ref.Owner, ref.Token, lazy, name == "logged", "actor")
 			if err != nil {
 				t.Fatal(err)
 			}

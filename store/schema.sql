@@ -183,3 +183,472 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                    WHERE w.lock_key = key AND w.seen_until > clock_timestamp());
 END $$;
+
+-- ---------------------------------------------------------------------------
+-- The lock protocol, as functions. Every write to the tables above goes
+-- through one of these: they run as their owner (SECURITY DEFINER, the role
+-- that migrates), so a role granted EXECUTE on them needs, and gets, no
+-- INSERT, UPDATE or DELETE on any table or the token sequence, and cannot
+-- forge a token, revive a lease or touch the history (internal/roles).
+-- Because the contract is SQL, a client in any language gets the same
+-- guarantees (docs/protocol.md: arguments, result columns, outcomes).
+--
+-- Each function pins search_path (SET search_path FROM CURRENT) to the one
+-- set here: the lock schema, where the function itself is created (objects
+-- created unqualified go to the first schema of the path), then pg_catalog,
+-- then pg_temp last, so no temporary object can stand in for a lock table.
+-- It is taken from current_schema(), so every lock namespace (schema) gets
+-- functions on its own tables. Only the migrating role may create objects
+-- in the lock schema (lockctl grant gives other roles USAGE, never CREATE),
+-- so nothing there can stand in for a built-in either. Transaction-local:
+-- schema.sql runs in one transaction (lockctl migrate, or psql -1).
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_catalog, pg_temp', true);
+
+-- distributed_lock_acquire makes one attempt to take key for owner, for
+-- ttl_us microseconds from the database's clock. It never waits: a row
+-- another transaction has locked is not waited for (SKIP LOCKED), the
+-- attempt is refused. One row, always:
+--   outcome  'acquired' (a new or free row), 'stolen' (another owner's
+--            expired lease), 'renewed' (owner already held it: same token,
+--            later expiry) when granted; 'held' when another owner's lease
+--            runs (remaining says how long); 'free', 'expired' or 'busy'
+--            when another transaction was changing or creating the key's row
+--            at that moment (try again shortly; for 'busy' only lock_key is
+--            set).
+--   lock_key, owner_id, fence_token, expires_at, ttl: the grant, or the
+--            row that refused it.
+-- Steals are logged as events; with log_grants every new grant is.
+-- event_actor defaults to owner.
+--
+-- The first statement is the path almost every attempt takes (the key's
+-- row exists and is free, or the caller's own): one UPDATE that locks the
+-- row SKIP LOCKED and draws the token while it is locked, or, when nothing
+-- was taken, returns the row as it found it. "Now" is statement_timestamp():
+-- one instant for every column, as fresh as a clock reading because nothing
+-- waits. Only a first grant of a key, a steal, or a logged grant run the
+-- second statement, whose branches cost CPU even when they do nothing:
+--   - it takes the gate, a shared advisory lock that distributed_lock_prune
+--     takes exclusively, so deleting rows can never let a key's tokens go
+--     backwards (see there);
+--   - cur locks the row if the caller may take it: free, expired, or its
+--     own; taken updates it, drawing the token under the row lock;
+--   - created inserts the row when the key has none, its token drawn under
+--     the gate; ON CONFLICT DO NOTHING: a concurrent first grant wins;
+--   - logged writes the event in the same statement.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
+    event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text, remaining interval)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+BEGIN
+    IF NOT log_grants THEN
+        WITH granted AS (
+            UPDATE distributed_lock l SET
+                owner_id       = owner,
+                fence_token    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN l.fence_token ELSE nextval('distributed_lock_fence_seq') END,
+                expires_at     = statement_timestamp() + ttl_us * interval '1 microsecond',
+                ttl            = ttl_us * interval '1 microsecond',
+                acquired_at    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN l.acquired_at ELSE statement_timestamp() END,
+                renewed_at     = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN statement_timestamp() END,
+                renew_count    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN l.renew_count + 1 ELSE 0 END,
+                released_at    = NULL,
+                grant_kind     = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN l.grant_kind ELSE 'acquired' END,
+                previous_owner = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN l.previous_owner ELSE l.owner_id END,
+                previous_token = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
+                                      THEN l.previous_token ELSE l.fence_token END,
+                metadata       = coalesce(lease_metadata, '{}')
+            WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                                WHERE x.lock_key = key AND (x.released_at IS NOT NULL OR x.owner_id = owner)
+                                FOR NO KEY UPDATE SKIP LOCKED)
+            RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+                      CASE WHEN l.renew_count > 0 THEN 'renewed' ELSE 'acquired' END AS outcome,
+                      interval '0' AS remaining
+        )
+        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining
+        FROM granted g
+        UNION ALL
+        SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+               CASE WHEN l.released_at IS NOT NULL THEN 'free'
+                    WHEN l.expires_at <= statement_timestamp() THEN 'expired' ELSE 'held' END,
+               l.expires_at - statement_timestamp()
+        FROM distributed_lock l
+        WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining;
+        IF FOUND AND outcome <> 'expired' THEN
+            RETURN NEXT;
+            RETURN;
+        END IF;
+    END IF;
+
+    WITH gate AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)
+    ), cur AS MATERIALIZED (
+        SELECT l.lock_key FROM distributed_lock l
+        WHERE l.lock_key = key
+          AND (l.released_at IS NOT NULL OR l.owner_id = owner OR l.expires_at <= clock_timestamp())
+        FOR NO KEY UPDATE SKIP LOCKED
+    ), taken AS (
+        UPDATE distributed_lock l SET
+            (owner_id, fence_token, expires_at, ttl, acquired_at, renewed_at, renew_count,
+             released_at, grant_kind, previous_owner, previous_token, metadata) =
+            (SELECT owner,
+                    CASE WHEN d.mine THEN l.fence_token ELSE nextval('distributed_lock_fence_seq') END,
+                    d.ts + ttl_us * interval '1 microsecond',
+                    ttl_us * interval '1 microsecond',
+                    CASE WHEN d.mine THEN l.acquired_at ELSE d.ts END,
+                    CASE WHEN d.mine THEN d.ts END,
+                    CASE WHEN d.mine THEN l.renew_count + 1 ELSE 0 END,
+                    NULL::timestamptz,
+                    CASE WHEN d.mine THEN l.grant_kind
+                         WHEN l.released_at IS NULL AND l.owner_id <> owner THEN 'stolen'
+                         ELSE 'acquired' END,
+                    CASE WHEN d.mine THEN l.previous_owner ELSE l.owner_id END,
+                    CASE WHEN d.mine THEN l.previous_token ELSE l.fence_token END,
+                    coalesce(lease_metadata, '{}')
+             FROM (SELECT c.ts, (l.owner_id = owner AND l.released_at IS NULL
+                                 AND l.expires_at > c.ts) AS mine
+                   FROM (SELECT clock_timestamp() AS ts) c) d)
+        FROM cur WHERE l.lock_key = cur.lock_key
+        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count,
+                  l.grant_kind, l.previous_owner, l.previous_token
+    ), created AS (
+        INSERT INTO distributed_lock AS l
+            (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
+        SELECT key, owner, (SELECT nextval('distributed_lock_fence_seq') FROM gate),
+               clock_timestamp() + ttl_us * interval '1 microsecond',
+               ttl_us * interval '1 microsecond', clock_timestamp(),
+               coalesce(lease_metadata, '{}')
+        WHERE NOT EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key)
+        ON CONFLICT (lock_key) DO NOTHING
+        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count,
+                  l.grant_kind, l.previous_owner, l.previous_token
+    ), granted AS (
+        SELECT * FROM taken UNION ALL SELECT * FROM created
+    ), logged AS (
+        INSERT INTO distributed_lock_event
+            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        SELECT g.lock_key, g.grant_kind, g.owner_id, g.fence_token, coalesce(event_actor, owner),
+               g.previous_owner, g.previous_token, coalesce(event_detail, '{}')
+        FROM granted g WHERE g.renew_count = 0 AND (g.grant_kind = 'stolen' OR log_grants)
+    )
+    SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl,
+           CASE WHEN g.renew_count > 0 THEN 'renewed' ELSE g.grant_kind END,
+           interval '0'
+    FROM granted g
+    UNION ALL
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+           CASE WHEN l.released_at IS NOT NULL THEN 'free'
+                WHEN l.expires_at <= statement_timestamp() THEN 'expired' ELSE 'held' END,
+           l.expires_at - statement_timestamp()
+    FROM distributed_lock l
+    WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining;
+    IF NOT FOUND THEN
+        -- The key had no row when the statement began, and another
+        -- transaction's first grant of it won the insert.
+        lock_key := key;
+        outcome := 'busy';
+    END IF;
+    RETURN NEXT;
+END $$;
+
+-- distributed_lock_renew extends owner's lease of key, granted with token,
+-- by ttl_us from the database's now. One row: outcome 'renewed' with the
+-- lease, or 'not_held' (only lock_key set) when that grant is no longer the
+-- current, unexpired one. An expired lease is not revived even if nobody
+-- took it: its holder may already have been told it was lost.
+CREATE OR REPLACE FUNCTION distributed_lock_renew(key text, owner text, token bigint, ttl_us bigint)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+BEGIN
+    UPDATE distributed_lock l
+    SET expires_at = clock_timestamp() + ttl_us * interval '1 microsecond',
+        ttl = ttl_us * interval '1 microsecond',
+        renewed_at = clock_timestamp(),
+        renew_count = l.renew_count + 1
+    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token
+      AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+    END IF;
+    RETURN NEXT;
+END $$;
+
+-- distributed_lock_release frees owner's lease of key granted with token,
+-- and keeps the row (see distributed_lock_acquire). One row: outcome
+-- 'released' with the lease as it was, or 'not_held' (only lock_key set)
+-- when that grant is not current or was already released. It sets only
+-- released_at, which no index covers, so the update can be HOT.
+--
+-- It wakes waiters with NOTIFY only when some may wait (wake_until, set by
+-- distributed_lock_waiter_watch, read under the row lock, so no wake-up is
+-- lost): a NOTIFY serialises the commits of every notifying transaction in
+-- the cluster, a cost releases nobody waits for should not pay.
+--
+-- With lazy_commit the transaction commits without waiting for its WAL to
+-- reach disk (synchronous_commit off, transaction-local, so it outlives this
+-- function): pass it only when the call is a transaction of its own. Safety
+-- never rests on a release: one lost in a crash leaves a lease that expires
+-- at its TTL, and any grant that saw the release commits durably after it,
+-- which flushes the release too (WAL is flushed in order). With log_release
+-- a "released" event is written (event_actor, default owner).
+CREATE OR REPLACE FUNCTION distributed_lock_release(
+    key text, owner text, token bigint, lazy_commit boolean DEFAULT false,
+    log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    wake timestamptz;
+BEGIN
+    UPDATE distributed_lock l SET released_at = clock_timestamp()
+    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF lazy_commit THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
+        VALUES (key, 'released', owner, token, coalesce(event_actor, owner));
+    END IF;
+    IF wake > clock_timestamp() THEN
+        PERFORM pg_notify('distributed_lock', key);
+    END IF;
+    RETURN NEXT;
+END $$;
+
+-- distributed_lock_fence proves, inside the caller's transaction, that
+-- owner's grant token of key is still the current, unexpired one, and keeps
+-- it so until that transaction ends: the row is locked FOR SHARE (row locks
+-- belong to the transaction, not to this function), and every take-over
+-- must lock the row for update, so no other owner can be granted the key
+-- before the caller's guarded writes commit or roll back. Returns whether
+-- the grant is current. Call it inside a transaction.
+CREATE OR REPLACE FUNCTION distributed_lock_fence(key text, owner text, token bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM 1 FROM distributed_lock l
+    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token
+      AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+    FOR SHARE;
+    RETURN FOUND;
+END $$;
+
+-- distributed_lock_report_stale_write records that a write made with
+-- owner's token on key was refused (by the fence or by a resource that
+-- checks tokens); detail is a JSON object (e.g. {"resource": "ledger"}).
+-- Returns the event's id.
+CREATE OR REPLACE FUNCTION distributed_lock_report_stale_write(
+    key text, owner text, token bigint, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    id bigint;
+BEGIN
+    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (key, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
+            coalesce(event_detail, '{}'))
+    RETURNING event_id INTO id;
+    RETURN id;
+END $$;
+
+-- Operator actions, on the grant the operator saw: they act only if token
+-- is still the current, unreleased grant of key, so a lock that changed
+-- hands after the operator looked is left alone. One row: outcome
+-- 'force_expired' / 'force_released' with the row after the action, or
+-- 'not_held' (only lock_key set). An event records event_actor (default:
+-- the role that logged in) and reason. Waiters are woken.
+--
+-- distributed_lock_force_expire ends the lease now without freeing the row:
+-- the next acquirer takes it over as a steal, with a new token.
+CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
+    key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    wake timestamptz;
+BEGIN
+    UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
+    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+    IF wake > clock_timestamp() THEN
+        PERFORM pg_notify('distributed_lock', key);
+    END IF;
+    RETURN NEXT;
+END $$;
+
+-- distributed_lock_force_release frees the row as if its holder had
+-- released it.
+CREATE OR REPLACE FUNCTION distributed_lock_force_release(
+    key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    wake timestamptz;
+BEGIN
+    UPDATE distributed_lock l SET released_at = clock_timestamp()
+    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+    IF wake > clock_timestamp() THEN
+        PERFORM pg_notify('distributed_lock', key);
+    END IF;
+    RETURN NEXT;
+END $$;
+
+-- distributed_lock_prune deletes lock rows free (released, or expired and
+-- never released) for longer than free_for_us, waiter records of processes
+-- that died waiting, and, unless events_older_us is NULL, events older
+-- than that. One row: how many of each it deleted.
+--
+-- It first takes the gate exclusively: it waits until no grant is between
+-- drawing a token and writing it (they hold the gate shared, see
+-- distributed_lock_acquire), and keeps new ones out until the transaction
+-- ends. Deleting a key's row is what could let a token go backwards: a grant
+-- that drew token t on its insert path would insert t after the key was
+-- granted a larger token, released and pruned. With the gate, every grant
+-- that drew a token before the delete has finished before it, and every
+-- grant after it draws a larger token than any the deleted row had. It waits
+-- at most gate_wait_ms (a grant inside a long transaction holds the gate
+-- until that ends); past that it fails with SQLSTATE 55P03 and deletes
+-- nothing.
+CREATE OR REPLACE FUNCTION distributed_lock_prune(
+    free_for_us bigint, events_older_us bigint DEFAULT NULL, gate_wait_ms bigint DEFAULT 5000)
+RETURNS TABLE (locks bigint, waiters bigint, events bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    caller_lock_timeout text := current_setting('lock_timeout');
+BEGIN
+    PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
+    PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
+    DELETE FROM distributed_lock l
+    WHERE (l.released_at IS NOT NULL AND l.released_at < clock_timestamp() - free_for_us * interval '1 microsecond')
+       OR (l.released_at IS NULL AND l.expires_at < clock_timestamp() - free_for_us * interval '1 microsecond');
+    GET DIAGNOSTICS locks = ROW_COUNT;
+    DELETE FROM distributed_lock_waiter w WHERE w.seen_until < clock_timestamp() - interval '1 minute';
+    GET DIAGNOSTICS waiters = ROW_COUNT;
+    events := 0;
+    IF events_older_us IS NOT NULL THEN
+        DELETE FROM distributed_lock_event e
+        WHERE e.occurred_at < clock_timestamp() - events_older_us * interval '1 microsecond';
+        GET DIAGNOSTICS events = ROW_COUNT;
+    END IF;
+    PERFORM set_config('lock_timeout', caller_lock_timeout, true);
+    RETURN NEXT;
+END $$;
+
+-- Waiter bookkeeping (locker.Acquire), so the console can show queues.
+-- distributed_lock_waiter_add records that owner waits for key, visible for
+-- seen_for_us unless refreshed, and returns the record's id. It is a call
+-- of its own, before distributed_lock_waiter_watch, so the console shows
+-- the waiter even while that call waits for the key's row lock.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_add(key text, owner text, seen_for_us bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    id bigint;
+BEGIN
+    INSERT INTO distributed_lock_waiter (lock_key, owner_id, seen_until)
+    VALUES (key, owner, clock_timestamp() + seen_for_us * interval '1 microsecond')
+    RETURNING waiter_id INTO id;
+    RETURN id;
+END $$;
+
+-- distributed_lock_waiter_watch asks releases of key to NOTIFY for at least
+-- the next seen_for_us/2. It writes only when the row's wake_until would run
+-- out sooner, so waiters that refresh together do not all rewrite the row.
+-- The UPDATE takes the row lock: if a release holds it, this waits for the
+-- release to commit, and the waiter's next attempt then sees the key free.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_watch(key text, seen_for_us bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE distributed_lock l SET wake_until = clock_timestamp() + seen_for_us * interval '1 microsecond'
+    WHERE l.lock_key = key
+      AND (l.wake_until IS NULL
+           OR l.wake_until < clock_timestamp() + seen_for_us * interval '1 microsecond' / 2);
+END $$;
+
+-- distributed_lock_waiter_refresh keeps waiter record id visible for
+-- another seen_for_us; false if it is gone.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_refresh(id bigint, seen_for_us bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE distributed_lock_waiter w SET seen_until = clock_timestamp() + seen_for_us * interval '1 microsecond'
+    WHERE w.waiter_id = id;
+    RETURN FOUND;
+END $$;
+
+-- distributed_lock_waiter_remove deletes waiter record id; false if it was
+-- already gone.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_remove(id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id;
+    RETURN FOUND;
+END $$;
+
+-- Nobody may call the protocol functions until granted (lockctl grant):
+-- PostgreSQL gives EXECUTE to PUBLIC on every new function.
+REVOKE ALL ON FUNCTION
+    distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean),
+    distributed_lock_renew(text, text, bigint, bigint),
+    distributed_lock_release(text, text, bigint, boolean, boolean, text),
+    distributed_lock_fence(text, text, bigint),
+    distributed_lock_report_stale_write(text, text, bigint, text, jsonb),
+    distributed_lock_force_expire(text, bigint, text, text),
+    distributed_lock_force_release(text, bigint, text, text),
+    distributed_lock_prune(bigint, bigint, bigint),
+    distributed_lock_waiter_add(text, text, bigint),
+    distributed_lock_waiter_watch(text, bigint),
+    distributed_lock_waiter_refresh(bigint, bigint),
+    distributed_lock_waiter_remove(bigint)
+FROM PUBLIC;

@@ -4,9 +4,8 @@ import (
 	"context"
 )
 
-const staleWriteSQL = `
-INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-VALUES ($1, 'stale_write_rejected', $2, $3, $4, $5::jsonb)`
+// staleWriteSQL calls distributed_lock_report_stale_write (schema.sql).
+const staleWriteSQL = `SELECT distributed_lock_report_stale_write($1, $2, $3, $4, $5::jsonb)`
 
 // RecordStaleWrite logs that a write fenced with ref's token was refused.
 func RecordStaleWrite(ctx context.Context, db DBTX, ref LeaseRef, actor string, detail map[string]any) error {

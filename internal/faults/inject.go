@@ -97,16 +97,17 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 	switch kind {
 	case KillAcquire:
 		// A grant never waits for a row lock (it skips a locked row), so
-		// the event table is what holds it: the statement locks every table
-		// it uses when it starts. (pg_stat_activity keeps only the first
-		// 1 kB of the text: match its beginning.)
-		ok, err = in.killWhile(ctx, in.holdEvents, "faults-acq-%", []string{"active"}, "%WITH gate AS MATERIALIZED%")
+		// the event table is what holds it: the grant statement of
+		// distributed_lock_acquire (a first grant or a steal) locks every
+		// table it uses when it starts. pg_stat_activity shows the client's
+		// call of the function.
+		ok, err = in.killWhile(ctx, in.holdEvents, "faults-acq-%", []string{"active"}, "%distributed_lock_acquire(%")
 	case KillRenew:
 		key, _ := in.heldKey()
 		if key == "" {
 			return false
 		}
-		ok, err = in.killWhile(ctx, in.rowHolder(key), "faults-ka-%", []string{"active"}, "%renew_count = l.renew_count + 1%")
+		ok, err = in.killWhile(ctx, in.rowHolder(key), "faults-ka-%", []string{"active"}, "%distributed_lock_renew(%")
 	case KillWrite:
 		ok, err = in.killWhile(ctx, nil, "faults-write-%", []string{"active", "idle in transaction"}, "%")
 	case RestartFast, RestartCrash:
@@ -194,8 +195,9 @@ func (in *injector) rowHolder(key string) func(context.Context) error {
 	return func(ctx context.Context) error { return in.holdRow(ctx, key, 900*time.Millisecond) }
 }
 
-// lockEventsSQL blocks writers of the event table, and so every grant
-// statement (which names the table whether or not it logs).
+// lockEventsSQL blocks writers of the event table, and so the grant
+// statement of every first grant or steal (which names the table whether or
+// not it logs).
 const lockEventsSQL = `LOCK TABLE distributed_lock_event IN SHARE MODE`
 
 // holdEvents holds the event table for up to a second.

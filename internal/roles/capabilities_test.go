@@ -15,8 +15,7 @@ import (
 
 // store.Capabilities says what each grant set may do, and each answer is
 // checked by doing it as that role: the console hides exactly the actions
-// that would be refused. (As the grants stand, a service's UPDATE on the
-// lock table also lets it force-expire.)
+// that would be refused.
 func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -24,7 +23,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 	want := map[roles.Kind]store.RoleCapabilities{
 		roles.Viewer:   {},
 		roles.Operator: {Force: true, Prune: true},
-		roles.Service:  {Hold: true, Force: true},
+		roles.Service:  {Hold: true},
 	}
 	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
 	for kind, w := range want {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -79,16 +78,12 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE SELECT ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE SELECT ON %[1]s.distributed_lock_waiter FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE UPDATE (expires_at) ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE UPDATE (released_at) ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE INSERT ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE DELETE ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE DELETE ON %[1]s.distributed_lock_waiter FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE DELETE ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_expire(text, bigint, text, text) FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_release(text, bigint, text, text) FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_prune(bigint, bigint, bigint) FROM %[2]s`, store.ErrPermissionDenied},
 	}
 	for _, c := range cases {
-		f := strings.Fields(c.revoke)
-		t.Run(strings.ReplaceAll(strings.Join(f[1:len(f)-2], " "), "%[1]s", "schema"), func(t *testing.T) {
+		t.Run(caseName(c.revoke), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			e := newEnv(t)

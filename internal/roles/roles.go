@@ -1,21 +1,30 @@
 // Package roles holds the least-privilege grants for lockctl's three kinds
-// of database user, as SQL a DBA runs once per role:
+// of database user, as SQL a DBA runs once per role (or `lockctl grant`
+// runs):
 //
 //   - Viewer watches: it reads the three tables and nothing else (the
 //     console with --read-only, `lockctl ls`).
-//   - Operator frees stuck locks: a viewer that may also force-expire and
-//     force-release (UPDATE of expires_at and released_at only, plus the audit
-//     event) and prune (DELETE of free rows, dead waiters and old events).
-//   - Service is what an application embedding locker needs: acquire, wait,
-//     renew, keepalive, release, fence and report stale writes. No DDL, no
-//     DELETE of history, no other table.
+//   - Operator frees stuck locks: a viewer that may also call the force and
+//     prune functions (force-expire, force-release, prune).
+//   - Service is what an application embedding locker needs: the owner's
+//     protocol functions (acquire, renew, release, fence, report a stale
+//     write, the waiter bookkeeping of a waiting Acquire) and a read of the
+//     lock table (Locker.Get, and the current holder a lost lease's
+//     NotHeldError names).
 //
-// The sets were found by testing each locker and store operation as a real
-// LOGIN role (roles_test.go): removing any line below makes one of them fail
-// with store.ErrPermissionDenied. Two things need no grant: the identity
-// sequences behind event_id and waiter_id (an identity column's sequence is
-// used with the table's INSERT privilege), and LISTEN/NOTIFY and advisory
-// locks, which are open to every role.
+// No kind gets INSERT, UPDATE, DELETE or TRUNCATE on any lock table, or any
+// privilege on the token sequence: every write goes through the SECURITY
+// DEFINER functions of schema.sql, which run as the role that migrated. So
+// no role can forge or rewind a token, revive a lease, change an owner, or
+// write or delete an event except as the protocol does. Each set starts by
+// revoking whatever the role held on the lock tables, the sequence and the
+// functions, so granting also takes back the wider grants of earlier
+// versions of lockctl.
+//
+// The sets were found by testing each locker operation as a real LOGIN role
+// (roles_test.go, service_test.go, operator_test.go): removing any line
+// makes one of them fail, and every forbidden write is refused.
+// LISTEN/NOTIFY needs no grant (it is open to every role).
 //
 // Identifiers are never spliced in raw: schema and role names are quoted with
 // pgx.Identifier.Sanitize, so any name is safe to pass.
@@ -43,33 +52,59 @@ var Kinds = []Kind{Viewer, Operator, Service}
 // The grant templates, one statement each. %[1]s is the quoted schema,
 // %[2]s the quoted role; nothing else is ever substituted.
 var (
-	viewerGrants = []string{
+	// revokeAll takes back every privilege the role holds on the lock
+	// objects, so each set is exactly what follows it.
+	revokeAll = []string{
+		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
+		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(append(append([]string{}, ownerFunctions...), operatorFunctions...)), ", ") + ` FROM %[2]s`,
+	}
+
+	viewerGrants = append(append([]string{}, revokeAll...),
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
 		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter TO %[2]s`,
-	}
-
-	// operatorGrants: force-expire/force-release update two columns and log
-	// an event (their NOTIFY of waiters reads wake_until: SELECT); prune deletes free rows, dead waiter records and, with
-	// --events-older, old events.
-	operatorGrants = append(append([]string{}, viewerGrants...),
-		`GRANT UPDATE (expires_at, released_at) ON %[1]s.distributed_lock TO %[2]s`,
-		`GRANT INSERT ON %[1]s.distributed_lock_event TO %[2]s`,
-		`GRANT DELETE ON %[1]s.distributed_lock, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_event TO %[2]s`,
 	)
 
-	// serviceGrants: a grant is an INSERT … ON CONFLICT DO UPDATE … RETURNING
-	// (INSERT, UPDATE, SELECT) that draws a token (USAGE on the sequence) and
-	// logs an event (INSERT); Fence's FOR SHARE needs UPDATE too; a waiting
-	// Acquire keeps a waiter record (INSERT, UPDATE, DELETE, SELECT) and
-	// sets wake_until on the lock row (UPDATE).
-	serviceGrants = []string{
+	operatorGrants = append(append([]string{}, viewerGrants...),
+		`GRANT EXECUTE ON FUNCTION `+strings.Join(qualified(operatorFunctions), ", ")+` TO %[2]s`,
+	)
+
+	serviceGrants = append(append([]string{}, revokeAll...),
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		`GRANT SELECT, INSERT, UPDATE ON %[1]s.distributed_lock TO %[2]s`,
-		`GRANT INSERT ON %[1]s.distributed_lock_event TO %[2]s`,
-		`GRANT SELECT, INSERT, UPDATE, DELETE ON %[1]s.distributed_lock_waiter TO %[2]s`,
-		`GRANT USAGE ON SEQUENCE %[1]s.distributed_lock_fence_seq TO %[2]s`,
-	}
+		`GRANT SELECT ON %[1]s.distributed_lock TO %[2]s`,
+		`GRANT EXECUTE ON FUNCTION `+strings.Join(qualified(ownerFunctions), ", ")+` TO %[2]s`,
+	)
 )
+
+// ownerFunctions are the protocol functions of schema.sql a lock's owner
+// calls, with their argument types (a function is named by its signature).
+var ownerFunctions = []string{
+	"distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)",
+	"distributed_lock_renew(text, text, bigint, bigint)",
+	"distributed_lock_release(text, text, bigint, boolean, boolean, text)",
+	"distributed_lock_fence(text, text, bigint)",
+	"distributed_lock_report_stale_write(text, text, bigint, text, jsonb)",
+	"distributed_lock_waiter_add(text, text, bigint)",
+	"distributed_lock_waiter_watch(text, bigint)",
+	"distributed_lock_waiter_refresh(bigint, bigint)",
+	"distributed_lock_waiter_remove(bigint)",
+}
+
+// operatorFunctions are the protocol functions of schema.sql that act on
+// other owners' locks.
+var operatorFunctions = []string{
+	"distributed_lock_force_expire(text, bigint, text, text)",
+	"distributed_lock_force_release(text, bigint, text, text)",
+	"distributed_lock_prune(bigint, bigint, bigint)",
+}
+
+// qualified prefixes each function with the schema placeholder.
+func qualified(fns []string) []string {
+	out := make([]string, len(fns))
+	for i, f := range fns {
+		out[i] = "%[1]s." + f
+	}
+	return out
+}
 
 // Statements returns the GRANT statements of kind for role on the lock
 // tables in schema, one per element, for running them one by one.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -133,6 +134,14 @@ func seed(t *testing.T, e env) locker.Lease {
 		t.Fatal(err)
 	}
 	return held
+}
+
+// caseName names a subtest after a REVOKE template: "EXECUTE ON FUNCTION
+// distributed_lock_renew", "SELECT ON distributed_lock".
+func caseName(revoke string) string {
+	what, _, _ := strings.Cut(strings.TrimPrefix(revoke, "REVOKE "), " FROM ")
+	what, _, _ = strings.Cut(what, "(")
+	return strings.NewReplacer("%[1]s.", "", "%[1]s", "schema").Replace(what)
 }
 
 func wantDenied(t *testing.T, what string, err error) {
@@ -292,8 +301,8 @@ func TestStatementsQuoteNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `GRANT USAGE ON SCHEMA "we""ird" TO "x""; DROP TABLE t; --"`
-	if stmts[0] != want {
-		t.Fatalf("got %s\nwant %s", stmts[0], want)
+	if !slices.Contains(stmts, want) {
+		t.Fatalf("got %q\nwant among them %s", stmts, want)
 	}
 	if _, err := roles.Statements("admin", "s", "r"); err == nil {
 		t.Fatal("unknown kind accepted")
