@@ -126,9 +126,37 @@ var commands = []cli.Command{
 		},
 	},
 	{
+		Name: "force-release", Args: []string{"KEY"},
+		Summary: "free KEY's lease as an operator; only if --token (default: the current one) is still current (exit 4 otherwise)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.ExpireOptions
+			cli.TokenVar(fs, &o.Token, "token", "token to free (default: the key's current token)")
+			fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Key = args[0]
+				return cli.ForceRelease(ctx, env, o)
+			}
+		},
+	},
+	{
 		Name: "migrate", Summary: "create or update the lock tables (idempotent)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env) }
+		},
+	},
+	{
+		Name: "grant", Args: []string{"ROLE"},
+		Summary: "give ROLE the least-privilege grants of --as viewer, operator or service on the lock tables (--print: show the SQL)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.GrantOptions
+			fs.StringVar(&o.Kind, "as", "", "grant `set`: viewer (read), operator (read, force, prune) or service (hold locks)")
+			fs.StringVar(&o.Schema, "schema", "", "`schema` of the lock tables (default: the connection's current schema; public with --print)")
+			fs.BoolVar(&o.Print, "print", false, "print the SQL instead of running it")
+			cli.Required(fs, "as")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Role = args[0]
+				return cli.Grant(ctx, env, o)
+			}
 		},
 	},
 	{

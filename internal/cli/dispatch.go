@@ -51,7 +51,7 @@ type globals struct {
 
 func defineGlobals(fs *pflag.FlagSet, g *globals) {
 	fs.StringVar(&g.dsn, "dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else libpq's PG* variables")
-	fs.StringVar(&g.actor, "actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, prune)")
+	fs.StringVar(&g.actor, "actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, prune)")
 	fs.BoolVarP(&g.help, "help", "h", false, "show help")
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// ExpireOptions are expire's flags and argument.
+// ExpireOptions are the flags and argument of expire and force-release.
 type ExpireOptions struct {
 	Key   string
 	Token int64 // 0: the key's current token, read first
@@ -19,6 +19,21 @@ type ExpireOptions struct {
 // given (or, without --token, the one just read) is expired, so a lock that
 // changed hands meanwhile is left alone and the exit code is 4.
 func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
+	return force(ctx, env, opts, (*locker.Locker).ForceExpire)
+}
+
+// ForceRelease frees a lease as an operator (recorded with env.Actor), as if
+// its holder had released it: waiters are woken and the next acquirer gets a
+// new token. It is fenced by token like Expire (exit 4 when the token given,
+// or the one just read, is no longer the current grant).
+func ForceRelease(ctx context.Context, env Env, opts ExpireOptions) int {
+	return force(ctx, env, opts, (*locker.Locker).ForceRelease)
+}
+
+// forceAction is locker's ForceExpire or ForceRelease.
+type forceAction func(l *locker.Locker, ctx context.Context, db locker.DBTX, key string, token int64) (locker.Lease, error)
+
+func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
@@ -45,7 +60,7 @@ func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
 		}
 		token = row.Token
 	}
-	lease, err := lk.ForceExpire(ctx, pool, opts.Key, token)
+	lease, err := act(lk, ctx, pool, opts.Key, token)
 	if err != nil {
 		if code, ok := printRefusal(env, opts.JSON, "", err, nil); ok {
 			return code

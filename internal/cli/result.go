@@ -95,6 +95,9 @@ func printLease(env Env, asJSON bool, l locker.Lease, actor string) int {
 	case locker.Expired:
 		line = fmt.Sprintf("expired %s token=%d owner=%s (by %s; the next acquirer takes it over)",
 			key, l.Token, owner, textsafe.Escape(actor))
+	case locker.ForceReleased:
+		line = fmt.Sprintf("force-released %s token=%d owner=%s (by %s; the next acquirer gets a new token)",
+			key, l.Token, owner, textsafe.Escape(actor))
 	default:
 		line = fmt.Sprintf("%s %s token=%d owner=%s", l.Outcome, key, l.Token, owner)
 	}
