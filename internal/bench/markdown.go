@@ -57,12 +57,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("\nFloors: one statement is one \"cycle\" (floor-commit: a one-row UPDATE, one commit; floor-select: SELECT 1). " +
 		"A lock cycle is TryAcquire + Release: two commits.\n\n")
 
-	b.WriteString("| scenario | workers | locker ÷ reference | locker ÷ commit floor | reference ÷ commit floor | locker ÷ reference-inline | locker-durable ÷ reference | locker-logged ÷ reference |\n|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| scenario | workers | locker ÷ reference | locker ÷ commit floor | reference ÷ commit floor | locker ÷ reference-inline | locker-durable ÷ reference | locker-logged ÷ reference | locker ÷ statements |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range r.Ratios {
-		fmt.Fprintf(&b, "| %s | %d | %.2f%s | %s | %s | %s | %s | %s |\n", x.Scenario, x.Workers, x.LockerOverReference,
+		fmt.Fprintf(&b, "| %s | %d | %.2f%s | %s | %s | %s | %s | %s | %s%s |\n", x.Scenario, x.Workers, x.LockerOverReference,
 			roundRange(x.LockerOverReferenceByRound),
 			optRatio(x.LockerOverCommitFloor), optRatio(x.ReferenceOverCommitFloor),
-			optRatio(x.LockerOverReferenceInline), optRatio(x.DurableOverReference), optRatio(x.LoggedOverReference))
+			optRatio(x.LockerOverReferenceInline), optRatio(x.DurableOverReference), optRatio(x.LoggedOverReference),
+			optRatio(x.LockerOverStatements), roundRange(x.LockerOverStatementsByRound))
 	}
 	b.WriteString("\n(commit floor ratio = locker cycles/s × 2 ÷ single-row updates/s at the same concurrency; " +
 		"in brackets, the lowest and highest ratio within one round.)\n\n")

@@ -124,7 +124,7 @@ func aggregate(samples []sample, opts Options) []Result {
 	}
 	scenarioRank := map[string]int{ScenarioSolo: 0, ScenarioHot: 1}
 	seriesRank := map[string]int{SeriesReference: 0, SeriesReferenceInline: 1, SeriesLocker: 2,
-		SeriesLockerDurable: 3, SeriesLockerLogged: 4, SeriesCommitFloor: 5, SeriesNetFloor: 6}
+		SeriesLockerDurable: 3, SeriesLockerLogged: 4, SeriesStatements: 5, SeriesCommitFloor: 6, SeriesNetFloor: 7}
 	slices.SortStableFunc(out, func(a, b Result) int {
 		return cmp.Or(cmp.Compare(scenarioRank[a.Scenario], scenarioRank[b.Scenario]),
 			cmp.Compare(a.Workers, b.Workers),
@@ -241,6 +241,10 @@ type Ratio struct {
 	LockerOverReferenceInline float64 `json:"locker_over_reference_inline"`
 	DurableOverReference      float64 `json:"locker_durable_over_reference"`
 	LoggedOverReference       float64 `json:"locker_logged_over_reference"`
+	// LockerOverStatements is the locker (through the protocol functions)
+	// ÷ the same protocol sent as statements: what the function call costs.
+	LockerOverStatements        float64   `json:"locker_over_statements"`
+	LockerOverStatementsByRound []float64 `json:"locker_over_statements_by_round"`
 }
 
 func ratios(results []Result, samples []sample) []Ratio {
@@ -272,6 +276,8 @@ func ratios(results []Result, samples []sample) []Ratio {
 		ratio.LockerOverReferenceInline = over(SeriesLocker, SeriesReferenceInline)
 		ratio.DurableOverReference = over(SeriesLockerDurable, SeriesReference)
 		ratio.LoggedOverReference = over(SeriesLockerLogged, SeriesReference)
+		ratio.LockerOverStatements = over(SeriesLocker, SeriesStatements)
+		ratio.LockerOverStatementsByRound = roundRatios(samples, r.Scenario, r.Workers, SeriesLocker, SeriesStatements)
 		ref, _ := find(SeriesReference, r.Scenario, r.Workers)
 		if floor, ok := find(SeriesCommitFloor, r.Scenario, r.Workers); ok && r.Scenario == ScenarioSolo && floor.CyclesPerSec > 0 {
 			ratio.LockerOverCommitFloor = 2 * r.CyclesPerSec / floor.CyclesPerSec
@@ -351,6 +357,8 @@ func targets(rs []Ratio) []Target {
 			out = append(out, Target{Claim: "locker ÷ reference, 8 workers, hot keys", Want: 1.5, Got: r.LockerOverReference,
 				ByRound: r.LockerOverReferenceByRound})
 		}
+		out = append(out, Target{Claim: "locker (functions) ÷ statements, 8 workers, " + r.Scenario, Want: 0.9,
+			Got: r.LockerOverStatements, ByRound: r.LockerOverStatementsByRound})
 	}
 	for i := range out {
 		out[i].Met = out[i].Got >= out[i].Want

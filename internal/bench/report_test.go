@@ -38,7 +38,8 @@ func TestRoundRatiosPairTheSeriesOfEachRound(t *testing.T) {
 func TestReportShowsTheRatioOfEachRound(t *testing.T) {
 	ratios := []Ratio{{Scenario: ScenarioSolo, Workers: 8, LockerOverReference: 1.72,
 		LockerOverReferenceByRound: []float64{1.9, 1.72, 1.5}, LockerOverCommitFloor: 1,
-		LockerOverCommitFloorByRound: []float64{1.1, 0.9, 1}}}
+		LockerOverCommitFloorByRound: []float64{1.1, 0.9, 1},
+		LockerOverStatements:         0.95, LockerOverStatementsByRound: []float64{0.93, 0.97, 0.88}}}
 	rep := &Report{Ratios: ratios, Targets: targets(ratios)}
 	var out strings.Builder
 	if err := rep.WriteMarkdown(&out); err != nil {
@@ -48,6 +49,8 @@ func TestReportShowsTheRatioOfEachRound(t *testing.T) {
 		"| no contention | 8 | 1.72 (1.50–1.90) |",
 		"| locker ÷ reference, 8 workers, no contention | ≥ 1.70 | 1.72 | 1.90, 1.72, 1.50 | 2 of 3 | yes |",
 		"| locker ÷ commit floor, 8 workers, no contention | ≥ 0.80 | 1.00 | 1.10, 0.90, 1.00 | 3 of 3 | yes |",
+		"| locker (functions) ÷ statements, 8 workers, no contention | ≥ 0.90 | 0.95 | 0.93, 0.97, 0.88 | 2 of 3 | yes |",
+		"| 0.95 (0.88–0.97) |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())

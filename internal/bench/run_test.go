@@ -29,7 +29,7 @@ func TestShortRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]int{SeriesReference: 4, SeriesReferenceInline: 4, SeriesLocker: 4,
-		SeriesLockerDurable: 4, SeriesLockerLogged: 4, SeriesCommitFloor: 2, SeriesNetFloor: 2}
+		SeriesLockerDurable: 4, SeriesLockerLogged: 4, SeriesStatements: 4, SeriesCommitFloor: 2, SeriesNetFloor: 2}
 	got := map[string]int{}
 	for _, r := range rep.Results {
 		got[r.Series]++
@@ -42,7 +42,7 @@ func TestShortRun(t *testing.T) {
 		if r.Errors != 0 && !(r.Series == SeriesLocker && strings.Contains(r.FirstError, "changed hands")) {
 			t.Errorf("%s/%s/%d: %d errors, first: %s", r.Series, r.Scenario, r.Workers, r.Errors, r.FirstError)
 		}
-		if strings.HasPrefix(r.Series, SeriesLocker) && !r.Violations.Zero() {
+		if (strings.HasPrefix(r.Series, SeriesLocker) || r.Series == SeriesStatements) && !r.Violations.Zero() {
 			t.Errorf("%s/%s/%d broke the lock rules: %+v", r.Series, r.Scenario, r.Workers, r.Violations)
 		}
 	}
@@ -59,14 +59,15 @@ func TestShortRun(t *testing.T) {
 		if r.Scenario != ScenarioSolo {
 			continue
 		}
-		wantRT := map[string]float64{SeriesLocker: 2, SeriesLockerDurable: 2, SeriesLockerLogged: 2,
+		wantRT := map[string]float64{SeriesLocker: 2, SeriesLockerDurable: 2, SeriesLockerLogged: 2, SeriesStatements: 2,
 			SeriesReference: 6, SeriesReferenceInline: 5, SeriesCommitFloor: 1, SeriesNetFloor: 1}[r.Series]
 		if r.RoundTripsPerCycle != wantRT {
 			t.Errorf("%s, %d workers: %.2f round trips per cycle, want %.0f", r.Series, r.Workers, r.RoundTripsPerCycle, wantRT)
 		}
 	}
 	if len(rep.Ratios) != 4 || rep.Ratios[0].LockerOverReference <= 0 || rep.Ratios[0].LockerOverCommitFloor <= 0 ||
-		rep.Ratios[0].LockerOverReferenceInline <= 0 || rep.Ratios[0].DurableOverReference <= 0 || rep.Ratios[0].LoggedOverReference <= 0 {
+		rep.Ratios[0].LockerOverReferenceInline <= 0 || rep.Ratios[0].DurableOverReference <= 0 || rep.Ratios[0].LoggedOverReference <= 0 ||
+		rep.Ratios[0].LockerOverStatements <= 0 || len(rep.Ratios[0].LockerOverStatementsByRound) != 1 {
 		t.Errorf("ratios = %+v; want locker ÷ reference and ÷ commit floor per scenario and worker count", rep.Ratios)
 	}
 	for _, x := range rep.Ratios {

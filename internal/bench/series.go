@@ -17,6 +17,7 @@ const (
 	SeriesLocker          = "locker"           // locker.TryAcquire + locker.Release, default Config
 	SeriesLockerDurable   = "locker-durable"   // the same with Config.DurableRelease
 	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
+	SeriesStatements      = "statements"       // the locker's protocol as client statements, without the functions (statements.go)
 	SeriesCommitFloor     = "floor-commit"     // one single-row UPDATE (one commit) per round trip
 	SeriesNetFloor        = "floor-select"     // SELECT 1: one round trip, no commit
 )
@@ -69,6 +70,26 @@ func lockerSeries(name string, lk *locker.Locker, pool *pgxpool.Pool, chk *check
 			return true, err
 		}
 		return true, nil
+	}}
+}
+
+func statementsSeries(s stmtLocker, chk *checker) series {
+	return series{name: SeriesStatements, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
+		o := owner(worker)
+		token, err := s.tryAcquire(ctx, key, o)
+		if errors.Is(err, errRefused) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		chk.granted(key, o, token)
+		chk.releasing(key, o)
+		released, err := s.release(ctx, key, o, token)
+		if err == nil && !released {
+			chk.releaseLost()
+		}
+		return true, err
 	}}
 }
 
