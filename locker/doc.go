@@ -29,6 +29,12 @@
 // [Locker.TryAcquire], [Locker.Acquire], [Locker.Keepalive], [Fence] and
 // [Locker.TryAcquire] inside your own transaction.
 //
+// Every write is a call of one of the protocol functions the schema defines
+// (distributed_lock_acquire, _renew, _release, _fence, …; docs/protocol.md),
+// which run as the role that migrated. A service's database role needs only
+// EXECUTE on them and SELECT on distributed_lock: `lockctl grant ROLE --as
+// service`. A role without them gets [ErrPermissionDenied].
+//
 // # The lease model
 //
 // A key is free, held, or expired. Every grant gives the new holder a
@@ -48,17 +54,17 @@
 //	   └───────────────────────────────────────── │ expired │
 //	                                              └─────────┘
 //
-// Only the database's clock is used: expires_at is set from
-// clock_timestamp() in the statement that grants or renews, and "expired"
+// Only the database's clock is used: expires_at is set from the
+// database's clock by the function that grants or renews, and "expired"
 // means expires_at ≤ the database's clock_timestamp(). Skew between
 // application hosts cannot make two owners believe they hold the same key.
 //
 // # Operations
 //
-//   - [Locker.TryAcquire] makes one attempt, in one statement (two for a
-//     key's first grant or a steal): Acquired (new row or free row), Stolen
-//     (another owner's expired lease), Renewed (the caller already held it:
-//     same token, new expiry), or a [*HeldError]
+//   - [Locker.TryAcquire] makes one attempt, in one statement (a call of
+//     the protocol function distributed_lock_acquire): Acquired (new row or
+//     free row), Stolen (another owner's expired lease), Renewed (the
+//     caller already held it: same token, new expiry), or a [*HeldError]
 //     naming the holder and its remaining time. It never waits for a row
 //     lock: a row another transaction is changing right then (a grant or
 //     release in progress, the holder's fenced write) is refused as busy.
