@@ -105,6 +105,10 @@ func TestGrantRolesThroughTheCLI(t *testing.T) {
 		t.Fatalf("viewer acquire: %s; want permission denied", r)
 	}
 
+	if r := d.expect(1, "grant", "no_such_role_for_lockctl", "--as", "viewer"); !strings.Contains(r.stderr, `role "no_such_role_for_lockctl" does not exist`) {
+		t.Fatalf("grant to a missing role: %s", r)
+	}
+
 	// Granted again as a viewer, the service loses its EXECUTE grants.
 	d.expect(0, "grant", svc, "--as", "viewer")
 	if r := d.as(svcDSN, 1, "acquire", "k", "--owner", "svc"); !strings.Contains(r.stderr, "permission denied") {
