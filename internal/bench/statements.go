@@ -16,6 +16,7 @@ import (
 // call costs. It runs as the owner of the tables, which the functions do
 // not need. Only the default locker's path is kept: an unlogged grant (take
 // first; the full grant for a first grant or a steal) and a lazy release.
+// The SQL is the functions' (schema.sql), with parameters for variables.
 
 // stmtTakeSQL is the grant of a row that exists and is free or the
 // caller's own: one UPDATE that locks the row SKIP LOCKED and draws the
@@ -108,6 +109,8 @@ FROM granted g
 UNION ALL
 ` + stmtRefusedSQL
 
+// stmtRefusedSQL ends both grant statements: the key's row as found, when
+// nothing was granted.
 const stmtRefusedSQL = `
 SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
        CASE WHEN l.released_at IS NOT NULL THEN 'free'
@@ -116,6 +119,7 @@ SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
 FROM distributed_lock l
 WHERE l.lock_key = $1 AND NOT EXISTS (SELECT 1 FROM granted)`
 
+// stmtTakeMineSQL is true when the row is the caller's unexpired lease.
 const stmtTakeMineSQL = `(l.owner_id = $2 AND l.released_at IS NULL AND l.expires_at > statement_timestamp())`
 
 // stmtReleaseSQL frees the caller's lease, committing lazily
