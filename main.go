@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -78,6 +77,21 @@ var commands = []cli.Command{
 			return func(ctx context.Context, env cli.Env, args []string) int {
 				o.Key = args[0]
 				return cli.Acquire(ctx, env, o)
+			}
+		},
+	},
+	{
+		Name: "run", Args: []string{"KEY"}, Trailing: "CMD ARGS…",
+		Summary: "run CMD while holding KEY: renew the lease while it runs, release it when it ends, exit with its status (exit 4: lease lost, CMD stopped)",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.RunOptions
+			cli.OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id)")
+			cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length; renewed every third of it while CMD runs")
+			cli.DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
+			cli.DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				o.Key, o.Command = args[0], args[1:]
+				return cli.Run(ctx, env, o)
 			}
 		},
 	},
@@ -178,12 +192,13 @@ var commands = []cli.Command{
 const consoleCloseWait = 300 * time.Millisecond
 
 func main() {
-	// Ctrl-C or SIGTERM cancels the command's context, so a waiting acquire
-	// removes its waiter record and closes its connections before exiting.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, SIGTERM or SIGHUP cancels the command's context (with the
+	// signal as its cause), so a waiting acquire removes its waiter record,
+	// closes its connections and exits 128+signal.
+	ctx, stop := cli.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := cli.Dispatch(ctx, cli.Program{
-		Name: "lockctl", Commands: commands,
-		Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
+		Name: "lockctl", Commands: commands, Version: cli.BuildVersion(),
+		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv,
 	}, os.Args[1:])
 	stop()
 	os.Exit(code)

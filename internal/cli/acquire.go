@@ -24,7 +24,8 @@ type AcquireOptions struct {
 // Acquire takes opts.Key for opts.Owner, or renews it when that owner
 // already holds it (same token). With Wait it waits for the holder to
 // release or expire, woken by NOTIFY. Exit 3 when another owner holds it
-// (after Wait, if given).
+// (after Wait, if given). A signal while waiting exits 128+signal (130 for
+// SIGINT, 143 for SIGTERM), as a shell reports a process the signal ended.
 func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
@@ -46,13 +47,22 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	if opts.Wait == 0 {
 		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
 	} else {
-		lease, err = acquireWaiting(ctx, pool, opts)
+		lease, err = waitForLease(ctx, env, pool, locker.Config{TTL: opts.TTL, LogGrants: true}, opts.Key, opts.Owner, opts.Wait)
 	}
 	if err == nil {
 		return printLease(env, opts.JSON, lease, "")
 	}
+	return reportNotAcquired(ctx, env, lk, pool, opts, err)
+}
+
+// reportNotAcquired explains why opts.Key was not granted and returns the
+// exit code: 128+signal when a signal interrupted the wait, ExitHeld with
+// the holder named when it is held (also after waiting the whole of
+// --wait), the error's code otherwise.
+func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pgxpool.Pool, opts AcquireOptions, err error) int {
 	if ctx.Err() != nil {
-		return env.Errorf("interrupted while waiting for %s", textsafe.Escape(opts.Key))
+		env.printLine(fmt.Sprintf("%s: interrupted while waiting for %s", env.Prog, textsafe.Escape(opts.Key)))
+		return interruptedCode(ctx)
 	}
 	waitedOut := errors.Is(err, context.DeadlineExceeded)
 	if waitedOut && !opts.JSON {
@@ -93,27 +103,4 @@ func (o AcquireOptions) check() error {
 		return usagef("invalid --wait %s: must not be negative", o.Wait)
 	}
 	return nil
-}
-
-// acquireWaiting runs locker.Acquire for at most opts.Wait, with a Notifier
-// so a release wakes it at once rather than at the next recheck.
-func acquireWaiting(ctx context.Context, pool *pgxpool.Pool, opts AcquireOptions) (locker.Lease, error) {
-	notifier := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
-	nctx, stopNotifier := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = notifier.Run(nctx) // returns when nctx ends; it reconnects on its own
-	}()
-	defer func() {
-		stopNotifier()
-		<-done
-	}()
-	lk, err := locker.New(locker.Config{TTL: opts.TTL, Notifier: notifier, LogGrants: true})
-	if err != nil {
-		return locker.Lease{}, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, opts.Wait)
-	defer cancel()
-	return lk.Acquire(wctx, pool, opts.Key, opts.Owner)
 }

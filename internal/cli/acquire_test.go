@@ -3,11 +3,11 @@ package cli_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -164,40 +164,54 @@ func TestAcquireWaitTimesOut(t *testing.T) {
 	}
 }
 
-// Ctrl-C during acquire --wait ends it with exit 1 and removes its waiter
-// record, so the console does not show a waiter that is gone.
-func TestAcquireWaitInterrupted(t *testing.T) {
+// A signal during a wait (acquire --wait, run --wait) ends it with the
+// shell's code for that signal (130 for Ctrl-C, 143 for SIGTERM), not the
+// 1 of a database error, and removes its waiter record, so the console
+// does not show a waiter that is gone. run never starts its command.
+func TestWaitInterrupted(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	pool := testdb.Pool(t, d.dsn)
 	d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
-
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		sig  os.Signal
+		want int
+	}{
+		{"acquire SIGINT", []string{"acquire", "k", "--owner", "b", "--wait", "1m"}, os.Interrupt, 130},
+		{"acquire SIGTERM", []string{"acquire", "k", "--owner", "b", "--wait", "1m"}, syscall.SIGTERM, 143},
+		{"run SIGINT", []string{"run", "k", "--owner", "b", "--wait", "1m", "--", "touch", dir + "/ran"}, os.Interrupt, 130},
+		{"run SIGTERM", []string{"run", "k", "--owner", "b", "--wait", "1m", "--", "touch", dir + "/ran"}, syscall.SIGTERM, 143},
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	waiter := exec.CommandContext(ctx, binary, "acquire", "k", "--owner", "b", "--wait", "1m", "--dsn", d.dsn)
-	waiter.Env = cleanEnv()
-	var stderr bytes.Buffer
-	waiter.Stderr = &stderr
-	if err := waiter.Start(); err != nil {
-		t.Fatal(err)
-	}
-	testdb.Eventually(t, 20*time.Second, "the waiting lockctl's waiter record", func() bool {
-		ws, err := lockview.Waiters(ctx, pool, "k")
-		if err != nil {
+	for _, c := range cases {
+		p := d.start(c.args...)
+		testdb.Eventually(t, 20*time.Second, "the waiting lockctl's waiter record", func() bool {
+			ws, err := lockview.Waiters(ctx, pool, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(ws) == 1
+		})
+		if err := p.cmd.Process.Signal(c.sig); err != nil {
 			t.Fatal(err)
 		}
-		return len(ws) == 1
-	})
-	if err := waiter.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
+		r := p.wait()
+		if r.code != c.want || !strings.Contains(r.stderr, "interrupted while waiting for k") {
+			t.Fatalf("%s: %s\nwant exit %d, interrupted", c.name, r, c.want)
+		}
+		if strings.Contains(r.stderr, "\r") || strings.Contains(r.stderr, "waited") {
+			t.Fatalf("%s: stderr %q holds a progress line although it is not a terminal", c.name, r.stderr)
+		}
+		ws, err := lockview.Waiters(ctx, pool, "k")
+		if err != nil || len(ws) != 0 {
+			t.Fatalf("%s: waiters after the signal = %+v, %v; want none", c.name, ws, err)
+		}
 	}
-	err := waiter.Wait()
-	var exitErr *exec.ExitError
-	if !errors.As(err, &exitErr) || exitErr.ExitCode() != 1 || !strings.Contains(stderr.String(), "interrupted") {
-		t.Fatalf("interrupted waiter: %v, stderr %q; want exit 1, interrupted", err, stderr.String())
-	}
-	ws, err := lockview.Waiters(ctx, pool, "k")
-	if err != nil || len(ws) != 0 {
-		t.Fatalf("waiters after the interrupt = %+v, %v; want none", ws, err)
+	if _, err := os.Stat(dir + "/ran"); err == nil {
+		t.Fatal("run started its command although its wait was interrupted")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -14,8 +15,9 @@ import (
 )
 
 // Action runs a command once its flags and arguments are parsed and
-// checked. args holds exactly the positional arguments the Command names.
-// It returns the process exit code.
+// checked. args holds the positional arguments the Command names (Args, then
+// whichever Optional ones were given), then its Trailing arguments. It
+// returns the process exit code.
 type Action func(ctx context.Context, env Env, args []string) int
 
 // Command is one entry of the command table in main.go.
@@ -25,6 +27,12 @@ type Command struct {
 	Name string
 	// Args names the positional arguments, all required: {"KEY"}.
 	Args []string
+	// Optional names positional arguments after Args that may be left out.
+	Optional []string
+	// Trailing, when set, says the command takes arguments after "--"
+	// (at least one) and names them for help: "CMD ARGS…". Flags after
+	// "--" are the trailing command's, not lockctl's.
+	Trailing string
 	// Summary is the one-line description shown in help.
 	Summary string
 	// Flags defines the command's own flags on fs and returns the Action
@@ -37,9 +45,13 @@ type Command struct {
 type Program struct {
 	Name     string // "lockctl"
 	Commands []Command
+	Stdin    io.Reader // what `run` passes to its command; nil: no input
 	Stdout   io.Writer
 	Stderr   io.Writer
 	Getenv   func(string) string // os.Getenv; nil means an empty environment
+	// Version is what --version prints (see BuildVersion); "" leaves
+	// --version out.
+	Version string
 }
 
 // globals are the flags every command has.
@@ -65,6 +77,11 @@ func Dispatch(ctx context.Context, p Program, args []string) int {
 		case "-h", "--help":
 			p.printUsage(p.Stdout)
 			return ExitOK
+		case "--version":
+			if p.Version != "" && len(args) == 1 {
+				fmt.Fprintln(p.Stdout, p.Name, p.Version)
+				return ExitOK
+			}
 		case "help":
 			if len(args) == 1 {
 				p.printUsage(p.Stdout)
@@ -74,7 +91,7 @@ func Dispatch(ctx context.Context, p Program, args []string) int {
 				p.printCommandHelp(p.Stdout, cmd)
 				return ExitOK
 			}
-			return p.usageError("unknown command %q", args[1])
+			return p.usageError("unknown command %q%s", args[1], p.suggestCommand(args[1]))
 		}
 	}
 	name, rest := "", args
@@ -90,7 +107,7 @@ func Dispatch(ctx context.Context, p Program, args []string) int {
 	case name == "":
 		return p.usageError("missing command before %q", args[0])
 	default:
-		return p.usageError("unknown command %q", name)
+		return p.usageError("unknown command %q%s", name, p.suggestCommand(name))
 	}
 	return p.run(ctx, cmd, rest)
 }
@@ -140,14 +157,14 @@ func (p Program) flagSets(cmd Command) (parse, own, global *pflag.FlagSet, g *gl
 
 func (p Program) run(ctx context.Context, cmd Command, args []string) int {
 	fs, _, _, g, action := p.flagSets(cmd)
-	env := Env{Prog: p.prog(cmd), Stdout: p.Stdout, Stderr: p.Stderr,
+	env := Env{Prog: p.prog(cmd), Stdin: p.Stdin, Stdout: p.Stdout, Stderr: p.Stderr,
 		helpHint: fmt.Sprintf("Run '%s --help' for usage.", p.prog(cmd))}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			p.printCommandHelp(p.Stdout, cmd)
 			return ExitOK
 		}
-		return env.Usagef("%s", describeParseError(err))
+		return env.Usagef("%s%s", describeParseError(err), suggestFlag(err, fs))
 	}
 	if g.help {
 		p.printCommandHelp(p.Stdout, cmd)
@@ -162,12 +179,24 @@ func (p Program) run(ctx context.Context, cmd Command, args []string) int {
 	if len(missing) > 0 {
 		return env.Usagef("missing %s", strings.Join(missing, " and "))
 	}
-	positional := fs.Args()
+	positional, trailing := fs.Args(), []string(nil)
+	if cmd.Trailing != "" {
+		dash := fs.ArgsLenAtDash()
+		switch {
+		case dash < 0 && len(positional) > len(cmd.Args)+len(cmd.Optional):
+			n := len(cmd.Args) + len(cmd.Optional)
+			example := append(append(slices.Clone(positional[:n]), "--"), positional[n:]...)
+			return env.Usagef("put -- before the command: %s %s", p.prog(cmd), textsafe.Escape(strings.Join(example, " ")))
+		case dash < 0 || dash == len(positional):
+			return env.Usagef("missing -- %s", cmd.Trailing)
+		}
+		positional, trailing = positional[:dash], positional[dash:]
+	}
 	if len(positional) < len(cmd.Args) {
 		return env.Usagef("missing %s", strings.Join(cmd.Args[len(positional):], " "))
 	}
-	if len(positional) > len(cmd.Args) {
-		return env.Usagef("unexpected argument %q", positional[len(cmd.Args)])
+	if len(positional) > len(cmd.Args)+len(cmd.Optional) {
+		return env.Usagef("unexpected argument %q", positional[len(cmd.Args)+len(cmd.Optional)])
 	}
 	if err := locker.ValidateOwner(g.actor); err != nil {
 		return env.Usagef("invalid --actor: %v", err)
@@ -182,7 +211,7 @@ func (p Program) run(ctx context.Context, cmd Command, args []string) int {
 	if action == nil {
 		return env.Errorf("command has no action")
 	}
-	return action(ctx, env, positional)
+	return action(ctx, env, append(positional, trailing...))
 }
 
 // describeParseError names the flag and value pflag rejected.

@@ -16,6 +16,8 @@ import (
 type Env struct {
 	// Prog prefixes messages: "lockctl acquire".
 	Prog string
+	// Stdin is the input `run` hands to its command (nil: none).
+	Stdin io.Reader
 	// Stdout receives results; Stderr receives errors and held/not-held
 	// explanations in text mode.
 	Stdout, Stderr io.Writer

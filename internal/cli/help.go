@@ -25,6 +25,9 @@ func (p Program) printUsage(w io.Writer) {
 		fmt.Fprintf(w, "  %s\n", p.synopsis(cmd, own))
 		fmt.Fprintf(w, "        %s\n", cmd.Summary)
 	}
+	if p.Version != "" {
+		fmt.Fprintf(w, "  %s --version\n        print the version and VCS revision of this binary\n", p.Name)
+	}
 	if global == nil {
 		global = pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
 		defineGlobals(global, &globals{})
@@ -49,6 +52,9 @@ func (p Program) printCommandHelp(w io.Writer, cmd Command) {
 func (p Program) synopsis(cmd Command, own *pflag.FlagSet) string {
 	parts := []string{p.prog(cmd)}
 	parts = append(parts, cmd.Args...)
+	for _, a := range cmd.Optional {
+		parts = append(parts, "["+a+"]")
+	}
 	own.VisitAll(func(f *pflag.Flag) {
 		name, _ := pflag.UnquoteUsage(f)
 		s := "--" + f.Name
@@ -60,6 +66,9 @@ func (p Program) synopsis(cmd Command, own *pflag.FlagSet) string {
 		}
 		parts = append(parts, s)
 	})
+	if cmd.Trailing != "" {
+		parts = append(parts, "--", cmd.Trailing)
+	}
 	return strings.Join(parts, " ")
 }
 

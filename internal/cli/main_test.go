@@ -117,7 +117,18 @@ func (d db) onConn(f func(*pgx.Conn)) {
 
 func (d db) run(args ...string) result {
 	d.t.Helper()
-	return run(d.t, append(args, "--dsn", d.dsn)...)
+	return run(d.t, d.withDSN(args)...)
+}
+
+// withDSN adds --dsn to args: at the end, or before a "--" (after which
+// the arguments are run's command's, not lockctl's).
+func (d db) withDSN(args []string) []string {
+	for i, a := range args {
+		if a == "--" {
+			return append(append(append([]string{}, args[:i]...), "--dsn", d.dsn), args[i:]...)
+		}
+	}
+	return append(append([]string{}, args...), "--dsn", d.dsn)
 }
 
 // expect runs args and fails unless the exit code is want.

@@ -85,6 +85,7 @@ func TestHelp(t *testing.T) {
 	for _, want := range []string{"lockctl ls [--json]", "lockctl acquire KEY [--owner id] [--ttl duration] [--wait duration] [--json]",
 		"lockctl renew KEY --owner id --token token", "lockctl release KEY", "lockctl expire KEY [--token token]",
 		"lockctl migrate", "lockctl prune [--older duration] [--events-older duration]",
+		"lockctl run KEY [--owner id] [--ttl duration] [--wait duration] [--grace duration] -- CMD ARGS…",
 		"--dsn string", "--actor name", "(default \"", "DATABASE_URL", "Exit codes: 0 done, 1 error, 2 usage, 3 held"} {
 		if !strings.Contains(top.stdout, want) {
 			t.Errorf("lockctl --help lacks %q:\n%s", want, top.stdout)
@@ -104,5 +105,28 @@ func TestHelp(t *testing.T) {
 	r := run(t, "prune", "--help")
 	if !strings.Contains(r.stdout, "--older duration") || !strings.Contains(r.stdout, "(default 24h0m0s)") {
 		t.Errorf("prune --help:\n%s", r.stdout)
+	}
+}
+
+// run's command goes after "--"; without it the mistake is named with the
+// corrected command line.
+func TestRunUsage(t *testing.T) {
+	t.Parallel()
+	dsn, _ := closedPortDSN(t, "pw")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "k", "--dsn", dsn}, `lockctl run: missing -- CMD ARGS…`},
+		{[]string{"run", "k", "--dsn", dsn, "--"}, `lockctl run: missing -- CMD ARGS…`},
+		{[]string{"run", "k", "--dsn", dsn, "make", "deploy"}, `put -- before the command: lockctl run k -- make deploy`},
+		{[]string{"run", "--dsn", dsn, "--", "make"}, `lockctl run: missing KEY`},
+		{[]string{"run", "k", "--grace", "-1s", "--dsn", dsn, "--", "true"}, `invalid --grace "-1s"`},
+	}
+	for _, c := range cases {
+		r := run(t, c.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("lockctl %s: %s\nwant exit 2 and %q", strings.Join(c.args, " "), r, c.want)
+		}
 	}
 }

@@ -1,0 +1,70 @@
+package cli_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// On a terminal, a waiting acquire shows one line saying what it waits for
+// and who holds it, and erases it when the wait ends. Without a terminal
+// (every other test) stderr gets no such line.
+func TestWaitProgressOnTerminal(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		testdb.Unavailable(t, "tmux not installed")
+	}
+	d := newDB(t)
+	holder := d.json(0, "acquire", "k", "--owner", "holder-a", "--ttl", "1m")
+
+	dir := t.TempDir()
+	sh := filepath.Join(dir, "wait.sh")
+	body := fmt.Sprintf("%s acquire k --owner b --wait 30s --dsn %s\necho \"exit=$?\"\nsleep 60\n",
+		shellQuote(binary), shellQuote(d.dsn))
+	if err := os.WriteFile(sh, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	session := fmt.Sprintf("lockctl-cli-progress-%d", os.Getpid())
+	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "10", "sh "+shellQuote(sh)).CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	screen := func() string {
+		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux capture-pane: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	waitFor := func(re *regexp.Regexp) string {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			s := screen()
+			if re.MatchString(s) {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s on screen:\n%s", re, s)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor(regexp.MustCompile(`lockctl acquire: waiting for k, held by holder-a \(token \d+, expires in \S+\); waited \d+s of 30s`))
+
+	d.json(0, "release", "k", "--owner", "holder-a", "--token", tokenArg(holder.Token))
+	s := waitFor(regexp.MustCompile(`exit=0`))
+	if strings.Contains(s, "waiting for") || !regexp.MustCompile(`(?m)^acquired k token=\d+ owner=b`).MatchString(s) {
+		t.Fatalf("after the wait the screen is\n%s\nwant the progress line gone and the grant on a line of its own", s)
+	}
+}

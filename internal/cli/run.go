@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// RunOptions are run's flags and arguments.
+type RunOptions struct {
+	AcquireOptions               // Key, Owner, TTL, Wait (JSON is unused)
+	Grace          time.Duration // after SIGTERM on a lost lease, how long before SIGKILL
+	Command        []string      // the command and its arguments, after "--"
+}
+
+// releaseTimeout bounds the release after the command ends, so a dead
+// database cannot hold up the exit (the lease then expires at its TTL).
+const releaseTimeout = 5 * time.Second
+
+// Run takes opts.Key (waiting up to opts.Wait), runs opts.Command while a
+// Keepalive renews the lease, releases the lease when the command ends and
+// returns the command's exit status (128+signal if a signal ended it).
+//
+// The command gets LOCKCTL_KEY, LOCKCTL_OWNER and LOCKCTL_TOKEN (the fencing
+// token) in its environment and runs in its own process group: SIGINT,
+// SIGTERM and SIGHUP sent to lockctl are passed on to that group once each.
+// If the lease is lost (force-expired, or renewals failed until it could
+// expire), the group gets SIGTERM, then SIGKILL after opts.Grace, and Run
+// returns ExitNotHeld with a message saying so.
+func Run(ctx context.Context, env Env, opts RunOptions) int {
+	if err := opts.check(); err != nil {
+		return env.Fail(err)
+	}
+	if opts.Owner == "" {
+		opts.Owner = locker.NewOwnerID()
+	}
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
+	}
+	defer pool.Close()
+
+	cfg := locker.Config{TTL: opts.TTL, LogGrants: true}
+	lk, err := locker.New(cfg)
+	if err != nil {
+		return env.Fail(err)
+	}
+	var lease locker.Lease
+	if opts.Wait == 0 {
+		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
+	} else {
+		lease, err = waitForLease(ctx, env, pool, cfg, opts.Key, opts.Owner, opts.Wait)
+	}
+	if err != nil {
+		return reportNotAcquired(ctx, env, lk, pool, opts.AcquireOptions, err)
+	}
+
+	// From here on a signal is the command's to handle: lockctl passes it
+	// on, and keeps renewing and then releases whatever the command does.
+	signals := make(chan os.Signal, 8)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(signals)
+	bg := context.WithoutCancel(ctx)
+	release := func() {
+		rctx, cancel := context.WithTimeout(bg, releaseTimeout)
+		defer cancel()
+		if _, err := lk.Release(rctx, pool, lease); err != nil {
+			env.printLine(fmt.Sprintf("%s: warning: releasing %s: %s", env.Prog,
+				textsafe.Escape(opts.Key), textsafe.Escape(err.Error())))
+		}
+	}
+	if ctx.Err() != nil { // a signal arrived before lockctl could pass it on
+		release()
+		env.printLine(fmt.Sprintf("%s: interrupted before starting %s", env.Prog, textsafe.Escape(opts.Command[0])))
+		return interruptedCode(ctx)
+	}
+
+	keep := lk.Keepalive(bg, pool, lease)
+	child, err := startChild(env, opts.Command, lease)
+	if err != nil {
+		keep.Stop()
+		release()
+		env.printLine(env.Prog + ": " + textsafe.Escape(err.Error()))
+		return childStartCode(err)
+	}
+	end := superviseChild(child, signals, keep.Context(), opts.Grace)
+	keep.Stop()
+	if end.lost == nil {
+		release()
+		return end.code
+	}
+	env.printLine(fmt.Sprintf("%s: lost the lease on %s (token %d): %s; %s",
+		env.Prog, textsafe.Escape(opts.Key), lease.Token, textsafe.Escape(leaseLossReason(end.lost)), end.stopped))
+	return ExitNotHeld
+}
+
+// check validates what the flag types cannot, before connecting.
+func (o RunOptions) check() error {
+	if err := o.AcquireOptions.check(); err != nil {
+		return err
+	}
+	if len(o.Command) == 0 || o.Command[0] == "" {
+		return usagef("missing CMD after --")
+	}
+	return nil
+}
+
+// leaseLossReason is a Keepalive's cause without the sentinel's own words.
+func leaseLossReason(err error) string {
+	msg := err.Error()
+	after, _ := strings.CutPrefix(msg, locker.ErrLeaseLost.Error()+": ")
+	return after
+}
+
+// childEnv is the command's environment: lockctl's own, plus the lease.
+func childEnv(lease locker.Lease) []string {
+	return append(os.Environ(),
+		"LOCKCTL_KEY="+lease.Key,
+		"LOCKCTL_OWNER="+lease.Owner,
+		"LOCKCTL_TOKEN="+strconv.FormatInt(lease.Token, 10))
+}
+
+// childStartCode is the shell's code for a command that could not start:
+// 127 when it was not found, 126 when it could not be executed.
+func childStartCode(err error) int {
+	if errors.Is(err, os.ErrNotExist) {
+		return 127
+	}
+	return 126
+}

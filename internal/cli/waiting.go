@@ -1,0 +1,93 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// waitForLease runs lk.Acquire for at most wait, with a Notifier so a
+// release wakes it at once rather than at the next recheck. While it waits,
+// a terminal on Stderr shows one progress line (see showWaitProgress).
+func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, key, owner string, wait time.Duration) (locker.Lease, error) {
+	notifier := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
+	nctx, stopNotifier := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = notifier.Run(nctx) // returns when nctx ends; it reconnects on its own
+	}()
+	defer func() {
+		stopNotifier()
+		<-done
+	}()
+	cfg.Notifier = notifier
+	lk, err := locker.New(cfg)
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	stopProgress := showWaitProgress(wctx, env, lk, pool, key, wait)
+	defer stopProgress()
+	return lk.Acquire(wctx, pool, key, owner)
+}
+
+// progressEvery is how often the progress line is rewritten (and the holder
+// read again).
+const progressEvery = time.Second
+
+// showWaitProgress rewrites one line on Stderr every second while ctx lasts,
+// when Stderr is a terminal: what is waited for, who holds it and how long
+// the wait has gone on. stop ends it and erases the line, so what follows
+// starts on a clean line. Without a terminal it does nothing.
+func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker.DBTX, key string, wait time.Duration) (stop func()) {
+	width, ok := terminalWidth(env.Stderr)
+	if !ok {
+		return func() {}
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-pctx.Done():
+				return
+			case <-tick.C:
+			}
+			rctx, rcancel := context.WithTimeout(pctx, progressEvery)
+			holder, found, err := lk.Get(rctx, db, key)
+			rcancel()
+			line := progressLine(env.Prog, key, holder, found && err == nil, time.Since(start), wait)
+			fmt.Fprint(env.Stderr, "\r"+ansi.EraseEntireLine+ansi.Truncate(line, width-1, "…"))
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		fmt.Fprint(env.Stderr, "\r"+ansi.EraseEntireLine)
+	}
+}
+
+// progressLine is the text of the waiting line, escaped for a terminal.
+func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, wait time.Duration) string {
+	line := fmt.Sprintf("%s: waiting for %s", prog, textsafe.Escape(key))
+	if known && holder.State() != locker.StateFree {
+		line += fmt.Sprintf(", held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
+		if holder.Remaining > 0 {
+			line += ", expires in " + formatDuration(holder.Remaining)
+		}
+		line += ")"
+	}
+	return line + fmt.Sprintf("; waited %s of %s", formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
+}
