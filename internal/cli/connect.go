@@ -2,15 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/lockctl/lockctl/store"
 )
 
 // ConnectTimeout bounds connecting when the DSN sets no connect_timeout, so
@@ -55,14 +52,15 @@ func open(ctx context.Context, dsn string) (*pgxpool.Pool, []string, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, scrubbed(fmt.Errorf("connect to %s: %w", ServerName(cfg.ConnConfig), err), secrets)
+		return nil, nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
 	}
 	return pool, secrets, nil
 }
 
 // Connect is Open, then checks that the server answers, within
-// ConnectTimeout unless the DSN sets connect_timeout. An unreachable server
-// gives an error matching store.ErrUnavailable.
+// ConnectTimeout unless the DSN sets connect_timeout. A failure is a
+// *ConnectError (what failed, where, a hint); an unreachable server's also
+// matches store.ErrUnavailable.
 func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	pool, secrets, err := open(ctx, dsn)
 	if err != nil {
@@ -73,12 +71,10 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		err = store.Interpret(err)
-		if !errors.Is(err, store.ErrUnavailable) && ctx.Err() == nil &&
-			(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
-			err = fmt.Errorf("%w: no answer within %s: %w", store.ErrUnavailable, cfg.ConnConfig.ConnectTimeout, err)
+		if ctx.Err() != nil { // interrupted: not the server's fault
+			return nil, ctx.Err()
 		}
-		return nil, scrubbed(fmt.Errorf("connect to %s: %w", ServerName(cfg.ConnConfig), err), secrets)
+		return nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
 	}
 	return pool, nil
 }

@@ -53,6 +53,17 @@ func (e Env) Fail(err error) int {
 	if code == ExitUsage {
 		return e.Usagef("%s", textsafe.Escape(err.Error()))
 	}
+	var connErr *ConnectError
+	if errors.As(err, &connErr) {
+		e.printLine(e.Prog + ": " + textsafe.Escape(connErr.Summary()))
+		if connErr.Hint != "" {
+			e.printLine("  hint: " + textsafe.Escape(connErr.Hint))
+		}
+		for _, line := range connErr.Details() {
+			e.printLine("  detail: " + textsafe.Escape(line))
+		}
+		return code
+	}
 	meaning := meaningOf(err)
 	if meaning == "" {
 		e.printLine(e.Prog + ": " + textsafe.Escape(err.Error()))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 )
 
@@ -19,5 +20,25 @@ func TestDescribeBuild(t *testing.T) {
 	bare := &debug.BuildInfo{GoVersion: "go1.26.8"}
 	if got, want := describeBuild(bare), "(devel), revision unknown, built with go1.26.8"; got != want {
 		t.Errorf("describeBuild without VCS = %q; want %q", got, want)
+	}
+}
+
+// With no --dsn, no $DATABASE_URL and no PG* variable, the hint says how
+// to name a server.
+func TestNoDSNHint(t *testing.T) {
+	none := noDSNHint(func(string) string { return "" })
+	for _, want := range []string{"--dsn", "$DATABASE_URL", "PGHOST"} {
+		if !strings.Contains(none, want) {
+			t.Errorf("hint without any connection setting = %q; want it to mention %s", none, want)
+		}
+	}
+	some := noDSNHint(func(k string) string {
+		if k == "PGPORT" {
+			return "5433"
+		}
+		return ""
+	})
+	if !strings.Contains(some, "came from PGPORT") {
+		t.Errorf("hint with PGPORT set = %q; want it to name PGPORT", some)
 	}
 }
