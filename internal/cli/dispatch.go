@@ -72,6 +72,7 @@ func defineGlobals(fs *pflag.FlagSet, g *globals) {
 // argument, bad flag value) are reported on Stderr with exit 2 before any
 // command runs.
 func Dispatch(ctx context.Context, p Program, args []string) int {
+	p = p.withBuiltins()
 	if len(args) > 0 {
 		switch args[0] {
 		case "-h", "--help":
@@ -110,6 +111,18 @@ func Dispatch(ctx context.Context, p Program, args []string) int {
 		return p.usageError("unknown command %q%s", name, p.suggestCommand(name))
 	}
 	return p.run(ctx, cmd, rest)
+}
+
+// withBuiltins is p with the commands every Program has (completion)
+// added to its table.
+func (p Program) withBuiltins() Program {
+	for _, c := range p.Commands {
+		if c.Name == "completion" {
+			return p
+		}
+	}
+	p.Commands = append(slices.Clone(p.Commands), p.completionCommand())
+	return p
 }
 
 func (p Program) lookup(name string) (Command, bool) {

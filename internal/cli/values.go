@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -166,3 +167,47 @@ func OwnerVar(fs *pflag.FlagSet, p *string, name, usage string) {
 	*p = ""
 	fs.Var(ownerValue{p: p}, name, usage)
 }
+
+// choicesAnnotation lists the values an enum flag accepts, for help and
+// shell completion.
+const choicesAnnotation = "lockctl_choices"
+
+// enumValue is a pflag.Value that accepts one of a fixed list; "" (the
+// default) means "not given".
+type enumValue struct {
+	p       *string
+	choices []string
+}
+
+func (v enumValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v enumValue) Set(s string) error {
+	if !slices.Contains(v.choices, s) {
+		return fmt.Errorf("must be one of %s", strings.Join(v.choices, ", "))
+	}
+	*v.p = s
+	return nil
+}
+
+func (enumValue) Type() string { return "string" }
+
+// EnumVar defines a flag whose value must be one of choices; its value
+// stays "" until set. Shell completion offers the choices.
+func EnumVar(fs *pflag.FlagSet, p *string, name string, choices []string, usage string) {
+	*p = ""
+	fs.Var(enumValue{p: p, choices: choices}, name, usage)
+	if err := fs.SetAnnotation(name, choicesAnnotation, choices); err != nil {
+		panic(fmt.Sprintf("cli.EnumVar: %v", err))
+	}
+}
+
+// flagChoices is what an enum flag accepts; nil for other flags.
+func flagChoices(f *pflag.Flag) []string { return f.Annotations[choicesAnnotation] }
+
+// takesValue says whether f needs a value (every flag but a boolean).
+func takesValue(f *pflag.Flag) bool { return f.NoOptDefVal == "" }
