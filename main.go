@@ -66,6 +66,22 @@ var commands = []cli.Command{
 		},
 	},
 	{
+		Name: "events", Optional: []string{"KEY"},
+		Summary: "print the newest events (grants, steals, releases, operator actions, rejected stale writes), of KEY or of every key, oldest first",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.EventsOptions
+			cli.DurationVar(fs, &o.Since, "since", 0, "only events at most this old, e.g. 1h (0: any age)")
+			fs.IntVar(&o.Limit, "limit", 100, "print at most this many (the newest)")
+			fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
+			return func(ctx context.Context, env cli.Env, args []string) int {
+				if len(args) > 0 {
+					o.Key = args[0]
+				}
+				return cli.Events(ctx, env, o)
+			}
+		},
+	},
+	{
 		Name: "acquire", Args: []string{"KEY"},
 		Summary: "take KEY for --owner, or renew it if --owner already holds it (exit 3: held by another owner)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {

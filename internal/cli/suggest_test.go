@@ -21,6 +21,8 @@ func TestDidYouMean(t *testing.T) {
 		{[]string{"exec"}, `did you mean "run"?`},
 		{[]string{"version"}, `did you mean "--version"?`},
 		{[]string{"help", "relese"}, `did you mean "release"?`},
+		{[]string{"evnts"}, `did you mean "events"?`},
+		{[]string{"history"}, `did you mean "events"?`},
 		{[]string{"acquire", "k", "--ownr", "x"}, `unknown flag --ownr; did you mean --owner?`},
 		{[]string{"acquire", "k", "--ttl=5s", "--wiat", "1s"}, `did you mean --wait?`},
 		{[]string{"ls", "--jsn"}, `did you mean --json?`},
