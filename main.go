@@ -58,10 +58,14 @@ var commands = []cli.Command{
 		},
 	},
 	{
-		Name: "ls", Summary: "list every lock, ordered by key",
+		Name: "ls", Summary: "list the locks, ordered by key (--watch: again every --interval)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			var o cli.LsOptions
-			fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
+			fs.StringVar(&o.Prefix, "prefix", "", "only keys that start with this `text`")
+			cli.EnumListVar(fs, &o.States, "state", cli.LockStates, "only locks in these `states` (held, expiring, expired, free; comma-separated)")
+			fs.BoolVar(&o.Watch, "watch", false, "list again every --interval until interrupted")
+			cli.DurationVar(fs, &o.Interval, "interval", 2*time.Second, "how often --watch lists")
+			fs.BoolVar(&o.JSON, "json", false, "print one JSON array (with --watch: one a line)")
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Ls(ctx, env, o) }
 		},
 	},

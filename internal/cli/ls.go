@@ -3,18 +3,34 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/store"
 )
 
+// LockStates are the states `ls --state` filters on, as ls shows them.
+var LockStates = []string{string(store.StateHeld), string(store.StateExpiring), string(store.StateExpired), string(store.StateFree)}
+
 // LsOptions are ls's flags.
 type LsOptions struct {
-	JSON bool
+	JSON     bool
+	Prefix   string        // only keys starting with it
+	States   []string      // only rows in one of these states (nil: all)
+	Watch    bool          // list again every Interval until interrupted
+	Interval time.Duration // --watch's period
 }
+
+// MinWatchInterval keeps `ls --watch` from hammering the database.
+const MinWatchInterval = 100 * time.Millisecond
 
 // lockRow is one element of `ls --json`.
 type lockRow struct {
@@ -46,30 +62,109 @@ func toLockRow(l store.Lock) lockRow {
 	}
 }
 
-// Ls lists every lock, ordered by key: an aligned table, or with --json one
-// JSON array. Remaining times come from the database's clock.
+// Ls lists the locks whose key starts with opts.Prefix and whose state is
+// one of opts.States, ordered by key: an aligned table, or with --json one
+// JSON array. Remaining times come from the database's clock. With Watch it
+// lists again every Interval until a signal ends it (exit 0), redrawing the
+// screen on a terminal; a failed read is reported and retried.
 func Ls(ctx context.Context, env Env, opts LsOptions) int {
+	if !utf8.ValidString(opts.Prefix) {
+		return env.Usagef("invalid --prefix: not valid UTF-8")
+	}
+	if opts.Watch && opts.Interval < MinWatchInterval {
+		return env.Usagef("invalid --interval %s: must be at least %s", opts.Interval, MinWatchInterval)
+	}
 	pool, err := Connect(ctx, env.DSN)
 	if err != nil {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	locks, err := lockview.ListAll(ctx, pool)
-	if err != nil {
-		return env.Fail(err)
+	if !opts.Watch {
+		locks, err := readLocks(ctx, pool, opts)
+		if err != nil {
+			return env.Fail(err)
+		}
+		return writeLocks(env, locks, opts.JSON)
 	}
-	if opts.JSON {
+	return watchLocks(ctx, env, pool, opts)
+}
+
+func readLocks(ctx context.Context, pool *pgxpool.Pool, opts LsOptions) ([]store.Lock, error) {
+	locks, err := lockview.ListPrefix(ctx, pool, opts.Prefix)
+	if err != nil || len(opts.States) == 0 {
+		return locks, err
+	}
+	return slices.DeleteFunc(locks, func(l store.Lock) bool {
+		return !slices.Contains(opts.States, string(l.State()))
+	}), nil
+}
+
+// watchLocks is ls --watch: a terminal gets the screen cleared and a
+// header line before each listing; a pipe gets each listing after a header
+// line (JSON: one array a line, no header).
+func watchLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) int {
+	_, onTerminal := terminalWidth(env.Stdout)
+	for {
+		locks, err := readLocks(ctx, pool, opts)
+		if ctx.Err() != nil {
+			return ExitOK
+		}
+		if onTerminal {
+			fmt.Fprint(env.Stdout, "\x1b[H\x1b[2J")
+		}
+		if !opts.JSON {
+			fmt.Fprintf(env.Stdout, "Every %s: %s  %s\n\n", formatDuration(opts.Interval),
+				watchTitle(opts), time.Now().UTC().Format(eventTimeLayout))
+		}
+		if err != nil {
+			env.Fail(err) // reported; the next round tries again
+		} else if code := writeLocks(env, locks, opts.JSON); code != ExitOK {
+			return code
+		}
+		if !onTerminal && !opts.JSON {
+			fmt.Fprintln(env.Stdout)
+		}
+		select {
+		case <-ctx.Done():
+			return ExitOK
+		case <-time.After(opts.Interval):
+		}
+	}
+}
+
+// watchTitle names what is watched: "ls --prefix billing: --state held".
+func watchTitle(opts LsOptions) string {
+	parts := []string{"ls"}
+	if opts.Prefix != "" {
+		parts = append(parts, "--prefix "+textsafe.Escape(opts.Prefix))
+	}
+	if len(opts.States) > 0 {
+		parts = append(parts, "--state "+strings.Join(opts.States, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+// writeLocks prints locks as ls does: a table, or one JSON array.
+func writeLocks(env Env, locks []store.Lock, asJSON bool) int {
+	if asJSON {
 		rows := make([]lockRow, 0, len(locks))
 		for _, l := range locks {
 			rows = append(rows, toLockRow(l))
 		}
 		return env.emit(rows)
 	}
-	if len(locks) == 0 {
-		fmt.Fprintln(env.Stdout, "no locks")
-		return ExitOK
+	if err := writeLockTable(env.Stdout, locks); err != nil {
+		return env.Errorf("write output: %v", err)
 	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	return ExitOK
+}
+
+func writeLockTable(w io.Writer, locks []store.Lock) error {
+	if len(locks) == 0 {
+		_, err := fmt.Fprintln(w, "no locks")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tOWNER\tTOKEN\tSTATE\tREMAINING\tHELD-FOR")
 	for _, l := range locks {
 		remaining, heldFor := "-", "-"
@@ -82,8 +177,5 @@ func Ls(ctx context.Context, env Env, opts LsOptions) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n",
 			textsafe.Escape(l.Key), textsafe.Escape(l.Owner), l.Token, l.State(), remaining, heldFor)
 	}
-	if err := tw.Flush(); err != nil {
-		return env.Errorf("write output: %v", err)
-	}
-	return ExitOK
+	return tw.Flush()
 }

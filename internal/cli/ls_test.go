@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"encoding/json"
+	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -151,5 +154,83 @@ func TestPrune(t *testing.T) {
 	r := d.expect(0, "prune", "--older", "1ms", "--events-older", "1ms")
 	if !regexp.MustCompile(`^pruned 0 lock rows free for more than 1ms, [1-9]\d* events, 0 dead waiter records\n$`).MatchString(r.stdout) {
 		t.Fatalf("prune printed %q", r.stdout)
+	}
+}
+
+func lsKeys(t *testing.T, d db, args ...string) string {
+	t.Helper()
+	r := d.expect(0, append(append([]string{"ls"}, args...), "--json")...)
+	var rows []lsRow
+	decode(t, r, &rows)
+	var keys []string
+	for _, row := range rows {
+		keys = append(keys, row.Key)
+	}
+	return strings.Join(keys, " ")
+}
+
+// --prefix and --state narrow the listing; % and _ in a prefix are plain
+// characters.
+func TestLsFilters(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	makeStates(t, d)
+	d.json(0, "acquire", "100%", "--owner", "x")
+	d.json(0, "acquire", "1000", "--owner", "x")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "100% 1000 a-held b-expired c-free"},
+		{[]string{"--prefix", "b-"}, "b-expired"},
+		{[]string{"--prefix", "100%"}, "100%"},
+		{[]string{"--prefix", "1_0"}, ""},
+		{[]string{"--state", "held,free"}, "100% 1000 a-held c-free"},
+		{[]string{"--state", "expired", "--state", "free"}, "b-expired c-free"},
+		{[]string{"--state", "expired", "--prefix", "a-"}, ""},
+	} {
+		if got := lsKeys(t, d, c.args...); got != c.want {
+			t.Errorf("ls %s lists %q; want %q", strings.Join(c.args, " "), got, c.want)
+		}
+	}
+	r := d.expect(2, "ls", "--state", "held,stuck")
+	if !strings.Contains(r.stderr, `invalid --state "held,stuck": "stuck" is not one of held, expiring, expired, free`) {
+		t.Errorf("ls --state held,stuck: %s", r)
+	}
+}
+
+// ls --watch lists again every --interval: a grant shows up in a later
+// listing; a signal ends it with exit 0.
+func TestLsWatch(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	p := d.start("ls", "--watch", "--interval", "100ms", "--prefix", "w:", "--json")
+	p.waitForOutput("[]\n")
+	d.json(0, "acquire", "w:1", "--owner", "watcher")
+	d.json(0, "acquire", "other", "--owner", "watcher")
+	p.waitForOutput(`"key":"w:1"`)
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait()
+	if r.code != 0 || strings.Contains(r.stdout, `"key":"other"`) {
+		t.Fatalf("%s\nwant exit 0 and only w: keys", r)
+	}
+	// Every line is one whole listing.
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var rows []lsRow
+		if err := json.Unmarshal([]byte(line), &rows); err != nil {
+			t.Fatalf("line %q is not a JSON array: %v", line, err)
+		}
+	}
+
+	text := d.start("ls", "--watch", "--interval", "100ms")
+	text.waitForOutput("w:1")
+	text.waitForOutput("Every 100ms: ls")
+	if err := text.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := text.wait(); r.code != 0 || strings.Contains(r.stdout, "\x1b") {
+		t.Fatalf("%s\nwant exit 0 and no screen clearing on a pipe", r)
 	}
 }

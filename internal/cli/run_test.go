@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,8 +19,26 @@ import (
 type started struct {
 	t              *testing.T
 	cmd            *exec.Cmd
-	stdout, stderr *bytes.Buffer
+	stdout, stderr *lockedBuffer
 	exited         chan struct{}
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // start runs lockctl with args in the background, within 60s.
@@ -29,7 +48,7 @@ func (d db) start(args ...string) *started {
 	d.t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, binary, d.withDSN(args)...)
 	cmd.Env = cleanEnv()
-	s := &started{t: d.t, cmd: cmd, stdout: new(bytes.Buffer), stderr: new(bytes.Buffer), exited: make(chan struct{})}
+	s := &started{t: d.t, cmd: cmd, stdout: new(lockedBuffer), stderr: new(lockedBuffer), exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = s.stdout, s.stderr
 	if err := cmd.Start(); err != nil {
 		d.t.Fatal(err)
@@ -46,6 +65,19 @@ func (s *started) wait() result {
 	s.t.Helper()
 	<-s.exited
 	return result{code: s.cmd.ProcessState.ExitCode(), stdout: s.stdout.String(), stderr: s.stderr.String()}
+}
+
+// waitForOutput waits until stdout holds want, failing if lockctl exits
+// first.
+func (s *started) waitForOutput(want string) {
+	s.t.Helper()
+	for !strings.Contains(s.stdout.String(), want) {
+		select {
+		case <-s.exited:
+			s.t.Fatalf("lockctl exited before printing %q:\n%s", want, s.wait())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // waitForFile waits until path exists, failing if lockctl exits first.

@@ -82,7 +82,7 @@ func TestHelp(t *testing.T) {
 	if top.code != 0 {
 		t.Fatalf("--help: %s", top)
 	}
-	for _, want := range []string{"lockctl ls [--json]", "lockctl acquire KEY [--owner id] [--ttl duration] [--wait duration] [--json]",
+	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY [--owner id] [--ttl duration] [--wait duration] [--json]",
 		"lockctl renew KEY --owner id --token token", "lockctl release KEY", "lockctl expire KEY [--token token]",
 		"lockctl migrate", "lockctl prune [--older duration] [--events-older duration]",
 		"lockctl run KEY [--owner id] [--ttl duration] [--wait duration] [--grace duration] -- CMD ARGS…",

@@ -211,3 +211,42 @@ func flagChoices(f *pflag.Flag) []string { return f.Annotations[choicesAnnotatio
 
 // takesValue says whether f needs a value (every flag but a boolean).
 func takesValue(f *pflag.Flag) bool { return f.NoOptDefVal == "" }
+
+// enumListValue is a pflag.Value holding values from a fixed list, given
+// comma-separated, the flag repeatable: --state held,expiring --state free.
+type enumListValue struct {
+	p       *[]string
+	choices []string
+}
+
+func (v enumListValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.Join(*v.p, ",")
+}
+
+func (v enumListValue) Set(s string) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if !slices.Contains(v.choices, part) {
+			return fmt.Errorf("%q is not one of %s", part, strings.Join(v.choices, ", "))
+		}
+		if !slices.Contains(*v.p, part) {
+			*v.p = append(*v.p, part)
+		}
+	}
+	return nil
+}
+
+func (enumListValue) Type() string { return "list" }
+
+// EnumListVar defines a repeatable flag taking comma-separated values from
+// choices; its value is empty until set. Shell completion offers the choices.
+func EnumListVar(fs *pflag.FlagSet, p *[]string, name string, choices []string, usage string) {
+	*p = nil
+	fs.Var(enumListValue{p: p, choices: choices}, name, usage)
+	if err := fs.SetAnnotation(name, choicesAnnotation, choices); err != nil {
+		panic(fmt.Sprintf("cli.EnumListVar: %v", err))
+	}
+}
