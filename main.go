@@ -173,6 +173,17 @@ var commands = []cli.Command{
 		},
 	},
 	{
+		Name: "metrics", Summary: "serve Prometheus metrics (locks by state, oldest held lock, waits, grants/steals/force actions/rejected writes) at http://--listen/metrics",
+		Flags: func(fs *pflag.FlagSet) cli.Action {
+			var o cli.MetricsOptions
+			fs.StringVar(&o.Listen, "listen", "127.0.0.1:9466", "`host:port` to serve on (:9466 for every interface)")
+			fs.IntVar(&o.TopKeys, "top-keys", 10, "how many keys (those with the most waiters) get a per-key waiter series; 0: none")
+			cli.TTLVar(fs, &o.ScrapeTimeout, "scrape-timeout", 5*time.Second, "bound on one scrape's database reads")
+			cli.DurationVar(fs, &o.Settle, "settle", 5*time.Second, "count an event this long after it occurred, so its transaction has committed")
+			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Metrics(ctx, env, o) }
+		},
+	},
+	{
 		Name: "migrate", Summary: "create or update the lock tables (idempotent)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env) }

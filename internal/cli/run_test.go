@@ -69,9 +69,18 @@ func (s *started) wait() result {
 
 // waitForOutput waits until stdout holds want, failing if lockctl exits
 // first.
-func (s *started) waitForOutput(want string) {
+func (s *started) waitForOutput(want string) { s.t.Helper(); s.waitFor(s.stdout, want) }
+
+// waitForStderr waits until stderr holds want and returns stderr.
+func (s *started) waitForStderr(want string) string {
 	s.t.Helper()
-	for !strings.Contains(s.stdout.String(), want) {
+	s.waitFor(s.stderr, want)
+	return s.stderr.String()
+}
+
+func (s *started) waitFor(out *lockedBuffer, want string) {
+	s.t.Helper()
+	for !strings.Contains(out.String(), want) {
 		select {
 		case <-s.exited:
 			s.t.Fatalf("lockctl exited before printing %q:\n%s", want, s.wait())

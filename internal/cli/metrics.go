@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/lockctl/lockctl/internal/metrics"
+)
+
+// MetricsOptions are metrics's flags.
+type MetricsOptions struct {
+	Listen        string        // host:port to serve on
+	TopKeys       int           // keys with a lockctl_key_waiters series
+	ScrapeTimeout time.Duration // bound on one scrape's database reads
+	Settle        time.Duration // see metrics.Config.Settle
+}
+
+// MaxTopKeys bounds --top-keys: each key is a series in Prometheus.
+const MaxTopKeys = 1000
+
+// shutdownTimeout bounds waiting for scrapes in flight after a signal.
+const shutdownTimeout = 5 * time.Second
+
+// Metrics serves Prometheus metrics on opts.Listen at /metrics until a
+// signal ends it (exit 0). It connects first, so a wrong DSN or password
+// fails at once; a database that goes away later shows as lockctl_up 0.
+func Metrics(ctx context.Context, env Env, opts MetricsOptions) int {
+	if opts.TopKeys < 0 || opts.TopKeys > MaxTopKeys {
+		return env.Usagef("invalid --top-keys %d: must be between 0 and %d", opts.TopKeys, MaxTopKeys)
+	}
+	if opts.ScrapeTimeout <= 0 {
+		return env.Usagef("invalid --scrape-timeout %s: must be positive", opts.ScrapeTimeout)
+	}
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return env.Fail(err)
+	}
+	defer pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		metrics.New(metrics.Config{DB: pool, Timeout: opts.ScrapeTimeout, TopKeys: opts.TopKeys, Settle: opts.Settle}),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		fmt.Fprintln(w, "lockctl metrics: Prometheus metrics at /metrics")
+	})
+
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return env.Errorf("listen on %s: %v", opts.Listen, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	env.printLine(fmt.Sprintf("%s: serving http://%s/metrics", env.Prog, ln.Addr()))
+
+	select {
+	case err := <-served:
+		return env.Errorf("serve: %v", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return env.Errorf("shut down: %v", err)
+	}
+	return ExitOK
+}

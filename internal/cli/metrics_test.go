@@ -1,0 +1,216 @@
+package cli_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// startMetrics runs `lockctl metrics` on a free port and returns its URL.
+func startMetrics(d db, args ...string) (*started, string) {
+	d.t.Helper()
+	p := d.start(append([]string{"metrics", "--listen", "127.0.0.1:0"}, args...)...)
+	m := regexp.MustCompile(`serving (http://\S+/metrics)`).FindStringSubmatch(p.waitForStderr("/metrics\n"))
+	if m == nil {
+		d.t.Fatalf("metrics did not say where it serves:\n%s", p.stderr)
+	}
+	return p, m[1]
+}
+
+// scrape is one parsed scrape.
+type scrape map[string]*dto.MetricFamily
+
+func scrapeURL(t *testing.T, url string) scrape {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("scrape of %s does not parse: %v", url, err)
+	}
+	return families
+}
+
+// value is the value of name's series with the given labels ("k=v" each);
+// ok is false when there is no such series.
+func (s scrape) value(name string, labels ...string) (v float64, ok bool) {
+	f := s[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		var have []string
+		for _, l := range m.GetLabel() {
+			have = append(have, l.GetName()+"="+l.GetValue())
+		}
+		sort.Strings(have)
+		want := append([]string(nil), labels...)
+		sort.Strings(want)
+		if strings.Join(have, ",") != strings.Join(want, ",") {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue(), true
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func (s scrape) want(t *testing.T, v float64, name string, labels ...string) {
+	t.Helper()
+	got, ok := s.value(name, labels...)
+	if !ok || got != v {
+		t.Errorf("%s%v = %v (present: %v); want %v", name, labels, got, ok, v)
+	}
+}
+
+// After real lock activity a scrape reports the locks by state, the
+// oldest lease, the waits (per key only for the top keys) and counters
+// from the event log; pruning the log does not make the counters go down.
+func TestMetricsAfterLockActivity(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	ctx := context.Background()
+	pool := testdb.Pool(t, d.dsn)
+
+	for _, k := range []string{"held", "held2", "held3"} {
+		d.json(0, "acquire", k, "--owner", "a", "--ttl", "1m")
+	}
+	d.json(0, "acquire", "exp", "--owner", "a", "--ttl", "1m")
+	d.json(0, "expire", "exp")
+	d.json(0, "acquire", "st", "--owner", "a", "--ttl", "1m")
+	d.json(0, "expire", "st")
+	stolen := d.json(0, "acquire", "st", "--owner", "b")
+	d.json(0, "release", "st", "--owner", "b", "--token", tokenArg(stolen.Token))
+	lk, err := locker.New(locker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lk.ReportStaleWrite(ctx, pool, locker.LeaseOf("held", "old-owner", 1), "orders table"); err != nil {
+		t.Fatal(err)
+	}
+	// Four waiters: two on held, one each on held2 and held3 (held2's first).
+	for i, k := range []string{"held", "held", "held2", "held3"} {
+		d.start("acquire", k, "--owner", "waiter"+tokenArg(int64(i)), "--wait", "1m")
+		waitForWaiters(t, pool, k, map[string]int{"held": 1 + i, "held2": 1, "held3": 1}[k])
+	}
+
+	p, url := startMetrics(d, "--top-keys", "2", "--settle", "0")
+	s := scrapeURL(t, url)
+	s.want(t, 1, "lockctl_up")
+	s.want(t, 3, "lockctl_locks", "state=held")
+	s.want(t, 0, "lockctl_locks", "state=expiring")
+	s.want(t, 1, "lockctl_locks", "state=expired")
+	s.want(t, 1, "lockctl_locks", "state=free")
+	s.want(t, 4, "lockctl_waiters")
+	s.want(t, 3, "lockctl_waited_keys")
+	s.want(t, 2, "lockctl_key_waiters", "key=held")
+	s.want(t, 1, "lockctl_key_waiters", "key=held2")
+	if _, ok := s.value("lockctl_key_waiters", "key=held3"); ok {
+		t.Errorf("held3 has a per-key series although --top-keys is 2")
+	}
+	for _, name := range []string{"lockctl_oldest_held_lock_age_seconds", "lockctl_longest_wait_seconds", "lockctl_scrape_duration_seconds"} {
+		if v, ok := s.value(name); !ok || v <= 0 || v > 60 {
+			t.Errorf("%s = %v (present: %v); want between 0 and 60 seconds", name, v, ok)
+		}
+	}
+	counters := func(s scrape, acquired float64) {
+		t.Helper()
+		s.want(t, acquired, "lockctl_grants_total", "kind=acquired")
+		s.want(t, 1, "lockctl_grants_total", "kind=stolen")
+		s.want(t, 1, "lockctl_releases_total")
+		s.want(t, 2, "lockctl_force_actions_total", "action=expire")
+		s.want(t, 0, "lockctl_force_actions_total", "action=release")
+		s.want(t, 1, "lockctl_fenced_writes_rejected_total")
+	}
+	counters(s, 5)
+
+	// Scraping again counts nothing twice; pruning the whole log takes
+	// nothing back; a new grant adds one.
+	counters(scrapeURL(t, url), 5)
+	d.expect(0, "prune", "--events-older", "1ms")
+	counters(scrapeURL(t, url), 5)
+	d.json(0, "acquire", "new", "--owner", "a")
+	counters(scrapeURL(t, url), 6)
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.wait(); r.code != 0 {
+		t.Fatalf("metrics after SIGTERM: %s\nwant exit 0", r)
+	}
+}
+
+// With the database gone a scrape still answers: lockctl_up 0, no stale
+// gauges, the counters as they were.
+func TestMetricsWhileDatabaseIsDown(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true})
+	if err != nil {
+		testdb.Unavailable(t, "no PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	d := db{t: t, dsn: srv.DSN("")}
+	d.expect(0, "migrate")
+	d.json(0, "acquire", "k", "--owner", "a")
+	_, url := startMetrics(d, "--settle", "0", "--scrape-timeout", "2s")
+	s := scrapeURL(t, url)
+	s.want(t, 1, "lockctl_up")
+	s.want(t, 1, "lockctl_grants_total", "kind=acquired")
+
+	if err := srv.Stop(pgtemp.Immediate); err != nil {
+		t.Fatal(err)
+	}
+	s = scrapeURL(t, url)
+	s.want(t, 0, "lockctl_up")
+	s.want(t, 1, "lockctl_grants_total", "kind=acquired")
+	if _, ok := s.value("lockctl_locks", "state=held"); ok {
+		t.Errorf("lockctl_locks reported while the database is down")
+	}
+}
+
+// waitForWaiters waits until key has n live waiters.
+func waitForWaiters(t *testing.T, pool *pgxpool.Pool, key string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ws, err := lockview.Waiters(context.Background(), pool, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ws) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d waiters; want %d", key, len(ws), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
