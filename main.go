@@ -75,7 +75,7 @@ var commands = []cli.Command{
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			var o cli.EventsOptions
 			cli.DurationVar(fs, &o.Since, "since", 0, "only events at most this old, e.g. 1h (0: any age)")
-			fs.IntVar(&o.Limit, "limit", 100, "print at most this many (the newest)")
+			fs.IntVar(&o.Limit, "limit", 100, "print at most `N` events (the newest)")
 			fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
 			return func(ctx context.Context, env cli.Env, args []string) int {
 				if len(args) > 0 {
@@ -177,7 +177,7 @@ var commands = []cli.Command{
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			var o cli.MetricsOptions
 			fs.StringVar(&o.Listen, "listen", "127.0.0.1:9466", "`host:port` to serve on (:9466 for every interface)")
-			fs.IntVar(&o.TopKeys, "top-keys", 10, "how many keys (those with the most waiters) get a per-key waiter series; 0: none")
+			fs.IntVar(&o.TopKeys, "top-keys", 10, "per-key waiter series for the `N` keys with the most waiters; 0: none")
 			cli.TTLVar(fs, &o.ScrapeTimeout, "scrape-timeout", 5*time.Second, "bound on one scrape's database reads")
 			cli.DurationVar(fs, &o.Settle, "settle", 5*time.Second, "count an event this long after it occurred, so its transaction has committed")
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Metrics(ctx, env, o) }
