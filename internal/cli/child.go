@@ -14,12 +14,16 @@ import (
 // startChild starts argv in a process group of its own, so that lockctl
 // decides which signals reach it (each exactly once, rather than once from
 // the terminal and once more from lockctl), and so that stopping it on a
-// lost lease stops whatever it started too.
+// lost lease stops whatever it started too. If lockctl itself dies (SIGKILL,
+// a crash), nothing renews the lease any more, so the command gets SIGTERM
+// from the kernel rather than run on unguarded. (The kernel ties that signal
+// to the thread that started the command; no goroutine here locks a thread,
+// so the Go runtime never ends it.)
 func startChild(env Env, argv []string, lease locker.Lease) (*exec.Cmd, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	cmd.Env = childEnv(lease)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}

@@ -1,7 +1,10 @@
 // Package cli holds the bodies of lockctl's scriptable commands (ls,
-// acquire, renew, release, expire, migrate, prune) and the machinery they
-// share: the command table's types, argument parsing, help, exit codes,
-// output as text or JSON, and connecting to the database.
+// events, acquire, run, renew, release, expire, metrics, migrate, prune) and
+// the machinery they share: the command table's types, argument parsing,
+// help, suggestions for mistyped commands and flags, shell completion
+// (generated from the command table), exit codes (128+signal for an
+// interrupted wait), output as text or JSON, and connecting to the database
+// with failures told in plain words (ConnectError).
 //
 // main.go owns the command table (which commands exist and their flags) and
 // calls Dispatch; every command body here takes an Env, writes only to its

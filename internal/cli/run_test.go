@@ -285,3 +285,28 @@ func sigName(s syscall.Signal) string {
 	}
 	return s.String()
 }
+
+// If lockctl itself is killed, the command does not run on without a
+// kept lease: it gets SIGTERM.
+func TestRunCommandStopsWhenLockctlDies(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	dir := t.TempDir()
+	p := d.start(append([]string{"run", "k", "--"},
+		script(dir, `trap 'echo term > $DIR/term; exit 0' TERM; touch $DIR/started; while :; do sleep 0.1; done`)...)...)
+	p.waitForFile(filepath.Join(dir, "started"))
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "term")); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the command kept running after lockctl was killed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
