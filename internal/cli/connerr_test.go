@@ -19,8 +19,14 @@ import (
 // (the shared test server trusts everyone) and returns its port.
 func passwordServer(t *testing.T) string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.Chmod(dir, 0o755); err != nil { // the server runs as another user
+	// Not t.TempDir(): its parent is private to this user, and as root the
+	// server runs as postgres, which must read the file.
+	dir, err := os.MkdirTemp("", "lockctl-hba-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	hba := filepath.Join(dir, "pg_hba.conf")
