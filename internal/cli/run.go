@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -99,7 +98,7 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		return end.code
 	}
 	env.printLine(fmt.Sprintf("%s: lost the lease on %s (token %d): %s; %s",
-		env.Prog, textsafe.Escape(opts.Key), lease.Token, textsafe.Escape(leaseLossReason(end.lost)), end.stopped))
+		env.Prog, textsafe.Escape(opts.Key), lease.Token, textsafe.Escape(leaseLossReason(bg, pool, lease, end.lost)), end.stopped))
 	return ExitNotHeld
 }
 
@@ -112,13 +111,6 @@ func (o RunOptions) check() error {
 		return usagef("missing CMD after --")
 	}
 	return nil
-}
-
-// leaseLossReason is a Keepalive's cause without the sentinel's own words.
-func leaseLossReason(err error) string {
-	msg := err.Error()
-	after, _ := strings.CutPrefix(msg, locker.ErrLeaseLost.Error()+": ")
-	return after
 }
 
 // childEnv is the command's environment: lockctl's own, plus the lease.

@@ -190,10 +190,11 @@ func TestRunStopsCommandWhenLeaseIsLost(t *testing.T) {
 	p := d.start(append([]string{"run", "k", "--ttl", "3s", "--grace", "20s", "--"},
 		script(dir, `trap 'echo term > $DIR/term; exit 9' TERM; touch $DIR/started; while :; do sleep 0.1; done`)...)...)
 	p.waitForFile(filepath.Join(dir, "started"))
-	d.json(0, "expire", "k")
+	d.json(0, "expire", "k", "--actor", "ops")
 
 	r := p.wait()
 	if r.code != 4 || !strings.Contains(r.stderr, "lost the lease on k") ||
+		!strings.Contains(r.stderr, "force-expired by ops") ||
 		!strings.Contains(r.stderr, "exited (status 9) after SIGTERM") {
 		t.Fatalf("%s\nwant exit 4, the lease loss explained, the command's status after SIGTERM", r)
 	}

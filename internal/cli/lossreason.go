@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// leaseLossReason says why a kept lease was lost, for run's message: who
+// ended it, when the event log says (an operator's force action, or the
+// owner that took it over), else the Keepalive's own reason.
+func leaseLossReason(ctx context.Context, db locker.DBTX, lease locker.Lease, cause error) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	events, err := lockview.KeyEvents(ctx, db, lease.Key, 10)
+	if err == nil {
+		for _, e := range events {
+			switch {
+			case e.Kind == lockview.EventForceExpired && e.Token != nil && *e.Token == lease.Token:
+				return "force-expired by " + e.Actor
+			case e.Kind == lockview.EventForceReleased && e.Token != nil && *e.Token == lease.Token:
+				return "force-released by " + e.Actor
+			case e.Kind == lockview.EventStolen && e.PreviousToken != nil && *e.PreviousToken == lease.Token:
+				return fmt.Sprintf("taken over by %s (token %s)", orDash(e.Owner), tokenText(e.Token))
+			}
+		}
+	}
+	reason, _ := strings.CutPrefix(cause.Error(), locker.ErrLeaseLost.Error()+": ")
+	return reason
+}
