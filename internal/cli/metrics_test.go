@@ -37,7 +37,9 @@ type scrape map[string]*dto.MetricFamily
 
 func scrapeURL(t *testing.T, url string) scrape {
 	t.Helper()
-	resp, err := http.Get(url)
+	// A scrape that hung on the database would fail here, not block the test.
+	client := http.Client{Timeout: 20 * time.Second}
+	resp, err := client.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +168,9 @@ func TestMetricsAfterLockActivity(t *testing.T) {
 	}
 }
 
-// With the database gone a scrape still answers: lockctl_up 0, no stale
-// gauges, the counters as they were.
+// With the database frozen a scrape still answers within --scrape-timeout:
+// lockctl_up 0, no stale gauges, the counters as they were; thawed, the
+// next scrape reads it again; stopped, the same as frozen.
 func TestMetricsWhileDatabaseIsDown(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -180,20 +183,33 @@ func TestMetricsWhileDatabaseIsDown(t *testing.T) {
 	d := db{t: t, dsn: srv.DSN("")}
 	d.expect(0, "migrate")
 	d.json(0, "acquire", "k", "--owner", "a")
-	_, url := startMetrics(d, "--settle", "0", "--scrape-timeout", "2s")
+	_, url := startMetrics(d, "--settle", "0", "--scrape-timeout", "1s")
 	s := scrapeURL(t, url)
 	s.want(t, 1, "lockctl_up")
 	s.want(t, 1, "lockctl_grants_total", "kind=acquired")
 
+	down := func(how string) {
+		t.Helper()
+		s := scrapeURL(t, url)
+		s.want(t, 0, "lockctl_up")
+		s.want(t, 1, "lockctl_grants_total", "kind=acquired")
+		if _, ok := s.value("lockctl_locks", "state=held"); ok {
+			t.Errorf("lockctl_locks reported while the database is %s", how)
+		}
+	}
+	if err := srv.Freeze(); err != nil {
+		t.Fatal(err)
+	}
+	down("frozen")
+	if err := srv.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	scrapeURL(t, url).want(t, 1, "lockctl_up")
+
 	if err := srv.Stop(pgtemp.Immediate); err != nil {
 		t.Fatal(err)
 	}
-	s = scrapeURL(t, url)
-	s.want(t, 0, "lockctl_up")
-	s.want(t, 1, "lockctl_grants_total", "kind=acquired")
-	if _, ok := s.value("lockctl_locks", "state=held"); ok {
-		t.Errorf("lockctl_locks reported while the database is down")
-	}
+	down("stopped")
 }
 
 // waitForWaiters waits until key has n live waiters.
