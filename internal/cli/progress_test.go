@@ -21,20 +21,34 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // (every other test) stderr gets no such line.
 func TestWaitProgressOnTerminal(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		testdb.Unavailable(t, "tmux not installed")
-	}
 	d := newDB(t)
 	holder := d.json(0, "acquire", "k", "--owner", "holder-a", "--ttl", "1m")
 
-	dir := t.TempDir()
-	sh := filepath.Join(dir, "wait.sh")
 	body := fmt.Sprintf("%s acquire k --owner b --wait 30s --dsn %s\necho \"exit=$?\"\nsleep 60\n",
 		shellQuote(binary), shellQuote(d.dsn))
+	_, waitFor := tmuxRun(t, "progress", body)
+	waitFor(regexp.MustCompile(`lockctl acquire: waiting for k, held by holder-a \(token \d+, expires in \S+\); waited \d+s of 30s`))
+
+	d.json(0, "release", "k", "--owner", "holder-a", "--token", tokenArg(holder.Token))
+	s := waitFor(regexp.MustCompile(`exit=0`))
+	if strings.Contains(s, "waiting for") || !regexp.MustCompile(`(?m)^acquired k token=\d+ owner=b`).MatchString(s) {
+		t.Fatalf("after the wait the screen is\n%s\nwant the progress line gone and the grant on a line of its own", s)
+	}
+}
+
+// tmuxRun runs the shell script body in a 100x10 tmux pane and returns a
+// function that sends keys to it and one that waits until the screen
+// matches a pattern (and returns the screen).
+func tmuxRun(t *testing.T, name, body string) (sendKeys func(keys ...string), waitFor func(*regexp.Regexp) string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		testdb.Unavailable(t, "tmux not installed")
+	}
+	sh := filepath.Join(t.TempDir(), name+".sh")
 	if err := os.WriteFile(sh, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	session := fmt.Sprintf("lockctl-cli-progress-%d", os.Getpid())
+	session := fmt.Sprintf("lockctl-cli-%s-%d", name, os.Getpid())
 	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "10", "sh "+shellQuote(sh)).CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v\n%s", err, out)
 	}
@@ -46,7 +60,12 @@ func TestWaitProgressOnTerminal(t *testing.T) {
 		}
 		return string(out)
 	}
-	waitFor := func(re *regexp.Regexp) string {
+	sendKeys = func(keys ...string) {
+		if out, err := exec.Command("tmux", append([]string{"send-keys", "-t", session}, keys...)...).CombinedOutput(); err != nil {
+			t.Fatalf("tmux send-keys: %v\n%s", err, out)
+		}
+	}
+	waitFor = func(re *regexp.Regexp) string {
 		t.Helper()
 		deadline := time.Now().Add(20 * time.Second)
 		for {
@@ -60,11 +79,25 @@ func TestWaitProgressOnTerminal(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	waitFor(regexp.MustCompile(`lockctl acquire: waiting for k, held by holder-a \(token \d+, expires in \S+\); waited \d+s of 30s`))
+	return sendKeys, waitFor
+}
 
-	d.json(0, "release", "k", "--owner", "holder-a", "--token", tokenArg(holder.Token))
-	s := waitFor(regexp.MustCompile(`exit=0`))
-	if strings.Contains(s, "waiting for") || !regexp.MustCompile(`(?m)^acquired k token=\d+ owner=b`).MatchString(s) {
-		t.Fatalf("after the wait the screen is\n%s\nwant the progress line gone and the grant on a line of its own", s)
+// On a terminal ls --watch redraws the screen (one header, at the top)
+// rather than scrolling listings past; Ctrl-C ends it with exit 0.
+func TestLsWatchOnTerminal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	// The shell traps SIGINT so that Ctrl-C ends only lockctl, and it can
+	// print lockctl's exit status.
+	body := fmt.Sprintf("trap true INT\n%s ls --watch --interval 200ms --dsn %s\necho \"exit=$?\"\nsleep 60\n",
+		shellQuote(binary), shellQuote(d.dsn))
+	sendKeys, waitFor := tmuxRun(t, "watch", body)
+	waitFor(regexp.MustCompile(`(?m)^Every 200ms: ls .*\n\nno locks`))
+	d.json(0, "acquire", "watched", "--owner", "a")
+	s := waitFor(regexp.MustCompile(`(?m)^watched +a +\d+ +held`))
+	if !strings.HasPrefix(s, "Every 200ms: ls") || strings.Count(s, "Every 200ms") != 1 || strings.Contains(s, "no locks") {
+		t.Fatalf("screen after a redraw:\n%s\nwant one listing under one header at the top", s)
 	}
+	sendKeys("C-c")
+	waitFor(regexp.MustCompile(`exit=0`))
 }
