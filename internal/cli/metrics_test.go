@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"sort"
@@ -215,18 +216,11 @@ func TestMetricsWhileDatabaseIsDown(t *testing.T) {
 // waitForWaiters waits until key has n live waiters.
 func waitForWaiters(t *testing.T, pool *pgxpool.Pool, key string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testdb.Eventually(t, 20*time.Second, fmt.Sprintf("%d waiters on %s", n, key), func() bool {
 		ws, err := lockview.Waiters(context.Background(), pool, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(ws) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s has %d waiters; want %d", key, len(ws), n)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(ws) >= n
+	})
 }

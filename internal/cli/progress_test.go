@@ -67,17 +67,11 @@ func tmuxRun(t *testing.T, name, body string) (sendKeys func(keys ...string), wa
 	}
 	waitFor = func(re *regexp.Regexp) string {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			s := screen()
-			if re.MatchString(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s on screen:\n%s", re, s)
-			}
-			time.Sleep(100 * time.Millisecond)
+		var s string
+		if !testdb.Within(20*time.Second, func() bool { s = screen(); return re.MatchString(s) }) {
+			t.Fatalf("no %s on screen:\n%s", re, s)
 		}
+		return s
 	}
 	return sendKeys, waitFor
 }

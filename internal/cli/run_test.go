@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // started is a lockctl process running in the background.
@@ -80,28 +83,35 @@ func (s *started) waitForStderr(want string) string {
 
 func (s *started) waitFor(out *lockedBuffer, want string) {
 	s.t.Helper()
-	for !strings.Contains(out.String(), want) {
+	s.until(fmt.Sprintf("printing %q", want), func() bool { return strings.Contains(out.String(), want) })
+}
+
+// until waits until cond holds, failing if lockctl exits first or it takes
+// over 30s.
+func (s *started) until(what string, cond func() bool) {
+	s.t.Helper()
+	exited := false
+	testdb.Within(30*time.Second, func() bool {
 		select {
-		case <-s.exited:
-			s.t.Fatalf("lockctl exited before printing %q:\n%s", want, s.wait())
-		case <-time.After(20 * time.Millisecond):
+		case <-s.exited: // looked at before cond: what it printed before exiting counts
+			exited = true
+		default:
 		}
+		return exited || cond()
+	})
+	switch {
+	case cond():
+	case exited:
+		s.t.Fatalf("lockctl exited before %s:\n%s", what, s.wait())
+	default:
+		s.t.Fatalf("lockctl not %s within 30s:\n%s", what, result{stdout: s.stdout.String(), stderr: s.stderr.String()})
 	}
 }
 
 // waitForFile waits until path exists, failing if lockctl exits first.
 func (s *started) waitForFile(path string) {
 	s.t.Helper()
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		select {
-		case <-s.exited:
-			s.t.Fatalf("lockctl exited before %s appeared:\n%s", path, s.wait())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	s.until(path+" appearing", func() bool { _, err := os.Stat(path); return err == nil })
 }
 
 // script is a shell command for `run`: $DIR is replaced by dir, quoted.
@@ -224,13 +234,7 @@ func TestRunKillsCommandThatIgnoresTerm(t *testing.T) {
 	}
 	// The grandchild was killed with the group; it may linger as a zombie
 	// until init reaps it, so ask for its state rather than its existence.
-	deadline := time.Now().Add(10 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the command's child %d is still running after lockctl exited", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testdb.Eventually(t, 10*time.Second, "the command's child gone with its group", func() bool { return !alive(pid) })
 }
 
 // alive says whether pid runs (and is not a zombie).
@@ -300,14 +304,8 @@ func TestRunCommandStopsWhenLockctlDies(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "term")); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the command kept running after lockctl was killed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testdb.Eventually(t, 10*time.Second, "the command's SIGTERM after lockctl was killed", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "term"))
+		return err == nil
+	})
 }
