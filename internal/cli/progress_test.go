@@ -48,20 +48,28 @@ func tmuxRun(t *testing.T, name, body string) (sendKeys func(keys ...string), wa
 	if err := os.WriteFile(sh, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	session := fmt.Sprintf("lockctl-cli-%s-%d", name, os.Getpid())
-	if out, err := exec.Command("tmux", "new-session", "-d", "-s", session, "-x", "100", "-y", "10", "sh "+shellQuote(sh)).CombinedOutput(); err != nil {
+	// A tmux server of this test's own (-S, its socket in the test's temp
+	// directory, removed with it): when another test, here or in another
+	// package, ends the last session of a shared server, the server exits
+	// under whoever is connecting to it at that moment.
+	socket := filepath.Join(filepath.Dir(sh), "tmux.sock")
+	tmux := func(args ...string) (string, error) {
+		out, err := exec.Command("tmux", append([]string{"-S", socket}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := tmux("new-session", "-d", "-s", name, "-x", "100", "-y", "10", "sh "+shellQuote(sh)); err != nil {
 		t.Fatalf("tmux: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	t.Cleanup(func() { _, _ = tmux("kill-server") })
 	screen := func() string {
-		out, err := exec.Command("tmux", "capture-pane", "-p", "-t", session).CombinedOutput()
+		out, err := tmux("capture-pane", "-p", "-t", name)
 		if err != nil {
 			t.Fatalf("tmux capture-pane: %v\n%s", err, out)
 		}
-		return string(out)
+		return out
 	}
 	sendKeys = func(keys ...string) {
-		if out, err := exec.Command("tmux", append([]string{"send-keys", "-t", session}, keys...)...).CombinedOutput(); err != nil {
+		if out, err := tmux(append([]string{"send-keys", "-t", name}, keys...)...); err != nil {
 			t.Fatalf("tmux send-keys: %v\n%s", err, out)
 		}
 	}
