@@ -44,6 +44,9 @@ func BenchmarkCycleCPU(b *testing.B) {
 		{SeriesLockerLogged, func(chk *checker) series {
 			return lockerSeries(SeriesLockerLogged, newBenchLocker(b, locker.Config{LogGrants: true}), tg.pool, chk)
 		}},
+		{SeriesStatements, func(chk *checker) series {
+			return statementsSeries(stmtLocker{pool: tg.pool, ttl: 30 * time.Second}, chk)
+		}},
 	}
 	for _, way := range ways {
 		b.Run(way.name, func(b *testing.B) {
