@@ -76,7 +76,7 @@ WHERE a.outcome <> '` + outcomeBusy + `'`
 // it by someone else was in progress).
 func TryGrant(ctx context.Context, db DBTX, p GrantParams) (g Grant, found bool, err error) {
 	return scanGrant(db.QueryRow(ctx, acquireSQL, p.Key, p.Owner, p.TTL.Microseconds(),
-		p.Metadata, p.Actor, p.Detail, p.LogAcquired))
+		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogAcquired))
 }
 
 func scanGrant(row pgx.Row) (g Grant, found bool, err error) {

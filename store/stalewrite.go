@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 )
 
 // staleWriteSQL calls distributed_lock_report_stale_write (schema.sql).
@@ -9,7 +10,11 @@ const staleWriteSQL = `SELECT distributed_lock_report_stale_write($1, $2, $3, $4
 
 // RecordStaleWrite logs that a write fenced with ref's token was refused.
 func RecordStaleWrite(ctx context.Context, db DBTX, ref LeaseRef, actor string, detail map[string]any) error {
-	_, err := db.Exec(ctx, staleWriteSQL, ref.Key, ref.Owner, ref.Token, actor, orEmpty(detail))
+	doc, err := json.Marshal(orEmpty(detail))
+	if err != nil {
+		return err
+	}
+	_, err = db.Exec(ctx, staleWriteSQL, ref.Key, ref.Owner, ref.Token, actor, jsonArg(doc))
 	return Interpret(err)
 }
 

@@ -1,0 +1,183 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// execModes are every query exec mode pgx has, by the name a DSN gives them
+// (default_query_exec_mode=…).
+var execModes = map[string]pgx.QueryExecMode{
+	"cache_statement": pgx.QueryExecModeCacheStatement,
+	"cache_describe":  pgx.QueryExecModeCacheDescribe,
+	"describe_exec":   pgx.QueryExecModeDescribeExec,
+	"exec":            pgx.QueryExecModeExec,
+	"simple_protocol": pgx.QueryExecModeSimpleProtocol,
+}
+
+// TestEveryQueryExecMode runs the operations a service and the console rely
+// on in each of pgx's query exec modes, directly against PostgreSQL: a
+// service may pick any of them (the DSN's default_query_exec_mode), and the
+// text-format modes encode arguments differently from the default.
+func TestEveryQueryExecMode(t *testing.T) {
+	t.Parallel()
+	for name, mode := range execModes {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsn := testdb.DSN(t)
+			exerciseOperations(t, poolInMode(t, dsn, mode), poolInMode(t, dsn, mode).Config().ConnConfig)
+		})
+	}
+}
+
+// poolInMode opens a pool on dsn whose statements run in mode.
+func poolInMode(t *testing.T, dsn string, mode pgx.QueryExecMode) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.DefaultQueryExecMode = mode
+	cfg.MaxConns = 8
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// exerciseOperations runs each lock operation once on db and checks its
+// outcome: grant, renewal by acquire, refusal, renew, fence, a stale write
+// report, release, steal, force-expire, force-release, a waiter woken by a
+// release (LISTEN on a connection from listenCfg), prune, and the console's
+// reads of rows, metadata, events and waiters.
+func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfig) {
+	ctx := context.Background()
+	lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true,
+		Metadata: map[string]any{"purpose": "exec modes"}})
+
+	a := mustAcquire(t, lk, db, "k", "a")
+	if a.Outcome != locker.Acquired {
+		t.Fatalf("first acquire: %+v", a)
+	}
+	again := mustAcquire(t, lk, db, "k", "a")
+	if again.Outcome != locker.Renewed || again.Token != a.Token {
+		t.Fatalf("acquire by the holder = %+v, want renewed with token %d", again, a.Token)
+	}
+	var held *locker.HeldError
+	if _, err := lk.TryAcquire(ctx, db, "k", "b"); !errors.As(err, &held) || held.Owner != "a" || held.Remaining <= 0 {
+		t.Fatalf("acquire by another owner = %v, want held by a with time left", err)
+	}
+	renewed, err := lk.Renew(ctx, db, a)
+	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
+		t.Fatalf("renew = %+v, %v; want a later expiry than %s", renewed, err, a.ExpiresAt)
+	}
+	if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, a) }); err != nil {
+		t.Fatalf("fence of the current lease: %v", err)
+	}
+	if err := lk.ReportStaleWrite(ctx, db, a, "ledger"); err != nil {
+		t.Fatalf("report stale write: %v", err)
+	}
+	info, found, err := lk.Get(ctx, db, "k")
+	if err != nil || !found || info.Owner != "a" || info.Metadata["purpose"] != "exec modes" {
+		t.Fatalf("get = %+v, %v, %v; want a's row with its metadata", info, found, err)
+	}
+	if rel, err := lk.Release(ctx, db, a); err != nil || rel.Outcome != locker.Released {
+		t.Fatalf("release = %+v, %v", rel, err)
+	}
+	if _, err := lk.Release(ctx, db, a); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("second release = %v, want ErrNotHeld", err)
+	}
+
+	// A steal of a lapsed lease.
+	lapsed := mustAcquire(t, lk, db, "steal", "a")
+	expireNow(t, db, "steal")
+	stolen := mustAcquire(t, lk, db, "steal", "b")
+	if stolen.Outcome != locker.Stolen || stolen.Token <= lapsed.Token {
+		t.Fatalf("acquire of a lapsed lease = %+v, want stolen with a token above %d", stolen, lapsed.Token)
+	}
+	if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, lapsed) }); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("fence of the stolen lease = %v, want ErrNotHeld", err)
+	}
+
+	// Operator actions.
+	if f, err := lk.ForceExpire(ctx, db, "steal", stolen.Token); err != nil || f.Outcome != locker.Expired {
+		t.Fatalf("force-expire = %+v, %v", f, err)
+	}
+	fr := mustAcquire(t, lk, db, "force", "a")
+	if f, err := lk.ForceRelease(ctx, db, "force", fr.Token); err != nil || f.Outcome != locker.ForceReleased {
+		t.Fatalf("force-release = %+v, %v", f, err)
+	}
+	if _, err := lk.ForceRelease(ctx, db, "force", fr.Token); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("second force-release = %v, want ErrNotHeld", err)
+	}
+
+	// A waiter woken by the release, not by a recheck.
+	n := startNotifierWith(t, listenCfg)
+	waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
+	holder := mustAcquire(t, lk, db, "wait", "a")
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got := acquireAsync(wctx, waiting, db, "wait", "b")
+	waitForWaiter(t, db, "wait", "b")
+	if _, err := lk.Release(ctx, db, holder); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.err != nil || r.lease.Owner != "b" {
+		t.Fatalf("waiting acquire = %+v, %v; want b's lease", r.lease, r.err)
+	}
+
+	// What the console reads.
+	evs, err := lockview.KeyEvents(ctx, db, "k", 100)
+	if err != nil || len(evs) < 3 {
+		t.Fatalf("events of k = %d, %v; want the grant, the stale write and the release", len(evs), err)
+	}
+	for _, sort := range lockview.Sorts {
+		page, err := lockview.ListLocks(ctx, db, lockview.ListQuery{Sort: sort, After: 10})
+		if err != nil || page.Matching != 4 || len(page.Rows) != 4 {
+			t.Fatalf("list by %s: %d of %d rows, %v; want 4 locks", sort, len(page.Rows), page.Matching, err)
+		}
+	}
+	if _, err := lk.Prune(ctx, db, locker.PruneOptions{}); err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+}
+
+// startNotifierWith runs a Notifier that listens on connections from cfg
+// until the test ends, and returns once it is listening.
+func startNotifierWith(t *testing.T, cfg *pgx.ConnConfig) *locker.Notifier {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	n := locker.NewNotifier(locker.ConnectWith(cfg))
+	listening, unsubscribe := locker.Subscribe(n, "test:listening")
+	done := make(chan struct{})
+	go func() { _ = n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-listening:
+	case <-time.After(10 * time.Second):
+		t.Fatal("notifier did not start listening")
+	}
+	unsubscribe()
+	return n
+}
+
+// expireNow moves key's lease expiry into the past on the database clock.
+func expireNow(t *testing.T, db locker.DBTX, key string) {
+	t.Helper()
+	_, err := db.Exec(context.Background(),
+		`UPDATE distributed_lock SET expires_at = clock_timestamp() - interval '1 second' WHERE lock_key = $1`, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
