@@ -48,6 +48,13 @@ var (
 	ErrUnavailable = store.ErrUnavailable
 	// ErrInvalidValue: the schema's checks refused a value.
 	ErrInvalidValue = store.ErrInvalidValue
+	// ErrPoolerStatements: a transaction pooler lost the connection's
+	// prepared statements; the message says which query exec mode to use.
+	ErrPoolerStatements = store.ErrPoolerStatements
+	// ErrPoolerStartupParameter: the pooler refused a parameter of the
+	// connection string (search_path, for one); the message says what
+	// to do instead.
+	ErrPoolerStartupParameter = store.ErrPoolerStartupParameter
 )
 
 // HeldError says who holds a key. It matches ErrHeld.

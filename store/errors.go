@@ -26,6 +26,7 @@ var (
 var meanings = []error{
 	ErrNotMigrated, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
 	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
+	ErrPoolerStatements, ErrPoolerStartupParameter,
 }
 
 // Meaning returns which of the errors above err is (through Interpret's
@@ -50,6 +51,9 @@ func Interpret(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		if mapped := poolerError(pgErr); mapped != nil {
+			return fmt.Errorf("%w: %w", mapped, err)
+		}
 		if mapped := bySQLState(pgErr.Code); mapped != nil {
 			return fmt.Errorf("%w: %w", mapped, err)
 		}

@@ -76,6 +76,9 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 		}
 		return nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
 	}
+	if pool, err = fitPooler(ctx, pool, dsn); err != nil {
+		return nil, scrubbed(err, secrets)
+	}
 	return pool, nil
 }
 

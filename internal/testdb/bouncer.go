@@ -1,0 +1,90 @@
+package testdb
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Pooled is a fresh, migrated lock namespace reached through a PgBouncer in
+// front of the test server.
+type Pooled struct {
+	// DSN reaches the namespace through the pooler. It carries no
+	// search_path (PgBouncer refuses that startup parameter): the
+	// namespace's role has it set with ALTER ROLE, the way docs/pooling.md
+	// tells operators to choose a lock schema behind a pooler.
+	DSN string
+	// DirectDSN reaches the same namespace as the same role, bypassing the
+	// pooler (for LISTEN, or to compare).
+	DirectDSN string
+	// Role owns the namespace's schema, which has the same name.
+	Role    string
+	Bouncer *pgtemp.Bouncer
+}
+
+// Bouncer starts a PgBouncer (opts; transaction pooling by default) in front
+// of the throwaway server, closed when the test ends, and makes a fresh
+// namespace behind it: a login role and a schema of the same name, the
+// role's search_path set to that schema, migrated. Without a throwaway server
+// (TEST_DATABASE_URL) or a pgbouncer binary the test is Unavailable.
+func Bouncer(t testing.TB, opts pgtemp.BouncerOptions) Pooled {
+	t.Helper()
+	dsn := base(t)
+	if server == nil {
+		Unavailable(t, "pooler tests need the throwaway server, not %s", EnvURL)
+	}
+	if _, err := pgtemp.FindBouncer(); err != nil {
+		Unavailable(t, "%v", err)
+	}
+	ctx := context.Background()
+	name := fmt.Sprintf("p%d_%d", schemaSeq.Add(1), time.Now().UnixNano()%1e6)
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to test database: %v", err)
+	}
+	defer admin.Close(ctx)
+	ident := pgx.Identifier{name}.Sanitize()
+	for _, stmt := range []string{
+		"CREATE ROLE " + ident + " LOGIN",
+		"CREATE SCHEMA " + ident + " AUTHORIZATION " + ident,
+		"ALTER ROLE " + ident + " SET search_path = " + ident,
+	} {
+		if _, err := admin.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	direct := asUser(t, dsn, name)
+	conn, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", name, err)
+	}
+	defer conn.Close(ctx)
+	if err := store.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrate %s: %v", name, err)
+	}
+	opts.Users = append(opts.Users, name)
+	b, err := pgtemp.StartBouncer(ctx, server, opts)
+	if err != nil {
+		t.Fatalf("start pgbouncer: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return Pooled{DSN: asUser(t, b.DSN(""), name), DirectDSN: direct, Role: name, Bouncer: b}
+}
+
+// asUser returns the URL dsn with its user replaced.
+func asUser(t testing.TB, dsn, user string) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("parse %q: %v", dsn, err)
+	}
+	u.User = url.User(user)
+	return u.String()
+}
