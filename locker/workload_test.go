@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
@@ -49,6 +50,9 @@ type workload struct {
 	Pruner bool
 	// HoldWrites is the most fenced writes per hold (at least 1).
 	HoldWrites int
+	// Listen is where the Notifier connects. Defaults to the pool's
+	// server; a pool through a transaction pooler needs a direct one.
+	Listen *pgx.ConnConfig
 }
 
 // runResult is what a run recorded and what the database kept.
@@ -67,7 +71,10 @@ func (w workload) run(t *testing.T, pool *pgxpool.Pool) runResult {
 	if err := history.CreateGuarded(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
+	if w.Listen == nil {
+		w.Listen = pool.Config().ConnConfig
+	}
+	n := locker.NewNotifier(locker.ConnectWith(w.Listen))
 	listening, unsubscribe := locker.Subscribe(n, "workload:listening")
 	notifierDone := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(notifierDone) }()
