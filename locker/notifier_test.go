@@ -1,0 +1,123 @@
+package locker_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// logRecorder collects what a Notifier logs.
+type logRecorder struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *logRecorder) Logf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf(format, args...))
+}
+
+func (r *logRecorder) Lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.lines...)
+}
+
+// runNotifier runs n until the test ends.
+func runNotifier(t *testing.T, n *locker.Notifier) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = n.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestNotifierProvesDelivery: a Notifier listening directly hears the probe
+// sent through the pooler and is live, and a waiter through the pooler wakes
+// on the release rather than at its recheck; one listening through the
+// transaction pooler hears nothing, says so once, and is not live, while its
+// waiters still get the key by rechecking.
+func TestNotifierProvesDelivery(t *testing.T) {
+	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 4})
+	pool := poolInMode(t, p.DSN, pgx.QueryExecModeExec)
+	ctx := context.Background()
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+
+	t.Run("direct LISTEN is live", func(t *testing.T) {
+		direct, err := pgx.ParseConfig(p.DirectDSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var logs logRecorder
+		n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(direct), Probe: pool, Logf: logs.Logf})
+		runNotifier(t, n)
+		if !becomesTrue(10*time.Second, n.Live) {
+			t.Fatalf("a Notifier listening directly is not live after 10s; logged %q", logs.Lines())
+		}
+		waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
+		holder := mustAcquire(t, lk, pool, "live", "a")
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		got := acquireAsync(wctx, waiting, pool, "live", "b")
+		waitForWaiter(t, pool, "live", "b")
+		if _, err := lk.Release(ctx, pool, holder); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-got; r.err != nil {
+			t.Fatalf("waiter with a minute's recheck, woken by NOTIFY: %v", r.err)
+		}
+		if len(logs.Lines()) != 0 {
+			t.Fatalf("a live Notifier logged %q", logs.Lines())
+		}
+	})
+
+	t.Run("LISTEN through a transaction pooler is not live", func(t *testing.T) {
+		pooled, err := pgx.ParseConfig(p.DSN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pooled.DefaultQueryExecMode = pgx.QueryExecModeExec
+		var logs logRecorder
+		n := locker.NewNotifierWithConfig(locker.NotifierConfig{
+			Connect: locker.ConnectWith(pooled), Probe: pool, ProbeTimeout: 300 * time.Millisecond, Logf: logs.Logf})
+		runNotifier(t, n)
+		if !becomesTrue(10*time.Second, func() bool { return len(logs.Lines()) > 0 }) {
+			t.Fatal("no warning 10s after LISTEN through a transaction pooler")
+		}
+		if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "direct or session-pooled") || n.Live() {
+			t.Fatalf("live=%v, logged %q; want not live and one warning saying what to connect to", n.Live(), lines)
+		}
+		// Timed rechecks still hand the key over.
+		waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})
+		holder := mustAcquire(t, lk, pool, "unheard", "a")
+		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		got := acquireAsync(wctx, waiting, pool, "unheard", "b")
+		waitForWaiter(t, pool, "unheard", "b")
+		if _, err := lk.Release(ctx, pool, holder); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-got; r.err != nil {
+			t.Fatalf("waiter rechecking on a timer: %v", r.err)
+		}
+	})
+}
+
+// becomesTrue polls cond until it holds or d passes.
+func becomesTrue(d time.Duration, cond func() bool) bool {
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
