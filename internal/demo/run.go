@@ -163,6 +163,10 @@ func open(ctx context.Context, dsn string, workers int, inSchema func(server str
 	}
 	cfg := probe.Config()
 	server := cli.ServerName(cfg.ConnConfig)
+	if err := refusePooler(ctx, probe, server); err != nil {
+		probe.Close()
+		return nil, "", err
+	}
 	if inSchema != nil {
 		if err := inSchema(server); err != nil {
 			probe.Close()
