@@ -56,13 +56,15 @@ type Program struct {
 
 // globals are the flags every command has.
 type globals struct {
-	dsn   string
-	actor string
-	help  bool
+	dsn       string
+	notifyDSN string
+	actor     string
+	help      bool
 }
 
 func defineGlobals(fs *pflag.FlagSet, g *globals) {
 	fs.StringVar(&g.dsn, "dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else libpq's PG* variables")
+	fs.StringVar(&g.notifyDSN, "notify-dsn", "", "connection `string` waiting commands LISTEN on for releases (default: --dsn); behind a transaction pooler, give a direct or session-pooled one")
 	fs.StringVar(&g.actor, "actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, prune)")
 	fs.BoolVarP(&g.help, "help", "h", false, "show help")
 }
@@ -216,8 +218,9 @@ func (p Program) run(ctx context.Context, cmd Command, args []string) int {
 	}
 	env.DSN = ResolveDSN(g.dsn, p.Getenv)
 	env.ExplicitDSN = g.dsn
+	env.NotifyDSN = g.notifyDSN
 	env.Actor = g.actor
-	env.secrets = dsnPasswords(env.DSN)
+	env.secrets = append(dsnPasswords(env.DSN), dsnPasswords(env.NotifyDSN)...)
 	if p.Getenv != nil {
 		env.secrets = append(env.secrets, p.Getenv("PGPASSWORD"))
 	}

@@ -27,6 +27,9 @@ type Env struct {
 	// ExplicitDSN is --dsn as given, "" when it was not: for commands that
 	// write to a database only when the user named it (demo, bench).
 	ExplicitDSN string
+	// NotifyDSN is --notify-dsn: where waiting commands LISTEN; "" means
+	// the connection DSN makes.
+	NotifyDSN string
 	// Actor is --actor, recorded on the events of operator actions.
 	Actor string
 

@@ -1,10 +1,12 @@
 package cli_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -76,5 +78,43 @@ func TestPoolerMisconfigurationsSayWhatToDo(t *testing.T) {
 	r = run(t, "ls", "--dsn", p.DSN+"&search_path=elsewhere")
 	if r.code != 1 || !strings.Contains(r.stderr, "ALTER ROLE") {
 		t.Fatalf("search_path in the DSN through a pooler: %s\nwant exit 1 pointing to ALTER ROLE … SET search_path", r)
+	}
+}
+
+// TestWaitThroughPoolerWithNotifyDSN: a waiter whose --dsn goes through the
+// transaction pooler is woken by the release when --notify-dsn is direct;
+// without it, it warns that wake-ups are not live and waits on.
+func TestWaitThroughPoolerWithNotifyDSN(t *testing.T) {
+	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 2})
+	d := db{t: t, dsn: p.DSN}
+	direct := testdb.Pool(t, p.DirectDSN)
+	waiting := func() bool {
+		var n int
+		err := direct.QueryRow(context.Background(), `SELECT count(*) FROM distributed_lock_waiter`).Scan(&n)
+		return err == nil && n > 0
+	}
+
+	holder := d.json(0, "acquire", "k", "--owner", "holder", "--ttl", "1m")
+	got := make(chan result, 1)
+	go func() {
+		got <- run(t, "acquire", "k", "--owner", "waiter", "--wait", "30s", "--json", "--dsn", p.DSN, "--notify-dsn", p.DirectDSN)
+	}()
+	for deadline := time.Now().Add(20 * time.Second); !waiting(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter never registered")
+		}
+	}
+	d.expect(0, "release", "k", "--owner", "holder", "--token", tokenArg(holder.Token))
+	r := <-got
+	if r.code != 0 || strings.Contains(r.stderr, "not live") {
+		t.Fatalf("waiter with a direct --notify-dsn: %s\nwant it granted, with no warning", r)
+	}
+
+	// Without --notify-dsn it LISTENs through the pooler, hears nothing,
+	// and says so (the holder keeps the key; the wait runs out).
+	d.json(0, "acquire", "k2", "--owner", "holder", "--ttl", "1m")
+	r = run(t, "acquire", "k2", "--owner", "waiter", "--wait", "8s", "--dsn", p.DSN)
+	if r.code != 3 || strings.Count(r.stderr, "not live") != 1 || !strings.Contains(r.stderr, "--notify-dsn") {
+		t.Fatalf("waiter listening through the pooler: %s\nwant exit 3 and one warning naming --notify-dsn", r)
 	}
 }

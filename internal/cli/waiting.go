@@ -12,21 +12,16 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// waitForLease runs lk.Acquire for at most wait, with a Notifier so a
-// release wakes it at once rather than at the next recheck. While it waits,
-// a terminal on Stderr shows one progress line (see showWaitProgress).
+// waitForLease runs lk.Acquire for at most wait, with a Notifier (on
+// --notify-dsn, if given; see startNotifier) so a release wakes it at once
+// rather than at the next recheck. While it waits, a terminal on Stderr
+// shows one progress line (see showWaitProgress).
 func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, key, owner string, wait time.Duration) (locker.Lease, error) {
-	notifier := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
-	nctx, stopNotifier := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = notifier.Run(nctx) // returns when nctx ends; it reconnects on its own
-	}()
-	defer func() {
-		stopNotifier()
-		<-done
-	}()
+	notifier, stopNotifier, err := startNotifier(ctx, env, pool)
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	defer stopNotifier()
 	cfg.Notifier = notifier
 	lk, err := locker.New(cfg)
 	if err != nil {
