@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"syscall"
 	"time"
@@ -48,8 +49,18 @@ var commands = []cli.Command{
 				if err != nil {
 					return env.Fail(err)
 				}
+				// The header shows whether wake-ups are live; a warning on
+				// stderr would tear the screen.
+				quiet := env
+				quiet.Stderr = io.Discard
+				notifier, stopNotifier, err := cli.StartNotifier(ctx, quiet, pool)
+				if err != nil {
+					return env.Fail(err)
+				}
+				defer stopNotifier()
 				err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: *readOnly,
-					Server: cli.ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl})
+					Server: cli.ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl,
+					WakeUps: notifier.Live})
 				if err != nil {
 					return env.Fail(err)
 				}

@@ -28,6 +28,10 @@ type Options struct {
 	Owner    string         // default owner id in the acquire form (the console's own id)
 	TTL      time.Duration  // default TTL in the acquire form
 	Status   func() string  // optional extra header line (the demo's statistics); called from View, must be cheap and concurrency-safe
+	// WakeUps reports whether release notifications reach this console's
+	// LISTEN connection (locker.Notifier.Live); nil hides the indicator.
+	// Called from View, like Status.
+	WakeUps func() bool
 }
 
 // pane is what fills the body under the header.

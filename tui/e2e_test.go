@@ -82,6 +82,9 @@ func TestEndToEndInTmux(t *testing.T) {
 		t.Fatalf("pane title changed from %q to %q", title, got)
 	}
 
+	// Its Notifier's probe came back: the header says releases are heard.
+	waitFor("wake-ups live", 10*time.Second)
+
 	// A lock taken by the CLI shows up within one refresh (500ms) plus slack.
 	lockctl("acquire", "e2e:lock", "--owner", "worker-1", "--ttl", "60s")
 	waitFor("e2e:lock", 3*time.Second)

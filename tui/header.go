@@ -102,6 +102,13 @@ func (m Model) connLine() string {
 	if m.opts.ReadOnly {
 		parts = append(parts, s.Warning.Render("--read-only"))
 	}
+	if m.opts.WakeUps != nil {
+		if m.opts.WakeUps() {
+			parts = append(parts, s.Label.Render("wake-ups live"))
+		} else {
+			parts = append(parts, s.Warning.Render("wake-ups not live (see --notify-dsn)"))
+		}
+	}
 	if m.paused {
 		parts = append(parts, s.Warning.Render("⏸ paused"))
 	} else {

@@ -13,11 +13,11 @@ import (
 )
 
 // waitForLease runs lk.Acquire for at most wait, with a Notifier (on
-// --notify-dsn, if given; see startNotifier) so a release wakes it at once
+// --notify-dsn, if given; see StartNotifier) so a release wakes it at once
 // rather than at the next recheck. While it waits, a terminal on Stderr
 // shows one progress line (see showWaitProgress).
 func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, key, owner string, wait time.Duration) (locker.Lease, error) {
-	notifier, stopNotifier, err := startNotifier(ctx, env, pool)
+	notifier, stopNotifier, err := StartNotifier(ctx, env, pool)
 	if err != nil {
 		return locker.Lease{}, err
 	}
