@@ -118,3 +118,27 @@ func TestWaitThroughPoolerWithNotifyDSN(t *testing.T) {
 		t.Fatalf("waiter listening through the pooler: %s\nwant exit 3 and one warning naming --notify-dsn", r)
 	}
 }
+
+// TestNamespacesThroughOnePooler follows docs/pooling.md: each namespace is
+// a role whose search_path names its schema (the pooler refuses one in the
+// DSN). Migrated through the pooler, the two keep their locks apart.
+func TestNamespacesThroughOnePooler(t *testing.T) {
+	spaces := testdb.PooledNamespaces(t, pgtemp.BouncerOptions{PoolSize: 2}, 2, false)
+	for _, ns := range spaces {
+		if r := run(t, "migrate", "--dsn", ns.DSN); r.code != 0 {
+			t.Fatalf("migrate %s through the pooler: %s", ns.Role, r)
+		}
+	}
+	for _, ns := range spaces {
+		d := db{t: t, dsn: ns.DSN}
+		if got := d.json(0, "acquire", "shared-name", "--owner", ns.Role); got.Outcome != "acquired" {
+			t.Fatalf("acquire in %s: %+v, want acquired (the other namespace's lock is not this one's)", ns.Role, got)
+		}
+	}
+	for _, ns := range spaces {
+		r := run(t, "ls", "--json", "--dsn", ns.DSN)
+		if r.code != 0 || strings.Count(r.stdout, `"key"`) != 1 || !strings.Contains(r.stdout, ns.Role) {
+			t.Fatalf("ls in %s: %s\nwant its own lock only", ns.Role, r)
+		}
+	}
+}

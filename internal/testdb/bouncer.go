@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -36,6 +36,13 @@ type Pooled struct {
 // (TEST_DATABASE_URL) or a pgbouncer binary the test is Unavailable.
 func Bouncer(t testing.TB, opts pgtemp.BouncerOptions) Pooled {
 	t.Helper()
+	return PooledNamespaces(t, opts, 1, true)[0]
+}
+
+// PooledNamespaces is Bouncer with n namespaces behind one pooler; unless
+// migrate is set their schemas are empty.
+func PooledNamespaces(t testing.TB, opts pgtemp.BouncerOptions, n int, migrate bool) []Pooled {
+	t.Helper()
 	dsn := base(t)
 	if server == nil {
 		Unavailable(t, "pooler tests need the throwaway server, not %s", EnvURL)
@@ -44,38 +51,52 @@ func Bouncer(t testing.TB, opts pgtemp.BouncerOptions) Pooled {
 		Unavailable(t, "%v", err)
 	}
 	ctx := context.Background()
-	name := fmt.Sprintf("p%d_%d", schemaSeq.Add(1), time.Now().UnixNano()%1e6)
 	admin, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatalf("connect to test database: %v", err)
 	}
 	defer admin.Close(ctx)
-	ident := pgx.Identifier{name}.Sanitize()
-	for _, stmt := range []string{
-		"CREATE ROLE " + ident + " LOGIN",
-		"CREATE SCHEMA " + ident + " AUTHORIZATION " + ident,
-		"ALTER ROLE " + ident + " SET search_path = " + ident,
-	} {
-		if _, err := admin.Exec(ctx, stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	spaces := make([]Pooled, n)
+	for i := range spaces {
+		name := fmt.Sprintf("p%d_%d", os.Getpid(), schemaSeq.Add(1))
+		ident := pgx.Identifier{name}.Sanitize()
+		for _, stmt := range []string{
+			"CREATE ROLE " + ident + " LOGIN",
+			"CREATE SCHEMA " + ident + " AUTHORIZATION " + ident,
+			"ALTER ROLE " + ident + " SET search_path = " + ident,
+		} {
+			if _, err := admin.Exec(ctx, stmt); err != nil {
+				t.Fatalf("%s: %v", stmt, err)
+			}
 		}
+		spaces[i] = Pooled{Role: name, DirectDSN: asUser(t, dsn, name)}
+		if migrate {
+			migrateAs(t, spaces[i].DirectDSN)
+		}
+		opts.Users = append(opts.Users, name)
 	}
-	direct := asUser(t, dsn, name)
-	conn, err := pgx.Connect(ctx, direct)
-	if err != nil {
-		t.Fatalf("connect as %s: %v", name, err)
-	}
-	defer conn.Close(ctx)
-	if err := store.Migrate(ctx, conn); err != nil {
-		t.Fatalf("migrate %s: %v", name, err)
-	}
-	opts.Users = append(opts.Users, name)
 	b, err := pgtemp.StartBouncer(ctx, server, opts)
 	if err != nil {
 		t.Fatalf("start pgbouncer: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	return Pooled{DSN: asUser(t, b.DSN(""), name), DirectDSN: direct, Role: name, Bouncer: b}
+	for i := range spaces {
+		spaces[i].DSN, spaces[i].Bouncer = asUser(t, b.DSN(""), spaces[i].Role), b
+	}
+	return spaces
+}
+
+func migrateAs(t testing.TB, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", dsn, err)
+	}
+	defer conn.Close(ctx)
+	if err := store.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrate %s: %v", dsn, err)
+	}
 }
 
 // asUser returns the URL dsn with its user replaced.
