@@ -103,10 +103,14 @@ func (m Model) connLine() string {
 		parts = append(parts, s.Warning.Render("--read-only"))
 	}
 	if m.opts.WakeUps != nil {
-		if m.opts.WakeUps() {
+		// Narrow, only the problem is worth the room.
+		switch live := m.opts.WakeUps(); {
+		case live && !narrow:
 			parts = append(parts, s.Label.Render("wake-ups live"))
-		} else {
+		case !live && m.width >= 120:
 			parts = append(parts, s.Warning.Render("wake-ups not live (see --notify-dsn)"))
+		case !live:
+			parts = append(parts, s.Warning.Render("no wake-ups"))
 		}
 	}
 	if m.paused {

@@ -19,6 +19,10 @@ func TestHeaderShowsWakeUps(t *testing.T) {
 			t.Errorf("live=%v: header %q does not say %q", tc.live, head, tc.want)
 		}
 	}
+	narrow := withSnapshot(t, testModel(t, Options{WakeUps: func() bool { return false }}, 60, 20), fixtureSnapshot())
+	if head := ansi.Strip(narrow.connLine()); !strings.Contains(head, "no wake-ups") {
+		t.Errorf("at 60 columns the header %q does not say wake-ups are not live", head)
+	}
 	m := withSnapshot(t, testModel(t, Options{}, 160, 30), fixtureSnapshot())
 	if head := ansi.Strip(m.connLine()); strings.Contains(head, "wake-ups") {
 		t.Errorf("without a Notifier the header mentions wake-ups: %q", head)
