@@ -136,6 +136,17 @@
 // [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and on the database
 // errors a driver error is mapped to: [ErrNotMigrated], [ErrReadOnly],
 // [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
-// [ErrUnavailable], [ErrInvalidValue]. The typed errors [*HeldError] and
+// [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
+// [ErrPoolerStartupParameter]. The typed errors [*HeldError] and
 // [*NotHeldError] carry the current holder; [Locker.Get] reads a key's row.
+//
+// # Behind a connection pooler
+//
+// Through PgBouncer in transaction mode, run the pool in a query exec mode
+// that sends each statement whole (default_query_exec_mode=exec in the DSN;
+// pgx's default caches named statements the pooler hands to other clients:
+// [ErrPoolerStatements]), and give the [Notifier] a direct or session-pooled
+// connection with a Probe through the pool ([NotifierConfig]): LISTEN through
+// a transaction pooler hears nothing, and [Notifier.Live] says whether the
+// probe arrived. docs/pooling.md has the measurements.
 package locker
