@@ -12,6 +12,7 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // execModes are every query exec mode pgx has, by the name a DSN gives them
@@ -147,6 +148,18 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 		if err != nil || page.Matching != 4 || len(page.Rows) != 4 {
 			t.Fatalf("list by %s: %d of %d rows, %v; want 4 locks", sort, len(page.Rows), page.Matching, err)
 		}
+	}
+	if all, err := lockview.ListAll(ctx, db); err != nil || len(all) != 4 {
+		t.Fatalf("list all = %d rows, %v; want 4", len(all), err)
+	}
+	if recent, err := lockview.RecentEvents(ctx, db, 0, 100); err != nil || len(recent) < len(evs) {
+		t.Fatalf("recent events = %d, %v; want at least k's %d", len(recent), err, len(evs))
+	}
+	if rates, err := lockview.GrantRates(ctx, db, time.Minute, 10*time.Second); err != nil || lockview.Sum(rates.Grants) == 0 {
+		t.Fatalf("grant rates = %+v, %v; want the grants just made", rates, err)
+	}
+	if caps, err := store.Capabilities(ctx, db); err != nil || !caps.Hold {
+		t.Fatalf("capabilities = %+v, %v; want the owner able to hold locks", caps, err)
 	}
 	if _, err := lk.Prune(ctx, db, locker.PruneOptions{}); err != nil {
 		t.Fatalf("prune: %v", err)
