@@ -102,7 +102,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 
 	// A steal of a lapsed lease.
 	lapsed := mustAcquire(t, lk, db, "steal", "a")
-	expireNow(t, db, "steal")
+	testdb.ExpireLease(t, db, "steal")
 	stolen := mustAcquire(t, lk, db, "steal", "b")
 	if stolen.Outcome != locker.Stolen || stolen.Token <= lapsed.Token {
 		t.Fatalf("acquire of a lapsed lease = %+v, want stolen with a token above %d", stolen, lapsed.Token)
@@ -183,14 +183,4 @@ func startNotifierWith(t *testing.T, cfg *pgx.ConnConfig) *locker.Notifier {
 	}
 	unsubscribe()
 	return n
-}
-
-// expireNow moves key's lease expiry into the past on the database clock.
-func expireNow(t *testing.T, db locker.DBTX, key string) {
-	t.Helper()
-	_, err := db.Exec(context.Background(),
-		`UPDATE distributed_lock SET expires_at = clock_timestamp() - interval '1 second' WHERE lock_key = $1`, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 }

@@ -60,7 +60,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		var logs logRecorder
 		n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(direct), Probe: pool, Logf: logs.Logf})
 		runNotifier(t, n)
-		if !becomesTrue(10*time.Second, n.Live) {
+		if !testdb.Within(10*time.Second, n.Live) {
 			t.Fatalf("a Notifier listening directly is not live after 10s; logged %q", logs.Lines())
 		}
 		waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
@@ -90,7 +90,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		n := locker.NewNotifierWithConfig(locker.NotifierConfig{
 			Connect: locker.ConnectWith(pooled), Probe: pool, ProbeTimeout: 300 * time.Millisecond, Logf: logs.Logf})
 		runNotifier(t, n)
-		if !becomesTrue(10*time.Second, func() bool { return len(logs.Lines()) > 0 }) {
+		if !testdb.Within(10*time.Second, func() bool { return len(logs.Lines()) > 0 }) {
 			t.Fatal("no warning 10s after LISTEN through a transaction pooler")
 		}
 		if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "direct or session-pooled") || n.Live() {
@@ -110,14 +110,4 @@ func TestNotifierProvesDelivery(t *testing.T) {
 			t.Fatalf("waiter rechecking on a timer: %v", r.err)
 		}
 	})
-}
-
-// becomesTrue polls cond until it holds or d passes.
-func becomesTrue(d time.Duration, cond func() bool) bool {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
 }

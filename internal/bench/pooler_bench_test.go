@@ -155,14 +155,9 @@ var wakeRuns atomic.Int64
 // waitForWaiterRow returns once key has a waiter record: the waiter is
 // registered and subscribed.
 func waitForWaiterRow(b *testing.B, pool *pgxpool.Pool, key string) {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	testdb.Eventually(b, 10*time.Second, "a waiter on "+key, func() bool {
 		var n int
-		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`, key).Scan(&n); err != nil {
-			b.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-	}
-	b.Fatalf("no waiter on %q", key)
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`, key).Scan(&n)
+		return err == nil && n > 0
+	})
 }

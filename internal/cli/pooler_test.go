@@ -99,11 +99,7 @@ func TestWaitThroughPoolerWithNotifyDSN(t *testing.T) {
 	go func() {
 		got <- run(t, "acquire", "k", "--owner", "waiter", "--wait", "30s", "--json", "--dsn", p.DSN, "--notify-dsn", p.DirectDSN)
 	}()
-	for deadline := time.Now().Add(20 * time.Second); !waiting(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the waiter never registered")
-		}
-	}
+	testdb.Eventually(t, 20*time.Second, "the waiter registers", waiting)
 	d.expect(0, "release", "k", "--owner", "holder", "--token", tokenArg(holder.Token))
 	r := <-got
 	if r.code != 0 || strings.Contains(r.stderr, "not live") {
