@@ -9,6 +9,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -160,4 +161,14 @@ func waitForWaiterRow(b *testing.B, pool *pgxpool.Pool, key string) {
 		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`, key).Scan(&n)
 		return err == nil && n > 0
 	})
+}
+
+// The bench refuses a DSN through a pooler before creating anything, and
+// says why, rather than failing on the pooler's refusal of search_path.
+func TestBenchRefusesAPooler(t *testing.T) {
+	p := testdb.Bouncer(t, pgtemp.BouncerOptions{})
+	_, err := Run(context.Background(), p.DSN, Options{Workers: []int{1}, Duration: 10 * time.Millisecond, Rounds: 1, KeepaliveLocks: -1})
+	if !errors.Is(err, errBehindPooler) {
+		t.Fatalf("bench through PgBouncer = %v, want errBehindPooler", err)
+	}
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -38,6 +39,9 @@ CREATE TABLE bench_floor (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
 
 const floorRowsSQL = `INSERT INTO bench_floor (id) SELECT generate_series(0, $1::int - 1)`
 
+// errBehindPooler refuses a DSN through a connection pooler.
+var errBehindPooler = errors.New("bench: --dsn goes through a connection pooler, which refuses the search_path that confines the run to a schema of its own: give the server's own address (BENCHMARKS.md, \"Through PgBouncer\", compares lock cycles through a pooler with direct ones)")
+
 // openTarget makes a fresh schema on dsn's server, applies lockctl's schema
 // (store.Migrate) and the benchmark's tables to it, and opens a pool of
 // conns connections confined to it.
@@ -55,6 +59,9 @@ func openTargetRTT(ctx context.Context, dsn string, conns int, rtt time.Duration
 		return nil, fmt.Errorf("bench: connect: %w", store.Interpret(err))
 	}
 	defer conn.Close(ctx)
+	if pooled, err := store.BehindPooler(ctx, conn); err == nil && pooled {
+		return nil, errBehindPooler
+	}
 	// DDL takes no bound parameters; the name is ours (digits and
 	// underscores) and quoted as an identifier.
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{t.schema}.Sanitize()); err != nil {
