@@ -80,6 +80,18 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		}
 	})
 
+	t.Run("LISTEN through a session pooler is live", func(t *testing.T) {
+		session, err := pgx.ParseConfig(p.SessionDSN(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(session), Probe: pool})
+		runNotifier(t, n)
+		if !testdb.Within(10*time.Second, n.Live) {
+			t.Fatal("a Notifier listening through a session pooler is not live after 10s")
+		}
+	})
+
 	t.Run("LISTEN through a transaction pooler is not live", func(t *testing.T) {
 		pooled, err := pgx.ParseConfig(p.DSN)
 		if err != nil {

@@ -109,3 +109,16 @@ func asUser(t testing.TB, dsn, user string) string {
 	u.User = url.User(user)
 	return u.String()
 }
+
+// SessionDSN starts a second PgBouncer in front of the same server, in
+// session mode, closed when the test ends, and returns a URL to p's
+// namespace through it: where a Notifier may LISTEN.
+func (p Pooled) SessionDSN(t testing.TB) string {
+	t.Helper()
+	b, err := pgtemp.StartBouncer(context.Background(), server, pgtemp.BouncerOptions{PoolMode: "session", Users: []string{p.Role}})
+	if err != nil {
+		t.Fatalf("start pgbouncer: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return asUser(t, b.DSN(""), p.Role)
+}
