@@ -50,6 +50,7 @@ func open(ctx context.Context, dsn string) (*pgxpool.Pool, []string, error) {
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "lockctl"
 	}
+	fitPooler(cfg, dsn)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
@@ -75,9 +76,6 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 			return nil, ctx.Err()
 		}
 		return nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
-	}
-	if pool, err = fitPooler(ctx, pool, dsn); err != nil {
-		return nil, scrubbed(err, secrets)
 	}
 	return pool, nil
 }
