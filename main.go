@@ -60,7 +60,7 @@ var commands = []cli.Command{
 				defer stopNotifier()
 				err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: *readOnly,
 					Server: cli.ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl,
-					WakeUps: notifier.Live})
+					WakeUps: notifier.State})
 				if err != nil {
 					return env.Fail(err)
 				}

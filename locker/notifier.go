@@ -29,7 +29,7 @@ import (
 type Notifier struct {
 	cfg NotifierConfig
 
-	live   atomic.Bool
+	state  atomic.Int32 // a WakeState
 	warned atomic.Bool
 
 	mu   sync.Mutex
@@ -71,9 +71,29 @@ func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
 	return &Notifier{cfg: cfg, subs: map[string]map[chan struct{}]struct{}{}}
 }
 
-// Live reports whether releases wake waiters now: LISTEN is in place and,
-// with a Probe, a probe sent through it has arrived on that connection.
-func (n *Notifier) Live() bool { return n.live.Load() }
+// WakeState is what a Notifier knows about the delivery of releases.
+type WakeState int32
+
+const (
+	// WakeChecking: not listening yet (connecting, reconnecting), or the
+	// probe is on its way.
+	WakeChecking WakeState = iota
+	// WakeLive: LISTEN is in place and, with a Probe, the probe arrived on
+	// its connection: releases wake waiters.
+	WakeLive
+	// WakeNotLive: the probe did not arrive within ProbeTimeout, or could
+	// not be sent: waiters wake at the holder's expiry and every
+	// Config.WaitRecheck.
+	WakeNotLive
+)
+
+// State reports what the Notifier knows about delivery now.
+func (n *Notifier) State() WakeState { return WakeState(n.state.Load()) }
+
+// Live reports whether releases wake waiters now (State is WakeLive).
+func (n *Notifier) Live() bool { return n.State() == WakeLive }
+
+func (n *Notifier) setState(s WakeState) { n.state.Store(int32(s)) }
 
 // probeChannel carries the delivery probe, apart from the release channel
 // so no key's waiters see it.
@@ -115,7 +135,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer n.live.Store(false)
+	defer n.setState(WakeChecking)
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, channel := range []string{store.NotifyChannel, probeChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
@@ -125,10 +145,11 @@ func (n *Notifier) listen(ctx context.Context) error {
 	n.wakeAll()
 	probe, probeDeadline := "", time.Time{}
 	if n.cfg.Probe == nil {
-		n.live.Store(true)
+		n.setState(WakeLive)
 	} else {
 		probe, probeDeadline = newProbeID(), time.Now().Add(n.cfg.ProbeTimeout)
 		if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, probeChannel, probe); err != nil && ctx.Err() == nil {
+			n.setState(WakeNotLive)
 			n.warn("could not send the probe NOTIFY: %v", err)
 			probe = ""
 		}
@@ -142,6 +163,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 		cancel()
 		switch {
 		case err != nil && probe != "" && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+			n.setState(WakeNotLive)
 			n.warn("the probe NOTIFY sent through the pool did not arrive on the LISTEN connection within %s (is that connection behind a transaction pooler, or on another database? give it a direct or session-pooled connection)", n.cfg.ProbeTimeout)
 			probe = ""
 			continue
@@ -150,7 +172,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 		case note.Channel == probeChannel:
 			if note.Payload == probe {
 				probe = ""
-				n.live.Store(true)
+				n.setState(WakeLive)
 			}
 			continue
 		}

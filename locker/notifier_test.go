@@ -105,8 +105,8 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		if !testdb.Within(10*time.Second, func() bool { return len(logs.Lines()) > 0 }) {
 			t.Fatal("no warning 10s after LISTEN through a transaction pooler")
 		}
-		if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "direct or session-pooled") || n.Live() {
-			t.Fatalf("live=%v, logged %q; want not live and one warning saying what to connect to", n.Live(), lines)
+		if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "direct or session-pooled") || n.State() != locker.WakeNotLive {
+			t.Fatalf("state %d, logged %q; want not live and one warning saying what to connect to", n.State(), lines)
 		}
 		// Timed rechecks still hand the key over.
 		waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})

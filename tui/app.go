@@ -29,9 +29,9 @@ type Options struct {
 	TTL      time.Duration  // default TTL in the acquire form
 	Status   func() string  // optional extra header line (the demo's statistics); called from View, must be cheap and concurrency-safe
 	// WakeUps reports whether release notifications reach this console's
-	// LISTEN connection (locker.Notifier.Live); nil hides the indicator.
+	// LISTEN connection (locker.Notifier.State); nil hides the indicator.
 	// Called from View, like Status.
-	WakeUps func() bool
+	WakeUps func() locker.WakeState
 }
 
 // pane is what fills the body under the header.

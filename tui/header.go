@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -104,12 +105,14 @@ func (m Model) connLine() string {
 	}
 	if m.opts.WakeUps != nil {
 		// Narrow, only the problem is worth the room.
-		switch live := m.opts.WakeUps(); {
-		case live && !narrow:
+		switch state := m.opts.WakeUps(); {
+		case state == locker.WakeLive && !narrow:
 			parts = append(parts, s.Label.Render("wake-ups live"))
-		case !live && m.width >= 120:
+		case state == locker.WakeChecking && !narrow:
+			parts = append(parts, s.Muted.Render("wake-ups: checking…"))
+		case state == locker.WakeNotLive && m.width >= 120:
 			parts = append(parts, s.Warning.Render("wake-ups not live (see --notify-dsn)"))
-		case !live:
+		case state == locker.WakeNotLive:
 			parts = append(parts, s.Warning.Render("no wake-ups"))
 		}
 	}

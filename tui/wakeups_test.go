@@ -5,23 +5,30 @@ import (
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/lockctl/lockctl/locker"
 )
 
 // The header says whether release notifications are heard, when the
-// console runs a Notifier, and points at the flag that fixes it.
+// console runs a Notifier, and points at the flag that fixes it; narrow,
+// it shows only the problem.
 func TestHeaderShowsWakeUps(t *testing.T) {
 	for _, tc := range []struct {
-		live bool
-		want string
-	}{{true, "wake-ups live"}, {false, "wake-ups not live (see --notify-dsn)"}} {
-		m := withSnapshot(t, testModel(t, Options{WakeUps: func() bool { return tc.live }}, 160, 30), fixtureSnapshot())
-		if head := ansi.Strip(m.connLine()); !strings.Contains(head, tc.want) {
-			t.Errorf("live=%v: header %q does not say %q", tc.live, head, tc.want)
+		state locker.WakeState
+		width int
+		want  string
+	}{
+		{locker.WakeChecking, 160, "wake-ups: checking…"},
+		{locker.WakeLive, 160, "wake-ups live"},
+		{locker.WakeNotLive, 160, "wake-ups not live (see --notify-dsn)"},
+		{locker.WakeNotLive, 60, "no wake-ups"},
+		{locker.WakeLive, 60, ""},
+	} {
+		m := withSnapshot(t, testModel(t, Options{WakeUps: func() locker.WakeState { return tc.state }}, tc.width, 30), fixtureSnapshot())
+		head := ansi.Strip(m.connLine())
+		if tc.want == "" && strings.Contains(head, "wake-ups") || !strings.Contains(head, tc.want) {
+			t.Errorf("state %d at %d columns: header %q, want %q", tc.state, tc.width, head, tc.want)
 		}
-	}
-	narrow := withSnapshot(t, testModel(t, Options{WakeUps: func() bool { return false }}, 60, 20), fixtureSnapshot())
-	if head := ansi.Strip(narrow.connLine()); !strings.Contains(head, "no wake-ups") {
-		t.Errorf("at 60 columns the header %q does not say wake-ups are not live", head)
 	}
 	m := withSnapshot(t, testModel(t, Options{}, 160, 30), fixtureSnapshot())
 	if head := ansi.Strip(m.connLine()); strings.Contains(head, "wake-ups") {
