@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -30,6 +31,10 @@ func StartNotifier(ctx context.Context, env Env, pool *pgxpool.Pool) (n *locker.
 		Connect: locker.ConnectWith(listen),
 		Probe:   pool,
 		Logf: func(format string, args ...any) {
+			if _, tty := terminalWidth(env.Stderr); tty {
+				// Clear the wait's progress line; it is redrawn within a second.
+				fmt.Fprint(env.Stderr, "\r"+ansi.EraseEntireLine)
+			}
 			env.printLine(env.Prog + ": " + fmt.Sprintf(format, args...) + " (--notify-dsn)")
 		},
 	})
