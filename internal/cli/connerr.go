@@ -124,6 +124,11 @@ func describeServerRefusal(e *pgconn.PgError, cfg *pgx.ConnConfig) (problem, hin
 	case "53300": // too_many_connections
 		return "the server has no free connection slots: " + e.Message,
 			"try again later, or raise max_connections", true
+	case "08P01": // protocol_violation: PgBouncer refusing a startup parameter
+		if strings.HasPrefix(e.Message, "unsupported startup parameter") {
+			return "the connection pooler refused the connection string: " + e.Message,
+				"drop that parameter from the DSN; to choose the lock schema behind a pooler, set the role's search_path with ALTER ROLE … SET search_path (docs/pooling.md)", false
+		}
 	case "57P03": // cannot_connect_now
 		return "database unreachable: the server is starting up, shutting down or in recovery",
 			"try again in a moment", true
