@@ -138,3 +138,33 @@ func TestNamespacesThroughOnePooler(t *testing.T) {
 		}
 	}
 }
+
+// TestRunThroughPooler: `lockctl run` waits for a held key through the
+// pooler, is woken by the release through a direct --notify-dsn, keeps its
+// short lease renewed through the pooler while the command runs, and
+// releases it after.
+func TestRunThroughPooler(t *testing.T) {
+	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 2})
+	d := db{t: t, dsn: p.DSN}
+	direct := testdb.Pool(t, p.DirectDSN)
+	holder := d.json(0, "acquire", "job", "--owner", "holder", "--ttl", "1m")
+	got := make(chan result, 1)
+	go func() {
+		// The command outlives several 600ms leases: renewals must pass.
+		got <- run(t, "run", "job", "--owner", "runner", "--ttl", "600ms", "--wait", "30s",
+			"--dsn", p.DSN, "--notify-dsn", p.DirectDSN, "--", "sh", "-c", `sleep 2; echo "token=$LOCKCTL_TOKEN"`)
+	}()
+	testdb.Eventually(t, 20*time.Second, "run registers as a waiter", func() bool {
+		var n int
+		err := direct.QueryRow(context.Background(), `SELECT count(*) FROM distributed_lock_waiter WHERE owner_id = 'runner'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	d.expect(0, "release", "job", "--owner", "holder", "--token", tokenArg(holder.Token))
+	r := <-got
+	if r.code != 0 || !strings.Contains(r.stdout, "token=") || strings.Contains(r.stderr, "not live") {
+		t.Fatalf("run through the pooler: %s\nwant the command's output, exit 0, no warning", r)
+	}
+	if next := d.json(0, "acquire", "job", "--owner", "next"); next.Outcome != "acquired" {
+		t.Fatalf("acquire after run = %+v; want acquired (run released the key)", next)
+	}
+}
