@@ -49,16 +49,3 @@ func BehindPooler(ctx context.Context, conn *pgx.Conn) (bool, error) {
 	}
 	return pid != conn.PgConn().PID(), nil
 }
-
-// PoolerSafeMode reports whether statements run in mode survive a
-// transaction pooler that keeps no prepared statements (PgBouncer 1.18's
-// transaction mode, measured in docs/pooling.md): each statement is then
-// sent whole in one round trip, with no server state a later statement
-// relies on.
-func PoolerSafeMode(mode pgx.QueryExecMode) bool {
-	switch mode {
-	case pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol, pgx.QueryExecModeCacheDescribe:
-		return true
-	}
-	return false
-}

@@ -12,11 +12,10 @@ import (
 )
 
 // StartNotifier runs a Notifier for a waiting command (or the console) until
-// stop is called.
-// It LISTENs on --notify-dsn, else on pool's server, and proves delivery
-// with a probe sent through pool, the path releases take; if the probe is
-// lost (LISTEN through a transaction pooler), it says so once on Stderr and
-// the wait goes on with timed rechecks.
+// stop is called. It LISTENs on --notify-dsn, else on pool's server, and
+// proves delivery with a probe sent through pool, the path releases take; if
+// the probe is lost (LISTEN through a transaction pooler), it says so once on
+// Stderr and the wait goes on with timed rechecks.
 func StartNotifier(ctx context.Context, env Env, pool *pgxpool.Pool) (n *locker.Notifier, stop func(), err error) {
 	listen := pool.Config().ConnConfig
 	if env.NotifyDSN != "" {
