@@ -31,12 +31,18 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		Actor: l.ownerActor(owner), Detail: detail, LogAcquired: l.cfg.LogGrants,
 	}
 	sentAt := l.clock.Now()
-	g, found, err := store.TryGrant(ctx, db, params)
+	sctx, done := knownOutcome(ctx)
+	g, found, err := store.TryGrant(sctx, db, params)
+	done()
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	if g.Granted() {
-		return leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt), nil
+		lease := leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt)
+		if ctx.Err() != nil {
+			return Lease{}, l.giveBack(ctx, db, lease)
+		}
+		return lease, nil
 	}
 	remaining := g.Remaining
 	if !found || g.Outcome != store.OutcomeHeld {
@@ -49,4 +55,17 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		remaining = 0
 	}
 	return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining}
+}
+
+// giveBack releases a lease granted after the caller had given up (ctx
+// ended while the grant was on its way), so the key is not held until its
+// TTL by nobody, and returns ctx's error. A renewal is left alone: the
+// caller held that lease before and still does.
+func (l *Locker) giveBack(ctx context.Context, db DBTX, lease Lease) error {
+	if lease.Outcome != Renewed {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
+		defer cancel()
+		_, _ = l.Release(rctx, db, lease)
+	}
+	return fmt.Errorf("locker: acquire %q: %w", lease.Key, ctx.Err())
 }

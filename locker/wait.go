@@ -38,7 +38,14 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease
 		wake = ch
 	}
 	seenFor := 3 * l.cfg.WaitRecheck
-	waiterID, err := store.AddWaiter(ctx, db, key, owner, seenFor)
+	// Under knownOutcome: a record added as ctx ends must still be known,
+	// or nothing would remove it before its seen_until.
+	addCtx, added := knownOutcome(ctx)
+	waiterID, err := store.AddWaiter(addCtx, db, key, owner, seenFor)
+	added()
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if waiterID != 0 {
 		defer func() {
 			// The caller's ctx may be done; the record must go regardless.
