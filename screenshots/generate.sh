@@ -5,21 +5,38 @@
 #
 #   screenshots/generate.sh          # from the repository root or anywhere
 #
-# Needs: Go, tmux, PostgreSQL's server binaries (as for `lockctl demo`), and
-# the Go module proxy (freeze is fetched with `go run`).
+# Needs: Go, tmux, PostgreSQL's server binaries (as for `lockctl demo`), the
+# Go module proxy (freeze is fetched as a Go tool) and pngquant (Debian
+# `pngquant`).
+#
+# The PNGs are rendered at FONT_SIZE pixels (default 28: twice a 14 px
+# terminal, sharp on high-density screens) and reduced to a 256-colour
+# palette by pngquant, which leaves terminal text unchanged to the eye and
+# keeps each file a few hundred KB. (Left to size itself, freeze renders at
+# four times the pane's size and writes several MB per PNG.)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 seed=${SEED:-7}
-freeze=github.com/charmbracelet/freeze@v0.2.2
+font_size=${FONT_SIZE:-28}
 sock=lockctl-screenshots-$$
+command -v pngquant >/dev/null || { echo "generate.sh: needs pngquant (apt-get install pngquant)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 
 (cd "$root" && go build -o "$work/lockctl" .)
-# freeze runs outside this module so `go run` does not touch go.mod.
-(cd "$work" && go run "$freeze" --version >/dev/null)
+# freeze runs from a scratch module so this one's go.mod stays untouched.
+# freeze v0.2.2 pins wazero v1.8.0, whose compiled code crashes under Go 1.26
+# (split stack overflow in memmove); wazero v1.11.0 renders the same images.
+mkdir "$work/freeze"
+(
+	cd "$work/freeze"
+	go mod init screenshots 2>/dev/null
+	go get -tool github.com/charmbracelet/freeze@v0.2.2 github.com/tetratelabs/wazero@v1.11.0 2>go-get.log ||
+		{ cat go-get.log >&2; exit 1; }
+	go build -o "$work/freeze-bin" github.com/charmbracelet/freeze
+)
 
 t() { tmux -L "$sock" "$@"; }
 screen() { t capture-pane -p -t demo; }
@@ -46,10 +63,18 @@ shot() {
 	t capture-pane -e -p -t demo |
 		sed -e 's/\x1b\[39m/\x1b[38;2;197;200;198m/g' -e 's/\x1b\[49m/\x1b[48;2;23;23;23m/g' \
 			>"$work/$1.ansi"
-	(cd "$work" && go run "$freeze" --language ansi --window --padding 20 \
-		--font.size 14 --output "$here/$1" <"$work/$1.ansi")
-	echo "wrote screenshots/$1"
+	"$work/freeze-bin" --language ansi --window --padding "$padding" \
+		--font.size "$font_size" --width "$width" --height "$height" \
+		--output "$work/$1" <"$work/$1.ansi" >/dev/null
+	pngquant --quality 80-100 --speed 1 --strip --force --output "$here/$1" "$work/$1"
+	echo "wrote screenshots/$1 ($(wc -c <"$here/$1") bytes)"
 }
+
+# The image's size for a 120×35 pane: freeze's cell is font size × 1/1.68
+# wide and font size × 1.2 high; the window bar and padding come on top.
+padding=$((font_size * 10 / 7))
+width=$((121 * font_size * 100 / 168 + 2 * padding))
+height=$((35 * font_size * 12 / 10 + 2 * padding + 15 + font_size * 6 / 10))
 
 # More workers and keys than the defaults, so the table fills the pane.
 t new-session -d -s demo -x 120 -y 35 "exec '$work/lockctl' demo --seed $seed --workers 14 --keys 8"
