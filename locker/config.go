@@ -47,7 +47,7 @@ type Config struct {
 	// force-expire and force-release, rejected stale writes (always
 	// recorded). Off by default because two extra rows per acquire/release
 	// cycle, and the full grant statement they need, cut a busy service's
-	// lock throughput by a fifth to a third (BENCHMARKS.md). The
+	// lock throughput (BENCHMARKS.md, locker-logged). The
 	// console, the CLI and the demo turn it on; a service can while it is
 	// being debugged.
 	LogGrants bool

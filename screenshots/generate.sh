@@ -29,7 +29,7 @@ trap 'tmux -L "$sock" kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 # freeze runs from a scratch module so this one's go.mod stays untouched.
 # freeze v0.2.2 pins wazero v1.8.0, whose compiled code crashes under Go 1.26
 # (split stack overflow in memmove); wazero v1.11.0 renders the same images.
-mkdir "$work/freeze"
+mkdir "$work/freeze" "$work/no-rsvg"
 (
 	cd "$work/freeze"
 	go mod init screenshots 2>/dev/null
@@ -63,7 +63,10 @@ shot() {
 	t capture-pane -e -p -t demo |
 		sed -e 's/\x1b\[39m/\x1b[38;2;197;200;198m/g' -e 's/\x1b\[49m/\x1b[48;2;23;23;23m/g' \
 			>"$work/$1.ansi"
-	"$work/freeze-bin" --language ansi --window --padding "$padding" \
+	# An empty PATH: freeze prefers rsvg-convert where it is installed, which
+	# draws with the system's fonts (proportional ones misalign the columns);
+	# without it freeze renders itself, with its built-in JetBrains Mono.
+	env PATH="$work/no-rsvg" "$work/freeze-bin" --language ansi --window --padding "$padding" \
 		--font.size "$font_size" --width "$width" --height "$height" \
 		--output "$work/$1" <"$work/$1.ansi" >/dev/null
 	pngquant --quality 80-100 --speed 1 --strip --force --output "$here/$1" "$work/$1"

@@ -15,7 +15,7 @@ import (
 var (
 	ErrNotMigrated      = errors.New("lock tables missing: run `lockctl migrate` on this database (or grant this role USAGE on their schema)")
 	ErrReadOnly         = errors.New("database is read-only (a standby or a read-only transaction): writes are refused")
-	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see README, Least privilege)")
+	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see docs/security.md, Least privilege)")
 	ErrLockTimeout      = errors.New("timed out waiting for a database lock")
 	ErrStatementTimeout = errors.New("statement cancelled (statement_timeout or cancel request)")
 	ErrUnavailable      = errors.New("database unreachable")

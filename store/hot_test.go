@@ -15,7 +15,7 @@ import (
 // force-expire) must be a HOT update of the key's row: no index entry is
 // written. An index on any lease column (owner, token, expiry, grant time)
 // breaks this, and each grant then writes into every index of the table
-// (BENCHMARKS.md: 7.3k against 9.3k cycles/s at 8 workers). The counts are
+// (what that costs: BENCHMARKS.md). The counts are
 // this transaction's own, read synchronously.
 func TestLeaseWritesAreHOTUpdates(t *testing.T) {
 	t.Parallel()

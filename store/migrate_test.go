@@ -125,9 +125,9 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 func TestMigrateDropsOldSortIndexes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	// README gives operators these statements.
-	if readme, err := os.ReadFile("../README.md"); err != nil || !strings.Contains(string(readme), testdataSQL(t, "sort-indexes.sql")) {
-		t.Errorf("README does not give testdata/sort-indexes.sql verbatim (%v)", err)
+	// docs/operations.md gives operators these statements.
+	if page, err := os.ReadFile("../docs/operations.md"); err != nil || !strings.Contains(string(page), testdataSQL(t, "sort-indexes.sql")) {
+		t.Errorf("docs/operations.md does not give testdata/sort-indexes.sql verbatim (%v)", err)
 	}
 	db := migratedFrom(t, "schema-with-checks.sql", "sort-indexes.sql")
 	if err := store.Migrate(ctx, db); err != nil {

@@ -75,14 +75,13 @@ ALTER TABLE distributed_lock SET (fillfactor = 80);
 -- The primary key is the table's only index, on purpose: every grant,
 -- renewal and release changes owner_id, fence_token, expires_at,
 -- acquired_at or released_at, and an index on any of them makes each of
--- those writes a non-HOT update that inserts into every index (measured
--- at 8 workers: 7.3k cycles/s with three such indexes, 9.3k without; see
--- BENCHMARKS.md). The console's orders other than by key read the table
--- with a bounded top-N sort instead, once per refresh while the selection
--- stays put (store.ListLocks, store.Span). Earlier versions created these
--- three; an operator who wants index-backed console sorts on millions of
--- locks can create them under other names (README, "Large tables"), which
--- migrate leaves alone. DROP INDEX IF EXISTS takes no lock when the index
+-- those writes a non-HOT update that inserts into every index (what that
+-- costs: BENCHMARKS.md). The console's orders other than by key read the
+-- table with a bounded top-N sort instead, once per refresh while the
+-- selection stays put (store.ListLocks, store.Span). Earlier versions
+-- created these three; an operator who wants index-backed console sorts on
+-- millions of locks can create them under other names (docs/operations.md,
+-- "Large tables"), which migrate leaves alone. DROP INDEX IF EXISTS takes no lock when the index
 -- is already gone.
 DROP INDEX IF EXISTS distributed_lock_expires_idx, distributed_lock_token_idx,
     distributed_lock_acquired_idx, distributed_lock_released_idx;

@@ -49,7 +49,7 @@ const explainPrefix = `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT 
 // (schema.sql says why), so their window reads the table into a top-N sort:
 // a pass per side on a first poll, one pass when handed the last page's span
 // as the console's next poll is. With the indexes an operator may add for
-// them (README, "Large tables": internal/lockview/testdata/sort-indexes.sql) every order
+// them (docs/operations.md, "Large tables": internal/lockview/testdata/sort-indexes.sql) every order
 // reads its window through an index, without a pass. The plans are logged
 // for BENCHMARKS.md (go test -v -run TestConsolePollPlan).
 func TestConsolePollPlan(t *testing.T) {

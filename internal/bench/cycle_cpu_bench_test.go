@@ -4,7 +4,7 @@ package bench
 // wall time, next to the least a cycle can cost (two one-row UPDATEs, two
 // commits). CPU time barely moves when the shared machine is busy, so small
 // differences between the locker and the reference show here that a
-// throughput run hides in its noise (BENCHMARKS.md, "Where the time goes").
+// throughput run hides in its noise (BENCHMARKS.md).
 // Run:
 //
 //	go test -run NONE -bench CycleCPU ./internal/bench/

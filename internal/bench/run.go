@@ -67,9 +67,8 @@ func Run(ctx context.Context, dsn string, opts Options) (*Report, error) {
 	// the largest level's pool: with idle connections to spare, a worker's
 	// statements can wander over backends whose caches have gone cold. That
 	// cost the locker (a statement per call) more than the reference (a
-	// transaction stays on one connection): on hot keys at 8 workers,
-	// 1.57–1.65× the reference with 32 connections, 1.87–2.00× with 8, in
-	// alternated runs; without contention the difference was within noise.
+	// transaction stays on one connection) on hot keys, in alternated runs
+	// (BENCHMARKS.md); without contention the difference was within noise.
 	levels := map[int]levelSeries{}
 	for _, w := range opts.Workers {
 		pool := t.pool

@@ -203,7 +203,7 @@ func setup(ctx context.Context, dsn string, cfg Config) error {
 	return history.CreateGuarded(ctx, conn)
 }
 
-// String is the run's summary, as pasted in the README.
+// String is the run's summary, as pasted in docs/reliability.md.
 func (s Summary) String() string {
 	total := 0
 	for _, n := range s.Faults {

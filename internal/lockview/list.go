@@ -20,7 +20,7 @@ import (
 // index on a lease column would make every grant a non-HOT update), so each
 // side of their window is one pass over the table into a top-N sort that
 // holds only the window's rows; with an operator's index on the column (see
-// README) the planner reads it through that instead, from the same SQL.
+// docs/operations.md) the planner reads it through that instead, from the same SQL.
 // Handed the last page's Span (ListQuery.Near), as the console's polls are,
 // both sides come from one pass while the window stays inside that span.
 type Sort string

@@ -10,11 +10,11 @@ import (
 	"github.com/lockctl/lockctl/internal/roles"
 )
 
-// The README's "Least privilege" section shows these statements verbatim; a
+// docs/security.md, "Least privilege", shows these statements verbatim; a
 // change to a grant set must change the documentation with it.
-func TestReadmeShowsTheGrantsAsTheyAre(t *testing.T) {
+func TestDocsShowTheGrantsAsTheyAre(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
-	readme, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "README.md"))
+	page, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "docs", "security.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,8 +23,8 @@ func TestReadmeShowsTheGrantsAsTheyAre(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(readme), "```sql\n"+sql+"```") {
-			t.Errorf("README.md does not show the %s grants as roles.GrantSQL prints them:\n%s", kind, sql)
+		if !strings.Contains(string(page), "```sql\n"+sql+"```") {
+			t.Errorf("docs/security.md does not show the %s grants as roles.GrantSQL prints them:\n%s", kind, sql)
 		}
 	}
 	if _, err := roles.GrantSQL("admin", "public", "x"); err == nil {
