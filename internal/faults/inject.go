@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 )
 
@@ -43,6 +44,7 @@ type injector struct {
 	ttl     time.Duration
 	kinds   []string
 	logf    func(string, ...any)
+	rec     *history.Recorder // where crashes are recorded, for the checker
 }
 
 // run injects faults until ctx ends: first every kind once (the zombie
@@ -118,6 +120,9 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		// A restart runs to the end even if the run ends meanwhile: the
 		// checker needs the server back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		if kind == RestartCrash {
+			in.rec.Add(history.Op{Kind: history.Crash, Call: in.rec.Now()})
+		}
 		err = in.inst.Restart(rctx, mode)
 		cancel()
 		ok = err == nil

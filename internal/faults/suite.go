@@ -103,7 +103,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
 	lk, err := locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: cfg.TTL / 4,
 		WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults",
-		LogGrants: true}) // the checker reads every grant back from the event log
+		LogGrants: true}) // the checker reads every grant back from the event log; releases stay lazy (worker.release)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -141,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	pools = append(pools, admin)
 	inj := &injector{inst: inst, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
-		workers: workers, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf}
+		workers: workers, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
 
 	started := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)

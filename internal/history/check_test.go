@@ -187,3 +187,40 @@ func TestCheckerFlagsLeaseEnds(t *testing.T) {
 		t.Fatalf("untrusted on arrival: %q, %+v", r.Violations, r.Stats)
 	}
 }
+
+// A lazy release (committed without waiting for the disk) may be lost
+// with a server crash after it; the lease then runs to its expiry. Lost
+// without a crash, or lost though it was durable, it is a violation.
+func TestLostLazyReleaseNeedsACrash(t *testing.T) {
+	// clean() without b's release in the log and without a's last grant
+	// (which a lost release would have made wait for b's expiry).
+	lost := func(lazy bool, crashAt time.Duration) ([]Op, Observed) {
+		ops, obs := clean()
+		ops = ops[:6]
+		ops[5].Lazy = lazy
+		obs.Events = obs.Events[:2]
+		if crashAt > 0 {
+			ops = append(ops, Op{Kind: Crash, Call: crashAt, Return: crashAt})
+		}
+		return ops, obs
+	}
+	ops, obs := lost(true, 200*ms)
+	if r := Check(ops, cleanEnds(), obs); !r.OK() || r.Stats.LazyReleasesLost != 1 {
+		t.Fatalf("a lazy release lost in a later crash: violations %q, %d counted lost", r.Violations, r.Stats.LazyReleasesLost)
+	}
+	for _, c := range []struct {
+		name    string
+		lazy    bool
+		crashAt time.Duration
+	}{
+		{"lazy, no crash", true, 0},
+		{"lazy, crash before the release", true, 100 * ms},
+		{"durable, crash after it", false, 200 * ms},
+	} {
+		ops, obs := lost(c.lazy, c.crashAt)
+		r := Check(ops, cleanEnds(), obs)
+		if r.OK() || !strings.Contains(strings.Join(r.Violations, "\n"), "the log has no release") {
+			t.Errorf("%s: violations %q; want the missing release flagged", c.name, r.Violations)
+		}
+	}
+}

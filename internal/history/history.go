@@ -29,6 +29,7 @@ const (
 	Release     Kind = "release"      // Release of a lease the client held
 	Write       Kind = "write"        // one fenced transaction: Fence, guarded write, commit
 	ForceExpire Kind = "force_expire" // an operator's ForceExpire
+	Crash       Kind = "crash"        // the server was killed without a shutdown checkpoint
 )
 
 // Result is how an operation ended, as the client saw it.
@@ -64,7 +65,11 @@ type Op struct {
 	TTL time.Duration
 	// WriterSeq numbers a client's Write operations, so a committed write
 	// can be matched with its row in the guarded table.
-	WriterSeq    int64
+	WriterSeq int64
+	// Lazy marks a Release that committed without waiting for the disk
+	// (locker's default): a server Crash after it may lose it, leaving the
+	// lease to run to its expiry, which is safe.
+	Lazy         bool
 	Call, Return time.Duration
 	Err          string
 }
