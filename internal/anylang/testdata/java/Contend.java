@@ -1,0 +1,236 @@
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.SplittableRandom;
+
+/**
+ * The Java side of internal/anylang's contention test: threads take keys
+ * through {@link DistributedLock} while Go lockers take the same keys, and
+ * every operation is printed for the Go test's history checker.
+ *
+ * <p>Arguments are name=value: url, clients (threads), client_base (the
+ * first client number), owner_prefix, keys (comma-separated), duration_ms,
+ * ttl_ms, hold_ms, pause_one_in (one hold in N outlives its lease), seed.
+ *
+ * <p>Each thread loops: tryAcquire a random key; on a grant hold it up to
+ * hold_ms, renew, hold again, make one fenced write to the test's guarded
+ * table, release. A paused hold sleeps past the TTL before its write, so its
+ * fence must refuse it if another owner took the key meanwhile.
+ *
+ * <p>Output: "ready" once every connection is open (the run starts then),
+ * then, when the run ends, one tab-separated line per operation: kind,
+ * client, key, owner, token, result, outcome, expires_at and ttl (ns),
+ * writer_seq, call and return (ns since the Unix epoch: one clock with the
+ * Go side, which is another process), error.
+ */
+public final class Contend {
+
+    // The guarded table of internal/history (guarded.go), in JDBC syntax: a
+    // per-key counter that numbers the fenced transactions in commit order,
+    // and the write with the token of the newest grant its statement sees.
+    private static final String GUARDED_ORDER =
+        "INSERT INTO guarded_order AS o (lock_key, n) VALUES (?, 1) "
+            + "ON CONFLICT (lock_key) DO UPDATE SET n = o.n + 1 RETURNING n";
+    private static final String GUARDED_WRITE =
+        "INSERT INTO guarded_write (lock_key, token, writer, writer_seq, commit_seq, seen_token) "
+            + "VALUES (?, ?, ?, ?, ?, (SELECT e.fence_token FROM distributed_lock_event e "
+            + "WHERE e.lock_key = ? AND e.kind IN ('acquired', 'stolen') ORDER BY e.event_id DESC LIMIT 1))";
+
+    private static final List<String> records = Collections.synchronizedList(new ArrayList<>());
+
+    public static void main(String[] args) throws Exception {
+        Map<String, String> a = new HashMap<>();
+        for (String arg : args) {
+            int eq = arg.indexOf('=');
+            if (eq < 0) {
+                throw new IllegalArgumentException("arguments are name=value, got " + arg);
+            }
+            a.put(arg.substring(0, eq), arg.substring(eq + 1));
+        }
+        String url = need(a, "url");
+        int clients = Integer.parseInt(need(a, "clients"));
+        int clientBase = Integer.parseInt(need(a, "client_base"));
+        String ownerPrefix = need(a, "owner_prefix");
+        String[] keys = need(a, "keys").split(",");
+        long durationMs = Long.parseLong(need(a, "duration_ms"));
+        Duration ttl = Duration.ofMillis(Long.parseLong(need(a, "ttl_ms")));
+        long holdMs = Long.parseLong(need(a, "hold_ms"));
+        int pauseOneIn = Integer.parseInt(need(a, "pause_one_in"));
+        SplittableRandom seeds = new SplittableRandom(Long.parseLong(need(a, "seed")));
+
+        DistributedLock lock = new DistributedLock(ttl, true);
+        List<Connection> conns = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            conns.add(DriverManager.getConnection(url));
+        }
+        System.out.println("ready");
+        System.out.flush();
+
+        long deadline = System.nanoTime() + durationMs * 1_000_000;
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < clients; i++) {
+            Worker w = new Worker(lock, conns.get(i), clientBase + i, ownerPrefix + "-" + i, keys,
+                ttl, holdMs, pauseOneIn, seeds.split(), deadline);
+            Thread t = new Thread(w::run);
+            t.start();
+            threads.add(t);
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        for (Connection c : conns) {
+            c.close();
+        }
+        synchronized (records) {
+            for (String r : records) {
+                System.out.println(r);
+            }
+        }
+    }
+
+    private static String need(Map<String, String> a, String name) {
+        String v = a.get(name);
+        if (v == null) {
+            throw new IllegalArgumentException("missing argument " + name + "=");
+        }
+        return v;
+    }
+
+    private static long now() {
+        Instant i = Instant.now();
+        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
+    }
+
+    private record Worker(DistributedLock lock, Connection c, int client, String owner, String[] keys,
+                          Duration ttl, long holdMs, int pauseOneIn, SplittableRandom rnd, long deadline) {
+
+        void run() {
+            long writerSeq = 0;
+            try {
+                while (System.nanoTime() < deadline) {
+                    String key = keys[rnd.nextInt(keys.length)];
+                    long call = now();
+                    Optional<DistributedLock.Lease> got;
+                    try {
+                        got = lock.tryAcquire(c, key, owner);
+                    } catch (SQLException e) {
+                        record("grant", key, 0, "unknown", "", null, call, now(), e);
+                        return;
+                    }
+                    long ret = now();
+                    if (got.isEmpty()) {
+                        record("grant", key, 0, "held", "", null, call, ret, null);
+                        continue;
+                    }
+                    DistributedLock.Lease lease = got.get();
+                    record("grant", key, lease.token(), "ok", lease.outcome(), lease, call, ret, null);
+
+                    Thread.sleep(rnd.nextLong(holdMs + 1));
+                    call = now();
+                    Optional<DistributedLock.Lease> renewed;
+                    try {
+                        renewed = lock.renew(c, lease);
+                    } catch (SQLException e) {
+                        record("renew", key, lease.token(), "unknown", "", null, call, now(), e);
+                        return;
+                    }
+                    record("renew", key, lease.token(), renewed.isPresent() ? "ok" : "not_held", "",
+                        renewed.orElse(null), call, now(), null);
+                    Thread.sleep(rnd.nextLong(holdMs + 1));
+                    if (pauseOneIn > 0 && rnd.nextInt(pauseOneIn) == 0) {
+                        Thread.sleep(ttl.toMillis() * 3 / 2);
+                    }
+
+                    writerSeq++;
+                    if (!fencedWrite(lease, writerSeq)) {
+                        return;
+                    }
+
+                    call = now();
+                    boolean released;
+                    try {
+                        released = lock.release(c, lease);
+                    } catch (SQLException e) {
+                        record("release", key, lease.token(), "unknown", "", null, call, now(), e);
+                        return;
+                    }
+                    record("release", key, lease.token(), released ? "ok" : "not_held", "", null, call, now(), null);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        /** One transaction: fence, guarded write, commit. False after an error (recorded). */
+        private boolean fencedWrite(DistributedLock.Lease lease, long writerSeq) {
+            long call = now();
+            boolean committing = false;
+            try {
+                c.setAutoCommit(false);
+                if (!lock.fence(c, lease)) {
+                    c.rollback();
+                    c.setAutoCommit(true);
+                    recordWrite(lease, writerSeq, "not_held", call, null);
+                    return true;
+                }
+                long n;
+                try (PreparedStatement s = c.prepareStatement(GUARDED_ORDER)) {
+                    s.setString(1, lease.key());
+                    try (ResultSet r = s.executeQuery()) {
+                        r.next();
+                        n = r.getLong(1);
+                    }
+                }
+                try (PreparedStatement s = c.prepareStatement(GUARDED_WRITE)) {
+                    s.setString(1, lease.key());
+                    s.setLong(2, lease.token());
+                    s.setString(3, owner);
+                    s.setLong(4, writerSeq);
+                    s.setLong(5, n);
+                    s.setString(6, lease.key());
+                    s.executeUpdate();
+                }
+                committing = true;
+                c.commit();
+                c.setAutoCommit(true);
+                recordWrite(lease, writerSeq, "ok", call, null);
+                return true;
+            } catch (SQLException e) {
+                recordWrite(lease, writerSeq, committing ? "unknown" : "failed", call, e);
+                return false;
+            }
+        }
+
+        private void recordWrite(DistributedLock.Lease lease, long writerSeq, String result, long call, SQLException e) {
+            records.add(String.join("\t", "write", Integer.toString(client), lease.key(), owner,
+                Long.toString(lease.token()), result, "", "0", "0", Long.toString(writerSeq),
+                Long.toString(call), Long.toString(now()), e == null ? "" : oneLine(e)));
+        }
+
+        private void record(String kind, String key, long token, String result, String outcome,
+                            DistributedLock.Lease lease, long call, long ret, SQLException e) {
+            long expires = 0;
+            if (lease != null) {
+                Instant x = lease.expiresAt().toInstant();
+                expires = x.getEpochSecond() * 1_000_000_000L + x.getNano();
+            }
+            records.add(String.join("\t", kind, Integer.toString(client), key, owner, Long.toString(token),
+                result, outcome, Long.toString(expires), Long.toString(lease == null ? 0 : ttl.toNanos()), "0",
+                Long.toString(call), Long.toString(ret), e == null ? "" : oneLine(e)));
+        }
+
+        private static String oneLine(Exception e) {
+            return e.toString().replaceAll("\\s+", " ");
+        }
+    }
+}
