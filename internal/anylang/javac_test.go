@@ -40,12 +40,3 @@ func compileJava(t *testing.T) javaClient {
 	}
 	return javaClient{java: java, classpath: jar + string(os.PathListSeparator) + classes}
 }
-
-func TestJavaClientCompiles(t *testing.T) {
-	c := compileJava(t)
-	for _, class := range []string{"DistributedLock", "Contend"} {
-		if _, err := os.Stat(filepath.Join(filepath.SplitList(c.classpath)[1], class+".class")); err != nil {
-			t.Errorf("javac made no %s.class: %v", class, err)
-		}
-	}
-}

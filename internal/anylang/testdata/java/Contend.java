@@ -22,9 +22,9 @@ import java.util.SplittableRandom;
  * first client number), owner_prefix, keys (comma-separated), duration_ms,
  * ttl_ms, hold_ms, pause_one_in (one hold in N outlives its lease), seed.
  *
- * <p>Each thread loops: tryAcquire a random key; on a grant hold it up to
- * hold_ms, renew, hold again, make one fenced write to the test's guarded
- * table, release. A paused hold sleeps past the TTL before its write, so its
+ * <p>Each thread loops: tryAcquire a random key (refused: pause up to a
+ * quarter of hold_ms); on a grant hold it up to hold_ms, renew, hold again,
+ * make one fenced write to the test's guarded table, release. A paused hold sleeps past the TTL before its write, so its
  * fence must refuse it if another owner took the key meanwhile.
  *
  * <p>Output: "ready" once every connection is open (the run starts then),
@@ -130,6 +130,7 @@ public final class Contend {
                     long ret = now();
                     if (got.isEmpty()) {
                         record("grant", key, 0, "held", "", null, call, ret, null);
+                        Thread.sleep(rnd.nextLong(holdMs / 4 + 1));
                         continue;
                     }
                     DistributedLock.Lease lease = got.get();

@@ -41,7 +41,7 @@ public final class DistributedLock {
             + "key => ?, owner => ?, token => ?, ttl_us => ?)";
     private static final String RELEASE =
         "SELECT outcome FROM distributed_lock_release("
-            + "key => ?, owner => ?, token => ?, log_release => ?)";
+            + "key => ?, owner => ?, token => ?, log_release => ?, lazy_commit => ?)";
     private static final String FENCE =
         "SELECT distributed_lock_fence(key => ?, owner => ?, token => ?)";
 
@@ -87,7 +87,10 @@ public final class DistributedLock {
 
     /**
      * Frees lease. False if it was no longer current: the lock had expired
-     * and may belong to someone else, whose lease is left alone.
+     * and may belong to someone else, whose lease is left alone. In
+     * autocommit the release does not wait for its commit to reach disk
+     * (lazy_commit): one lost in a crash only leaves a lease that expires
+     * at its TTL.
      */
     public boolean release(Connection c, Lease lease) throws SQLException {
         try (PreparedStatement s = c.prepareStatement(RELEASE)) {
@@ -95,6 +98,7 @@ public final class DistributedLock {
             s.setString(2, lease.owner());
             s.setLong(3, lease.token());
             s.setBoolean(4, logGrants);
+            s.setBoolean(5, c.getAutoCommit());
             try (ResultSet r = s.executeQuery()) {
                 r.next();
                 return "released".equals(r.getString("outcome"));

@@ -1,0 +1,213 @@
+package anylang
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/url"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// TestJavaContendsWithGo runs the Java client (Contend.java, through
+// DistributedLock.java) as a separate process while Go lockers take the same
+// keys on the same schema, both sides renewing, making fenced writes to the
+// guarded table and sometimes outliving their leases. The history of both,
+// with the event log and the guarded table, must pass history.Check: tokens
+// strictly increase on every key across both languages, no two leases
+// overlap, grants come in real-time order, stale writes are refused. The
+// Java client connects as a role with the service grants only.
+func TestJavaContendsWithGo(t *testing.T) {
+	client := compileJava(t)
+	dsn := testdb.DSN(t)
+	pool := testdb.Pool(t, dsn)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := history.CreateGuarded(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		perSide    = 4
+		ttl        = 300 * time.Millisecond
+		hold       = 20 * time.Millisecond
+		pauseOneIn = 8
+		run        = 3 * time.Second
+	)
+	keys := []string{"anylang-0", "anylang-1", "anylang-2"}
+	// The Java client runs as a service role (EXECUTE on the functions, no
+	// table writes), allowed besides only what the guarded table needs:
+	// write it, and read the event log for its seen-token column.
+	role := serviceRole(t, pool, dsn,
+		"GRANT SELECT, INSERT, UPDATE ON guarded_order TO %s",
+		"GRANT INSERT ON guarded_write TO %s",
+		"GRANT SELECT ON distributed_lock_event TO %s")
+	jdbc, err := jdbcURL(dsn, role)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := exec.CommandContext(ctx, client.java, "-cp", client.classpath, "Contend",
+		"url="+jdbc, "clients="+strconv.Itoa(perSide), "client_base=100", "owner_prefix=java",
+		"keys="+strings.Join(keys, ","), "duration_ms="+strconv.FormatInt(run.Milliseconds(), 10),
+		"ttl_ms="+strconv.FormatInt(ttl.Milliseconds(), 10), "hold_ms="+strconv.FormatInt(hold.Milliseconds(), 10),
+		"pause_one_in="+strconv.Itoa(pauseOneIn), "seed=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := newWallClock()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := bufio.NewReader(stdout)
+	if line, err := out.ReadString('\n'); err != nil || line != "ready\n" {
+		_ = cmd.Wait()
+		t.Fatalf("the Java client did not start (%q, %v):\n%s", line, err, stderr.String())
+	}
+
+	lk, err := locker.New(locker.Config{TTL: ttl, LogGrants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder()
+	until := time.Now().Add(run)
+	done := make(chan struct{})
+	for i := range perSide {
+		g := &goClient{id: i, owner: fmt.Sprintf("go-%d", i), lk: lk, pool: pool, rec: rec, clock: clock,
+			keys: keys, ttl: ttl, hold: hold, pauseOneIn: pauseOneIn, rnd: rand.New(rand.NewPCG(2, uint64(i)))}
+		go func() { g.run(ctx, until); done <- struct{}{} }()
+	}
+	for range perSide {
+		<-done
+	}
+	rest, err := io.ReadAll(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the Java client failed: %v\n%s", err, stderr.String())
+	}
+	javaOps, err := parseJavaOps(rest, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ops := append(rec.Ops(), javaOps...)
+	obs, err := history.Observe(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := history.Check(ops, nil, obs)
+	t.Logf("%s", report.Stats)
+	for i, v := range report.Violations {
+		if i == 20 {
+			t.Logf("… and %d more", len(report.Violations)-20)
+			break
+		}
+		t.Log(v)
+	}
+	if !report.OK() {
+		t.Fatalf("%d violations of the lock contract between the Java and Go clients", len(report.Violations))
+	}
+	for _, op := range ops {
+		if op.Result == history.Unknown || op.Result == history.Failed {
+			t.Errorf("client %d (%s): %s %q ended with an error: %s", op.Client, op.Owner, op.Kind, op.Key, op.Err)
+		}
+	}
+
+	// The run must have mixed the two: each side granted and wrote, and keys
+	// passed from Go to Java and from Java to Go.
+	sides := map[string]*sideCounts{"go": {}, "java": {}}
+	for _, op := range ops {
+		s := sides[side(op.Owner)]
+		switch {
+		case op.Kind == history.Grant && op.Result == history.OK:
+			s.grants++
+		case op.Kind == history.Write && op.Result == history.OK:
+			s.writes++
+		}
+	}
+	handovers := handoversBySide(obs.Events)
+	t.Logf("Go: %d grants, %d fenced writes; Java: %d grants, %d fenced writes; handovers Go→Java %d, Java→Go %d",
+		sides["go"].grants, sides["go"].writes, sides["java"].grants, sides["java"].writes,
+		handovers["go→java"], handovers["java→go"])
+	for name, s := range sides {
+		if s.grants == 0 || s.writes == 0 {
+			t.Errorf("the %s clients made %d grants and %d fenced writes; the run did not exercise them", name, s.grants, s.writes)
+		}
+	}
+	if handovers["go→java"] == 0 || handovers["java→go"] == 0 {
+		t.Errorf("no key passed between the languages in both directions: %v", handovers)
+	}
+}
+
+type sideCounts struct{ grants, writes int }
+
+// side is the language of an owner id: "go" or "java".
+func side(owner string) string {
+	prefix, _, _ := strings.Cut(owner, "-")
+	return prefix
+}
+
+// handoversBySide counts consecutive grants of a key (in token order) whose
+// owners are of different languages, e.g. "go→java".
+func handoversBySide(events []lockview.Event) map[string]int {
+	grants := map[string][]lockview.Event{}
+	for _, ev := range events {
+		if (ev.Kind == lockview.EventAcquired || ev.Kind == lockview.EventStolen) && ev.Owner != nil && ev.Token != nil {
+			grants[ev.Key] = append(grants[ev.Key], ev)
+		}
+	}
+	n := map[string]int{}
+	for _, gs := range grants {
+		sort.Slice(gs, func(i, j int) bool { return *gs[i].Token < *gs[j].Token })
+		for i := 1; i < len(gs); i++ {
+			from, to := side(*gs[i-1].Owner), side(*gs[i].Owner)
+			if from != to {
+				n[from+"→"+to]++
+			}
+		}
+	}
+	return n
+}
+
+// jdbcURL turns a test DSN (a URL or keyword string whose search_path
+// points at the test's schema) into a JDBC URL for the same server,
+// database and schema, as user.
+func jdbcURL(dsn, user string) (string, error) {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "", err
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		return "", fmt.Errorf("the test server is on a Unix socket (%s); the JDBC driver needs TCP", cfg.Host)
+	}
+	q := url.Values{}
+	q.Set("user", user)
+	q.Set("sslmode", "disable")
+	if cfg.TLSConfig != nil {
+		q.Set("sslmode", "require")
+	}
+	if sp := cfg.RuntimeParams["search_path"]; sp != "" {
+		q.Set("currentSchema", sp)
+	}
+	return fmt.Sprintf("jdbc:postgresql://%s/%s?%s", net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))),
+		url.PathEscape(cfg.Database), q.Encode()), nil
+}
