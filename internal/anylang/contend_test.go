@@ -33,7 +33,88 @@ import (
 // overlap, grants come in real-time order, stale writes are refused. The
 // Java client connects as a role with the service grants only.
 func TestJavaContendsWithGo(t *testing.T) {
+	res := contention{pauseOneIn: 8}.run(t, compileJava(t))
+	report := res.report
+	t.Logf("%s", report.Stats)
+	for i, v := range report.Violations {
+		if i == 20 {
+			t.Logf("… and %d more", len(report.Violations)-20)
+			break
+		}
+		t.Log(v)
+	}
+	if !report.OK() {
+		t.Fatalf("%d violations of the lock contract between the Java and Go clients", len(report.Violations))
+	}
+	for _, op := range res.ops {
+		if op.Result == history.Unknown || op.Result == history.Failed {
+			t.Errorf("client %d (%s): %s %q ended with an error: %s", op.Client, op.Owner, op.Kind, op.Key, op.Err)
+		}
+	}
+
+	// The run must have mixed the two: each side granted and wrote, and keys
+	// passed from Go to Java and from Java to Go.
+	sides := map[string]*sideCounts{"go": {}, "java": {}}
+	for _, op := range res.ops {
+		s := sides[side(op.Owner)]
+		switch {
+		case op.Kind == history.Grant && op.Result == history.OK:
+			s.grants++
+		case op.Kind == history.Write && op.Result == history.OK:
+			s.writes++
+		}
+	}
+	handovers := handoversBySide(res.events)
+	t.Logf("Go: %d grants, %d fenced writes; Java: %d grants, %d fenced writes; handovers Go→Java %d, Java→Go %d",
+		sides["go"].grants, sides["go"].writes, sides["java"].grants, sides["java"].writes,
+		handovers["go→java"], handovers["java→go"])
+	for name, s := range sides {
+		if s.grants == 0 || s.writes == 0 {
+			t.Errorf("the %s clients made %d grants and %d fenced writes; the run did not exercise them", name, s.grants, s.writes)
+		}
+	}
+	if handovers["go→java"] == 0 || handovers["java→go"] == 0 {
+		t.Errorf("no key passed between the languages in both directions: %v", handovers)
+	}
+}
+
+// TestCheckerCatchesJavaWithoutFence proves the cross-language run can
+// fail: Java holders that write without distributed_lock_fence, half of them
+// after outliving their lease, must be caught writing with an older token
+// after a newer holder. Runs repeat on fresh schemas for at most 30s.
+func TestCheckerCatchesJavaWithoutFence(t *testing.T) {
 	client := compileJava(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for run := 1; ; run++ {
+		res := contention{pauseOneIn: 2, javaSkipsFence: true}.run(t, client)
+		for _, v := range res.report.Violations {
+			if strings.HasPrefix(v, "stale write") {
+				t.Logf("run %d: %d violations, e.g. %s", run, len(res.report.Violations), v)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no stale write found in %d runs of Java clients that skip the fence", run)
+		}
+	}
+}
+
+// contention is one run of Java and Go clients on the same keys.
+type contention struct {
+	pauseOneIn     int  // one hold in N outlives its lease, on both sides
+	javaSkipsFence bool // the Java side writes without fencing
+}
+
+type contentionResult struct {
+	report history.Report
+	ops    []history.Op
+	events []lockview.Event
+}
+
+// run makes a fresh schema with the guarded table, runs the Java client
+// and the Go clients on it for a few seconds, and checks both histories.
+func (c contention) run(t *testing.T, client javaClient) contentionResult {
+	t.Helper()
 	dsn := testdb.DSN(t)
 	pool := testdb.Pool(t, dsn)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -42,11 +123,10 @@ func TestJavaContendsWithGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
-		perSide    = 4
-		ttl        = 300 * time.Millisecond
-		hold       = 20 * time.Millisecond
-		pauseOneIn = 8
-		run        = 3 * time.Second
+		perSide = 4
+		ttl     = 300 * time.Millisecond
+		hold    = 20 * time.Millisecond
+		period  = 3 * time.Second
 	)
 	keys := []string{"anylang-0", "anylang-1", "anylang-2"}
 	// The Java client runs as a service role (EXECUTE on the functions, no
@@ -63,9 +143,9 @@ func TestJavaContendsWithGo(t *testing.T) {
 
 	cmd := exec.CommandContext(ctx, client.java, "-cp", client.classpath, "Contend",
 		"url="+jdbc, "clients="+strconv.Itoa(perSide), "client_base=100", "owner_prefix=java",
-		"keys="+strings.Join(keys, ","), "duration_ms="+strconv.FormatInt(run.Milliseconds(), 10),
+		"keys="+strings.Join(keys, ","), "duration_ms="+strconv.FormatInt(period.Milliseconds(), 10),
 		"ttl_ms="+strconv.FormatInt(ttl.Milliseconds(), 10), "hold_ms="+strconv.FormatInt(hold.Milliseconds(), 10),
-		"pause_one_in="+strconv.Itoa(pauseOneIn), "seed=1")
+		"pause_one_in="+strconv.Itoa(c.pauseOneIn), "seed=1", "skip_fence="+strconv.FormatBool(c.javaSkipsFence))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -87,11 +167,11 @@ func TestJavaContendsWithGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := history.NewRecorder()
-	until := time.Now().Add(run)
+	until := time.Now().Add(period)
 	done := make(chan struct{})
 	for i := range perSide {
 		g := &goClient{id: i, owner: fmt.Sprintf("go-%d", i), lk: lk, pool: pool, rec: rec, clock: clock,
-			keys: keys, ttl: ttl, hold: hold, pauseOneIn: pauseOneIn, rnd: rand.New(rand.NewPCG(2, uint64(i)))}
+			keys: keys, ttl: ttl, hold: hold, pauseOneIn: c.pauseOneIn, rnd: rand.New(rand.NewPCG(2, uint64(i)))}
 		go func() { g.run(ctx, until); done <- struct{}{} }()
 	}
 	for range perSide {
@@ -114,48 +194,7 @@ func TestJavaContendsWithGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report := history.Check(ops, nil, obs)
-	t.Logf("%s", report.Stats)
-	for i, v := range report.Violations {
-		if i == 20 {
-			t.Logf("… and %d more", len(report.Violations)-20)
-			break
-		}
-		t.Log(v)
-	}
-	if !report.OK() {
-		t.Fatalf("%d violations of the lock contract between the Java and Go clients", len(report.Violations))
-	}
-	for _, op := range ops {
-		if op.Result == history.Unknown || op.Result == history.Failed {
-			t.Errorf("client %d (%s): %s %q ended with an error: %s", op.Client, op.Owner, op.Kind, op.Key, op.Err)
-		}
-	}
-
-	// The run must have mixed the two: each side granted and wrote, and keys
-	// passed from Go to Java and from Java to Go.
-	sides := map[string]*sideCounts{"go": {}, "java": {}}
-	for _, op := range ops {
-		s := sides[side(op.Owner)]
-		switch {
-		case op.Kind == history.Grant && op.Result == history.OK:
-			s.grants++
-		case op.Kind == history.Write && op.Result == history.OK:
-			s.writes++
-		}
-	}
-	handovers := handoversBySide(obs.Events)
-	t.Logf("Go: %d grants, %d fenced writes; Java: %d grants, %d fenced writes; handovers Go→Java %d, Java→Go %d",
-		sides["go"].grants, sides["go"].writes, sides["java"].grants, sides["java"].writes,
-		handovers["go→java"], handovers["java→go"])
-	for name, s := range sides {
-		if s.grants == 0 || s.writes == 0 {
-			t.Errorf("the %s clients made %d grants and %d fenced writes; the run did not exercise them", name, s.grants, s.writes)
-		}
-	}
-	if handovers["go→java"] == 0 || handovers["java→go"] == 0 {
-		t.Errorf("no key passed between the languages in both directions: %v", handovers)
-	}
+	return contentionResult{report: history.Check(ops, nil, obs), ops: ops, events: obs.Events}
 }
 
 type sideCounts struct{ grants, writes int }

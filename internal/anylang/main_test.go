@@ -7,4 +7,10 @@ import (
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
-func TestMain(m *testing.M) { os.Exit(testdb.Main(m)) }
+func TestMain(m *testing.M) {
+	code := testdb.Main(m)
+	if javaClasses != "" {
+		_ = os.RemoveAll(javaClasses)
+	}
+	os.Exit(code)
+}

@@ -20,7 +20,9 @@ import java.util.SplittableRandom;
  *
  * <p>Arguments are name=value: url, clients (threads), client_base (the
  * first client number), owner_prefix, keys (comma-separated), duration_ms,
- * ttl_ms, hold_ms, pause_one_in (one hold in N outlives its lease), seed.
+ * ttl_ms, hold_ms, pause_one_in (one hold in N outlives its lease), seed;
+ * skip_fence=true writes without fencing, so a test can show that the
+ * checker catches the stale writes that follow.
  *
  * <p>Each thread loops: tryAcquire a random key (refused: pause up to a
  * quarter of hold_ms); on a grant hold it up to hold_ms, renew, hold again,
@@ -67,6 +69,7 @@ public final class Contend {
         long holdMs = Long.parseLong(need(a, "hold_ms"));
         int pauseOneIn = Integer.parseInt(need(a, "pause_one_in"));
         SplittableRandom seeds = new SplittableRandom(Long.parseLong(need(a, "seed")));
+        boolean skipFence = Boolean.parseBoolean(a.getOrDefault("skip_fence", "false"));
 
         DistributedLock lock = new DistributedLock(ttl, true);
         List<Connection> conns = new ArrayList<>();
@@ -80,7 +83,7 @@ public final class Contend {
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < clients; i++) {
             Worker w = new Worker(lock, conns.get(i), clientBase + i, ownerPrefix + "-" + i, keys,
-                ttl, holdMs, pauseOneIn, seeds.split(), deadline);
+                ttl, holdMs, pauseOneIn, skipFence, seeds.split(), deadline);
             Thread t = new Thread(w::run);
             t.start();
             threads.add(t);
@@ -112,7 +115,8 @@ public final class Contend {
     }
 
     private record Worker(DistributedLock lock, Connection c, int client, String owner, String[] keys,
-                          Duration ttl, long holdMs, int pauseOneIn, SplittableRandom rnd, long deadline) {
+                          Duration ttl, long holdMs, int pauseOneIn, boolean skipFence,
+                          SplittableRandom rnd, long deadline) {
 
         void run() {
             long writerSeq = 0;
@@ -178,7 +182,7 @@ public final class Contend {
             boolean committing = false;
             try {
                 c.setAutoCommit(false);
-                if (!lock.fence(c, lease)) {
+                if (!skipFence && !lock.fence(c, lease)) {
                     c.rollback();
                     c.setAutoCommit(true);
                     recordWrite(lease, writerSeq, "not_held", call, null);
