@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * The Java side of internal/anylang's contention test: threads take keys
@@ -49,6 +50,7 @@ public final class Contend {
             + "WHERE e.lock_key = ? AND e.kind IN ('acquired', 'stolen') ORDER BY e.event_id DESC LIMIT 1))";
 
     private static final List<String> records = Collections.synchronizedList(new ArrayList<>());
+    private static final AtomicBoolean crashed = new AtomicBoolean();
 
     public static void main(String[] args) throws Exception {
         Map<String, String> a = new HashMap<>();
@@ -81,6 +83,12 @@ public final class Contend {
 
         long deadline = System.nanoTime() + durationMs * 1_000_000;
         List<Thread> threads = new ArrayList<>();
+        // A thread that dies of an unexpected exception fails the run (exit
+        // status 1) rather than leaving a history with operations missing.
+        Thread.setDefaultUncaughtExceptionHandler((t, e) -> {
+            crashed.set(true);
+            e.printStackTrace();
+        });
         for (int i = 0; i < clients; i++) {
             Worker w = new Worker(lock, conns.get(i), clientBase + i, ownerPrefix + "-" + i, keys,
                 ttl, holdMs, pauseOneIn, skipFence, seeds.split(), deadline);
@@ -98,6 +106,9 @@ public final class Contend {
             for (String r : records) {
                 System.out.println(r);
             }
+        }
+        if (crashed.get()) {
+            System.exit(1);
         }
     }
 
