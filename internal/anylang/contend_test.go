@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/lockview"
@@ -111,17 +112,41 @@ type contentionResult struct {
 	events []lockview.Event
 }
 
-// run makes a fresh schema with the guarded table, runs the Java client
-// and the Go clients on it for a few seconds, and checks both histories.
+// run makes a fresh schema with the guarded table and runs the Java client
+// on it, connected directly as a service role (javaRole).
 func (c contention) run(t *testing.T, client javaClient) contentionResult {
 	t.Helper()
 	dsn := testdb.DSN(t)
 	pool := testdb.Pool(t, dsn)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := history.CreateGuarded(ctx, pool); err != nil {
+	if err := history.CreateGuarded(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
+	jdbc, err := jdbcURL(dsn, javaRole(t, pool, dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.runWith(t, client, pool, jdbc)
+}
+
+// javaRole creates the role the Java client connects as: a service role
+// (EXECUTE on the functions, no table writes), allowed besides only what the
+// guarded table needs: write it, and read the event log for its seen-token
+// column.
+func javaRole(t *testing.T, admin *pgxpool.Pool, dsn string) string {
+	t.Helper()
+	return serviceRole(t, admin, dsn,
+		"GRANT SELECT, INSERT, UPDATE ON guarded_order TO %s",
+		"GRANT INSERT ON guarded_write TO %s",
+		"GRANT SELECT ON distributed_lock_event TO %s")
+}
+
+// runWith runs the Java client, connected through jdbc, and the Go clients
+// on pool for a few seconds on the same keys of one migrated schema that
+// has the guarded table, and checks both histories.
+func (c contention) runWith(t *testing.T, client javaClient, pool *pgxpool.Pool, jdbc string) contentionResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
 	const (
 		perSide = 4
 		ttl     = 300 * time.Millisecond
@@ -129,18 +154,6 @@ func (c contention) run(t *testing.T, client javaClient) contentionResult {
 		period  = 3 * time.Second
 	)
 	keys := []string{"anylang-0", "anylang-1", "anylang-2"}
-	// The Java client runs as a service role (EXECUTE on the functions, no
-	// table writes), allowed besides only what the guarded table needs:
-	// write it, and read the event log for its seen-token column.
-	role := serviceRole(t, pool, dsn,
-		"GRANT SELECT, INSERT, UPDATE ON guarded_order TO %s",
-		"GRANT INSERT ON guarded_write TO %s",
-		"GRANT SELECT ON distributed_lock_event TO %s")
-	jdbc, err := jdbcURL(dsn, role)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	cmd := exec.CommandContext(ctx, client.java, "-cp", client.classpath, "Contend",
 		"url="+jdbc, "clients="+strconv.Itoa(perSide), "client_base=100", "owner_prefix=java",
 		"keys="+strings.Join(keys, ","), "duration_ms="+strconv.FormatInt(period.Milliseconds(), 10),
