@@ -13,18 +13,22 @@ import (
 // Errors a database error is mapped to, so callers (and users) see what it
 // means rather than a SQLSTATE. The driver error stays wrapped for detail.
 var (
-	ErrNotMigrated      = errors.New("lock tables missing: run `lockctl migrate` on this database (or grant this role USAGE on their schema)")
+	ErrNotMigrated      = errors.New("lock tables missing or not migrated: run `lockctl migrate` on this database (it adopts the reference service's table in place; or grant this role USAGE on their schema)")
 	ErrReadOnly         = errors.New("database is read-only (a standby or a read-only transaction): writes are refused")
 	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see docs/security.md, Least privilege)")
 	ErrLockTimeout      = errors.New("timed out waiting for a database lock")
 	ErrStatementTimeout = errors.New("statement cancelled (statement_timeout or cancel request)")
 	ErrUnavailable      = errors.New("database unreachable")
 	ErrInvalidValue     = errors.New("value rejected by the schema's checks")
+	// ErrCannotAdopt: migrate found a distributed_lock it cannot adopt (a
+	// shape it does not know, or rows that break lockctl's rules) and
+	// changed nothing. The driver error's message names the rows.
+	ErrCannotAdopt = errors.New("migrate refused: the existing distributed_lock table cannot be adopted as it is")
 )
 
 // meanings lists the errors above, most specific first.
 var meanings = []error{
-	ErrNotMigrated, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
+	ErrNotMigrated, ErrCannotAdopt, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
 	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
 	ErrPoolerStatements, ErrPoolerStartupParameter,
 }
@@ -72,8 +76,12 @@ func Interpret(err error) error {
 
 func bySQLState(code string) error {
 	switch code {
-	case "42P01", "42883": // undefined_table, undefined_function
+	case "42P01", "42883", "42703": // undefined_table, undefined_function, undefined_column
+		// A column lockctl's statements name is missing only on a table
+		// that was not migrated: the reference service's, or an older one.
 		return ErrNotMigrated
+	case "LKA01": // raised by schema.sql's adoption of the reference service's table
+		return ErrCannotAdopt
 	case "25006": // read_only_sql_transaction
 		return ErrReadOnly
 	case "42501": // insufficient_privilege

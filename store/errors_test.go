@@ -15,6 +15,8 @@ func TestMeaningNamesWhatAnErrorMeans(t *testing.T) {
 		want error
 	}{
 		{Interpret(&pgconn.PgError{Code: "42P01"}), ErrNotMigrated},
+		{Interpret(&pgconn.PgError{Code: "42703"}), ErrNotMigrated},
+		{Interpret(&pgconn.PgError{Code: "LKA01"}), ErrCannotAdopt},
 		{Interpret(&pgconn.PgError{Code: "25006"}), ErrReadOnly},
 		{Interpret(&pgconn.PgError{Code: "42501"}), ErrPermissionDenied},
 		{fmt.Errorf("locker: renew %q: %w", "k", Interpret(io.ErrUnexpectedEOF)), ErrUnavailable},

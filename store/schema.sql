@@ -38,6 +38,122 @@ DO $$ BEGIN
         'stale_write_rejected'));
 EXCEPTION WHEN duplicate_object THEN NULL; END $$;
 
+-- Adopt the reference service's table (the Java/Spring DistributedLockService
+-- lockctl started from: docs/operations.md, "Switch-over from the reference
+-- service"). It made distributed_lock with four columns, lock_key varchar(255)
+-- PRIMARY KEY, owner_id varchar(255), fence_token bigint (epoch milliseconds)
+-- and expires_at timestamp WITHOUT time zone (the JVM's local time), and
+-- deletes rows on release: every row is a lock that is held or expired. This
+-- block acts only on that shape, in place and in migrate's transaction: the
+-- four columns move to the domains, expires_at is read in the zone the JVM
+-- ran in (lockctl.seed_time_zone, else the session's TimeZone), the columns
+-- lockctl adds are filled in, and the token sequence moves above the largest
+-- token, so every held lock keeps its owner, token and expiry instant and
+-- the next grant's token is larger than every old one. A row lockctl's rules
+-- refuse is named in the error and nothing is changed (SQLSTATE LKA01).
+DO $$
+DECLARE
+    zone     text := coalesce(nullif(current_setting('lockctl.seed_time_zone', true), ''),
+                              current_setting('TimeZone'));
+    cols     text;
+    bad      text[];
+    nbad     bigint;
+    adopted  timestamptz := clock_timestamp();
+BEGIN
+    IF to_regclass('distributed_lock') IS NULL OR EXISTS (
+        SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('distributed_lock')
+            AND attname = 'ttl' AND NOT attisdropped) THEN
+        RETURN; -- no table yet, or lockctl's own
+    END IF;
+    SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) INTO cols
+    FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass AND attnum > 0 AND NOT attisdropped;
+    IF (SELECT count(*) FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass
+            AND attnum > 0 AND NOT attisdropped) <> 4
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass
+            AND attname = 'lock_key' AND atttypid IN ('varchar'::regtype, 'text'::regtype))
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass
+            AND attname = 'owner_id' AND atttypid IN ('varchar'::regtype, 'text'::regtype))
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass
+            AND attname = 'fence_token' AND atttypid IN ('bigint'::regtype, 'integer'::regtype))
+       OR NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass
+            AND attname = 'expires_at' AND atttypid IN ('timestamp'::regtype, 'timestamptz'::regtype))
+       OR NOT EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a
+                ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0]
+            WHERE i.indrelid = 'distributed_lock'::regclass AND i.indisprimary
+              AND i.indnatts = 1 AND a.attname = 'lock_key') THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA01',
+            MESSAGE = format('distributed_lock is neither lockctl''s table nor the reference service''s '
+                '(lock_key varchar PRIMARY KEY, owner_id varchar, fence_token bigint, expires_at timestamp); '
+                'its columns: %s. Nothing was changed.', cols);
+    END IF;
+    -- Every rule of the domains and NOT NULLs, so that the message names
+    -- the rows instead of the first failing cast; keys as JSON strings, so
+    -- control characters in them reach no terminal.
+    SELECT count(*), (array_agg(format('lock_key %s: %s', to_json(left(r.lock_key, 64)), r.problem)
+                                ORDER BY r.lock_key))[1:10]
+    INTO nbad, bad
+    FROM (
+        SELECT l.lock_key::text AS lock_key, concat_ws('; ',
+            CASE WHEN octet_length(l.lock_key) = 0 THEN 'lock_key is empty' END,
+            CASE WHEN octet_length(l.lock_key) > 255
+                 THEN format('lock_key is %s bytes, more than 255', octet_length(l.lock_key)) END,
+            CASE WHEN l.owner_id IS NULL THEN 'owner_id is NULL'
+                 WHEN octet_length(l.owner_id) = 0 THEN 'owner_id is empty'
+                 WHEN octet_length(l.owner_id) > 255
+                 THEN format('owner_id is %s bytes, more than 255', octet_length(l.owner_id)) END,
+            CASE WHEN l.fence_token IS NULL THEN 'fence_token is NULL'
+                 WHEN l.fence_token <= 0 THEN format('fence_token is %s, not positive', l.fence_token) END,
+            CASE WHEN l.expires_at IS NULL THEN 'expires_at is NULL'
+                 WHEN NOT isfinite(l.expires_at) THEN format('expires_at is %s', l.expires_at) END
+        ) AS problem
+        FROM distributed_lock l
+    ) r
+    WHERE r.problem <> '';
+    IF nbad > 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA01',
+            MESSAGE = format(E'distributed_lock (the reference service''s table) has %s row(s) lockctl cannot adopt; '
+                'fix or delete them with the reference service stopped, then migrate again. Nothing was changed.\n%s%s',
+                nbad, array_to_string(bad, E'\n'),
+                CASE WHEN nbad > 10 THEN format(E'\n… and %s more', nbad - 10) ELSE '' END);
+    END IF;
+    -- AT TIME ZONE takes the zone as a value; the statement is built only
+    -- because ALTER TABLE cannot take parameters.
+    EXECUTE format($sql$
+        ALTER TABLE distributed_lock
+            ALTER COLUMN lock_key TYPE distributed_lock_name,
+            ALTER COLUMN owner_id TYPE distributed_lock_name,
+            ALTER COLUMN owner_id SET NOT NULL,
+            ALTER COLUMN fence_token TYPE distributed_lock_token,
+            ALTER COLUMN fence_token SET NOT NULL,
+            ALTER COLUMN expires_at TYPE timestamptz USING %s,
+            ALTER COLUMN expires_at SET NOT NULL,
+            ADD COLUMN ttl distributed_lock_ttl,
+            ADD COLUMN acquired_at timestamptz,
+            ADD COLUMN renewed_at timestamptz,
+            ADD COLUMN renew_count integer NOT NULL DEFAULT 0,
+            ADD COLUMN released_at timestamptz,
+            ADD COLUMN grant_kind distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+            ADD COLUMN previous_owner text,
+            ADD COLUMN previous_token bigint,
+            ADD COLUMN metadata distributed_lock_metadata NOT NULL DEFAULT '{}',
+            ADD COLUMN wake_until timestamptz$sql$,
+        CASE WHEN (SELECT atttypid FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass
+                   AND attname = 'expires_at') = 'timestamp'::regtype
+             THEN format('expires_at AT TIME ZONE %L', zone) ELSE 'expires_at' END);
+    -- The reference recorded neither when a lock was taken nor its TTL: a
+    -- lock counts as taken at the adoption, with the lease it has left (an
+    -- expired one: a nominal millisecond, as the domain wants a length).
+    UPDATE distributed_lock
+    SET acquired_at = adopted,
+        ttl = greatest(expires_at - adopted, interval '1 millisecond');
+    ALTER TABLE distributed_lock
+        ALTER COLUMN ttl SET NOT NULL,
+        ALTER COLUMN acquired_at SET NOT NULL;
+    PERFORM setval('distributed_lock_fence_seq', max(fence_token)) FROM distributed_lock
+    HAVING max(fence_token) >= (SELECT last_value FROM distributed_lock_fence_seq);
+    RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
+END $$;
+
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
 -- there; `lockctl prune` deletes rows that stayed free past a retention.

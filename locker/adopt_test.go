@@ -1,0 +1,124 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// seoul is a JVM's zone with no daylight saving time, nine hours from UTC:
+// a conversion in the wrong zone moves every expiry by hours.
+var seoul = time.FixedZone("Asia/Seoul", 9*3600)
+
+// referenceLocks are rows as the reference service leaves them: two held
+// leases and one whose holder died (expired, never deleted), with
+// epoch-millis tokens.
+func referenceLocks(now time.Time) []testdb.SeedLock {
+	millis := now.UnixMilli()
+	at := func(d time.Duration) time.Time { return now.Add(d).Truncate(time.Microsecond) }
+	return []testdb.SeedLock{
+		{Key: "orders:1", Owner: "app-1:thread-7", Token: millis - 5000, ExpiresAt: at(25 * time.Second)},
+		{Key: "orders:2", Owner: "app-2:thread-3", Token: millis - 1000, ExpiresAt: at(10 * time.Minute)},
+		{Key: "report:nightly", Owner: "app-1:thread-9", Token: millis - 90000, ExpiresAt: at(-time.Minute)},
+	}
+}
+
+// Before migrate, a service sees the reference's table as unmigrated and
+// changes nothing; after it, the reference's holders keep their leases
+// (same owner, token and expiry instant), renew and release them with
+// their tokens, and new grants draw tokens above every old one.
+func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, _ := testdb.SeedPool(t)
+	seed := referenceLocks(testdb.DBNow(t, db))
+	testdb.InsertSeed(t, db, seoul, seed...)
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+
+	writes := map[string]func() error{
+		"TryAcquire": func() error { _, err := lk.TryAcquire(ctx, db, "new", "svc"); return err },
+		"Renew": func() error {
+			_, err := lk.Renew(ctx, db, locker.LeaseOf(seed[0].Key, seed[0].Owner, seed[0].Token))
+			return err
+		},
+		"Release": func() error {
+			_, err := lk.Release(ctx, db, locker.LeaseOf(seed[0].Key, seed[0].Owner, seed[0].Token))
+			return err
+		},
+		"ForceExpire":  func() error { _, err := lk.ForceExpire(ctx, db, seed[1].Key, seed[1].Token); return err },
+		"ForceRelease": func() error { _, err := lk.ForceRelease(ctx, db, seed[1].Key, seed[1].Token); return err },
+	}
+	before := tableText(t, db)
+	for name, write := range writes {
+		if err := write(); !errors.Is(err, locker.ErrNotMigrated) {
+			t.Errorf("%s on the reference table: %v; want ErrNotMigrated", name, err)
+		}
+	}
+	if after := tableText(t, db); after != before {
+		t.Fatalf("refused writes changed the reference table:\n%s\nbecame\n%s", before, after)
+	}
+
+	if err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Asia/Seoul"}); err != nil {
+		t.Fatal(err)
+	}
+	var maxOld int64
+	for _, s := range seed {
+		info, found, err := lk.Get(ctx, db, s.Key)
+		if err != nil || !found {
+			t.Fatalf("%s after migrate: found %v, %v", s.Key, found, err)
+		}
+		if info.Owner != s.Owner || info.Token != s.Token || !info.ExpiresAt.Equal(s.ExpiresAt) {
+			t.Errorf("%s after migrate = %s, %d, expires %s; want %s, %d, %s", s.Key,
+				info.Owner, info.Token, info.ExpiresAt.UTC(), s.Owner, s.Token, s.ExpiresAt.UTC())
+		}
+		wantState := locker.StateHeld
+		if s.ExpiresAt.Before(info.DBNow) {
+			wantState = locker.StateExpired
+		}
+		if info.State() != wantState {
+			t.Errorf("%s after migrate is %s; want %s", s.Key, info.State(), wantState)
+		}
+		maxOld = max(maxOld, s.Token)
+	}
+
+	// The old holders go on with their tokens.
+	held := locker.LeaseOf(seed[0].Key, seed[0].Owner, seed[0].Token)
+	renewed, err := lk.Renew(ctx, db, held)
+	if err != nil || renewed.Token != seed[0].Token || !renewed.ExpiresAt.After(seed[0].ExpiresAt) {
+		t.Fatalf("renew of an adopted lease = %+v, %v; want token %d kept and a later expiry", renewed, err, seed[0].Token)
+	}
+	if _, err := lk.Release(ctx, db, renewed); err != nil {
+		t.Fatalf("release of an adopted lease: %v", err)
+	}
+	if _, err := lk.TryAcquire(ctx, db, seed[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
+		t.Fatalf("acquire of a held adopted lock: %v; want ErrHeld", err)
+	}
+
+	// New grants, steals and re-grants draw tokens above every old one.
+	for _, key := range []string{"new", seed[2].Key, seed[0].Key} {
+		lease, err := lk.TryAcquire(ctx, db, key, "lockctl-svc")
+		if err != nil {
+			t.Fatalf("acquire %s after migrate: %v", key, err)
+		}
+		if lease.Token <= maxOld {
+			t.Errorf("acquire %s after migrate: token %d; want above the largest old token %d", key, lease.Token, maxOld)
+		}
+	}
+}
+
+// tableText is every row and column of distributed_lock as text.
+func tableText(t *testing.T, db store.DBTX) string {
+	t.Helper()
+	var s string
+	err := db.QueryRow(context.Background(),
+		`SELECT coalesce(string_agg(l::text, E'\n' ORDER BY l.lock_key), '') FROM distributed_lock l`).Scan(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
