@@ -195,9 +195,11 @@ var commands = []cli.Command{
 		},
 	},
 	{
-		Name: "migrate", Summary: "create or update the lock tables (idempotent)",
+		Name: "migrate", Summary: "create or update the lock tables (idempotent); adopts the reference service's table",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
-			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env) }
+			var o cli.MigrateOptions
+			fs.StringVar(&o.SeedTimeZone, "seed-time-zone", "", "`zone` the reference service's JVM ran in, to read its expires_at (default: the session's TimeZone)")
+			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env, o) }
 		},
 	},
 	{

@@ -63,10 +63,18 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 		t.Fatalf("refused writes changed the reference table:\n%s\nbecame\n%s", before, after)
 	}
 
-	if err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Asia/Seoul"}); err != nil {
+	var maxOld int64
+	for _, s := range seed {
+		maxOld = max(maxOld, s.Token)
+	}
+	adoption, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Asia/Seoul"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var maxOld int64
+	want := store.Adoption{Adopted: true, Locks: 3, Held: 2, MaxToken: maxOld, TimeZone: "Asia/Seoul"}
+	if adoption != want {
+		t.Errorf("migrate reported %+v; want %+v", adoption, want)
+	}
 	for _, s := range seed {
 		info, found, err := lk.Get(ctx, db, s.Key)
 		if err != nil || !found {
@@ -83,7 +91,6 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 		if info.State() != wantState {
 			t.Errorf("%s after migrate is %s; want %s", s.Key, info.State(), wantState)
 		}
-		maxOld = max(maxOld, s.Token)
 	}
 
 	// The old holders go on with their tokens.

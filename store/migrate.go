@@ -32,7 +32,19 @@ var ErrUnknownTimeZone = errors.New("unknown time zone")
 // table it adopts the table in place (see schema.sql), reading expires_at
 // in the session's TimeZone.
 func Migrate(ctx context.Context, db TxStarter) error {
-	return MigrateWith(ctx, db, MigrateOptions{})
+	_, err := MigrateWith(ctx, db, MigrateOptions{})
+	return err
+}
+
+// Adoption is what a migrate did to the reference service's table.
+type Adoption struct {
+	Adopted bool // false: there was no such table
+	// Locks counts the rows kept, Held those not expired at the adoption.
+	Locks, Held int64
+	// MaxToken is the largest token adopted: every later grant's is above.
+	MaxToken int64
+	// TimeZone is the zone expires_at was read in.
+	TimeZone string
 }
 
 // checkZoneSQL fails with invalid_parameter_value (22023) for a zone the
@@ -43,44 +55,69 @@ const checkZoneSQL = `SELECT now() AT TIME ZONE $1`
 // transaction only.
 const seedZoneSQL = `SELECT set_config('lockctl.seed_time_zone', $1, true)`
 
-// MigrateWith is Migrate with options.
-func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) error {
-	return applyScriptWith(ctx, db, Schema, func(tx pgx.Tx) error {
-		if opts.SeedTimeZone == "" {
+// adoptedSQL reads back what the adoption kept, in its transaction.
+const adoptedSQL = `
+SELECT count(*), count(*) FILTER (WHERE expires_at > clock_timestamp()), coalesce(max(fence_token), 0),
+       coalesce(nullif(current_setting('lockctl.seed_time_zone', true), ''), current_setting('TimeZone'))
+FROM distributed_lock`
+
+// MigrateWith is Migrate with options; it says whether it adopted the
+// reference service's table.
+func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) (Adoption, error) {
+	var a Adoption
+	err := applyScriptWith(ctx, db, Schema, func(tx pgx.Tx) error {
+		if opts.SeedTimeZone != "" {
+			if _, err := tx.Exec(ctx, checkZoneSQL, opts.SeedTimeZone); err != nil {
+				if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22023" {
+					return fmt.Errorf("%w %q: PostgreSQL does not know it (see pg_timezone_names)", ErrUnknownTimeZone, opts.SeedTimeZone)
+				}
+				return err
+			}
+			if _, err := tx.Exec(ctx, seedZoneSQL, opts.SeedTimeZone); err != nil {
+				return err
+			}
+		}
+		shape, err := TableShape(ctx, tx)
+		a.Adopted = shape == ShapeSeed
+		return err
+	}, func(tx pgx.Tx) error {
+		if !a.Adopted {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, checkZoneSQL, opts.SeedTimeZone); err != nil {
-			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22023" {
-				return fmt.Errorf("%w %q: PostgreSQL does not know it (see pg_timezone_names)", ErrUnknownTimeZone, opts.SeedTimeZone)
-			}
-			return err
-		}
-		_, err := tx.Exec(ctx, seedZoneSQL, opts.SeedTimeZone)
-		return err
+		return tx.QueryRow(ctx, adoptedSQL).Scan(&a.Locks, &a.Held, &a.MaxToken, &a.TimeZone)
 	})
+	if err != nil {
+		return Adoption{}, err
+	}
+	return a, nil
 }
 
 // applyScript runs a script of several statements in one transaction,
 // serialised with other migrations.
 func applyScript(ctx context.Context, db TxStarter, script string) error {
-	return applyScriptWith(ctx, db, script, nil)
+	return applyScriptWith(ctx, db, script, nil, nil)
 }
 
-// applyScriptWith is applyScript with prepare run in the transaction
-// before the script.
-func applyScriptWith(ctx context.Context, db TxStarter, script string, prepare func(pgx.Tx) error) error {
+// applyScriptWith is applyScript with before and after run in the
+// transaction around the script (nil: nothing).
+func applyScriptWith(ctx context.Context, db TxStarter, script string, before, after func(pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, migrateLockSQL); err != nil {
 			return err
 		}
-		if prepare != nil {
-			if err := prepare(tx); err != nil {
+		if before != nil {
+			if err := before(tx); err != nil {
 				return err
 			}
 		}
 		// The simple protocol runs a script of several statements.
-		_, err := tx.Exec(ctx, script, pgx.QueryExecModeSimpleProtocol)
-		return err
+		if _, err := tx.Exec(ctx, script, pgx.QueryExecModeSimpleProtocol); err != nil {
+			return err
+		}
+		if after != nil {
+			return after(tx)
+		}
+		return nil
 	})
 	return Interpret(err)
 }

@@ -80,23 +80,41 @@ func Ls(ctx context.Context, env Env, opts LsOptions) int {
 	}
 	defer pool.Close()
 	if !opts.Watch {
-		locks, err := readLocks(ctx, pool, opts)
+		listing, err := readLocks(ctx, pool, opts)
 		if err != nil {
 			return env.Fail(err)
 		}
-		return writeLocks(env, locks, opts.JSON)
+		return writeLocks(env, listing, opts.JSON)
 	}
 	return watchLocks(ctx, env, pool, opts)
 }
 
-func readLocks(ctx context.Context, pool *pgxpool.Pool, opts LsOptions) ([]store.Lock, error) {
-	locks, err := lockview.ListPrefix(ctx, pool, opts.Prefix)
-	if err != nil || len(opts.States) == 0 {
-		return locks, err
+// listing is one read of the lock table.
+type listing struct {
+	locks []store.Lock
+	// seed: the table is the reference service's, not migrated (its four
+	// columns only). Each read looks again, so --watch follows a migrate.
+	seed bool
+}
+
+func readLocks(ctx context.Context, pool *pgxpool.Pool, opts LsOptions) (listing, error) {
+	shape, err := store.TableShape(ctx, pool)
+	if err != nil {
+		return listing{}, err
 	}
-	return slices.DeleteFunc(locks, func(l store.Lock) bool {
+	l := listing{seed: shape == store.ShapeSeed}
+	if l.seed {
+		l.locks, err = lockview.ListSeed(ctx, pool, opts.Prefix)
+	} else {
+		l.locks, err = lockview.ListPrefix(ctx, pool, opts.Prefix)
+	}
+	if err != nil || len(opts.States) == 0 {
+		return l, err
+	}
+	l.locks = slices.DeleteFunc(l.locks, func(l store.Lock) bool {
 		return !slices.Contains(opts.States, string(l.State()))
-	}), nil
+	})
+	return l, nil
 }
 
 // watchLocks is ls --watch: a terminal gets the screen cleared and a
@@ -105,7 +123,7 @@ func readLocks(ctx context.Context, pool *pgxpool.Pool, opts LsOptions) ([]store
 func watchLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) int {
 	_, onTerminal := terminalWidth(env.Stdout)
 	for {
-		locks, err := readLocks(ctx, pool, opts)
+		listing, err := readLocks(ctx, pool, opts)
 		if ctx.Err() != nil {
 			return ExitOK
 		}
@@ -118,7 +136,7 @@ func watchLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions
 		}
 		if err != nil {
 			env.Fail(err) // reported; the next round tries again
-		} else if code := writeLocks(env, locks, opts.JSON); code != ExitOK {
+		} else if code := writeLocks(env, listing, opts.JSON); code != ExitOK {
 			return code
 		}
 		if !onTerminal && !opts.JSON {
@@ -145,7 +163,11 @@ func watchTitle(opts LsOptions) string {
 }
 
 // writeLocks prints locks as ls does: a table, or one JSON array.
-func writeLocks(env Env, locks []store.Lock, asJSON bool) int {
+func writeLocks(env Env, l listing, asJSON bool) int {
+	if l.seed {
+		return writeSeedLocks(env, l.locks, asJSON)
+	}
+	locks := l.locks
 	if asJSON {
 		rows := make([]lockRow, 0, len(locks))
 		for _, l := range locks {

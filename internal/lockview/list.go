@@ -112,6 +112,9 @@ type Page struct {
 	DBNow         time.Time
 	// Span is where Rows lie in the order, for the next poll's ListQuery.Near.
 	Span Span
+	// Seed: the table is the reference service's, not migrated
+	// (ListSeedLocks). lockctl can only show it; `lockctl migrate` adopts it.
+	Seed bool
 }
 
 // likePattern turns a filter into an ILIKE pattern matching it anywhere,

@@ -139,14 +139,18 @@ func newSchema(t testing.TB, migrate bool) string {
 
 // withSearchPath adds a search_path runtime parameter to a URL or a
 // keyword/value connection string.
-func withSearchPath(dsn, schema string) string {
+func withSearchPath(dsn, schema string) string { return WithParam(dsn, "search_path", schema) }
+
+// WithParam adds a runtime parameter (a plain value: no spaces, quotes or
+// URL escapes) to a URL or a keyword/value connection string.
+func WithParam(dsn, name, value string) string {
 	switch {
 	case !strings.Contains(dsn, "://"):
-		return dsn + " search_path=" + schema
+		return dsn + " " + name + "=" + value
 	case strings.Contains(dsn, "?"):
-		return dsn + "&search_path=" + schema
+		return dsn + "&" + name + "=" + value
 	default:
-		return dsn + "?search_path=" + schema
+		return dsn + "?" + name + "=" + value
 	}
 }
 

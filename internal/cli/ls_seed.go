@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/store"
+)
+
+// seedNote is said on stderr whenever ls shows the reference service's
+// table, so that stdout stays the listing.
+const seedNote = "distributed_lock is the reference service's table, not migrated: shown read-only; " +
+	"`lockctl migrate` adopts it (see docs/operations.md, switch-over)"
+
+// seedLockRow is one element of `ls --json` on the reference service's
+// table: its four columns, with the state and time left on the database's
+// clock. It records nothing else.
+type seedLockRow struct {
+	Key         string      `json:"key"`
+	Owner       string      `json:"owner"`
+	Token       int64       `json:"token"`
+	ExpiresAt   time.Time   `json:"expires_at"`
+	State       store.State `json:"state"`
+	RemainingMs int64       `json:"remaining_ms"` // negative: expired that long ago
+}
+
+// writeSeedLocks prints the reference service's table as ls does, with
+// seedNote on stderr.
+func writeSeedLocks(env Env, locks []store.Lock, asJSON bool) int {
+	env.printLine(env.Prog + ": " + seedNote)
+	if asJSON {
+		rows := make([]seedLockRow, 0, len(locks))
+		for _, l := range locks {
+			rows = append(rows, seedLockRow{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
+				State: l.State(), RemainingMs: l.Remaining.Milliseconds()})
+		}
+		return env.emit(rows)
+	}
+	if len(locks) == 0 {
+		fmt.Fprintln(env.Stdout, "no locks")
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tOWNER\tTOKEN\tSTATE\tREMAINING")
+	for _, l := range locks {
+		remaining := "-"
+		if l.State() != store.StateExpired {
+			remaining = formatDuration(l.Remaining)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n",
+			textsafe.Escape(l.Key), textsafe.Escape(l.Owner), l.Token, l.State(), remaining)
+	}
+	if err := tw.Flush(); err != nil {
+		return env.Errorf("write output: %v", err)
+	}
+	return ExitOK
+}
