@@ -55,7 +55,15 @@ func poll(ctx context.Context, db *pgxpool.Pool, req pollRequest) tea.Cmd {
 
 func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snapshot, error) {
 	var snap snapshot
-	var err error
+	// Every poll looks at the table's shape first, so a table migrated
+	// while the console watches is read as lockctl's from the next poll on.
+	shape, err := store.TableShape(ctx, db)
+	if err != nil {
+		return snap, err
+	}
+	if shape == store.ShapeSeed {
+		return readSeedSnapshot(ctx, db, req)
+	}
 	if snap.page, err = lockview.ListLocks(ctx, db, req.query); err != nil {
 		return snap, err
 	}
@@ -94,6 +102,24 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 			if len(d.waiters) > 0 {
 				d.lock.OldestWait = d.waiters[0].Waited
 			}
+		}
+		snap.detail = &d
+	}
+	return snap, nil
+}
+
+// readSeedSnapshot reads the reference service's table: its rows, and the
+// selected one for the detail pane. It keeps no history, rates or waiters.
+func readSeedSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snapshot, error) {
+	var snap snapshot
+	var err error
+	if snap.page, err = lockview.ListSeedLocks(ctx, db, req.query); err != nil {
+		return snap, err
+	}
+	if req.detailKey != "" {
+		d := detailData{key: req.detailKey}
+		if row, ok := findRow(snap.page.Rows, req.detailKey); ok {
+			d.lock = &row
 		}
 		snap.detail = &d
 	}

@@ -100,6 +100,9 @@ func (m Model) connLine() string {
 	if m.hasSnap && m.snap.page.InRecovery {
 		parts = append(parts, s.Warning.Render("replica — read-only"))
 	}
+	if m.hasSnap && m.snap.page.Seed {
+		parts = append(parts, s.Warning.Render(seedNotice))
+	}
 	if m.opts.ReadOnly {
 		parts = append(parts, s.Warning.Render("--read-only"))
 	}
@@ -167,8 +170,15 @@ func (m Model) totalsLine() string {
 	return line
 }
 
+// seedNotice says why the console shows the reference service's table
+// without actions.
+const seedNotice = "not migrated: run lockctl migrate to adopt — read-only"
+
 func (m Model) ratesLine() string {
 	s := m.styles
+	if m.hasSnap && m.snap.page.Seed {
+		return s.Muted.Render("last minute: — (the reference service's table keeps no history)")
+	}
 	if !m.hasSnap || len(m.snap.rates.Grants) == 0 {
 		return s.Muted.Render("last minute: —")
 	}

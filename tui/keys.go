@@ -66,9 +66,12 @@ func DefaultKeyMap() KeyMap {
 }
 
 // withReadOnly disables the actions, so neither keys nor help offer them.
-func (k KeyMap) withReadOnly() KeyMap {
+func (k KeyMap) withReadOnly() KeyMap { return k.withActions(false) }
+
+// withActions enables or disables the actions.
+func (k KeyMap) withActions(on bool) KeyMap {
 	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release} {
-		b.SetEnabled(false)
+		b.SetEnabled(on)
 	}
 	return k
 }

@@ -146,6 +146,7 @@ func contains(list []string, s string) bool {
 // tableView draws the column titles and the visible rows.
 func (m Model) tableView() string {
 	cols, wide := tableLayout(m.width)
+	cols = fitTokens(cols, m.snap.page.Rows)
 	s := m.styles
 	var b strings.Builder
 	titles := make([]string, len(cols))
@@ -232,7 +233,7 @@ func (m Model) rowView(r liveRow, cols []column, wide bool, selected bool) strin
 			cells[i] = m.ttlCell(r, c.width, selected)
 			continue
 		case "HELD FOR":
-			if r.state == store.StateFree {
+			if r.state == store.StateFree || m.snap.page.Seed { // the reference's table does not record it
 				text, style = fitRight("—", c.width), s.Muted
 			} else {
 				text = fitRight(shortDur(r.HeldFor), c.width)

@@ -102,11 +102,26 @@ func (m *Model) applySnapshot(s snapshot) {
 	}
 	if s.caps != nil {
 		m.caps, m.hasCaps = *s.caps, true
-		m.keys = m.keys.withCapabilities(m.caps)
 	}
 	m.snap, m.hasSnap = s, true
+	m.keys = m.actionKeys()
 	m.followSelection()
 	m.refreshPanes()
+}
+
+// actionKeys enables the actions that can succeed, in keys and help: none
+// with --read-only or on the reference service's table (lockctl cannot
+// write it until it is migrated), else those the role may do, or all
+// while the role's capabilities are not known yet.
+func (m Model) actionKeys() KeyMap {
+	switch {
+	case m.opts.ReadOnly || (m.hasSnap && m.snap.page.Seed):
+		return m.keys.withActions(false)
+	case m.hasCaps:
+		return m.keys.withCapabilities(m.caps)
+	default:
+		return m.keys.withActions(true)
+	}
 }
 
 // keyPressed routes a key: an open dialog or input first, then the pane.

@@ -1,0 +1,58 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
+)
+
+// On the reference service's table the console shows its locks, says it
+// is not migrated, and offers no action; once the table is migrated, the
+// next poll reads it as lockctl's and the actions come back.
+func TestSeedTableIsShownReadOnlyUntilMigrated(t *testing.T) {
+	pool, _ := testdb.SeedPool(t)
+	now := testdb.DBNow(t, pool)
+	testdb.InsertSeed(t, pool, time.UTC,
+		testdb.SeedLock{Key: "orders:1", Owner: "app-1:thread-7", Token: 1764700000500, ExpiresAt: now.Add(time.Hour)},
+		testdb.SeedLock{Key: "report:nightly", Owner: "app-1:thread-9", Token: 1764700000100, ExpiresAt: now.Add(-time.Minute)})
+	m := dbModel(t, pool, Options{}, 120, 35)
+	if m.lastErr != nil {
+		t.Fatalf("poll of the reference table failed: %v", m.lastErr)
+	}
+	s := screen(m)
+	for _, want := range []string{"orders:1", "app-1:thread-7", "1764700000500", "report:nightly", "expired",
+		"not migrated: run lockctl migrate to adopt — read-only", "locks 2", "● live"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("screen lacks %q:\n%s", want, s)
+		}
+	}
+	for _, k := range []string{"x", "d", "r", "a"} {
+		if m2, cmd := update(t, m, keyMsg(k)); cmd != nil || m2.confirm != nil || m2.form != nil {
+			t.Fatalf("%s acted on the reference table", k)
+		}
+	}
+	if s := screen(press(t, m, "?")); strings.Contains(s, "force-expire") || strings.Contains(s, "acquire a lock") {
+		t.Fatalf("help offers actions on the reference table:\n%s", s)
+	}
+	m, cmd := update(t, m, keyMsg("enter"))
+	m = runPoll(t, m, cmd)
+	if s := screen(m); m.lastErr != nil || !strings.Contains(s, "Lock orders:1") {
+		t.Fatalf("detail on the reference table (%v):\n%s", m.lastErr, s)
+	}
+	m = press(t, m, "esc")
+
+	if err := store.Migrate(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	m = repoll(t, m)
+	if s := screen(m); m.lastErr != nil || strings.Contains(s, "not migrated") || !strings.Contains(s, "orders:1") {
+		t.Fatalf("after migrate (%v):\n%s", m.lastErr, s)
+	}
+	if m2 := press(t, m, "x"); m2.confirm == nil {
+		t.Fatal("force-expire not offered once the table is migrated")
+	}
+}

@@ -1,0 +1,38 @@
+package tui
+
+import (
+	"strconv"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+)
+
+// fitTokens widens the TOKEN column to the longest token among rows, taking
+// the cells from KEY: a token is what an operator types back (renew,
+// release), so it is never cut. Tokens adopted from the reference
+// service's table are epoch milliseconds, 13 digits.
+func fitTokens(cols []column, rows []lockview.ListedLock) []column {
+	need := 0
+	for _, r := range rows {
+		need = max(need, len(strconv.FormatInt(r.Token, 10)))
+	}
+	token, key := -1, -1
+	for i, c := range cols {
+		switch c.title {
+		case "TOKEN":
+			token = i
+		case "KEY":
+			key = i
+		}
+	}
+	if token < 0 || key < 0 || need <= cols[token].width {
+		return cols
+	}
+	grow := min(need-cols[token].width, cols[key].width-10) // a key keeps 10 cells
+	if grow <= 0 {
+		return cols
+	}
+	cols = append([]column(nil), cols...)
+	cols[token].width += grow
+	cols[key].width -= grow
+	return cols
+}
