@@ -28,10 +28,12 @@ func (m Model) detailContent() string {
 	}
 	r := live(*d.lock, m.advance())
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
-	switch r.state {
-	case store.StateHeld, store.StateExpiring:
+	switch {
+	case m.snap.page.Seed && r.state == store.StateHeld: // no TTL recorded
+		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
+	case r.state == store.StateHeld, r.state == store.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
-	case store.StateExpired:
+	case r.state == store.StateExpired:
 		st += s.Muted.Render(fmt.Sprintf("  expired %s ago; the next acquirer steals it", shortDur(-r.Remaining)))
 	}
 	field("state", st)
@@ -49,6 +51,11 @@ func (m Model) detailContent() string {
 	}
 	field("token", fmt.Sprintf("%d", r.Token)+s.Muted.Render("  "+grant))
 	field("expires at", utcFull(r.ExpiresAt)+s.Muted.Render("  database clock"))
+	if m.snap.page.Seed {
+		lines = append(lines, "", "  "+s.Muted.Render("The reference service's table records only these; "+
+			"lockctl migrate adopts it with every lease intact."))
+		return strings.Join(lines, "\n")
+	}
 	field("TTL", shortDur(r.TTL))
 	field("acquired at", utcFull(r.AcquiredAt)+s.Muted.Render("  held for "+shortDur(r.HeldFor)))
 	if r.RenewedAt != nil {

@@ -37,6 +37,9 @@ func (m Model) helpContent() string {
 				s.Key.Render("d")+" force-release (free now), then "+s.Key.Render("y")+" to confirm",
 			s.Muted.Render("     The action applies only if the lock still has the token you saw; otherwise you are told who holds it now."),
 		)
+	} else if m.hasSnap && m.snap.page.Seed && !m.opts.ReadOnly {
+		lines = append(lines, "", s.Muted.Render("Read-only: this is the reference service's table, not migrated. "+
+			"lockctl migrate adopts it (every lease kept); then the actions are on."))
 	} else if m.opts.ReadOnly {
 		lines = append(lines, "", s.Muted.Render("Read-only console (--read-only): acquire, renew, expire and release are off."))
 	} else {
