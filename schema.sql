@@ -49,8 +49,9 @@ EXCEPTION WHEN duplicate_object THEN NULL; END $$;
 -- ran in (lockctl.seed_time_zone, else the session's TimeZone), the columns
 -- lockctl adds are filled in, and the token sequence moves above the largest
 -- token, so every held lock keeps its owner, token and expiry instant and
--- the next grant's token is larger than every old one. A row lockctl's rules
--- refuse is named in the error and nothing is changed (SQLSTATE LKA01).
+-- the next grant's token is larger than every old one. It adopts only when
+-- lockctl.adopt_seed is on; otherwise, or when a row breaks lockctl's rules
+-- (each is named), it raises SQLSTATE LKA01 and nothing is changed.
 DO $$
 DECLARE
     zone     text := coalesce(nullif(current_setting('lockctl.seed_time_zone', true), ''),
@@ -85,6 +86,15 @@ BEGIN
             MESSAGE = format('distributed_lock is neither lockctl''s table nor the reference service''s '
                 '(lock_key varchar PRIMARY KEY, owner_id varchar, fence_token bigint, expires_at timestamp); '
                 'its columns: %s. Nothing was changed.', cols);
+    END IF;
+    -- Only when asked (`lockctl migrate` asks): a service that migrates at
+    -- start-up must not take the table over while the reference service may
+    -- still be writing it.
+    IF coalesce(current_setting('lockctl.adopt_seed', true), '') <> 'on' THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA01',
+            MESSAGE = 'distributed_lock is the reference service''s table, not migrated: adopt it with '
+                '`lockctl migrate` once the reference service is stopped (docs/operations.md, switch-over). '
+                'Nothing was changed.';
     END IF;
     -- Every rule of the domains and NOT NULLs, so that the message names
     -- the rows instead of the first failing cast; keys as JSON strings, so

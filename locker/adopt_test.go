@@ -3,6 +3,7 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func referenceLocks(now time.Time) []testdb.SeedLock {
 }
 
 // Before migrate, a service sees the reference's table as unmigrated and
-// changes nothing; after it, the reference's holders keep their leases
+// changes nothing, its own Migrate included; after lockctl migrate, the reference's holders keep their leases
 // (same owner, token and expiry instant), renew and release them with
 // their tokens, and new grants draw tokens above every old one.
 func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
@@ -67,7 +68,14 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	for _, s := range seed {
 		maxOld = max(maxOld, s.Token)
 	}
-	adoption, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Asia/Seoul"})
+	// A service's own Migrate at start-up leaves the table to the operator.
+	if err := locker.Migrate(ctx, db); !errors.Is(err, locker.ErrCannotAdopt) || !strings.Contains(err.Error(), "lockctl migrate") {
+		t.Fatalf("locker.Migrate on the reference table: %v; want ErrCannotAdopt pointing at lockctl migrate", err)
+	}
+	if after := tableText(t, db); after != before {
+		t.Fatalf("a refused locker.Migrate changed the reference table:\n%s\nbecame\n%s", before, after)
+	}
+	adoption, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Asia/Seoul", AdoptSeed: true})
 	if err != nil {
 		t.Fatal(err)
 	}

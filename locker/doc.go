@@ -137,7 +137,8 @@
 // errors a driver error is mapped to: [ErrNotMigrated], [ErrReadOnly],
 // [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
 // [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
-// [ErrPoolerStartupParameter]. The typed errors [*HeldError] and
+// [ErrPoolerStartupParameter]; [Migrate] also fails with [ErrCannotAdopt].
+// The typed errors [*HeldError] and
 // [*NotHeldError] carry the current holder; [Locker.Get] reads a key's row.
 //
 // # Behind a connection pooler

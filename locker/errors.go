@@ -55,6 +55,10 @@ var (
 	// connection string (search_path, for one); the message says what
 	// to do instead.
 	ErrPoolerStartupParameter = store.ErrPoolerStartupParameter
+	// ErrCannotAdopt: Migrate found a distributed_lock it does not adopt by
+	// itself (the reference service's table: `lockctl migrate` adopts it)
+	// or cannot adopt, and changed nothing.
+	ErrCannotAdopt = store.ErrCannotAdopt
 )
 
 // HeldError says who holds a key. It matches ErrHeld.

@@ -12,6 +12,9 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
+// adopt is what `lockctl migrate` asks for.
+var adopt = store.MigrateOptions{AdoptSeed: true}
+
 // A reference row that breaks one of lockctl's rules makes migrate refuse,
 // name every such row, and leave the database exactly as it was.
 func TestMigrateRefusesBadReferenceRows(t *testing.T) {
@@ -34,7 +37,7 @@ func TestMigrateRefusesBadReferenceRows(t *testing.T) {
 		}
 	}
 	before := databaseText(t, db)
-	err := store.Migrate(ctx, db)
+	_, err := store.MigrateWith(ctx, db, adopt)
 	if !errors.Is(err, store.ErrCannotAdopt) {
 		t.Fatalf("migrate with bad rows: %v; want ErrCannotAdopt", err)
 	}
@@ -85,14 +88,14 @@ func TestMigrateAdoptsIntoTodaysTableOnce(t *testing.T) {
 	db, _ := testdb.SeedPool(t)
 	testdb.InsertSeed(t, db, time.UTC,
 		testdb.SeedLock{Key: "a", Owner: "app-1", Token: 1700000000000, ExpiresAt: time.Now().Add(time.Minute)})
-	if err := store.Migrate(ctx, db); err != nil {
+	if _, err := store.MigrateWith(ctx, db, adopt); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := columnsText(t, db), columnsText(t, testdb.New(t)); got != want {
 		t.Errorf("adopted table's columns:\n%s\nwant those of a new table:\n%s", got, want)
 	}
 	first := databaseText(t, db)
-	if a, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "UTC"}); err != nil || a.Adopted {
+	if a, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "UTC", AdoptSeed: true}); err != nil || a.Adopted {
 		t.Fatalf("second migrate = %+v, %v; want no adoption", a, err)
 	}
 	if again := databaseText(t, db); again != first {
@@ -116,14 +119,14 @@ func TestMigrateSeedTimeZone(t *testing.T) {
 	testdb.InsertSeed(t, db, newYork, testdb.SeedLock{Key: "a", Owner: "app-1", Token: 1, ExpiresAt: expires})
 
 	before := databaseText(t, db)
-	_, err = store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Mars/Olympus_Mons"})
+	_, err = store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Mars/Olympus_Mons", AdoptSeed: true})
 	if !errors.Is(err, store.ErrUnknownTimeZone) || !strings.Contains(err.Error(), "Mars/Olympus_Mons") {
 		t.Fatalf("migrate with an unknown zone: %v; want ErrUnknownTimeZone naming it", err)
 	}
 	if after := databaseText(t, db); after != before {
 		t.Fatalf("a refused migrate changed the database")
 	}
-	if err := store.Migrate(ctx, db); err != nil {
+	if _, err := store.MigrateWith(ctx, db, adopt); err != nil {
 		t.Fatal(err)
 	}
 	l, _, err := store.Get(ctx, db, "a")

@@ -20,9 +20,10 @@ var (
 	ErrStatementTimeout = errors.New("statement cancelled (statement_timeout or cancel request)")
 	ErrUnavailable      = errors.New("database unreachable")
 	ErrInvalidValue     = errors.New("value rejected by the schema's checks")
-	// ErrCannotAdopt: migrate found a distributed_lock it cannot adopt (a
+	// ErrCannotAdopt: migrate found a distributed_lock it does not adopt
+	// (the reference service's table without MigrateOptions.AdoptSeed, a
 	// shape it does not know, or rows that break lockctl's rules) and
-	// changed nothing. The driver error's message names the rows.
+	// changed nothing. The driver error's message says which, naming rows.
 	ErrCannotAdopt = errors.New("migrate refused: the existing distributed_lock table cannot be adopted as it is")
 )
 

@@ -21,6 +21,11 @@ type MigrateOptions struct {
 	// knows (pg_timezone_names), e.g. "Europe/Berlin". Defaults to the
 	// session's TimeZone. It has no effect on a lockctl table.
 	SeedTimeZone string
+	// AdoptSeed lets migrate adopt the reference service's table. Without
+	// it such a table makes migrate fail with ErrCannotAdopt: a service
+	// that migrates at start-up never takes the table over by itself while
+	// the reference service may still write it. `lockctl migrate` sets it.
+	AdoptSeed bool
 }
 
 // ErrUnknownTimeZone: MigrateOptions.SeedTimeZone names no zone the server
@@ -28,9 +33,8 @@ type MigrateOptions struct {
 var ErrUnknownTimeZone = errors.New("unknown time zone")
 
 // Migrate applies Schema in one transaction. It is idempotent: running it
-// on a migrated database changes nothing. On the reference service's
-// table it adopts the table in place (see schema.sql), reading expires_at
-// in the session's TimeZone.
+// on a migrated database changes nothing. It refuses the reference
+// service's table (ErrCannotAdopt): MigrateWith adopts it.
 func Migrate(ctx context.Context, db TxStarter) error {
 	_, err := MigrateWith(ctx, db, MigrateOptions{})
 	return err
@@ -51,9 +55,12 @@ type Adoption struct {
 // server does not know.
 const checkZoneSQL = `SELECT now() AT TIME ZONE $1`
 
-// seedZoneSQL hands the zone to schema.sql's adoption block, for this
-// transaction only.
-const seedZoneSQL = `SELECT set_config('lockctl.seed_time_zone', $1, true)`
+// seedZoneSQL and adoptSeedSQL hand the options to schema.sql's adoption
+// block, for this transaction only.
+const (
+	seedZoneSQL  = `SELECT set_config('lockctl.seed_time_zone', $1, true)`
+	adoptSeedSQL = `SELECT set_config('lockctl.adopt_seed', 'on', true)`
+)
 
 // adoptedSQL reads back what the adoption kept, in its transaction.
 const adoptedSQL = `
@@ -74,6 +81,11 @@ func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) (Adopti
 				return err
 			}
 			if _, err := tx.Exec(ctx, seedZoneSQL, opts.SeedTimeZone); err != nil {
+				return err
+			}
+		}
+		if opts.AdoptSeed {
+			if _, err := tx.Exec(ctx, adoptSeedSQL); err != nil {
 				return err
 			}
 		}

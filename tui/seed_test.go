@@ -47,7 +47,7 @@ func TestSeedTableIsShownReadOnlyUntilMigrated(t *testing.T) {
 	}
 	m = press(t, m, "esc")
 
-	if err := store.Migrate(context.Background(), pool); err != nil {
+	if _, err := store.MigrateWith(context.Background(), pool, store.MigrateOptions{AdoptSeed: true}); err != nil {
 		t.Fatal(err)
 	}
 	m = repoll(t, m)

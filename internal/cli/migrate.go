@@ -25,7 +25,7 @@ func Migrate(ctx context.Context, env Env, opts MigrateOptions) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	adoption, err := store.MigrateWith(ctx, pool, store.MigrateOptions{SeedTimeZone: opts.SeedTimeZone})
+	adoption, err := store.MigrateWith(ctx, pool, store.MigrateOptions{SeedTimeZone: opts.SeedTimeZone, AdoptSeed: true})
 	if errors.Is(err, store.ErrUnknownTimeZone) {
 		return env.Usagef("invalid --seed-time-zone: %v", err)
 	}
