@@ -30,6 +30,11 @@ func TestSeedTableIsShownReadOnlyUntilMigrated(t *testing.T) {
 			t.Errorf("screen lacks %q:\n%s", want, s)
 		}
 	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, "orders:1") && strings.Contains(line, "░") {
+			t.Errorf("a TTL bar drawn for a lock whose TTL the table does not record:\n%s", s)
+		}
+	}
 	for _, k := range []string{"x", "d", "r", "a"} {
 		if m2, cmd := update(t, m, keyMsg(k)); cmd != nil || m2.confirm != nil || m2.form != nil {
 			t.Fatalf("%s acted on the reference table", k)

@@ -275,11 +275,12 @@ func (m Model) ttlCell(r liveRow, w int, selected bool) string {
 		return s.Muted.Inherit(textStyle).Render(fit("—", w))
 	case store.StateExpired:
 		label = "-" + shortDur(-r.Remaining)
-	default:
+	case store.StateHeld, store.StateExpiring:
 		label = shortDur(r.Remaining)
-		if r.TTL > 0 {
-			frac = float64(r.Remaining) / float64(r.TTL)
+		if r.TTL <= 0 { // the reference service's table records no TTL: nothing to measure a bar against
+			return textStyle.Render(strings.Repeat(" ", max(barW, 0)+1) + fitRight(label, 7))
 		}
+		frac = float64(r.Remaining) / float64(r.TTL)
 	}
 	full, rest := bar(frac, barW)
 	return stStyle.Render(full) + empty.Render(rest) + textStyle.Render(" "+fitRight(label, 7))
