@@ -64,6 +64,15 @@ func TestLsAndMigrateOnTheReferenceTable(t *testing.T) {
 	if r := ls.expect(0, "ls"); !strings.Contains(r.stdout, "app-2:thread-3") || !strings.Contains(r.stdout, "expired") {
 		t.Errorf("ls on the reference table:\n%s", r)
 	}
+	var filtered []seedLsRow
+	decode(t, ls.expect(0, "ls", "--prefix", "orders:", "--state", "expired,held", "--json"), &filtered)
+	if len(filtered) != 2 || filtered[0].Key != "orders:1" || filtered[1].Key != "orders:2" {
+		t.Errorf("ls --prefix orders: on the reference table = %+v; want orders:1 and orders:2", filtered)
+	}
+	decode(t, ls.expect(0, "ls", "--state", "expired", "--json"), &filtered)
+	if len(filtered) != 1 || filtered[0].Key != "report:nightly" {
+		t.Errorf("ls --state expired on the reference table = %+v; want report:nightly", filtered)
+	}
 
 	// Writes before migrate: refused, naming the fix.
 	if r := d.expect(1, "acquire", "orders:1", "--owner", "lockctl-1"); !strings.Contains(r.stderr, "lockctl migrate") {
