@@ -13,7 +13,7 @@ import (
 // Errors a database error is mapped to, so callers (and users) see what it
 // means rather than a SQLSTATE. The driver error stays wrapped for detail.
 var (
-	ErrNotMigrated      = errors.New("lock tables missing or not migrated: run `lockctl migrate` on this database (it adopts the reference service's table in place; or grant this role USAGE on their schema)")
+	ErrNotMigrated      = errors.New("lock tables missing or not migrated: run `lockctl migrate` on this database (or grant this role USAGE on their schema)")
 	ErrReadOnly         = errors.New("database is read-only (a standby or a read-only transaction): writes are refused")
 	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see docs/security.md, Least privilege)")
 	ErrLockTimeout      = errors.New("timed out waiting for a database lock")
