@@ -254,6 +254,32 @@ CREATE TABLE IF NOT EXISTS distributed_lock_waiter (
     seen_until    timestamptz NOT NULL
 );
 CREATE INDEX IF NOT EXISTS distributed_lock_waiter_key_idx ON distributed_lock_waiter (lock_key, waiting_since);
+-- The queue of a key is its waiter rows in waiter_id order (drawn at
+-- arrival); a hand-off reads its head by this index.
+CREATE INDEX IF NOT EXISTS distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_key, waiter_id);
+
+-- The fair queue (distributed_lock_enqueue, distributed_lock_hand_off): a
+-- waiter row carries the lease its waiter asked for, so a release can grant
+-- it in the same transaction; the lock row names the waiter it was handed
+-- to, so a waiter that missed the NOTIFY finds its grant by polling. Added
+-- only when missing (see wake_until).
+DO $$ BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'distributed_lock'::regclass AND attname = 'handed_to'
+                     AND NOT attisdropped) THEN
+        ALTER TABLE distributed_lock ADD COLUMN handed_to bigint;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                   WHERE attrelid = 'distributed_lock_waiter'::regclass AND attname = 'claim_window'
+                     AND NOT attisdropped) THEN
+        ALTER TABLE distributed_lock_waiter
+            ADD COLUMN ttl interval,          -- lease length the waiter asked for
+            ADD COLUMN claim_window interval, -- first lease of a hand-off: least(claim_window, ttl)
+            ADD COLUMN metadata jsonb,
+            ADD COLUMN log_grants boolean NOT NULL DEFAULT false,
+            ADD COLUMN actor text;
+    END IF;
+END $$;
 
 -- Upgrade a database migrated before the domains: drop the table CHECK
 -- constraints and move the columns onto the domains (same base types, so no
@@ -390,9 +416,14 @@ BEGIN
                                       THEN l.previous_owner ELSE l.owner_id END,
                 previous_token = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
                                       THEN l.previous_token ELSE l.fence_token END,
-                metadata       = coalesce(lease_metadata, '{}')
+                metadata       = coalesce(lease_metadata, '{}'),
+                handed_to      = NULL
             WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                                 WHERE x.lock_key = key AND (x.released_at IS NOT NULL OR x.owner_id = owner)
+                                  AND (x.wake_until IS NULL OR x.wake_until <= statement_timestamp()
+                                       OR (x.owner_id = owner AND x.released_at IS NULL)
+                                       OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                                                      WHERE w.lock_key = key AND w.seen_until > statement_timestamp()))
                                 FOR NO KEY UPDATE SKIP LOCKED)
             RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
                       CASE WHEN l.renew_count > 0 THEN 'renewed' ELSE 'acquired' END AS outcome,
@@ -402,7 +433,11 @@ BEGIN
         FROM granted g
         UNION ALL
         SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-               CASE WHEN l.released_at IS NOT NULL THEN 'free'
+               CASE WHEN (l.released_at IS NOT NULL OR l.expires_at <= statement_timestamp())
+                         AND l.wake_until > statement_timestamp()
+                         AND EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                                     WHERE w.lock_key = key AND w.seen_until > statement_timestamp()) THEN 'queued'
+                    WHEN l.released_at IS NOT NULL THEN 'free'
                     WHEN l.expires_at <= statement_timestamp() THEN 'expired' ELSE 'held' END,
                l.expires_at - statement_timestamp()
         FROM distributed_lock l
@@ -420,11 +455,15 @@ BEGIN
         SELECT l.lock_key FROM distributed_lock l
         WHERE l.lock_key = key
           AND (l.released_at IS NOT NULL OR l.owner_id = owner OR l.expires_at <= clock_timestamp())
+          AND (l.wake_until IS NULL OR l.wake_until <= clock_timestamp()
+               OR (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > clock_timestamp())
+               OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                              WHERE w.lock_key = key AND w.seen_until > clock_timestamp()))
         FOR NO KEY UPDATE SKIP LOCKED
     ), taken AS (
         UPDATE distributed_lock l SET
             (owner_id, fence_token, expires_at, ttl, acquired_at, renewed_at, renew_count,
-             released_at, grant_kind, previous_owner, previous_token, metadata) =
+             released_at, grant_kind, previous_owner, previous_token, metadata, handed_to) =
             (SELECT owner,
                     CASE WHEN d.mine THEN l.fence_token ELSE nextval('distributed_lock_fence_seq') END,
                     d.ts + ttl_us * interval '1 microsecond',
@@ -438,7 +477,8 @@ BEGIN
                          ELSE 'acquired' END,
                     CASE WHEN d.mine THEN l.previous_owner ELSE l.owner_id END,
                     CASE WHEN d.mine THEN l.previous_token ELSE l.fence_token END,
-                    coalesce(lease_metadata, '{}')
+                    coalesce(lease_metadata, '{}'),
+                    NULL::bigint
              FROM (SELECT c.ts, (l.owner_id = owner AND l.released_at IS NULL
                                  AND l.expires_at > c.ts) AS mine
                    FROM (SELECT clock_timestamp() AS ts) c) d)
@@ -471,7 +511,11 @@ BEGIN
     FROM granted g
     UNION ALL
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-           CASE WHEN l.released_at IS NOT NULL THEN 'free'
+           CASE WHEN (l.released_at IS NOT NULL OR l.expires_at <= statement_timestamp())
+                     AND l.wake_until > statement_timestamp()
+                     AND EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                                 WHERE w.lock_key = key AND w.seen_until > statement_timestamp()) THEN 'queued'
+                WHEN l.released_at IS NOT NULL THEN 'free'
                 WHEN l.expires_at <= statement_timestamp() THEN 'expired' ELSE 'held' END,
            l.expires_at - statement_timestamp()
     FROM distributed_lock l
@@ -519,10 +563,13 @@ END $$;
 -- when that grant is not current or was already released. It sets only
 -- released_at, which no index covers, so the update can be HOT.
 --
--- It wakes waiters with NOTIFY only when some may wait (wake_until, set by
--- distributed_lock_waiter_watch, read under the row lock, so no wake-up is
--- lost): a NOTIFY serialises the commits of every notifying transaction in
--- the cluster, a cost releases nobody waits for should not pay.
+-- When some may wait (wake_until, set by distributed_lock_enqueue and
+-- distributed_lock_waiter_watch, read under the row lock, so no waiter is
+-- missed) it hands the lease to the head of the key's queue in the same
+-- transaction (distributed_lock_hand_off), or, with no live waiter queued,
+-- NOTIFYs distributed_lock with the key. Only then: a NOTIFY serialises the
+-- commits of every notifying transaction in the cluster, a cost releases
+-- nobody waits for should not pay.
 --
 -- With lazy_commit the transaction commits without waiting for its WAL to
 -- reach disk (synchronous_commit off, transaction-local, so it outlives this
@@ -558,7 +605,7 @@ BEGIN
         INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
         VALUES (key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF wake > clock_timestamp() THEN
+    IF wake > clock_timestamp() AND distributed_lock_hand_off(key) IS NULL THEN
         PERFORM pg_notify('distributed_lock', key);
     END IF;
     RETURN NEXT;
@@ -661,7 +708,7 @@ BEGIN
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
             jsonb_strip_nulls(jsonb_build_object('reason', reason)));
-    IF wake > clock_timestamp() THEN
+    IF wake > clock_timestamp() AND distributed_lock_hand_off(key) IS NULL THEN
         PERFORM pg_notify('distributed_lock', key);
     END IF;
     RETURN NEXT;
@@ -708,28 +755,286 @@ BEGIN
     RETURN NEXT;
 END $$;
 
--- Waiter bookkeeping (locker.Acquire), so the console can show queues.
--- distributed_lock_waiter_add records that owner waits for key, visible for
--- seen_for_us unless refreshed, and returns the record's id. It is a call
--- of its own, before distributed_lock_waiter_watch, so the console shows
--- the waiter even while that call waits for the key's row lock.
-CREATE OR REPLACE FUNCTION distributed_lock_waiter_add(key text, owner text, seen_for_us bigint)
+-- ---------------------------------------------------------------------------
+-- The fair queue (locker.Acquire; docs/design.md, "Fair queue"). A key's
+-- queue is its live waiter rows (seen_until in the future) in waiter_id
+-- order. A waiter enqueues once, with the lease it wants; a release (or a
+-- waiter finding the key free or lapsed) hands the lease to the head in
+-- its own transaction and NOTIFYs distributed_lock_handoff with everything
+-- the waiter needs to hold it. Lock order, everywhere: the key's lock row,
+-- then waiter rows.
+--
+-- Functions from before the queue, which a waiter no longer calls.
+DROP FUNCTION IF EXISTS distributed_lock_waiter_add(text, text, bigint);
+DROP FUNCTION IF EXISTS distributed_lock_waiter_refresh(bigint, bigint);
+DROP FUNCTION IF EXISTS distributed_lock_waiter_remove(bigint);
+
+-- distributed_lock_hand_off grants key, whose row the caller has locked and
+-- which is free or lapsed, to the head of its queue: new token (drawn under
+-- the row lock), owner, TTL and metadata from the waiter row, which is
+-- consumed; the lease first runs only until least(claim_window, ttl) from
+-- now, so a waiter that died after its last heartbeat blocks the key that
+-- long at most (its client renews it to the full TTL, the claim). The grant
+-- is logged as the waiter's own would be ('stolen' always, 'acquired' when
+-- the waiter logs grants). It commits durably whatever the caller set: a
+-- grant lost in a crash after its NOTIFY went out could see its token drawn
+-- again. Returns the waiter's id, or NULL when no live waiter is queued.
+-- Internal: only the functions below call it (no EXECUTE for anyone).
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
 DECLARE
-    id bigint;
+    ts timestamptz := clock_timestamp();
+    w distributed_lock_waiter%ROWTYPE;
+    g record;
 BEGIN
-    INSERT INTO distributed_lock_waiter (lock_key, owner_id, seen_until)
-    VALUES (key, owner, clock_timestamp() + seen_for_us * interval '1 microsecond')
-    RETURNING waiter_id INTO id;
-    RETURN id;
+    SELECT * INTO w FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    UPDATE distributed_lock l SET
+        owner_id = w.owner_id,
+        fence_token = nextval('distributed_lock_fence_seq'),
+        expires_at = ts + least(w.claim_window, w.ttl),
+        ttl = w.ttl,
+        acquired_at = ts,
+        renewed_at = NULL,
+        renew_count = 0,
+        grant_kind = CASE WHEN l.released_at IS NULL THEN 'stolen' ELSE 'acquired' END,
+        released_at = NULL,
+        previous_owner = l.owner_id,
+        previous_token = l.fence_token,
+        metadata = coalesce(w.metadata, '{}'),
+        handed_to = w.waiter_id
+    WHERE l.lock_key = key
+    RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
+    INTO g;
+    DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
+    IF g.grant_kind = 'stolen' OR w.log_grants THEN
+        INSERT INTO distributed_lock_event
+            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        VALUES (key, g.grant_kind, g.owner_id, g.fence_token, coalesce(w.actor, w.owner_id),
+                g.previous_owner, g.previous_token,
+                jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
+                                   'waiter_id', w.waiter_id));
+    END IF;
+    PERFORM set_config('synchronous_commit', 'on', true);
+    PERFORM pg_notify('distributed_lock_handoff', json_build_object(
+        'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
+        'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
+        'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
+        'ttl_us', (extract(epoch FROM g.ttl) * 1000000)::bigint,
+        'kind', g.grant_kind)::text);
+    RETURN w.waiter_id;
 END $$;
 
--- distributed_lock_waiter_watch asks releases of key to NOTIFY for at least
--- the next seen_for_us/2. It writes only when the row's wake_until would run
--- out sooner, so waiters that refresh together do not all rewrite the row.
--- The UPDATE takes the row lock: if a release holds it, this waits for the
--- release to commit, and the waiter's next attempt then sees the key free.
+-- distributed_lock_enqueue is a waiting acquirer's first and usually only
+-- call, one transaction: it grants key to owner (as distributed_lock_acquire
+-- would) when owner holds it or it is free or lapsed with no live waiter
+-- queued; otherwise it queues owner (a waiter row with the lease it wants:
+-- ttl_us, claim_us, lease_metadata, log_grants, event_actor, visible for
+-- seen_for_us unless refreshed), keeps releases of the key handing off
+-- (wake_until), and returns the holder's row with outcome 'queued' and the
+-- waiter's id. A key free or lapsed with live waiters ahead is first handed
+-- to the head. It waits for the key's row lock (a release or grant in
+-- flight), which orders it with releases: a release either sees the new
+-- waiter or has committed before. db_now is the database's clock as the
+-- call returns (the client relates a later hand-off's acquired_us to its
+-- own clock with it). outcome 'busy': a first grant of the key by another
+-- transaction kept failing; try again.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
+    key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
+    lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
+    log_grants boolean DEFAULT false)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text, remaining interval, waiter_id bigint, db_now timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r record;
+    ts timestamptz;
+    wid bigint;
+    locked boolean := false;
+BEGIN
+    FOR attempt IN 1..3 LOOP
+        SELECT l.owner_id, l.released_at, l.expires_at INTO r
+        FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        locked := FOUND;
+        EXIT WHEN locked;
+        -- No row yet: a first grant creates it. When another transaction's
+        -- first grant wins the insert, its row exists once that commits.
+        RETURN QUERY
+            SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
+                   NULL::bigint, clock_timestamp()
+            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants) a
+            WHERE a.outcome IN ('acquired', 'stolen', 'renewed');
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END LOOP;
+    IF NOT locked THEN
+        lock_key := key;
+        outcome := 'busy';
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    IF (r.owner_id = owner AND r.released_at IS NULL AND r.expires_at > ts)
+       OR ((r.released_at IS NOT NULL OR r.expires_at <= ts)
+           AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                           WHERE w.lock_key = key AND w.seen_until > ts)) THEN
+        -- The row lock is this transaction's, which SKIP LOCKED does not skip.
+        RETURN QUERY
+            SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
+                   NULL::bigint, clock_timestamp()
+            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants) a;
+        RETURN;
+    END IF;
+    IF r.released_at IS NOT NULL OR r.expires_at <= ts THEN
+        PERFORM distributed_lock_hand_off(key);
+    END IF;
+    INSERT INTO distributed_lock_waiter AS w
+        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor)
+    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''))
+    RETURNING w.waiter_id INTO wid;
+    PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    RETURN QUERY
+        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+               'queued', l.expires_at - clock_timestamp(), wid, clock_timestamp()
+        FROM distributed_lock l WHERE l.lock_key = key;
+END $$;
+
+-- distributed_lock_keep_waking keeps releases of key handing off (or
+-- NOTIFYing) until well past the seen_until of a waiter refreshed at ts for
+-- seen_for_us: wake_until must never run out before a live waiter's record.
+-- It writes only when wake_until would run out within seen_for_us, to
+-- twice that, so most calls leave the hot row alone. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_keep_waking(key text, ts timestamptz, seen_for_us bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE distributed_lock l SET wake_until = ts + 2 * seen_for_us * interval '1 microsecond'
+    WHERE l.lock_key = key
+      AND (l.wake_until IS NULL OR l.wake_until < ts + seen_for_us * interval '1 microsecond');
+END $$;
+
+-- distributed_lock_waiter_poll is a queued waiter's check, for when it
+-- missed or has no NOTIFY: one row as distributed_lock_enqueue's, outcome
+--   'acquired' / 'stolen': the key was handed to waiter id (the lease, with
+--            remaining = time left of its claim window; waiter_id = id);
+--   'queued': still waiting (the holder's row); its record is refreshed for
+--            seen_for_us, and a key found free or lapsed is first handed to
+--            the head of the queue, which may be this waiter;
+--   'gone':   its record is gone and no grant is its (it lapsed, or its
+--            claim window ran out unclaimed): enqueue again.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(key text, id bigint, seen_for_us bigint)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text, remaining interval, waiter_id bigint, db_now timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r record;
+    ts timestamptz;
+BEGIN
+    SELECT l.released_at, l.expires_at, l.handed_to INTO r
+    FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    IF FOUND AND r.handed_to IS DISTINCT FROM id THEN
+        UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+        WHERE w.waiter_id = id AND w.lock_key = key;
+        IF FOUND THEN
+            IF r.released_at IS NOT NULL OR r.expires_at <= ts THEN
+                PERFORM distributed_lock_hand_off(key);
+            END IF;
+            PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+        END IF;
+    END IF;
+    RETURN QUERY
+        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+               CASE WHEN l.handed_to = id AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+                    THEN l.grant_kind::text
+                    WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN 'queued'
+                    ELSE 'gone' END,
+               l.expires_at - clock_timestamp(),
+               id, clock_timestamp()
+        FROM distributed_lock l WHERE l.lock_key = key;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'gone';
+        RETURN NEXT;
+    END IF;
+END $$;
+
+-- distributed_lock_waiter_heartbeat keeps the waiter records ids visible for
+-- another seen_for_us, in one statement for all the waiters of a process
+-- (locker.Notifier), and releases of their keys handing off. Returns the
+-- ids it did not find: handed a lease (the waiter may have missed the
+-- NOTIFY) or gone.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    ts timestamptz := clock_timestamp();
+    k text;
+BEGIN
+    -- Lock rows before waiter rows, in key order, as everywhere.
+    FOR k IN SELECT DISTINCT w.lock_key FROM distributed_lock_waiter w
+             WHERE w.waiter_id = ANY (ids) ORDER BY 1 LOOP
+        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
+    END LOOP;
+    RETURN QUERY
+        WITH seen AS (
+            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            WHERE w.waiter_id = ANY (ids)
+            RETURNING w.waiter_id
+        )
+        SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s);
+END $$;
+
+-- distributed_lock_waiter_leave takes waiter id out of key's queue (its
+-- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
+-- the lease is released (with log_release, logged as a release by
+-- event_actor) and passed on to the next waiter. Returns 'left' (it was
+-- queued), 'passed_on' (it had been handed the key), or 'none'.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
+    key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    r record;
+BEGIN
+    SELECT l.owner_id, l.fence_token, l.handed_to, l.released_at, l.renew_count INTO r
+    FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key;
+    IF FOUND THEN
+        RETURN 'left';
+    END IF;
+    IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+        UPDATE distributed_lock l SET released_at = clock_timestamp() WHERE l.lock_key = key;
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+            VALUES (key, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
+                    '{"unclaimed": true}');
+        END IF;
+        IF distributed_lock_hand_off(key) IS NULL THEN
+            PERFORM pg_notify('distributed_lock', key);
+        END IF;
+        RETURN 'passed_on';
+    END IF;
+    RETURN 'none';
+END $$;
+
+-- distributed_lock_waiter_watch asks releases of key to NOTIFY
+-- distributed_lock (or hand off to a queued waiter) for at least the next
+-- seen_for_us/2, for a client that waits without queueing (it retries
+-- distributed_lock_acquire on each NOTIFY). It writes only when the row's
+-- wake_until would run out sooner, so waiters that refresh together do not
+-- all rewrite the row.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_watch(key text, seen_for_us bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -738,27 +1043,6 @@ BEGIN
     WHERE l.lock_key = key
       AND (l.wake_until IS NULL
            OR l.wake_until < clock_timestamp() + seen_for_us * interval '1 microsecond' / 2);
-END $$;
-
--- distributed_lock_waiter_refresh keeps waiter record id visible for
--- another seen_for_us; false if it is gone.
-CREATE OR REPLACE FUNCTION distributed_lock_waiter_refresh(id bigint, seen_for_us bigint)
-RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
-BEGIN
-    UPDATE distributed_lock_waiter w SET seen_until = clock_timestamp() + seen_for_us * interval '1 microsecond'
-    WHERE w.waiter_id = id;
-    RETURN FOUND;
-END $$;
-
--- distributed_lock_waiter_remove deletes waiter record id; false if it was
--- already gone.
-CREATE OR REPLACE FUNCTION distributed_lock_waiter_remove(id bigint)
-RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
-BEGIN
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id;
-    RETURN FOUND;
 END $$;
 
 -- Nobody may call the protocol functions until granted (lockctl grant):
@@ -772,8 +1056,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_force_expire(text, bigint, text, text),
     distributed_lock_force_release(text, bigint, text, text),
     distributed_lock_prune(bigint, bigint, bigint),
-    distributed_lock_waiter_add(text, text, bigint),
-    distributed_lock_waiter_watch(text, bigint),
-    distributed_lock_waiter_refresh(bigint, bigint),
-    distributed_lock_waiter_remove(bigint)
+    distributed_lock_hand_off(text),
+    distributed_lock_keep_waking(text, timestamptz, bigint),
+    distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean),
+    distributed_lock_waiter_poll(text, bigint, bigint),
+    distributed_lock_waiter_heartbeat(bigint[], bigint),
+    distributed_lock_waiter_leave(text, bigint, boolean, text),
+    distributed_lock_waiter_watch(text, bigint)
 FROM PUBLIC;

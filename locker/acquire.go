@@ -14,7 +14,9 @@ import (
 //
 // It returns a Lease whose Outcome is Acquired, Stolen or Renewed (owner
 // already held it: same token, new expiry), or a *HeldError (errors.Is
-// ErrHeld) naming the holder.
+// ErrHeld) naming the holder. A try does not jump the queue: on a key that
+// is free or lapsed while waiters are queued for it (Acquire), it is
+// refused with HeldError.Queued set; the head waiter gets the key.
 func (l *Locker) TryAcquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
 	return l.tryAcquire(ctx, db, key, owner, nil)
 }
@@ -43,6 +45,9 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 			return Lease{}, l.giveBack(ctx, db, lease)
 		}
 		return lease, nil
+	}
+	if found && g.Outcome == store.OutcomeQueued {
+		return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Queued: true}
 	}
 	remaining := g.Remaining
 	if !found || g.Outcome != store.OutcomeHeld {

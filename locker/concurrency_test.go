@@ -67,7 +67,10 @@ func TestConcurrentHistory(t *testing.T) {
 		// A waiting Acquire whose deadline passed mid-statement cannot know
 		// whether it was granted (the checker allows either); anything else
 		// unknown is a failure.
-		if op.Result == history.Unknown && (op.Kind != history.Grant || !strings.Contains(op.Err, "deadline exceeded")) {
+		// So can one that lost its place in the queue (a lease handed to it
+		// may have lapsed unclaimed on this loaded machine).
+		if op.Result == history.Unknown && (op.Kind != history.Grant ||
+			!strings.Contains(op.Err, "deadline exceeded") && !strings.Contains(op.Err, locker.ErrQueueLost.Error())) {
 			t.Errorf("client %d: %s %q ended with an unexpected error: %s", op.Client, op.Kind, op.Key, op.Err)
 		}
 	}

@@ -19,10 +19,17 @@ type Config struct {
 	// Notifier wakes waiting Acquire calls when a key is released. nil: a
 	// waiter wakes at the holder's expiry and every WaitRecheck.
 	Notifier *Notifier
-	// WaitRecheck bounds how long a waiting Acquire sleeps before it tries
-	// again and refreshes its waiter record, in case a wake-up was missed.
-	// Defaults to 5s.
+	// WaitRecheck bounds how long a waiting Acquire sleeps before it checks
+	// its place in the queue (and refreshes its waiter record) when no
+	// Notifier is listening for it. Defaults to 5s. A waiter record lapses
+	// 3×WaitRecheck after its last refresh.
 	WaitRecheck time.Duration
+	// ClaimWindow is how long a lease handed to a queued waiter first runs
+	// (at most TTL): if the waiter died after its last heartbeat, the key
+	// is blocked that long at most before the next waiter gets it. The
+	// waiter's Locker renews it to the full TTL (the claim) after half the
+	// window if it still holds it. Defaults to 2s.
+	ClaimWindow time.Duration
 	// Metadata is stored on every lock row this Locker grants (the console
 	// shows it). Defaults to {"host": hostname, "pid": pid}.
 	Metadata map[string]any
@@ -59,7 +66,11 @@ type Locker struct {
 	cfg      Config
 	metadata []byte // cfg.Metadata as JSON, encoded once
 	clock    clock
+	claims   *claims // background claims of handed-off leases, shared by WithTTL copies
 }
+
+// DefaultClaimWindow is Config.ClaimWindow's default.
+const DefaultClaimWindow = 2 * time.Second
 
 // New returns a Locker with cfg's defaults filled in.
 func New(cfg Config) (*Locker, error) {
@@ -68,6 +79,9 @@ func New(cfg Config) (*Locker, error) {
 	}
 	if cfg.WaitRecheck == 0 {
 		cfg.WaitRecheck = 5 * time.Second
+	}
+	if cfg.ClaimWindow == 0 {
+		cfg.ClaimWindow = DefaultClaimWindow
 	}
 	if cfg.Metadata == nil {
 		cfg.Metadata = defaultMetadata()
@@ -79,15 +93,15 @@ func New(cfg Config) (*Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locker: metadata: %w", err)
 	}
-	return &Locker{cfg: cfg, metadata: metadata, clock: realClock{}}, nil
+	return &Locker{cfg: cfg, metadata: metadata, clock: realClock{}, claims: newClaims()}, nil
 }
 
 func (c Config) validate() error {
 	if err := validTTL(c.TTL); err != nil {
 		return err
 	}
-	if c.WaitRecheck < 0 || c.RenewEvery < 0 || c.SafetyMargin < 0 {
-		return errors.New("locker: WaitRecheck, RenewEvery and SafetyMargin must not be negative")
+	if c.WaitRecheck < 0 || c.RenewEvery < 0 || c.SafetyMargin < 0 || c.ClaimWindow < 0 {
+		return errors.New("locker: WaitRecheck, ClaimWindow, RenewEvery and SafetyMargin must not be negative")
 	}
 	if c.RenewEvery >= c.TTL {
 		return fmt.Errorf("locker: RenewEvery %s must be shorter than TTL %s", c.RenewEvery, c.TTL)
@@ -134,8 +148,11 @@ func (l *Locker) WithTTL(ttl time.Duration) (*Locker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("locker: metadata: %w", err)
 	}
-	return &Locker{cfg: cfg, metadata: metadata, clock: l.clock}, nil
+	return &Locker{cfg: cfg, metadata: metadata, clock: l.clock, claims: l.claims}, nil
 }
+
+// claimWindow is the first lease of a hand-off: ClaimWindow, at most TTL.
+func (l *Locker) claimWindow() time.Duration { return min(l.cfg.ClaimWindow, l.cfg.TTL) }
 
 // renewEvery is the renewal interval for a lease of ttl. It is always
 // shorter than the trust window (ttl minus the safety margin): a Keepalive

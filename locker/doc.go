@@ -68,10 +68,10 @@
 //     naming the holder and its remaining time. It never waits for a row
 //     lock: a row another transaction is changing right then (a grant or
 //     release in progress, the holder's fenced write) is refused as busy.
-//   - [Locker.Acquire] waits: it sleeps until the holder's expiry, a release
-//     announced by NOTIFY (with [Config.Notifier]), or [Config.WaitRecheck],
-//     with jitter; it never polls in a loop. Waiters are visible to the
-//     console (distributed_lock_waiter) while they wait.
+//   - [Locker.Acquire] waits in the key's queue, first come first served
+//     across processes (see "Fair queue" below). A TryAcquire does not jump
+//     the queue: a free or lapsed key that live waiters are queued for is
+//     refused with [HeldError.Queued].
 //   - [Locker.Renew] extends a lease only while owner and token still match
 //     and it has not expired; [Locker.Keepalive] renews in the background and
 //     cancels the holder's context when the lease is lost or cannot be proven.
@@ -110,6 +110,56 @@
 // locks it before drawing a token) and across [Locker.Prune] (which waits for
 // grants in flight before it deletes a row). Tokens are also unique across
 // keys.
+//
+// # Fair queue
+//
+// A key's queue is its live waiter rows (distributed_lock_waiter, seen_until
+// in the future) in waiter_id order, the id drawn when the waiter arrived.
+// Why it holds:
+//
+//   - One entry, one transaction: Acquire's first call
+//     (distributed_lock_enqueue) locks the key's row and either grants it (the
+//     key is the caller's, or free or lapsed with nobody queued) or appends
+//     the caller to the queue, with the lease it wants (TTL, metadata). It
+//     also keeps the row's wake_until ahead of every live waiter's
+//     seen_until, so a release knows, from a column it reads anyway, that it
+//     must look at the queue. The uncontended cycle (wake_until unset) pays
+//     nothing more than that check.
+//   - Direct hand-off: a release (and force-release) that finds live
+//     waiters grants the lease to the head in its own transaction, under the
+//     row lock: new token, owner and lease from the waiter row (which it
+//     consumes), the event a grant writes, and one NOTIFY on
+//     distributed_lock_handoff whose payload carries key, waiter id, owner,
+//     token and expiry. A [Notifier] gives it to that waiter alone, which
+//     holds the lease with no further round trip; the process's other
+//     waiters of the key only learn the new expiry. Because enqueue and
+//     release both lock the key's row, a waiter is either in the queue when
+//     a release looks, or arrives after it and finds the key held or free.
+//   - The claim window: a handed lease first runs for [Config.ClaimWindow]
+//     (at most the TTL), so a waiter that died after its last heartbeat
+//     blocks the key that long at most; the waiters asleep on the key wake
+//     at that expiry, and the first to check hands the key to the next live
+//     head. The claim is lazy: Acquire returns the handed lease at once (its
+//     ExpiresAt is the end of the window, and [Lease.ValidFor] says so) and
+//     the Locker renews it to the TTL after half the window only if it is
+//     still held then; a Release or Renew (a Keepalive's first renewal)
+//     before that is the claim. On a single connection, which the
+//     background claim cannot share, Acquire claims at once. A hand-over
+//     therefore costs the release's transaction and the next waiter's
+//     enqueue, whatever the queue's length.
+//   - Liveness: a [Notifier] refreshes the records of all its process's
+//     waiters in one statement (distributed_lock_waiter_heartbeat), so the
+//     cost of waiting does not grow with the number of waiters; a waiter
+//     whose record lapsed (its process died) is skipped. Without a Notifier,
+//     or while it is not listening, each waiter checks on its own every
+//     [Config.WaitRecheck] at most (distributed_lock_waiter_poll), which
+//     refreshes its record and finds a grant handed to it.
+//   - Giving up: when ctx ends, Acquire takes its record out; a lease handed
+//     to it meanwhile is released and passed on to the next waiter. The
+//     enqueue call is not cut short by ctx (it is bounded on its own), so
+//     Acquire always learns its waiter id and can take the record out.
+//   - Crash safety: a hand-off commits durably even when the release was a
+//     lazy one, since it is a grant whose token must never be drawn again.
 //
 // # Keepalive's trust window
 //

@@ -17,6 +17,12 @@ var (
 	// a force action, released, expired, or wrong owner or token). The error
 	// is a *NotHeldError carrying the current row, if any.
 	ErrNotHeld = errors.New("not held")
+	// ErrQueueLost: a waiting Acquire lost its place in the queue: its
+	// waiter record lapsed (the process paused for longer than
+	// 3×WaitRecheck without a Notifier's heartbeat), or the key was handed
+	// to it and its claim window ran out before it took it. Call Acquire
+	// again to queue anew.
+	ErrQueueLost = errors.New("lost its place in the queue")
 	// ErrLeaseLost is the cause a Keepalive cancels its context with.
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrInvalidKey, ErrInvalidOwner and ErrInvalidTTL report bad arguments
@@ -68,9 +74,17 @@ type HeldError struct {
 	Token     int64
 	ExpiresAt time.Time     // database clock
 	Remaining time.Duration // expires_at minus the database's now when read
+	// Queued: the key is free or its lease lapsed, but waiters are queued
+	// for it (Acquire), and a try does not jump ahead of them. Owner and
+	// Token are then the last holder's.
+	Queued bool
 }
 
 func (e *HeldError) Error() string {
+	if e.Queued {
+		return fmt.Sprintf("locker: %q is promised to the waiters queued for it (last holder %q, token %d): a try does not jump the queue",
+			e.Key, e.Owner, e.Token)
+	}
 	if e.Remaining <= 0 {
 		// The row was locked by another transaction at every attempt: a
 		// grant or release in progress, or a fenced write of the holder.

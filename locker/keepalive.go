@@ -81,6 +81,13 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 	// first connection, say) must still renew before its trust window ends,
 	// rather than wake at the window's end and give up without trying.
 	next := lease.sentAt.Add(every)
+	if lease.valid > 0 {
+		// Handed off from a queue and not yet claimed: only the claim
+		// window is certain, so renew (claim) at once, and trust it, as any
+		// lease, a safety margin short of its end (at most half of it).
+		trustUntil = lease.sentAt.Add(lease.valid - min(margin, lease.valid/2))
+		next = l.clock.Now()
+	}
 	if lease.sentAt.IsZero() {
 		// A lease named by LeaseOf: nothing says when it was granted, so
 		// renew at once to learn.

@@ -36,16 +36,37 @@ type Lease struct {
 	// database set ExpiresAt after that, so sentAt+TTL never overstates the
 	// lease, whatever the clocks of the two machines say.
 	sentAt time.Time
+	// valid is how long from sentAt the grant certainly lasts when that is
+	// less than TTL: a lease handed off from a queue, until claimed. Zero
+	// means TTL.
+	valid time.Duration
+	// claim, for a handed-off lease, is its background claim (see claim.go),
+	// whose renewal ValidFor then counts from.
+	claim *pendingClaim
 }
 
 // ValidFor is how much longer the lease certainly lasts, measured on this
 // process's monotonic clock from before the granting statement was sent.
 // Zero for a Lease not returned by this package.
 func (l Lease) ValidFor() time.Duration {
+	if l.claim != nil {
+		if claimed := l.claim.claimed.Load(); claimed != nil {
+			return claimed.ValidFor()
+		}
+	}
 	if l.sentAt.IsZero() {
 		return 0
 	}
-	return max(0, l.TTL-time.Since(l.sentAt))
+	return max(0, l.length()-time.Since(l.sentAt))
+}
+
+// length is how long from sentAt the grant lasts: its TTL, or the claim
+// window of a hand-off not yet claimed.
+func (l Lease) length() time.Duration {
+	if l.valid > 0 {
+		return l.valid
+	}
+	return l.TTL
 }
 
 // LeaseOf names a lease by key, owner and token, e.g. from the command line,

@@ -4,21 +4,25 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockctl/lockctl/store"
 )
 
-// Notifier LISTENs for releases on one dedicated connection and wakes the
-// waiting Acquire calls of this process for the released key. LISTEN needs a
-// session of its own (a pooled connection or a transaction would lose it), so
-// the Notifier opens one with connect and reconnects when it breaks.
+// Notifier serves the queued Acquire calls of this process on one dedicated
+// connection: it LISTENs for hand-offs and gives each to the one waiter it
+// was made for (the others of the key only learn the new expiry, without
+// checking), and keeps all of their waiter records live with one heartbeat
+// statement per interval, so the cost of waiting does not grow with the
+// number of waiters. LISTEN needs a session of its own (a pooled connection
+// or a transaction would lose it), so the Notifier opens one with connect
+// and reconnects when it breaks.
 //
 // LISTEN through a transaction pooler (PgBouncer's transaction mode)
 // succeeds and then hears nothing. So a Notifier with a Probe proves
@@ -33,8 +37,34 @@ type Notifier struct {
 	warned atomic.Bool
 
 	mu   sync.Mutex
-	subs map[string]map[chan struct{}]struct{}
+	subs map[string]map[*waiting]struct{} // by key
 }
+
+// waiting is one queued Acquire's subscription.
+type waiting struct {
+	key     string
+	id      int64         // waiter record
+	seenFor time.Duration // how long a heartbeat keeps the record live
+	wake    chan struct{} // check the queue: a hand-off may have been missed
+	handoff chan store.HandOff
+	// expiresAt is when (local Unix ns) the key's latest lease, handed to
+	// another waiter, ends at the latest: the end of its claim window unless
+	// claimed. retime wakes the waiter only when that is earlier than
+	// sleepUntil, the end of its current sleep (a waiter sleeping on a long
+	// lease must wake at a claim window's end); otherwise it learns the new
+	// end when its sleep ends, with no statement.
+	retime     chan struct{}
+	expiresAt  atomic.Int64
+	sleepUntil atomic.Int64
+	// early are hand-offs of the key seen before id was known (0 until
+	// then), one of which may be this waiter's; at most maxEarly.
+	early []store.HandOff
+}
+
+// maxEarly bounds the hand-offs kept for a waiter whose enqueue is in
+// flight: more hand-offs than that in one round trip means it was not the
+// head anyway, and its own check finds the grant.
+const maxEarly = 64
 
 // NotifierConfig configures a Notifier.
 type NotifierConfig struct {
@@ -68,7 +98,7 @@ func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
 	}
-	return &Notifier{cfg: cfg, subs: map[string]map[chan struct{}]struct{}{}}
+	return &Notifier{cfg: cfg, subs: map[string]map[*waiting]struct{}{}}
 }
 
 // WakeState is what a Notifier knows about the delivery of releases.
@@ -137,7 +167,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 	}
 	defer n.setState(WakeChecking)
 	defer conn.Close(context.WithoutCancel(ctx))
-	for _, channel := range []string{store.NotifyChannel, probeChannel} {
+	for _, channel := range []string{store.NotifyChannel, store.HandOffChannel, probeChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return err
 		}
@@ -154,19 +184,30 @@ func (n *Notifier) listen(ctx context.Context) error {
 			probe = ""
 		}
 	}
+	nextBeat := time.Now()
 	for {
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if probe != "" {
-			wctx, cancel = context.WithDeadline(ctx, probeDeadline)
+		if !time.Now().Before(nextBeat) {
+			every, err := n.heartbeat(ctx, conn)
+			if err != nil {
+				return err
+			}
+			nextBeat = time.Now().Add(every)
 		}
+		deadline := nextBeat
+		if probe != "" && probeDeadline.Before(deadline) {
+			deadline = probeDeadline
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
 		note, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
-		case err != nil && probe != "" && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
-			n.setState(WakeNotLive)
-			n.warn("the probe NOTIFY sent through the pool did not arrive on the LISTEN connection within %s (is that connection behind a transaction pooler, or on another database? give it a direct or session-pooled connection)", n.cfg.ProbeTimeout)
-			probe = ""
-			continue
+		case err != nil && ctx.Err() == nil && pgconn.Timeout(err) && !conn.IsClosed():
+			if probe != "" && !time.Now().Before(probeDeadline) {
+				n.setState(WakeNotLive)
+				n.warn("the probe NOTIFY sent through the pool did not arrive on the LISTEN connection within %s (is that connection behind a transaction pooler, or on another database? give it a direct or session-pooled connection)", n.cfg.ProbeTimeout)
+				probe = ""
+			}
+			continue // time for the heartbeat, or the probe's deadline
 		case err != nil:
 			return err
 		case note.Channel == probeChannel:
@@ -176,7 +217,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 			}
 			continue
 		}
-		n.wake(note.Payload)
+		n.dispatch(note)
 	}
 }
 
@@ -194,19 +235,110 @@ func newProbeID() string {
 	return hex.EncodeToString(b)
 }
 
-// subscribe returns a channel that receives a value when key may have been
-// released, and a function to stop the subscription.
-func (n *Notifier) subscribe(key string) (<-chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+// minHeartbeat bounds how often the heartbeat runs, however short a
+// waiter's seenFor; idleHeartbeat is how often an idle Notifier looks for
+// waiters to keep live (no statement when there are none).
+const (
+	minHeartbeat  = 50 * time.Millisecond
+	idleHeartbeat = 100 * time.Millisecond
+)
+
+// heartbeat refreshes every waiter record of this process in one statement
+// and wakes the waiters whose record it did not find (handed a lease whose
+// NOTIFY they may have missed, or gone). It returns when to beat next.
+func (n *Notifier) heartbeat(ctx context.Context, conn *pgx.Conn) (time.Duration, error) {
+	n.mu.Lock()
+	var ids []int64
+	seenFor := time.Duration(0)
+	for _, set := range n.subs {
+		for w := range set {
+			if w.id > 0 {
+				ids = append(ids, w.id)
+				seenFor = max(seenFor, w.seenFor)
+			}
+		}
+	}
+	n.mu.Unlock()
+	if len(ids) == 0 {
+		// Look again soon: a waiter subscribing now needs its first
+		// heartbeat within its seenFor.
+		return idleHeartbeat, nil
+	}
+	missing, err := store.Heartbeat(ctx, conn, ids, seenFor)
+	if err != nil {
+		return 0, err
+	}
+	n.mu.Lock()
+	for _, id := range missing {
+		for _, set := range n.subs {
+			for w := range set {
+				if w.id == id {
+					signal(w.wake)
+				}
+			}
+		}
+	}
+	n.mu.Unlock()
+	return max(seenFor/6, minHeartbeat), nil
+}
+
+func (n *Notifier) dispatch(note *pgconn.Notification) {
+	if note.Channel != store.HandOffChannel {
+		// A release or operator action with no queued waiter to hand to:
+		// the key's waiters check.
+		n.wake(note.Payload)
+		return
+	}
+	h, err := store.ParseHandOff(note.Payload)
+	if err != nil {
+		return // not ours to read; the waiters' own checks cover it
+	}
+	// The new lease ends within its claim window, as measured from now
+	// (it was granted before the NOTIFY arrived).
+	ends := time.Now().Add(h.Row().ExpiresAt.Sub(h.AcquiredAt())).UnixNano()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for w := range n.subs[h.Key] {
+		if w.id < 0 {
+			signal(w.wake) // a plain subscription: the key changed hands
+			continue
+		}
+		if w.id == 0 {
+			if len(w.early) < maxEarly {
+				w.early = append(w.early, h)
+			}
+			continue
+		}
+		if w.id == h.WaiterID {
+			select {
+			case w.handoff <- h:
+			default:
+			}
+			continue
+		}
+		w.expiresAt.Store(ends)
+		if ends < w.sleepUntil.Load() {
+			signal(w.retime)
+		}
+	}
+}
+
+// await subscribes a waiter on key before it enqueues (so no hand-off can
+// come before the subscription); call queued with its waiter id once it is
+// queued. Hand-offs to it arrive on the waiting's handoff channel, reasons
+// to check on its wake channel. Call the function returned when done.
+func (n *Notifier) await(key string, seenFor time.Duration) (*waiting, func()) {
+	w := &waiting{key: key, seenFor: seenFor, wake: make(chan struct{}, 1),
+		handoff: make(chan store.HandOff, 1), retime: make(chan struct{}, 1)}
 	n.mu.Lock()
 	if n.subs[key] == nil {
-		n.subs[key] = map[chan struct{}]struct{}{}
+		n.subs[key] = map[*waiting]struct{}{}
 	}
-	n.subs[key][ch] = struct{}{}
+	n.subs[key][w] = struct{}{}
 	n.mu.Unlock()
-	return ch, func() {
+	return w, func() {
 		n.mu.Lock()
-		delete(n.subs[key], ch)
+		delete(n.subs[key], w)
 		if len(n.subs[key]) == 0 {
 			delete(n.subs, key)
 		}
@@ -214,11 +346,37 @@ func (n *Notifier) subscribe(key string) (<-chan struct{}, func()) {
 	}
 }
 
+// queued gives w its waiter id and delivers a hand-off to it that arrived
+// while its enqueue was in flight.
+func (n *Notifier) queued(w *waiting, id int64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	w.id = id
+	for _, h := range w.early {
+		if h.WaiterID == id {
+			w.handoff <- h
+			break
+		}
+	}
+	w.early = nil
+}
+
+// subscribe returns a channel that receives a value whenever key may have
+// changed hands (a release, a hand-off, an operator action) or the Notifier
+// (re)connects, and a function to stop the subscription.
+func (n *Notifier) subscribe(key string) (<-chan struct{}, func()) {
+	w, stop := n.await(key, 0)
+	n.mu.Lock()
+	w.id = -1 // never a waiter record: no heartbeat, woken by every hand-off
+	n.mu.Unlock()
+	return w.wake, stop
+}
+
 func (n *Notifier) wake(key string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for ch := range n.subs[key] {
-		signal(ch)
+	for w := range n.subs[key] {
+		signal(w.wake)
 	}
 }
 
@@ -226,8 +384,8 @@ func (n *Notifier) wakeAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, set := range n.subs {
-		for ch := range set {
-			signal(ch)
+		for w := range set {
+			signal(w.wake)
 		}
 	}
 }

@@ -23,6 +23,7 @@ func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 	if err := validTTL(ttl); err != nil {
 		return Lease{}, fmt.Errorf("locker: renew %q: %w", lease.Key, err)
 	}
+	l.claims.settle(lease.ref()) // this renewal is the claim of a handed-off lease
 	sentAt := l.clock.Now()
 	row, ok, err := store.Renew(ctx, db, lease.ref(), ttl)
 	if err != nil {
@@ -34,15 +35,17 @@ func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 	return leaseFrom(row, Renewed, sentAt), nil
 }
 
-// Release frees lease (owner and token must match) and wakes waiters. The
-// row stays, marked free, so the next grant on the key still gets a larger
-// token. Releasing a lease that is no longer current changes nothing and
+// Release frees lease (owner and token must match). With waiters queued on
+// the key, the same transaction hands the lease to the head of the queue
+// (see Acquire). The row stays, so the next grant on the key still gets a
+// larger token. Releasing a lease that is no longer current changes nothing and
 // returns a *NotHeldError: the caller lost it earlier, which is worth knowing
 // but is not a failure of the release.
 func (l *Locker) Release(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
 	if err := validLease(lease); err != nil {
 		return Lease{}, fmt.Errorf("locker: release: %w", err)
 	}
+	l.claims.settle(lease.ref())
 	row, ok, err := store.Release(ctx, db, store.ReleaseParams{
 		LeaseRef: lease.ref(), Log: l.cfg.LogGrants, Actor: l.ownerActor(lease.Owner),
 		Lazy: !l.cfg.DurableRelease,

@@ -2,7 +2,6 @@ package locker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -10,94 +9,237 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Acquire takes key for owner, waiting while another owner holds it, until
-// it is granted or ctx ends.
+// Acquire takes key for owner, waiting in the key's queue while another
+// owner holds it, until it is granted or ctx ends. Waiters are served in
+// arrival order, across processes.
 //
-// It does not poll: between attempts it sleeps until the holder's lease
-// expires (read from the database clock), a release of the key is announced
-// (with Config.Notifier), or Config.WaitRecheck passes, whichever is first,
-// plus a little jitter so waiters do not all retry at once. While it waits,
-// a record in distributed_lock_waiter shows it in the console; it is removed
-// when Acquire returns, however it returns.
+// Its first call (distributed_lock_enqueue) either grants the key, as
+// TryAcquire would, or queues the caller: one transaction. A release then
+// hands the lease to the head of the queue in the release's own
+// transaction and announces it to that waiter alone (with Config.Notifier:
+// the NOTIFY carries the lease, so the waiter holds it without another
+// round trip; without one, the waiter finds its grant when it next checks,
+// every WaitRecheck at most). A handed-off lease first runs for
+// Config.ClaimWindow only, and Lease.ExpiresAt says so; the Locker claims it
+// (renews it to the TTL) in the background after half the window if it is
+// still held, or at once when db is not a pool. Lease.ValidFor counts
+// from the claim once it ran.
+//
+// While it waits, the caller's record in distributed_lock_waiter is the
+// console's queue; a Notifier refreshes the records of all its waiters in
+// one statement, and without one each waiter's check refreshes its own.
+// The record goes when Acquire returns, however it returns; a lease handed
+// to it as it gave up is passed on to the next waiter.
 //
 // Run it on a pool or a connection, not inside a transaction: the waiter
 // record would be invisible until commit, and a transaction that waits holds
 // its snapshot and locks for as long. Inside a transaction, use TryAcquire.
 func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
-	lease, err := l.TryAcquire(ctx, db, key, owner)
-	var held *HeldError
-	if !errors.As(err, &held) {
-		return lease, err
+	if err := ValidateKey(key); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
+	}
+	if err := ValidateOwner(owner); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	started := l.clock.Now()
-
-	var wake <-chan struct{}
-	if l.cfg.Notifier != nil {
-		ch, unsubscribe := l.cfg.Notifier.subscribe(key)
-		defer unsubscribe()
-		wake = ch
-	}
-	seenFor := 3 * l.cfg.WaitRecheck
-	// Under knownOutcome: a record added as ctx ends must still be known,
-	// or nothing would remove it before its seen_until.
-	addCtx, added := knownOutcome(ctx)
-	waiterID, err := store.AddWaiter(addCtx, db, key, owner, seenFor)
-	added()
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
-	}
-	if waiterID != 0 {
-		defer func() {
-			// The caller's ctx may be done; the record must go regardless.
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			_ = store.RemoveWaiter(rctx, db, waiterID)
-		}()
-	}
-	if err != nil {
-		return Lease{}, fmt.Errorf("locker: acquire %q: register waiter: %w", key, err)
-	}
-
-	lastRefresh := l.clock.Now()
-	for {
-		// Registered and subscribed: a release from here on wakes us, so one
-		// more attempt closes the gap since the first.
-		lease, err = l.tryAcquire(ctx, db, key, owner, fmt.Appendf(nil, `{"waited_ms": %d}`, l.since(started).Milliseconds()))
-		if !errors.As(err, &held) {
+	for again := false; ; again = true {
+		// again: a first grant of the key by another transaction was in
+		// flight, and this call queues anew.
+		lease, done, err := l.acquireOrQueue(ctx, db, key, owner, started, again)
+		if done || err != nil {
 			return lease, err
 		}
-		if l.since(lastRefresh) >= l.cfg.WaitRecheck/2 {
-			if err := store.RefreshWaiter(ctx, db, waiterID, key, seenFor); err != nil && ctx.Err() == nil {
-				return Lease{}, fmt.Errorf("locker: acquire %q: refresh waiter: %w", key, err)
-			}
-			lastRefresh = l.clock.Now()
+	}
+}
+
+// acquireOrQueue enqueues once and, if queued, waits for the grant. done is
+// false when the caller should enqueue again (the key's first grant by
+// another was in flight).
+func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string, started time.Time, again bool) (Lease, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, true, fmt.Errorf("locker: acquire %q: %w", key, err)
+	}
+	seenFor := 3 * l.cfg.WaitRecheck
+	params := store.QueueParams{
+		GrantParams: store.GrantParams{
+			Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner),
+			LogAcquired: l.cfg.LogGrants,
+		},
+		ClaimWindow: l.claimWindow(), SeenFor: seenFor,
+	}
+	if again {
+		// A grant now ends a wait.
+		params.Detail = fmt.Appendf(nil, `{"waited_ms": %d}`, l.since(started).Milliseconds())
+	}
+	var w *waiting
+	if n := l.cfg.Notifier; n != nil {
+		// Subscribed before the enqueue: a release may hand off to the new
+		// waiter before its enqueue's answer arrives.
+		var stop func()
+		w, stop = n.await(key, seenFor)
+		defer stop()
+	}
+	// Under knownOutcome: once the call has queued the caller, its answer
+	// (the waiter id) is what lets the record be taken out again, so a ctx
+	// that ends meanwhile gives it outcomeGrace to arrive.
+	ectx, done := knownOutcome(ctx)
+	sentAt := l.clock.Now()
+	q, found, err := store.Enqueue(ectx, db, params)
+	done()
+	if err != nil {
+		return Lease{}, true, fmt.Errorf("locker: acquire %q: %w", key, err)
+	}
+	if found && q.Granted() {
+		lease := leaseFrom(q.LeaseRow, Outcome(q.Outcome), sentAt)
+		if ctx.Err() != nil {
+			return Lease{}, true, l.giveBack(ctx, db, lease)
 		}
-		if err := l.sleepUntilWake(ctx, wake, l.waitFor(held.Remaining)); err != nil {
-			return Lease{}, fmt.Errorf("locker: acquire %q: gave up waiting for %q after %s: %w",
-				key, held.Owner, l.since(started).Round(time.Millisecond), err)
+		return lease, true, nil
+	}
+	if !found || q.Outcome != store.OutcomeQueued {
+		// The key's first grant by another transaction was in flight.
+		return Lease{}, false, l.sleepCtx(ctx, 10*time.Millisecond)
+	}
+	if w != nil {
+		l.cfg.Notifier.queued(w, q.WaiterID)
+	}
+	return l.waitInQueue(ctx, db, owner, q, w, sentAt, seenFor, started)
+}
+
+// waitInQueue waits as owner's waiter q.WaiterID until the key is handed to
+// it.
+func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store.Queued, w *waiting, sentAt time.Time,
+	seenFor time.Duration, started time.Time) (lease Lease, done bool, err error) {
+	key, id := q.Key, q.WaiterID
+	// sentAt is no later than q.DBNow, whatever the two clocks say: a
+	// hand-off's time, on the database clock, is dated on ours from it.
+	ref := clockRef{local: sentAt, db: q.DBNow}
+	handed := false
+	defer func() {
+		if handed {
+			return
+		}
+		// The caller's ctx may be done; the record must go regardless.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		did, leaveErr := store.Leave(rctx, db, key, id, l.cfg.LogGrants, l.ownerActor(owner))
+		if err == nil {
+			return
+		}
+		// Whether a grant was made to this caller that it never held.
+		switch {
+		case leaveErr != nil:
+			err = fmt.Errorf("%w (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", err, leaveErr)
+		case did == store.PassedOn:
+			err = fmt.Errorf("%w (the lease handed to it meanwhile was released and passed on)", err)
+		case did == store.LeftNone:
+			err = fmt.Errorf("%w (its record was gone: a lease handed to it may have lapsed unclaimed)", err)
+		}
+	}()
+	holder, holderEnds := q.Owner, l.clock.Now().Add(q.Remaining)
+	for {
+		var wake, retime <-chan struct{}
+		var handoffs <-chan store.HandOff
+		listening := w != nil && l.cfg.Notifier.Live()
+		if w != nil {
+			wake, retime, handoffs = w.wake, w.retime, w.handoff
+		}
+		sleep := l.waitFor(holderEnds.Sub(l.clock.Now()), listening)
+		if w != nil {
+			w.sleepUntil.Store(time.Now().Add(sleep).UnixNano())
+		}
+		timer, stopTimer := l.clock.Timer(sleep)
+		select {
+		case <-ctx.Done():
+			stopTimer()
+			return Lease{}, true, fmt.Errorf("locker: acquire %q: gave up waiting for %q after %s: %w",
+				key, holder, l.since(started).Round(time.Millisecond), ctx.Err())
+		case h := <-handoffs:
+			stopTimer()
+			handed = true
+			lease, err := l.claim(ctx, db, handedLease(h, ref))
+			return lease, true, err
+		case <-retime:
+			// Handed to another waiter: sleep until its claim window ends.
+			stopTimer()
+			holderEnds = time.Unix(0, w.expiresAt.Load())
+			continue
+		case <-wake:
+			stopTimer()
+		case <-timer:
+			if w != nil && listening {
+				// The key changed hands meanwhile: sleep on until the new
+				// lease's end, with no statement.
+				if ends := time.Unix(0, w.expiresAt.Load()); ends.After(holderEnds) && ends.After(time.Now()) {
+					holderEnds = ends
+					continue
+				}
+			}
+		}
+		polledAt := l.clock.Now()
+		p, err := store.Poll(ctx, db, key, id, seenFor)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			continue // reported by the select
+		case err != nil:
+			return Lease{}, true, fmt.Errorf("locker: acquire %q: check the queue: %w", key, err)
+		case p.Granted():
+			handed = true
+			lease := leaseFrom(p.LeaseRow, Outcome(p.Outcome), polledAt)
+			lease.valid = p.Remaining
+			lease, err = l.claim(ctx, db, lease)
+			return lease, true, err
+		case p.Outcome == store.OutcomeQueued:
+			holder, holderEnds = p.Owner, l.clock.Now().Add(p.Remaining)
+		default:
+			// Its record is gone: it lapsed (this process paused longer than
+			// the record lives), or the key was handed to it and the claim
+			// window ran out before it looked. Either way a grant may have
+			// been made that it never held: say so rather than queue again.
+			return Lease{}, true, fmt.Errorf("locker: acquire %q: %w after %s", key, ErrQueueLost,
+				l.since(started).Round(time.Millisecond))
 		}
 	}
 }
 
-// waitFor is the sleep before the next attempt: until the holder's expiry
-// plus jitter (up to 5% of it, at most 50ms), at most WaitRecheck.
-func (l *Locker) waitFor(remaining time.Duration) time.Duration {
+// clockRef pairs a reading of this process's clock with a later reading of
+// the database's.
+type clockRef struct {
+	local time.Time // monotonic, taken first
+	db    time.Time
+}
+
+// handedLease is the lease a hand-off NOTIFY carries. It lasts at least its
+// claim window from the hand-off, which on this clock is no earlier than
+// ref.local plus the database time between ref.db and the hand-off.
+func handedLease(h store.HandOff, ref clockRef) Lease {
+	row := h.Row()
+	lease := leaseFrom(row, Outcome(h.Kind), ref.local.Add(h.AcquiredAt().Sub(ref.db)))
+	lease.valid = row.ExpiresAt.Sub(h.AcquiredAt())
+	return lease
+}
+
+// waitFor is the sleep before a queued waiter checks on its own: until the
+// holder's lease ends, plus jitter (up to 5% of it, at most 50ms) so the
+// waiters of a lease that lapsed do not all check at once; at most
+// WaitRecheck unless a Notifier is listening for it (which refreshes its
+// record and hands it its grant).
+func (l *Locker) waitFor(remaining time.Duration, listening bool) time.Duration {
 	jitterCap := min(remaining/20, 50*time.Millisecond)
-	d := remaining + time.Millisecond
-	if remaining <= 0 {
-		// The row was being changed (a try does not wait for row locks):
-		// the change is usually a statement away from committing.
-		d = 10 * time.Millisecond
-	}
+	d := max(remaining, 0) + time.Millisecond
 	if jitterCap > 0 {
 		d += rand.N(jitterCap)
+	} else {
+		d += rand.N(5 * time.Millisecond)
 	}
-	return min(d, l.cfg.WaitRecheck)
+	if !listening {
+		d = min(d, l.cfg.WaitRecheck)
+	}
+	return d
 }
 
-// sleepUntilWake returns nil after d or on a wake-up (after a few ms of
-// jitter, so waiters woken together do not retry in lockstep), or ctx's error.
-func (l *Locker) sleepUntilWake(ctx context.Context, wake <-chan struct{}, d time.Duration) error {
+// sleepCtx sleeps for d on l's clock or until ctx ends.
+func (l *Locker) sleepCtx(ctx context.Context, d time.Duration) error {
 	timer, stop := l.clock.Timer(d)
 	defer stop()
 	select {
@@ -105,14 +247,5 @@ func (l *Locker) sleepUntilWake(ctx context.Context, wake <-chan struct{}, d tim
 		return ctx.Err()
 	case <-timer:
 		return nil
-	case <-wake:
-		jitter, stopJitter := l.clock.Timer(rand.N(5 * time.Millisecond))
-		defer stopJitter()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-jitter:
-			return nil
-		}
 	}
 }

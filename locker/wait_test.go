@@ -23,16 +23,16 @@ func startNotifier(t *testing.T, pool *pgxpool.Pool) *locker.Notifier {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
-	listening, unsubscribe := locker.Subscribe(n, "test:listening")
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-listening: // Run wakes every subscriber once LISTEN is in place
-	case <-time.After(10 * time.Second):
-		t.Fatal("notifier did not start listening")
+	deadline := time.Now().Add(10 * time.Second)
+	for !n.Live() {
+		if time.Now().After(deadline) {
+			t.Fatal("notifier did not start listening")
+		}
+		time.Sleep(time.Millisecond)
 	}
-	unsubscribe()
 	return n
 }
 
@@ -105,14 +105,17 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if r.err != nil || r.lease.Owner != "b" || r.lease.Outcome != locker.Acquired || r.lease.Token <= holder.Token {
 		t.Fatalf("waiter got %+v, %v; want acquired by b with a token above %d", r.lease, r.err, holder.Token)
 	}
-	// On the database clock: the release (its event) and the new grant (its
-	// expiry minus its TTL).
-	var releasedAtDB time.Time
+	// On the database clock: the release (its event) and the new grant,
+	// handed off in the release's transaction.
+	var releasedAtDB, grantedAtDB time.Time
 	if err := db.QueryRow(ctx, `SELECT occurred_at FROM distributed_lock_event
 		WHERE lock_key = 'k' AND kind = 'released' AND fence_token = $1`, holder.Token).Scan(&releasedAtDB); err != nil {
 		t.Fatal(err)
 	}
-	lag := r.lease.ExpiresAt.Add(-r.lease.TTL).Sub(releasedAtDB)
+	if err := db.QueryRow(ctx, `SELECT acquired_at FROM distributed_lock WHERE lock_key = 'k'`).Scan(&grantedAtDB); err != nil {
+		t.Fatal(err)
+	}
+	lag := grantedAtDB.Sub(releasedAtDB)
 	if lag < 0 || lag > 100*time.Millisecond {
 		t.Fatalf("waiter was granted the lock %s after the release; want within 100ms", lag)
 	}

@@ -190,7 +190,7 @@ func (w workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand,
 		op.ExpiresAt, op.TTL = lease.ExpiresAt, lease.TTL
 	case errors.Is(err, locker.ErrHeld):
 		op.Result = history.Held
-	case wait && strings.Contains(err.Error(), "gave up waiting"):
+	case wait && strings.Contains(err.Error(), "gave up waiting") && !strings.Contains(err.Error(), "handed to it"):
 		op.Result = history.GaveUp // between attempts: no grant was in flight
 	default:
 		op.Result, op.Err = history.Unknown, err.Error()

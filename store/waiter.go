@@ -2,45 +2,135 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
-// The waiter bookkeeping functions of schema.sql.
+// The fair queue's functions in schema.sql (distributed_lock_enqueue and the
+// distributed_lock_waiter_* functions).
 const (
-	addWaiterSQL     = `SELECT distributed_lock_waiter_add($1, $2, $3::bigint)`
-	watchSQL         = `SELECT distributed_lock_waiter_watch($1, $2::bigint)`
-	refreshWaiterSQL = `SELECT distributed_lock_waiter_refresh($1, $2::bigint)`
-	removeWaiterSQL  = `SELECT distributed_lock_waiter_remove($1)`
+	enqueueSQL = `
+SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now
+FROM distributed_lock_enqueue($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean) e`
+	pollSQL = `
+SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now
+FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
+	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
+	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
+	watchSQL     = `SELECT distributed_lock_waiter_watch($1, $2::bigint)`
 )
 
-// AddWaiter records that owner waits for key, visible for seenFor unless
-// refreshed, asks releases of key to wake it (NOTIFY) for at least the next
-// seenFor/2, and returns the record's id. The record is written first, in a
-// call of its own, so the console shows the waiter even while the second
-// call waits for the key's row lock (held by a release, say).
-func AddWaiter(ctx context.Context, db DBTX, key, owner string, seenFor time.Duration) (int64, error) {
-	var id int64
-	if err := db.QueryRow(ctx, addWaiterSQL, key, owner, seenFor.Microseconds()).Scan(&id); err != nil {
-		return 0, Interpret(err)
-	}
-	if _, err := db.Exec(ctx, watchSQL, key, seenFor.Microseconds()); err != nil {
-		return id, Interpret(err)
-	}
-	return id, nil
+// Outcomes only the queue reports: the caller waits in the key's queue
+// (Queue.WaiterID), or its waiter record is gone with no grant for it (it
+// lapsed, or let its claim window run out): enqueue again. A TryGrant on a
+// free or lapsed key with live waiters queued reports OutcomeQueued too.
+const (
+	OutcomeQueued = "queued"
+	OutcomeGone   = "gone"
+)
+
+// HandOffChannel is the LISTEN channel on which a hand-off announces its
+// grant to the waiter it was made for (payload: HandOff as JSON).
+const HandOffChannel = "distributed_lock_handoff"
+
+// QueueParams is one waiting acquirer's entry into a key's queue.
+type QueueParams struct {
+	GrantParams
+	// ClaimWindow bounds the first lease of a hand-off (the waiter renews it
+	// to TTL, its claim).
+	ClaimWindow time.Duration
+	// SeenFor is how long the waiter record stays live unless refreshed.
+	SeenFor time.Duration
 }
 
-// RefreshWaiter keeps the waiter record id of key visible, and releases of
-// key waking it, for another seenFor.
-func RefreshWaiter(ctx context.Context, db DBTX, id int64, key string, seenFor time.Duration) error {
-	if _, err := db.Exec(ctx, refreshWaiterSQL, id, seenFor.Microseconds()); err != nil {
-		return Interpret(err)
+// Queued is the answer of Enqueue or Poll: a grant (Granted), or the key's
+// row while the caller waits (OutcomeQueued, WaiterID set), or OutcomeGone.
+type Queued struct {
+	Grant
+	WaiterID int64
+	// DBNow is the database's clock as the call returned.
+	DBNow time.Time
+}
+
+// Enqueue grants p's key or queues p, in one transaction (see
+// distributed_lock_enqueue). found is false when the key's first grant by
+// another transaction kept it busy: try again.
+func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool, err error) {
+	return scanQueued(db.QueryRow(ctx, enqueueSQL, p.Key, p.Owner, p.TTL.Microseconds(),
+		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogAcquired))
+}
+
+// Poll checks waiter id of key: granted (handed to it, or taken now as the
+// head of a free key), still queued (its record refreshed for seenFor), or
+// gone.
+func Poll(ctx context.Context, db DBTX, key string, id int64, seenFor time.Duration) (Queued, error) {
+	q, _, err := scanQueued(db.QueryRow(ctx, pollSQL, key, id, seenFor.Microseconds()))
+	return q, err
+}
+
+func scanQueued(row pgx.Row) (q Queued, found bool, err error) {
+	var token *int64
+	var owner *string
+	var expires, now *time.Time
+	var ttl, remaining *time.Duration
+	var id *int64
+	err = row.Scan(&q.Key, &owner, &token, &expires, &ttl, &q.Outcome, &remaining, &id, &now)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Queued{}, false, nil
 	}
+	if err != nil {
+		return Queued{}, false, Interpret(err)
+	}
+	if q.Outcome == outcomeBusy {
+		return Queued{}, false, nil
+	}
+	q.Owner, q.Token, q.ExpiresAt, q.TTL = deref(owner), deref(token), deref(expires), deref(ttl)
+	q.Remaining, q.WaiterID, q.DBNow = deref(remaining), deref(id), deref(now)
+	return q, true, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// Heartbeat keeps the waiter records ids live for another seenFor, in one
+// statement, and returns the ids it did not find (handed a lease, or gone).
+func Heartbeat(ctx context.Context, db DBTX, ids []int64, seenFor time.Duration) ([]int64, error) {
+	rows, err := db.Query(ctx, heartbeatSQL, ids, seenFor.Microseconds())
+	if err != nil {
+		return nil, Interpret(err)
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return missing, Interpret(err)
+}
+
+// What Leave did: took the waiter out of the queue, released a lease that
+// had been handed to it (and passed it on), or nothing.
+const (
+	LeftQueue = "left"
+	PassedOn  = "passed_on"
+	LeftNone  = "none"
+)
+
+// Leave takes waiter id out of key's queue; a lease handed to it and not yet
+// claimed is released (logged with log, by actor) and passed on.
+func Leave(ctx context.Context, db DBTX, key string, id int64, log bool, actor string) (string, error) {
+	var did string
+	if err := db.QueryRow(ctx, leaveSQL, key, id, log, actor).Scan(&did); err != nil {
+		return "", Interpret(err)
+	}
+	return did, nil
+}
+
+// Watch asks releases of key to NOTIFY NotifyChannel for at least the next
+// seenFor/2, for a client that waits outside the queue.
+func Watch(ctx context.Context, db DBTX, key string, seenFor time.Duration) error {
 	_, err := db.Exec(ctx, watchSQL, key, seenFor.Microseconds())
-	return Interpret(err)
-}
-
-// RemoveWaiter deletes a waiter record.
-func RemoveWaiter(ctx context.Context, db DBTX, id int64) error {
-	_, err := db.Exec(ctx, removeWaiterSQL, id)
 	return Interpret(err)
 }

@@ -70,6 +70,9 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 	if snap.rates, err = lockview.GrantRates(ctx, db, rateSpan, rateBucket); err != nil {
 		return snap, err
 	}
+	if snap.handOver, err = lockview.HandOverLatency(ctx, db, rateSpan); err != nil {
+		return snap, err
+	}
 	if req.wantCaps {
 		caps, err := store.Capabilities(ctx, db)
 		if err != nil {

@@ -70,7 +70,7 @@ func (m Model) detailContent() string {
 	}
 	field("metadata", metadataText(r.Metadata))
 
-	lines = append(lines, "", s.App.Render(fmt.Sprintf("Waiters (%d, longest waiting first)", len(d.waiters))))
+	lines = append(lines, "", s.App.Render(fmt.Sprintf("Waiters (%d, in queue order: 1 is served next)", len(d.waiters))))
 	if len(d.waiters) == 0 {
 		lines = append(lines, "  "+s.Muted.Render("nobody is waiting"))
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
@@ -186,8 +187,12 @@ func (m Model) ratesLine() string {
 	item := func(name string, b []int64) string {
 		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(lockview.Sum(b))) + " " + s.Spark.Render(sparkline(b))
 	}
+	handOver := s.Label.Render("hand-over ") + s.Muted.Render("—")
+	if h := m.snap.handOver; h.Count > 0 {
+		handOver = s.Label.Render("hand-over ") + s.Value.Render(handOverText(h.Median))
+	}
 	return s.Label.Render("last minute: ") + strings.Join([]string{
-		item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers),
+		item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers), handOver,
 	}, s.Muted.Render(" · "))
 }
 
@@ -259,4 +264,13 @@ func (m Model) errLine() string {
 	}
 	parts = append(parts, s.Muted.Render("retrying every "+shortDur(backoff(m.refresh, m.failures))))
 	return s.Error.Render("✗ ") + strings.Join(parts, s.Muted.Render(" · "))
+}
+
+// handOverText is a hand-over latency: sub-millisecond ones (a release that
+// hands the lease to its queue) as "<1ms".
+func handOverText(d time.Duration) string {
+	if d < time.Millisecond {
+		return "<1ms"
+	}
+	return d.Round(time.Millisecond).String()
 }

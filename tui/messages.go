@@ -17,11 +17,14 @@ type frameMsg struct{}
 
 // snapshot is everything one poll read, with when its reply arrived.
 type snapshot struct {
-	page   lockview.Page
-	rates  lockview.Rates
-	events []lockview.Event        // newest first; only when the events pane asked
-	detail *detailData             // only when the detail pane asked
-	caps   *store.RoleCapabilities // only when the poll asked
+	page  lockview.Page
+	rates lockview.Rates
+	// handOver is the median release-to-grant time of recent hand-overs to
+	// waiters (lockview.HandOverLatency).
+	handOver lockview.HandOver
+	events   []lockview.Event        // newest first; only when the events pane asked
+	detail   *detailData             // only when the detail pane asked
+	caps     *store.RoleCapabilities // only when the poll asked
 	// receivedAt is this process's clock (with its monotonic reading) when
 	// the reply arrived: remaining TTLs count down from it.
 	receivedAt time.Time

@@ -528,7 +528,10 @@ func TestReplicaRefusesActions(t *testing.T) {
 func TestDetailAndEventsPanesReadTheDatabase(t *testing.T) {
 	pool := testdb.New(t)
 	acquire(t, pool, "billing:nightly", "worker-1", time.Minute)
-	if _, err := store.AddWaiter(context.Background(), pool, "billing:nightly", "waiter-7", time.Minute); err != nil {
+	if _, _, err := store.Enqueue(context.Background(), pool, store.QueueParams{
+		GrantParams: store.GrantParams{Key: "billing:nightly", Owner: "waiter-7", TTL: time.Minute},
+		ClaimWindow: time.Second, SeenFor: time.Minute,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)

@@ -20,12 +20,13 @@ import (
 // Queue series names, as reported.
 const (
 	QueueAdvisory = "pg_advisory_lock" // PostgreSQL's own lock manager: FIFO, wakes only the next waiter
-	QueueLocker   = "locker"           // locker.Acquire with a Notifier in every process
+	QueueLocker   = "locker"           // locker.Acquire (the fair queue) with a Notifier in every process
+	QueueBarging  = "locker-barging"   // the waiting loop before the queue: every release wakes every waiter
 )
 
 // queueSeries is every series the queue scenario measures, in the order of
 // the first round (later rounds rotate it, so no series always runs first).
-var queueSeries = []string{QueueAdvisory, QueueLocker}
+var queueSeries = []string{QueueAdvisory, QueueLocker, QueueBarging}
 
 // QueueOptions configure RunQueue: many waiters, spread over several
 // processes, all taking one key in turn and holding it briefly.

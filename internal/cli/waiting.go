@@ -31,7 +31,13 @@ func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.C
 	defer cancel()
 	stopProgress := showWaitProgress(wctx, env, lk, pool, key, wait)
 	defer stopProgress()
-	return lk.Acquire(wctx, pool, key, owner)
+	lease, err := lk.Acquire(wctx, pool, key, owner)
+	if err != nil {
+		return lease, err
+	}
+	// Handed off from the queue, the lease first runs for the claim window
+	// only; this process may exit at once, before the background claim.
+	return lk.Claim(ctx, pool, lease)
 }
 
 // progressEvery is how often the progress line is rewritten (and the holder

@@ -3,8 +3,11 @@
 // table, while an injector breaks things at seeded random moments —
 // terminated backends (mid-acquire, mid-renew, mid-fenced-write), fast and
 // crash restarts of PostgreSQL, slow statements holding a lock row, statement
-// timeouts on worker connections, and holders that freeze past their TTL and
-// then resume (zombies). Workers record every grant, release, fenced write
+// timeouts on worker connections, holders that freeze past their TTL and
+// then resume (zombies), and the fair queue's failures: a waiter that dies
+// while queued (the lease handed to it lapses unclaimed at the end of its
+// claim window) and a crash while a release that would hand the lease to
+// the queue waits for the key's row. Workers record every grant, release, fenced write
 // and end of a kept lease in a history.Recorder and write to history's
 // guarded table; internal/history's checker then proves from that table,
 // the lock event log and the workers' records that, among the rest of the

@@ -14,7 +14,7 @@ import (
 
 // The long run: go test ./internal/faults/ -run TestFaultInjection -faults.duration=5m -faults.seed=42 -timeout 30m -v
 var (
-	duration = flag.Duration("faults.duration", 10*time.Second, "how long the fault-injection workload runs")
+	duration = flag.Duration("faults.duration", 25*time.Second, "how long the fault-injection workload runs")
 	seed     = flag.Uint64("faults.seed", 1, "seed of the fault schedule and the workers' choices")
 	workers  = flag.Int("faults.workers", 10, "number of workers")
 )
@@ -64,7 +64,9 @@ func TestFaultInjection(t *testing.T) {
 	}
 	// (Whether the zombie's own write reaches the fence depends on the
 	// other faults around it; TestZombieWrite shows that step by step.)
-	for _, what := range []string{"zombie_froze", "grant_stolen"} {
+	// The queue's faults bit too: leases handed down the queue, and a dead
+	// waiter's handed lease taken over once its claim window ran out.
+	for _, what := range []string{"zombie_froze", "grant_stolen", "hand_off", "claim_window_ran_out"} {
 		if s.Observed[what] == 0 {
 			t.Errorf("workers never saw %s", what)
 		}

@@ -27,12 +27,12 @@ const (
 
 // AllKinds is every fault the injector knows.
 var AllKinds = []string{KillAcquire, KillRenew, KillWrite, RestartFast, RestartCrash,
-	SlowStatement, StatementTimeout, Zombie}
+	SlowStatement, StatementTimeout, Zombie, DeadWaiter, RestartHandOff}
 
 // weight of each kind after the first round; restarts are rarer because
 // every lease is lost in one.
 var weight = map[string]int{KillAcquire: 3, KillRenew: 3, KillWrite: 3, RestartFast: 1,
-	RestartCrash: 1, SlowStatement: 3, StatementTimeout: 2, Zombie: 3}
+	RestartCrash: 1, SlowStatement: 3, StatementTimeout: 2, Zombie: 3, DeadWaiter: 3, RestartHandOff: 1}
 
 type injector struct {
 	inst    *pgtemp.Instance
@@ -44,7 +44,8 @@ type injector struct {
 	ttl     time.Duration
 	kinds   []string
 	logf    func(string, ...any)
-	rec     *history.Recorder // where crashes are recorded, for the checker
+	rec     *history.Recorder // where crashes and the dead waiters' grant attempts are recorded, for the checker
+	deadSeq int
 }
 
 // run injects faults until ctx ends: first every kind once (the zombie
@@ -140,6 +141,10 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		err = in.holdRow(ctx, key, in.ttl/3)
 		w.timeoutMs.Store(0)
 		ok = err == nil
+	case DeadWaiter:
+		ok, err = in.deadWaiter(ctx)
+	case RestartHandOff:
+		ok, err = in.restartMidHandOff(ctx)
 	case Zombie:
 		_, w := in.heldKey()
 		if w == nil {

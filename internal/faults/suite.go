@@ -169,6 +169,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			var obs history.Observed
 			if obs, err = history.Observe(ctx, conn); err == nil {
 				report = history.Check(rec.Ops(), rec.LeaseEnds(), obs)
+				err = countHandOffs(ctx, conn, tally)
 			}
 			conn.Close(ctx)
 		}

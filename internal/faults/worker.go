@@ -83,8 +83,8 @@ func (w *worker) grant(ctx context.Context, key, owner string, wait bool) (locke
 		op.ExpiresAt, op.TTL = lease.ExpiresAt, lease.TTL
 	case errors.Is(err, locker.ErrHeld):
 		op.Result = history.Held
-	case wait && strings.Contains(err.Error(), "gave up waiting"):
-		op.Result = history.GaveUp // between attempts: no grant was in flight
+	case wait && strings.Contains(err.Error(), "gave up waiting") && !strings.Contains(err.Error(), "handed to it"):
+		op.Result = history.GaveUp // queued, and left the queue before any grant
 	default:
 		// A killed backend, a restart or a cancelled statement: the grant
 		// may have committed without its reply arriving.

@@ -20,9 +20,10 @@ const waitersSQL = `
 SELECT w.waiter_id, w.lock_key, w.owner_id, w.waiting_since, clock_timestamp() - w.waiting_since AS waited
 FROM distributed_lock_waiter w
 WHERE w.lock_key = $1 AND w.seen_until > clock_timestamp()
-ORDER BY w.waiting_since, w.waiter_id`
+ORDER BY w.waiter_id`
 
-// Waiters lists the live waiters of key, longest waiting first.
+// Waiters lists the live waiters of key in queue order (the order a release
+// hands the key down, see locker.Acquire): arrival order.
 func Waiters(ctx context.Context, db store.DBTX, key string) ([]Waiter, error) {
 	return collect[Waiter](db.Query(ctx, waitersSQL, key))
 }

@@ -56,7 +56,7 @@ var (
 	// objects, so each set is exactly what follows it.
 	revokeAll = []string{
 		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
-		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(append(append([]string{}, ownerFunctions...), operatorFunctions...)), ", ") + ` FROM %[2]s`,
+		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(append(append(append([]string{}, ownerFunctions...), operatorFunctions...), ungranted...)), ", ") + ` FROM %[2]s`,
 	}
 
 	viewerGrants = append(append([]string{}, revokeAll...),
@@ -83,10 +83,17 @@ var ownerFunctions = []string{
 	"distributed_lock_release(text, text, bigint, boolean, boolean, text)",
 	"distributed_lock_fence(text, text, bigint)",
 	"distributed_lock_report_stale_write(text, text, bigint, text, jsonb)",
-	"distributed_lock_waiter_add(text, text, bigint)",
+	"distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean)",
+	"distributed_lock_waiter_poll(text, bigint, bigint)",
+	"distributed_lock_waiter_heartbeat(bigint[], bigint)",
+	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
+}
+
+// ungranted are protocol functions no grant set includes (a client waiting
+// outside the queue may be granted distributed_lock_waiter_watch by hand);
+// every set still revokes them.
+var ungranted = []string{
 	"distributed_lock_waiter_watch(text, bigint)",
-	"distributed_lock_waiter_refresh(bigint, bigint)",
-	"distributed_lock_waiter_remove(bigint)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on

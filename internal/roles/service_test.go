@@ -28,8 +28,8 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err != nil {
 		return err
 	}
-	// Acquire must wait (registering, refreshing and removing a waiter
-	// record): the key is held for 600ms by another owner.
+	// Acquire must wait (queue, then check the queue at the holder's
+	// expiry): the key is held for 600ms by another owner.
 	if _, err := holder.TryAcquire(ctx, admin, "svc", "other-service"); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -48,6 +48,9 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	var left int
 	if err := admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc'`).Scan(&left); err != nil || left != 0 {
 		return fmt.Errorf("%w: %d waiter records left behind (%v)", errWaiterLeft, left, err)
+	}
+	if err := queuedWait(ctx, db, admin); err != nil {
+		return err
 	}
 	if lease, err = lk.Renew(ctx, db, lease); err != nil {
 		return err
@@ -89,9 +92,77 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	return nil
 }
 
+// queuedWait waits in a queue as a process with a Notifier does (its
+// heartbeat keeps the waiter record live) and gives up (the record is taken
+// out).
+func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
+	other, err := locker.New(locker.Config{TTL: time.Minute})
+	if err != nil {
+		return err
+	}
+	if _, err := other.TryAcquire(ctx, admin, "svc-queue", "other-service"); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	nctx, stop := context.WithCancel(ctx)
+	defer stop()
+	n := locker.NewNotifier(locker.ConnectWith(db.Config().ConnConfig))
+	go func() { _ = n.Run(nctx) }()
+	for deadline := time.Now().Add(5 * time.Second); !n.Live(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("notifier did not start listening")
+		}
+	}
+	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 60 * time.Millisecond})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := lk.Acquire(wctx, db, "svc-queue", "service")
+		done <- err
+	}()
+	// The record's seen_until moves on while the waiter sleeps: the
+	// Notifier's heartbeat (every 50ms here).
+	const seenSQL = `SELECT max(seen_until) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`
+	var first, last time.Time
+	for range 40 {
+		var seen *time.Time
+		if err := admin.QueryRow(ctx, seenSQL).Scan(&seen); err != nil {
+			return err
+		}
+		if !n.Live() {
+			// Its heartbeat failed: the waiter falls back to checking on its
+			// own, a statement per waiter instead of one per process.
+			return fmt.Errorf("%w: the notifier stopped being live", errNoHeartbeat)
+		}
+		if seen != nil {
+			if first.IsZero() {
+				first = *seen
+			}
+			last = *seen
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	err = <-done
+	if !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	if first.IsZero() || !last.After(first) {
+		return fmt.Errorf("%w: seen_until %s, then %s", errNoHeartbeat, first, last)
+	}
+	var left int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`).Scan(&left); err != nil || left != 0 {
+		return fmt.Errorf("%w: %d waiter records left behind (%v)", errWaiterLeft, left, err)
+	}
+	return nil
+}
+
 var (
-	errWaiterLeft = errors.New("waiter record left behind")
-	errNoCurrent  = errors.New("a lost lease's error does not show the key's current row")
+	errNoHeartbeat = errors.New("the notifier's heartbeat did not keep the waiter record live")
+	errWaiterLeft  = errors.New("waiter record left behind")
+	errNoCurrent   = errors.New("a lost lease's error does not show the key's current row")
 )
 
 // TestServiceGrantsAreMinimal removes one privilege at a time from the
@@ -113,12 +184,13 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_release(text, text, bigint, boolean, boolean, text) FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_fence(text, text, bigint) FROM %[2]s`, store.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_report_stale_write(text, text, bigint, text, jsonb) FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_add(text, text, bigint) FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_watch(text, bigint) FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_refresh(bigint, bigint) FROM %[2]s`, store.ErrPermissionDenied},
-		// Acquire removes its waiter record best-effort and does not report
-		// a failure, so a missing grant shows as a record left behind.
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_remove(bigint) FROM %[2]s`, errWaiterLeft},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean) FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_poll(text, bigint, bigint) FROM %[2]s`, store.ErrPermissionDenied},
+		// The Notifier's heartbeat and Acquire's leaving are best-effort and
+		// report no failure: a missing grant shows as a record that stops
+		// being refreshed, or one left behind.
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_heartbeat(bigint[], bigint) FROM %[2]s`, errNoHeartbeat},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_leave(text, bigint, boolean, text) FROM %[2]s`, errWaiterLeft},
 	}
 	for _, c := range cases {
 		t.Run(caseName(c.revoke), func(t *testing.T) {

@@ -1,0 +1,117 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Faults of the fair queue (locker.Acquire's hand-off).
+const (
+	// DeadWaiter queues a waiter on a held hot key and lets it die at once:
+	// its record stays live for a while, so a release hands it the lease,
+	// which nobody claims; the claim window runs out and the next waiter
+	// takes the key over (observed as claim_window_ran_out).
+	DeadWaiter = "dead_waiter"
+	// RestartHandOff crashes the server (immediate restart) while a release
+	// of a key with live waiters, which would hand the lease off, waits for
+	// the key's row.
+	RestartHandOff = "restart_mid_handoff"
+)
+
+// deadWaiterClient is the history's client number of the dead waiters:
+// their grants are unknown (a process that died may have been handed the
+// lease), never told.
+const deadWaiterClient = -1
+
+// deadWaiter queues a waiter that never checks, claims or leaves.
+func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
+	key, _ := in.heldKey()
+	if key == "" {
+		return false, nil
+	}
+	in.deadSeq++
+	owner := fmt.Sprintf("dead-waiter-%d", in.deadSeq)
+	op := history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: key, Owner: owner,
+		Result: history.Unknown, Err: "the waiter died in the queue", Call: in.rec.Now()}
+	q, found, err := store.Enqueue(ctx, in.admin, store.QueueParams{
+		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: in.ttl, Actor: owner, LogAcquired: true},
+		// Live long enough to reach the head of the queue and be handed the
+		// key, which then lapses unclaimed.
+		ClaimWindow: in.ttl / 2, SeenFor: 5 * in.ttl,
+	})
+	op.Return = in.rec.Now()
+	in.rec.Add(op)
+	if err != nil {
+		return false, err
+	}
+	// Granted at once (the key was released meanwhile): as dead, never
+	// released; it expires at its TTL, as a crashed holder's would.
+	return found && (q.Outcome == store.OutcomeQueued || q.Granted()), nil
+}
+
+// liveQueueSQL finds a key whose release would hand off: one with live
+// waiters that some worker holds.
+const liveQueueSQL = `
+SELECT w.lock_key FROM distributed_lock_waiter w JOIN distributed_lock l USING (lock_key)
+WHERE w.seen_until > clock_timestamp() AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+LIMIT 1`
+
+// restartMidHandOff holds a queued key's row so that its holder's release
+// (and hand-off) waits for it, and crashes the server once it does.
+func (in *injector) restartMidHandOff(ctx context.Context) (bool, error) {
+	var key string
+	if err := in.admin.QueryRow(ctx, liveQueueSQL).Scan(&key); err != nil {
+		return false, nil // no queue right now
+	}
+	wctx, cancel := context.WithTimeout(ctx, in.ttl)
+	defer cancel()
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_ = in.holdRow(wctx, key, in.ttl)
+	}()
+	defer func() { cancel(); <-held }()
+	for wctx.Err() == nil {
+		var waiting bool
+		if err := in.admin.QueryRow(wctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE query LIKE '%distributed\_lock\_release(%' AND wait_event_type = 'Lock'
+			  AND pid <> pg_backend_pid())`).Scan(&waiting); err != nil {
+			return false, nil
+		}
+		if waiting {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer rcancel()
+			in.rec.Add(history.Op{Kind: history.Crash, Call: in.rec.Now()})
+			return true, in.inst.Restart(rctx, pgtemp.Immediate)
+		}
+		sleepCtx(wctx, 2*time.Millisecond)
+	}
+	return false, nil
+}
+
+// countHandOffs counts, from the event log, the hand-offs to waiters (grants
+// whose detail names a waiter_id) and the leases handed to dead waiters that
+// lapsed unclaimed and were taken over.
+func countHandOffs(ctx context.Context, conn *pgx.Conn, c *counts) error {
+	var handOffs, lapsed int
+	if err := conn.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE detail ? 'waiter_id'),
+       count(*) FILTER (WHERE kind = 'stolen' AND previous_owner LIKE 'dead-waiter-%')
+FROM distributed_lock_event WHERE kind IN ('acquired', 'stolen')`).Scan(&handOffs, &lapsed); err != nil {
+		return err
+	}
+	for range handOffs {
+		c.Observe("hand_off")
+	}
+	for range lapsed {
+		c.Observe("claim_window_ran_out")
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Waiters from two "processes" (two Lockers, each with its own Notifier)
+// are granted the key in the order they queued, each directly by the
+// previous holder's release.
+func TestQueueServesInArrivalOrderAcrossProcesses(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	procs := []*locker.Locker{
+		newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second}),
+		newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second}),
+	}
+	holder := mustAcquire(t, procs[0], db, "k", "first")
+
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	const waiters = 6
+	for i := range waiters {
+		owner := fmt.Sprintf("w%d", i)
+		lk := procs[i%2]
+		wg.Go(func() {
+			lease, err := lk.Acquire(waitCtx, db, "k", owner)
+			if err != nil {
+				t.Errorf("%s: %v", owner, err)
+				return
+			}
+			mu.Lock()
+			order = append(order, owner)
+			mu.Unlock()
+			if _, err := lk.Release(ctx, db, lease); err != nil {
+				t.Errorf("%s release: %v", owner, err)
+			}
+		})
+		waitForWaiter(t, db, "k", owner) // queued before the next one arrives
+	}
+	if _, err := procs[0].Release(ctx, db, holder); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	want := []string{"w0", "w1", "w2", "w3", "w4", "w5"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("grant order = %v; want arrival order %v", order, want)
+	}
+	if n := waiterRows(t, db, "k"); n != 0 {
+		t.Fatalf("%d waiter rows left", n)
+	}
+}
+
+// The release itself grants the key to the head waiter: when Release
+// returns, the row already belongs to the waiter, with a new token and a
+// lease that runs for the claim window; the waiter's Locker then claims it
+// (renews it to the TTL) in the background.
+func TestReleaseHandsOffToHeadWaiterAndClaimExtendsIt(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	const claim = 400 * time.Millisecond
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
+		ClaimWindow: claim})
+	holder := mustAcquire(t, lk, db, "k", "a")
+	got := acquireAsync(ctx, lk, db, "k", "b")
+	waitForWaiter(t, db, "k", "b")
+	if _, err := lk.Release(ctx, db, holder); err != nil {
+		t.Fatal(err)
+	}
+	row := rowOf(t, db, "k")
+	if row.Owner != "b" || row.Token <= holder.Token || row.ReleasedAt != nil {
+		t.Fatalf("row right after the release = %+v; want held by b with a token above %d", row, holder.Token)
+	}
+	if window := row.ExpiresAt.Sub(row.AcquiredAt); window != claim {
+		t.Fatalf("handed lease runs %s; want the claim window %s", window, claim)
+	}
+	r := <-got
+	if r.err != nil || r.lease.Token != row.Token || r.lease.Owner != "b" {
+		t.Fatalf("Acquire = %+v, %v; want the handed lease (token %d)", r.lease, r.err, row.Token)
+	}
+	if !r.lease.ExpiresAt.Equal(row.ExpiresAt) || r.lease.ValidFor() <= 0 || r.lease.ValidFor() > claim {
+		t.Fatalf("handed lease expires %s, valid for %s; want the claim window's end %s, within %s",
+			r.lease.ExpiresAt, r.lease.ValidFor(), row.ExpiresAt, claim)
+	}
+	// The claim: after half the window, the lease runs for the full TTL.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		row = rowOf(t, db, "k")
+		if row.ExpiresAt.Sub(row.AcquiredAt) > 30*time.Second && r.lease.ValidFor() > 30*time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handed lease never claimed: %+v", row)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if row.Token != r.lease.Token || row.RenewCount != 1 {
+		t.Fatalf("claimed row = %+v; want token %d renewed once", row, r.lease.Token)
+	}
+	if v := r.lease.ValidFor(); v < 50*time.Second {
+		t.Fatalf("ValidFor after the claim = %s; want about the TTL", v)
+	}
+}
+
+// Without a Notifier a waiter finds the lease handed to it at its next
+// check.
+func TestQueueWithoutNotifierFindsItsGrant(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute, WaitRecheck: 200 * time.Millisecond})
+	holder := mustAcquire(t, lk, db, "k", "a")
+	got := acquireAsync(ctx, lk, db, "k", "b")
+	waitForWaiter(t, db, "k", "b")
+	if _, err := lk.Release(ctx, db, holder); err != nil {
+		t.Fatal(err)
+	}
+	handed := rowOf(t, db, "k")
+	r := <-got
+	if r.err != nil || r.lease.Owner != "b" || r.lease.Token != handed.Token {
+		t.Fatalf("Acquire = %+v, %v; want the lease the release handed to b (%+v)", r.lease, r.err, handed)
+	}
+}
+
+// A waiter that queued and died (its record still live, nobody to claim)
+// blocks the key only for the claim window: then the next waiter takes it,
+// as a steal, with a larger token.
+func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	const claim = 300 * time.Millisecond
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
+		ClaimWindow: claim})
+	holder := mustAcquire(t, lk, db, "k", "a")
+	dead := enqueueRaw(t, db, "k", "dead", claim)
+	got := acquireAsync(ctx, lk, db, "k", "b")
+	waitForWaiter(t, db, "k", "b")
+	if _, err := lk.Release(ctx, db, holder); err != nil {
+		t.Fatal(err)
+	}
+	handed := rowOf(t, db, "k")
+	if handed.Owner != "dead" {
+		t.Fatalf("row after the release = %+v; want handed to the head waiter, dead (id %d)", handed, dead)
+	}
+	r := <-got
+	if r.err != nil || r.lease.Owner != "b" || r.lease.Outcome != locker.Stolen || r.lease.Token <= handed.Token {
+		t.Fatalf("Acquire = %+v, %v; want b to take the unclaimed lease over", r.lease, r.err)
+	}
+	if took := rowOf(t, db, "k").AcquiredAt.Sub(handed.AcquiredAt); took < claim || took > claim+time.Second {
+		t.Fatalf("b got the key %s after the hand-off to dead; want just after the claim window %s", took, claim)
+	}
+}
+
+// A try from outside the queue does not take a free or lapsed key that
+// live waiters are queued for; the head waiter does.
+func TestTryAcquireDoesNotJumpTheQueue(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: 200 * time.Millisecond})
+	holder := mustAcquire(t, lk, db, "k", "a")
+	id := enqueueRaw(t, db, "k", "queued", time.Second)
+	waitPast(t, db, holder.ExpiresAt)
+	_, err := lk.TryAcquire(ctx, db, "k", "outsider")
+	var held *locker.HeldError
+	if !errors.As(err, &held) || !held.Queued {
+		t.Fatalf("TryAcquire on a lapsed key with a waiter queued = %v; want a HeldError with Queued", err)
+	}
+	q, err := store.Poll(ctx, db, "k", id, time.Minute)
+	if err != nil || !q.Granted() || q.Owner != "queued" {
+		t.Fatalf("head waiter's check = %+v, %v; want the key", q, err)
+	}
+	// With no live waiter left, a try works as always.
+	if _, err := store.Leave(ctx, db, "k", id, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.TryAcquire(ctx, db, "k", "outsider"); err != nil {
+		t.Fatalf("TryAcquire once the queue is empty: %v", err)
+	}
+}
+
+// A waiter that gives up after the key was handed to it (the NOTIFY was in
+// flight) passes the lease on to the next waiter instead of sitting on it.
+func TestLeaveAfterHandOffPassesItOn(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	holder := mustAcquire(t, lk, db, "k", "a")
+	first := enqueueRaw(t, db, "k", "first", time.Minute)
+	enqueueRaw(t, db, "k", "second", time.Minute)
+	if _, err := lk.Release(ctx, db, holder); err != nil {
+		t.Fatal(err)
+	}
+	if row := rowOf(t, db, "k"); row.Owner != "first" {
+		t.Fatalf("row after the release = %+v; want handed to first", row)
+	}
+	if did, err := store.Leave(ctx, db, "k", first, false, ""); err != nil || did != store.PassedOn {
+		t.Fatalf("first leaves: %q, %v; want %q", did, err, store.PassedOn)
+	}
+	if row := rowOf(t, db, "k"); row.Owner != "second" || row.ReleasedAt != nil {
+		t.Fatalf("row after first left = %+v; want handed on to second", row)
+	}
+}
+
+// An Acquire whose context ends while its enqueue waits for the key's row
+// lock still learns its waiter id and takes its record out.
+func TestAcquireCancelledDuringEnqueueLeavesNoRecord(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	holder := mustAcquire(t, lk, db, "k", "a")
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := locker.Fence(ctx, tx, holder); err != nil {
+		t.Fatalf("fence: %v", err)
+	}
+	waitCtx, cancel := context.WithCancel(ctx)
+	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	waitForBlockedCall(t, db, "distributed_lock_enqueue")
+	cancel()
+	time.Sleep(50 * time.Millisecond) // the cancel reaches Acquire while its call still waits
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Acquire = %v; want context.Canceled", r.err)
+	}
+	if n := waiterRows(t, db, "k"); n != 0 {
+		t.Fatalf("%d waiter rows left after a cancelled Acquire", n)
+	}
+}
+
+// enqueueRaw queues owner on key as a waiter of another process would,
+// with nobody behind it to poll or claim, and returns its waiter id.
+func enqueueRaw(t *testing.T, db locker.DBTX, key, owner string, claim time.Duration) int64 {
+	t.Helper()
+	q, found, err := store.Enqueue(context.Background(), db, store.QueueParams{
+		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: time.Minute, Actor: owner},
+		ClaimWindow: claim, SeenFor: time.Minute,
+	})
+	if err != nil || !found || q.Outcome != store.OutcomeQueued {
+		t.Fatalf("enqueue %s: %+v, %v, %v; want queued", owner, q, found, err)
+	}
+	return q.WaiterID
+}
+
+// waitPast waits until the database clock has passed at.
+func waitPast(t *testing.T, db locker.DBTX, at time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var past bool
+		if err := db.QueryRow(context.Background(), `SELECT clock_timestamp() > $1`, at).Scan(&past); err != nil {
+			t.Fatal(err)
+		}
+		if past {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("database clock never passed %s", at)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitForBlockedCall waits until a backend runs a call of fn and waits for
+// a lock.
+func waitForBlockedCall(t *testing.T, db locker.DBTX, fn string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE query LIKE '%' || $1 || '%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`, fn).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call of %s waiting for a lock", fn)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

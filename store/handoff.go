@@ -1,0 +1,43 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// HandOff is the NOTIFY payload of a hand-off (distributed_lock_hand_off in
+// schema.sql): the grant, for the waiter it was made for, which then holds
+// the lease without another round trip. Times are the database's clock.
+type HandOff struct {
+	Key        string `json:"key"`
+	WaiterID   int64  `json:"waiter"`
+	Owner      string `json:"owner"`
+	Token      int64  `json:"token"`
+	Kind       string `json:"kind"` // OutcomeAcquired, or OutcomeStolen for a lapsed lease
+	AcquiredUs int64  `json:"acquired_us"`
+	ExpiresUs  int64  `json:"expires_us"`
+	TTLUs      int64  `json:"ttl_us"`
+}
+
+// ParseHandOff decodes a hand-off payload.
+func ParseHandOff(payload string) (HandOff, error) {
+	var h HandOff
+	if err := json.Unmarshal([]byte(payload), &h); err != nil {
+		return HandOff{}, fmt.Errorf("store: hand-off payload: %w", err)
+	}
+	if h.Key == "" || h.WaiterID == 0 || h.Token == 0 {
+		return HandOff{}, fmt.Errorf("store: hand-off payload without key, waiter or token")
+	}
+	return h, nil
+}
+
+// AcquiredAt is when the hand-off granted the lease.
+func (h HandOff) AcquiredAt() time.Time { return time.UnixMicro(h.AcquiredUs) }
+
+// Row is the lease the hand-off granted; ExpiresAt is the end of its claim
+// window, TTL the lease length the waiter asked for.
+func (h HandOff) Row() LeaseRow {
+	return LeaseRow{Key: h.Key, Owner: h.Owner, Token: h.Token,
+		ExpiresAt: time.UnixMicro(h.ExpiresUs), TTL: time.Duration(h.TTLUs) * time.Microsecond}
+}
