@@ -394,6 +394,8 @@ RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at time
                ttl interval, outcome text, remaining interval)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
+DECLARE
+    waking boolean;
 BEGIN
     IF NOT log_grants THEN
         WITH granted AS (
@@ -421,29 +423,35 @@ BEGIN
             WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                                 WHERE x.lock_key = key AND (x.released_at IS NOT NULL OR x.owner_id = owner)
                                   AND (x.wake_until IS NULL OR x.wake_until <= statement_timestamp()
-                                       OR (x.owner_id = owner AND x.released_at IS NULL)
-                                       OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter w
-                                                      WHERE w.lock_key = key AND w.seen_until > statement_timestamp()))
+                                       OR (x.owner_id = owner AND x.released_at IS NULL))
                                 FOR NO KEY UPDATE SKIP LOCKED)
             RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
                       CASE WHEN l.renew_count > 0 THEN 'renewed' ELSE 'acquired' END AS outcome,
                       interval '0' AS remaining
         )
-        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining
+        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, false
         FROM granted g
         UNION ALL
         SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-               CASE WHEN (l.released_at IS NOT NULL OR l.expires_at <= statement_timestamp())
-                         AND l.wake_until > statement_timestamp()
-                         AND EXISTS (SELECT 1 FROM distributed_lock_waiter w
-                                     WHERE w.lock_key = key AND w.seen_until > statement_timestamp()) THEN 'queued'
-                    WHEN l.released_at IS NOT NULL THEN 'free'
+               CASE WHEN l.released_at IS NOT NULL THEN 'free'
                     WHEN l.expires_at <= statement_timestamp() THEN 'expired' ELSE 'held' END,
-               l.expires_at - statement_timestamp()
+               l.expires_at - statement_timestamp(),
+               coalesce(l.wake_until > statement_timestamp(), false)
         FROM distributed_lock l
         WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining;
-        IF FOUND AND outcome <> 'expired' THEN
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waking;
+        -- A free or lapsed row that someone may wait for (wake_until set):
+        -- the queue's if a live waiter is queued, else the second
+        -- statement's to grant. The queue is read here, on the refusal
+        -- path, not in the statement above (whose plan every grant runs).
+        IF FOUND AND waking AND outcome IN ('free', 'expired') THEN
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                       WHERE w.lock_key = key AND w.seen_until > clock_timestamp()) THEN
+                outcome := 'queued';
+                RETURN NEXT;
+                RETURN;
+            END IF;
+        ELSIF FOUND AND outcome <> 'expired' THEN
             RETURN NEXT;
             RETURN;
         END IF;
@@ -605,8 +613,12 @@ BEGIN
         INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
         VALUES (key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF wake > clock_timestamp() AND distributed_lock_hand_off(key) IS NULL THEN
-        PERFORM pg_notify('distributed_lock', key);
+    -- Nested, not AND: wake is NULL on a key nobody waited for, and
+    -- NULL AND x evaluates x.
+    IF wake > clock_timestamp() THEN
+        IF distributed_lock_hand_off(key) IS NULL THEN
+            PERFORM pg_notify('distributed_lock', key);
+        END IF;
     END IF;
     RETURN NEXT;
 END $$;
@@ -708,8 +720,12 @@ BEGIN
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
             jsonb_strip_nulls(jsonb_build_object('reason', reason)));
-    IF wake > clock_timestamp() AND distributed_lock_hand_off(key) IS NULL THEN
-        PERFORM pg_notify('distributed_lock', key);
+    -- Nested, not AND: wake is NULL on a key nobody waited for, and
+    -- NULL AND x evaluates x.
+    IF wake > clock_timestamp() THEN
+        IF distributed_lock_hand_off(key) IS NULL THEN
+            PERFORM pg_notify('distributed_lock', key);
+        END IF;
     END IF;
     RETURN NEXT;
 END $$;

@@ -187,13 +187,12 @@ func (m Model) ratesLine() string {
 	item := func(name string, b []int64) string {
 		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(lockview.Sum(b))) + " " + s.Spark.Render(sparkline(b))
 	}
-	handOver := s.Label.Render("hand-over ") + s.Muted.Render("—")
+	items := []string{item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers)}
 	if h := m.snap.handOver; h.Count > 0 {
-		handOver = s.Label.Render("hand-over ") + s.Value.Render(handOverText(h.Median))
+		// Only once the log shows a hand-over (it needs logged releases).
+		items = append(items, s.Label.Render("hand-over ")+s.Value.Render(handOverText(h.Median)))
 	}
-	return s.Label.Render("last minute: ") + strings.Join([]string{
-		item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers), handOver,
-	}, s.Muted.Render(" · "))
+	return s.Label.Render("last minute: ") + strings.Join(items, s.Muted.Render(" · "))
 }
 
 func (m Model) queryLine() string {
