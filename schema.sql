@@ -839,8 +839,11 @@ BEGIN
                                    'waiter_id', w.waiter_id));
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
+    -- NOTIFY channels are per database, and a database may hold several
+    -- lock schemas: the payload names this one (the pinned search_path's
+    -- first schema), whose waiter ids these are.
     PERFORM pg_notify('distributed_lock_handoff', json_build_object(
-        'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
+        'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
         'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM g.ttl) * 1000000)::bigint,

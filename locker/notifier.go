@@ -22,7 +22,10 @@ import (
 // statement per interval, so the cost of waiting does not grow with the
 // number of waiters. LISTEN needs a session of its own (a pooled connection
 // or a transaction would lose it), so the Notifier opens one with connect
-// and reconnects when it breaks.
+// and reconnects when it breaks. Its connection must use the lock schema
+// (search_path) of the pool its waiters queue through: it only takes
+// hand-offs of that schema, and its heartbeat refreshes that schema's waiter
+// records. One Notifier per lock schema.
 //
 // LISTEN through a transaction pooler (PgBouncer's transaction mode)
 // succeeds and then hears nothing. So a Notifier with a Probe proves
@@ -36,8 +39,9 @@ type Notifier struct {
 	state  atomic.Int32 // a WakeState
 	warned atomic.Bool
 
-	mu   sync.Mutex
-	subs map[string]map[*waiting]struct{} // by key
+	mu     sync.Mutex
+	subs   map[string]map[*waiting]struct{} // by key
+	schema string                           // the LISTEN connection's lock schema
 }
 
 // waiting is one queued Acquire's subscription.
@@ -167,6 +171,15 @@ func (n *Notifier) listen(ctx context.Context) error {
 	}
 	defer n.setState(WakeChecking)
 	defer conn.Close(context.WithoutCancel(ctx))
+	// Hand-offs name their lock schema; this connection's is the one its
+	// waiters queue in (connect as the pool does: same search_path).
+	var schema string
+	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	n.schema = schema
+	n.mu.Unlock()
 	for _, channel := range []string{store.NotifyChannel, store.HandOffChannel, probeChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			return err
@@ -298,6 +311,9 @@ func (n *Notifier) dispatch(note *pgconn.Notification) {
 	ends := time.Now().Add(h.Row().ExpiresAt.Sub(h.AcquiredAt())).UnixNano()
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if h.Schema != n.schema {
+		return // another lock namespace in the same database
+	}
 	for w := range n.subs[h.Key] {
 		if w.id < 0 {
 			signal(w.wake) // a plain subscription: the key changed hands

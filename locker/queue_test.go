@@ -294,3 +294,35 @@ func waitForBlockedCall(t *testing.T, db locker.DBTX, fn string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// NOTIFY channels are per database and waiter ids per lock schema: a
+// hand-off in another schema of the same database, to a waiter with the
+// same id on a key of the same name, is not taken for this waiter's.
+func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
+	ctx := context.Background()
+	here, there := testdb.New(t), testdb.New(t)
+	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, here), WaitRecheck: 30 * time.Second})
+	holder := mustAcquire(t, lk, here, "k", "a")
+	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	got := acquireAsync(waitCtx, lk, here, "k", "b")
+	id := waitForWaiter(t, here, "k", "b").ID
+	otherHolder := mustAcquire(t, lk, there, "k", "x")
+	if otherID := enqueueRaw(t, there, "k", "y", time.Minute); otherID != id {
+		t.Fatalf("waiter ids %d and %d: the test needs them equal", id, otherID)
+	}
+	if _, err := lk.Release(ctx, there, otherHolder); err != nil { // hands there's k to y
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("Acquire returned %+v, %v on another schema's hand-off", r.lease, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if _, err := lk.Release(ctx, here, holder); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.err != nil || r.lease.Owner != "b" || r.lease.Token != rowOf(t, here, "k").Token {
+		t.Fatalf("Acquire = %+v, %v; want this schema's hand-off to b", r.lease, r.err)
+	}
+}

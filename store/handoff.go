@@ -10,6 +10,9 @@ import (
 // schema.sql): the grant, for the waiter it was made for, which then holds
 // the lease without another round trip. Times are the database's clock.
 type HandOff struct {
+	// Schema is the lock schema (namespace) of the hand-off: NOTIFY
+	// channels are per database, waiter ids per schema.
+	Schema     string `json:"schema"`
 	Key        string `json:"key"`
 	WaiterID   int64  `json:"waiter"`
 	Owner      string `json:"owner"`
