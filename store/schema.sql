@@ -10,6 +10,19 @@
 CREATE SEQUENCE IF NOT EXISTS distributed_lock_fence_seq
     AS bigint MINVALUE 1 START WITH 1 INCREMENT BY 1 CACHE 1 NO CYCLE;
 
+-- The token epoch (distributed_lock_advance_epoch): the one row says for
+-- which cluster (pg_control_system's system_identifier) and WAL timeline the
+-- sequence was last moved, and the base added to the timeline to make the
+-- epoch. Tokens drawn on epoch e are at least e << 40. A new row (no
+-- cluster, timeline 0) makes the first grant or migrate move the sequence.
+CREATE TABLE IF NOT EXISTS distributed_lock_epoch (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    system_id bigint,
+    timeline  bigint NOT NULL,
+    base      bigint NOT NULL
+);
+INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0) ON CONFLICT DO NOTHING;
+
 -- Value rules, as domains rather than table CHECK constraints: PostgreSQL
 -- parses and plans a table's CHECK constraints again on every INSERT or
 -- UPDATE statement (about a fifth of a grant's server CPU with eight of
@@ -356,6 +369,60 @@ END $$;
 SELECT pg_catalog.set_config('search_path',
     pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_catalog, pg_temp', true);
 
+-- distributed_lock_advance_epoch keeps tokens rising across promotions
+-- (locker/doc.go, "Failover", says why this holds). The epoch is the WAL
+-- timeline this server writes on (the first eight hex digits of the name of
+-- the WAL file being written: PostgreSQL 15 names it by the insert
+-- timeline, so it is current from the moment a promotion ends), plus a
+-- base that only changes when the row was written by another cluster
+-- (dump and restore) or, which one lineage never does, a lower timeline.
+-- Every promotion starts a timeline higher than any its ancestors wrote
+-- on, so a promoted standby that missed the last grants moves the sequence
+-- to at least (its timeline + base) << 40, above every token of the old
+-- timeline. The move is done once, under the row's lock: a concurrent grant
+-- waits for it and then sees the row current. setval is not transactional;
+-- if the caller rolls back, the sequence stays moved (tokens only rise) and
+-- the next grant moves it again, which is then a no-op. Returns the epoch.
+-- Migrate calls it, which moves an existing database's sequence at once.
+CREATE OR REPLACE FUNCTION distributed_lock_advance_epoch() RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    tl bigint := ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint;
+    sysid bigint := (SELECT c.system_identifier FROM pg_control_system() c);
+    st distributed_lock_epoch;
+    lowest bigint;
+BEGIN
+    SELECT * INTO STRICT st FROM distributed_lock_epoch FOR UPDATE;
+    IF st.system_id IS NOT DISTINCT FROM sysid AND st.timeline = tl THEN
+        RETURN tl + st.base;
+    END IF;
+    IF st.system_id IS DISTINCT FROM sysid OR tl < st.timeline THEN
+        -- Every server of the new cluster computes this same base from the
+        -- same restored row, so their epochs still follow their timelines.
+        st.base := st.timeline + st.base;
+    END IF;
+    lowest := (tl + st.base) << 40;
+    IF nextval('distributed_lock_fence_seq') < lowest THEN
+        PERFORM setval('distributed_lock_fence_seq', lowest, false);
+    END IF;
+    UPDATE distributed_lock_epoch SET system_id = sysid, timeline = tl, base = st.base;
+    RETURN tl + st.base;
+END $$;
+
+-- distributed_lock_next_token draws a grant's token: nextval, after moving
+-- the sequence into this timeline's epoch when it is not there yet. The
+-- check costs a read of the one-row table; only the first grant after a
+-- promotion (or a restore) takes the lock and reads the control file.
+CREATE OR REPLACE FUNCTION distributed_lock_next_token() RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM distributed_lock_epoch e
+                   WHERE e.timeline = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint) THEN
+        PERFORM distributed_lock_advance_epoch();
+    END IF;
+    RETURN nextval('distributed_lock_fence_seq');
+END $$;
+
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
@@ -402,7 +469,7 @@ BEGIN
             UPDATE distributed_lock l SET
                 owner_id       = owner,
                 fence_token    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
-                                      THEN l.fence_token ELSE nextval('distributed_lock_fence_seq') END,
+                                      THEN l.fence_token ELSE distributed_lock_next_token() END,
                 expires_at     = statement_timestamp() + ttl_us * interval '1 microsecond',
                 ttl            = ttl_us * interval '1 microsecond',
                 acquired_at    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
@@ -473,7 +540,7 @@ BEGIN
             (owner_id, fence_token, expires_at, ttl, acquired_at, renewed_at, renew_count,
              released_at, grant_kind, previous_owner, previous_token, metadata, handed_to) =
             (SELECT owner,
-                    CASE WHEN d.mine THEN l.fence_token ELSE nextval('distributed_lock_fence_seq') END,
+                    CASE WHEN d.mine THEN l.fence_token ELSE distributed_lock_next_token() END,
                     d.ts + ttl_us * interval '1 microsecond',
                     ttl_us * interval '1 microsecond',
                     CASE WHEN d.mine THEN l.acquired_at ELSE d.ts END,
@@ -496,7 +563,7 @@ BEGIN
     ), created AS (
         INSERT INTO distributed_lock AS l
             (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
-        SELECT key, owner, (SELECT nextval('distributed_lock_fence_seq') FROM gate),
+        SELECT key, owner, (SELECT distributed_lock_next_token() FROM gate),
                clock_timestamp() + ttl_us * interval '1 microsecond',
                ttl_us * interval '1 microsecond', clock_timestamp(),
                coalesce(lease_metadata, '{}')
@@ -814,7 +881,7 @@ BEGIN
     END IF;
     UPDATE distributed_lock l SET
         owner_id = w.owner_id,
-        fence_token = nextval('distributed_lock_fence_seq'),
+        fence_token = distributed_lock_next_token(),
         expires_at = ts + least(w.claim_window, w.ttl),
         ttl = w.ttl,
         acquired_at = ts,
@@ -1081,5 +1148,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_poll(text, bigint, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
-    distributed_lock_waiter_watch(text, bigint)
+    distributed_lock_waiter_watch(text, bigint),
+    distributed_lock_advance_epoch(),
+    distributed_lock_next_token()
 FROM PUBLIC;
+
+-- Move an existing database's tokens into the epoch now (a no-op when
+-- they are there), rather than at its first grant.
+SELECT distributed_lock_advance_epoch();

@@ -42,6 +42,7 @@ var forgeries = []struct{ what, sql string }{
 	{"draw a token", `SELECT nextval('distributed_lock_fence_seq')`},
 	{"rewind the sequence", `SELECT setval('distributed_lock_fence_seq', 1)`},
 	{"restart the sequence", `ALTER SEQUENCE distributed_lock_fence_seq RESTART WITH 1`},
+	{"rewind the epoch", `UPDATE distributed_lock_epoch SET timeline = 0, base = 0`},
 	{"replace a function", `CREATE OR REPLACE FUNCTION distributed_lock_fence(key text, owner text, token bigint) RETURNS boolean LANGUAGE sql AS 'SELECT true'`},
 	{"drop a function", `DROP FUNCTION distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)`},
 	{"shadow a table", `CREATE TABLE distributed_lock_shadow (x int)`},
@@ -63,18 +64,20 @@ var functionCalls = map[string]string{
 	"force expire":     `SELECT * FROM distributed_lock_force_expire('held', $TOKEN)`,
 	"force release":    `SELECT * FROM distributed_lock_force_release('held', $TOKEN)`,
 	"prune":            `SELECT * FROM distributed_lock_prune(0)`,
+	"next token":       `SELECT distributed_lock_next_token()`,
+	"advance epoch":    `SELECT distributed_lock_advance_epoch()`,
 }
 
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
 	roles.Viewer: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "waiter watch", "force expire", "force release", "prune"},
+		"waiter heartbeat", "waiter leave", "waiter watch", "force expire", "force release", "prune", "next token", "advance epoch"},
 	roles.Operator: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "waiter watch"},
+		"waiter heartbeat", "waiter leave", "waiter watch", "next token", "advance epoch"},
 	// waiter_watch is for clients that wait outside the queue; lockctl's
 	// own service has no use for it (the bench's barging series runs as
 	// the owner).
-	roles.Service: {"waiter watch", "force expire", "force release", "prune"},
+	roles.Service: {"waiter watch", "force expire", "force release", "prune", "next token", "advance epoch"},
 }
 
 // stateSQL is everything a forgery could change, as one text, read by the
@@ -85,6 +88,7 @@ SELECT concat_ws(' | ',
     (SELECT json_agg(e ORDER BY e.event_id)::text FROM distributed_lock_event e),
     (SELECT count(*)::text FROM distributed_lock_waiter),
     (SELECT last_value::text FROM distributed_lock_fence_seq),
+    (SELECT row_to_json(e)::text FROM distributed_lock_epoch e),
     (SELECT string_agg(md5(p.prosrc), ',' ORDER BY p.proname) FROM pg_proc p
      WHERE p.pronamespace = current_schema()::regnamespace))`
 
