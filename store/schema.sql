@@ -651,7 +651,12 @@ END $$;
 -- function): pass it only when the call is a transaction of its own. Safety
 -- never rests on a release: one lost in a crash leaves a lease that expires
 -- at its TTL, and any grant that saw the release commits durably after it,
--- which flushes the release too (WAL is flushed in order). With log_release
+-- which flushes the release too (WAL is flushed in order). But a server
+-- with synchronous standbys (synchronous_standby_names set, read at each
+-- call so a reload takes effect) keeps the session's synchronous_commit:
+-- there the release is acknowledged only once a standby has it, so a
+-- failover to that standby does not bring the lease back for its TTL; it
+-- costs the release a round trip to the standby (docs/operations.md). With log_release
 -- a "released" event is written (event_actor, default owner).
 CREATE OR REPLACE FUNCTION distributed_lock_release(
     key text, owner text, token bigint, lazy_commit boolean DEFAULT false,
@@ -673,7 +678,7 @@ BEGIN
         RETURN NEXT;
         RETURN;
     END IF;
-    IF lazy_commit THEN
+    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
     IF log_release THEN
