@@ -47,7 +47,9 @@ type Config struct {
 	// transaction) does not wait: a release lost in a database crash only
 	// means the lease expires at its TTL instead of at once, and never
 	// lets two owners hold a key. Set it when a crash must not bring back
-	// a released lease until its expiry.
+	// a released lease until its expiry. On a server with synchronous
+	// standbys every release waits as if it were set (for the standby, as
+	// synchronous_commit says), so a failover cannot bring it back either.
 	DurableRelease bool
 	// LogGrants records every grant and release in distributed_lock_event,
 	// not only what an operator has to be able to explain later: steals,

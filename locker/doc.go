@@ -161,6 +161,53 @@
 //   - Crash safety: a hand-off commits durably even when the release was a
 //     lazy one, since it is a grant whose token must never be drawn again.
 //
+// # Failover
+//
+// Tokens also rise across a promotion, with no step by an operator, even
+// when the promoted standby never received the old primary's last grants.
+// A token is epoch << 40 + a count: the epoch is the WAL timeline the
+// server writes on plus a base, and the first grant a server makes on a
+// timeline it has not drawn tokens on moves the sequence to at least
+// epoch << 40 (schema.sql, distributed_lock_advance_epoch). Why it holds:
+//
+//   - a promotion always starts a timeline higher than every timeline its
+//     ancestors wrote on, so the promoted server's epoch is higher than the
+//     epoch of every token the old primary handed out, whatever WAL it
+//     missed; and within a timeline the sequence only rises;
+//   - the timeline is read from the name of the WAL file being written,
+//     which PostgreSQL (15 and later) names by the insert timeline, so it is
+//     right from the first transaction after a promotion; it costs no I/O,
+//     and the check reads one small row;
+//   - the move happens once per timeline under the epoch row's lock, so no
+//     grant on the new timeline draws a token before it;
+//   - a database restored from a dump into another cluster (whose timelines
+//     start again at 1) sees a row written by another system identifier
+//     and rebases: base becomes the dumped epoch, so its tokens stay above
+//     the dumped ones, and every server of the new cluster computes the same
+//     base from the same restored row.
+//
+// Limits: a timeline can hand out 2^40 tokens before its count runs into
+// the next epoch (then order across the next promotion rests on the
+// standby having received the sequence's last value); a server started
+// from a file-level copy without promotion keeps the copy's timeline and is
+// not covered. `lockctl migrate` moves an existing database's tokens into
+// the epoch at once; they only ever rise.
+//
+// Releases are not lost either when the server has synchronous standbys
+// (synchronous_standby_names): the release function then commits with the
+// session's synchronous_commit instead of lazily, so an acknowledged
+// release is on a standby (see [Config.DurableRelease]). With only
+// asynchronous standbys, grants, renewals and releases the standby missed
+// are lost on failover: a holder then finds its lease gone (renewals fail
+// with [ErrNotHeld]) or a released lease held until its TTL.
+//
+// A pool opened on a multi-host DSN (host=a,b target_session_attrs=read-write,
+// which pgx reads like libpq) reaches whichever server is primary: after a
+// promotion, a call on a connection to the old primary fails with
+// [ErrUnavailable] and the next call connects to the new one. A Keepalive
+// keeps renewing through this, within its trust window. docs/failover.md
+// has the operator's side.
+//
 // # Keepalive's trust window
 //
 // A lease granted or renewed by a statement sent at local time s is trusted
