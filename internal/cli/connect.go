@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,13 +99,21 @@ func CloseWithin(pool *pgxpool.Pool, d time.Duration) {
 	}
 }
 
-// ServerName is how the console and messages name the server: host:port/db
-// (the first host of a multi-host DSN; never the password).
+// ServerName is how the console and messages name the server: host:port/db,
+// with every host of a multi-host DSN in order (host:port,host:port/db; never
+// the password).
 func ServerName(cfg *pgx.ConnConfig) string {
 	if cfg == nil {
 		return ""
 	}
-	return cfg.Host + ":" + strconv.Itoa(int(cfg.Port)) + "/" + cfg.Database
+	hosts := []string{cfg.Host + ":" + strconv.Itoa(int(cfg.Port))}
+	for _, f := range cfg.Fallbacks {
+		// pgx adds a fallback per TLS mode too (sslmode=prefer): one name each.
+		if h := f.Host + ":" + strconv.Itoa(int(f.Port)); !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return strings.Join(hosts, ",") + "/" + cfg.Database
 }
 
 // scrubbedError hides passwords in a wrapped error's message while keeping
