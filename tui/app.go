@@ -97,6 +97,9 @@ type Model struct {
 	hasCaps  bool
 	failures int // consecutive failed polls
 	lastErr  error
+	// server is where the last good poll read (server.go); leftServer and
+	// leftWhy say which one the console moved away from, and why.
+	server, leftServer, leftWhy string
 
 	// Selection follows the key, not the row index.
 	selKey  string

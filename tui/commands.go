@@ -53,8 +53,16 @@ func poll(ctx context.Context, db *pgxpool.Pool, req pollRequest) tea.Cmd {
 	}
 }
 
-func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snapshot, error) {
+func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req pollRequest) (snapshot, error) {
 	var snap snapshot
+	// One connection for the whole poll, so the snapshot comes from one
+	// server and the header can name it.
+	db, err := pool.Acquire(ctx)
+	if err != nil {
+		return snap, store.Interpret(err)
+	}
+	defer db.Release()
+	snap.server = serverOf(db)
 	// Every poll looks at the table's shape first, so a table migrated
 	// while the console watches is read as lockctl's from the next poll on.
 	shape, err := store.TableShape(ctx, db)
@@ -62,7 +70,9 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 		return snap, err
 	}
 	if shape == store.ShapeSeed {
-		return readSeedSnapshot(ctx, db, req)
+		seed, err := readSeedSnapshot(ctx, db, req)
+		seed.server = snap.server
+		return seed, err
 	}
 	if snap.page, err = lockview.ListLocks(ctx, db, req.query); err != nil {
 		return snap, err
@@ -113,7 +123,7 @@ func readSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snaps
 
 // readSeedSnapshot reads the reference service's table: its rows, and the
 // selected one for the detail pane. It keeps no history, rates or waiters.
-func readSeedSnapshot(ctx context.Context, db *pgxpool.Pool, req pollRequest) (snapshot, error) {
+func readSeedSnapshot(ctx context.Context, db store.DBTX, req pollRequest) (snapshot, error) {
 	var snap snapshot
 	var err error
 	if snap.page, err = lockview.ListSeedLocks(ctx, db, req.query); err != nil {

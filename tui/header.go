@@ -97,6 +97,7 @@ func (m Model) connLine() string {
 	if !narrow {
 		parts = append(parts, s.Value.Render(safe(m.opts.Server)))
 	}
+	parts = append(parts, m.serverParts()...)
 	parts = append(parts, m.connState())
 	if m.hasSnap && m.snap.page.InRecovery {
 		parts = append(parts, s.Warning.Render("replica — read-only"))
@@ -272,4 +273,22 @@ func handOverText(d time.Duration) string {
 		return "<1ms"
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// serverParts name the server a multi-host DSN led to ("on host:port") and
+// the one the console left after a failover, with why.
+func (m Model) serverParts() []string {
+	s := m.styles
+	var parts []string
+	if m.server != "" && (strings.Contains(m.opts.Server, ",") || m.leftServer != "") {
+		parts = append(parts, s.Label.Render("on ")+s.Value.Render(safe(m.server)))
+	}
+	if m.leftServer != "" {
+		left := "left " + m.leftServer
+		if m.leftWhy != "" {
+			left += ": " + m.leftWhy
+		}
+		parts = append(parts, s.Warning.Render(safe(left)))
+	}
+	return parts
 }

@@ -29,6 +29,7 @@ type snapshot struct {
 	// the reply arrived: remaining TTLs count down from it.
 	receivedAt time.Time
 	latency    time.Duration
+	server     string // address of the server it was read from
 }
 
 // detailData is the selected lock's row, waiters and history.

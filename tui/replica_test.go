@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +56,65 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 	m, cmd := update(t, m, keyMsg("x"))
 	if cmd != nil || m.confirm != nil || !strings.Contains(m.flash.text, "replica — read-only") {
 		t.Fatalf("x on a replica: confirm %v, flash %q", m.confirm != nil, m.flash.text)
+	}
+}
+
+// TestConsoleFollowsAPromotion opens the console on a multi-host DSN
+// (primary, standby). The header names the server it reads from; after the
+// primary crashes and the standby is promoted, polls fail until the pool
+// reaches the promoted server, and then the header names it and says which
+// server the console left and why.
+func TestConsoleFollowsAPromotion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a primary and a standby")
+	}
+	ctx := context.Background()
+	primary, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
+	if err != nil {
+		testdb.Unavailable(t, "no PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() { _ = primary.Close() })
+	standby, err := pgtemp.StartStandby(ctx, primary, pgtemp.Options{Fast: true, HandleSignals: true})
+	if err != nil {
+		testdb.Unavailable(t, "no standby: %v", err)
+	}
+	t.Cleanup(func() { _ = standby.Close() })
+	pool := testdb.Pool(t, pgtemp.MultiHostDSN("", primary, standby))
+	if err := store.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	acquire(t, pool, "billing:nightly", "worker-1", time.Hour)
+	if err := pgtemp.WaitReplayed(ctx, primary, standby); err != nil {
+		t.Fatal(err)
+	}
+	oldAddr := "127.0.0.1:" + strconv.Itoa(primary.Port())
+	newAddr := "127.0.0.1:" + strconv.Itoa(standby.Port())
+	m := dbModel(t, pool, Options{Server: oldAddr + "," + newAddr + "/postgres"}, 160, 35)
+	if s := screen(m); !strings.Contains(s, "on "+oldAddr) || strings.Contains(s, "left ") {
+		t.Fatalf("before the promotion, want the header on %s:\n%s", oldAddr, s)
+	}
+
+	if err := primary.Crash(); err != nil {
+		t.Fatal(err)
+	}
+	if err := standby.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Each pooled connection to the crashed primary fails one poll; then a
+	// new connection reaches the promoted standby.
+	for i := 0; ; i++ {
+		m = repoll(t, m)
+		if m.failures == 0 {
+			break
+		}
+		if i == 20 {
+			t.Fatalf("no good poll after the promotion: %v", m.lastErr)
+		}
+	}
+	s := screen(m)
+	for _, want := range []string{"on " + newAddr, "left " + oldAddr + ": database unreachable", "billing:nightly", "● live"} {
+		if !strings.Contains(s, want) {
+			t.Fatalf("after the promotion the screen lacks %q:\n%s", want, s)
+		}
 	}
 }

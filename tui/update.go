@@ -67,6 +67,7 @@ func (m Model) pageLoaded(msg pageLoadedMsg) (tea.Model, tea.Cmd) {
 		m.pending = false
 		return m, m.armTick(backoff(m.refresh, m.failures))
 	}
+	m.noteServer(msg.snap.server)
 	m.failures, m.lastErr = 0, nil
 	m.applySnapshot(msg.snap)
 	if m.pending {
