@@ -23,6 +23,9 @@ const (
 	SlowStatement    = "slow_statement"
 	StatementTimeout = "statement_timeout"
 	Zombie           = "zombie_freeze"
+	// Promote crashes the primary and promotes its synchronous standby
+	// (Config.Failover), once per run.
+	Promote = "promote_sync_standby"
 )
 
 // AllKinds is every fault the injector knows.
@@ -34,8 +37,12 @@ var AllKinds = []string{KillAcquire, KillRenew, KillWrite, RestartFast, RestartC
 var weight = map[string]int{KillAcquire: 3, KillRenew: 3, KillWrite: 3, RestartFast: 1,
 	RestartCrash: 1, SlowStatement: 3, StatementTimeout: 2, Zombie: 3, DeadWaiter: 3, RestartHandOff: 1}
 
+// once are the kinds the injector makes only in its first round.
+var once = map[string]bool{Promote: true}
+
 type injector struct {
-	inst    *pgtemp.Instance
+	inst    *pgtemp.Instance // the primary: restarts act on it
+	standby *pgtemp.Instance // synchronous standby, until Promote
 	admin   *pgxpool.Pool
 	rng     *rand.Rand
 	counts  *counts
@@ -70,14 +77,18 @@ func (in *injector) run(ctx context.Context) {
 		}
 		in.pause(ctx)
 	}
+	var again []string
 	total := 0
 	for _, k := range in.kinds {
-		total += weight[k]
+		if !once[k] {
+			again = append(again, k)
+			total += weight[k]
+		}
 	}
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && total > 0 {
 		n := in.rng.IntN(total)
-		kind := in.kinds[0]
-		for _, k := range in.kinds {
+		kind := again[0]
+		for _, k := range again {
 			if n < weight[k] {
 				kind = k
 				break
@@ -145,6 +156,8 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		ok, err = in.deadWaiter(ctx)
 	case RestartHandOff:
 		ok, err = in.restartMidHandOff(ctx)
+	case Promote:
+		ok, err = in.promote(ctx)
 	case Zombie:
 		_, w := in.heldKey()
 		if w == nil {
@@ -263,4 +276,25 @@ func (in *injector) killWhile(ctx context.Context, hold func(context.Context) er
 		sleepCtx(wctx, 2*time.Millisecond)
 	}
 	return false, nil
+}
+
+// promote crashes the primary (immediate stop: what its synchronous standby
+// has not confirmed is lost with it) and promotes the standby. The workers'
+// pools and the notifier use a multi-host DSN, so their next connections
+// reach the promoted server; the old primary stays down, and later restarts
+// act on the new one.
+func (in *injector) promote(ctx context.Context) (bool, error) {
+	if in.standby == nil {
+		return false, nil
+	}
+	if err := in.inst.Crash(); err != nil {
+		return false, err
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := in.standby.Promote(pctx); err != nil {
+		return false, err
+	}
+	in.inst, in.standby = in.standby, nil
+	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,11 @@ type Config struct {
 	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
 	// the checker must then find violations.
 	Unsafe bool
+	// Failover runs the server with a synchronous standby, connects every
+	// client through a multi-host DSN (target_session_attrs=read-write), and
+	// adds the Promote fault: once, the primary crashes and the standby is
+	// promoted. The checker then reads the promoted server.
+	Failover bool
 	// Logf reports progress and oddities. Defaults to discarding.
 	Logf func(format string, args ...any)
 }
@@ -68,6 +74,9 @@ func (c *Config) defaults() {
 	if c.Kinds == nil {
 		c.Kinds = AllKinds
 	}
+	if c.Failover && !slices.Contains(c.Kinds, Promote) {
+		c.Kinds = append(slices.Clip(c.Kinds), Promote)
+	}
 	if c.Logf == nil {
 		c.Logf = func(string, ...any) {}
 	}
@@ -78,13 +87,21 @@ func (c *Config) defaults() {
 // run itself could not be carried out; violations are in Summary.Report.
 func Run(ctx context.Context, cfg Config) (Summary, error) {
 	cfg.defaults()
-	inst, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true,
-		Settings: map[string]string{"max_connections": "200"}})
+	opts := pgtemp.Options{Fast: true, HandleSignals: true,
+		Settings: map[string]string{"max_connections": "200"}}
+	inst, err := pgtemp.Start(ctx, opts)
 	if err != nil {
 		return Summary{}, err
 	}
 	defer inst.Close()
 	dsn := inst.DSN("")
+	var standby *pgtemp.Instance
+	if cfg.Failover {
+		if standby, dsn, err = startSyncStandby(ctx, inst, opts); err != nil {
+			return Summary{}, err
+		}
+		defer standby.Close()
+	}
 	if err := setup(ctx, dsn, cfg); err != nil {
 		return Summary{}, err
 	}
@@ -140,7 +157,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	pools = append(pools, admin)
-	inj := &injector{inst: inst, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
+	inj := &injector{inst: inst, standby: standby, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
 		workers: workers, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
 
 	started := time.Now()
@@ -178,7 +195,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 		if attempt == 0 {
 			// A failed restart leaves the server down: start it again.
-			_ = inst.Start(ctx)
+			_ = inj.inst.Start(ctx)
 		}
 		if attempt == 20 || ctx.Err() != nil {
 			return Summary{}, fmt.Errorf("faults: check: %w", err)
@@ -190,6 +207,28 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		s.OtherErrors = append(s.OtherErrors, w.otherErrs...)
 	}
 	return s, nil
+}
+
+// startSyncStandby starts a synchronous standby of primary and returns it
+// with a multi-host DSN listing both, primary first.
+func startSyncStandby(ctx context.Context, primary *pgtemp.Instance, opts pgtemp.Options) (*pgtemp.Instance, string, error) {
+	// A standby retries a lost connection after wal_retrieve_retry_interval
+	// (5s by default), and until it is back every commit on the primary
+	// waits: longer than a lease, so grants would arrive already expired.
+	settings := map[string]string{"wal_retrieve_retry_interval": "50ms"}
+	for k, v := range opts.Settings {
+		settings[k] = v
+	}
+	opts.Settings = settings
+	standby, err := pgtemp.StartStandby(ctx, primary, opts)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := standby.SetSynchronous(ctx, true); err != nil {
+		standby.Close()
+		return nil, "", err
+	}
+	return standby, pgtemp.MultiHostDSN("", primary, standby), nil
 }
 
 func setup(ctx context.Context, dsn string, cfg Config) error {
