@@ -255,11 +255,11 @@ func TestClientsFollowThePromotion(t *testing.T) {
 	// The pool's connections to the crashed primary fail once each; a
 	// client retries a call that failed as unavailable.
 	var renewed locker.Lease
-	err := retryUnavailable(ctx, func() (err error) {
+	var err error
+	if !testdb.Within(10*time.Second, func() bool {
 		renewed, err = lk.Renew(ctx, db, lease)
-		return err
-	})
-	if err != nil {
+		return !errors.Is(err, locker.ErrUnavailable)
+	}) || err != nil {
 		t.Fatalf("renew after the promotion: %v", err)
 	}
 	if renewed.Token != lease.Token {
@@ -277,32 +277,16 @@ func TestClientsFollowThePromotion(t *testing.T) {
 	}
 }
 
-// retryUnavailable runs call until it succeeds with something other than
-// locker.ErrUnavailable, at most 50 times.
-func retryUnavailable(ctx context.Context, call func() error) error {
-	var err error
-	for range 50 {
-		if err = call(); !errors.Is(err, locker.ErrUnavailable) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return err
-}
-
 // serverPort is the port of the server a pooled connection reaches.
 func serverPort(t *testing.T, db *pgxpool.Pool) int {
 	t.Helper()
 	var port int
-	err := retryUnavailable(context.Background(), func() error {
-		return store.Interpret(db.QueryRow(context.Background(), `SELECT inet_server_port()`).Scan(&port))
-	})
-	if err != nil {
-		t.Fatal(err)
+	var err error
+	if !testdb.Within(10*time.Second, func() bool {
+		err = store.Interpret(db.QueryRow(context.Background(), `SELECT inet_server_port()`).Scan(&port))
+		return !errors.Is(err, locker.ErrUnavailable)
+	}) || err != nil {
+		t.Fatalf("read the server's port: %v", err)
 	}
 	return port
 }

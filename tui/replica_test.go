@@ -102,14 +102,11 @@ func TestConsoleFollowsAPromotion(t *testing.T) {
 	}
 	// Each pooled connection to the crashed primary fails one poll; then a
 	// new connection reaches the promoted standby.
-	for i := 0; ; i++ {
+	if !testdb.Within(10*time.Second, func() bool {
 		m = repoll(t, m)
-		if m.failures == 0 {
-			break
-		}
-		if i == 20 {
-			t.Fatalf("no good poll after the promotion: %v", m.lastErr)
-		}
+		return m.failures == 0
+	}) {
+		t.Fatalf("no good poll after the promotion: %v", m.lastErr)
 	}
 	s := screen(m)
 	for _, want := range []string{"on " + newAddr, "left " + oldAddr + ": database unreachable", "billing:nightly", "● live"} {
