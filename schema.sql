@@ -409,17 +409,16 @@ BEGIN
     RETURN tl + st.base;
 END $$;
 
--- distributed_lock_next_token draws a grant's token: nextval, after moving
--- the sequence into this timeline's epoch when it is not there yet. The
--- check costs a read of the one-row table; only the first grant after a
--- promotion (or a restore) takes the lock and reads the control file.
+-- distributed_lock_next_token draws a token after moving the sequence into
+-- this timeline's epoch. distributed_lock_acquire calls it only when the
+-- epoch row is not on the server's timeline (a timeline's first grant);
+-- every other grant compares the row with the timeline in its own
+-- statement and draws with nextval directly, which costs no extra
+-- statement, snapshot or function call.
 CREATE OR REPLACE FUNCTION distributed_lock_next_token() RETURNS bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM distributed_lock_epoch e
-                   WHERE e.timeline = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint) THEN
-        PERFORM distributed_lock_advance_epoch();
-    END IF;
+    PERFORM distributed_lock_advance_epoch();
     RETURN nextval('distributed_lock_fence_seq');
 END $$;
 
@@ -469,7 +468,10 @@ BEGIN
             UPDATE distributed_lock l SET
                 owner_id       = owner,
                 fence_token    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
-                                      THEN l.fence_token ELSE distributed_lock_next_token() END,
+                                      THEN l.fence_token
+                                      WHEN (SELECT e.timeline FROM distributed_lock_epoch e) = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+                                      THEN nextval('distributed_lock_fence_seq')
+                                      ELSE distributed_lock_next_token() END,
                 expires_at     = statement_timestamp() + ttl_us * interval '1 microsecond',
                 ttl            = ttl_us * interval '1 microsecond',
                 acquired_at    = CASE WHEN (l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > statement_timestamp())
@@ -540,7 +542,10 @@ BEGIN
             (owner_id, fence_token, expires_at, ttl, acquired_at, renewed_at, renew_count,
              released_at, grant_kind, previous_owner, previous_token, metadata, handed_to) =
             (SELECT owner,
-                    CASE WHEN d.mine THEN l.fence_token ELSE distributed_lock_next_token() END,
+                    CASE WHEN d.mine THEN l.fence_token
+                         WHEN (SELECT e.timeline FROM distributed_lock_epoch e) = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+                         THEN nextval('distributed_lock_fence_seq')
+                         ELSE distributed_lock_next_token() END,
                     d.ts + ttl_us * interval '1 microsecond',
                     ttl_us * interval '1 microsecond',
                     CASE WHEN d.mine THEN l.acquired_at ELSE d.ts END,
@@ -563,7 +568,10 @@ BEGIN
     ), created AS (
         INSERT INTO distributed_lock AS l
             (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
-        SELECT key, owner, (SELECT distributed_lock_next_token() FROM gate),
+        SELECT key, owner,
+               (SELECT CASE WHEN (SELECT e.timeline FROM distributed_lock_epoch e) = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+                            THEN nextval('distributed_lock_fence_seq')
+                            ELSE distributed_lock_next_token() END FROM gate),
                clock_timestamp() + ttl_us * interval '1 microsecond',
                ttl_us * interval '1 microsecond', clock_timestamp(),
                coalesce(lease_metadata, '{}')
@@ -886,7 +894,9 @@ BEGIN
     END IF;
     UPDATE distributed_lock l SET
         owner_id = w.owner_id,
-        fence_token = distributed_lock_next_token(),
+        fence_token = CASE WHEN (SELECT e.timeline FROM distributed_lock_epoch e) = ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint
+                           THEN nextval('distributed_lock_fence_seq')
+                           ELSE distributed_lock_next_token() END,
         expires_at = ts + least(w.claim_window, w.ttl),
         ttl = w.ttl,
         acquired_at = ts,
