@@ -27,7 +27,7 @@ func TestWaitProgressOnTerminal(t *testing.T) {
 	body := fmt.Sprintf("%s acquire k --owner b --wait 30s --dsn %s\necho \"exit=$?\"\nsleep 60\n",
 		shellQuote(binary), shellQuote(d.dsn))
 	_, waitFor := tmuxRun(t, "progress", body)
-	waitFor(regexp.MustCompile(`lockctl acquire: waiting for k, held by holder-a \(token \d+, expires in \S+\); waited \d+s of 30s`))
+	waitFor(regexp.MustCompile(`lockctl acquire: waiting for k, \d+s of 30s; held by holder-a \(token \d+, expires in \S+\)`))
 
 	d.json(0, "release", "k", "--owner", "holder-a", "--token", tokenArg(holder.Token))
 	s := waitFor(regexp.MustCompile(`exit=0`))

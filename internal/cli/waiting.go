@@ -80,15 +80,18 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 	}
 }
 
-// progressLine is the text of the waiting line, escaped for a terminal.
+// progressLine is the text of the waiting line, escaped for a terminal. How
+// long it has waited comes before the holder, so a narrow terminal cuts the
+// holder's details (tokens are long: locker, "Failover"), not the count.
 func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, wait time.Duration) string {
-	line := fmt.Sprintf("%s: waiting for %s", prog, textsafe.Escape(key))
+	line := fmt.Sprintf("%s: waiting for %s, %s of %s", prog, textsafe.Escape(key),
+		formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
 	if known && holder.State() != locker.StateFree {
-		line += fmt.Sprintf(", held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
+		line += fmt.Sprintf("; held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
 		if holder.Remaining > 0 {
 			line += ", expires in " + formatDuration(holder.Remaining)
 		}
 		line += ")"
 	}
-	return line + fmt.Sprintf("; waited %s of %s", formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
+	return line
 }
