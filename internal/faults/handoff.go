@@ -30,9 +30,11 @@ const (
 // lease), never told.
 const deadWaiterClient = -1
 
-// deadWaiter queues a waiter that never checks, claims or leaves.
+// deadWaiter queues a waiter that never checks, claims or leaves, on a
+// held hot key: every worker contends for those, so once the lease handed
+// to the dead waiter lapses, someone takes it over within the run.
 func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
-	key, _ := in.heldKey()
+	key := in.heldHotKey()
 	if key == "" {
 		return false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -189,6 +190,20 @@ func (in *injector) heldKey() (string, *worker) {
 	}
 	i := in.rng.IntN(len(holders))
 	return keys[i], holders[i]
+}
+
+// heldHotKey is a hot key some worker holds right now, or "".
+func (in *injector) heldHotKey() string {
+	var keys []string
+	for _, w := range in.workers {
+		if k := w.holding.Load(); k != nil && slices.Contains(in.hot, *k) {
+			keys = append(keys, *k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[in.rng.IntN(len(keys))]
 }
 
 // holdRowSQL is the competing transaction of a slow statement: it locks the
