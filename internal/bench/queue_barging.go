@@ -51,23 +51,9 @@ func bargingWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job que
 		cleanup()
 		return nil, nil, err
 	}
-	var out []acquireFunc
-	for i := range job.Waiters {
-		owner := fmt.Sprintf("barging-p%d-w%d", job.Process, i)
-		out = append(out, func(ctx context.Context) (int64, func() error, error) {
-			lease, err := bargingAcquire(ctx, lk, pool, listener, job.Key, owner)
-			if err != nil {
-				return 0, nil, err
-			}
-			return lease.Token, func() error {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-				defer cancel()
-				_, err := lk.Release(rctx, pool, lease)
-				return err
-			}, nil
-		})
-	}
-	return out, cleanup, nil
+	return leaseAcquirers(job, "barging", lk, pool, func(ctx context.Context, owner string) (locker.Lease, error) {
+		return bargingAcquire(ctx, lk, pool, listener, job.Key, owner)
+	}), cleanup, nil
 }
 
 // bargingAcquire is the waiting loop of locker.Acquire before the queue.

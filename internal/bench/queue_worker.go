@@ -233,11 +233,20 @@ func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queu
 		cleanup()
 		return nil, nil, fmt.Errorf("connect: %w", interpret(err))
 	}
+	return leaseAcquirers(job, "queue", lk, pool, func(ctx context.Context, owner string) (locker.Lease, error) {
+		return lk.Acquire(ctx, pool, job.Key, owner)
+	}), cleanup, nil
+}
+
+// leaseAcquirers makes an acquireFunc for each of job's waiters in this
+// process: take the lease with acquire, give it back with lk.Release.
+func leaseAcquirers(job queueJob, prefix string, lk *locker.Locker, pool *pgxpool.Pool,
+	acquire func(ctx context.Context, owner string) (locker.Lease, error)) []acquireFunc {
 	var out []acquireFunc
 	for i := range job.Waiters {
-		owner := fmt.Sprintf("queue-p%d-w%d", job.Process, i)
+		owner := fmt.Sprintf("%s-p%d-w%d", prefix, job.Process, i)
 		out = append(out, func(ctx context.Context) (int64, func() error, error) {
-			lease, err := lk.Acquire(ctx, pool, job.Key, owner)
+			lease, err := acquire(ctx, owner)
 			if err != nil {
 				return 0, nil, err
 			}
@@ -249,7 +258,7 @@ func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queu
 			}, nil
 		})
 	}
-	return out, cleanup, nil
+	return out
 }
 
 // transactionCounter counts transactions as the server commits them: a
