@@ -33,29 +33,6 @@ const promotionsEnv = "LOCKCTL_FAILOVER_PROMOTIONS"
 // distributed_lock_advance_epoch).
 const epochShift = 40
 
-// startServer starts a throwaway primary, or skips (fails under CI) when
-// PostgreSQL is missing.
-func startServer(t *testing.T) *pgtemp.Instance {
-	t.Helper()
-	in, err := pgtemp.Start(context.Background(), pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = in.Close() })
-	return in
-}
-
-// startStandby starts a streaming standby of primary.
-func startStandby(t *testing.T, primary *pgtemp.Instance) *pgtemp.Instance {
-	t.Helper()
-	in, err := pgtemp.StartStandby(context.Background(), primary, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no standby: %v", err)
-	}
-	t.Cleanup(func() { _ = in.Close() })
-	return in
-}
-
 // serverPool opens a pool on one server, closed when the test ends.
 func serverPool(t *testing.T, in *pgtemp.Instance) *pgxpool.Pool {
 	t.Helper()
@@ -108,14 +85,14 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 	}
 	ctx := context.Background()
 	lk := failoverLocker(t)
-	primary := startServer(t)
+	primary := testdb.Server(t)
 	if err := locker.Migrate(ctx, serverPool(t, primary)); err != nil {
 		t.Fatal(err)
 	}
 	var maxAcked int64
 	for round := range promotions {
 		start := time.Now()
-		standby := startStandby(t, primary)
+		standby := testdb.Standby(t, primary)
 		db := serverPool(t, primary)
 		// A few grants the standby receives, then a burst it misses.
 		for i := range 3 {
@@ -194,12 +171,12 @@ func grant(t *testing.T, lk *locker.Locker, db locker.DBTX, key string) locker.L
 func TestSyncStandbyKeepsAcknowledgedReleases(t *testing.T) {
 	ctx := context.Background()
 	lk := failoverLocker(t)
-	primary := startServer(t)
+	primary := testdb.Server(t)
 	db := serverPool(t, primary)
 	if err := locker.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	standby := startStandby(t, primary)
+	standby := testdb.Standby(t, primary)
 	if err := standby.SetSynchronous(ctx, true); err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +214,8 @@ func TestSyncStandbyKeepsAcknowledgedReleases(t *testing.T) {
 func TestClientsFollowThePromotion(t *testing.T) {
 	ctx := context.Background()
 	lk := failoverLocker(t)
-	primary := startServer(t)
-	standby := startStandby(t, primary)
+	primary := testdb.Server(t)
+	standby := testdb.Standby(t, primary)
 	db := testdb.Pool(t, pgtemp.MultiHostDSN("", primary, standby))
 	if err := locker.Migrate(ctx, db); err != nil {
 		t.Fatal(err)

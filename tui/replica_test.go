@@ -22,11 +22,7 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 		t.Skip("starts a primary and a standby")
 	}
 	ctx := context.Background()
-	primary, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = primary.Close() })
+	primary := testdb.Server(t)
 	conn, err := pgx.Connect(ctx, primary.DSN(""))
 	if err != nil {
 		t.Fatal(err)
@@ -36,11 +32,7 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 	}
 	conn.Close(ctx)
 	acquire(t, testdb.Pool(t, primary.DSN("")), "billing:nightly", "worker-1", time.Hour)
-	standby, err := pgtemp.StartStandby(ctx, primary, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no standby: %v", err)
-	}
-	t.Cleanup(func() { _ = standby.Close() })
+	standby := testdb.Standby(t, primary)
 	if err := pgtemp.WaitReplayed(ctx, primary, standby); err != nil {
 		t.Fatal(err)
 	}
@@ -69,16 +61,8 @@ func TestConsoleFollowsAPromotion(t *testing.T) {
 		t.Skip("starts a primary and a standby")
 	}
 	ctx := context.Background()
-	primary, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = primary.Close() })
-	standby, err := pgtemp.StartStandby(ctx, primary, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no standby: %v", err)
-	}
-	t.Cleanup(func() { _ = standby.Close() })
+	primary := testdb.Server(t)
+	standby := testdb.Standby(t, primary)
 	pool := testdb.Pool(t, pgtemp.MultiHostDSN("", primary, standby))
 	if err := store.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)

@@ -19,16 +19,8 @@ func TestCommandsFollowThePromotion(t *testing.T) {
 		t.Skip("starts a primary and a standby")
 	}
 	ctx := context.Background()
-	primary, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() { _ = primary.Close() })
-	standby, err := pgtemp.StartStandby(ctx, primary, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no standby: %v", err)
-	}
-	t.Cleanup(func() { _ = standby.Close() })
+	primary := testdb.Server(t)
+	standby := testdb.Standby(t, primary)
 	d := db{t: t, dsn: pgtemp.MultiHostDSN("", primary, standby)}
 	hosts := "127.0.0.1:" + strconv.Itoa(primary.Port()) + ",127.0.0.1:" + strconv.Itoa(standby.Port()) + "/postgres"
 	if r := d.expect(0, "migrate"); !strings.Contains(r.stdout, hosts) {
