@@ -85,7 +85,7 @@ func TestPoolerMisconfigurationsSayWhatToDo(t *testing.T) {
 // transaction pooler is woken by the release when --notify-dsn is direct;
 // without it, it warns that wake-ups are not live and waits on.
 func TestWaitThroughPoolerWithNotifyDSN(t *testing.T) {
-	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 2})
+	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 4})
 	d := db{t: t, dsn: p.DSN}
 	direct := testdb.Pool(t, p.DirectDSN)
 	waiting := func() bool {
@@ -107,9 +107,11 @@ func TestWaitThroughPoolerWithNotifyDSN(t *testing.T) {
 	}
 
 	// Without --notify-dsn it LISTENs through the pooler, hears nothing,
-	// and says so (the holder keeps the key; the wait runs out).
+	// and says so (the holder keeps the key; the wait runs out). The wait
+	// is three times the Notifier's 5s probe timeout, so a loaded machine
+	// still sees the warning before the wait ends.
 	d.json(0, "acquire", "k2", "--owner", "holder", "--ttl", "1m")
-	r = run(t, "acquire", "k2", "--owner", "waiter", "--wait", "8s", "--dsn", p.DSN)
+	r = run(t, "acquire", "k2", "--owner", "waiter", "--wait", "15s", "--dsn", p.DSN)
 	if r.code != 3 || strings.Count(r.stderr, "not live") != 1 || !strings.Contains(r.stderr, "--notify-dsn") {
 		t.Fatalf("waiter listening through the pooler: %s\nwant exit 3 and one warning naming --notify-dsn", r)
 	}
