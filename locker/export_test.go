@@ -1,9 +1,5 @@
 package locker
 
-// Subscribe is (*Notifier).subscribe, for tests that wait until a Notifier
-// is listening.
-func Subscribe(n *Notifier, key string) (<-chan struct{}, func()) { return n.subscribe(key) }
-
 // Clock is the Locker's clock (see clock.go), for the external tests.
 type Clock = clock
 

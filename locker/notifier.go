@@ -315,10 +315,6 @@ func (n *Notifier) dispatch(note *pgconn.Notification) {
 		return // another lock namespace in the same database
 	}
 	for w := range n.subs[h.Key] {
-		if w.id < 0 {
-			signal(w.wake) // a plain subscription: the key changed hands
-			continue
-		}
 		if w.id == 0 {
 			if len(w.early) < maxEarly {
 				w.early = append(w.early, h)
@@ -375,17 +371,6 @@ func (n *Notifier) queued(w *waiting, id int64) {
 		}
 	}
 	w.early = nil
-}
-
-// subscribe returns a channel that receives a value whenever key may have
-// changed hands (a release, a hand-off, an operator action) or the Notifier
-// (re)connects, and a function to stop the subscription.
-func (n *Notifier) subscribe(key string) (<-chan struct{}, func()) {
-	w, stop := n.await(key, 0)
-	n.mu.Lock()
-	w.id = -1 // never a waiter record: no heartbeat, woken by every hand-off
-	n.mu.Unlock()
-	return w.wake, stop
 }
 
 func (n *Notifier) wake(key string) {

@@ -47,7 +47,7 @@ func TestQueueServesInArrivalOrderAcrossProcesses(t *testing.T) {
 				t.Errorf("%s release: %v", owner, err)
 			}
 		})
-		waitForWaiter(t, db, "k", owner) // queued before the next one arrives
+		testdb.WaitForWaiter(t, db, "k", owner) // queued before the next one arrives
 	}
 	if _, err := procs[0].Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestReleaseHandsOffToHeadWaiterAndClaimExtendsIt(t *testing.T) {
 		ClaimWindow: claim})
 	holder := mustAcquire(t, lk, db, "k", "a")
 	got := acquireAsync(ctx, lk, db, "k", "b")
-	waitForWaiter(t, db, "k", "b")
+	testdb.WaitForWaiter(t, db, "k", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestQueueWithoutNotifierFindsItsGrant(t *testing.T) {
 	lk := newLocker(t, locker.Config{TTL: time.Minute, WaitRecheck: 200 * time.Millisecond})
 	holder := mustAcquire(t, lk, db, "k", "a")
 	got := acquireAsync(ctx, lk, db, "k", "b")
-	waitForWaiter(t, db, "k", "b")
+	testdb.WaitForWaiter(t, db, "k", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
 	holder := mustAcquire(t, lk, db, "k", "a")
 	dead := enqueueRaw(t, db, "k", "dead", claim)
 	got := acquireAsync(ctx, lk, db, "k", "b")
-	waitForWaiter(t, db, "k", "b")
+	testdb.WaitForWaiter(t, db, "k", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +306,7 @@ func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	got := acquireAsync(waitCtx, lk, here, "k", "b")
-	id := waitForWaiter(t, here, "k", "b").ID
+	id := testdb.WaitForWaiter(t, here, "k", "b").ID
 	otherHolder := mustAcquire(t, lk, there, "k", "x")
 	if otherID := enqueueRaw(t, there, "k", "y", time.Minute); otherID != id {
 		t.Fatalf("waiter ids %d and %d: the test needs them equal", id, otherID)

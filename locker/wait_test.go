@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/internal/workload"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -21,19 +22,7 @@ import (
 // returns once it is listening.
 func startNotifier(t *testing.T, pool *pgxpool.Pool) *locker.Notifier {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	n := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
-	done := make(chan struct{})
-	go func() { _ = n.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(10 * time.Second)
-	for !n.Live() {
-		if time.Now().After(deadline) {
-			t.Fatal("notifier did not start listening")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return n
+	return workload.StartNotifier(t, pool.Config().ConnConfig)
 }
 
 type acquired struct {
@@ -49,26 +38,6 @@ func acquireAsync(ctx context.Context, lk *locker.Locker, db locker.DBTX, key, o
 		ch <- acquired{l, err, time.Now()}
 	}()
 	return ch
-}
-
-// waitForWaiter returns owner's waiter record on key once it is visible.
-func waitForWaiter(t *testing.T, db locker.DBTX, key, owner string) lockview.Waiter {
-	t.Helper()
-	var found lockview.Waiter
-	testdb.Eventually(t, 10*time.Second, "waiter record of "+owner+" on "+key, func() bool {
-		ws, err := lockview.Waiters(context.Background(), db, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range ws {
-			if w.Owner == owner {
-				found = w
-				return true
-			}
-		}
-		return false
-	})
-	return found
 }
 
 const waiterRowsSQL = `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`
@@ -94,7 +63,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	got := acquireAsync(waitCtx, lk, db, "k", "b")
-	if w := waitForWaiter(t, db, "k", "b"); w.Key != "k" || w.Waited < 0 {
+	if w := testdb.WaitForWaiter(t, db, "k", "b"); w.Key != "k" || w.Waited < 0 {
 		t.Fatalf("waiter record = %+v", w)
 	}
 	if _, err := lk.Release(ctx, db, holder); err != nil {
@@ -175,7 +144,7 @@ func TestAcquireGivesUpWhenContextEnds(t *testing.T) {
 	defer cancel()
 	got := acquireAsync(waitCtx, lk, db, "k", "b")
 	clk.waitTimer(t) // registered, and sleeping until a's expiry
-	waitForWaiter(t, db, "k", "b")
+	testdb.WaitForWaiter(t, db, "k", "b")
 	cancel()
 	var r acquired
 	select {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -73,4 +74,26 @@ func WaitUntilPast(t testing.TB, db store.DBTX, at time.Time) {
 		}
 		return past
 	})
+}
+
+// WaitForWaiter returns owner's waiter record on key once it is visible: a
+// waiting Acquire has joined the queue, so what the test does next happens
+// while it waits.
+func WaitForWaiter(t testing.TB, db store.DBTX, key, owner string) lockview.Waiter {
+	t.Helper()
+	var found lockview.Waiter
+	Eventually(t, 10*time.Second, "waiter record of "+owner+" on "+key, func() bool {
+		ws, err := lockview.Waiters(context.Background(), db, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if w.Owner == owner {
+				found = w
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }

@@ -1,4 +1,4 @@
-package locker_test
+package deployment_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/internal/workload"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -124,13 +125,13 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	}
 
 	// A waiter woken by the release, not by a recheck.
-	n := startNotifierWith(t, listenCfg)
+	n := workload.StartNotifier(t, listenCfg)
 	waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
 	holder := mustAcquire(t, lk, db, "wait", "a")
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	got := acquireAsync(wctx, waiting, db, "wait", "b")
-	waitForWaiter(t, db, "wait", "b")
+	testdb.WaitForWaiter(t, db, "wait", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
@@ -164,23 +165,4 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if _, err := lk.Prune(ctx, db, locker.PruneOptions{}); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-}
-
-// startNotifierWith runs a Notifier that listens on connections from cfg
-// until the test ends, and returns once it is listening.
-func startNotifierWith(t *testing.T, cfg *pgx.ConnConfig) *locker.Notifier {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	n := locker.NewNotifier(locker.ConnectWith(cfg))
-	listening, unsubscribe := locker.Subscribe(n, "test:listening")
-	done := make(chan struct{})
-	go func() { _ = n.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-listening:
-	case <-time.After(10 * time.Second):
-		t.Fatal("notifier did not start listening")
-	}
-	unsubscribe()
-	return n
 }

@@ -1,4 +1,4 @@
-package locker_test
+package deployment_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/internal/workload"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -71,11 +72,11 @@ func TestThroughTransactionPooler(t *testing.T) {
 			if direct, err = pgx.ParseConfig(p.DirectDSN); err != nil {
 				t.Fatal(err)
 			}
-			res := workload{
+			res := workload.Workload{
 				Workers: 8, HotKeys: 2, ColdKeys: 16, Duration: 2 * time.Second, TTL: 200 * time.Millisecond,
 				Operator: true, HoldWrites: 2, Listen: direct,
-			}.run(t, poolInMode(t, p.DSN, execModes[mode]))
-			reportViolations(t, res)
+			}.Run(t, poolInMode(t, p.DSN, execModes[mode]))
+			res.LogViolations(t)
 			if !res.Report.OK() || res.Report.Stats.Grants < 20 {
 				t.Fatalf("checker through the pooler: %s; %d violations", res.Report.Stats, len(res.Report.Violations))
 			}

@@ -1,4 +1,4 @@
-package locker_test
+package deployment_test
 
 import (
 	"context"
@@ -26,7 +26,7 @@ import (
 // promotionsEnv sets how many promotions TestTokensRiseAcrossPromotions
 // makes (default 3, 1 with -short). The target is 20:
 //
-//	LOCKCTL_FAILOVER_PROMOTIONS=20 go test -count=1 -run TestTokensRiseAcrossPromotions ./locker/
+//	LOCKCTL_FAILOVER_PROMOTIONS=20 go test -count=1 -run TestTokensRiseAcrossPromotions ./internal/deployment/
 const promotionsEnv = "LOCKCTL_FAILOVER_PROMOTIONS"
 
 // epochShift is where a token's epoch starts (schema.sql,
@@ -40,12 +40,7 @@ func serverPool(t *testing.T, in *pgtemp.Instance) *pgxpool.Pool {
 }
 
 func failoverLocker(t *testing.T) *locker.Locker {
-	t.Helper()
-	lk, err := locker.New(locker.Config{TTL: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lk
+	return newLocker(t, locker.Config{TTL: time.Hour})
 }
 
 // crashAndPromote crashes primary and promotes standby, returning the new
@@ -157,11 +152,7 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 // grant takes key for a fresh owner or fails the test.
 func grant(t *testing.T, lk *locker.Locker, db locker.DBTX, key string) locker.Lease {
 	t.Helper()
-	lease, err := lk.TryAcquire(context.Background(), db, key, "owner-of-"+key)
-	if err != nil {
-		t.Fatalf("grant %s: %v", key, err)
-	}
-	return lease
+	return mustAcquire(t, lk, db, key, "owner-of-"+key)
 }
 
 // With a synchronous standby, every release the primary acknowledged is

@@ -1,4 +1,4 @@
-package locker_test
+package deployment_test
 
 import (
 	"context"
@@ -68,7 +68,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		got := acquireAsync(wctx, waiting, pool, "live", "b")
-		waitForWaiter(t, pool, "live", "b")
+		testdb.WaitForWaiter(t, pool, "live", "b")
 		if _, err := lk.Release(ctx, pool, holder); err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
 		got := acquireAsync(wctx, waiting, pool, "unheard", "b")
-		waitForWaiter(t, pool, "unheard", "b")
+		testdb.WaitForWaiter(t, pool, "unheard", "b")
 		if _, err := lk.Release(ctx, pool, holder); err != nil {
 			t.Fatal(err)
 		}

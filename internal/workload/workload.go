@@ -1,0 +1,143 @@
+// Package workload drives lock clients against a database the way busy
+// services would — many workers on a few hot keys and many cold ones,
+// waiting and trying acquires, renewals, fenced writes, zombies that pause
+// past their TTL, an operator force-expiring leases, a pruner deleting free
+// rows — records every call in a history.Recorder, and checks the run with
+// history.Check.
+//
+// locker's concurrency test runs it directly against PostgreSQL, the
+// deployment tests through PgBouncer, and its own tests prove that the check
+// fails on deliberately broken clients.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Client is the part of *locker.Locker the workload drives, so a test can
+// swap in a deliberately broken implementation and see the checker catch it.
+type Client interface {
+	TryAcquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
+	Acquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
+	Renew(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
+	Release(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
+}
+
+// Workload is many clients contending for a few hot keys and many cold ones.
+type Workload struct {
+	Workers  int
+	HotKeys  int
+	ColdKeys int
+	Duration time.Duration
+	TTL      time.Duration
+	// Client defaults to a *locker.Locker with TTL and a running Notifier.
+	Client Client
+	// SkipFence makes fenced writes skip locker.Fence: the broken writer.
+	SkipFence bool
+	// PauseOneIn: one hold in this many pauses for 1.5×TTL before a write,
+	// as a GC pause or a frozen VM would, so the writer becomes a zombie.
+	PauseOneIn int
+	// Operator force-expires a hot key's current lease now and then.
+	Operator bool
+	// Pruner deletes free rows continually (FreeFor 1ms), so grants also
+	// take the new-row path while releases and prunes race with them.
+	Pruner bool
+	// HoldWrites is the most fenced writes per hold (at least 1).
+	HoldWrites int
+	// Listen is where the Notifier connects. Defaults to the pool's
+	// server; a pool through a transaction pooler needs a direct one.
+	Listen *pgx.ConnConfig
+}
+
+// Result is what a run recorded and what the database kept.
+type Result struct {
+	Ops    []history.Op
+	Obs    history.Observed
+	Report history.Report
+	Pruned int64
+}
+
+// Run drives w against pool (a fresh schema) and checks the result.
+func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
+	t.Helper()
+	ctx := context.Background()
+	if err := history.CreateGuarded(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	if w.Listen == nil {
+		w.Listen = pool.Config().ConnConfig
+	}
+	n := StartNotifier(t, w.Listen)
+	// LogGrants: the checker rebuilds the history from the event log.
+	lk, err := locker.New(locker.Config{TTL: w.TTL, Notifier: n, WaitRecheck: time.Second, Actor: "operator", LogGrants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Client == nil {
+		w.Client = lk
+	}
+	rec := history.NewRecorder()
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for id := range w.Workers {
+		wg.Go(func() { w.worker(pool, rec, &stop, id) })
+	}
+	if w.Operator {
+		wg.Go(func() { w.operator(pool, lk, rec, &stop) })
+	}
+	var pruned atomic.Int64
+	if w.Pruner {
+		wg.Go(func() {
+			for !stop.Load() {
+				res, err := lk.Prune(ctx, pool, locker.PruneOptions{FreeFor: time.Millisecond, GateWait: 5 * time.Second})
+				if err != nil {
+					t.Errorf("prune: %v", err)
+					return
+				}
+				pruned.Add(res.Locks)
+				time.Sleep(20 * time.Millisecond)
+			}
+		})
+	}
+	time.Sleep(w.Duration)
+	stop.Store(true)
+	wg.Wait()
+
+	obs, err := history.Observe(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := rec.Ops()
+	return Result{Ops: ops, Obs: obs, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
+}
+
+// LogViolations logs the first 20 violations the check found.
+func (r Result) LogViolations(t testing.TB) {
+	t.Helper()
+	for i, v := range r.Report.Violations {
+		if i == 20 {
+			t.Logf("… and %d more", len(r.Report.Violations)-20)
+			break
+		}
+		t.Log(v)
+	}
+}
+
+func (w Workload) pickKey(r *rand.Rand) string {
+	if w.ColdKeys == 0 || r.IntN(4) != 0 {
+		return fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
+	}
+	return fmt.Sprintf("cold-%03d", r.IntN(w.ColdKeys))
+}
