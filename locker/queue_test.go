@@ -17,6 +17,7 @@ import (
 // are granted the key in the order they queued, each directly by the
 // previous holder's release.
 func TestQueueServesInArrivalOrderAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	procs := []*locker.Locker{
@@ -94,16 +95,11 @@ func TestReleaseHandsOffToHeadWaiterAndClaimExtendsIt(t *testing.T) {
 			r.lease.ExpiresAt, r.lease.ValidFor(), row.ExpiresAt, claim)
 	}
 	// The claim: after half the window, the lease runs for the full TTL.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testdb.Within(10*time.Second, func() bool {
 		row = rowOf(t, db, "k")
-		if row.ExpiresAt.Sub(row.AcquiredAt) > 30*time.Second && r.lease.ValidFor() > 30*time.Second {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("handed lease never claimed: %+v", row)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return row.ExpiresAt.Sub(row.AcquiredAt) > 30*time.Second && r.lease.ValidFor() > 30*time.Second
+	}) {
+		t.Fatalf("handed lease never claimed: %+v", row)
 	}
 	if row.Token != r.lease.Token || row.RenewCount != 1 {
 		t.Fatalf("claimed row = %+v; want token %d renewed once", row, r.lease.Token)
@@ -116,6 +112,7 @@ func TestReleaseHandsOffToHeadWaiterAndClaimExtendsIt(t *testing.T) {
 // Without a Notifier a waiter finds the lease handed to it at its next
 // check.
 func TestQueueWithoutNotifierFindsItsGrant(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := newLocker(t, locker.Config{TTL: time.Minute, WaitRecheck: 200 * time.Millisecond})
@@ -136,6 +133,7 @@ func TestQueueWithoutNotifierFindsItsGrant(t *testing.T) {
 // blocks the key only for the claim window: then the next waiter takes it,
 // as a steal, with a larger token.
 func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	const claim = 300 * time.Millisecond
@@ -164,12 +162,13 @@ func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
 // A try from outside the queue does not take a free or lapsed key that
 // live waiters are queued for; the head waiter does.
 func TestTryAcquireDoesNotJumpTheQueue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := newLocker(t, locker.Config{TTL: 200 * time.Millisecond})
 	holder := mustAcquire(t, lk, db, "k", "a")
 	id := enqueueRaw(t, db, "k", "queued", time.Second)
-	waitPast(t, db, holder.ExpiresAt)
+	testdb.WaitUntilPast(t, db, holder.ExpiresAt)
 	_, err := lk.TryAcquire(ctx, db, "k", "outsider")
 	var held *locker.HeldError
 	if !errors.As(err, &held) || !held.Queued {
@@ -191,6 +190,7 @@ func TestTryAcquireDoesNotJumpTheQueue(t *testing.T) {
 // A waiter that gives up after the key was handed to it (the NOTIFY was in
 // flight) passes the lease on to the next waiter instead of sitting on it.
 func TestLeaveAfterHandOffPassesItOn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := newLocker(t, locker.Config{TTL: time.Minute})
@@ -255,50 +255,29 @@ func enqueueRaw(t *testing.T, db locker.DBTX, key, owner string, claim time.Dura
 	return q.WaiterID
 }
 
-// waitPast waits until the database clock has passed at.
-func waitPast(t *testing.T, db locker.DBTX, at time.Time) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var past bool
-		if err := db.QueryRow(context.Background(), `SELECT clock_timestamp() > $1`, at).Scan(&past); err != nil {
-			t.Fatal(err)
-		}
-		if past {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("database clock never passed %s", at)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// blockedCallSQL counts the other backends running a call of $1 that wait
+// for a lock.
+const blockedCallSQL = `SELECT count(*) FROM pg_stat_activity
+	WHERE query LIKE '%' || $1 || '%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`
 
 // waitForBlockedCall waits until a backend runs a call of fn and waits for
 // a lock.
 func waitForBlockedCall(t *testing.T, db locker.DBTX, fn string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testdb.Eventually(t, 10*time.Second, "a call of "+fn+" waiting for a lock", func() bool {
 		var n int
-		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE query LIKE '%' || $1 || '%' AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`, fn).Scan(&n); err != nil {
+		if err := db.QueryRow(context.Background(), blockedCallSQL, fn).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no call of %s waiting for a lock", fn)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return n > 0
+	})
 }
 
 // NOTIFY channels are per database and waiter ids per lock schema: a
 // hand-off in another schema of the same database, to a waiter with the
 // same id on a key of the same name, is not taken for this waiter's.
 func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	here, there := testdb.New(t), testdb.New(t)
 	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, here), WaitRecheck: 30 * time.Second})

@@ -107,10 +107,8 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	defer stop()
 	n := locker.NewNotifier(locker.ConnectWith(db.Config().ConnConfig))
 	go func() { _ = n.Run(nctx) }()
-	for deadline := time.Now().Add(5 * time.Second); !n.Live(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			return errors.New("notifier did not start listening")
-		}
+	if !testdb.Within(5*time.Second, n.Live) {
+		return errors.New("notifier did not start listening")
 	}
 	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 60 * time.Millisecond})
 	if err != nil {
@@ -127,15 +125,17 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	// Notifier's heartbeat (every 50ms here).
 	const seenSQL = `SELECT max(seen_until) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`
 	var first, last time.Time
-	for range 40 {
+	var readErr error
+	testdb.Within(400*time.Millisecond, func() bool {
 		var seen *time.Time
-		if err := admin.QueryRow(ctx, seenSQL).Scan(&seen); err != nil {
-			return err
+		if readErr = admin.QueryRow(ctx, seenSQL).Scan(&seen); readErr != nil {
+			return true
 		}
 		if !n.Live() {
 			// Its heartbeat failed: the waiter falls back to checking on its
 			// own, a statement per waiter instead of one per process.
-			return fmt.Errorf("%w: the notifier stopped being live", errNoHeartbeat)
+			readErr = fmt.Errorf("%w: the notifier stopped being live", errNoHeartbeat)
+			return true
 		}
 		if seen != nil {
 			if first.IsZero() {
@@ -143,7 +143,10 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 			}
 			last = *seen
 		}
-		time.Sleep(10 * time.Millisecond)
+		return last.After(first)
+	})
+	if readErr != nil {
+		return readErr
 	}
 	err = <-done
 	if !errors.Is(err, context.DeadlineExceeded) {
