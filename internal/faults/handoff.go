@@ -65,6 +65,11 @@ SELECT w.lock_key FROM distributed_lock_waiter w JOIN distributed_lock l USING (
 WHERE w.seen_until > clock_timestamp() AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
 LIMIT 1`
 
+// shareRowSQL holds a key's row against its release (and renewals) but not
+// against its holder's fenced writes (distributed_lock_fence locks the row
+// FOR SHARE too), so the holder gets through its writes to the release.
+const shareRowSQL = `SELECT 1 FROM distributed_lock WHERE lock_key = $1 FOR SHARE`
+
 // restartMidHandOff holds a queued key's row so that its holder's release
 // (and hand-off) waits for it, and crashes the server once it does.
 func (in *injector) restartMidHandOff(ctx context.Context) (bool, error) {
@@ -77,7 +82,7 @@ func (in *injector) restartMidHandOff(ctx context.Context) (bool, error) {
 	held := make(chan struct{})
 	go func() {
 		defer close(held)
-		_ = in.holdRow(wctx, key, in.ttl)
+		_ = in.hold(wctx, in.ttl, shareRowSQL, key)
 	}()
 	defer func() { cancel(); <-held }()
 	for wctx.Err() == nil {

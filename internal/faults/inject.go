@@ -70,11 +70,14 @@ func (in *injector) run(ctx context.Context) {
 		}
 	}
 	for _, kind := range first {
-		for try := 0; try < 20 && ctx.Err() == nil; try++ {
-			if in.inject(ctx, kind) {
-				break
+		start, injected := time.Now(), false
+		for try := 0; try < 20 && ctx.Err() == nil && !injected; try++ {
+			if injected = in.inject(ctx, kind); !injected {
+				sleepCtx(ctx, in.ttl/10) // e.g. nobody holds a key yet
 			}
-			sleepCtx(ctx, in.ttl/10) // e.g. nobody holds a key yet
+		}
+		if !injected && ctx.Err() == nil {
+			in.logf("fault %s: no chance to inject it in %s of its first round", kind, time.Since(start).Round(time.Millisecond))
 		}
 		in.pause(ctx)
 	}
