@@ -9,14 +9,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// statements is the lock protocol as lockctl ran it before the protocol
-// became functions of schema.sql (issue 15): the same hand-tuned SQL, sent
-// as statements by the client. The "statements" series runs it beside the
-// locker (which calls the functions), so a run shows what the function
-// call costs. It runs as the owner of the tables, which the functions do
-// not need. Only the default locker's path is kept: an unlogged grant (take
-// first; the full grant for a first grant or a steal) and a lazy release.
-// The SQL is the functions' (schema.sql), with parameters for variables.
+// statements is the lock protocol as client statements instead of calls of
+// schema.sql's functions: the same hand-tuned SQL, sent by the client. The
+// "statements" series runs it beside the locker (which calls the
+// functions), so a run shows what the function call costs. It runs as the
+// owner of the tables, which the functions do not need. Only the default
+// locker's path is kept: an unlogged grant (take first; the full grant for
+// a first grant or a steal) and a lazy release. The SQL is the functions'
+// (schema.sql), with parameters for variables.
 
 // stmtTakeSQL is the grant of a row that exists and is free or the
 // caller's own: one UPDATE that locks the row SKIP LOCKED and draws the

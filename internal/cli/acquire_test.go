@@ -16,8 +16,8 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// The "done when": migrate an empty database, then acquire prints a
-// token. Migrating again changes nothing.
+// The first steps on a fresh database: migrate an empty database, then
+// acquire prints a token. Migrating again changes nothing.
 func TestMigrateThenAcquire(t *testing.T) {
 	t.Parallel()
 	d := db{t: t, dsn: testdb.EmptyDSN(t)}

@@ -24,7 +24,7 @@ import (
 // does is checked against what the old one acknowledged.
 
 // promotionsEnv sets how many promotions TestTokensRiseAcrossPromotions
-// makes (default 3, 1 with -short). The target is 20:
+// makes (default 3, 1 with -short). The 20-promotion run:
 //
 //	LOCKCTL_FAILOVER_PROMOTIONS=20 go test -count=1 -run TestTokensRiseAcrossPromotions ./internal/deployment/
 const promotionsEnv = "LOCKCTL_FAILOVER_PROMOTIONS"
