@@ -53,7 +53,7 @@ func TestEndToEndInTmux(t *testing.T) {
 	session := fmt.Sprintf("lockctl-e2e-%d", os.Getpid())
 	tmux := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("tmux", args...).CombinedOutput()
+		out, err := exec.Command("tmux", append([]string{"-L", session}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("tmux %v: %v\n%s", args, err, out)
 		}
@@ -61,7 +61,7 @@ func TestEndToEndInTmux(t *testing.T) {
 	}
 	tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "35",
 		bin+" --dsn '"+dsn+"' --actor e2e-operator --refresh 500ms")
-	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", session).Run() })
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", session, "kill-server").Run() })
 	screen := func() string { return tmux("capture-pane", "-p", "-t", session) }
 	waitFor := func(what string, within time.Duration) string {
 		t.Helper()
@@ -126,12 +126,12 @@ func TestEndToEndInTmux(t *testing.T) {
 	waitFor("● live", 15*time.Second)
 	tmux("send-keys", "-t", session, "q")
 	exited := testdb.Within(5*time.Second, func() bool {
-		if exec.Command("tmux", "has-session", "-t", session).Run() != nil {
+		if exec.Command("tmux", "-L", session, "has-session", "-t", session).Run() != nil {
 			return true
 		}
 		// The session ends with the program, possibly between the two tmux
 		// calls: a failed list-panes means it is gone.
-		out, err := exec.Command("tmux", "list-panes", "-t", session, "-F", "#{pane_current_command}").Output()
+		out, err := exec.Command("tmux", "-L", session, "list-panes", "-t", session, "-F", "#{pane_current_command}").Output()
 		return err != nil || !strings.Contains(string(out), "lockctl")
 	})
 	if !exited {

@@ -17,7 +17,10 @@ import (
 
 // tmuxPane is the real lockctl binary running in a tmux pane. The command is
 // wrapped so that, when the program ends, the pane prints its exit status
-// and stays open to be read.
+// and stays open to be read. Each pane has a tmux server of its own (-L
+// session): on the shared default server, the parallel tests' sessions
+// would come and go under one another (the server exits with its last
+// session), and a developer's own tmux would get them too.
 type tmuxPane struct {
 	t       *testing.T
 	session string
@@ -41,13 +44,13 @@ func startPane(t *testing.T, w, h int, args ...string) *tmuxPane {
 	p := &tmuxPane{t: t, session: fmt.Sprintf("lockctl-test-%d-%d", os.Getpid(), paneSeq.Add(1))}
 	p.tmux("new-session", "-d", "-s", p.session, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h),
 		strings.Join(quoted, " ")+`; echo "exit status $?"; sleep 600`)
-	t.Cleanup(func() { _ = exec.Command("tmux", "kill-session", "-t", p.session).Run() })
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", p.session, "kill-server").Run() })
 	return p
 }
 
 func (p *tmuxPane) tmux(args ...string) string {
 	p.t.Helper()
-	out, err := exec.Command("tmux", args...).CombinedOutput()
+	out, err := exec.Command("tmux", append([]string{"-L", p.session}, args...)...).CombinedOutput()
 	if err != nil {
 		p.t.Fatalf("tmux %v: %v\n%s", args, err, out)
 	}
