@@ -28,11 +28,6 @@ type LeaseRow struct {
 	TTL       time.Duration
 }
 
-// LeaseRow returns the lease columns of l.
-func (l Lock) LeaseRow() LeaseRow {
-	return LeaseRow{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt, TTL: l.TTL}
-}
-
 // renewSQL calls distributed_lock_renew (schema.sql): it extends a lease
 // that is still current and unexpired. A lease that is not reads as no row.
 const renewSQL = `
