@@ -46,7 +46,6 @@ type Notifier struct {
 
 // waiting is one queued Acquire's subscription.
 type waiting struct {
-	key     string
 	id      int64         // waiter record
 	seenFor time.Duration // how long a heartbeat keeps the record live
 	wake    chan struct{} // check the queue: a hand-off may have been missed
@@ -340,7 +339,7 @@ func (n *Notifier) dispatch(note *pgconn.Notification) {
 // queued. Hand-offs to it arrive on the waiting's handoff channel, reasons
 // to check on its wake channel. Call the function returned when done.
 func (n *Notifier) await(key string, seenFor time.Duration) (*waiting, func()) {
-	w := &waiting{key: key, seenFor: seenFor, wake: make(chan struct{}, 1),
+	w := &waiting{seenFor: seenFor, wake: make(chan struct{}, 1),
 		handoff: make(chan store.HandOff, 1), retime: make(chan struct{}, 1)}
 	n.mu.Lock()
 	if n.subs[key] == nil {
