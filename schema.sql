@@ -217,10 +217,11 @@ ALTER TABLE distributed_lock SET (fillfactor = 80);
 -- those writes a non-HOT update that inserts into every index (what that
 -- costs: BENCHMARKS.md). The console's orders other than by key read the
 -- table with a bounded top-N sort instead, once per refresh while the
--- selection stays put (store.ListLocks, store.Span). Earlier versions
--- created these three; an operator who wants index-backed console sorts on
--- millions of locks can create them under other names (docs/operations.md,
--- "Large tables"), which migrate leaves alone. DROP INDEX IF EXISTS takes no lock when the index
+-- selection stays put (lockview.ListLocks, lockview.Span). Migrate drops
+-- indexes of these names, so a table made with them regains HOT updates;
+-- an operator who wants index-backed console sorts on millions of locks can
+-- create them under other names (docs/operations.md, "Large tables"), which
+-- migrate leaves alone. DROP INDEX IF EXISTS takes no lock when the index
 -- is already gone.
 DROP INDEX IF EXISTS distributed_lock_expires_idx, distributed_lock_token_idx,
     distributed_lock_acquired_idx, distributed_lock_released_idx;
@@ -429,7 +430,9 @@ END $$;
 --   outcome  'acquired' (a new or free row), 'stolen' (another owner's
 --            expired lease), 'renewed' (owner already held it: same token,
 --            later expiry) when granted; 'held' when another owner's lease
---            runs (remaining says how long); 'free', 'expired' or 'busy'
+--            runs (remaining says how long); 'queued' when the row is free
+--            or lapsed but promised to the waiters queued for it (see
+--            distributed_lock_enqueue); 'free', 'expired' or 'busy'
 --            when another transaction was changing or creating the key's row
 --            at that moment (try again shortly; for 'busy' only lock_key is
 --            set).

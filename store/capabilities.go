@@ -33,8 +33,8 @@ SELECT has_function_privilege('distributed_lock_acquire(text, text, bigint, json
        has_function_privilege('distributed_lock_prune(bigint, bigint, bigint)', 'EXECUTE') AS prune`
 
 // Capabilities reports what the role connected through db may do. It does
-// not take a replica's read-only state into account (Page.InRecovery says
-// that).
+// not take a replica's read-only state into account
+// (lockview.Page.InRecovery says that).
 func Capabilities(ctx context.Context, db DBTX) (RoleCapabilities, error) {
 	rows, err := db.Query(ctx, capabilitiesSQL)
 	if err != nil {

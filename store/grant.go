@@ -29,9 +29,11 @@ type Grant struct {
 	// Outcome is "acquired" (new row or a free one), "stolen" (another
 	// owner's expired lease) or "renewed" (the caller already held it: same
 	// token, later expiry) when granted. When refused it is "held" (another
-	// owner's unexpired lease: LeaseRow and Remaining describe it), or
-	// "free" or "expired" for a row that another transaction was changing at
-	// that moment (the attempt does not wait for it; try again).
+	// owner's unexpired lease: LeaseRow and Remaining describe it),
+	// "queued" (OutcomeQueued: free or lapsed, but promised to the waiters
+	// queued for the key), or "free" or "expired" for a row that another
+	// transaction was changing at that moment (the attempt does not wait for
+	// it; try again).
 	Outcome string
 	// Remaining is how long a refused holder's lease still runs, on the
 	// database's clock.
