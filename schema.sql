@@ -1136,17 +1136,15 @@ END $$;
 -- distributed_lock_waiter_watch asks releases of key to NOTIFY
 -- distributed_lock (or hand off to a queued waiter) for at least the next
 -- seen_for_us/2, for a client that waits without queueing (it retries
--- distributed_lock_acquire on each NOTIFY). It writes only when the row's
--- wake_until would run out sooner, so waiters that refresh together do not
--- all rewrite the row.
+-- distributed_lock_acquire on each NOTIFY). It is keep_waking for a waiter
+-- seen now for seen_for_us/2, which writes only when the row's wake_until
+-- would run out sooner, so waiters that refresh together do not all rewrite
+-- the row.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_watch(key text, seen_for_us bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE distributed_lock l SET wake_until = clock_timestamp() + seen_for_us * interval '1 microsecond'
-    WHERE l.lock_key = key
-      AND (l.wake_until IS NULL
-           OR l.wake_until < clock_timestamp() + seen_for_us * interval '1 microsecond' / 2);
+    PERFORM distributed_lock_keep_waking(key, clock_timestamp(), seen_for_us / 2);
 END $$;
 
 -- Nobody may call the protocol functions until granted (lockctl grant):
