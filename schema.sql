@@ -267,10 +267,13 @@ CREATE TABLE IF NOT EXISTS distributed_lock_waiter (
     waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
     seen_until    timestamptz NOT NULL
 );
-CREATE INDEX IF NOT EXISTS distributed_lock_waiter_key_idx ON distributed_lock_waiter (lock_key, waiting_since);
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
--- arrival); a hand-off reads its head by this index.
+-- arrival); a hand-off reads its head by this index. It also serves every
+-- other read of one key's waiters (nothing orders a key's waiters by
+-- waiting_since), so migrate drops a (lock_key, waiting_since) index of the
+-- name below rather than write a second index on every enqueue.
 CREATE INDEX IF NOT EXISTS distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_key, waiter_id);
+DROP INDEX IF EXISTS distributed_lock_waiter_key_idx;
 
 -- The fair queue (distributed_lock_enqueue, distributed_lock_hand_off): a
 -- waiter row carries the lease its waiter asked for, so a release can grant

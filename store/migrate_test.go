@@ -148,6 +148,30 @@ func TestMigrateDropsOldSortIndexes(t *testing.T) {
 	}
 }
 
+// A waiter table made with an index on (lock_key, waiting_since) keeps only
+// the queue's index after migrate: every enqueue writes one index less.
+func TestMigrateDropsTheWaiterSinceIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := migratedFrom(t, "schema-with-checks.sql")
+	if err := store.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index
+		WHERE indrelid = 'distributed_lock_waiter'::regclass ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"distributed_lock_waiter_pkey", "distributed_lock_waiter_queue_idx"}
+	if !slices.Equal(got, want) {
+		t.Errorf("waiter indexes after migrate: %q; want %q", got, want)
+	}
+}
+
 // testdataPath is where testdata file name is: sort-indexes.sql, the
 // operator's indexes for the console's orders, lives with the read model.
 func testdataPath(name string) string {
