@@ -104,13 +104,8 @@ func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) (Adopti
 	return a, nil
 }
 
-// applyScript runs a script of several statements in one transaction,
-// serialised with other migrations.
-func applyScript(ctx context.Context, db TxStarter, script string) error {
-	return applyScriptWith(ctx, db, script, nil, nil)
-}
-
-// applyScriptWith is applyScript with before and after run in the
+// applyScriptWith runs a script of several statements in one transaction,
+// serialised with other migrations, with before and after run in that
 // transaction around the script (nil: nothing).
 func applyScriptWith(ctx context.Context, db TxStarter, script string, before, after func(pgx.Tx) error) error {
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
