@@ -39,10 +39,7 @@ func ForceRelease(ctx context.Context, db DBTX, p ForceParams) (LeaseRow, bool, 
 }
 
 func forceResult(ctx context.Context, db DBTX, sql string, p ForceParams) (LeaseRow, bool, error) {
-	var r LeaseRow
-	err := db.QueryRow(ctx, sql, p.Key, p.Token, p.Actor, nullIfEmpty(p.Reason)).
-		Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL)
-	return leaseRowResult(r, err)
+	return scanLeaseRow(db.QueryRow(ctx, sql, p.Key, p.Token, p.Actor, nullIfEmpty(p.Reason)))
 }
 
 func nullIfEmpty(s string) *string {

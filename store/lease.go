@@ -37,10 +37,7 @@ FROM distributed_lock_renew($1, $2, $3, $4::bigint) r WHERE r.outcome = 'renewed
 // Renew extends ref's lease by ttl from the database's now. ok is false when
 // ref is no longer the current, unexpired grant.
 func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (LeaseRow, bool, error) {
-	var r LeaseRow
-	err := db.QueryRow(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()).
-		Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL)
-	return leaseRowResult(r, err)
+	return scanLeaseRow(db.QueryRow(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()))
 }
 
 // releaseSQL calls distributed_lock_release (schema.sql): it marks the row
@@ -72,13 +69,15 @@ type ReleaseParams struct {
 // the lock was already released.
 func Release(ctx context.Context, db DBTX, p ReleaseParams) (LeaseRow, bool, error) {
 	lazy := p.Lazy && standalone(db)
-	var r LeaseRow
-	err := db.QueryRow(ctx, releaseSQL, p.Key, p.Owner, p.Token, lazy, p.Log, p.Actor).
-		Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL)
-	return leaseRowResult(r, err)
+	return scanLeaseRow(db.QueryRow(ctx, releaseSQL, p.Key, p.Owner, p.Token, lazy, p.Log, p.Actor))
 }
 
-func leaseRowResult(r LeaseRow, err error) (LeaseRow, bool, error) {
+// scanLeaseRow reads the row of a statement that selects LeaseRow's columns
+// in its order and keeps only the successful outcome, so no row (the
+// lease was not current) reads as ok == false.
+func scanLeaseRow(row pgx.Row) (LeaseRow, bool, error) {
+	var r LeaseRow
+	err := row.Scan(&r.Key, &r.Owner, &r.Token, &r.ExpiresAt, &r.TTL)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return LeaseRow{}, false, nil
 	}
