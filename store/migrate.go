@@ -84,10 +84,13 @@ func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) (Adopti
 				return err
 			}
 		}
-		if opts.AdoptSeed {
-			if _, err := tx.Exec(ctx, adoptSeedSQL); err != nil {
-				return err
-			}
+		if !opts.AdoptSeed {
+			// The script refuses the reference service's table itself, so
+			// only an adopting migrate needs to know the shape beforehand.
+			return nil
+		}
+		if _, err := tx.Exec(ctx, adoptSeedSQL); err != nil {
+			return err
 		}
 		shape, err := TableShape(ctx, tx)
 		a.Adopted = shape == ShapeSeed
