@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/pgtemp"
-	"github.com/lockctl/lockctl/store"
 )
 
 // Pooled is a fresh, migrated lock namespace reached through a PgBouncer in
@@ -84,19 +83,6 @@ func PooledNamespaces(t testing.TB, opts pgtemp.BouncerOptions, n int, migrate b
 		spaces[i].DSN, spaces[i].Bouncer = asUser(t, b.DSN(""), spaces[i].Role), b
 	}
 	return spaces
-}
-
-func migrateAs(t testing.TB, dsn string) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatalf("connect to %s: %v", dsn, err)
-	}
-	defer conn.Close(ctx)
-	if err := store.Migrate(ctx, conn); err != nil {
-		t.Fatalf("migrate %s: %v", dsn, err)
-	}
 }
 
 // asUser returns the URL dsn with its user replaced.

@@ -125,16 +125,25 @@ func newSchema(t testing.TB, migrate bool) string {
 	}
 	scoped := withSearchPath(dsn, name)
 	if migrate {
-		c2, err := pgx.Connect(ctx, scoped)
-		if err != nil {
-			t.Fatalf("connect to test schema: %v", err)
-		}
-		defer c2.Close(ctx)
-		if err := store.Migrate(ctx, c2); err != nil {
-			t.Fatalf("migrate test schema: %v", err)
-		}
+		migrateAs(t, scoped)
 	}
 	return scoped
+}
+
+// migrateAs creates lockctl's tables where dsn's connection puts them (its
+// search_path, or its role's). Failures do not print dsn: a
+// TEST_DATABASE_URL may carry a password.
+func migrateAs(t testing.TB, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to migrate the test schema: %v", err)
+	}
+	defer conn.Close(ctx)
+	if err := store.Migrate(ctx, conn); err != nil {
+		t.Fatalf("migrate the test schema: %v", err)
+	}
 }
 
 // withSearchPath adds a search_path runtime parameter to a URL or a
