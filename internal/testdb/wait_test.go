@@ -49,11 +49,7 @@ func TestWaitUntilPastWaitsForTheDatabaseClock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	var now time.Time
-	if err := db.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now); err != nil {
-		t.Fatal(err)
-	}
-	at := now.Add(50 * time.Millisecond)
+	at := testdb.DBNow(t, db).Add(50 * time.Millisecond)
 	testdb.WaitUntilPast(t, db, at)
 	var past bool
 	if err := db.QueryRow(ctx, `SELECT clock_timestamp() > $1`, at).Scan(&past); err != nil || !past {
