@@ -32,29 +32,26 @@ var execModes = map[string]pgx.QueryExecMode{
 // text-format modes encode arguments differently from the default.
 func TestEveryQueryExecMode(t *testing.T) {
 	t.Parallel()
-	for name, mode := range execModes {
+	for name := range execModes {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			dsn := testdb.DSN(t)
-			exerciseOperations(t, poolInMode(t, dsn, mode), poolInMode(t, dsn, mode).Config().ConnConfig)
+			pool := poolInMode(t, testdb.DSN(t), name)
+			exerciseOperations(t, pool, pool.Config().ConnConfig)
 		})
 	}
 }
 
-// poolInMode opens a pool on dsn whose statements run in mode.
-func poolInMode(t *testing.T, dsn string, mode pgx.QueryExecMode) *pgxpool.Pool {
+// poolInMode opens a pool of 8 connections on dsn whose statements run in
+// the exec mode named mode, chosen the way a service chooses it: in the DSN.
+// It fails the test unless pgx took the mode from there, so each mode's test
+// runs in that mode.
+func poolInMode(t *testing.T, dsn, mode string) *pgxpool.Pool {
 	t.Helper()
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		t.Fatal(err)
+	dsn = testdb.WithParam(dsn, "default_query_exec_mode", mode)
+	pool := testdb.Pool(t, testdb.WithParam(dsn, "pool_max_conns", "8"))
+	if got, want := pool.Config().ConnConfig.DefaultQueryExecMode, execModes[mode]; got != want {
+		t.Fatalf("pool for default_query_exec_mode=%s runs in mode %v, want %v", mode, got, want)
 	}
-	cfg.ConnConfig.DefaultQueryExecMode = mode
-	cfg.MaxConns = 8
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
 	return pool
 }
 

@@ -48,7 +48,7 @@ func runNotifier(t *testing.T, n *locker.Notifier) {
 // waiters still get the key by rechecking.
 func TestNotifierProvesDelivery(t *testing.T) {
 	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 4})
-	pool := poolInMode(t, p.DSN, pgx.QueryExecModeExec)
+	pool := poolInMode(t, p.DSN, "exec")
 	ctx := context.Background()
 	lk := newLocker(t, locker.Config{TTL: time.Minute})
 

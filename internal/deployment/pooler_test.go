@@ -28,7 +28,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 	for _, mode := range []string{"exec", "simple_protocol", "cache_describe"} {
 		t.Run(mode, func(t *testing.T) {
 			p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 4})
-			pool := poolInMode(t, p.DSN, execModes[mode])
+			pool := poolInMode(t, p.DSN, mode)
 			direct, err := pgx.ParseConfig(p.DirectDSN)
 			if err != nil {
 				t.Fatal(err)
@@ -75,7 +75,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 			res := workload.Workload{
 				Workers: 8, HotKeys: 2, ColdKeys: 16, Duration: 2 * time.Second, TTL: 200 * time.Millisecond,
 				Operator: true, HoldWrites: 2, Listen: direct,
-			}.Run(t, poolInMode(t, p.DSN, execModes[mode]))
+			}.Run(t, poolInMode(t, p.DSN, mode))
 			res.LogViolations(t)
 			if !res.Report.OK() || res.Report.Stats.Grants < 20 {
 				t.Fatalf("checker through the pooler: %s; %d violations", res.Report.Stats, len(res.Report.Violations))

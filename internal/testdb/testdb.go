@@ -94,14 +94,18 @@ func New(t testing.TB) *pgxpool.Pool {
 	return Pool(t, DSN(t))
 }
 
-// Pool opens a pool on dsn, closed when the test ends.
+// Pool opens a pool on dsn, closed when the test ends. It holds up to 40
+// connections, room for the parallel contention tests, unless dsn sets
+// pool_max_conns.
 func Pool(t testing.TB, dsn string) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = 40
+	if !strings.Contains(dsn, "pool_max_conns=") {
+		cfg.MaxConns = 40
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
