@@ -24,15 +24,8 @@ func TestJavaThroughTransactionPooler(t *testing.T) {
 	client := compileJava(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	in, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true})
-	if errors.Is(err, pgtemp.ErrNoServer) {
-		testdb.Unavailable(t, "%v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = in.Close() })
-	dsn := in.DSN("") + "&search_path=public"
+	in := testdb.Server(t)
+	dsn := testdb.WithParam(in.DSN(""), "search_path", "public")
 	pool := testdb.Pool(t, dsn)
 	if err := locker.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
