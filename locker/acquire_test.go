@@ -13,20 +13,11 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-func newLocker(t *testing.T, cfg locker.Config) *locker.Locker {
-	t.Helper()
-	lk, err := locker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lk
-}
-
 func TestTryAcquireOutcomes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	first, err := lk.TryAcquire(ctx, db, "k", "a")
 	if err != nil || first.Outcome != locker.Acquired || first.Token <= 0 {
@@ -72,7 +63,7 @@ func TestTryAcquireRaceOnNewKey(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	const racers = 16
 	for round := range 20 {
@@ -111,7 +102,7 @@ func TestTryAcquireBusyKeyIsOneAttempt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	first, err := lk.TryAcquire(ctx, db, "k", "a")
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	db, _ := testdb.SeedPool(t)
 	seed := referenceLocks(testdb.DBNow(t, db))
 	testdb.InsertSeed(t, db, seoul, seed...)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	writes := map[string]func() error{
 		"TryAcquire": func() error { _, err := lk.TryAcquire(ctx, db, "new", "svc"); return err },

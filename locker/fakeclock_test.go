@@ -32,7 +32,7 @@ func newFakeClock() *fakeClock {
 // clockedLocker is newLocker on clk.
 func clockedLocker(t *testing.T, cfg locker.Config, clk *fakeClock) *locker.Locker {
 	t.Helper()
-	lk := newLocker(t, cfg)
+	lk := testdb.Locker(t, cfg)
 	locker.SetClock(lk, clk)
 	return lk
 }

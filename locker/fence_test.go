@@ -90,10 +90,10 @@ func TestFenceRefusesExpiredAndReleased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
-	expired := mustAcquire(t, lk, db, "e", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	expired := testdb.MustAcquire(t, lk, db, "e", "a")
 	testdb.ExpireLease(t, db, "e")
-	released := mustAcquire(t, lk, db, "r", "a")
+	released := testdb.MustAcquire(t, lk, db, "r", "a")
 	if _, err := lk.Release(ctx, db, released); err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +111,11 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 400 * time.Millisecond})
+	lk := testdb.Locker(t, locker.Config{TTL: 400 * time.Millisecond})
 	if _, err := db.Exec(ctx, reportTableSQL); err != nil {
 		t.Fatal(err)
 	}
-	holder := mustAcquire(t, lk, db, "k", "a")
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -132,10 +132,6 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 	// only real time can do this).
 	testdb.WaitUntilPast(t, db, holder.ExpiresAt)
 
-	type result struct {
-		lease locker.Lease
-		err   error
-	}
 	tryCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if l, err := lk.TryAcquire(tryCtx, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
@@ -143,14 +139,10 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 	} else if !strings.Contains(err.Error(), "busy") {
 		t.Errorf("refusal %q does not say the key is busy", err)
 	}
-	stole := make(chan result, 1)
-	go func() {
-		l, err := lk.Acquire(ctx, db, "k", "b")
-		stole <- result{l, err}
-	}()
+	stole := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	select {
 	case r := <-stole:
-		t.Fatalf("steal returned while the fenced transaction was open: %+v, %v", r.lease, r.err)
+		t.Fatalf("steal returned while the fenced transaction was open: %+v, %v", r.Lease, r.Err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	var lastInTx time.Time
@@ -160,16 +152,16 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatalf("the fenced write must commit: %v", err)
 	}
-	var r result
+	var r testdb.Acquired
 	select {
 	case r = <-stole:
 	case <-time.After(10 * time.Second):
 		t.Fatal("steal still waiting after the fenced transaction committed")
 	}
-	if r.err != nil || r.lease.Outcome != locker.Stolen || r.lease.Token <= holder.Token {
-		t.Fatalf("steal = %+v, %v; want stolen with a token above %d", r.lease, r.err, holder.Token)
+	if r.Err != nil || r.Lease.Outcome != locker.Stolen || r.Lease.Token <= holder.Token {
+		t.Fatalf("steal = %+v, %v; want stolen with a token above %d", r.Lease, r.Err, holder.Token)
 	}
-	if granted := r.lease.ExpiresAt.Add(-r.lease.TTL); granted.Before(lastInTx) {
+	if granted := r.Lease.ExpiresAt.Add(-r.Lease.TTL); granted.Before(lastInTx) {
 		t.Fatalf("new grant at %s, before the fenced transaction's last statement at %s", granted, lastInTx)
 	}
 	if got := reportWriters(t, db); len(got) != 1 || got[0] != "a" {

@@ -14,7 +14,7 @@ func TestGetFollowsTheLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Metadata: map[string]any{"job": "nightly"}})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Metadata: map[string]any{"job": "nightly"}})
 
 	if _, found, err := lk.Get(ctx, db, "k"); err != nil || found {
 		t.Fatalf("Get of a never-granted key = found %v, %v; want not found", found, err)
@@ -48,7 +48,7 @@ func TestDatabaseErrorsAreLockers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Pool(t, testdb.EmptyDSN(t))
-	lk := newLocker(t, locker.Config{})
+	lk := testdb.Locker(t, locker.Config{})
 	_, err := lk.TryAcquire(ctx, db, "k", "a")
 	if !errors.Is(err, locker.ErrNotMigrated) {
 		t.Fatalf("TryAcquire on an unmigrated database: %v; want locker.ErrNotMigrated", err)

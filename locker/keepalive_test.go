@@ -40,7 +40,7 @@ func waitDone(t *testing.T, ctx context.Context, limit time.Duration) {
 // liveRow is key's row with its state on the database clock.
 func liveRow(t *testing.T, db locker.DBTX, key string) locker.LockInfo {
 	t.Helper()
-	row, found, err := newLocker(t, locker.Config{}).Get(context.Background(), db, key)
+	row, found, err := testdb.Locker(t, locker.Config{}).Get(context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("read %q: found=%v err=%v", key, found, err)
 	}
@@ -66,7 +66,7 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
-	lease := mustAcquire(t, lk, db, "k", "a")
+	lease := testdb.MustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 
@@ -104,8 +104,8 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
-	operator := newLocker(t, locker.Config{Actor: "ops"})
-	lease := mustAcquire(t, lk, db, "k", "a")
+	operator := testdb.Locker(t, locker.Config{Actor: "ops"})
+	lease := testdb.MustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 
@@ -150,7 +150,7 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
-	lease := mustAcquire(t, lk, pool, "k", "a")
+	lease := testdb.MustAcquire(t, lk, pool, "k", "a")
 	k := lk.Keepalive(ctx, pool, lease)
 	defer k.Stop()
 	passRenewInterval(t, clk, pool, "k")
@@ -195,7 +195,7 @@ func TestKeepaliveStartedLateStillRenews(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
-	lease := mustAcquire(t, lk, db, "k", "a")
+	lease := testdb.MustAcquire(t, lk, db, "k", "a")
 	const late = 25 * time.Second // of a 27s trust window
 	testdb.AgeLock(t, db, "k", late)
 	clk.Advance(late)
@@ -222,7 +222,7 @@ func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL, RenewEvery: kaTTL - 500*time.Millisecond}, clk)
-	lease := mustAcquire(t, lk, db, "k", "a")
+	lease := testdb.MustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 	for i := 1; i <= 4; i++ {

@@ -14,7 +14,7 @@ func TestMigrateMakesAnEmptyDatabaseUsable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.Pool(t, testdb.EmptyDSN(t))
-	lk := newLocker(t, locker.Config{})
+	lk := testdb.Locker(t, locker.Config{})
 	for range 2 {
 		if err := locker.Migrate(ctx, db); err != nil {
 			t.Fatal(err)

@@ -40,15 +40,6 @@ func eventsOf(t *testing.T, db locker.DBTX, key string) []lockview.Event {
 	return evs
 }
 
-func mustAcquire(t *testing.T, lk *locker.Locker, db locker.DBTX, key, owner string) locker.Lease {
-	t.Helper()
-	lease, err := lk.TryAcquire(context.Background(), db, key, owner)
-	if err != nil {
-		t.Fatalf("acquire %q as %q: %v", key, owner, err)
-	}
-	return lease
-}
-
 // notHeldErr asserts err is a *NotHeldError and returns it.
 func notHeldErr(t *testing.T, what string, err error) *locker.NotHeldError {
 	t.Helper()
@@ -65,10 +56,10 @@ func notHeldErr(t *testing.T, what string, err error) *locker.NotHeldError {
 func stolenSetup(t *testing.T, logGrants bool) (db *pgxpool.Pool, lk *locker.Locker, victim, thief locker.Lease) {
 	t.Helper()
 	db = testdb.New(t)
-	lk = newLocker(t, locker.Config{TTL: time.Minute, LogGrants: logGrants})
-	victim = mustAcquire(t, lk, db, "k", "a")
+	lk = testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: logGrants})
+	victim = testdb.MustAcquire(t, lk, db, "k", "a")
 	testdb.ExpireLease(t, db, "k")
-	thief = mustAcquire(t, lk, db, "k", "b")
+	thief = testdb.MustAcquire(t, lk, db, "k", "b")
 	if thief.Outcome != locker.Stolen || thief.Token <= victim.Token {
 		t.Fatalf("steal = %+v; want stolen with a token above %d", thief, victim.Token)
 	}
@@ -79,8 +70,8 @@ func TestHeldErrorNamesTheHolder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 10 * time.Second})
-	holder := mustAcquire(t, lk, db, "jobs:nightly", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: 10 * time.Second})
+	holder := testdb.MustAcquire(t, lk, db, "jobs:nightly", "a")
 
 	_, err := lk.TryAcquire(ctx, db, "jobs:nightly", "b")
 	var held *locker.HeldError
@@ -106,8 +97,8 @@ func TestRenew(t *testing.T) {
 	t.Run("current lease", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
-		lease := mustAcquire(t, lk, db, "k", "a")
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+		lease := testdb.MustAcquire(t, lk, db, "k", "a")
 		renewed, err := lk.Renew(ctx, db, lease)
 		if err != nil || renewed.Outcome != locker.Renewed || renewed.Token != lease.Token ||
 			!renewed.ExpiresAt.After(lease.ExpiresAt) || renewed.ValidFor() <= 59*time.Second {
@@ -134,8 +125,8 @@ func TestRenew(t *testing.T) {
 	t.Run("after expiry", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
-		lease := mustAcquire(t, lk, db, "k", "a")
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+		lease := testdb.MustAcquire(t, lk, db, "k", "a")
 		testdb.ExpireLease(t, db, "k")
 		_, err := lk.Renew(ctx, db, lease)
 		nh := notHeldErr(t, "renew of an expired lease", err)
@@ -150,8 +141,8 @@ func TestRenew(t *testing.T) {
 	t.Run("wrong token or owner", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
-		lease := mustAcquire(t, lk, db, "k", "a")
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+		lease := testdb.MustAcquire(t, lk, db, "k", "a")
 		before := rowOf(t, db, "k")
 		for _, bad := range []locker.Lease{
 			locker.LeaseOf("k", "a", lease.Token+1),
@@ -174,8 +165,8 @@ func TestRelease(t *testing.T) {
 	t.Run("current lease, then twice", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true})
-		lease := mustAcquire(t, lk, db, "k", "a")
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
+		lease := testdb.MustAcquire(t, lk, db, "k", "a")
 		rel, err := lk.Release(ctx, db, lease)
 		if err != nil || rel.Outcome != locker.Released || rel.Token != lease.Token {
 			t.Fatalf("release = %+v, %v", rel, err)
@@ -237,9 +228,9 @@ func TestForceOperations(t *testing.T) {
 		t.Run(op.name+" current token", func(t *testing.T) {
 			t.Parallel()
 			db := testdb.New(t)
-			owners := newLocker(t, locker.Config{TTL: time.Minute})
-			operator := newLocker(t, locker.Config{Actor: "ops@console"})
-			lease := mustAcquire(t, owners, db, "k", "a")
+			owners := testdb.Locker(t, locker.Config{TTL: time.Minute})
+			operator := testdb.Locker(t, locker.Config{Actor: "ops@console"})
+			lease := testdb.MustAcquire(t, owners, db, "k", "a")
 
 			got, err := op.run(operator, ctx, db, "k", lease.Token)
 			if err != nil || got.Outcome != op.outcome || got.Token != lease.Token || got.Owner != "a" {
@@ -259,7 +250,7 @@ func TestForceOperations(t *testing.T) {
 			if _, err := owners.Renew(ctx, db, lease); !errors.Is(err, locker.ErrNotHeld) {
 				t.Fatalf("holder's renew after %s = %v; want ErrNotHeld", op.name, err)
 			}
-			next := mustAcquire(t, owners, db, "k", "b")
+			next := testdb.MustAcquire(t, owners, db, "k", "b")
 			if next.Outcome != op.next || next.Token <= lease.Token {
 				t.Fatalf("next acquire = %+v; want %s with a token above %d", next, op.next, lease.Token)
 			}
@@ -267,7 +258,7 @@ func TestForceOperations(t *testing.T) {
 		t.Run(op.name+" stale token", func(t *testing.T) {
 			t.Parallel()
 			db, owners, victim, thief := stolenSetup(t, false)
-			operator := newLocker(t, locker.Config{Actor: "ops@console"})
+			operator := testdb.Locker(t, locker.Config{Actor: "ops@console"})
 			before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
 			_, err := op.run(operator, ctx, db, "k", victim.Token)
 			nh := notHeldErr(t, op.name+" with the token the operator saw before a steal", err)
@@ -367,7 +358,7 @@ func (errRow) Scan(...any) error { return errNoSQL }
 func TestValidationBeforeSQL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	badTexts := map[string]string{
 		"empty": "", "too long": strings.Repeat("x", 256), "invalid UTF-8": "a\xffb", "NUL": "a\x00b",
 	}

@@ -30,7 +30,7 @@ func (d endsAfterSend) QueryRow(ctx context.Context, sql string, args ...any) pg
 func TestAcquireGivenUpMidStatementLeavesTheKeyFree(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Hour})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -15,14 +15,14 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
-	first := mustAcquire(t, lk, db, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	first := testdb.MustAcquire(t, lk, db, "k", "a")
 	if _, err := lk.Release(ctx, db, first); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, lk, db, "expired", "a") // expires, never released
+	testdb.MustAcquire(t, lk, db, "expired", "a") // expires, never released
 	testdb.ExpireLease(t, db, "expired")
-	held := mustAcquire(t, lk, db, "held", "a")
+	held := testdb.MustAcquire(t, lk, db, "held", "a")
 	// Free for a second: the released row by then, the expired one since.
 	testdb.AgeLock(t, db, "k", time.Second)
 	testdb.AgeLock(t, db, "expired", time.Second)
@@ -39,7 +39,7 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	if row := rowOf(t, db, "held"); row.Token != held.Token {
 		t.Fatalf("prune touched a held lock: %+v", row)
 	}
-	next := mustAcquire(t, lk, db, "k", "b")
+	next := testdb.MustAcquire(t, lk, db, "k", "b")
 	if next.Outcome != locker.Acquired || next.Token <= first.Token {
 		t.Fatalf("acquire after prune = %+v; want acquired with a token above %d", next, first.Token)
 	}
@@ -51,8 +51,8 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
-	free := mustAcquire(t, lk, db, "free", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	free := testdb.MustAcquire(t, lk, db, "free", "a")
 	if _, err := lk.Release(ctx, db, free); err != nil {
 		t.Fatal(err)
 	}

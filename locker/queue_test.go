@@ -21,10 +21,10 @@ func TestQueueServesInArrivalOrderAcrossProcesses(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	procs := []*locker.Locker{
-		newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second}),
-		newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second}),
+		testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second}),
+		testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second}),
 	}
-	holder := mustAcquire(t, procs[0], db, "k", "first")
+	holder := testdb.MustAcquire(t, procs[0], db, "k", "first")
 
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -71,10 +71,10 @@ func TestReleaseHandsOffToHeadWaiterAndClaimExtendsIt(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	const claim = 400 * time.Millisecond
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
 		ClaimWindow: claim})
-	holder := mustAcquire(t, lk, db, "k", "a")
-	got := acquireAsync(ctx, lk, db, "k", "b")
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
+	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	testdb.WaitForWaiter(t, db, "k", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
@@ -87,24 +87,24 @@ func TestReleaseHandsOffToHeadWaiterAndClaimExtendsIt(t *testing.T) {
 		t.Fatalf("handed lease runs %s; want the claim window %s", window, claim)
 	}
 	r := <-got
-	if r.err != nil || r.lease.Token != row.Token || r.lease.Owner != "b" {
-		t.Fatalf("Acquire = %+v, %v; want the handed lease (token %d)", r.lease, r.err, row.Token)
+	if r.Err != nil || r.Lease.Token != row.Token || r.Lease.Owner != "b" {
+		t.Fatalf("Acquire = %+v, %v; want the handed lease (token %d)", r.Lease, r.Err, row.Token)
 	}
-	if !r.lease.ExpiresAt.Equal(row.ExpiresAt) || r.lease.ValidFor() <= 0 || r.lease.ValidFor() > claim {
+	if !r.Lease.ExpiresAt.Equal(row.ExpiresAt) || r.Lease.ValidFor() <= 0 || r.Lease.ValidFor() > claim {
 		t.Fatalf("handed lease expires %s, valid for %s; want the claim window's end %s, within %s",
-			r.lease.ExpiresAt, r.lease.ValidFor(), row.ExpiresAt, claim)
+			r.Lease.ExpiresAt, r.Lease.ValidFor(), row.ExpiresAt, claim)
 	}
 	// The claim: after half the window, the lease runs for the full TTL.
 	if !testdb.Within(10*time.Second, func() bool {
 		row = rowOf(t, db, "k")
-		return row.ExpiresAt.Sub(row.AcquiredAt) > 30*time.Second && r.lease.ValidFor() > 30*time.Second
+		return row.ExpiresAt.Sub(row.AcquiredAt) > 30*time.Second && r.Lease.ValidFor() > 30*time.Second
 	}) {
 		t.Fatalf("handed lease never claimed: %+v", row)
 	}
-	if row.Token != r.lease.Token || row.RenewCount != 1 {
-		t.Fatalf("claimed row = %+v; want token %d renewed once", row, r.lease.Token)
+	if row.Token != r.Lease.Token || row.RenewCount != 1 {
+		t.Fatalf("claimed row = %+v; want token %d renewed once", row, r.Lease.Token)
 	}
-	if v := r.lease.ValidFor(); v < 50*time.Second {
+	if v := r.Lease.ValidFor(); v < 50*time.Second {
 		t.Fatalf("ValidFor after the claim = %s; want about the TTL", v)
 	}
 }
@@ -115,17 +115,17 @@ func TestQueueWithoutNotifierFindsItsGrant(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute, WaitRecheck: 200 * time.Millisecond})
-	holder := mustAcquire(t, lk, db, "k", "a")
-	got := acquireAsync(ctx, lk, db, "k", "b")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: 200 * time.Millisecond})
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
+	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	testdb.WaitForWaiter(t, db, "k", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
 	handed := rowOf(t, db, "k")
 	r := <-got
-	if r.err != nil || r.lease.Owner != "b" || r.lease.Token != handed.Token {
-		t.Fatalf("Acquire = %+v, %v; want the lease the release handed to b (%+v)", r.lease, r.err, handed)
+	if r.Err != nil || r.Lease.Owner != "b" || r.Lease.Token != handed.Token {
+		t.Fatalf("Acquire = %+v, %v; want the lease the release handed to b (%+v)", r.Lease, r.Err, handed)
 	}
 }
 
@@ -137,11 +137,11 @@ func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	const claim = 300 * time.Millisecond
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
 		ClaimWindow: claim})
-	holder := mustAcquire(t, lk, db, "k", "a")
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	dead := enqueueRaw(t, db, "k", "dead", claim)
-	got := acquireAsync(ctx, lk, db, "k", "b")
+	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	testdb.WaitForWaiter(t, db, "k", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
@@ -151,8 +151,8 @@ func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
 		t.Fatalf("row after the release = %+v; want handed to the head waiter, dead (id %d)", handed, dead)
 	}
 	r := <-got
-	if r.err != nil || r.lease.Owner != "b" || r.lease.Outcome != locker.Stolen || r.lease.Token <= handed.Token {
-		t.Fatalf("Acquire = %+v, %v; want b to take the unclaimed lease over", r.lease, r.err)
+	if r.Err != nil || r.Lease.Owner != "b" || r.Lease.Outcome != locker.Stolen || r.Lease.Token <= handed.Token {
+		t.Fatalf("Acquire = %+v, %v; want b to take the unclaimed lease over", r.Lease, r.Err)
 	}
 	if took := rowOf(t, db, "k").AcquiredAt.Sub(handed.AcquiredAt); took < claim || took > claim+time.Second {
 		t.Fatalf("b got the key %s after the hand-off to dead; want just after the claim window %s", took, claim)
@@ -165,8 +165,8 @@ func TestTryAcquireDoesNotJumpTheQueue(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: 200 * time.Millisecond})
-	holder := mustAcquire(t, lk, db, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: 200 * time.Millisecond})
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	id := enqueueRaw(t, db, "k", "queued", time.Second)
 	testdb.WaitUntilPast(t, db, holder.ExpiresAt)
 	_, err := lk.TryAcquire(ctx, db, "k", "outsider")
@@ -193,8 +193,8 @@ func TestLeaveAfterHandOffPassesItOn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
-	holder := mustAcquire(t, lk, db, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	first := enqueueRaw(t, db, "k", "first", time.Minute)
 	enqueueRaw(t, db, "k", "second", time.Minute)
 	if _, err := lk.Release(ctx, db, holder); err != nil {
@@ -216,8 +216,8 @@ func TestLeaveAfterHandOffPassesItOn(t *testing.T) {
 func TestAcquireCancelledDuringEnqueueLeavesNoRecord(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
-	holder := mustAcquire(t, lk, db, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -226,15 +226,15 @@ func TestAcquireCancelledDuringEnqueueLeavesNoRecord(t *testing.T) {
 		t.Fatalf("fence: %v", err)
 	}
 	waitCtx, cancel := context.WithCancel(ctx)
-	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
 	waitForBlockedCall(t, db, "distributed_lock_enqueue")
 	cancel()
 	time.Sleep(50 * time.Millisecond) // the cancel reaches Acquire while its call still waits
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-got; !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("Acquire = %v; want context.Canceled", r.err)
+	if r := <-got; !errors.Is(r.Err, context.Canceled) {
+		t.Fatalf("Acquire = %v; want context.Canceled", r.Err)
 	}
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Fatalf("%d waiter rows left after a cancelled Acquire", n)
@@ -280,13 +280,13 @@ func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	here, there := testdb.New(t), testdb.New(t)
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, here), WaitRecheck: 30 * time.Second})
-	holder := mustAcquire(t, lk, here, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, here), WaitRecheck: 30 * time.Second})
+	holder := testdb.MustAcquire(t, lk, here, "k", "a")
 	waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	got := acquireAsync(waitCtx, lk, here, "k", "b")
+	got := testdb.AcquireAsync(waitCtx, lk, here, "k", "b")
 	id := testdb.WaitForWaiter(t, here, "k", "b").ID
-	otherHolder := mustAcquire(t, lk, there, "k", "x")
+	otherHolder := testdb.MustAcquire(t, lk, there, "k", "x")
 	if otherID := enqueueRaw(t, there, "k", "y", time.Minute); otherID != id {
 		t.Fatalf("waiter ids %d and %d: the test needs them equal", id, otherID)
 	}
@@ -295,13 +295,13 @@ func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
 	}
 	select {
 	case r := <-got:
-		t.Fatalf("Acquire returned %+v, %v on another schema's hand-off", r.lease, r.err)
+		t.Fatalf("Acquire returned %+v, %v on another schema's hand-off", r.Lease, r.Err)
 	case <-time.After(300 * time.Millisecond):
 	}
 	if _, err := lk.Release(ctx, here, holder); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-got; r.err != nil || r.lease.Owner != "b" || r.lease.Token != rowOf(t, here, "k").Token {
-		t.Fatalf("Acquire = %+v, %v; want this schema's hand-off to b", r.lease, r.err)
+	if r := <-got; r.Err != nil || r.Lease.Owner != "b" || r.Lease.Token != rowOf(t, here, "k").Token {
+		t.Fatalf("Acquire = %+v, %v; want this schema's hand-off to b", r.Lease, r.Err)
 	}
 }

@@ -21,7 +21,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 	t.Run("rollback leaves no lock", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 		tx, err := db.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 		if evs := eventsOf(t, db, "k"); len(evs) != 0 {
 			t.Fatalf("after rollback: events %+v; want none", evs)
 		}
-		if other := mustAcquire(t, lk, db, "k", "b"); other.Outcome != locker.Acquired {
+		if other := testdb.MustAcquire(t, lk, db, "k", "b"); other.Outcome != locker.Acquired {
 			t.Fatalf("another owner after the rollback = %+v; want acquired", other)
 		}
 	})
@@ -47,7 +47,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 	t.Run("commit holds the lock", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true})
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
 		tx, err := db.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -76,11 +76,11 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 	t.Run("held by another does not abort the transaction", func(t *testing.T) {
 		t.Parallel()
 		db := testdb.New(t)
-		lk := newLocker(t, locker.Config{TTL: time.Minute})
+		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 		if _, err := db.Exec(ctx, reportTableSQL); err != nil {
 			t.Fatal(err)
 		}
-		mustAcquire(t, lk, db, "k", "b")
+		testdb.MustAcquire(t, lk, db, "k", "b")
 		tx, err := db.Begin(ctx)
 		if err != nil {
 			t.Fatal(err)

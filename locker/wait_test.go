@@ -25,21 +25,6 @@ func startNotifier(t *testing.T, pool *pgxpool.Pool) *locker.Notifier {
 	return workload.StartNotifier(t, pool.Config().ConnConfig)
 }
 
-type acquired struct {
-	lease locker.Lease
-	err   error
-	at    time.Time
-}
-
-func acquireAsync(ctx context.Context, lk *locker.Locker, db locker.DBTX, key, owner string) <-chan acquired {
-	ch := make(chan acquired, 1)
-	go func() {
-		l, err := lk.Acquire(ctx, db, key, owner)
-		ch <- acquired{l, err, time.Now()}
-	}()
-	return ch
-}
-
 const waiterRowsSQL = `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = $1`
 
 func waiterRows(t *testing.T, db locker.DBTX, key string) int {
@@ -57,12 +42,12 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	n := startNotifier(t, db)
 	// WaitRecheck is long, so only the NOTIFY can explain a quick wake-up.
 	// LogGrants: the release's event gives its time on the database clock.
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second, LogGrants: true})
-	holder := mustAcquire(t, lk, db, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second, LogGrants: true})
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
 	if w := testdb.WaitForWaiter(t, db, "k", "b"); w.Key != "k" || w.Waited < 0 {
 		t.Fatalf("waiter record = %+v", w)
 	}
@@ -71,8 +56,8 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	}
 	releasedAt := time.Now()
 	r := <-got
-	if r.err != nil || r.lease.Owner != "b" || r.lease.Outcome != locker.Acquired || r.lease.Token <= holder.Token {
-		t.Fatalf("waiter got %+v, %v; want acquired by b with a token above %d", r.lease, r.err, holder.Token)
+	if r.Err != nil || r.Lease.Owner != "b" || r.Lease.Outcome != locker.Acquired || r.Lease.Token <= holder.Token {
+		t.Fatalf("waiter got %+v, %v; want acquired by b with a token above %d", r.Lease, r.Err, holder.Token)
 	}
 	// On the database clock: the release (its event) and the new grant,
 	// handed off in the release's transaction.
@@ -88,7 +73,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if lag < 0 || lag > 100*time.Millisecond {
 		t.Fatalf("waiter was granted the lock %s after the release; want within 100ms", lag)
 	}
-	t.Logf("granted %s after the release (database clock); Acquire returned %s after Release did", lag, r.at.Sub(releasedAt))
+	t.Logf("granted %s after the release (database clock); Acquire returned %s after Release did", lag, r.At.Sub(releasedAt))
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Fatalf("%d waiter rows left after the grant", n)
 	}
@@ -110,11 +95,11 @@ func TestAcquireWakesAtExpiry(t *testing.T) {
 	// explain a sleep of about the TTL.
 	const ttl = time.Minute
 	lk := clockedLocker(t, locker.Config{TTL: ttl, WaitRecheck: time.Hour}, clk)
-	holder := mustAcquire(t, lk, db, "k", "a")
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
 	sleep := clk.waitTimer(t)
 	// The holder's time left when the waiter asked, at most the whole TTL,
 	// plus at most 50ms of jitter and a millisecond.
@@ -124,8 +109,8 @@ func TestAcquireWakesAtExpiry(t *testing.T) {
 	testdb.ExpireLease(t, db, "k")
 	clk.Advance(sleep)
 	r := <-got
-	if r.err != nil || r.lease.Outcome != locker.Stolen || r.lease.Token <= holder.Token {
-		t.Fatalf("waiter got %+v, %v; want stolen with a token above %d", r.lease, r.err, holder.Token)
+	if r.Err != nil || r.Lease.Outcome != locker.Stolen || r.Lease.Token <= holder.Token {
+		t.Fatalf("waiter got %+v, %v; want stolen with a token above %d", r.Lease, r.Err, holder.Token)
 	}
 	if ev := eventsOf(t, db, "k")[0]; ev.Kind != lockview.EventStolen {
 		t.Fatalf("latest event = %+v; want the steal", ev)
@@ -138,22 +123,22 @@ func TestAcquireGivesUpWhenContextEnds(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: time.Minute}, clk)
-	mustAcquire(t, lk, db, "k", "a")
+	testdb.MustAcquire(t, lk, db, "k", "a")
 
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	got := acquireAsync(waitCtx, lk, db, "k", "b")
+	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
 	clk.waitTimer(t) // registered, and sleeping until a's expiry
 	testdb.WaitForWaiter(t, db, "k", "b")
 	cancel()
-	var r acquired
+	var r testdb.Acquired
 	select {
 	case r = <-got:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Acquire still waiting 10s after its context ended")
 	}
-	if !errors.Is(r.err, context.Canceled) || !strings.Contains(r.err.Error(), `"a"`) {
-		t.Fatalf("Acquire after its context ended = %v; want Canceled naming holder a", r.err)
+	if !errors.Is(r.Err, context.Canceled) || !strings.Contains(r.Err.Error(), `"a"`) {
+		t.Fatalf("Acquire after its context ended = %v; want Canceled naming holder a", r.Err)
 	}
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Fatalf("%d waiter rows left after giving up; want none", n)

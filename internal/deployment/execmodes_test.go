@@ -62,14 +62,14 @@ func poolInMode(t *testing.T, dsn, mode string) *pgxpool.Pool {
 // reads of rows, metadata, events and waiters.
 func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfig) {
 	ctx := context.Background()
-	lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true,
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true,
 		Metadata: map[string]any{"purpose": "exec modes"}})
 
-	a := mustAcquire(t, lk, db, "k", "a")
+	a := testdb.MustAcquire(t, lk, db, "k", "a")
 	if a.Outcome != locker.Acquired {
 		t.Fatalf("first acquire: %+v", a)
 	}
-	again := mustAcquire(t, lk, db, "k", "a")
+	again := testdb.MustAcquire(t, lk, db, "k", "a")
 	if again.Outcome != locker.Renewed || again.Token != a.Token {
 		t.Fatalf("acquire by the holder = %+v, want renewed with token %d", again, a.Token)
 	}
@@ -99,9 +99,9 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	}
 
 	// A steal of a lapsed lease.
-	lapsed := mustAcquire(t, lk, db, "steal", "a")
+	lapsed := testdb.MustAcquire(t, lk, db, "steal", "a")
 	testdb.ExpireLease(t, db, "steal")
-	stolen := mustAcquire(t, lk, db, "steal", "b")
+	stolen := testdb.MustAcquire(t, lk, db, "steal", "b")
 	if stolen.Outcome != locker.Stolen || stolen.Token <= lapsed.Token {
 		t.Fatalf("acquire of a lapsed lease = %+v, want stolen with a token above %d", stolen, lapsed.Token)
 	}
@@ -113,7 +113,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if f, err := lk.ForceExpire(ctx, db, "steal", stolen.Token); err != nil || f.Outcome != locker.Expired {
 		t.Fatalf("force-expire = %+v, %v", f, err)
 	}
-	fr := mustAcquire(t, lk, db, "force", "a")
+	fr := testdb.MustAcquire(t, lk, db, "force", "a")
 	if f, err := lk.ForceRelease(ctx, db, "force", fr.Token); err != nil || f.Outcome != locker.ForceReleased {
 		t.Fatalf("force-release = %+v, %v", f, err)
 	}
@@ -123,17 +123,17 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 
 	// A waiter woken by the release, not by a recheck.
 	n := workload.StartNotifier(t, listenCfg)
-	waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
-	holder := mustAcquire(t, lk, db, "wait", "a")
+	waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
+	holder := testdb.MustAcquire(t, lk, db, "wait", "a")
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	got := acquireAsync(wctx, waiting, db, "wait", "b")
+	got := testdb.AcquireAsync(wctx, waiting, db, "wait", "b")
 	testdb.WaitForWaiter(t, db, "wait", "b")
 	if _, err := lk.Release(ctx, db, holder); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-got; r.err != nil || r.lease.Owner != "b" {
-		t.Fatalf("waiting acquire = %+v, %v; want b's lease", r.lease, r.err)
+	if r := <-got; r.Err != nil || r.Lease.Owner != "b" {
+		t.Fatalf("waiting acquire = %+v, %v; want b's lease", r.Lease, r.Err)
 	}
 
 	// What the console reads.

@@ -40,7 +40,7 @@ func serverPool(t *testing.T, in *pgtemp.Instance) *pgxpool.Pool {
 }
 
 func failoverLocker(t *testing.T) *locker.Locker {
-	return newLocker(t, locker.Config{TTL: time.Hour})
+	return testdb.Locker(t, locker.Config{TTL: time.Hour})
 }
 
 // crashAndPromote crashes primary and promotes standby, returning the new
@@ -152,7 +152,7 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 // grant takes key for a fresh owner or fails the test.
 func grant(t *testing.T, lk *locker.Locker, db locker.DBTX, key string) locker.Lease {
 	t.Helper()
-	return mustAcquire(t, lk, db, key, "owner-of-"+key)
+	return testdb.MustAcquire(t, lk, db, key, "owner-of-"+key)
 }
 
 // With a synchronous standby, every release the primary acknowledged is

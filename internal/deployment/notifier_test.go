@@ -50,7 +50,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 4})
 	pool := poolInMode(t, p.DSN, "exec")
 	ctx := context.Background()
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	t.Run("direct LISTEN is live", func(t *testing.T) {
 		direct, err := pgx.ParseConfig(p.DirectDSN)
@@ -63,17 +63,17 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		if !testdb.Within(10*time.Second, n.Live) {
 			t.Fatalf("a Notifier listening directly is not live after 10s; logged %q", logs.Lines())
 		}
-		waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
-		holder := mustAcquire(t, lk, pool, "live", "a")
+		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
+		holder := testdb.MustAcquire(t, lk, pool, "live", "a")
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		got := acquireAsync(wctx, waiting, pool, "live", "b")
+		got := testdb.AcquireAsync(wctx, waiting, pool, "live", "b")
 		testdb.WaitForWaiter(t, pool, "live", "b")
 		if _, err := lk.Release(ctx, pool, holder); err != nil {
 			t.Fatal(err)
 		}
-		if r := <-got; r.err != nil {
-			t.Fatalf("waiter with a minute's recheck, woken by NOTIFY: %v", r.err)
+		if r := <-got; r.Err != nil {
+			t.Fatalf("waiter with a minute's recheck, woken by NOTIFY: %v", r.Err)
 		}
 		if len(logs.Lines()) != 0 {
 			t.Fatalf("a live Notifier logged %q", logs.Lines())
@@ -109,17 +109,17 @@ func TestNotifierProvesDelivery(t *testing.T) {
 			t.Fatalf("state %d, logged %q; want not live and one warning saying what to connect to", n.State(), lines)
 		}
 		// Timed rechecks still hand the key over.
-		waiting := newLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})
-		holder := mustAcquire(t, lk, pool, "unheard", "a")
+		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})
+		holder := testdb.MustAcquire(t, lk, pool, "unheard", "a")
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		defer cancel()
-		got := acquireAsync(wctx, waiting, pool, "unheard", "b")
+		got := testdb.AcquireAsync(wctx, waiting, pool, "unheard", "b")
 		testdb.WaitForWaiter(t, pool, "unheard", "b")
 		if _, err := lk.Release(ctx, pool, holder); err != nil {
 			t.Fatal(err)
 		}
-		if r := <-got; r.err != nil {
-			t.Fatalf("waiter rechecking on a timer: %v", r.err)
+		if r := <-got; r.Err != nil {
+			t.Fatalf("waiter rechecking on a timer: %v", r.Err)
 		}
 	})
 }

@@ -39,7 +39,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 			if mode == "exec" { // the mode the CLI picks behind a pooler
 				cycles = 10000
 			}
-			lk := newLocker(t, locker.Config{TTL: time.Minute})
+			lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 			var done, granted atomic.Int64
 			var wg sync.WaitGroup
 			var mu sync.Mutex

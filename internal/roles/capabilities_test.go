@@ -25,7 +25,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 		roles.Operator: {Force: true, Prune: true},
 		roles.Service:  {Hold: true},
 	}
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
 	for kind, w := range want {
 		db := e.roleWith(t, kind)
 		got, err := store.Capabilities(ctx, db)

@@ -107,21 +107,12 @@ func (e env) roleWith(t *testing.T, kind roles.Kind) *pgxpool.Pool {
 	return pool
 }
 
-func newLocker(t *testing.T, cfg locker.Config) *locker.Locker {
-	t.Helper()
-	lk, err := locker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return lk
-}
-
 // seed makes, as the admin, a held lock "held", a free lock "free" and an
 // event history, so reads have something to return.
 func seed(t *testing.T, e env) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
-	lk := newLocker(t, locker.Config{TTL: time.Minute, LogGrants: true})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
 	held, err := lk.TryAcquire(ctx, e.admin, "held", "admin-owner")
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +150,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	e := newEnv(t)
 	held := seed(t, e)
 	db := e.roleWith(t, roles.Viewer)
-	lk := newLocker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
 	locks, err := lockview.ListAll(ctx, db)
 	if err != nil || len(locks) != 2 {
@@ -207,7 +198,7 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	e := newEnv(t)
 	held := seed(t, e)
 	db := e.roleWith(t, roles.Operator)
-	op := newLocker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
+	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
 	if locks, err := lockview.ListAll(ctx, db); err != nil || len(locks) != 2 {
 		t.Fatalf("operator ListAll = %d, %v", len(locks), err)
@@ -232,7 +223,7 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	// An operator is not a holder: it cannot take or extend a lease.
 	_, err = op.TryAcquire(ctx, db, "k", "oncall")
 	wantDenied(t, "operator TryAcquire", err)
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	lease, err := lk.TryAcquire(ctx, e.admin, "k2", "svc")
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +261,7 @@ func TestServiceRunsLockerOnly(t *testing.T) {
 		// ALTER on an object one does not own is "must be owner" (42501 too).
 		wantDenied(t, "service "+c.what, err)
 	}
-	lk := newLocker(t, locker.Config{})
+	lk := testdb.Locker(t, locker.Config{})
 	_, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond})
 	wantDenied(t, "service Prune", err)
 }
@@ -285,7 +276,7 @@ func TestReadOnlyRoleIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Reset()
-	lk := newLocker(t, locker.Config{TTL: time.Minute})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	_, err := lk.TryAcquire(ctx, db, "k", "svc")
 	if !errors.Is(err, store.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("TryAcquire as a read-only role = %v; want store.ErrReadOnly", err)
