@@ -124,15 +124,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	// A waiter woken by the release, not by a recheck.
 	n := workload.StartNotifier(t, listenCfg)
 	waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
-	holder := testdb.MustAcquire(t, lk, db, "wait", "a")
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	got := testdb.AcquireAsync(wctx, waiting, db, "wait", "b")
-	testdb.WaitForWaiter(t, db, "wait", "b")
-	if _, err := lk.Release(ctx, db, holder); err != nil {
-		t.Fatal(err)
-	}
-	if r := <-got; r.Err != nil || r.Lease.Owner != "b" {
+	if r := handOver(t, lk, waiting, db, "wait"); r.Err != nil || r.Lease.Owner != "b" {
 		t.Fatalf("waiting acquire = %+v, %v; want b's lease", r.Lease, r.Err)
 	}
 

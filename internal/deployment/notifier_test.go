@@ -49,7 +49,6 @@ func runNotifier(t *testing.T, n *locker.Notifier) {
 func TestNotifierProvesDelivery(t *testing.T) {
 	p := testdb.Bouncer(t, pgtemp.BouncerOptions{PoolSize: 4})
 	pool := poolInMode(t, p.DSN, "exec")
-	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	t.Run("direct LISTEN is live", func(t *testing.T) {
@@ -64,15 +63,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 			t.Fatalf("a Notifier listening directly is not live after 10s; logged %q", logs.Lines())
 		}
 		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
-		holder := testdb.MustAcquire(t, lk, pool, "live", "a")
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		got := testdb.AcquireAsync(wctx, waiting, pool, "live", "b")
-		testdb.WaitForWaiter(t, pool, "live", "b")
-		if _, err := lk.Release(ctx, pool, holder); err != nil {
-			t.Fatal(err)
-		}
-		if r := <-got; r.Err != nil {
+		if r := handOver(t, lk, waiting, pool, "live"); r.Err != nil {
 			t.Fatalf("waiter with a minute's recheck, woken by NOTIFY: %v", r.Err)
 		}
 		if len(logs.Lines()) != 0 {
@@ -110,15 +101,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		}
 		// Timed rechecks still hand the key over.
 		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})
-		holder := testdb.MustAcquire(t, lk, pool, "unheard", "a")
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		defer cancel()
-		got := testdb.AcquireAsync(wctx, waiting, pool, "unheard", "b")
-		testdb.WaitForWaiter(t, pool, "unheard", "b")
-		if _, err := lk.Release(ctx, pool, holder); err != nil {
-			t.Fatal(err)
-		}
-		if r := <-got; r.Err != nil {
+		if r := handOver(t, lk, waiting, pool, "unheard"); r.Err != nil {
 			t.Fatalf("waiter rechecking on a timer: %v", r.Err)
 		}
 	})
