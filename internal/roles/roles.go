@@ -17,9 +17,9 @@
 // DEFINER functions of schema.sql, which run as the role that migrated. So
 // no role can forge or rewind a token, revive a lease, change an owner, or
 // write or delete an event except as the protocol does. Each set starts by
-// revoking whatever the role held on the lock tables, the sequence and the
-// functions, so granting also takes back the wider grants of earlier
-// versions of lockctl.
+// revoking whatever the role held on the three lock tables, the sequence and
+// the callable protocol functions, so granting also takes back a wider set
+// granted before (another kind, or an earlier version of lockctl).
 //
 // The sets were found by testing each locker operation as a real LOGIN role
 // (roles_test.go, service_test.go, operator_test.go): removing any line
@@ -32,6 +32,7 @@ package roles
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -52,27 +53,33 @@ var Kinds = []Kind{Viewer, Operator, Service}
 // The grant templates, one statement each. %[1]s is the quoted schema,
 // %[2]s the quoted role; nothing else is ever substituted.
 var (
-	// revokeAll takes back every privilege the role holds on the lock
-	// objects, so each set is exactly what follows it.
+	// revokeAll takes back every privilege the role holds on the objects a
+	// grant set can reach: the three lock tables, the token sequence and
+	// every function a set grants (plus ungranted). So on those objects a
+	// role has exactly the set that follows, whatever it had before. It
+	// leaves alone what no set ever grants and schema.sql already closes to
+	// PUBLIC: the epoch table and the internal functions
+	// (distributed_lock_advance_epoch, _next_token, _hand_off,
+	// _keep_waking); a privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
 		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
-		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(append(append(append([]string{}, ownerFunctions...), operatorFunctions...), ungranted...)), ", ") + ` FROM %[2]s`,
+		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions, ungranted)), ", ") + ` FROM %[2]s`,
 	}
 
-	viewerGrants = append(append([]string{}, revokeAll...),
+	viewerGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
 		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter TO %[2]s`,
-	)
+	})
 
-	operatorGrants = append(append([]string{}, viewerGrants...),
-		`GRANT EXECUTE ON FUNCTION `+strings.Join(qualified(operatorFunctions), ", ")+` TO %[2]s`,
-	)
+	operatorGrants = slices.Concat(viewerGrants, []string{
+		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(operatorFunctions), ", ") + ` TO %[2]s`,
+	})
 
-	serviceGrants = append(append([]string{}, revokeAll...),
+	serviceGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
 		`GRANT SELECT ON %[1]s.distributed_lock TO %[2]s`,
-		`GRANT EXECUTE ON FUNCTION `+strings.Join(qualified(ownerFunctions), ", ")+` TO %[2]s`,
-	)
+		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(ownerFunctions), ", ") + ` TO %[2]s`,
+	})
 )
 
 // ownerFunctions are the protocol functions of schema.sql a lock's owner
@@ -89,9 +96,11 @@ var ownerFunctions = []string{
 	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
 }
 
-// ungranted are protocol functions no grant set includes (a client waiting
-// outside the queue may be granted distributed_lock_waiter_watch by hand);
-// every set still revokes them.
+// ungranted are callable protocol functions no grant set includes: a
+// client that waits without queueing may be granted
+// distributed_lock_waiter_watch by hand. Every set revokes them all the
+// same, so running a set leaves a role only that set's privileges and a
+// hand grant of these must be repeated after it.
 var ungranted = []string{
 	"distributed_lock_waiter_watch(text, bigint)",
 }
@@ -113,8 +122,9 @@ func qualified(fns []string) []string {
 	return out
 }
 
-// Statements returns the GRANT statements of kind for role on the lock
-// tables in schema, one per element, for running them one by one.
+// Statements returns kind's set for role on the lock objects in schema, one
+// statement per element, for running them one by one: the REVOKEs that
+// clear what the role held, then the GRANTs.
 func Statements(kind Kind, schema, role string) ([]string, error) {
 	tmpl, err := template(kind)
 	if err != nil {
