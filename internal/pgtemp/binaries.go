@@ -49,11 +49,18 @@ var debianBinGlob = "/usr/lib/postgresql/*/bin"
 
 func hasServer(dir string) bool {
 	for _, name := range []string{"initdb", "postgres"} {
-		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.IsDir() {
+		if !isFile(filepath.Join(dir, name)) {
 			return false
 		}
 	}
 	return true
+}
+
+// isFile says whether p exists and is not a directory: where a program or a
+// jar is looked for, a directory of that name does not count.
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && !fi.IsDir()
 }
 
 // majorOf reads N from /usr/lib/postgresql/N/bin so 15 sorts above 9.6.

@@ -29,7 +29,7 @@ var bouncerPaths = []string{"/usr/sbin/pgbouncer", "/usr/local/sbin/pgbouncer"}
 // FindBouncer returns the pgbouncer binary: $PGBOUNCER, PATH, then /usr/sbin.
 func FindBouncer() (string, error) {
 	if p := os.Getenv("PGBOUNCER"); p != "" {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		if !isFile(p) {
 			return "", fmt.Errorf("pgtemp: PGBOUNCER=%s is not a program: %w", p, ErrNoBouncer)
 		}
 		return p, nil
@@ -38,7 +38,7 @@ func FindBouncer() (string, error) {
 		return p, nil
 	}
 	for _, p := range bouncerPaths {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if isFile(p) {
 			return p, nil
 		}
 	}

@@ -26,13 +26,13 @@ var jdbcJars = []string{"/usr/share/java/postgresql.jar", "/usr/share/java/postg
 // distribution's copy.
 func JDBCJar() (string, error) {
 	if p := os.Getenv("PGJDBC_JAR"); p != "" {
-		if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+		if !isFile(p) {
 			return "", fmt.Errorf("pgtemp: PGJDBC_JAR=%s is not a file: %w", p, ErrNoJDBC)
 		}
 		return p, nil
 	}
 	for _, p := range jdbcJars {
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if isFile(p) {
 			return p, nil
 		}
 	}
@@ -45,7 +45,7 @@ func FindJava() (javac, java string, err error) {
 	if home := os.Getenv("JAVA_HOME"); home != "" {
 		javac, java = filepath.Join(home, "bin", "javac"), filepath.Join(home, "bin", "java")
 		for _, p := range []string{javac, java} {
-			if fi, err := os.Stat(p); err != nil || fi.IsDir() {
+			if !isFile(p) {
 				return "", "", fmt.Errorf("pgtemp: JAVA_HOME=%s has no %s: %w", home, filepath.Base(p), ErrNoJava)
 			}
 		}
@@ -56,7 +56,7 @@ func FindJava() (javac, java string, err error) {
 	}
 	if real, err := filepath.EvalSymlinks(javac); err == nil {
 		beside := filepath.Join(filepath.Dir(real), "java")
-		if fi, err := os.Stat(beside); err == nil && !fi.IsDir() {
+		if isFile(beside) {
 			return javac, beside, nil
 		}
 	}

@@ -102,7 +102,7 @@ func findTool(binDir, name string) (string, error) {
 	}
 	for _, dir := range dirs {
 		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		if isFile(p) {
 			return p, nil
 		}
 	}
