@@ -273,29 +273,25 @@ func (b *Bouncer) start(ctx context.Context, bin string) error {
 
 // waitReady waits until a query passes through the pooler to the server.
 func (b *Bouncer) waitReady(ctx context.Context, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, b.opts.StartTimeout)
-	defer cancel()
 	var lastErr error
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("pgtemp: pgbouncer exited during start-up; log:\n%s", tail(b.LogPath()))
-		case <-ctx.Done():
-			return fmt.Errorf("pgtemp: no query passed through pgbouncer in %s (last error: %v); log:\n%s",
-				b.opts.StartTimeout, lastErr, tail(b.LogPath()))
-		case <-time.After(50 * time.Millisecond):
-		}
+	err := pollUntil(ctx, b.opts.StartTimeout, exited, func(ctx context.Context) (bool, error) {
 		conn, err := pgconn.Connect(ctx, b.DSN(""))
 		if err != nil {
 			lastErr = err
-			continue
+			return false, nil
 		}
 		_, lastErr = conn.Exec(ctx, "SELECT 1").ReadAll()
 		_ = conn.Close(ctx)
-		if lastErr == nil {
-			return nil
-		}
+		return lastErr == nil, nil
+	})
+	switch {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("pgtemp: pgbouncer exited during start-up; log:\n%s", tail(b.LogPath()))
+	case err != nil:
+		return fmt.Errorf("pgtemp: no query passed through pgbouncer in %s (last error: %v); log:\n%s",
+			b.opts.StartTimeout, lastErr, tail(b.LogPath()))
 	}
+	return nil
 }
 
 // Close stops PgBouncer (dropping its connections at once) and removes its

@@ -275,22 +275,21 @@ func (in *Instance) Start(ctx context.Context) error {
 }
 
 func (in *Instance) waitReady(ctx context.Context, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, in.opts.StartTimeout)
-	defer cancel()
-	for {
-		select {
-		case <-exited:
-			return fmt.Errorf("pgtemp: postgres exited during start-up; log:\n%s", in.logTail())
-		case <-ctx.Done():
-			return fmt.Errorf("pgtemp: postgres did not accept connections in %s; log:\n%s", in.opts.StartTimeout, in.logTail())
-		case <-time.After(50 * time.Millisecond):
-		}
+	err := pollUntil(ctx, in.opts.StartTimeout, exited, func(ctx context.Context) (bool, error) {
 		conn, err := pgx.Connect(ctx, in.DSN(""))
-		if err == nil {
-			_ = conn.Close(ctx)
-			return nil
+		if err != nil {
+			return false, nil // not accepting connections yet
 		}
+		_ = conn.Close(ctx)
+		return true, nil
+	})
+	switch {
+	case errors.Is(err, errExited):
+		return fmt.Errorf("pgtemp: postgres exited during start-up; log:\n%s", in.logTail())
+	case err != nil:
+		return fmt.Errorf("pgtemp: postgres did not accept connections in %s; log:\n%s", in.opts.StartTimeout, in.logTail())
 	}
+	return nil
 }
 
 func (in *Instance) logTail() string { return tail(in.LogPath()) }

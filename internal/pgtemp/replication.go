@@ -291,24 +291,3 @@ func quoteValue(v string) string {
 	r := strings.NewReplacer(`\`, `\\`, `'`, `\'`)
 	return "'" + r.Replace(v) + "'"
 }
-
-// poll runs check every 20ms until it reports done, returns an error, or
-// ctx (bounded by replicationWait) ends.
-func poll(ctx context.Context, what string, check func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, replicationWait)
-	defer cancel()
-	for {
-		done, err := check(ctx)
-		if err != nil {
-			return fmt.Errorf("pgtemp: waiting for %s: %w", what, err)
-		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pgtemp: waiting for %s: %w", what, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}

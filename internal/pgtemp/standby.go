@@ -130,20 +130,14 @@ func WaitReplayed(ctx context.Context, primary, standby *Instance) error {
 		return fmt.Errorf("pgtemp: connect to standby: %w", err)
 	}
 	defer sc.Close(context.WithoutCancel(ctx))
-	for {
+	err = pollUntil(ctx, 0, nil, func(ctx context.Context) (bool, error) {
 		var done bool
 		err := sc.QueryRow(ctx,
 			`SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)`, lsn).Scan(&done)
-		if err != nil {
-			return fmt.Errorf("pgtemp: read standby replay position: %w", err)
-		}
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pgtemp: standby did not replay up to %s: %w", lsn, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
+		return done, err
+	})
+	if err != nil {
+		return fmt.Errorf("pgtemp: waiting for the standby to replay up to %s: %w", lsn, err)
 	}
+	return nil
 }
