@@ -135,7 +135,7 @@ type Bouncer struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	done <-chan struct{} // closed when cmd has exited
 }
 
 // StartBouncer runs PgBouncer on a free loopback port in front of upstream,
@@ -155,14 +155,8 @@ func StartBouncer(ctx context.Context, upstream *Instance, opts BouncerOptions) 
 		return nil, err
 	}
 	b := &Bouncer{upstream: upstream, opts: opts}
-	if b.dir, err = os.MkdirTemp(upstream.dir, "pgbouncer-"); err != nil {
-		return nil, fmt.Errorf("pgtemp: %w", err)
-	}
-	if upstream.asOther {
-		if err := os.Chown(b.dir, int(upstream.uid), int(upstream.gid)); err != nil {
-			_ = os.RemoveAll(b.dir)
-			return nil, fmt.Errorf("pgtemp: %w", err)
-		}
+	if b.dir, err = upstream.mkdirOwned(upstream.dir, "pgbouncer-"); err != nil {
+		return nil, err
 	}
 	if b.port, err = freePort(); err != nil {
 		_ = os.RemoveAll(b.dir)
@@ -199,12 +193,7 @@ func (b *Bouncer) Port() int { return b.port }
 // SHOW SERVERS), open to "postgres". In transaction mode PgBouncer 1.18 hands
 // server connections around between transactions, which pgx's default
 // statement cache does not survive; a test picks its query exec mode.
-func (b *Bouncer) DSN(db string) string {
-	if db == "" {
-		db = "postgres"
-	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", b.port, db)
-}
+func (b *Bouncer) DSN(db string) string { return dsnFor(b.port, db) }
 
 func (b *Bouncer) writeConfig() error {
 	settings := map[string]string{
@@ -248,23 +237,16 @@ func (b *Bouncer) writeConfig() error {
 }
 
 func (b *Bouncer) start(ctx context.Context, bin string) error {
-	logFile, err := os.OpenFile(b.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("pgtemp: %w", err)
-	}
-	defer logFile.Close()
 	cmd := exec.Command(bin, b.iniPath())
 	cmd.Dir = b.dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = b.upstream.procAttr()
 	// SIGTERM is PgBouncer's immediate shutdown; the kernel sends it if this
 	// process dies without Close.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("pgtemp: start pgbouncer: %w", err)
+	done, err := startLogged(cmd, b.LogPath())
+	if err != nil {
+		return err
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	b.mu.Lock()
 	b.cmd, b.done = cmd, done
 	b.mu.Unlock()
@@ -299,13 +281,7 @@ func (b *Bouncer) waitReady(ctx context.Context, exited <-chan struct{}) error {
 func (b *Bouncer) Close() error {
 	b.mu.Lock()
 	if b.cmd != nil {
-		_ = b.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
-			<-b.done
-		}
+		stopGroup(b.cmd, b.done, syscall.SIGTERM, 10*time.Second)
 		b.cmd, b.done = nil, nil
 	}
 	b.mu.Unlock()

@@ -90,7 +90,7 @@ type Instance struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	done chan struct{} // closed when cmd has exited
+	done <-chan struct{} // closed when cmd has exited
 
 	// Replication (replication.go), guarded by mu.
 	upstream *Instance      // the server this standby streams from; nil on a primary and after Promote
@@ -133,15 +133,8 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 	}
 	base := reachableTempBase()
 	removeStale(base)
-	in.dir, err = os.MkdirTemp(base, dirPrefix+strconv.Itoa(os.Getpid())+"-")
-	if err != nil {
-		return nil, fmt.Errorf("pgtemp: %w", err)
-	}
-	if in.asOther {
-		if err := os.Chown(in.dir, int(in.uid), int(in.gid)); err != nil {
-			in.removeDir()
-			return nil, fmt.Errorf("pgtemp: %w", err)
-		}
+	if in.dir, err = in.mkdirOwned(base, dirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+		return nil, err
 	}
 	register(in, opts.HandleSignals)
 	if err := in.initdb(ctx); err != nil {
@@ -217,11 +210,15 @@ func (in *Instance) LogPath() string { return filepath.Join(in.dir, "postgres.lo
 func (in *Instance) Dir() string { return in.dir }
 
 // DSN is a connection URL for database db ("" means "postgres").
-func (in *Instance) DSN(db string) string {
+func (in *Instance) DSN(db string) string { return dsnFor(in.port, db) }
+
+// dsnFor is a connection URL as "postgres" to database db ("" means
+// "postgres") on 127.0.0.1:port, where a server or a pooler listens.
+func dsnFor(port int, db string) string {
 	if db == "" {
 		db = "postgres"
 	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", in.port, db)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", port, db)
 }
 
 // Port is the server's TCP port on 127.0.0.1; it stays the same across
@@ -251,21 +248,14 @@ func (in *Instance) Start(ctx context.Context) error {
 	for k, v := range in.opts.Settings {
 		args = append(args, "-c", k+"="+v)
 	}
-	logFile, err := os.OpenFile(in.LogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("pgtemp: %w", err)
-	}
-	defer logFile.Close()
 	cmd := in.command(context.Background(), "postgres", args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// If this process dies without Close, the kernel tells the postmaster to
 	// shut down at once instead of leaving it running forever.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("pgtemp: start postgres: %w", err)
+	done, err := startLogged(cmd, in.LogPath())
+	if err != nil {
+		return err
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
 	in.cmd, in.done = cmd, done
 	if err := in.waitReady(ctx, done); err != nil {
 		in.stopLocked(Immediate)
@@ -320,14 +310,9 @@ func (in *Instance) stopLocked(mode StopMode) error {
 		sig = syscall.SIGQUIT
 	}
 	in.releasePausedSenders(mode)
-	_ = in.cmd.Process.Signal(sig)
-	select {
-	case <-in.done:
-	case <-time.After(15 * time.Second):
-		// The whole process group: the postmaster and any backend it left.
-		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
-		<-in.done
-	}
+	// After the grace, the kill reaches the postmaster and any backend it
+	// left.
+	stopGroup(in.cmd, in.done, sig, 15*time.Second)
 	in.cmd, in.done = nil, nil
 	return nil
 }

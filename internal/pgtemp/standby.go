@@ -55,17 +55,11 @@ func StartStandby(ctx context.Context, primary *Instance, opts Options) (*Instan
 			return nil, err
 		}
 	}
-	dir, err := os.MkdirTemp(reachableTempBase(), dirPrefix+strconv.Itoa(os.Getpid())+"-")
+	dir, err := in.mkdirOwned(reachableTempBase(), dirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
-		return nil, fmt.Errorf("pgtemp: %w", err)
+		return nil, err
 	}
 	in.dir = dir
-	if in.asOther {
-		if err := os.Chown(in.dir, int(in.uid), int(in.gid)); err != nil {
-			in.removeDir()
-			return nil, fmt.Errorf("pgtemp: %w", err)
-		}
-	}
 	register(in, opts.HandleSignals)
 	basebackup, err := findTool(primary.binDir, "pg_basebackup")
 	if err != nil {
