@@ -54,6 +54,28 @@ wait_for() {
 	done
 }
 
+# wait_for_all SECONDS REGEX...: until every REGEX is on the screen at once.
+wait_for_all() {
+	local deadline=$((SECONDS + $1)) re missing
+	shift
+	while :; do
+		missing=
+		for re in "$@"; do
+			screen | grep -Eq -- "$re" || missing=$re
+		done
+		[[ -z $missing ]] && return
+		if ((SECONDS > deadline)); then
+			echo "generate.sh: timed out waiting for /$missing/ beside /$*/; the screen:" >&2
+			screen >&2
+			exit 1
+		fi
+		sleep 0.3
+	done
+}
+
+# refused: the header's count of refused fenced writes.
+refused() { screen | sed -nE 's/.*fenced writes [0-9]+ ok, ([0-9]+) refused.*/\1/p'; }
+
 keys() { t send-keys -t demo "$@"; sleep 0.6; }
 
 # shot FILE: the pane as it is now, with colours, as a PNG. freeze v0.2.2
@@ -106,13 +128,19 @@ wait_for 'Force-expire this lock\?'
 shot confirm-expire.png
 
 # 4. Free it, then the event log: the operator's force_expired, the waiter
-#    taking the key at once, and fenced writes refused.
+#    taking the key at once, and a refused fenced write. The log scrolls by
+#    several events a second, so the key is freed just after a zombie's
+#    write is refused, while that event is still among the newest.
+before=$(refused) deadline=$((SECONDS + 120))
+until (($(refused) > before)); do
+	((SECONDS < deadline)) || { echo "generate.sh: no fenced write refused in 120s" >&2; exit 1; }
+	sleep 0.1
+done
 keys y
 wait_for 'reports:stuck +report-retry'
 keys Escape
 keys e
-wait_for 'force_expired'
-wait_for 'stale_write_rejected'
+wait_for_all 10 'force_expired +reports:stuck' '(acquired|stolen) +reports:stuck +owner report-retry' 'stale_write_rejected'
 shot events.png
 
 # Quit and wait until the demo has stopped its server and removed its
