@@ -229,14 +229,14 @@
 //
 // # Errors
 //
-// Branch with errors.Is on [ErrHeld], [ErrNotHeld], [ErrLeaseLost],
-// [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and on the database
-// errors a driver error is mapped to: [ErrNotMigrated], [ErrReadOnly],
-// [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
-// [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
-// [ErrPoolerStartupParameter]; [Migrate] also fails with [ErrCannotAdopt].
-// The typed errors [*HeldError] and
-// [*NotHeldError] carry the current holder; [Locker.Get] reads a key's row.
+// Branch with errors.Is on [ErrHeld], [ErrNotHeld], [ErrQueueLost],
+// [ErrLeaseLost], [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and
+// on the database errors a driver error is mapped to: [ErrNotMigrated],
+// [ErrReadOnly], [ErrPermissionDenied], [ErrLockTimeout],
+// [ErrStatementTimeout], [ErrUnavailable], [ErrInvalidValue],
+// [ErrPoolerStatements], [ErrPoolerStartupParameter]; [Migrate] also fails
+// with [ErrCannotAdopt]. The typed errors [*HeldError] and [*NotHeldError]
+// carry the current holder; [Locker.Get] reads a key's row.
 //
 // # Behind a connection pooler
 //
