@@ -21,8 +21,9 @@ import (
 )
 
 // commands is the command table: adding a command is one entry. Each Flags
-// function defines the command's flags (global flags --dsn, --actor and
-// --help are added by cli.Dispatch) and returns the action that runs it.
+// function defines the command's flags (the global flags --dsn,
+// --notify-dsn, --actor and --help are added by cli.Dispatch) and returns
+// the action that runs it.
 var commands = []cli.Command{
 	{
 		Name: "", Summary: "open the console: the live lock table (the default when no command is given)",
