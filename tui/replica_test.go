@@ -81,6 +81,12 @@ func TestConsoleFollowsAPromotion(t *testing.T) {
 	if err := primary.Crash(); err != nil {
 		t.Fatal(err)
 	}
+	// A poll while no server accepts writes fails, as the console's next
+	// poll after a crash does (without this one, the pool's health check
+	// could find the promoted server before any poll fails).
+	if m = repoll(t, m); m.failures == 0 {
+		t.Fatalf("a poll with the primary down and the standby not promoted succeeded")
+	}
 	if err := standby.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
