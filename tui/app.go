@@ -206,7 +206,7 @@ func (m Model) pollRequest() pollRequest {
 		query: lockview.ListQuery{
 			Filter: m.filter, Sort: m.sort(), Anchor: m.selKey, Rank: int(m.selRank),
 			Before: min(2*n, lockview.MaxWindow), After: min(2*n+1, lockview.MaxWindow),
-			Near: m.snap.page.Span, // the store ignores it after a change of order or filter
+			Near: m.snap.page.Span, // lockview.ListLocks ignores it after a change of order or filter
 		},
 		wantEvents: m.pane == paneEvents,
 		wantCaps:   !m.hasCaps && !m.opts.ReadOnly,

@@ -23,8 +23,8 @@ func columnTitles(w int) []string {
 }
 
 // Narrowing the terminal only ever drops columns, never trades one for
-// another (at 70 columns TOKEN used to come back while WAITERS went), and
-// KEY and OWNER stop growing on a wide terminal.
+// another (TOKEN never reappears at a width where WAITERS goes), and KEY
+// and OWNER stop growing on a wide terminal.
 func TestLayoutOnlyLosesColumnsAsItNarrows(t *testing.T) {
 	for w := 60; w < 260; w++ {
 		narrow, wider := columnTitles(w), columnTitles(w+1)

@@ -60,7 +60,8 @@ type columnOrder struct {
 // ttlPosition orders by expiry with the free rows last: a released row
 // keeps its last lease's expiry, which would put it among the expired and
 // expiring rows an operator sorts by TTL to find. Free rows then follow in
-// key order. README's "Large tables" index is built on this expression.
+// key order. The index in docs/operations.md#large-tables is built on this
+// expression.
 const ttlPosition = `(CASE WHEN l.released_at IS NULL THEN l.expires_at ELSE 'infinity'::timestamptz END)`
 
 // freePosition is ttlPosition's value for a free row.
