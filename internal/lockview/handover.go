@@ -46,9 +46,6 @@ CROSS JOIN LATERAL (
 
 // HandOverLatency measures hand-overs to waiters over the last span.
 func HandOverLatency(ctx context.Context, db store.DBTX, span time.Duration) (HandOver, error) {
-	rows, err := collect[HandOver](db.Query(ctx, handOverSQL, span.Microseconds(), handOverSample))
-	if err != nil || len(rows) == 0 {
-		return HandOver{}, err
-	}
-	return rows[0], nil
+	h, _, err := maybeOne[HandOver](db.Query(ctx, handOverSQL, span.Microseconds(), handOverSample))
+	return h, err
 }
