@@ -164,6 +164,18 @@ type anchorRow struct {
 // MaxWindow bounds Before and After.
 const MaxWindow = 1000
 
+// checkQuery refuses a sort that known has no statement for and a window
+// outside 0..MaxWindow rows before and 1..MaxWindow from the anchor on.
+func checkQuery(q ListQuery, known map[Sort]string) error {
+	if _, ok := known[q.Sort]; !ok {
+		return fmt.Errorf("lockview: unknown sort %q", q.Sort)
+	}
+	if q.Before < 0 || q.After < 1 || q.Before > MaxWindow || q.After > MaxWindow {
+		return fmt.Errorf("lockview: window %d before, %d after: out of range", q.Before, q.After)
+	}
+	return nil
+}
+
 // ListLocks reads the window of rows q asks for, the table's totals and the
 // server's role. It makes one pass over the table for the counts and reads
 // the window as Sort describes; it never sorts the table. Its statements
@@ -171,11 +183,8 @@ const MaxWindow = 1000
 // transaction: under concurrent writes the counts and the rows can be a
 // few milliseconds apart.
 func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
-	if _, ok := windowSQL[q.Sort]; !ok {
-		return Page{}, fmt.Errorf("lockview: unknown sort %q", q.Sort)
-	}
-	if q.Before < 0 || q.After < 1 || q.Before > MaxWindow || q.After > MaxWindow {
-		return Page{}, fmt.Errorf("lockview: window %d before, %d after: out of range", q.Before, q.After)
+	if err := checkQuery(q, windowSQL); err != nil {
+		return Page{}, err
 	}
 	pattern := likePattern(q.Filter)
 	var anchor *anchorRow

@@ -2,7 +2,6 @@ package lockview
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -90,11 +89,8 @@ func ListSeed(ctx context.Context, db store.DBTX, prefix string) ([]store.Lock, 
 // ListSeedLocks is ListLocks on a seed table: the same window, totals and
 // server facts, with Page.Seed set. Near is ignored.
 func ListSeedLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
-	if _, ok := seedOrders[q.Sort]; !ok {
-		return Page{}, fmt.Errorf("lockview: unknown sort %q", q.Sort)
-	}
-	if q.Before < 0 || q.After < 1 || q.Before > MaxWindow || q.After > MaxWindow {
-		return Page{}, fmt.Errorf("lockview: window %d before, %d after: out of range", q.Before, q.After)
+	if err := checkQuery(q, seedOrders); err != nil {
+		return Page{}, err
 	}
 	page := Page{Anchor: -1, Seed: true}
 	if err := db.QueryRow(ctx, seedServerSQL).Scan(&page.InRecovery, &page.ServerVersion, &page.DBNow); err != nil {
