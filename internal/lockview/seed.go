@@ -3,7 +3,8 @@ package lockview
 import (
 	"context"
 	"strings"
-	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/store"
 )
@@ -46,28 +47,26 @@ ORDER BY ` + seedOrders[s]
 // seedServerSQL is what a page says about the server.
 const seedServerSQL = `SELECT pg_is_in_recovery(), current_setting('server_version'), clock_timestamp()`
 
-// seedRow is a row as seedSQL reads it.
+// seedRow is a row as seedSQL reads it: a Lock that is held or expired,
+// with no TTL, grant time or release (seedSQL has no such columns, so those
+// fields stay zero).
 type seedRow struct {
-	Key       string        `db:"lock_key"`
-	Owner     string        `db:"owner_id"`
-	Token     int64         `db:"fence_token"`
-	ExpiresAt time.Time     `db:"expires_at"`
-	Remaining time.Duration `db:"remaining"`
-	DBNow     time.Time     `db:"db_now"`
-	Matches   bool          `db:"matches"`
-}
-
-// lock is the row as a Lock: held or expired, with no TTL, grant time or
-// release.
-func (r seedRow) lock() store.Lock {
-	return store.Lock{Key: r.Key, Owner: r.Owner, Token: r.Token, ExpiresAt: r.ExpiresAt,
-		Remaining: r.Remaining, DBNow: r.DBNow}
+	store.Lock
+	Matches bool `db:"matches"`
 }
 
 // readSeed reads a seed table's rows in order s, marking those pattern
 // matches.
 func readSeed(ctx context.Context, db store.DBTX, s Sort, pattern string) ([]seedRow, error) {
-	return collect[seedRow](db.Query(ctx, seedSQL(s), pattern))
+	rows, err := db.Query(ctx, seedSQL(s), pattern)
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByNameLax[seedRow])
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	return out, nil
 }
 
 // ListSeed returns the rows of a seed table whose key starts with prefix,
@@ -80,7 +79,7 @@ func ListSeed(ctx context.Context, db store.DBTX, prefix string) ([]store.Lock, 
 	var locks []store.Lock
 	for _, r := range rows {
 		if strings.HasPrefix(r.Key, prefix) {
-			locks = append(locks, r.lock())
+			locks = append(locks, r.Lock)
 		}
 	}
 	return locks, nil
@@ -103,13 +102,13 @@ func ListSeedLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error
 	var matching []ListedLock
 	for _, r := range rows {
 		page.Totals.All++
-		if r.lock().State() == store.StateExpired {
+		if r.State() == store.StateExpired {
 			page.Totals.Expired++
 		} else {
 			page.Totals.Held++
 		}
 		if r.Matches {
-			matching = append(matching, ListedLock{Lock: r.lock()})
+			matching = append(matching, ListedLock{Lock: r.Lock})
 		}
 	}
 	page.Matching = int64(len(matching))
