@@ -139,7 +139,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 			t.Fatalf("list by %s: %d of %d rows, %v; want 4 locks", sort, len(page.Rows), page.Matching, err)
 		}
 	}
-	if all, err := lockview.ListAll(ctx, db); err != nil || len(all) != 4 {
+	if all, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(all) != 4 {
 		t.Fatalf("list all = %d rows, %v; want 4", len(all), err)
 	}
 	if recent, err := lockview.RecentEvents(ctx, db, 0, 100); err != nil || len(recent) < len(evs) {

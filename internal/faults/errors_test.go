@@ -82,8 +82,8 @@ func TestErrorsFromARealServer(t *testing.T) {
 		empty := pool(t, ctx, primary.DSN("unmigrated"))
 		_, err := lk.TryAcquire(ctx, empty, "k", "owner")
 		wantErr(t, "TryAcquire", err, store.ErrNotMigrated, "lockctl migrate")
-		_, err = lockview.ListAll(ctx, empty)
-		wantErr(t, "ListAll", err, store.ErrNotMigrated, "lockctl migrate")
+		_, err = lockview.ListPrefix(ctx, empty, "")
+		wantErr(t, "ListPrefix", err, store.ErrNotMigrated, "lockctl migrate")
 	})
 
 	t.Run("standby", func(t *testing.T) {
@@ -203,7 +203,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		db.Reset()
 		_, err := lk.TryAcquire(ctx, db, "k", "owner")
 		wantErr(t, "TryAcquire", err, store.ErrUnavailable, "unreachable")
-		_, err = lockview.ListAll(ctx, db)
-		wantErr(t, "ListAll", err, store.ErrUnavailable, "unreachable")
+		_, err = lockview.ListPrefix(ctx, db, "")
+		wantErr(t, "ListPrefix", err, store.ErrUnavailable, "unreachable")
 	})
 }

@@ -35,7 +35,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if _, err := lockview.ListAll(ctx, db); err != nil {
+	if _, err := lockview.ListPrefix(ctx, db, ""); err != nil {
 		return err
 	}
 	if _, err := lockview.KeyEvents(ctx, db, "a", 10); err != nil {

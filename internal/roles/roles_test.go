@@ -152,9 +152,9 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	db := e.roleWith(t, roles.Viewer)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
-	locks, err := lockview.ListAll(ctx, db)
+	locks, err := lockview.ListPrefix(ctx, db, "")
 	if err != nil || len(locks) != 2 {
-		t.Fatalf("viewer ListAll = %d rows, %v; want 2 rows", len(locks), err)
+		t.Fatalf("viewer ListPrefix = %d rows, %v; want 2 rows", len(locks), err)
 	}
 	if l, found, err := store.Get(ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
@@ -200,8 +200,8 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	db := e.roleWith(t, roles.Operator)
 	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
-	if locks, err := lockview.ListAll(ctx, db); err != nil || len(locks) != 2 {
-		t.Fatalf("operator ListAll = %d, %v", len(locks), err)
+	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 2 {
+		t.Fatalf("operator ListPrefix = %d, %v", len(locks), err)
 	}
 	expired, err := op.ForceExpire(ctx, db, "held", held.Token)
 	if err != nil || expired.Outcome != locker.Expired {
@@ -281,7 +281,7 @@ func TestReadOnlyRoleIsReported(t *testing.T) {
 	if !errors.Is(err, store.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("TryAcquire as a read-only role = %v; want store.ErrReadOnly", err)
 	}
-	if _, err := lockview.ListAll(ctx, db); err != nil {
+	if _, err := lockview.ListPrefix(ctx, db, ""); err != nil {
 		t.Fatalf("reads must still work on a read-only role: %v", err)
 	}
 }
@@ -316,10 +316,10 @@ func TestHostileRoleName(t *testing.T) {
 			t.Fatalf("%s: %v", g, err)
 		}
 	}
-	if _, err := lockview.ListAll(ctx, pool); err != nil {
+	if _, err := lockview.ListPrefix(ctx, pool, ""); err != nil {
 		t.Fatalf("hostile-named viewer cannot read: %v", err)
 	}
-	if _, err := lockview.ListAll(ctx, e.admin); err != nil {
+	if _, err := lockview.ListPrefix(ctx, e.admin, ""); err != nil {
 		t.Fatalf("table gone: %v", err)
 	}
 }
