@@ -29,8 +29,10 @@ SELECT CASE
                  WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped) THEN 'lockctl'
     ELSE 'seed' END`
 
-// TableShape tells which shape of distributed_lock db sees. Readers ask it
-// once per poll, so that a table migrated meanwhile is read as lockctl's.
+// TableShape tells which shape of distributed_lock db sees. A reader that
+// polls asks it on each poll until it sees lockctl's table (and again after
+// losing its connection), so that a table migrated meanwhile is read as
+// lockctl's; a migrated table never turns back into a seed one.
 func TableShape(ctx context.Context, db DBTX) (Shape, error) {
 	var s Shape
 	if err := db.QueryRow(ctx, tableShapeSQL, "distributed_lock", "ttl").Scan(&s); err != nil {

@@ -93,10 +93,14 @@ type Model struct {
 	hasSnap bool
 	// caps is what the role may do, read with the first poll after each
 	// (re)connection; until then every action is offered.
-	caps     store.RoleCapabilities
-	hasCaps  bool
-	failures int // consecutive failed polls
-	lastErr  error
+	caps    store.RoleCapabilities
+	hasCaps bool
+	// sawLockctlTable is set by the first page of lockctl's table after each
+	// (re)connection: later polls skip the shape check, since a migrated
+	// table does not turn back into the reference service's.
+	sawLockctlTable bool
+	failures        int // consecutive failed polls
+	lastErr         error
 	// server is where the last good poll read (server.go); leftServer and
 	// leftWhy say which one the console moved away from, and why.
 	server, leftServer, leftWhy string
@@ -210,6 +214,7 @@ func (m Model) pollRequest() pollRequest {
 		},
 		wantEvents: m.pane == paneEvents,
 		wantCaps:   !m.hasCaps && !m.opts.ReadOnly,
+		wantShape:  !m.sawLockctlTable,
 	}
 	if len(m.events) > 0 {
 		req.eventsAfter = m.events[0].ID

@@ -37,6 +37,7 @@ type pollRequest struct {
 	eventsAfter   int64
 	detailKey     string // "" when the detail pane is closed
 	wantCaps      bool   // read the role's capabilities too
+	wantShape     bool   // check the table's shape first (store.TableShape)
 }
 
 // poll reads one snapshot: the window of rows, the rates, and what an open
@@ -63,16 +64,19 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req pollRequest) (sna
 	}
 	defer db.Release()
 	snap.server = serverOf(db)
-	// Every poll looks at the table's shape first, so a table migrated
-	// while the console watches is read as lockctl's from the next poll on.
-	shape, err := store.TableShape(ctx, db)
-	if err != nil {
-		return snap, err
-	}
-	if shape == store.ShapeSeed {
-		seed, err := readSeedSnapshot(ctx, db, req)
-		seed.server = snap.server
-		return seed, err
+	// Until a poll has read lockctl's table, each looks at the shape first,
+	// so a seed table migrated while the console watches is read as
+	// lockctl's from the next poll on. Migration never turns it back.
+	if req.wantShape {
+		shape, err := store.TableShape(ctx, db)
+		if err != nil {
+			return snap, err
+		}
+		if shape == store.ShapeSeed {
+			seed, err := readSeedSnapshot(ctx, db, req)
+			seed.server = snap.server
+			return seed, err
+		}
 	}
 	if snap.page, err = lockview.ListLocks(ctx, db, req.query); err != nil {
 		return snap, err

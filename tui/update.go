@@ -63,7 +63,8 @@ func (m Model) pageLoaded(msg pageLoadedMsg) (tea.Model, tea.Cmd) {
 	if msg.err != nil {
 		m.failures++
 		m.lastErr = msg.err
-		m.hasCaps = false // the role may differ after a reconnection
+		m.hasCaps = false         // the role may differ after a reconnection
+		m.sawLockctlTable = false // and the table, on another server
 		m.pending = false
 		return m, m.armTick(backoff(m.refresh, m.failures))
 	}
@@ -105,6 +106,7 @@ func (m *Model) applySnapshot(s snapshot) {
 		m.caps, m.hasCaps = *s.caps, true
 	}
 	m.snap, m.hasSnap = s, true
+	m.sawLockctlTable = !s.page.Seed
 	m.keys = m.actionKeys()
 	m.followSelection()
 	m.refreshPanes()
