@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"time"
 
@@ -170,13 +169,12 @@ func New(opts Options) Model {
 	return m
 }
 
-// Run runs the console until the operator quits or ctx ends.
+// Run runs the console until the operator quits or ctx ends. Callers
+// check CheckTerminal first, before they connect or start anything the
+// console needs.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Pool == nil || opts.Locker == nil {
 		return errors.New("tui: Options.Pool and Options.Locker are required")
-	}
-	if err := CheckTerminal(os.Stdin, os.Stdout); err != nil {
-		return err
 	}
 	// Quitting cancels the polls and actions still out, so they let go of
 	// their connections at once instead of at their timeouts.

@@ -8,9 +8,9 @@ import (
 	"github.com/charmbracelet/x/term"
 )
 
-// ErrNoTerminal is returned when the console is started without a terminal
-// to draw in (a pipe, a cron job, CI).
-var ErrNoTerminal = errors.New("the console needs an interactive terminal")
+// errNoTerminal is what CheckTerminal wraps when there is no terminal to
+// draw in (a pipe, a cron job, CI).
+var errNoTerminal = errors.New("the console needs an interactive terminal")
 
 // CheckTerminal says whether in and out are both terminals, so a command can
 // refuse to start the console (and anything it needs, such as the demo's
@@ -28,8 +28,8 @@ func CheckTerminal(in, out *os.File) error {
 	case 0:
 		return nil
 	case 1:
-		return fmt.Errorf("%w: %s is not a terminal; for scripts use the commands (lockctl ls, acquire, …; lockctl --help)", ErrNoTerminal, not[0])
+		return fmt.Errorf("%w: %s is not a terminal; for scripts use the commands (lockctl ls, acquire, …; lockctl --help)", errNoTerminal, not[0])
 	default:
-		return fmt.Errorf("%w: %s and %s are not terminals; for scripts use the commands (lockctl ls, acquire, …; lockctl --help)", ErrNoTerminal, not[0], not[1])
+		return fmt.Errorf("%w: %s and %s are not terminals; for scripts use the commands (lockctl ls, acquire, …; lockctl --help)", errNoTerminal, not[0], not[1])
 	}
 }
