@@ -141,10 +141,6 @@ func New(opts Options) Model {
 	if opts.Owner == "" {
 		opts.Owner = locker.NewOwnerID()
 	}
-	keys := DefaultKeyMap()
-	if opts.ReadOnly {
-		keys = keys.withReadOnly()
-	}
 	fi := textinput.New()
 	fi.Prompt = "/ "
 	fi.Placeholder = "key or owner contains…"
@@ -152,7 +148,7 @@ func New(opts Options) Model {
 	m := Model{
 		opts:        opts,
 		ctx:         context.Background(),
-		keys:        keys,
+		keys:        DefaultKeyMap(),
 		styles:      newStyles(true),
 		help:        newHelp(newStyles(true)),
 		now:         time.Now,
@@ -164,6 +160,7 @@ func New(opts Options) Model {
 		eventsView:  viewport.New(),
 		helpView:    viewport.New(),
 	}
+	m.keys = m.actionKeys()
 	// The first poll goes out from Init.
 	m.seq, m.inflight, m.inflightSince = 1, true, m.now()
 	return m

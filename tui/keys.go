@@ -7,7 +7,9 @@ import (
 )
 
 // KeyMap is every key the console answers to. Bindings that do not apply
-// (actions in --read-only) are disabled, which also hides them from help.
+// are disabled, which also hides them from help: the actions with
+// --read-only, on the reference service's unmigrated table, and those the
+// role may not do (Model.actionKeys).
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Home, End key.Binding
 	Scroll                                key.Binding // help only: the keys that scroll a pane
@@ -64,9 +66,6 @@ func DefaultKeyMap() KeyMap {
 		Confirm:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose / submit")),
 	}
 }
-
-// withReadOnly disables the actions, so neither keys nor help offer them.
-func (k KeyMap) withReadOnly() KeyMap { return k.withActions(false) }
 
 // withActions enables or disables the actions.
 func (k KeyMap) withActions(on bool) KeyMap {
