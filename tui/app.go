@@ -192,8 +192,6 @@ func (m Model) Init() tea.Cmd {
 	return tea.Batch(tea.RequestBackgroundColor, poll(m.ctx, m.opts.Pool, m.pollRequest()), frameTick())
 }
 
-func (m Model) sort() lockview.Sort { return m.order }
-
 // pollRequest copies what the next poll needs from the model.
 func (m Model) pollRequest() pollRequest {
 	n := m.tableRows
@@ -203,7 +201,7 @@ func (m Model) pollRequest() pollRequest {
 	req := pollRequest{
 		seq: m.seq, querySeq: m.querySeq,
 		query: lockview.ListQuery{
-			Filter: m.filter, Sort: m.sort(), Anchor: m.selKey, Rank: int(m.selRank),
+			Filter: m.filter, Sort: m.order, Anchor: m.selKey, Rank: int(m.selRank),
 			Before: min(2*n, lockview.MaxWindow), After: min(2*n+1, lockview.MaxWindow),
 			Near: m.snap.page.Span, // lockview.ListLocks ignores it after a change of order or filter
 		},

@@ -201,7 +201,7 @@ func (m Model) queryLine() string {
 	if m.filtering {
 		return m.filterInput.View()
 	}
-	parts := []string{s.Label.Render("sort ") + s.Value.Render(sortLabel(m.sort()))}
+	parts := []string{s.Label.Render("sort ") + s.Value.Render(sortLabel(m.order))}
 	if m.filter != "" {
 		parts = append(parts, s.Label.Render("filter ")+s.Value.Render(fmt.Sprintf("%q", m.filter)))
 	}

@@ -77,7 +77,7 @@ func TestSortOffersOnlyVisibleColumns(t *testing.T) {
 	cycle := func(m Model) []lockview.Sort {
 		var seen []lockview.Sort
 		for range 6 {
-			seen = append(seen, m.sort())
+			seen = append(seen, m.order)
 			m = press(t, m, "s")
 		}
 		return seen
@@ -95,12 +95,12 @@ func TestSortOffersOnlyVisibleColumns(t *testing.T) {
 		t.Errorf("at 200 columns s cycles %v, want %v", got, lockview.Sorts)
 	}
 	byToken := press(t, wide, "s", "s")
-	if byToken.sort() != lockview.SortToken {
-		t.Fatalf("sort %s, want token", byToken.sort())
+	if byToken.order != lockview.SortToken {
+		t.Fatalf("sort %s, want token", byToken.order)
 	}
 	m := step(t, byToken, tea.WindowSizeMsg{Width: 80, Height: 24})
-	if m.sort() != lockview.SortKey || m.querySeq == byToken.querySeq {
-		t.Errorf("after narrowing to 80 columns the sort is %s (query changed: %v), want key", m.sort(), m.querySeq != byToken.querySeq)
+	if m.order != lockview.SortKey || m.querySeq == byToken.querySeq {
+		t.Errorf("after narrowing to 80 columns the sort is %s (query changed: %v), want key", m.order, m.querySeq != byToken.querySeq)
 	}
 }
 

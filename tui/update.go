@@ -201,7 +201,7 @@ func (m Model) tableKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		return m, m.jump(-1)
 	case key.Matches(msg, k.Sort):
 		m.order = nextSort(visibleSorts(m.width), m.order)
-		m.flash = flash{"sorted by " + sortLabel(m.sort()), flashInfo}
+		m.flash = flash{"sorted by " + sortLabel(m.order), flashInfo}
 		return m, m.queryChanged()
 	case key.Matches(msg, k.Filter):
 		m.filtering = true

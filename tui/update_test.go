@@ -298,7 +298,7 @@ FROM generate_series(1, 3000) i`); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)
-	for m.sort() != lockview.SortTTL {
+	for m.order != lockview.SortTTL {
 		var cmd tea.Cmd
 		if m, cmd = update(t, m, keyMsg("s")); cmd != nil {
 			m = runPoll(t, m, cmd)
