@@ -15,7 +15,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -122,33 +121,4 @@ func TestProgramHidesActionsTheRoleLacks(t *testing.T) {
 	if evs, err := lockview.KeyEvents(ctx, admin, "ops:lock", 1); err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
-}
-
-// TestProgramStartsWhileDatabaseDown: the program runs against a server
-// that is not up, says it is reconnecting, and goes live once it is.
-func TestProgramStartsWhileDatabaseDown(t *testing.T) {
-	srv := startServer(t)
-	if err := srv.Stop(pgtemp.Fast); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(context.Background(), srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	lk, err := locker.New(locker.Config{Actor: actor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := teatest.NewTestModel(t, New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: 100 * time.Millisecond}),
-		teatest.WithInitialTermSize(120, 35))
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("reconnecting, attempt")) },
-		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("● live")) },
-		teatest.WithDuration(15*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
-	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
-	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }
