@@ -20,28 +20,38 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
+// startProgram runs the whole console program (Init, ticks, polls, keys,
+// the renderer) on pool in a 120x35 test terminal, acting as actor and
+// logging grants as lockctl's console does.
+func startProgram(t *testing.T, pool *pgxpool.Pool, refresh time.Duration) *teatest.TestModel {
+	t.Helper()
+	lk, err := locker.New(locker.Config{Actor: actor, LogGrants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: refresh})
+	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 35))
+}
+
+// waitOutput waits until the program has drawn what, or fails the test.
+func waitOutput(t *testing.T, tm *teatest.TestModel, what string, within time.Duration) {
+	t.Helper()
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(what)) },
+		teatest.WithDuration(within), teatest.WithCheckInterval(20*time.Millisecond))
+}
+
 // TestProgramSmoke runs the whole program (Init, ticks, polls, keys, the
 // renderer) against a real database: the table fills, x then y expires
 // the selected lock with the console's actor, and q quits.
 func TestProgramSmoke(t *testing.T) {
 	pool := testdb.New(t)
 	acquire(t, pool, "smoke:lock", "worker-1", time.Minute)
-	lk, err := locker.New(locker.Config{Actor: actor, LogGrants: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: 200 * time.Millisecond})
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 35))
-	waitFor := func(what string) {
-		t.Helper()
-		teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(what)) },
-			teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
-	}
-	waitFor("smoke:lock")
+	tm := startProgram(t, pool, 200*time.Millisecond)
+	waitOutput(t, tm, "smoke:lock", 10*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: 'x', Text: "x"})
-	waitFor("Force-expire this lock?")
+	waitOutput(t, tm, "Force-expire this lock?", 10*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
-	waitFor("force-expired")
+	waitOutput(t, tm, "force-expired", 10*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 
@@ -91,23 +101,15 @@ func TestProgramHidesActionsTheRoleLacks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	lk, err := locker.New(locker.Config{Actor: actor})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: 200 * time.Millisecond})
-	tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 35))
+	tm := startProgram(t, pool, 200*time.Millisecond)
 	// The row arrives with the first poll, which also reads the capabilities.
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("ops:lock")) },
-		teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	waitOutput(t, tm, "ops:lock", 10*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: 'a', Text: "a"})
 	tm.Send(tea.KeyPressMsg{Code: 'r', Text: "r"})
 	tm.Send(tea.KeyPressMsg{Code: 'x', Text: "x"})
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("Force-expire this lock?")) },
-		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	waitOutput(t, tm, "Force-expire this lock?", 5*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
-	teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("✓ force-expired ops:lock")) },
-		teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	waitOutput(t, tm, "✓ force-expired ops:lock", 5*time.Second)
 	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 	final := tm.FinalModel(t).(Model)
