@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,9 +68,16 @@ func (p *tmuxPane) keys(keys ...string) {
 // waitFor returns the screen once it contains what, or fails the test.
 func (p *tmuxPane) waitFor(what string, within time.Duration) string {
 	p.t.Helper()
+	return p.waitUntil(strconv.Quote(what), within, func(s string) bool { return strings.Contains(s, what) })
+}
+
+// waitUntil returns the screen once cond holds for it, or fails the test
+// saying that what (the awaited text, described) did not appear.
+func (p *tmuxPane) waitUntil(what string, within time.Duration, cond func(screen string) bool) string {
+	p.t.Helper()
 	var s string
-	if !testdb.Within(within, func() bool { s = p.screen(); return strings.Contains(s, what) }) {
-		p.t.Fatalf("no %q on screen within %s:\n%s", what, within, s)
+	if !testdb.Within(within, func() bool { s = p.screen(); return cond(s) }) {
+		p.t.Fatalf("no %s on screen within %s:\n%s", what, within, s)
 	}
 	return s
 }
