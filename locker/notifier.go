@@ -112,7 +112,7 @@ const (
 	// probe is on its way.
 	WakeChecking WakeState = iota
 	// WakeLive: LISTEN is in place and, with a Probe, the probe arrived on
-	// its connection: releases wake waiters.
+	// its connection between statements: releases wake waiters.
 	WakeLive
 	// WakeNotLive: the probe did not arrive within ProbeTimeout, or could
 	// not be sent: waiters wake at the holder's expiry and every
@@ -185,16 +185,15 @@ func (n *Notifier) listen(ctx context.Context) error {
 		}
 	}
 	n.wakeAll()
+	// The probe counts only when it arrives while this connection runs no
+	// statement. Through a transaction pooler the connection reaches a
+	// server only during its own statements (the heartbeat), and a NOTIFY
+	// committed meanwhile can reach it then by chance; between statements
+	// nothing can. A probe heard during a statement is sent again.
 	probe, probeDeadline := "", time.Time{}
-	if n.cfg.Probe == nil {
+	sendProbe := n.cfg.Probe != nil
+	if !sendProbe {
 		n.setState(WakeLive)
-	} else {
-		probe, probeDeadline = newProbeID(), time.Now().Add(n.cfg.ProbeTimeout)
-		if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, probeChannel, probe); err != nil && ctx.Err() == nil {
-			n.setState(WakeNotLive)
-			n.warn("could not send the probe NOTIFY: %v", err)
-			probe = ""
-		}
 	}
 	nextBeat := time.Now()
 	for {
@@ -204,6 +203,21 @@ func (n *Notifier) listen(ctx context.Context) error {
 				return err
 			}
 			nextBeat = time.Now().Add(every)
+			if n.dispatchBuffered(conn, probe) {
+				sendProbe = true
+			}
+		}
+		if sendProbe {
+			sendProbe = false
+			if probeDeadline.IsZero() {
+				probeDeadline = time.Now().Add(n.cfg.ProbeTimeout)
+			}
+			probe = newProbeID()
+			if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, probeChannel, probe); err != nil && ctx.Err() == nil {
+				n.setState(WakeNotLive)
+				n.warn("could not send the probe NOTIFY: %v", err)
+				probe = ""
+			}
 		}
 		deadline := nextBeat
 		if probe != "" && probeDeadline.Before(deadline) {
@@ -230,6 +244,25 @@ func (n *Notifier) listen(ctx context.Context) error {
 			continue
 		}
 		n.dispatch(note)
+	}
+}
+
+// dispatchBuffered dispatches the notifications conn received during a
+// statement, and reports whether probe was among them (to be sent again:
+// see listen).
+func (n *Notifier) dispatchBuffered(conn *pgx.Conn, probe string) (probeHeard bool) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel() // only what is already buffered; nothing is read from the server
+	for {
+		note, _ := conn.WaitForNotification(done)
+		switch {
+		case note == nil:
+			return probeHeard
+		case note.Channel == probeChannel:
+			probeHeard = probeHeard || (probe != "" && note.Payload == probe)
+		default:
+			n.dispatch(note)
+		}
 	}
 }
 
