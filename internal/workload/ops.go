@@ -32,24 +32,21 @@ func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic
 		if !ok {
 			continue
 		}
-		lost := false
 		for i := range 1 + r.IntN(max(1, w.HoldWrites)) {
 			if w.PauseOneIn > 0 && r.IntN(w.PauseOneIn) == 0 {
 				time.Sleep(w.TTL * 3 / 2)
 			}
 			writeSeq++
 			if res := w.fencedWrite(pool, rec, id, lease, writeSeq); res != history.OK {
-				lost = true
 				break
 			}
 			if i%2 == 1 {
 				if lease, ok = w.renew(pool, rec, id, lease); !ok {
-					lost = true
 					break
 				}
 			}
 		}
-		_ = lost // a lost lease is released too: that must change nothing
+		// Released even when lost: releasing a lost lease must change nothing.
 		w.release(pool, rec, id, lease)
 	}
 }
