@@ -61,10 +61,9 @@ type Workload struct {
 	Listen *pgx.ConnConfig
 }
 
-// Result is what a run recorded and what the database kept.
+// Result is what a run recorded and its check against what the database kept.
 type Result struct {
 	Ops    []history.Op
-	Obs    history.Observed
 	Report history.Report
 	Pruned int64
 }
@@ -120,7 +119,7 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		t.Fatal(err)
 	}
 	ops := rec.Ops()
-	return Result{Ops: ops, Obs: obs, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
+	return Result{Ops: ops, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
 }
 
 // LogViolations logs the first 20 violations the check found.
