@@ -49,7 +49,7 @@ func TestConcurrentHistory(t *testing.T) {
 	}.Run(t, pool)
 	st := res.Report.Stats
 	t.Logf("%s; %d rows pruned", st, res.Pruned)
-	res.LogViolations(t)
+	res.Report.LogViolations(t)
 	if !res.Report.OK() {
 		t.Fatalf("%d violations of the lock contract", len(res.Report.Violations))
 	}

@@ -37,13 +37,7 @@ func TestJavaContendsWithGo(t *testing.T) {
 	res := contention{pauseOneIn: 8}.run(t, compileJava(t))
 	report := res.report
 	t.Logf("%s", report.Stats)
-	for i, v := range report.Violations {
-		if i == 20 {
-			t.Logf("… and %d more", len(report.Violations)-20)
-			break
-		}
-		t.Log(v)
-	}
+	report.LogViolations(t)
 	if !report.OK() {
 		t.Fatalf("%d violations of the lock contract between the Java and Go clients", len(report.Violations))
 	}

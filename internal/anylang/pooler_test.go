@@ -48,12 +48,7 @@ func TestJavaThroughTransactionPooler(t *testing.T) {
 
 	res := contention{pauseOneIn: 8}.runWith(t, client, pool, jdbc+"&prepareThreshold=0")
 	t.Logf("%s", res.report.Stats)
-	for i, v := range res.report.Violations {
-		if i == 20 {
-			break
-		}
-		t.Log(v)
-	}
+	res.report.LogViolations(t)
 	if !res.report.OK() {
 		t.Fatalf("%d violations of the lock contract with the Java client behind the pooler", len(res.report.Violations))
 	}

@@ -76,7 +76,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 				Workers: 8, HotKeys: 2, ColdKeys: 16, Duration: 2 * time.Second, TTL: 200 * time.Millisecond,
 				Operator: true, HoldWrites: 2, Listen: direct,
 			}.Run(t, poolInMode(t, p.DSN, mode))
-			res.LogViolations(t)
+			res.Report.LogViolations(t)
 			if !res.Report.OK() || res.Report.Stats.Grants < 20 {
 				t.Fatalf("checker through the pooler: %s; %d violations", res.Report.Stats, len(res.Report.Violations))
 			}

@@ -122,18 +122,6 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 	return Result{Ops: ops, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
 }
 
-// LogViolations logs the first 20 violations the check found.
-func (r Result) LogViolations(t testing.TB) {
-	t.Helper()
-	for i, v := range r.Report.Violations {
-		if i == 20 {
-			t.Logf("… and %d more", len(r.Report.Violations)-20)
-			break
-		}
-		t.Log(v)
-	}
-}
-
 func (w Workload) pickKey(r *rand.Rand) string {
 	if w.ColdKeys == 0 || r.IntN(4) != 0 {
 		return fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
