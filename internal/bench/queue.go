@@ -132,7 +132,7 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 	var runs []queueRun
 	for round := range opts.Rounds {
 		for _, waiters := range opts.Waiters {
-			for _, s := range rotateNames(queueSeries, round) {
+			for _, s := range rotate(queueSeries, round) {
 				job := queueJob{DSN: dsn, Schema: t.schema, Series: s, Hold: opts.Hold,
 					Key: fmt.Sprintf("queue-%s-%d-%d", s, waiters, round), AdvisoryKey: int64(round*1000 + waiters)}
 				r, err := runQueueSeries(ctx, opts, job, waiters)
@@ -148,15 +148,6 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 	rep.Results = summarizeQueue(runs)
 	rep.Took = time.Since(rep.Started)
 	return rep, nil
-}
-
-func rotateNames(names []string, by int) []string {
-	out := slices.Clone(names)
-	if len(out) > 0 {
-		by %= len(out)
-		out = append(out[by:], out[:by]...)
-	}
-	return out
 }
 
 // queueStartDelay is how far ahead of now the workers are told to start:

@@ -156,7 +156,12 @@ func newLevelSeries(pool *pgxpool.Pool, lockers map[string]*locker.Locker, check
 	return levelSeries{solo: solo, hot: hot}
 }
 
-func rotate(s []series, by int) []series {
+// rotate returns a copy of s that starts at s[by mod len(s)], so the order
+// of the series changes from round to round.
+func rotate[T any](s []T, by int) []T {
+	if len(s) == 0 {
+		return nil
+	}
 	by %= len(s)
 	return append(slices.Clone(s[by:]), s[:by]...)
 }
