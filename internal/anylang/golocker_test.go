@@ -37,35 +37,32 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 		call := g.clock.now()
 		lease, err := g.lk.TryAcquire(ctx, g.pool, key, g.owner)
 		op := history.Op{Client: g.id, Kind: history.Grant, Key: key, Owner: g.owner, Call: call, Return: g.clock.now()}
-		switch {
-		case errors.Is(err, locker.ErrHeld):
-			op.Result = history.Held
-			g.rec.Add(op)
+		op.Result, op.Err = history.GrantResultOf(err)
+		if err == nil {
+			op.Granted(lease)
+		}
+		g.rec.Add(op)
+		if op.Result == history.Held {
 			g.sleepUpTo(g.hold / 4)
 			continue
-		case err != nil:
-			op.Result, op.Err = history.Unknown, err.Error()
-			g.rec.Add(op)
+		}
+		if err != nil {
 			return
 		}
-		op.Result, op.Token, op.Outcome, op.ExpiresAt, op.TTL = history.OK, lease.Token, string(lease.Outcome), lease.ExpiresAt, lease.TTL
-		g.rec.Add(op)
 
 		g.sleepUpTo(g.hold)
 		call = g.clock.now()
 		renewed, err := g.lk.Renew(ctx, g.pool, lease)
 		op = history.Op{Client: g.id, Kind: history.Renew, Key: key, Owner: g.owner, Token: lease.Token, Call: call, Return: g.clock.now()}
-		switch {
-		case errors.Is(err, locker.ErrNotHeld):
-			op.Result = history.NotHeld
-		case err != nil:
-			op.Result, op.Err = history.Unknown, err.Error()
-			g.rec.Add(op)
-			return
-		default:
-			op.Result, op.ExpiresAt, op.TTL = history.OK, renewed.ExpiresAt, renewed.TTL
+		op.Result, op.Err = history.ResultOf(err)
+		if err == nil {
+			op.Renewed(renewed)
 		}
 		g.rec.Add(op)
+		// A lost lease goes on to its fenced write, which the fence refuses.
+		if err != nil && op.Result != history.NotHeld {
+			return
+		}
 		g.sleepUpTo(g.hold)
 		if g.pauseOneIn > 0 && g.rnd.IntN(g.pauseOneIn) == 0 {
 			time.Sleep(g.ttl * 3 / 2)
@@ -79,17 +76,11 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 		call = g.clock.now()
 		_, err = g.lk.Release(ctx, g.pool, lease)
 		op = history.Op{Client: g.id, Kind: history.Release, Key: key, Owner: g.owner, Token: lease.Token, Call: call, Return: g.clock.now()}
-		switch {
-		case errors.Is(err, locker.ErrNotHeld):
-			op.Result = history.NotHeld
-		case err != nil:
-			op.Result, op.Err = history.Unknown, err.Error()
-			g.rec.Add(op)
-			return
-		default:
-			op.Result = history.OK
-		}
+		op.Result, op.Err = history.ResultOf(err)
 		g.rec.Add(op)
+		if err != nil && op.Result != history.NotHeld {
+			return
+		}
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,18 +76,9 @@ func (w *worker) grant(ctx context.Context, key, owner string, wait bool) (locke
 		lease, err = w.lk.TryAcquire(ctx, w.acq, key, owner)
 	}
 	op.Return = w.rec.Now()
-	switch {
-	case err == nil:
-		op.Result, op.Token, op.Outcome = history.OK, lease.Token, string(lease.Outcome)
-		op.ExpiresAt, op.TTL = lease.ExpiresAt, lease.TTL
-	case errors.Is(err, locker.ErrHeld):
-		op.Result = history.Held
-	case wait && strings.Contains(err.Error(), "gave up waiting") && !strings.Contains(err.Error(), "handed to it"):
-		op.Result = history.GaveUp // queued, and left the queue before any grant
-	default:
-		// A killed backend, a restart or a cancelled statement: the grant
-		// may have committed without its reply arriving.
-		op.Result, op.Err = history.Unknown, err.Error()
+	op.Result, op.Err = history.GrantResultOf(err)
+	if err == nil {
+		op.Granted(lease)
 	}
 	w.rec.Add(op)
 	return lease, err
@@ -160,14 +150,7 @@ func (w *worker) release(ctx context.Context, lease locker.Lease) {
 		Lazy: true, Call: w.rec.Now()}
 	_, err := w.lk.Release(ctx, w.acq, lease)
 	op.Return = w.rec.Now()
-	switch {
-	case err == nil:
-		op.Result = history.OK
-	case errors.Is(err, locker.ErrNotHeld):
-		op.Result = history.NotHeld
-	default:
-		op.Result, op.Err = history.Unknown, err.Error()
-	}
+	op.Result, op.Err = history.ResultOf(err)
 	w.rec.Add(op)
 	if err != nil {
 		w.classify("release", err)

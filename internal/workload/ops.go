@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -68,16 +67,9 @@ func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand,
 		lease, err = w.Client.TryAcquire(ctx, pool, key, owner)
 	}
 	op.Return = rec.Now()
-	switch {
-	case err == nil:
-		op.Result, op.Token, op.Outcome = history.OK, lease.Token, string(lease.Outcome)
-		op.ExpiresAt, op.TTL = lease.ExpiresAt, lease.TTL
-	case errors.Is(err, locker.ErrHeld):
-		op.Result = history.Held
-	case wait && strings.Contains(err.Error(), "gave up waiting") && !strings.Contains(err.Error(), "handed to it"):
-		op.Result = history.GaveUp // between attempts: no grant was in flight
-	default:
-		op.Result, op.Err = history.Unknown, err.Error()
+	op.Result, op.Err = history.GrantResultOf(err)
+	if err == nil {
+		op.Granted(lease)
 	}
 	rec.Add(op)
 	return lease, err == nil
@@ -89,13 +81,9 @@ func (w Workload) renew(pool *pgxpool.Pool, rec *history.Recorder, id int, lease
 	op := history.Op{Client: id, Kind: history.Renew, Key: lease.Key, Owner: lease.Owner, Token: lease.Token, Call: rec.Now()}
 	renewed, err := w.Client.Renew(ctx, pool, lease)
 	op.Return = rec.Now()
-	switch {
-	case err == nil:
-		op.Result, op.ExpiresAt, op.TTL = history.OK, renewed.ExpiresAt, renewed.TTL
-	case errors.Is(err, locker.ErrNotHeld):
-		op.Result = history.NotHeld
-	default:
-		op.Result, op.Err = history.Unknown, err.Error()
+	op.Result, op.Err = history.ResultOf(err)
+	if err == nil {
+		op.Renewed(renewed)
 	}
 	rec.Add(op)
 	if err != nil {
@@ -110,14 +98,7 @@ func (w Workload) release(pool *pgxpool.Pool, rec *history.Recorder, id int, lea
 	op := history.Op{Client: id, Kind: history.Release, Key: lease.Key, Owner: lease.Owner, Token: lease.Token, Call: rec.Now()}
 	_, err := w.Client.Release(ctx, pool, lease)
 	op.Return = rec.Now()
-	switch {
-	case err == nil:
-		op.Result = history.OK
-	case errors.Is(err, locker.ErrNotHeld):
-		op.Result = history.NotHeld
-	default:
-		op.Result, op.Err = history.Unknown, err.Error()
-	}
+	op.Result, op.Err = history.ResultOf(err)
 	rec.Add(op)
 }
 
@@ -167,14 +148,7 @@ func (w Workload) operator(pool *pgxpool.Pool, lk *locker.Locker, rec *history.R
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
 			_, err = lk.ForceExpire(ctx, pool, key, row.Token)
 			op.Return = rec.Now()
-			switch {
-			case err == nil:
-				op.Result = history.OK
-			case errors.Is(err, locker.ErrNotHeld):
-				op.Result = history.NotHeld
-			default:
-				op.Result, op.Err = history.Unknown, err.Error()
-			}
+			op.Result, op.Err = history.ResultOf(err)
 			rec.Add(op)
 		}
 		cancel()
