@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/lockctl/lockctl/store"
 )
 
 // Queue series names, as reported.
@@ -228,6 +226,3 @@ func queueConnConfig(job queueJob) (*pgx.ConnConfig, error) {
 	cfg.RuntimeParams["application_name"] = job.Schema
 	return cfg, nil
 }
-
-// interpret maps a connection error for a worker's report.
-func interpret(err error) error { return store.Interpret(err) }

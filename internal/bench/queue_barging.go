@@ -35,7 +35,7 @@ func bargingWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job que
 	poolCfg.MaxConns = int32(min(job.Waiters, 16))
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pool: %w", interpret(err))
+		return nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
 	}
 	listener, err := listenReleases(ctx, plain)
 	if err != nil {
@@ -111,11 +111,11 @@ type releaseListener struct {
 func listenReleases(ctx context.Context, cfg *pgx.ConnConfig) (*releaseListener, error) {
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("connect: %w", interpret(err))
+		return nil, fmt.Errorf("connect: %w", store.Interpret(err))
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.NotifyChannel}.Sanitize()); err != nil {
 		conn.Close(ctx)
-		return nil, fmt.Errorf("listen: %w", interpret(err))
+		return nil, fmt.Errorf("listen: %w", store.Interpret(err))
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	l := &releaseListener{conn: conn, cancel: cancel, done: make(chan struct{}), subs: map[chan struct{}]struct{}{}}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // queueJob is what the parent tells one worker process to do.
@@ -177,7 +178,7 @@ func advisoryWaiters(ctx context.Context, cfg *pgx.ConnConfig, job queueJob) ([]
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			cleanup()
-			return nil, nil, fmt.Errorf("connect: %w", interpret(err))
+			return nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
 		}
 		conns = append(conns, conn)
 		out = append(out, func(ctx context.Context) (int64, func() error, error) {
@@ -210,7 +211,7 @@ func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queu
 	poolCfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > time.Minute }
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pool: %w", interpret(err))
+		return nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
 	}
 	nctx, stopNotifier := context.WithCancel(ctx)
 	notifier := locker.NewNotifier(locker.ConnectWith(plain))
@@ -231,7 +232,7 @@ func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queu
 	}
 	if err := pool.Ping(ctx); err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("connect: %w", interpret(err))
+		return nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
 	}
 	return leaseAcquirers(job, "queue", lk, pool, func(ctx context.Context, owner string) (locker.Lease, error) {
 		return lk.Acquire(ctx, pool, job.Key, owner)
