@@ -71,8 +71,8 @@ func (p Program) completionSpec() completionSpec {
 				s.choices[name] = c
 			}
 		}
-		own.VisitAll(visit)
-		global.VisitAll(visit)
+		visitShown(own, visit)
+		visitShown(global, visit)
 		if cmd.Name == "" {
 			if p.Version != "" {
 				names = append(names, "--version")
@@ -83,7 +83,7 @@ func (p Program) completionSpec() completionSpec {
 		}
 		s.flags[cmd.Name] = names
 		if s.globalFlags == nil {
-			global.VisitAll(func(f *pflag.Flag) { s.globalFlags = append(s.globalFlags, "--"+f.Name) })
+			visitShown(global, func(f *pflag.Flag) { s.globalFlags = append(s.globalFlags, "--"+f.Name) })
 		}
 	}
 	for name := range values {
@@ -199,8 +199,8 @@ func (p Program) writeFishCompletion(w io.Writer) error {
 			}
 			b.WriteString(line + " -d " + fishQuote(usage) + "\n")
 		}
-		own.VisitAll(add)
-		global.VisitAll(add)
+		visitShown(own, add)
+		visitShown(global, add)
 		if c, ok := s.argChoices[cmd.Name]; ok {
 			fmt.Fprintf(&b, "complete -c %s -n %s -a %s\n", p.Name, cond(cmd.Name), fishQuote(strings.Join(c, " ")))
 		}

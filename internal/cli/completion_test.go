@@ -22,6 +22,7 @@ var completionCases = []struct {
 	{"lockctl run k --gr", []string{"--grace"}},
 	{"lockctl acquire k --ow", []string{"--owner"}},
 	{"lockctl help rel", []string{"release"}},
+	{"lockctl bench --qu", nil}, // --queue-worker is hidden
 }
 
 func requireShell(t *testing.T, shell string) {

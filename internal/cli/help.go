@@ -41,7 +41,7 @@ func (p Program) printUsage(w io.Writer) {
 func (p Program) printCommandHelp(w io.Writer, cmd Command) {
 	_, own, global, _, _ := p.flagSets(cmd)
 	fmt.Fprintf(w, "Usage: %s [global flags]\n\n%s\n", p.synopsis(cmd, own), cmd.Summary)
-	if own.HasFlags() {
+	if own.HasAvailableFlags() {
 		fmt.Fprintf(w, "\nFlags:\n%s", flagUsages(own))
 	}
 	fmt.Fprintf(w, "\nGlobal flags:\n%s\n%s\n%s\n", flagUsages(global), connectionHelp, exitCodesHelp)
@@ -55,7 +55,7 @@ func (p Program) synopsis(cmd Command, own *pflag.FlagSet) string {
 	for _, a := range cmd.Optional {
 		parts = append(parts, "["+a+"]")
 	}
-	own.VisitAll(func(f *pflag.Flag) {
+	visitShown(own, func(f *pflag.Flag) {
 		name, _ := pflag.UnquoteUsage(f)
 		s := "--" + f.Name
 		if name != "" {
@@ -76,7 +76,7 @@ func (p Program) synopsis(cmd Command, own *pflag.FlagSet) string {
 func flagUsages(fs *pflag.FlagSet) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 3, ' ', 0)
-	fs.VisitAll(func(f *pflag.Flag) {
+	visitShown(fs, func(f *pflag.Flag) {
 		name, usage := pflag.UnquoteUsage(f)
 		left := "      --" + f.Name
 		if f.Shorthand != "" {
@@ -92,6 +92,16 @@ func flagUsages(fs *pflag.FlagSet) string {
 	})
 	_ = tw.Flush()
 	return b.String()
+}
+
+// visitShown calls fn for each of fs's flags that help and completion
+// offer: not the hidden ones, which one process passes to another.
+func visitShown(fs *pflag.FlagSet, fn func(*pflag.Flag)) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden {
+			fn(f)
+		}
+	})
 }
 
 // defaultText is how help shows a flag's default; "" when it is the zero

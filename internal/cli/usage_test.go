@@ -106,6 +106,17 @@ func TestHelp(t *testing.T) {
 	if !strings.Contains(r.stdout, "--older duration") || !strings.Contains(r.stdout, "(default 24h0m0s)") {
 		t.Errorf("prune --help:\n%s", r.stdout)
 	}
+	// bench's hidden --queue-worker is how it starts its own worker
+	// processes: no user should be offered it.
+	bench := run(t, "bench", "--help")
+	if bench.code != 0 || !strings.Contains(bench.stdout, "--waiters") {
+		t.Fatalf("bench --help: %s", bench)
+	}
+	for what, out := range map[string]string{"lockctl --help": top.stdout, "lockctl bench --help": bench.stdout} {
+		if strings.Contains(out, "queue-worker") {
+			t.Errorf("%s shows the hidden --queue-worker:\n%s", what, out)
+		}
+	}
 }
 
 // run's command goes after "--"; without it the mistake is named with the
