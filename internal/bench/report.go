@@ -242,7 +242,8 @@ type Ratio struct {
 	DurableOverReference      float64 `json:"locker_durable_over_reference"`
 	LoggedOverReference       float64 `json:"locker_logged_over_reference"`
 	// LockerOverStatements is the locker (through the protocol functions)
-	// ÷ the same protocol sent as statements: what the function call costs.
+	// ÷ the protocol sent as statements without the queue and epoch checks
+	// (statements.go): what the function call plus those checks cost.
 	LockerOverStatements        float64   `json:"locker_over_statements"`
 	LockerOverStatementsByRound []float64 `json:"locker_over_statements_by_round"`
 }

@@ -10,13 +10,14 @@ import (
 )
 
 // statements is the lock protocol as client statements instead of calls of
-// schema.sql's functions: the same hand-tuned SQL, sent by the client. The
-// "statements" series runs it beside the locker (which calls the
-// functions), so a run shows what the function call costs. It runs as the
-// owner of the tables, which the functions do not need. Only the default
-// locker's path is kept: an unlogged grant (take first; the full grant for
-// a first grant or a steal) and a lazy release. The SQL is the functions'
-// (schema.sql), with parameters for variables.
+// schema.sql's functions: hand-tuned SQL with parameters where the
+// functions have variables, but without the functions' queue checks and
+// hand-off, token epoch check and reset of handed_to. The "statements"
+// series runs it beside the locker (which calls the functions), so locker ÷
+// statements measures the function call plus that queue and epoch work. It
+// runs as the owner of the tables, which the functions do not need. Only
+// the default locker's path is kept: an unlogged grant (take first; the
+// full grant for a first grant or a steal) and a lazy release.
 
 // stmtTakeSQL is the grant of a row that exists and is free or the
 // caller's own: one UPDATE that locks the row SKIP LOCKED and draws the
