@@ -34,9 +34,10 @@ type QueueResult struct {
 	TransactionsPerHandOver float64       `json:"transactions_per_hand_over"`
 	WaitP50                 time.Duration `json:"wait_p50_ns"`
 	WaitP99                 time.Duration `json:"wait_p99_ns"`
-	WaitMax                 time.Duration `json:"wait_max_ns"`
 	// WaitMax counts waits the end of a round cut short (a waiter still
-	// queued had waited at least that long). GrantsPerWaiterMin and Max are the fewest and most grants one waiter
+	// queued had waited at least that long).
+	WaitMax time.Duration `json:"wait_max_ns"`
+	// GrantsPerWaiterMin and Max are the fewest and most grants one waiter
 	// got in a round; Unfairness is the largest distance of a waiter's
 	// grants from the round's mean, as a share of the mean (0.15: every
 	// waiter within ±15%).
