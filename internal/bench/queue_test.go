@@ -19,7 +19,7 @@ func spawnTestWorker(ctx context.Context) *exec.Cmd {
 	return cmd
 }
 
-// TestQueueScenario runs both series briefly with waiters in two real
+// TestQueueScenario runs every series briefly with waiters in two real
 // processes and checks what must hold whatever the machine's speed: every
 // series handed the key over, no two holds overlapped, tokens rose, and
 // PostgreSQL's FIFO lock manager served every waiter. No timing is asserted.
