@@ -35,8 +35,8 @@ func Command() cli.Command {
 			cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
 			cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
 			fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
-			fs.StringVar(&scenario, "scenario", ScenarioCycles, "`cycles`: acquire+release cost (the default); "+
-				"queue: many waiters handing one key over, against pg_advisory_lock")
+			fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue`: acquire+release cost, "+
+				"or many waiters handing one key over, against pg_advisory_lock")
 			fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
 			fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
 			cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
