@@ -54,6 +54,9 @@ func TestPercentileAndMedian(t *testing.T) {
 	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
 		t.Errorf("median = %v, want 2.5", m)
 	}
+	if m := median([]float64(nil)); m != 0 {
+		t.Errorf("median of nothing = %v, want 0", m)
+	}
 }
 
 // The round-trip counter counts every statement a worker sends, BEGIN and

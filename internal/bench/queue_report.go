@@ -177,22 +177,15 @@ func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult
 		res.Grants += int64(len(r.grants))
 		res.Overlaps += r.overlaps()
 	}
-	res.HandOversPerSec = medianOr0(rates)
-	res.TransactionsPerHandOver = medianOr0(txns)
-	res.WaitP50 = medianOr0(p50s)
-	res.WaitP99 = medianOr0(p99s)
-	res.WaitMax = medianOr0(maxWaits)
-	res.Unfairness = medianOr0(unfair)
-	res.GrantsPerWaiterMin = int(medianOr0(mins))
-	res.GrantsPerWaiterMax = int(medianOr0(maxs))
+	res.HandOversPerSec = median(rates)
+	res.TransactionsPerHandOver = median(txns)
+	res.WaitP50 = median(p50s)
+	res.WaitP99 = median(p99s)
+	res.WaitMax = median(maxWaits)
+	res.Unfairness = median(unfair)
+	res.GrantsPerWaiterMin = int(median(mins))
+	res.GrantsPerWaiterMax = int(median(maxs))
 	return res
-}
-
-func medianOr0[T ~float64 | ~int64](v []T) T {
-	if len(v) == 0 {
-		return 0
-	}
-	return median(v)
 }
 
 // WriteMarkdown prints the report as BENCHMARKS.md records it: a table per

@@ -32,9 +32,6 @@ func (r *Report) Noise() float64 {
 	for _, x := range r.Results {
 		spreads = append(spreads, x.Spread())
 	}
-	if len(spreads) == 0 {
-		return 0
-	}
 	return median(spreads)
 }
 
@@ -207,7 +204,11 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
+// median of v; 0 for none, like percentile.
 func median[T ~float64 | ~int64](v []T) T {
+	if len(v) == 0 {
+		return 0
+	}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
