@@ -87,41 +87,39 @@ func run(ctx context.Context, env cli.Env, o Options, asJSON bool) int {
 	if _, err := o.withDefaults(); err != nil {
 		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
-	// Not env.DSN, which falls back to $DATABASE_URL: a benchmark must not
-	// load a server the user did not name.
-	dsn := env.ExplicitDSN
-	if dsn == "" {
-		fmt.Fprintf(env.Stderr, "%s: starting a throwaway PostgreSQL (durable commits, default settings)\n", env.Prog)
-		srv, err := pgtemp.Start(ctx, pgtemp.Options{})
-		if err != nil {
-			return env.Fail(err)
-		}
-		defer srv.Close()
-		dsn = srv.DSN("")
-	}
-	rep, err := Run(ctx, dsn, o)
-	if err != nil {
-		return env.Fail(err)
-	}
-	return printReport(env, rep, asJSON)
+	return withServer(ctx, env, nil, "default settings", asJSON, func(dsn string) (markdownReport, error) {
+		return Run(ctx, dsn, o)
+	})
 }
 
 func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int {
 	if _, err := q.withDefaults(); err != nil {
 		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
 	}
+	settings := "max_connections=" + QueueServerSettings["max_connections"]
+	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
+		return RunQueue(ctx, dsn, q)
+	})
+}
+
+// withServer runs measure on the server --dsn names, else on a throwaway
+// PostgreSQL it starts with settings, telling the user so (described names
+// the settings), and prints the report.
+func withServer(ctx context.Context, env cli.Env, settings map[string]string, described string, asJSON bool,
+	measure func(dsn string) (markdownReport, error)) int {
+	// Not env.DSN, which falls back to $DATABASE_URL: a benchmark must not
+	// load a server the user did not name.
 	dsn := env.ExplicitDSN
 	if dsn == "" {
-		fmt.Fprintf(env.Stderr, "%s: starting a throwaway PostgreSQL (durable commits, max_connections=%s)\n",
-			env.Prog, QueueServerSettings["max_connections"])
-		srv, err := pgtemp.Start(ctx, pgtemp.Options{Settings: QueueServerSettings})
+		fmt.Fprintf(env.Stderr, "%s: starting a throwaway PostgreSQL (durable commits, %s)\n", env.Prog, described)
+		srv, err := pgtemp.Start(ctx, pgtemp.Options{Settings: settings})
 		if err != nil {
 			return env.Fail(err)
 		}
 		defer srv.Close()
 		dsn = srv.DSN("")
 	}
-	rep, err := RunQueue(ctx, dsn, q)
+	rep, err := measure(dsn)
 	if err != nil {
 		return env.Fail(err)
 	}
