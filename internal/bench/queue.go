@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -159,7 +160,7 @@ func runQueueSeries(ctx context.Context, opts QueueOptions, job queueJob, waiter
 	job.Stop = job.Start.Add(opts.Duration)
 	results := make([]queueWorkerResult, opts.Processes)
 	errs := make([]error, opts.Processes)
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for p := range opts.Processes {
 		j := job
 		j.Process = p
@@ -167,14 +168,9 @@ func runQueueSeries(ctx context.Context, opts QueueOptions, job queueJob, waiter
 		if p < waiters%opts.Processes {
 			j.Waiters++
 		}
-		go func() {
-			defer func() { done <- struct{}{} }()
-			results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j)
-		}()
+		wg.Go(func() { results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j) })
 	}
-	for range opts.Processes {
-		<-done
-	}
+	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return queueRun{}, err
 	}
