@@ -12,7 +12,7 @@ import (
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
-// The long run: go test ./internal/faults/ -run TestFaultInjection -faults.duration=5m -faults.seed=42 -timeout 30m -v
+// The long run: go test ./internal/faults/ -run 'TestFaultInjection$' -faults.duration=5m -faults.seed=42 -timeout 30m -v
 var (
 	duration = flag.Duration("faults.duration", 25*time.Second, "how long the fault-injection workload runs")
 	seed     = flag.Uint64("faults.seed", 1, "seed of the fault schedule and the workers' choices")
