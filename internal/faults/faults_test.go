@@ -28,14 +28,14 @@ func needServer(t *testing.T) {
 	}
 }
 
-func TestFaultInjection(t *testing.T) {
-	t.Parallel()
-	needServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
+// runSuite runs the suite with cfg, logs its summary and the workers'
+// unexpected errors, and fails t on every violation of the lock contract.
+func runSuite(t *testing.T, cfg faults.Config) faults.Summary {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Duration+2*time.Minute)
 	defer cancel()
-	s, err := faults.Run(ctx, faults.Config{
-		Duration: *duration, Seed: *seed, Workers: *workers, Logf: t.Logf,
-	})
+	cfg.Logf = t.Logf
+	s, err := faults.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +46,13 @@ func TestFaultInjection(t *testing.T) {
 	for _, v := range s.Report.Violations {
 		t.Errorf("violation: %s", v)
 	}
+	return s
+}
+
+func TestFaultInjection(t *testing.T) {
+	t.Parallel()
+	needServer(t)
+	s := runSuite(t, faults.Config{Duration: *duration, Seed: *seed, Workers: *workers})
 	for _, kind := range faults.AllKinds {
 		if s.Faults[kind] == 0 {
 			t.Errorf("fault %s was never injected", kind)
@@ -110,21 +117,7 @@ func TestCheckerCatchesUnsafeWorkers(t *testing.T) {
 func TestFaultInjectionAcrossPromotion(t *testing.T) {
 	t.Parallel()
 	needServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), *duration+2*time.Minute)
-	defer cancel()
-	s, err := faults.Run(ctx, faults.Config{
-		Duration: *duration, Seed: *seed, Workers: *workers, Logf: t.Logf, Failover: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("summary:\n%s", s)
-	for _, e := range s.OtherErrors {
-		t.Logf("unexpected worker error: %s", e)
-	}
-	for _, v := range s.Report.Violations {
-		t.Errorf("violation: %s", v)
-	}
+	s := runSuite(t, faults.Config{Duration: *duration, Seed: *seed, Workers: *workers, Failover: true})
 	if s.Faults[faults.Promote] != 1 {
 		t.Errorf("%d promotions; want 1", s.Faults[faults.Promote])
 	}
