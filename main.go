@@ -208,7 +208,7 @@ var commands = []cli.Command{
 		Summary: "give ROLE the least-privilege grants of --as viewer, operator or service on the lock tables (--print: show the SQL)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			var o cli.GrantOptions
-			fs.StringVar(&o.Kind, "as", "", "grant `set`: viewer (read), operator (read, force, prune) or service (hold locks)")
+			cli.EnumVar(fs, &o.Kind, "as", cli.GrantKinds, "grant `set`: viewer (read), operator (read, force, prune) or service (hold locks)")
 			fs.StringVar(&o.Schema, "schema", "", "`schema` of the lock tables (default: the connection's current schema; public with --print)")
 			fs.BoolVar(&o.Print, "print", false, "print the SQL instead of running it")
 			cli.Required(fs, "as")

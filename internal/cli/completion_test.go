@@ -23,6 +23,7 @@ var completionCases = []struct {
 	{"lockctl acquire k --ow", []string{"--owner"}},
 	{"lockctl help rel", []string{"release"}},
 	{"lockctl bench --qu", nil}, // --queue-worker is hidden
+	{"lockctl grant r --as ", []string{"operator", "service", "viewer"}},
 }
 
 func requireShell(t *testing.T, shell string) {

@@ -132,8 +132,11 @@ func TestGrantPrint(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `GRANT USAGE ON SCHEMA "locks" TO "we""ird";`) {
 		t.Fatalf("grant --print with --schema: %s", r)
 	}
+	r = run(t, "grant", "r", "--as", "admin", "--print")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `invalid --as "admin": must be one of viewer, operator, service`) {
+		t.Errorf("grant --as admin: %s\nwant exit 2 naming the grant sets", r)
+	}
 	for _, args := range [][]string{
-		{"grant", "r", "--as", "admin", "--print"},
 		{"grant", "r", "--print"},
 		{"grant", "", "--as", "viewer", "--print"},
 		{"grant", strings.Repeat("r", 64), "--as", "viewer", "--print"},
