@@ -30,29 +30,53 @@ func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
+	held, code := takeLease(ctx, env, opts)
+	if held == nil {
+		return code
+	}
+	defer held.pool.Close()
+	return printLease(env, opts.JSON, held.lease, "")
+}
+
+// heldLease is a lease takeLease was granted, with the pool and locker that
+// took it, for the caller to renew, release and close.
+type heldLease struct {
+	pool  *pgxpool.Pool
+	lk    *locker.Locker
+	lease locker.Lease
+}
+
+// takeLease is what acquire and run share once their flags are valid: it
+// connects and takes opts.Key for opts.Owner (a new locker.NewOwnerID()
+// when empty), in one attempt or waiting up to opts.Wait. When the key is
+// not granted it says why (reportNotAcquired), closes the pool and returns
+// nil with the exit code.
+func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, int) {
 	if opts.Owner == "" {
 		opts.Owner = locker.NewOwnerID()
 	}
 	pool, err := Connect(ctx, env.DSN)
 	if err != nil {
-		return env.Fail(err)
+		return nil, env.Fail(err)
 	}
-	defer pool.Close()
-
-	lk, err := locker.New(locker.Config{TTL: opts.TTL, LogGrants: true})
+	cfg := locker.Config{TTL: opts.TTL, LogGrants: true}
+	lk, err := locker.New(cfg)
 	if err != nil {
-		return env.Fail(err)
+		pool.Close()
+		return nil, env.Fail(err)
 	}
 	var lease locker.Lease
 	if opts.Wait == 0 {
 		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
 	} else {
-		lease, err = waitForLease(ctx, env, pool, locker.Config{TTL: opts.TTL, LogGrants: true}, opts.Key, opts.Owner, opts.Wait)
+		lease, err = waitForLease(ctx, env, pool, cfg, opts.Key, opts.Owner, opts.Wait)
 	}
-	if err == nil {
-		return printLease(env, opts.JSON, lease, "")
+	if err != nil {
+		code := reportNotAcquired(ctx, env, lk, pool, opts, err)
+		pool.Close()
+		return nil, code
 	}
-	return reportNotAcquired(ctx, env, lk, pool, opts, err)
+	return &heldLease{pool: pool, lk: lk, lease: lease}, ExitOK
 }
 
 // reportNotAcquired explains why opts.Key was not granted and returns the

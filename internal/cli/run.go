@@ -39,29 +39,12 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	if opts.Owner == "" {
-		opts.Owner = locker.NewOwnerID()
+	held, code := takeLease(ctx, env, opts.AcquireOptions)
+	if held == nil {
+		return code
 	}
-	pool, err := Connect(ctx, env.DSN)
-	if err != nil {
-		return env.Fail(err)
-	}
+	pool, lk, lease := held.pool, held.lk, held.lease
 	defer pool.Close()
-
-	cfg := locker.Config{TTL: opts.TTL, LogGrants: true}
-	lk, err := locker.New(cfg)
-	if err != nil {
-		return env.Fail(err)
-	}
-	var lease locker.Lease
-	if opts.Wait == 0 {
-		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
-	} else {
-		lease, err = waitForLease(ctx, env, pool, cfg, opts.Key, opts.Owner, opts.Wait)
-	}
-	if err != nil {
-		return reportNotAcquired(ctx, env, lk, pool, opts.AcquireOptions, err)
-	}
 
 	// From here on a signal is the command's to handle: lockctl passes it
 	// on, and keeps renewing and then releases whatever the command does.
