@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
-	"text/tabwriter"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockview"
@@ -68,23 +66,18 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 		}
 		return env.emit(rows)
 	}
-	if len(events) == 0 {
-		fmt.Fprintln(env.Stdout, "no events")
-		return ExitOK
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tEVENT\tKEY\tOWNER\tTOKEN\tACTOR\tBEFORE\tDETAIL")
+	rows := make([][]string, 0, len(events))
 	for _, e := range events {
 		before := "-"
 		if e.PreviousOwner != nil || e.PreviousToken != nil {
 			before = orDash(e.PreviousOwner) + " " + tokenText(e.PreviousToken)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, textsafe.Escape(e.Key),
+		rows = append(rows, []string{utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, textsafe.Escape(e.Key),
 			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), textsafe.Escape(e.Actor),
-			textsafe.Escape(before), textsafe.Escape(detailText(e.Detail)))
+			textsafe.Escape(before), textsafe.Escape(detailText(e.Detail))})
 	}
-	if err := tw.Flush(); err != nil {
+	header := []string{"TIME", "EVENT", "KEY", "OWNER", "TOKEN", "ACTOR", "BEFORE", "DETAIL"}
+	if err := writeTable(env.Stdout, "no events", header, rows); err != nil {
 		return env.Errorf("write output: %v", err)
 	}
 	return ExitOK

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
@@ -182,12 +182,7 @@ func writeLocks(env Env, l listing, asJSON bool) int {
 }
 
 func writeLockTable(w io.Writer, locks []store.Lock) error {
-	if len(locks) == 0 {
-		_, err := fmt.Fprintln(w, "no locks")
-		return err
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tOWNER\tTOKEN\tSTATE\tREMAINING\tHELD-FOR")
+	rows := make([][]string, 0, len(locks))
 	for _, l := range locks {
 		remaining, heldFor := "-", "-"
 		switch l.State() {
@@ -196,8 +191,8 @@ func writeLockTable(w io.Writer, locks []store.Lock) error {
 		case store.StateExpired:
 			heldFor = formatDuration(l.HeldFor)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n",
-			textsafe.Escape(l.Key), textsafe.Escape(l.Owner), l.Token, l.State(), remaining, heldFor)
+		rows = append(rows, []string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),
+			strconv.FormatInt(l.Token, 10), string(l.State()), remaining, heldFor})
 	}
-	return tw.Flush()
+	return writeTable(w, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING", "HELD-FOR"}, rows)
 }

@@ -1,8 +1,7 @@
 package cli
 
 import (
-	"fmt"
-	"text/tabwriter"
+	"strconv"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/textsafe"
@@ -38,21 +37,16 @@ func writeSeedLocks(env Env, locks []store.Lock, asJSON bool) int {
 		}
 		return env.emit(rows)
 	}
-	if len(locks) == 0 {
-		fmt.Fprintln(env.Stdout, "no locks")
-		return ExitOK
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tOWNER\tTOKEN\tSTATE\tREMAINING")
+	rows := make([][]string, 0, len(locks))
 	for _, l := range locks {
 		remaining := "-"
 		if l.State() != store.StateExpired {
 			remaining = formatDuration(l.Remaining)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n",
-			textsafe.Escape(l.Key), textsafe.Escape(l.Owner), l.Token, l.State(), remaining)
+		rows = append(rows, []string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),
+			strconv.FormatInt(l.Token, 10), string(l.State()), remaining})
 	}
-	if err := tw.Flush(); err != nil {
+	if err := writeTable(env.Stdout, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING"}, rows); err != nil {
 		return env.Errorf("write output: %v", err)
 	}
 	return ExitOK

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 )
@@ -23,6 +24,22 @@ func writeJSON(w io.Writer, v any) error {
 	}
 	_, err := w.Write(escapeUnsafeRunes(buf.Bytes()))
 	return err
+}
+
+// writeTable writes rows under header as columns two spaces apart, or the
+// line empty when there are no rows. Cells are written as given: escaping
+// database text is the caller's job.
+func writeTable(w io.Writer, empty string, header []string, rows [][]string) error {
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, empty)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
 }
 
 // escapeUnsafeRunes rewrites runes a terminal may act on as JSON \u
