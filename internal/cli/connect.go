@@ -55,7 +55,7 @@ func open(ctx context.Context, dsn string) (*pgxpool.Pool, []string, error) {
 	fitPooler(cfg, dsn)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
+		return nil, nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", err), secrets)
 	}
 	return pool, secrets, nil
 }
@@ -77,7 +77,7 @@ func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 		if ctx.Err() != nil { // interrupted: not the server's fault
 			return nil, ctx.Err()
 		}
-		return nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", cfg.ConnConfig.ConnectTimeout, err), secrets)
+		return nil, scrubbed(describeConnectError(cfg.ConnConfig, dsn != "", err), secrets)
 	}
 	return pool, nil
 }

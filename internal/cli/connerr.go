@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -77,9 +76,10 @@ func noDSNHint(getenv func(string) string) string {
 
 // describeConnectError turns a failed connect or first ping into a
 // ConnectError. dsnGiven says whether --dsn or $DATABASE_URL named the
-// server; wait is how long the ping was allowed. The result matches
-// store.ErrUnavailable when the server could not be reached.
-func describeConnectError(cfg *pgx.ConnConfig, dsnGiven bool, wait time.Duration, err error) error {
+// server; a timeout is reported as cfg.ConnectTimeout, which bounds both the
+// connect and the ping. The result matches store.ErrUnavailable when the
+// server could not be reached.
+func describeConnectError(cfg *pgx.ConnConfig, dsnGiven bool, err error) error {
 	ce := &ConnectError{Where: describeTarget(cfg), Err: err}
 	unreachable := false
 	var pgErr *pgconn.PgError
@@ -94,7 +94,7 @@ func describeConnectError(cfg *pgx.ConnConfig, dsnGiven bool, wait time.Duration
 		ce.Problem = "database unreachable: no server is listening there"
 		ce.Hint, unreachable = "is PostgreSQL running, on that host and port?", true
 	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		ce.Problem = fmt.Sprintf("database unreachable: no answer within %s", formatDuration(wait))
+		ce.Problem = fmt.Sprintf("database unreachable: no answer within %s", formatDuration(cfg.ConnectTimeout))
 		ce.Hint, unreachable = "check the host and port, and any firewall in between (--dsn '...?connect_timeout=N' waits longer)", true
 	default:
 		ce.Problem = "database unreachable"
