@@ -106,14 +106,32 @@ func ServerName(cfg *pgx.ConnConfig) string {
 	if cfg == nil {
 		return ""
 	}
-	hosts := []string{cfg.Host + ":" + strconv.Itoa(int(cfg.Port))}
+	var names []string
+	for _, a := range hostList(cfg) {
+		names = append(names, a.String())
+	}
+	return strings.Join(names, ",") + "/" + cfg.Database
+}
+
+// serverAddr is one server a connection may try.
+type serverAddr struct {
+	host string // a name, an address, or a Unix socket's directory
+	port uint16
+}
+
+func (a serverAddr) String() string { return a.host + ":" + strconv.Itoa(int(a.port)) }
+
+// hostList is every server cfg tries, in order: its host, then the other
+// hosts of a multi-host DSN. pgx adds a fallback per TLS mode too
+// (sslmode=prefer), so each server is listed once.
+func hostList(cfg *pgx.ConnConfig) []serverAddr {
+	hosts := []serverAddr{{host: cfg.Host, port: cfg.Port}}
 	for _, f := range cfg.Fallbacks {
-		// pgx adds a fallback per TLS mode too (sslmode=prefer): one name each.
-		if h := f.Host + ":" + strconv.Itoa(int(f.Port)); !slices.Contains(hosts, h) {
-			hosts = append(hosts, h)
+		if a := (serverAddr{host: f.Host, port: f.Port}); !slices.Contains(hosts, a) {
+			hosts = append(hosts, a)
 		}
 	}
-	return strings.Join(hosts, ",") + "/" + cfg.Database
+	return hosts
 }
 
 // scrubbedError hides passwords in a wrapped error's message while keeping

@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -136,18 +135,23 @@ func describeServerRefusal(e *pgconn.PgError, cfg *pgx.ConnConfig) (problem, hin
 	return "the server refused the connection: " + e.Message, "", false
 }
 
-// describeTarget names the server, database and user of cfg (never the
-// password): "127.0.0.1:5432, database app, user app".
+// describeTarget names the servers, database and user of cfg (never the
+// password): "127.0.0.1:5432, database app, user app", every host of a
+// multi-host DSN in the order tried ("db1:5432,db2:5432, database app, ...").
 func describeTarget(cfg *pgx.ConnConfig) string {
-	where := cfg.Host + ":" + strconv.Itoa(int(cfg.Port))
-	if strings.HasPrefix(cfg.Host, "/") {
-		where = fmt.Sprintf("the socket %s/.s.PGSQL.%d", cfg.Host, cfg.Port)
+	var where []string
+	for _, a := range hostList(cfg) {
+		if strings.HasPrefix(a.host, "/") {
+			where = append(where, fmt.Sprintf("the socket %s/.s.PGSQL.%d", a.host, a.port))
+		} else {
+			where = append(where, a.String())
+		}
 	}
 	db := cfg.Database
 	if db == "" {
 		db = cfg.User // the server's default
 	}
-	return fmt.Sprintf("%s, database %s, user %s", where, db, cfg.User)
+	return fmt.Sprintf("%s, database %s, user %s", strings.Join(where, ","), db, cfg.User)
 }
 
 func isTimeout(err error) bool {

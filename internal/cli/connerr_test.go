@@ -84,6 +84,9 @@ func TestConnectErrorsAreReadable(t *testing.T) {
 		{"no server on the socket", cleanEnv("PGHOST=" + t.TempDir()), []string{"ls"},
 			`^lockctl ls: cannot connect to PostgreSQL at the socket /\S+/.s.PGSQL.5432, database \S+, user \S+: database unreachable: no server is listening there$`,
 			"hint: no --dsn or $DATABASE_URL was given, so the connection came from PGHOST"},
+		{"every host of a multi-host DSN", cleanEnv(), []string{"ls", "--dsn", "postgres://app@127.0.0.1:1,127.0.0.1:2/postgres"},
+			`^lockctl ls: cannot connect to PostgreSQL at 127\.0\.0\.1:1,127\.0\.0\.1:2, database postgres, user app: database unreachable: no server is listening there$`,
+			"hint: is PostgreSQL running"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

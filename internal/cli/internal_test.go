@@ -4,6 +4,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestDescribeBuild(t *testing.T) {
@@ -40,5 +42,21 @@ func TestNoDSNHint(t *testing.T) {
 	})
 	if !strings.Contains(some, "came from PGPORT") {
 		t.Errorf("hint with PGPORT set = %q; want it to name PGPORT", some)
+	}
+}
+
+// A multi-host DSN is named with every host, once each (sslmode=prefer
+// gives pgx two fallbacks per host), in the order pgx tries them, both in
+// the console's server name and in a connect error.
+func TestMultiHostNames(t *testing.T) {
+	cfg, err := pgx.ParseConfig("postgres://app:sekrit@db1:5432,db2:5433/locks?sslmode=prefer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ServerName(cfg), "db1:5432,db2:5433/locks"; got != want {
+		t.Errorf("ServerName = %q; want %q", got, want)
+	}
+	if got, want := describeTarget(cfg), "db1:5432,db2:5433, database locks, user app"; got != want {
+		t.Errorf("describeTarget = %q; want %q", got, want)
 	}
 }
