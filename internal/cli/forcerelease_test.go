@@ -36,16 +36,10 @@ func TestForceReleaseFencedByToken(t *testing.T) {
 	if err != nil || row.State() != store.StateFree {
 		t.Fatalf("row after force-release = %+v, %v; want free", row, err)
 	}
-	var kind, actor, owner string
-	var token int64
-	err = pool.QueryRow(ctx, `SELECT kind, actor, owner_id, fence_token FROM distributed_lock_event
-		WHERE lock_key = 'k' ORDER BY event_id DESC LIMIT 1`).Scan(&kind, &actor, &owner, &token)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if kind != lockview.EventForceReleased || actor != "alice@ops" || owner != "worker-1" || token != lease.Token {
-		t.Fatalf("last event = %s by %s of %s token %d; want force_released by alice@ops of worker-1 token %d",
-			kind, actor, owner, token, lease.Token)
+	last := lastEvent(t, pool, "k")
+	if last.Kind != lockview.EventForceReleased || last.Actor != "alice@ops" || last.Owner == nil || *last.Owner != "worker-1" ||
+		last.Token == nil || *last.Token != lease.Token {
+		t.Fatalf("last event = %+v; want force_released by alice@ops of worker-1 token %d", last, lease.Token)
 	}
 
 	// Already free: nothing to release, exit 4; the holder's own release is

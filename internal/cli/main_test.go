@@ -15,7 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
 )
 
 // binary is the real lockctl, built once by TestMain; the tests run it as a
@@ -192,3 +194,14 @@ func expiresAt(t *testing.T, r jsonResult) time.Time {
 }
 
 func tokenArg(n int64) string { return fmt.Sprint(n) }
+
+// lastEvent is key's newest event, read the way the console and `events`
+// read it.
+func lastEvent(t *testing.T, db store.DBTX, key string) lockview.Event {
+	t.Helper()
+	events, err := lockview.KeyEvents(context.Background(), db, key, 1)
+	if err != nil || len(events) != 1 {
+		t.Fatalf("latest event of %s: %v, %v; want one", key, events, err)
+	}
+	return events[0]
+}
