@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -86,10 +86,7 @@ func (p Program) completionSpec() completionSpec {
 			visitShown(global, func(f *pflag.Flag) { s.globalFlags = append(s.globalFlags, "--"+f.Name) })
 		}
 	}
-	for name := range values {
-		s.valueFlags = append(s.valueFlags, name)
-	}
-	sort.Strings(s.valueFlags)
+	s.valueFlags = slices.Sorted(maps.Keys(values))
 	s.argChoices["completion"] = completionShells
 	return s
 }
@@ -124,7 +121,7 @@ func (p Program) writeBashCompletion(w io.Writer) error {
     done
     case "$prev" in
 `)
-	for _, name := range sortedKeys(s.choices) {
+	for _, name := range slices.Sorted(maps.Keys(s.choices)) {
 		fmt.Fprintf(&b, "        %s) COMPREPLY=($(compgen -W %s -- \"$cur\")); return 0 ;;\n", name, shellWords(s.choices[name]))
 	}
 	if len(s.valueFlags) > 0 {
@@ -221,13 +218,4 @@ func shellWords(words []string) string {
 // fishQuote quotes s as one fish argument.
 func fishQuote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
