@@ -257,7 +257,7 @@ func TestRunPassesSignalsOn(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			name := strings.ToUpper(strings.TrimPrefix(sigName(sig), "SIG"))
+			name := sigName(sig)
 			key := "sig-" + name
 			p := d.start(append([]string{"run", key, "--"},
 				script(dir, `trap 'echo `+name+` > $DIR/got; exit 5' `+name+`; touch $DIR/started; while :; do sleep 0.1; done`)...)...)
