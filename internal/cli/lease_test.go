@@ -1,8 +1,11 @@
 package cli_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lockctl/lockctl/locker"
 )
 
 func TestRenew(t *testing.T) {
@@ -77,5 +80,27 @@ func TestRelease(t *testing.T) {
 	r = d.expect(0, "release", "k2", "--owner", "a", "--token", tokenArg(l.Token))
 	if r.stdout != "released k2 token="+tokenArg(l.Token)+" owner=a\n" {
 		t.Fatalf("text release printed %q", r.stdout)
+	}
+}
+
+// --token takes the token as the console shows it, EPOCH·COUNT (or with a
+// dot), as well as the full number.
+func TestTokenInEpochCountForm(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	lease := d.json(0, "acquire", "k", "--owner", "a")
+	shown := locker.FormatToken(lease.Token)
+	renewed := d.json(0, "renew", "k", "--owner", "a", "--token", shown)
+	if renewed.Outcome != "renewed" || renewed.Token != lease.Token {
+		t.Fatalf("renew --token %s = %+v; want renewed, token %d", shown, renewed, lease.Token)
+	}
+	epoch, count := locker.TokenParts(lease.Token)
+	wrong := d.json(4, "release", "k", "--owner", "a", "--token", fmt.Sprintf("%d.%d", epoch, count+1))
+	if wrong.RequestedToken != lease.Token+1 {
+		t.Fatalf("release --token %d.%d asked for token %d; want %d", epoch, count+1, wrong.RequestedToken, lease.Token+1)
+	}
+	released := d.json(0, "release", "k", "--owner", "a", "--token", fmt.Sprintf("%d.%d", epoch, count))
+	if released.Outcome != "released" {
+		t.Fatalf("release --token %d.%d = %+v; want released", epoch, count, released)
 	}
 }

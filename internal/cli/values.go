@@ -44,21 +44,9 @@ func ParseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// ParseToken reads a fencing token: a positive decimal integer.
-func ParseToken(s string) (int64, error) {
-	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-	if err != nil {
-		var numErr *strconv.NumError
-		if errors.As(err, &numErr) && errors.Is(numErr.Err, strconv.ErrRange) {
-			return 0, errors.New("too large for a token")
-		}
-		return 0, errors.New("not a token (a positive whole number)")
-	}
-	if n <= 0 {
-		return 0, errors.New("must be positive")
-	}
-	return n, nil
-}
+// ParseToken reads a fencing token: the full number or EPOCH·COUNT
+// (locker.ParseToken).
+func ParseToken(s string) (int64, error) { return locker.ParseToken(s) }
 
 // durationValue is a pflag.Value backed by a parse function.
 type durationValue struct {
