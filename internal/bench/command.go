@@ -19,7 +19,7 @@ import (
 func Command() cli.Command {
 	return cli.Command{
 		Name: "bench",
-		Summary: "measure acquire+release cost: locker vs the reference design vs commit and network floors " +
+		Summary: "measure acquire+release cost: locker vs the reference design, the peers' keep-row upsert, commit and network floors " +
 			"(a throwaway durable PostgreSQL unless --dsn; see BENCHMARKS.md)",
 		Flags: func(fs *pflag.FlagSet) cli.Action {
 			var o Options

@@ -36,7 +36,10 @@ func BenchmarkCycleCPU(b *testing.B) {
 		make func(chk *checker) series
 	}{
 		{SeriesReference, func(chk *checker) series {
-			return referenceSeries(SeriesReference, reference{pool: tg.pool, ttl: 30 * time.Second}, chk)
+			return ownerLockSeries(SeriesReference, reference{pool: tg.pool, ttl: 30 * time.Second}, chk)
+		}},
+		{SeriesUpsert, func(chk *checker) series {
+			return ownerLockSeries(SeriesUpsert, upsert{pool: tg.pool, ttl: 30 * time.Second}, chk)
 		}},
 		{SeriesLocker, func(chk *checker) series {
 			return lockerSeries(SeriesLocker, newBenchLocker(b, locker.Config{}), tg.pool, chk)

@@ -15,6 +15,7 @@
 // granted on its key (a token that does not increase is a fencing violation).
 // The locker must show zero; the reference shows what it shows.
 //
-// The reference port (reference.go) is benchmark code, not API: it exists to
-// be measured against, on a table of its own in the benchmark's schema.
+// The reference port (reference.go) and the peers' keep-row upsert
+// (upsert.go) are benchmark code, not API: they exist to be measured
+// against, each on a table of its own in the benchmark's schema.
 package bench

@@ -59,7 +59,7 @@ func Run(ctx context.Context, dsn string, opts Options) (*Report, error) {
 		}
 		lockers[v.name] = lk
 	}
-	for _, name := range []string{SeriesReference, SeriesReferenceInline, SeriesLocker, SeriesLockerDurable, SeriesLockerLogged, SeriesStatements} {
+	for _, name := range []string{SeriesReference, SeriesReferenceInline, SeriesLocker, SeriesLockerDurable, SeriesLockerLogged, SeriesStatements, SeriesUpsert} {
 		checkers[name] = newChecker()
 	}
 
@@ -145,8 +145,9 @@ type levelSeries struct{ solo, hot []series }
 
 func newLevelSeries(pool *pgxpool.Pool, lockers map[string]*locker.Locker, checkers map[string]*checker, ttl time.Duration) levelSeries {
 	hot := []series{
-		referenceSeries(SeriesReference, reference{pool: pool, ttl: ttl}, checkers[SeriesReference]),
-		referenceSeries(SeriesReferenceInline, reference{pool: pool, ttl: ttl, inline: true}, checkers[SeriesReferenceInline]),
+		ownerLockSeries(SeriesReference, reference{pool: pool, ttl: ttl}, checkers[SeriesReference]),
+		ownerLockSeries(SeriesReferenceInline, reference{pool: pool, ttl: ttl, inline: true}, checkers[SeriesReferenceInline]),
+		ownerLockSeries(SeriesUpsert, upsert{pool: pool, ttl: ttl}, checkers[SeriesUpsert]),
 	}
 	for _, name := range []string{SeriesLocker, SeriesLockerDurable, SeriesLockerLogged} {
 		hot = append(hot, lockerSeries(name, lockers[name], pool, checkers[name]))

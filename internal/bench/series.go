@@ -18,6 +18,7 @@ const (
 	SeriesLockerDurable   = "locker-durable"   // the same with Config.DurableRelease
 	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
 	SeriesStatements      = "statements"       // the locker's protocol as client statements, without the functions (statements.go)
+	SeriesUpsert          = "upsert"           // the keep-row upsert of the peers (upsert.go)
 	SeriesCommitFloor     = "floor-commit"     // one single-row UPDATE (one commit) per round trip
 	SeriesNetFloor        = "floor-select"     // SELECT 1: one round trip, no commit
 )
@@ -93,10 +94,17 @@ func statementsSeries(s stmtLocker, chk *checker) series {
 	}}
 }
 
-func referenceSeries(name string, ref reference, chk *checker) series {
+// ownerLock is a design whose release names the key and owner only: the
+// reference and the upsert.
+type ownerLock interface {
+	tryAcquire(ctx context.Context, key, owner string) (token int64, err error) // errRefused when held
+	release(ctx context.Context, key, owner string) (found bool, err error)
+}
+
+func ownerLockSeries(name string, lk ownerLock, chk *checker) series {
 	return series{name: name, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
-		token, err := ref.tryAcquire(ctx, key, o)
+		token, err := lk.tryAcquire(ctx, key, o)
 		if errors.Is(err, errRefused) {
 			return false, nil
 		}
@@ -105,8 +113,8 @@ func referenceSeries(name string, ref reference, chk *checker) series {
 		}
 		chk.granted(key, o, token)
 		chk.releasing(key, o)
-		deleted, err := ref.release(ctx, key, o)
-		if err == nil && !deleted {
+		found, err := lk.release(ctx, key, o)
+		if err == nil && !found {
 			chk.releaseLost()
 		}
 		return true, err
@@ -114,7 +122,7 @@ func referenceSeries(name string, ref reference, chk *checker) series {
 }
 
 // floorUpdateSQL is the least a durable write can cost: one row, one
-// commit, one round trip. A lock cycle needs two commits (grant, release).
+// commit, one round trip. A lock cycle needs two writes (grant, release).
 const floorUpdateSQL = `UPDATE bench_floor SET n = n + 1 WHERE id = $1`
 
 func commitFloorSeries(pool *pgxpool.Pool) series {

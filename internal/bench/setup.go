@@ -24,8 +24,8 @@ type target struct {
 }
 
 // benchTablesSQL creates what only the benchmark uses: the reference's
-// table with its four columns and its token sequence, and one row per worker
-// for the commit floor. Created unqualified, in the run's schema.
+// table with its four columns and its token sequence, one row per worker
+// for the commit floor, and the upsert's table. Created unqualified, in the run's schema.
 const benchTablesSQL = `
 CREATE TABLE reference_lock (
     lock_key    varchar(255) PRIMARY KEY,
@@ -35,7 +35,7 @@ CREATE TABLE reference_lock (
 );
 CREATE SEQUENCE reference_lock_seq;
 CREATE TABLE bench_floor (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
-`
+` + upsertTableSQL
 
 const floorRowsSQL = `INSERT INTO bench_floor (id) SELECT generate_series(0, $1::int - 1)`
 
