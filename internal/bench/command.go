@@ -35,8 +35,8 @@ func Command() cli.Command {
 			cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
 			cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
 			fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
-			fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue`: acquire+release cost, "+
-				"or many waiters handing one key over, against pg_advisory_lock")
+			fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler`: acquire+release cost, "+
+				"many waiters handing one key over against pg_advisory_lock, or lock cycles and one-row UPDATEs through PgBouncer against direct")
 			fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
 			fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
 			cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
@@ -49,6 +49,18 @@ func Command() cli.Command {
 						return env.Fail(err)
 					}
 					return cli.ExitOK
+				case scenario == ScenarioPooler:
+					p := PoolerOptions{Duration: o.Duration, Rounds: o.Rounds, Progress: env.Stderr}
+					if fs.Changed("workers") {
+						if len(o.Workers) != 1 {
+							return env.Usagef("--scenario pooler measures one concurrency: give --workers one number")
+						}
+						p.Workers = o.Workers[0]
+					}
+					if !fs.Changed("rounds") {
+						p.Rounds = 0 // the scenario's own default
+					}
+					return runPooler(ctx, env, p, asJSON)
 				case scenario == ScenarioQueue:
 					q.Rounds = o.Rounds
 					if fs.Changed("duration") {
@@ -57,7 +69,7 @@ func Command() cli.Command {
 					q.Progress = env.Stderr
 					return runQueue(ctx, env, q, asJSON)
 				case scenario != ScenarioCycles:
-					return env.Usagef("--scenario must be %s or %s, got %q", ScenarioCycles, ScenarioQueue, scenario)
+					return env.Usagef("--scenario must be %s, %s or %s, got %q", ScenarioCycles, ScenarioQueue, ScenarioPooler, scenario)
 				}
 				o.KeepaliveLocks = keepaliveLocks
 				if keepaliveLocks == 0 {
@@ -77,6 +89,7 @@ func Command() cli.Command {
 const (
 	ScenarioCycles = "cycles"
 	ScenarioQueue  = "queue"
+	ScenarioPooler = "pooler"
 )
 
 // queueWorkerFlag marks a worker process of the queue scenario, which the
@@ -100,6 +113,32 @@ func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int
 	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
 		return RunQueue(ctx, dsn, q)
 	})
+}
+
+// runPooler runs the pooler scenario on a throwaway server: it starts
+// PgBouncer in front of it and measures in the server's default schema,
+// neither of which it may do to a server the user names.
+func runPooler(ctx context.Context, env cli.Env, p PoolerOptions, asJSON bool) int {
+	if _, err := p.withDefaults(); err != nil {
+		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
+	}
+	if env.ExplicitDSN != "" {
+		return env.Usagef("--scenario pooler starts its own PostgreSQL and PgBouncer; it takes no --dsn")
+	}
+	if _, err := pgtemp.FindBouncer(); err != nil {
+		return env.Fail(err)
+	}
+	fmt.Fprintf(env.Stderr, "%s: starting a throwaway PostgreSQL (durable commits, default settings) and PgBouncer\n", env.Prog)
+	srv, err := pgtemp.Start(ctx, pgtemp.Options{})
+	if err != nil {
+		return env.Fail(err)
+	}
+	defer srv.Close()
+	rep, err := RunPooler(ctx, srv, p)
+	if err != nil {
+		return env.Fail(err)
+	}
+	return printReport(env, rep, asJSON)
 }
 
 // withServer runs measure on the server --dsn names, else on a throwaway
