@@ -16,23 +16,24 @@ const replicaRefusal = "replica — read-only: this server is a standby and refu
 
 // startAction opens the form or the confirmation for an action key, or
 // says why the action does not apply.
-func (m Model) startAction(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	k := m.keys
-	if m.hasSnap && m.snap.page.InRecovery {
+	if m.hasSnap && m.snap.Page.InRecovery {
 		m.flash = flash{replicaRefusal, flashError}
 		return m, nil
 	}
+	row, ok := m.selection()
 	if key.Matches(msg, k.Acquire) {
+		// Off the home page the operator looks at one lock on purpose:
+		// the form proposes its key.
 		suggest := ""
-		if row, ok := m.selected(); ok && m.pane == paneDetail {
-			suggest = row.Key
+		if s, is := m.pages[m.active].(lockSelector); is && m.active != pageLocks {
+			if row, ok := s.selectedLock(); ok {
+				suggest = row.Key
+			}
 		}
 		m.form = newAcquireForm(m.opts.Owner, m.opts.TTL, suggest, m.width)
 		return m, m.form.inputs[0].Focus()
-	}
-	row, ok := m.selected()
-	if m.pane == paneDetail && m.detail != nil && m.detail.lock != nil {
-		row, ok = *m.detail.lock, true
 	}
 	if !ok {
 		m.flash = flash{"no lock selected", flashError}
@@ -59,12 +60,12 @@ func (m Model) startAction(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 func (m *Model) send(req actionRequest) tea.Cmd {
 	m.actionSeq++
 	req.seq = m.actionSeq
-	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, req)
+	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, m.opts.ActionDone, req)
 }
 
 // actionDone shows an action's result and refreshes the table. A result
 // older than the newest action sent does not overwrite that one's message.
-func (m Model) actionDone(msg actionDoneMsg) (tea.Model, tea.Cmd) {
+func (m Model) actionDone(msg actionDoneMsg) (Model, tea.Cmd) {
 	if msg.seq == m.actionSeq {
 		m.flash = actionResult(msg)
 	}

@@ -7,19 +7,15 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/help"
-	"charm.land/bubbles/v2/textinput"
-	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // Options configure the console.
 type Options struct {
-	Pool     *pgxpool.Pool  // reads go through internal/lockview, writes through Locker
+	Pool     *pgxpool.Pool  // the actions' database (and the polls' when Source is nil)
 	Locker   *locker.Locker // built with Config.Actor = the console's actor
 	Server   string         // shown in the header, e.g. "127.0.0.1:5432/postgres" (never a password)
 	Refresh  time.Duration  // poll interval; default 1s
@@ -31,17 +27,14 @@ type Options struct {
 	// LISTEN connection (locker.Notifier.State); nil hides the indicator.
 	// Called from View, like Status.
 	WakeUps func() locker.WakeState
+	// Source answers the polls; nil: NewPoolSource(Pool), a read of the
+	// database per poll. Several consoles may share one.
+	Source Source
+	// ActionDone, when set, is called from an action's command once the
+	// action has ended, whatever its outcome (a shared Source drops what
+	// it cached, so the next poll shows the change).
+	ActionDone func()
 }
-
-// pane is what fills the body under the header.
-type pane int
-
-const (
-	paneTable pane = iota
-	paneDetail
-	paneEvents
-	paneHelp
-)
 
 // flashKind colours the message line.
 type flashKind int
@@ -58,7 +51,9 @@ type flash struct {
 	kind flashKind
 }
 
-// Model is the console's root model.
+// Model is the console's root: it routes messages to the page on screen
+// and owns what every page shares — the size, the connection (link), the
+// poller, the header, the action dialogs and the message line.
 type Model struct {
 	opts   Options
 	ctx    context.Context
@@ -66,71 +61,26 @@ type Model struct {
 	styles Styles
 	help   help.Model
 	// now is this process's clock; its monotonic reading measures how long
-	// ago a snapshot arrived. Golden tests fix it.
+	// ago a snapshot was read. Golden tests fix it.
 	now func() time.Time
 
 	width, height int
 	sized         bool
-	tableRows     int // rows of locks the table shows
 
-	// The query.
-	order    lockview.Sort // one of visibleSorts(width)
-	filter   string
-	refresh  time.Duration
-	paused   bool
-	pausedAt time.Time // when paused: rows stop counting down at this instant
+	poller
+	link
 
-	// Polling: at most one poll in flight; see doc.go.
-	seq           int  // number of the last poll sent
-	inflight      bool // a poll is out
-	inflightSince time.Time
-	pending       bool // poll again as soon as the current one returns
-	querySeq      int  // bumped when filter or sort change: older replies are dropped
-	tickGen       int  // only the newest armed tick polls
+	pages  [pageCount]Component
+	active pageID
 
-	snap    snapshot
-	hasSnap bool
-	// caps is what the role may do, read with the first poll after each
-	// (re)connection; until then every action is offered.
-	caps    store.RoleCapabilities
-	hasCaps bool
-	// sawLockctlTable is set by the first page of lockctl's table after each
-	// (re)connection: later polls skip the shape check, since a migrated
-	// table does not turn back into the reference service's.
-	sawLockctlTable bool
-	failures        int // consecutive failed polls
-	lastErr         error
-	// server is where the last good poll read (server.go); leftServer and
-	// leftWhy say which one the console moved away from, and why.
-	server, leftServer, leftWhy string
-
-	// Selection follows the key, not the row index.
-	selKey  string
-	selRank int64 // position of the selection among matching rows; -1: the last
-	cursor  int   // index of the selection in snap.page.Rows, -1 if none
-	topRank int64 // position of the first row on screen
-
-	pane       pane
-	detailKey  string
-	detail     *detailData
-	detailView viewport.Model
-	events     []lockview.Event // newest first
-	eventsView viewport.Model
-	helpView   viewport.Model
-
-	filtering   bool
-	filterInput textinput.Model
-	prevFilter  string
-
-	confirm *confirmModel
-	form    *acquireForm
-
+	confirm   *confirmModel
+	form      *acquireForm
 	actionSeq int
 	flash     flash
 }
 
 // New returns the console's model; Run runs it. Defaults: Refresh 1s, TTL
-// 30s, Owner a fresh locker.NewOwnerID().
+// 30s, Owner a fresh locker.NewOwnerID(), Source a read of Pool per poll.
 func New(opts Options) Model {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
@@ -141,28 +91,36 @@ func New(opts Options) Model {
 	if opts.Owner == "" {
 		opts.Owner = locker.NewOwnerID()
 	}
-	fi := textinput.New()
-	fi.Prompt = "/ "
-	fi.Placeholder = "key or owner contains…"
-	fi.CharLimit = 255
+	if opts.Source == nil {
+		opts.Source = NewPoolSource(opts.Pool)
+	}
 	m := Model{
-		opts:        opts,
-		ctx:         context.Background(),
-		keys:        DefaultKeyMap(),
-		styles:      newStyles(true),
-		help:        newHelp(newStyles(true)),
-		now:         time.Now,
-		refresh:     opts.Refresh,
-		order:       lockview.SortKey,
-		cursor:      -1,
-		filterInput: fi,
-		detailView:  viewport.New(),
-		eventsView:  viewport.New(),
-		helpView:    viewport.New(),
+		opts:   opts,
+		ctx:    context.Background(),
+		keys:   DefaultKeyMap(),
+		styles: newStyles(true),
+		help:   newHelp(newStyles(true)),
+		now:    time.Now,
+		poller: poller{source: opts.Source, refresh: opts.Refresh},
+		active: pageLocks,
+	}
+	m.pages = [pageCount]Component{
+		pageLocks:  newLocksPage(),
+		pageDetail: newDetailPage(),
+		pageEvents: newEventsPage(),
+		pageHelp:   newHelpPage(),
 	}
 	m.keys = m.actionKeys()
+	m.share()
 	// The first poll goes out from Init.
 	m.seq, m.inflight, m.inflightSince = 1, true, m.now()
+	return m
+}
+
+// WithContext ties the console's polls and actions to ctx: they end with
+// it (a session's context, when the console is served to one).
+func (m Model) WithContext(ctx context.Context) Model {
+	m.ctx = ctx
 	return m
 }
 
@@ -177,8 +135,7 @@ func Run(ctx context.Context, opts Options) error {
 	// their connections at once instead of at their timeouts.
 	cmdCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	m := New(opts)
-	m.ctx = cmdCtx
+	m := New(opts).WithContext(cmdCtx)
 	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ended by the caller's context: a normal exit
@@ -189,98 +146,56 @@ func Run(ctx context.Context, opts Options) error {
 // Init starts the first poll, the countdown redraws and asks the terminal
 // for its background colour.
 func (m Model) Init() tea.Cmd {
-	return tea.Batch(tea.RequestBackgroundColor, poll(m.ctx, m.opts.Pool, m.pollRequest()), frameTick())
+	cmds := []tea.Cmd{tea.RequestBackgroundColor, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()), frameTick()}
+	for _, p := range m.pages {
+		if p != nil {
+			cmds = append(cmds, p.Init())
+		}
+	}
+	return tea.Batch(cmds...)
 }
 
-// pollRequest copies what the next poll needs from the model.
-func (m Model) pollRequest() pollRequest {
-	n := m.tableRows
-	if n == 0 {
-		n = 50 // Init's poll goes out before the first size: enough for most terminals
+// common is what the pages are shown of the root's state.
+func (m Model) common() common {
+	return common{
+		styles: m.styles, keys: m.keys, advance: m.advance(), hasSnap: m.hasSnap,
+		failing: m.failures > 0, paused: m.paused, age: m.elapsed(),
+		seed: m.hasSnap && m.snap.Page.Seed, readOnly: m.opts.ReadOnly, width: m.width,
 	}
-	req := pollRequest{
-		seq: m.seq, querySeq: m.querySeq,
-		query: lockview.ListQuery{
-			Filter: m.filter, Sort: m.order, Anchor: m.selKey, Rank: int(m.selRank),
-			Before: min(2*n, lockview.MaxWindow), After: min(2*n+1, lockview.MaxWindow),
-			Near: m.snap.page.Span, // lockview.ListLocks ignores it after a change of order or filter
-		},
-		wantEvents: m.pane == paneEvents,
-		wantCaps:   !m.hasCaps && !m.opts.ReadOnly,
-		wantShape:  !m.sawLockctlTable,
-	}
-	if len(m.events) > 0 {
-		req.eventsAfter = m.events[0].ID
-	}
-	if m.pane == paneDetail {
-		req.detailKey = m.detailKey
-	}
-	return req
 }
 
-// requestPoll sends a poll now, or, if one is out, as soon as it returns.
-func (m *Model) requestPoll() tea.Cmd {
-	if m.inflight {
-		m.pending = true
-		return nil
+// share hands every page the root's common as it is now.
+func (m *Model) share() {
+	c := m.common()
+	for i, p := range m.pages {
+		if p != nil {
+			m.pages[i], _ = p.Update(commonMsg{common: c, onScreen: pageID(i) == m.active})
+		}
 	}
-	m.seq++
-	m.inflight, m.inflightSince = true, m.now()
-	return poll(m.ctx, m.opts.Pool, m.pollRequest())
 }
 
-// armTick schedules the next poll; any tick armed before is retired.
-func (m *Model) armTick(d time.Duration) tea.Cmd {
-	m.tickGen++
-	return pollTick(d, m.tickGen)
-}
-
-// queryChanged retires replies to the old filter or sort and polls.
-func (m *Model) queryChanged() tea.Cmd {
-	m.querySeq++
-	return m.requestPoll()
-}
-
-// elapsed is how long ago the shown snapshot arrived, on the monotonic clock.
-func (m Model) elapsed() time.Duration {
-	if !m.hasSnap {
-		return 0
-	}
-	return max(0, m.now().Sub(m.snap.receivedAt))
-}
-
-// advance is how far rows are counted down from their snapshot: the time
-// since it arrived, or, while paused, up to the pause. Paused rows do not
-// count down into states (expired, stealable) the database may never have
-// been in: the lock may have been renewed or changed hands meanwhile.
-func (m Model) advance() time.Duration {
-	if !m.hasSnap {
-		return 0
-	}
-	if m.paused {
-		return max(0, m.pausedAt.Sub(m.snap.receivedAt))
-	}
-	return m.elapsed()
-}
-
-// layout sizes the children for the terminal; called on every resize.
-func (m *Model) layout() {
+// layout sizes the pages for the terminal; called on every resize. It
+// returns what resizing made the pages ask (a query that no longer fits).
+func (m *Model) layout() tea.Cmd {
 	header := len(m.headerLines())
-	// Header, column titles, message line, help line.
-	m.tableRows = max(1, m.height-header-3)
-	bodyW, bodyH := m.width, max(1, m.height-header-2)
-	for _, vp := range []*viewport.Model{&m.detailView, &m.eventsView, &m.helpView} {
-		vp.SetWidth(bodyW)
-		vp.SetHeight(bodyH)
-	}
+	// Header, message line, help line.
+	bodyH := max(1, m.height-header-2)
 	m.help.SetWidth(m.width)
-	m.filterInput.SetWidth(max(10, m.width-40))
 	if m.form != nil {
 		m.form.setWidth(m.width)
 	}
 	m.keys.Sort.SetHelp("s", "sort: "+sortNames(visibleSorts(m.width)))
-	m.ensureVisible()
-	m.refreshPanes()
+	m.share()
+	var cmds []tea.Cmd
+	for i, p := range m.pages {
+		if p == nil {
+			continue
+		}
+		p.SetSize(m.width, bodyH)
+		m.pages[i] = p
+		cmds = append(cmds, m.takeAsks(pageID(i)))
+	}
+	return tea.Batch(cmds...)
 }
 
 // View draws the whole screen, exactly width x height cells.
@@ -305,14 +220,8 @@ func (m Model) render() string {
 		body = m.place(m.confirm.view(m.styles, m.width, bodyH), bodyH)
 	case m.form != nil:
 		body = m.place(m.form.view(m.styles), bodyH)
-	case m.pane == paneDetail:
-		body = m.detailView.View()
-	case m.pane == paneEvents:
-		body = m.eventsView.View()
-	case m.pane == paneHelp:
-		body = m.helpView.View()
 	default:
-		body = m.tableView()
+		body = m.pages[m.active].View()
 	}
 	lines = append(lines, fitLines(body, bodyH)...)
 	lines = append(lines, m.flashLine(), m.footer())

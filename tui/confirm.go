@@ -60,7 +60,7 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 	return s.Dialog.Width(w).Render(body)
 }
 
-func (m Model) confirmKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+func (m Model) confirmKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	c := *m.confirm
 	k := m.keys
 	switch {
@@ -87,7 +87,7 @@ func (m Model) confirmKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-func (m Model) confirmed(c confirmModel) (tea.Model, tea.Cmd) {
+func (m Model) confirmed(c confirmModel) (Model, tea.Cmd) {
 	m.confirm = nil
 	m.flash = flash{fmt.Sprintf("%s %s (token %d)…", strings.ToLower(c.verb()), safe(c.key), c.token), flashInfo}
 	return m, m.send(actionRequest{kind: c.kind, key: c.key, owner: c.owner, token: c.token})

@@ -6,30 +6,119 @@ import (
 	"sort"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
+// detailPage is one lock: every column, its metadata, its waiters in
+// queue order and its recent history, read by each poll while it is on
+// screen. The actions apply to its lock.
+type detailPage struct {
+	c      common
+	width  int
+	key    string
+	detail *Detail
+	view   viewport.Model
+	out    outbox
+}
+
+func newDetailPage() *detailPage { return &detailPage{view: viewport.New()} }
+
+func (p *detailPage) Init() tea.Cmd { return nil }
+
+func (p *detailPage) SetSize(width, height int) {
+	p.width = width
+	sizeViewport(&p.view, width, height)
+	p.render()
+}
+
+func (p *detailPage) takeAsks() (Component, outbox) {
+	q := *p
+	q.out = outbox{}
+	return &q, p.out
+}
+
+func (p *detailPage) askPoll(req *PollRequest, active bool) {
+	if active {
+		req.DetailKey = p.key
+	}
+}
+
+func (p *detailPage) selectedLock() (lockview.ListedLock, bool) {
+	if p.detail == nil || p.detail.Lock == nil {
+		return lockview.ListedLock{}, false
+	}
+	return *p.detail.Lock, true
+}
+
+func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
+	q := *p
+	switch msg := msg.(type) {
+	case commonMsg:
+		q.c = msg.common
+		if msg.onScreen {
+			q.render() // the countdowns
+		}
+	case pageOpenedMsg:
+		if msg.lock != nil {
+			row := *msg.lock
+			q.key, q.detail = row.Key, &Detail{Key: row.Key, Lock: &row}
+		}
+		q.render()
+		q.view.GotoTop()
+		q.out.poll = true
+	case snapshotMsg:
+		if d := msg.snap.Detail; d != nil && d.Key == q.key {
+			q.detail = d
+			q.render()
+		}
+	case tea.KeyPressMsg:
+		scroll(&q.view, q.c.keys, msg)
+	}
+	return &q, nil
+}
+
+func (p *detailPage) render() {
+	if p.width > 0 {
+		p.view.SetContent(p.content())
+	}
+}
+
+func (p *detailPage) View() string { return p.view.View() }
+
+func (p *detailPage) ShortHelp() []key.Binding {
+	k := p.c.keys
+	return []key.Binding{shortHelp(k.Close, "back"), shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"),
+		shortHelp(k.Renew, "renew"), k.Scroll, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit}
+}
+
+func (p *detailPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
+
 // detailContent is the detail pane: every column of the selected lock,
 // its metadata, its waiters in queue order and its recent history.
-func (m Model) detailContent() string {
-	s := m.styles
-	d := m.detail
+func (p *detailPage) content() string {
+	s := p.c.styles
+	d := p.detail
 	if d == nil {
 		return ""
 	}
-	title := s.App.Render("Lock ") + s.Value.Render(safe(d.key))
+	title := s.App.Render("Lock ") + s.Value.Render(safe(d.Key))
 	lines := []string{title}
 	field := func(name, value string) {
 		lines = append(lines, "  "+s.Label.Render(fmt.Sprintf("%-13s", name))+value)
 	}
-	if d.lock == nil {
+	if d.Lock == nil {
 		lines = append(lines, "", "  "+s.Muted.Render("this key has no lock row (pruned, or never acquired)"))
 		return strings.Join(lines, "\n")
 	}
-	r := live(*d.lock, m.advance())
+	r := live(*d.Lock, p.c.advance)
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
 	switch {
-	case m.snap.page.Seed && r.state == store.StateHeld: // no TTL recorded
+	case p.c.seed && r.state == store.StateHeld: // no TTL recorded
 		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
 	case r.state == store.StateHeld, r.state == store.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
@@ -51,7 +140,7 @@ func (m Model) detailContent() string {
 	}
 	field("token", fmt.Sprintf("%d", r.Token)+s.Muted.Render("  "+grant))
 	field("expires at", utcFull(r.ExpiresAt)+s.Muted.Render("  database clock"))
-	if m.snap.page.Seed {
+	if p.c.seed {
 		lines = append(lines, "", "  "+s.Muted.Render("The reference service's table records only these; "+
 			"lockctl migrate adopts it with every lease intact."))
 		return strings.Join(lines, "\n")
@@ -70,20 +159,20 @@ func (m Model) detailContent() string {
 	}
 	field("metadata", metadataText(r.Metadata))
 
-	lines = append(lines, "", s.App.Render(fmt.Sprintf("Waiters (%d, in queue order: 1 is served next)", len(d.waiters))))
-	if len(d.waiters) == 0 {
+	lines = append(lines, "", s.App.Render(fmt.Sprintf("Waiters (%d, in queue order: 1 is served next)", len(d.Waiters))))
+	if len(d.Waiters) == 0 {
 		lines = append(lines, "  "+s.Muted.Render("nobody is waiting"))
 	}
-	for i, w := range d.waiters {
+	for i, w := range d.Waiters {
 		lines = append(lines, fmt.Sprintf("  %2d. %s  %s", i+1, safe(w.Owner),
-			s.Muted.Render("waiting "+wholeDur(w.Waited+m.advance()))))
+			s.Muted.Render("waiting "+wholeDur(w.Waited+p.c.advance))))
 	}
 	lines = append(lines, "", s.App.Render("Recent events (newest first)"))
-	if len(d.events) == 0 {
+	if len(d.Events) == 0 {
 		lines = append(lines, "  "+s.Muted.Render("none recorded"))
 	}
-	for _, e := range d.events {
-		lines = append(lines, clip("  "+m.eventLine(e, false), m.width))
+	for _, e := range d.Events {
+		lines = append(lines, clip("  "+eventLine(s, e, false), p.width))
 	}
 	return strings.Join(lines, "\n")
 }

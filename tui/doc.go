@@ -16,6 +16,17 @@
 //     from the moment the poll's reply arrived; the terminal's wall clock is
 //     never consulted.
 //
+// How it is built: the root model (app.go, update.go) owns what every page
+// shares — the size, the connection (link.go), the poller (poller.go), the
+// header, the action dialogs and the message line — and routes messages to
+// the page on screen. Each page is a Component (page.go) in its own file
+// set: the locks table (locks.go, table.go, nav.go), one lock's detail
+// (detail.go), the event log (events.go) and the help (helpview.go). A page
+// adds what it needs to each poll (askPoll), takes its part of the
+// snapshot, and asks the root for a poll or a message through its outbox.
+// Polls go through a Source (source.go): NewPoolSource reads the database;
+// several consoles may share one.
+//
 // All I/O happens in tea.Cmds (commands.go) on values copied before the
 // closure; Update only changes the model. Text from the database passes
 // through textsafe.Escape before it is drawn.

@@ -4,27 +4,122 @@ import (
 	"fmt"
 	"strings"
 
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
+
 	"github.com/lockctl/lockctl/internal/lockview"
 )
 
-// eventsContent is the events pane: the event log of all locks, newest
-// first, as it grows.
-func (m Model) eventsContent() string {
-	s := m.styles
+// eventsPage is the event log of all locks, newest first, as it grows:
+// each poll while it is on screen reads the events after the newest it has.
+type eventsPage struct {
+	c      common
+	width  int
+	events []lockview.Event // newest first, at most eventsKept
+	view   viewport.Model
+	out    outbox
+}
+
+// eventsKept bounds the log the page keeps.
+const eventsKept = 500
+
+func newEventsPage() *eventsPage { return &eventsPage{view: viewport.New()} }
+
+func (p *eventsPage) Init() tea.Cmd { return nil }
+
+func (p *eventsPage) SetSize(width, height int) {
+	p.width = width
+	sizeViewport(&p.view, width, height)
+	p.render()
+}
+
+func (p *eventsPage) takeAsks() (Component, outbox) {
+	q := *p
+	q.out = outbox{}
+	return &q, p.out
+}
+
+func (p *eventsPage) askPoll(req *PollRequest, active bool) {
+	if !active {
+		return
+	}
+	req.Events = true
+	if len(p.events) > 0 {
+		req.EventsAfter = p.events[0].ID
+	}
+}
+
+func (p *eventsPage) Update(msg tea.Msg) (Component, tea.Cmd) {
+	q := *p
+	switch msg := msg.(type) {
+	case commonMsg:
+		q.c = msg.common
+		if msg.onScreen {
+			q.render()
+		}
+	case pageOpenedMsg:
+		q.render()
+		q.out.poll = true
+	case snapshotMsg:
+		q.add(msg.snap.Events)
+	case tea.KeyPressMsg:
+		scroll(&q.view, q.c.keys, msg)
+	}
+	return &q, nil
+}
+
+// add puts new events on top. An operator scrolled down into the log
+// keeps the lines they are reading where they are (one event, one line).
+func (p *eventsPage) add(events []lockview.Event) {
+	if len(events) == 0 {
+		return
+	}
+	keepLine := -1
+	if p.view.YOffset() > 0 {
+		keepLine = p.view.YOffset() + len(events)
+	}
+	p.events = append(append([]lockview.Event{}, events...), p.events...)
+	if len(p.events) > eventsKept {
+		p.events = p.events[:eventsKept]
+	}
+	p.render()
+	if keepLine >= 0 {
+		p.view.SetYOffset(keepLine)
+	}
+}
+
+func (p *eventsPage) render() {
+	if p.width > 0 {
+		p.view.SetContent(p.content())
+	}
+}
+
+func (p *eventsPage) View() string { return p.view.View() }
+
+func (p *eventsPage) ShortHelp() []key.Binding {
+	k := p.c.keys
+	return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, k.Help, k.Quit}
+}
+
+func (p *eventsPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
+
+// content is the log, one event a line.
+func (p *eventsPage) content() string {
+	s := p.c.styles
 	lines := []string{s.App.Render("Event log") + s.Muted.Render(" — all locks, newest first, times in UTC (database clock) · esc back")}
-	if len(m.events) == 0 {
+	if len(p.events) == 0 {
 		lines = append(lines, "", "  "+s.Muted.Render("no events yet"))
 	}
-	for _, e := range m.events {
-		lines = append(lines, clip(m.eventLine(e, true), m.width))
+	for _, e := range p.events {
+		lines = append(lines, clip(eventLine(s, e, true), p.width))
 	}
 	return strings.Join(lines, "\n")
 }
 
 // eventLine is one event: time, kind, key (when withKey), owner, token,
 // actor and what the detail adds.
-func (m Model) eventLine(e lockview.Event, withKey bool) string {
-	s := m.styles
+func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	kind := fmt.Sprintf("%-20s", e.Kind)
 	switch e.Kind {
 	case lockview.EventStolen, lockview.EventForceExpired, lockview.EventForceReleased:

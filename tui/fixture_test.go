@@ -42,20 +42,20 @@ func fixtureRows() []lockview.ListedLock {
 	return []lockview.ListedLock{billing, expiring, evil, expired, free, long}
 }
 
-func fixtureSnapshot() snapshot {
+func fixtureSnapshot() Snapshot {
 	rows := fixtureRows()
-	return snapshot{
-		page: lockview.Page{
+	return Snapshot{
+		Page: lockview.Page{
 			Rows: rows, Anchor: 0, AnchorRank: 0, Matching: int64(len(rows)),
 			Totals:        lockview.Totals{All: 6, Held: 4, Expiring: 1, Expired: 1, Free: 1, Waiting: 2, WaitedKeys: 1},
 			ServerVersion: "15.18 (Debian 15.18-0+deb12u1)", DBNow: t0,
 		},
-		rates: lockview.Rates{Span: time.Minute, Bucket: 5 * time.Second,
+		Rates: lockview.Rates{Span: time.Minute, Bucket: 5 * time.Second,
 			Grants:    []int64{1, 3, 2, 0, 5, 8, 4, 2, 1, 0, 6, 9},
 			Steals:    []int64{0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1, 0},
 			Handovers: []int64{0, 1, 1, 0, 2, 3, 1, 0, 0, 0, 2, 4}},
-		receivedAt: t0,
-		latency:    4 * time.Millisecond,
+		ReadAt:  t0,
+		Latency: 4 * time.Millisecond,
 	}
 }
 
@@ -85,7 +85,7 @@ func testModel(t *testing.T, opts Options, w, h int) Model {
 }
 
 // withSnapshot feeds the first poll's reply.
-func withSnapshot(t *testing.T, m Model, s snapshot) Model {
+func withSnapshot(t *testing.T, m Model, s Snapshot) Model {
 	t.Helper()
 	return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 }
@@ -142,3 +142,14 @@ func keyMsg(k string) tea.KeyPressMsg {
 
 // screen is the view as the operator reads it: styling stripped.
 func screen(m Model) string { return ansi.Strip(m.View().Content) }
+
+// locks is the console's home page.
+func (m Model) locks() *locksPage { return m.pages[pageLocks].(*locksPage) }
+
+// at moves the console's clock to instant and lets a countdown frame
+// bring the pages up to it, as the running program's frame ticks do.
+func at(t *testing.T, m Model, instant time.Time) Model {
+	t.Helper()
+	m.now = func() time.Time { return instant }
+	return step(t, m, frameMsg{})
+}

@@ -94,7 +94,7 @@ func (f *acquireForm) view(s Styles) string {
 	return s.Dialog.Width(f.width).Render(strings.Join(lines, "\n"))
 }
 
-func (m Model) formKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+func (m Model) formKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	f := m.form
 	switch msg.String() {
 	case "esc":

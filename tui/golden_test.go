@@ -39,15 +39,15 @@ func TestGolden(t *testing.T) {
 		"detail": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "enter")
 			s := fixtureSnapshot()
-			row := s.page.Rows[0]
-			s.detail = &detailData{key: row.Key, lock: &row, events: fixtureEvents()[1:2],
-				waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
+			row := s.Page.Rows[0]
+			s.Detail = &Detail{Key: row.Key, Lock: &row, Events: fixtureEvents()[1:2],
+				Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"events": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "e")
 			s := fixtureSnapshot()
-			s.events = fixtureEvents()
+			s.Events = fixtureEvents()
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
@@ -56,13 +56,13 @@ func TestGolden(t *testing.T) {
 		},
 		"replica": func(t *testing.T, w, h int) Model {
 			s := fixtureSnapshot()
-			s.page.InRecovery = true
+			s.Page.InRecovery = true
 			return press(t, withSnapshot(t, testModel(t, Options{}, w, h), s), "x")
 		},
 		"filter_no_match": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "/", "z", "z", "enter")
 			s := fixtureSnapshot()
-			s.page = lockview.Page{Anchor: -1, Totals: s.page.Totals, DBNow: t0}
+			s.Page = lockview.Page{Anchor: -1, Totals: s.Page.Totals, DBNow: t0}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"acquire_form": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "a") },

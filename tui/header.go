@@ -46,9 +46,9 @@ func sortNames(sorts []lockview.Sort) string {
 	return strings.Join(names, ", ")
 }
 
-// headerLines are the lines above the table: server and connection,
+// headerLines are the lines above every page: server and connection,
 // totals, contention rates (when there is room), the optional status line,
-// and the sort and filter bar.
+// and the home page's sort and filter bar.
 func (m Model) headerLines() []string {
 	lines := []string{m.connLine()}
 	// While the database fails, the error's detail takes the place of the
@@ -66,7 +66,10 @@ func (m Model) headerLines() []string {
 	if m.opts.Status != nil {
 		lines = append(lines, m.styles.Muted.Render(safe(m.opts.Status())))
 	}
-	return append(lines, m.queryLine())
+	if h, ok := m.pages[pageLocks].(headerLiner); ok {
+		lines = append(lines, h.headerLine())
+	}
+	return lines
 }
 
 // connState describes the connection in a few words, styled by severity.
@@ -83,7 +86,7 @@ func (m Model) connState() string {
 		return s.Warning.Render(fmt.Sprintf("◐ slow: no reply for %s", wholeDur(m.now().Sub(m.inflightSince))))
 	case !m.hasSnap:
 		return s.Muted.Render("◌ connecting…")
-	case m.snap.latency >= slowLatency:
+	case m.snap.Latency >= slowLatency:
 		return s.Warning.Render("◐ slow")
 	default:
 		return s.Live.Render("● live")
@@ -99,10 +102,10 @@ func (m Model) connLine() string {
 	}
 	parts = append(parts, m.serverParts()...)
 	parts = append(parts, m.connState())
-	if m.hasSnap && m.snap.page.InRecovery {
+	if m.hasSnap && m.snap.Page.InRecovery {
 		parts = append(parts, s.Warning.Render("replica — read-only"))
 	}
-	if m.hasSnap && m.snap.page.Seed {
+	if m.hasSnap && m.snap.Page.Seed {
 		parts = append(parts, s.Warning.Render(seedNotice))
 	}
 	if m.opts.ReadOnly {
@@ -127,7 +130,7 @@ func (m Model) connLine() string {
 		parts = append(parts, s.Label.Render("every ")+s.Value.Render(shortDur(m.refresh)))
 	}
 	if m.hasSnap && m.failures == 0 { // while failing, errLine gives the age
-		parts = append(parts, s.Label.Render("poll ")+s.Value.Render(shortDur(m.snap.latency)))
+		parts = append(parts, s.Label.Render("poll ")+s.Value.Render(shortDur(m.snap.Latency)))
 		age := m.elapsed()
 		ageText := "data " + wholeDur(age) + " old"
 		if m.failures > 0 || m.paused || age > 3*m.refresh+pollTimeout {
@@ -163,7 +166,7 @@ func (m Model) totalsLine() string {
 		s.Label.Render("waiting ") + s.Value.Render(fmt.Sprint(t.Waiting)) + s.Muted.Render(" on "+plural(t.WaitedKeys, "key", "keys")),
 	}
 	line := strings.Join(parts, s.Muted.Render(" · "))
-	if v := m.snap.page.ServerVersion; v != "" && m.width >= 100 {
+	if v := m.snap.Page.ServerVersion; v != "" && m.width >= 100 {
 		pg := s.Muted.Render("PostgreSQL " + safe(strings.Fields(v)[0]))
 		if gap := m.width - width(line) - width(pg); gap > 0 {
 			line += strings.Repeat(" ", gap) + pg
@@ -178,58 +181,31 @@ const seedNotice = "not migrated: run lockctl migrate to adopt — read-only"
 
 func (m Model) ratesLine() string {
 	s := m.styles
-	if m.hasSnap && m.snap.page.Seed {
+	if m.hasSnap && m.snap.Page.Seed {
 		return s.Muted.Render("last minute: — (the reference service's table keeps no history)")
 	}
-	if !m.hasSnap || len(m.snap.rates.Grants) == 0 {
+	if !m.hasSnap || len(m.snap.Rates.Grants) == 0 {
 		return s.Muted.Render("last minute: —")
 	}
-	r := m.snap.rates
+	r := m.snap.Rates
 	item := func(name string, b []int64) string {
 		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(lockview.Sum(b))) + " " + s.Spark.Render(sparkline(b))
 	}
 	items := []string{item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers)}
-	if h := m.snap.handOver; h.Count > 0 {
+	if h := m.snap.HandOver; h.Count > 0 {
 		// Only once the log shows a hand-over (it needs logged releases).
 		items = append(items, s.Label.Render("hand-over ")+s.Value.Render(handOverText(h.Median)))
 	}
 	return s.Label.Render("last minute: ") + strings.Join(items, s.Muted.Render(" · "))
 }
 
-func (m Model) queryLine() string {
-	s := m.styles
-	if m.filtering {
-		return m.filterInput.View()
-	}
-	parts := []string{s.Label.Render("sort ") + s.Value.Render(sortLabel(m.order))}
-	if m.filter != "" {
-		parts = append(parts, s.Label.Render("filter ")+s.Value.Render(fmt.Sprintf("%q", m.filter)))
-	}
-	if m.paused && m.hasSnap {
-		parts = append(parts, m.styles.Warning.Render("⏸ paused: rows frozen as of "+
-			wholeDur(m.elapsed())+" ago (space resumes)"))
-	}
-	if m.hasSnap {
-		p := m.snap.page
-		switch {
-		case p.Matching == 0 && m.filter != "":
-			parts = append(parts, s.Warning.Render("no lock matches the filter (esc clears it)"))
-		case p.Matching == 0:
-			parts = append(parts, s.Muted.Render("no locks"))
-		case m.cursor >= 0:
-			parts = append(parts, s.Label.Render(fmt.Sprintf("row %d of %d", m.selRank+1, p.Matching)))
-		}
-	}
-	return strings.Join(parts, s.Muted.Render(" · "))
-}
-
 // liveTotals are the poll's counts with the loaded rows that have since
 // changed state on screen (counted down past expiry) moved to their new
 // state, so the header never says "expired 0" next to an expired row.
 func (m Model) liveTotals() lockview.Totals {
-	t := m.snap.page.Totals
+	t := m.snap.Page.Totals
 	adv := m.advance()
-	for _, r := range m.snap.page.Rows {
+	for _, r := range m.snap.Page.Rows {
 		was, now := r.State(), live(r, adv).state
 		if was != now {
 			countState(&t, was, -1)

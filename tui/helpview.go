@@ -5,19 +5,69 @@ import (
 	"strings"
 
 	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/viewport"
+	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
 )
 
-// helpContent is the `?` screen: every key, what the states and colours
+// helpPage is the `?` screen: every key, what the states and colours
 // mean, and how to free a stuck lock.
-func (m Model) helpContent() string {
-	s := m.styles
+type helpPage struct {
+	c     common
+	width int
+	view  viewport.Model
+}
+
+func newHelpPage() *helpPage { return &helpPage{view: viewport.New()} }
+
+func (p *helpPage) Init() tea.Cmd { return nil }
+
+func (p *helpPage) SetSize(width, height int) {
+	p.width = width
+	sizeViewport(&p.view, width, height)
+	p.render()
+}
+
+func (p *helpPage) Update(msg tea.Msg) (Component, tea.Cmd) {
+	q := *p
+	switch msg := msg.(type) {
+	case commonMsg:
+		q.c = msg.common
+		if msg.onScreen {
+			q.render()
+		}
+	case pageOpenedMsg:
+		q.render()
+		q.view.GotoTop()
+	case tea.KeyPressMsg:
+		scroll(&q.view, q.c.keys, msg)
+	}
+	return &q, nil
+}
+
+func (p *helpPage) render() {
+	if p.width > 0 {
+		p.view.SetContent(p.content())
+	}
+}
+
+func (p *helpPage) View() string { return p.view.View() }
+
+func (p *helpPage) ShortHelp() []key.Binding {
+	k := p.c.keys
+	return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, k.Help, k.Quit}
+}
+
+func (p *helpPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
+
+func (p *helpPage) content() string {
+	s := p.c.styles
 	st := func(style interface{ Render(...string) string }, name, meaning string) string {
 		return "  " + style.Render(fitText(name, 20)) + meaning
 	}
 	lines := []string{
 		s.App.Render("Keys") + s.Muted.Render("  (esc or ? closes this help; ↑/↓ scroll it)"),
-		m.keysHelp(),
+		keysHelp(s, p.c.keys, p.width),
 		"",
 		s.App.Render("States"),
 		st(s.Held, "held", "an owner holds the lease; the bar shows how much of its TTL is left"),
@@ -27,7 +77,7 @@ func (m Model) helpContent() string {
 		s.Muted.Render("  Remaining TTL comes from the database's clock and counts down between refreshes."),
 		s.Muted.Render("  WAITERS: how many callers wait in Acquire for the key · how long the first has waited."),
 	}
-	if m.keys.Expire.Enabled() {
+	if p.c.keys.Expire.Enabled() {
 		lines = append(lines, "",
 			s.App.Render("Free a stuck lock"),
 			"  1. "+s.Key.Render("/")+" type part of its key or owner, "+s.Key.Render("enter")+
@@ -37,10 +87,10 @@ func (m Model) helpContent() string {
 				s.Key.Render("d")+" force-release (free now), then "+s.Key.Render("y")+" to confirm",
 			s.Muted.Render("     The action applies only if the lock still has the token you saw; otherwise you are told who holds it now."),
 		)
-	} else if m.hasSnap && m.snap.page.Seed && !m.opts.ReadOnly {
+	} else if p.c.seed && !p.c.readOnly {
 		lines = append(lines, "", s.Muted.Render("Read-only: this is the reference service's table, not migrated. "+
 			"lockctl migrate adopts it (every lease kept); then the actions are on."))
-	} else if m.opts.ReadOnly {
+	} else if p.c.readOnly {
 		lines = append(lines, "", s.Muted.Render("Read-only console (--read-only): acquire, renew, expire and release are off."))
 	} else {
 		lines = append(lines, "", s.Muted.Render("Your database role may not force-expire or force-release locks: those keys are off."))
@@ -50,10 +100,9 @@ func (m Model) helpContent() string {
 
 // keysHelp lists every enabled key, one per line, in the KeyMap's groups:
 // readable at any width (the help bubble's columns need a wide terminal).
-func (m Model) keysHelp() string {
-	s := m.styles
+func keysHelp(s Styles, keys KeyMap, width int) string {
 	var cols [][]string
-	for _, group := range m.keys.FullHelp() {
+	for _, group := range keys.FullHelp() {
 		var col []string
 		for _, b := range group {
 			if b.Enabled() {
@@ -68,7 +117,7 @@ func (m Model) keysHelp() string {
 			cols = append(cols, col)
 		}
 	}
-	if m.width >= 46*len(cols) { // side by side when they fit
+	if width >= 46*len(cols) { // side by side when they fit
 		blocks := make([]string, len(cols))
 		for i, c := range cols {
 			blocks[i] = strings.Join(c, "\n")
@@ -85,22 +134,6 @@ func (m Model) keysHelp() string {
 // fitText pads or truncates plain text.
 func fitText(s string, w int) string { return fit(s, w) }
 
-// refreshPanes re-renders the scrollable panes' content (keeping their
-// scroll position).
-func (m *Model) refreshPanes() {
-	if !m.sized {
-		return
-	}
-	switch m.pane {
-	case paneDetail:
-		m.detailView.SetContent(m.detailContent())
-	case paneEvents:
-		m.eventsView.SetContent(m.eventsContent())
-	case paneHelp:
-		m.helpView.SetContent(m.helpContent())
-	}
-}
-
 // footer is the one-line help: the context's bindings that fit the width.
 // The first (how to get help or back out) and the last (quit) always stay;
 // the ones before the last go first, so nothing is cut mid-word.
@@ -114,31 +147,21 @@ func (m Model) footer() string {
 	return unbounded.ShortHelpView(bindings)
 }
 
-// contextHelp is the short help for what has the keyboard now, from the
-// KeyMap's bindings (disabled ones are left out by footer).
+// contextHelp is the short help for what has the keyboard now: a dialog
+// of the root's, else the page on screen (disabled bindings are left out
+// by footer).
 func (m Model) contextHelp() []key.Binding {
 	k := m.keys
-	short := func(kb key.Binding, desc string) key.Binding {
-		kb.SetHelp(kb.Help().Key, desc)
-		return kb
-	}
 	switch {
 	case m.confirm != nil:
 		focused := "No"
 		if m.confirm.yesFocus {
 			focused = "Yes"
 		}
-		return []key.Binding{short(k.No, "no"), short(k.Yes, "yes, do it"), short(k.Switch, "switch button"),
-			short(k.Confirm, "choose focused ("+focused+")")}
+		return []key.Binding{shortHelp(k.No, "no"), shortHelp(k.Yes, "yes, do it"), shortHelp(k.Switch, "switch button"),
+			shortHelp(k.Confirm, "choose focused ("+focused+")")}
 	case m.form != nil:
-		return []key.Binding{short(k.Close, "cancel"), short(k.Switch, "next field"), short(k.Confirm, "acquire")}
-	case m.filtering:
-		return []key.Binding{short(k.Close, "undo filter"), short(k.Confirm, "keep filter")}
-	case m.pane == paneDetail:
-		return []key.Binding{short(k.Close, "back"), short(k.Expire, "expire"), short(k.Release, "release"),
-			short(k.Renew, "renew"), k.Scroll, short(k.Events, "events"), short(k.Help, "help"), k.Quit}
-	case m.pane == paneEvents, m.pane == paneHelp:
-		return []key.Binding{short(k.Close, "back"), k.Scroll, k.Help, k.Quit}
+		return []key.Binding{shortHelp(k.Close, "cancel"), shortHelp(k.Switch, "next field"), shortHelp(k.Confirm, "acquire")}
 	}
-	return k.ShortHelp()
+	return m.pages[m.active].ShortHelp()
 }

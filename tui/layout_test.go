@@ -77,7 +77,7 @@ func TestSortOffersOnlyVisibleColumns(t *testing.T) {
 	cycle := func(m Model) []lockview.Sort {
 		var seen []lockview.Sort
 		for range 6 {
-			seen = append(seen, m.order)
+			seen = append(seen, m.locks().order)
 			m = press(t, m, "s")
 		}
 		return seen
@@ -95,12 +95,12 @@ func TestSortOffersOnlyVisibleColumns(t *testing.T) {
 		t.Errorf("at 200 columns s cycles %v, want %v", got, lockview.Sorts)
 	}
 	byToken := press(t, wide, "s", "s")
-	if byToken.order != lockview.SortToken {
-		t.Fatalf("sort %s, want token", byToken.order)
+	if byToken.locks().order != lockview.SortToken {
+		t.Fatalf("sort %s, want token", byToken.locks().order)
 	}
 	m := step(t, byToken, tea.WindowSizeMsg{Width: 80, Height: 24})
-	if m.order != lockview.SortKey || m.querySeq == byToken.querySeq {
-		t.Errorf("after narrowing to 80 columns the sort is %s (query changed: %v), want key", m.order, m.querySeq != byToken.querySeq)
+	if m.locks().order != lockview.SortKey || m.querySeq == byToken.querySeq {
+		t.Errorf("after narrowing to 80 columns the sort is %s (query changed: %v), want key", m.locks().order, m.querySeq != byToken.querySeq)
 	}
 }
 
@@ -109,10 +109,7 @@ func TestSortOffersOnlyVisibleColumns(t *testing.T) {
 // are frozen. Unpaused, the same minute makes it expired.
 func TestPausedRowsDoNotCountDown(t *testing.T) {
 	m := withSnapshot(t, testModel(t, Options{}, 120, 35), fixtureSnapshot())
-	later := func(m Model) Model {
-		m.now = func() time.Time { return t0.Add(time.Minute) }
-		return m
-	}
+	later := func(m Model) Model { return at(t, m, t0.Add(time.Minute)) }
 	paused := later(press(t, m, "space"))
 	row := rowLine(t, paused, "cache:warmup")
 	if !strings.Contains(row, "expiring") || strings.Contains(row, "expired") {
@@ -130,7 +127,7 @@ func TestPausedRowsDoNotCountDown(t *testing.T) {
 // expiry, the header counts it expired too.
 func TestHeaderCountsFollowRows(t *testing.T) {
 	m := withSnapshot(t, testModel(t, Options{}, 120, 35), fixtureSnapshot())
-	m.now = func() time.Time { return t0.Add(5 * time.Second) }
+	m = at(t, m, t0.Add(5*time.Second))
 	if row := rowLine(t, m, "cache:warmup"); !strings.Contains(row, "expired") {
 		t.Fatalf("row did not expire: %q", row)
 	}
@@ -182,7 +179,7 @@ func pollWithEvents(t *testing.T, m Model, events []lockview.Event) Model {
 	t.Helper()
 	m, _ = update(t, m, pollTickMsg{gen: m.tickGen})
 	s := fixtureSnapshot()
-	s.events = events
+	s.Events = events
 	return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 }
 
@@ -210,7 +207,7 @@ func rowLine(t *testing.T, m Model, key string) string {
 func TestActionsFollowRoleCapabilities(t *testing.T) {
 	m := testModel(t, Options{}, 200, 35)
 	s := fixtureSnapshot()
-	s.caps = &store.RoleCapabilities{Hold: true}
+	s.Caps = &store.RoleCapabilities{Hold: true}
 	m = withSnapshot(t, m, s)
 	lines := strings.Split(screen(m), "\n")
 	footer := lines[len(lines)-1]

@@ -1,11 +1,8 @@
 package tui
 
 import (
-	"time"
-
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // pollTickMsg says it is time to poll; ticks of an older generation (armed
@@ -15,36 +12,11 @@ type pollTickMsg struct{ gen int }
 // frameMsg redraws the countdowns between polls.
 type frameMsg struct{}
 
-// snapshot is everything one poll read, with when its reply arrived.
-type snapshot struct {
-	page  lockview.Page
-	rates lockview.Rates
-	// handOver is the median release-to-grant time of recent hand-overs to
-	// waiters (lockview.HandOverLatency).
-	handOver lockview.HandOver
-	events   []lockview.Event        // newest first; only when the events pane asked
-	detail   *detailData             // only when the detail pane asked
-	caps     *store.RoleCapabilities // only when the poll asked
-	// receivedAt is this process's clock (with its monotonic reading) when
-	// the reply arrived: remaining TTLs count down from it.
-	receivedAt time.Time
-	latency    time.Duration
-	server     string // address of the server it was read from
-}
-
-// detailData is the selected lock's row, waiters and history.
-type detailData struct {
-	key     string
-	lock    *lockview.ListedLock // nil: the key has no row
-	waiters []lockview.Waiter
-	events  []lockview.Event
-}
-
 // pageLoadedMsg is one poll's result. seq is the poll's number and
 // querySeq the query generation it was asked under.
 type pageLoadedMsg struct {
 	seq, querySeq int
-	snap          snapshot
+	snap          Snapshot
 	err           error
 }
 
@@ -66,4 +38,21 @@ type actionDoneMsg struct {
 	token int64 // the token the operator acted on (0 for acquire)
 	lease locker.Lease
 	err   error
+}
+
+// commonMsg carries the root's common to a page; onScreen says whether
+// the page is the one drawn (the others need not redraw their content).
+type commonMsg struct {
+	common   common
+	onScreen bool
+}
+
+// snapshotMsg hands each page a good poll's snapshot; a page takes the
+// parts it asked for.
+type snapshotMsg struct{ snap Snapshot }
+
+// pageOpenedMsg tells a page it is now on screen. lock is the lock
+// selected on the page it was opened from, if any.
+type pageOpenedMsg struct {
+	lock *lockview.ListedLock
 }

@@ -38,7 +38,7 @@ func TestReplicaIsShownAndActionsRefused(t *testing.T) {
 	}
 
 	m := dbModel(t, testdb.Pool(t, standby.DSN("")), Options{}, 120, 35)
-	if !m.snap.page.InRecovery {
+	if !m.snap.Page.InRecovery {
 		t.Fatal("the standby was not detected")
 	}
 	s := screen(m)

@@ -62,7 +62,7 @@ func TestSeedTableIsShownReadOnlyUntilMigrated(t *testing.T) {
 	if m2 := press(t, m, "x"); m2.confirm == nil {
 		t.Fatal("force-expire not offered once the table is migrated")
 	}
-	if m.pollRequest().wantShape {
+	if m.pollRequest().Shape {
 		t.Error("polls of the migrated table still check its shape first")
 	}
 }

@@ -144,10 +144,10 @@ func contains(list []string, s string) bool {
 }
 
 // tableView draws the column titles and the visible rows.
-func (m Model) tableView() string {
-	cols, wide := tableLayout(m.width)
-	cols = fitTokens(cols, m.snap.page.Rows)
-	s := m.styles
+func (p *locksPage) tableView() string {
+	cols, wide := tableLayout(p.width)
+	cols = fitTokens(cols, p.page.Rows)
+	s := p.c.styles
 	var b strings.Builder
 	titles := make([]string, len(cols))
 	for i, c := range cols {
@@ -158,28 +158,28 @@ func (m Model) tableView() string {
 		}
 	}
 	b.WriteString("  " + s.Header.Render(strings.Join(titles, " ")))
-	if !m.hasSnap && m.failures > 0 {
+	if !p.c.hasSnap && p.c.failing {
 		b.WriteString("\n\n  " + s.Muted.Render("no data yet: the database has not answered; retrying (see above)"))
 		return b.String()
 	}
-	if !m.hasSnap {
+	if !p.c.hasSnap {
 		b.WriteString("\n\n  " + s.Muted.Render("waiting for the first poll…"))
 		return b.String()
 	}
-	rows := m.snap.page.Rows
+	rows := p.page.Rows
 	if len(rows) == 0 {
 		msg := "no locks in this table yet"
-		if m.filter != "" {
-			msg = "no lock's key or owner contains " + fmt.Sprintf("%q", m.filter) + " (esc clears the filter)"
+		if p.filter != "" {
+			msg = "no lock's key or owner contains " + fmt.Sprintf("%q", p.filter) + " (esc clears the filter)"
 		}
 		b.WriteString("\n\n  " + s.Muted.Render(msg))
 		return b.String()
 	}
-	elapsed := m.advance()
-	first := int(m.topRank - m.rankOf(0))
-	for i := max(first, 0); i < len(rows) && i < first+m.tableRows; i++ {
+	elapsed := p.c.advance
+	first := int(p.topRank - p.rankOf(0))
+	for i := max(first, 0); i < len(rows) && i < first+p.tableRows; i++ {
 		b.WriteString("\n")
-		b.WriteString(m.rowView(live(rows[i], elapsed), cols, wide, i == m.cursor))
+		b.WriteString(p.rowView(live(rows[i], elapsed), cols, wide, i == p.cursor))
 	}
 	return b.String()
 }
@@ -211,8 +211,8 @@ func stateLabel(st store.State, wide bool) string {
 	return string(st)
 }
 
-func (m Model) rowView(r liveRow, cols []column, wide bool, selected bool) string {
-	s := m.styles
+func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) string {
+	s := p.c.styles
 	stStyle := s.stateStyle(r.state)
 	cells := make([]string, len(cols))
 	for i, c := range cols {
@@ -230,10 +230,10 @@ func (m Model) rowView(r liveRow, cols []column, wide bool, selected bool) strin
 		case "TOKEN":
 			text = fitRight(fmt.Sprint(r.Token), c.width)
 		case "TTL LEFT":
-			cells[i] = m.ttlCell(r, c.width, selected)
+			cells[i] = p.ttlCell(r, c.width, selected)
 			continue
 		case "HELD FOR":
-			if r.state == store.StateFree || m.snap.page.Seed { // the reference's table does not record it
+			if r.state == store.StateFree || p.page.Seed { // the reference's table does not record it
 				text, style = fitRight("—", c.width), s.Muted
 			} else {
 				text = fitRight(shortDur(r.HeldFor), c.width)
@@ -260,8 +260,8 @@ func (m Model) rowView(r liveRow, cols []column, wide bool, selected bool) strin
 }
 
 // ttlCell is a bar of the remaining share of the lease and the seconds left.
-func (m Model) ttlCell(r liveRow, w int, selected bool) string {
-	s := m.styles
+func (p *locksPage) ttlCell(r liveRow, w int, selected bool) string {
+	s := p.c.styles
 	stStyle, empty := s.stateStyle(r.state), s.BarEmpty
 	textStyle := lipgloss.NewStyle()
 	if selected {

@@ -30,7 +30,7 @@ func dbModel(t *testing.T, pool *pgxpool.Pool, opts Options, w, h int) Model {
 	opts.Pool, opts.Locker = pool, lk
 	m := New(opts)
 	m = step(t, m, tea.WindowSizeMsg{Width: w, Height: h})
-	return runPoll(t, m, poll(m.ctx, pool, m.pollRequest()))
+	return runPoll(t, m, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()))
 }
 
 // runPoll runs a poll command and applies its reply.
@@ -92,7 +92,7 @@ func TestPollReadsCapabilities(t *testing.T) {
 	if !m.hasCaps || m.caps != (store.RoleCapabilities{Hold: true, Force: true, Prune: true}) {
 		t.Fatalf("capabilities %+v (read: %v)", m.caps, m.hasCaps)
 	}
-	if req := m.pollRequest(); req.wantCaps {
+	if req := m.pollRequest(); req.Caps {
 		t.Error("capabilities read again on every poll")
 	}
 }
@@ -216,7 +216,7 @@ func TestCountdownUsesMonotonicElapsedSincePoll(t *testing.T) {
 	if l := row(m, "cache:warmup"); !strings.Contains(l, "1.5s") || !strings.Contains(l, "expiring") {
 		t.Fatalf("cache:warmup at +1.5s: %q", l)
 	}
-	m.now = func() time.Time { return t0.Add(4 * time.Second) }
+	m = at(t, m, t0.Add(4*time.Second))
 	if l := row(m, "cache:warmup"); !strings.Contains(l, "-1s") || !strings.Contains(l, "expired") {
 		t.Fatalf("cache:warmup at +4s should have run out: %q", l)
 	}
@@ -232,7 +232,7 @@ func TestSelectionFollowsKeyAcrossRefreshes(t *testing.T) {
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)
 	m = press(t, m, "down", "down", "down")
-	if k, _ := m.selected(); k.Key != "job:03" {
+	if k, _ := m.locks().selected(); k.Key != "job:03" {
 		t.Fatalf("selected %q, want job:03", k.Key)
 	}
 	// Rows appear before it: the selection stays on job:03.
@@ -240,8 +240,8 @@ func TestSelectionFollowsKeyAcrossRefreshes(t *testing.T) {
 		acquire(t, pool, fmt.Sprintf("a:%d", i), "w", time.Minute)
 	}
 	m = repoll(t, m)
-	if k, _ := m.selected(); k.Key != "job:03" || m.selRank != 8 {
-		t.Fatalf("after inserts selected %q at %d, want job:03 at 8", k.Key, m.selRank)
+	if k, _ := m.locks().selected(); k.Key != "job:03" || m.locks().selRank != 8 {
+		t.Fatalf("after inserts selected %q at %d, want job:03 at 8", k.Key, m.locks().selRank)
 	}
 	if !strings.Contains(screen(m), "row 9 of 35") {
 		t.Fatalf("position not shown:\n%s", screen(m))
@@ -258,8 +258,8 @@ FROM generate_series(1, 12000) i`); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)
-	if n := len(m.snap.page.Rows); n > 4*m.tableRows+1 {
-		t.Fatalf("poll read %d rows for a %d-row screen", n, m.tableRows)
+	if n := len(m.snap.Page.Rows); n > 4*m.locks().tableRows+1 {
+		t.Fatalf("poll read %d rows for a %d-row screen", n, m.locks().tableRows)
 	}
 	// Page down until the window must move; each poll recentres it.
 	for i := 0; i < 20; i++ {
@@ -269,18 +269,18 @@ FROM generate_series(1, 12000) i`); err != nil {
 			m = runPoll(t, m, cmd)
 		}
 	}
-	want := fmt.Sprintf("k:%05d", 1+20*m.tableRows)
-	if k, _ := m.selected(); k.Key != want {
+	want := fmt.Sprintf("k:%05d", 1+20*m.locks().tableRows)
+	if k, _ := m.locks().selected(); k.Key != want {
 		t.Fatalf("after 20 pages selected %q, want %q", k.Key, want)
 	}
 	m, cmd := update(t, m, keyMsg("end"))
 	m = runPoll(t, m, cmd)
-	if k, _ := m.selected(); k.Key != "k:12000" || !strings.Contains(screen(m), "row 12000 of 12000") {
+	if k, _ := m.locks().selected(); k.Key != "k:12000" || !strings.Contains(screen(m), "row 12000 of 12000") {
 		t.Fatalf("end: selected %q\n%s", k.Key, screen(m))
 	}
 	m, cmd = update(t, m, keyMsg("home"))
 	m = runPoll(t, m, cmd)
-	if k, _ := m.selected(); k.Key != "k:00001" {
+	if k, _ := m.locks().selected(); k.Key != "k:00001" {
 		t.Fatalf("home: selected %q", k.Key)
 	}
 }
@@ -298,7 +298,7 @@ FROM generate_series(1, 3000) i`); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)
-	for m.order != lockview.SortTTL {
+	for m.locks().order != lockview.SortTTL {
 		var cmd tea.Cmd
 		if m, cmd = update(t, m, keyMsg("s")); cmd != nil {
 			m = runPoll(t, m, cmd)
@@ -313,13 +313,13 @@ FROM generate_series(1, 3000) i`); err != nil {
 			m = runPoll(t, m, cmd)
 		}
 		m = repoll(t, m) // a refresh with the selection still
-		if m.snap.page.Span == (lockview.Span{}) || m.pollRequest().query.Near != m.snap.page.Span {
+		if m.snap.Page.Span == (lockview.Span{}) || m.pollRequest().Query.Near != m.snap.Page.Span {
 			t.Fatalf("the next poll does not carry the last page's span")
 		}
 	}
 	// Soonest expiry first: k:03000 has the least time left.
-	want := fmt.Sprintf("k:%05d", 3000-5*m.tableRows)
-	if k, _ := m.selected(); k.Key != want {
+	want := fmt.Sprintf("k:%05d", 3000-5*m.locks().tableRows)
+	if k, _ := m.locks().selected(); k.Key != want {
 		t.Fatalf("after 5 pages by TTL selected %q, want %q", k.Key, want)
 	}
 }
@@ -343,7 +343,7 @@ func TestFilterRunsInTheQuery(t *testing.T) {
 	m = press(t, m, "enter")
 	s := screen(m)
 	if !strings.Contains(s, "100%_done") || strings.Contains(s, "billing:nightly") || !strings.Contains(s, "row 1 of 1") {
-		t.Fatalf("filter %q:\n%s", m.filter, s)
+		t.Fatalf("filter %q:\n%s", m.locks().filter, s)
 	}
 }
 
@@ -514,7 +514,7 @@ func TestReadOnlyHasNoActions(t *testing.T) {
 
 func TestReplicaRefusesActions(t *testing.T) {
 	snap := fixtureSnapshot()
-	snap.page.InRecovery = true
+	snap.Page.InRecovery = true
 	m := withSnapshot(t, testModel(t, Options{}, 120, 35), snap)
 	m = press(t, m, "x")
 	if m.confirm != nil || !strings.Contains(m.flash.text, "replica — read-only") {
@@ -553,10 +553,10 @@ func TestDetailAndEventsPanesReadTheDatabase(t *testing.T) {
 
 func TestResizeRelayouts(t *testing.T) {
 	m := withSnapshot(t, testModel(t, Options{}, 120, 35), fixtureSnapshot())
-	big := m.tableRows
+	big := m.locks().tableRows
 	m = step(t, m, tea.WindowSizeMsg{Width: 60, Height: 15})
-	if m.tableRows >= big || len(strings.Split(screen(m), "\n")) != 15 {
-		t.Fatalf("resize: %d rows", m.tableRows)
+	if m.locks().tableRows >= big || len(strings.Split(screen(m), "\n")) != 15 {
+		t.Fatalf("resize: %d rows", m.locks().tableRows)
 	}
 	if !strings.Contains(screen(New(Options{})), "starting") {
 		t.Fatal("no placeholder before the first size")
@@ -572,7 +572,7 @@ func TestQuitKeys(t *testing.T) {
 	}
 	// q inside the filter is text, not quit.
 	m = press(t, m, "/", "q")
-	if m.filter != "q" {
-		t.Fatalf("filter %q", m.filter)
+	if m.locks().filter != "q" {
+		t.Fatalf("filter %q", m.locks().filter)
 	}
 }

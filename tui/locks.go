@@ -1,0 +1,218 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+)
+
+// locksPage is the home page: the table of locks, its sort and filter,
+// and the selection the actions and the detail page start from. Each poll
+// reads its window (askPoll), whichever page is on screen, since the
+// header's totals come with it.
+type locksPage struct {
+	c             common
+	width, height int
+	tableRows     int // rows of locks the table shows
+
+	order  lockview.Sort // one of visibleSorts(width)
+	filter string
+
+	filtering   bool
+	filterInput textinput.Model
+	prevFilter  string
+
+	page lockview.Page // the last good poll's window
+	// Selection follows the key, not the row index.
+	selKey  string
+	selRank int64 // position of the selection among matching rows; -1: the last
+	cursor  int   // index of the selection in page.Rows, -1 if none
+	topRank int64 // position of the first row on screen
+
+	out outbox
+}
+
+func newLocksPage() *locksPage {
+	fi := textinput.New()
+	fi.Prompt = "/ "
+	fi.Placeholder = "key or owner contains…"
+	fi.CharLimit = 255
+	return &locksPage{order: lockview.SortKey, cursor: -1, filterInput: fi}
+}
+
+func (p *locksPage) Init() tea.Cmd { return nil }
+
+func (p *locksPage) SetSize(width, height int) {
+	p.width, p.height = width, height
+	p.tableRows = max(1, height-1) // under the column titles
+	p.filterInput.SetWidth(max(10, width-40))
+	if !slices.Contains(visibleSorts(width), p.order) {
+		// Its column no longer fits: an order nobody can see is a puzzle.
+		p.order = lockview.SortKey
+		p.out.newQuery = true
+		p.out.flash = &flash{"sorted by key: the column of the previous order does not fit this width", flashInfo}
+	}
+	p.ensureVisible()
+}
+
+func (p *locksPage) takeAsks() (Component, outbox) {
+	q := *p
+	q.out = outbox{}
+	return &q, p.out
+}
+
+func (p *locksPage) askPoll(req *PollRequest, _ bool) {
+	n := p.tableRows
+	if n == 0 {
+		n = 50 // Init's poll goes out before the first size: enough for most terminals
+	}
+	req.Query = lockview.ListQuery{
+		Filter: p.filter, Sort: p.order, Anchor: p.selKey, Rank: int(p.selRank),
+		Before: min(2*n, lockview.MaxWindow), After: min(2*n+1, lockview.MaxWindow),
+		Near: p.page.Span, // lockview.ListLocks ignores it after a change of order or filter
+	}
+}
+
+func (p *locksPage) selectedLock() (lockview.ListedLock, bool) { return p.selected() }
+
+func (p *locksPage) capturing() bool { return p.filtering }
+
+func (p *locksPage) Update(msg tea.Msg) (Component, tea.Cmd) {
+	q := *p
+	switch msg := msg.(type) {
+	case commonMsg:
+		q.c = msg.common
+	case snapshotMsg:
+		q.page = msg.snap.Page
+		q.followSelection()
+	case tea.KeyPressMsg:
+		return &q, q.key(msg)
+	default: // cursor blinks and pastes of the filter
+		if q.filtering {
+			return &q, q.filterInputUpdate(msg)
+		}
+	}
+	return &q, nil
+}
+
+func (p *locksPage) key(msg tea.KeyPressMsg) tea.Cmd {
+	if p.filtering {
+		return p.filterKey(msg)
+	}
+	k := p.c.keys
+	switch {
+	case key.Matches(msg, k.Close):
+		if p.filter != "" {
+			p.filter = ""
+			p.filterInput.SetValue("")
+			p.out.newQuery = true
+		}
+	case key.Matches(msg, k.Up):
+		p.move(-1)
+	case key.Matches(msg, k.Down):
+		p.move(1)
+	case key.Matches(msg, k.PageUp):
+		p.move(-p.tableRows)
+	case key.Matches(msg, k.PageDown):
+		p.move(p.tableRows)
+	case key.Matches(msg, k.Home):
+		p.jump(0)
+	case key.Matches(msg, k.End):
+		p.jump(-1)
+	case key.Matches(msg, k.Sort):
+		p.order = nextSort(visibleSorts(p.width), p.order)
+		p.out.flash = &flash{"sorted by " + sortLabel(p.order), flashInfo}
+		p.out.newQuery = true
+	case key.Matches(msg, k.Filter):
+		p.filtering = true
+		p.prevFilter = p.filter
+		p.filterInput.SetValue(p.filter)
+		p.filterInput.CursorEnd()
+		return p.filterInput.Focus()
+	}
+	return nil
+}
+
+func (p *locksPage) filterKey(msg tea.KeyPressMsg) tea.Cmd {
+	switch msg.String() {
+	case "enter":
+		p.filtering = false
+		p.filterInput.Blur()
+		return nil
+	case "esc":
+		p.filtering = false
+		p.filterInput.Blur()
+		if p.filter != p.prevFilter {
+			p.filter = p.prevFilter
+			p.out.newQuery = true
+		}
+		return nil
+	}
+	return p.filterInputUpdate(msg)
+}
+
+// filterInputUpdate passes msg to the filter's input; a new value is a
+// new query from the first row.
+func (p *locksPage) filterInputUpdate(msg tea.Msg) tea.Cmd {
+	var cmd tea.Cmd
+	p.filterInput, cmd = p.filterInput.Update(msg)
+	if v := p.filterInput.Value(); v != p.filter {
+		p.filter = v
+		p.selRank = 0
+		p.out.newQuery = true
+	}
+	return cmd
+}
+
+func (p *locksPage) View() string { return p.tableView() }
+
+// ShortHelp is the footer under the table, or the filter's while it is typed.
+func (p *locksPage) ShortHelp() []key.Binding {
+	k := p.c.keys
+	if p.filtering {
+		return []key.Binding{shortHelp(k.Close, "undo filter"), shortHelp(k.Confirm, "keep filter")}
+	}
+	return k.ShortHelp()
+}
+
+func (p *locksPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
+
+// headerLine is the header's last line: the sort, the filter and where the
+// selection is; the filter's input while it is typed.
+func (p *locksPage) headerLine() string {
+	s := p.c.styles
+	if p.filtering {
+		return p.filterInput.View()
+	}
+	parts := []string{s.Label.Render("sort ") + s.Value.Render(sortLabel(p.order))}
+	if p.filter != "" {
+		parts = append(parts, s.Label.Render("filter ")+s.Value.Render(fmt.Sprintf("%q", p.filter)))
+	}
+	if p.c.paused && p.c.hasSnap {
+		parts = append(parts, s.Warning.Render("⏸ paused: rows frozen as of "+
+			wholeDur(p.c.age)+" ago (space resumes)"))
+	}
+	if p.c.hasSnap {
+		switch {
+		case p.page.Matching == 0 && p.filter != "":
+			parts = append(parts, s.Warning.Render("no lock matches the filter (esc clears it)"))
+		case p.page.Matching == 0:
+			parts = append(parts, s.Muted.Render("no locks"))
+		case p.cursor >= 0:
+			parts = append(parts, s.Label.Render(fmt.Sprintf("row %d of %d", p.selRank+1, p.page.Matching)))
+		}
+	}
+	return strings.Join(parts, s.Muted.Render(" · "))
+}
+
+// shortHelp is b with a shorter description, for a footer.
+func shortHelp(b key.Binding, desc string) key.Binding {
+	b.SetHelp(b.Help().Key, desc)
+	return b
+}

@@ -1,0 +1,194 @@
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/store"
+)
+
+// Source answers the console's polls. The root keeps the schedule (one
+// poll in flight, sequence numbers, ticks, back-off) and calls Poll from a
+// command with a copied request; NewPoolSource reads the database for
+// each. A server running many consoles can share one Source among them
+// (serving identical requests within a refresh from one read): the root
+// does not need to know.
+type Source interface {
+	Poll(ctx context.Context, req PollRequest) (Snapshot, error)
+}
+
+// PollRequest is what one poll should read: a plain comparable value, so
+// a shared Source can key a cache on it.
+type PollRequest struct {
+	// Query is the window of rows around the home page's selection.
+	Query lockview.ListQuery
+	// Events asks for the event log after EventsAfter (an event id).
+	Events      bool
+	EventsAfter int64
+	// DetailKey asks for one key's row, waiters and history ("": none).
+	DetailKey string
+	// Blocking asks for who waits for whom (lockview.ReadBlocking).
+	Blocking bool
+	// Caps asks for the role's capabilities.
+	Caps bool
+	// Shape checks the table's shape first (store.TableShape).
+	Shape bool
+}
+
+// Snapshot is everything one poll read. The optional parts are set only
+// when the request asked for them.
+type Snapshot struct {
+	Page  lockview.Page
+	Rates lockview.Rates
+	// HandOver is the median release-to-grant time of recent hand-overs
+	// to waiters (lockview.HandOverLatency).
+	HandOver lockview.HandOver
+	Events   []lockview.Event        // newest first
+	Detail   *Detail                 // DetailKey's
+	Blocking *lockview.Blocking      // who waits for whom
+	Caps     *store.RoleCapabilities // the role's
+	// ReadAt is this process's clock (with its monotonic reading) when the
+	// read finished: remaining TTLs and the data's age count from it, so a
+	// snapshot handed out again later still counts down right.
+	ReadAt  time.Time
+	Latency time.Duration
+	Server  string // address of the server it was read from
+}
+
+// Detail is one key's row, waiters and history.
+type Detail struct {
+	Key     string
+	Lock    *lockview.ListedLock // nil: the key has no row
+	Waiters []lockview.Waiter
+	Events  []lockview.Event
+}
+
+// NewPoolSource reads every poll from pool, on one connection per poll.
+func NewPoolSource(pool *pgxpool.Pool) Source { return poolSource{pool} }
+
+type poolSource struct{ pool *pgxpool.Pool }
+
+func (s poolSource) Poll(ctx context.Context, req PollRequest) (Snapshot, error) {
+	start := time.Now()
+	snap, err := readSnapshot(ctx, s.pool, req)
+	snap.ReadAt = time.Now()
+	snap.Latency = snap.ReadAt.Sub(start)
+	return snap, err
+}
+
+func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Snapshot, error) {
+	var snap Snapshot
+	// One connection for the whole poll, so the snapshot comes from one
+	// server and the header can name it.
+	db, err := pool.Acquire(ctx)
+	if err != nil {
+		return snap, store.Interpret(err)
+	}
+	defer db.Release()
+	snap.Server = serverOf(db)
+	// Until a poll has read lockctl's table, each looks at the shape first,
+	// so a seed table migrated while the console watches is read as
+	// lockctl's from the next poll on. Migration never turns it back.
+	if req.Shape {
+		shape, err := store.TableShape(ctx, db)
+		if err != nil {
+			return snap, err
+		}
+		if shape == store.ShapeSeed {
+			seed, err := readSeedSnapshot(ctx, db, req)
+			seed.Server = snap.Server
+			return seed, err
+		}
+	}
+	if snap.Page, err = lockview.ListLocks(ctx, db, req.Query); err != nil {
+		return snap, err
+	}
+	if snap.Rates, err = lockview.GrantRates(ctx, db, rateSpan, rateBucket); err != nil {
+		return snap, err
+	}
+	if snap.HandOver, err = lockview.HandOverLatency(ctx, db, rateSpan); err != nil {
+		return snap, err
+	}
+	if req.Caps {
+		caps, err := store.Capabilities(ctx, db)
+		if err != nil {
+			return snap, err
+		}
+		snap.Caps = &caps
+	}
+	if req.Events {
+		if snap.Events, err = lockview.RecentEvents(ctx, db, req.EventsAfter, eventsLimit); err != nil {
+			return snap, err
+		}
+	}
+	if req.Blocking {
+		b, err := lockview.ReadBlocking(ctx, db)
+		if err != nil {
+			return snap, err
+		}
+		snap.Blocking = &b
+	}
+	if req.DetailKey != "" {
+		if snap.Detail, err = readDetail(ctx, db, req.DetailKey, snap.Page.Rows); err != nil {
+			return snap, err
+		}
+	}
+	return snap, nil
+}
+
+// readDetail reads key's row (from the window when it is there), waiters
+// and history.
+func readDetail(ctx context.Context, db store.DBTX, key string, window []lockview.ListedLock) (*Detail, error) {
+	d := Detail{Key: key}
+	if row, ok := findRow(window, key); ok {
+		d.Lock = &row
+	} else if l, found, err := store.Get(ctx, db, key); err != nil {
+		return nil, err
+	} else if found {
+		d.Lock = &lockview.ListedLock{Lock: l}
+	}
+	var err error
+	if d.Waiters, err = lockview.Waiters(ctx, db, key); err != nil {
+		return nil, err
+	}
+	if d.Events, err = lockview.KeyEvents(ctx, db, key, detailEvents); err != nil {
+		return nil, err
+	}
+	if d.Lock != nil {
+		d.Lock.Waiters = int64(len(d.Waiters))
+		if len(d.Waiters) > 0 {
+			d.Lock.OldestWait = d.Waiters[0].Waited
+		}
+	}
+	return &d, nil
+}
+
+// readSeedSnapshot reads the reference service's table: its rows, and the
+// selected one for the detail page. It keeps no history, rates or waiters.
+func readSeedSnapshot(ctx context.Context, db store.DBTX, req PollRequest) (Snapshot, error) {
+	var snap Snapshot
+	var err error
+	if snap.Page, err = lockview.ListSeedLocks(ctx, db, req.Query); err != nil {
+		return snap, err
+	}
+	if req.DetailKey != "" {
+		d := Detail{Key: req.DetailKey}
+		if row, ok := findRow(snap.Page.Rows, req.DetailKey); ok {
+			d.Lock = &row
+		}
+		snap.Detail = &d
+	}
+	return snap, nil
+}
+
+func findRow(rows []lockview.ListedLock, key string) (lockview.ListedLock, bool) {
+	for _, r := range rows {
+		if r.Key == key {
+			return r, true
+		}
+	}
+	return lockview.ListedLock{}, false
+}
