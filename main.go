@@ -16,6 +16,7 @@ import (
 	"github.com/lockctl/lockctl/internal/bench"
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/demo"
+	"github.com/lockctl/lockctl/internal/serve"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
 )
@@ -228,6 +229,7 @@ var commands = []cli.Command{
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Prune(ctx, env, o) }
 		},
 	},
+	serve.Command(),
 	bench.Command(),
 	demo.Command(),
 }

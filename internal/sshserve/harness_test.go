@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,45 +13,13 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/internal/sshtest"
 	"github.com/lockctl/lockctl/internal/tmuxtest"
 )
 
-// keyPair is a client key made by ssh-keygen: the private key file and the
-// public key's authorized_keys text.
-type keyPair struct {
-	path string
-	pub  string
-}
+type keyPair = sshtest.Key
 
-// newKey runs ssh-keygen for an Ed25519 key without passphrase.
-func newKey(t *testing.T, dir, name string) keyPair {
-	t.Helper()
-	if _, err := exec.LookPath("ssh-keygen"); err != nil {
-		testdb.Unavailable(t, "ssh-keygen not installed")
-	}
-	path := filepath.Join(dir, name)
-	out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name+"@test", "-f", path).CombinedOutput()
-	if err != nil {
-		t.Fatalf("ssh-keygen: %v\n%s", err, out)
-	}
-	pub, err := os.ReadFile(path + ".pub")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return keyPair{path: path, pub: strings.TrimSpace(string(pub))}
-}
-
-// writeFile writes a file with mode 0600.
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
+func writeFile(t *testing.T, path, content string) { sshtest.WriteFile(t, path, content) }
 
 // fixture is a running server with an operator, a viewer and a stranger
 // key (not in authorized_keys).
@@ -73,18 +39,15 @@ type fixture struct {
 // cfg's paths and App are filled in.
 func startFixture(t *testing.T, cfg Config) *fixture {
 	t.Helper()
-	if _, err := exec.LookPath("ssh"); err != nil {
-		testdb.Unavailable(t, "ssh (the OpenSSH client) not installed")
-	}
 	dir := t.TempDir()
 	f := &fixture{t: t, dir: dir, log: &syncBuffer{}}
-	f.operator = newKey(t, dir, "operator")
-	f.viewer = newKey(t, dir, "viewer")
-	f.stranger = newKey(t, dir, "stranger")
+	f.operator = sshtest.NewKey(t, dir, "operator")
+	f.viewer = sshtest.NewKey(t, dir, "viewer")
+	f.stranger = sshtest.NewKey(t, dir, "stranger")
 	f.hostKey = filepath.Join(dir, "host", "ssh_host_ed25519_key")
 	f.authorizedKeys = filepath.Join(dir, "authorized_keys")
 	writeFile(t, f.authorizedKeys, fmt.Sprintf("# lockctl console\nrole=\"operator\",actor=\"alice\" %s\nrole=\"viewer\",actor=\"bob\" %s\n",
-		f.operator.pub, f.viewer.pub))
+		f.operator.Pub, f.viewer.Pub))
 	cfg.HostKeyPath, cfg.AuthorizedKeysPath = f.hostKey, f.authorizedKeys
 	if cfg.App == nil {
 		cfg.App = helloApp
@@ -127,35 +90,15 @@ func (f *fixture) shutdown() error {
 	return f.served
 }
 
-// sshArgs is an OpenSSH client command line for key, with no config file,
-// agent or other identity, trusting the host key on first use into the
-// fixture's known_hosts; extra options come before the destination.
+// sshArgs is the ssh command line for key (see sshtest.Args).
 func (f *fixture) sshArgs(key keyPair, extra ...string) []string {
-	args := []string{"ssh", "-F", "/dev/null", "-p", f.port, "-i", key.path,
-		"-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none", "-o", "BatchMode=yes",
-		"-o", "StrictHostKeyChecking=accept-new", "-o", "UserKnownHostsFile=" + filepath.Join(f.dir, "known_hosts"),
-		"-o", "LogLevel=ERROR"}
-	args = append(args, extra...)
-	return append(args, "lockctl@127.0.0.1")
+	return sshtest.Args(f.port, filepath.Join(f.dir, "known_hosts"), key, extra...)
 }
 
-// run runs the ssh client without a terminal and returns its output and
-// exit code.
+// run runs the ssh client without a terminal.
 func (f *fixture) run(key keyPair, extra ...string) (string, int) {
 	f.t.Helper()
-	argv := f.sshArgs(key, extra...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin = strings.NewReader("")
-	out, err := cmd.CombinedOutput()
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			f.t.Fatalf("ssh: %v", err)
-		}
-		code = ee.ExitCode()
-	}
-	return string(out), code
+	return sshtest.Run(f.t, f.sshArgs(key, extra...))
 }
 
 // pane runs the ssh client for key in a tmux pane (a terminal, so ssh asks
@@ -166,7 +109,7 @@ func (f *fixture) pane(key keyPair, extra ...string) *tmuxtest.Pane {
 
 // helloApp is a trivial program: it shows who the session is, counts the
 // keys it got, and quits on q.
-func helloApp(_ context.Context, s Session) tea.Model { return &hello{s: s} }
+func helloApp(_ context.Context, s Session) (tea.Model, error) { return &hello{s: s}, nil }
 
 type hello struct {
 	s    Session

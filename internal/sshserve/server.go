@@ -25,8 +25,9 @@ type Config struct {
 	// actor (see package doc). Required.
 	AuthorizedKeysPath string
 	// App builds the program's model for one session. ctx ends when the
-	// session does; commands of the model should use it. Required.
-	App func(ctx context.Context, s Session) tea.Model
+	// session does; commands of the model should use it. An error is shown
+	// to the client, which then exits 1. Required.
+	App func(ctx context.Context, s Session) (tea.Model, error)
 	// IdleTimeout ends a session that sent no input for this long.
 	// Defaults to DefaultIdleTimeout.
 	IdleTimeout time.Duration

@@ -121,8 +121,14 @@ func (s *Server) run(next ssh.Handler) ssh.Handler {
 		}
 		ctx, cancel := context.WithCancel(sess.Context())
 		defer cancel()
-		model := s.cfg.App(ctx, Session{Identity: st.id, Remote: sess.RemoteAddr().String(),
+		model, err := s.cfg.App(ctx, Session{Identity: st.id, Remote: sess.RemoteAddr().String(),
 			Width: pty.Window.Width, Height: pty.Window.Height})
+		if err != nil {
+			s.cfg.Log.Error("session refused: the program could not start", "actor", st.id.Actor, "err", err)
+			st.ended = "program could not start"
+			wish.Fatalln(sess, "lockctl: "+err.Error())
+			return
+		}
 		input := &activityReader{r: sess}
 		input.touch()
 		p := tea.NewProgram(model, append(bm.MakeOptions(sess), tea.WithInput(input), tea.WithContext(ctx))...)
@@ -146,7 +152,7 @@ func (s *Server) run(next ssh.Handler) ssh.Handler {
 				}
 			}
 		}()
-		_, err := p.Run()
+		_, err = p.Run()
 		st.ended = s.endReason(st, err)
 		// Kill restores the terminal if the program did not get to.
 		p.Kill()

@@ -70,14 +70,14 @@ func TestAuthorizedKeysAreReReadWhenTheyChange(t *testing.T) {
 	f := startFixture(t, Config{})
 	f.pane(f.viewer).WaitFor("hello bob", within)
 	writeFile(t, f.authorizedKeys, fmt.Sprintf("role=\"operator\",actor=\"alice\" %s\nrole=\"viewer\",actor=\"carol\" %s\n",
-		f.operator.pub, f.stranger.pub))
+		f.operator.Pub, f.stranger.Pub))
 	if out, code := f.run(f.viewer, "-tt"); code != 255 {
 		t.Errorf("removed key: exit %d, output %q; want 255 (refused)", code, out)
 	}
 	f.pane(f.stranger).WaitFor("hello carol, role viewer", within)
 	// A line that became bad is skipped and logged; the others still apply.
 	writeFile(t, f.authorizedKeys, fmt.Sprintf("role=\"admin\",actor=\"alice\" %s\nrole=\"viewer\",actor=\"carol\" %s\n",
-		f.operator.pub, f.stranger.pub))
+		f.operator.Pub, f.stranger.Pub))
 	if out, code := f.run(f.operator, "-tt"); code != 255 {
 		t.Errorf("key on a bad line: exit %d, output %q; want 255 (refused)", code, out)
 	}

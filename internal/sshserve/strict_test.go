@@ -12,7 +12,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
-func nopApp(context.Context, Session) tea.Model { return nil }
+func nopApp(context.Context, Session) (tea.Model, error) { return nil, nil }
 
 // New refuses, before anything listens, files that others could change,
 // as sshd's StrictModes does, and a host key others can read.
