@@ -131,7 +131,10 @@ func TestServeOverSSH(t *testing.T) {
 	view.Keys("Enter")
 	view.WaitFor("Lock ssh:watched", within)
 	view.Keys(actions...)
+	// Esc alone, then the table: an Esc followed at once by another key
+	// reads as alt+key.
 	view.Keys("Escape")
+	view.WaitUntil("the table", within, func(s string) bool { return !strings.Contains(s, "Lock ssh:watched") })
 	// Help opens after the keys above were handled, in order.
 	view.Keys("?")
 	view.WaitFor("Read-only console", within)
