@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -64,9 +66,12 @@ func toLockRow(l store.Lock) lockRow {
 
 // Ls lists the locks whose key starts with opts.Prefix and whose state is
 // one of opts.States, ordered by key: an aligned table, or with --json one
-// JSON array. Remaining times come from the database's clock. With Watch it
-// lists again every Interval until a signal ends it (exit 0), redrawing the
-// screen on a terminal; a failed read is reported and retried.
+// JSON array. Both filters run in the database, and rows are printed as
+// they arrive, so a listing's memory does not grow with the table (the
+// table's column widths are the one thing held until its end). Remaining
+// times come from the database's clock. With Watch it lists again every
+// Interval until a signal ends it (exit 0), redrawing the screen on a
+// terminal; a failed read is reported and retried.
 func Ls(ctx context.Context, env Env, opts LsOptions) int {
 	if !utf8.ValidString(opts.Prefix) {
 		return env.Usagef("invalid --prefix: not valid UTF-8")
@@ -80,42 +85,79 @@ func Ls(ctx context.Context, env Env, opts LsOptions) int {
 	}
 	defer pool.Close()
 	if !opts.Watch {
-		listing, err := readLocks(ctx, pool, opts)
-		if err != nil {
-			return env.Fail(err)
+		if err := listLocks(ctx, env, pool, opts); err != nil {
+			return lsFailed(env, err)
 		}
-		return writeLocks(env, listing, opts.JSON)
+		return ExitOK
 	}
 	return watchLocks(ctx, env, pool, opts)
 }
 
-// listing is one read of the lock table.
-type listing struct {
-	locks []store.Lock
-	// seed: the table is the reference service's, not migrated (its four
-	// columns only). Each read looks again, so --watch follows a migrate.
-	seed bool
+// outputError is a failed write of the listing, as opposed to a failed read.
+type outputError struct{ err error }
+
+func (e outputError) Error() string { return "write output: " + e.err.Error() }
+
+// lsFailed reports a failed listing and returns its exit code.
+func lsFailed(env Env, err error) int {
+	var out outputError
+	switch {
+	case errors.Is(err, errSeedOutput):
+		return ExitError // writeSeedLocks said why
+	case errors.As(err, &out):
+		return env.Errorf("%v", out)
+	}
+	return env.Fail(err)
 }
 
-func readLocks(ctx context.Context, pool *pgxpool.Pool, opts LsOptions) (listing, error) {
+// listLocks reads the table once and prints what it reads. A read that
+// fails midway prints no table (the table is aligned at its end) and leaves
+// a JSON array without its closing bracket, so a script never takes a
+// partial listing for a whole one.
+func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) error {
 	shape, err := store.TableShape(ctx, pool)
 	if err != nil {
-		return listing{}, err
+		return err
 	}
-	l := listing{seed: shape == store.ShapeSeed}
-	if l.seed {
-		l.locks, err = lockview.ListSeed(ctx, pool, opts.Prefix)
-	} else {
-		l.locks, err = lockview.ListPrefix(ctx, pool, opts.Prefix)
+	if shape == store.ShapeSeed {
+		return listSeedLocks(ctx, env, pool, opts)
 	}
-	if err != nil || len(opts.States) == 0 {
-		return l, err
+	out := bufio.NewWriterSize(env.Stdout, 64<<10)
+	printer := newLockPrinter(out, opts.JSON)
+	f := lockview.LockFilter{Prefix: opts.Prefix}
+	for _, s := range opts.States {
+		f.States = append(f.States, store.State(s))
 	}
-	l.locks = slices.DeleteFunc(l.locks, func(l store.Lock) bool {
-		return !slices.Contains(opts.States, string(l.State()))
-	})
-	return l, nil
+	err = lockview.EachLock(ctx, pool, f, printer.add)
+	if err == nil {
+		err = printer.close()
+	}
+	if flushErr := out.Flush(); err == nil && flushErr != nil {
+		err = outputError{flushErr}
+	}
+	return err
 }
+
+// listSeedLocks lists the reference service's table: small and about to be
+// adopted (lockview.ListSeed), so it is read whole and filtered here.
+func listSeedLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) error {
+	locks, err := lockview.ListSeed(ctx, pool, opts.Prefix)
+	if err != nil {
+		return err
+	}
+	if len(opts.States) > 0 {
+		locks = slices.DeleteFunc(locks, func(l store.Lock) bool {
+			return !slices.Contains(opts.States, string(l.State()))
+		})
+	}
+	if code := writeSeedLocks(env, locks, opts.JSON); code != ExitOK {
+		return errSeedOutput
+	}
+	return nil
+}
+
+// errSeedOutput says writeSeedLocks failed; it has reported why.
+var errSeedOutput = errors.New("write output")
 
 // watchLocks is ls --watch: a terminal gets the screen cleared and a
 // header line before each listing; a pipe gets each listing after a header
@@ -123,10 +165,6 @@ func readLocks(ctx context.Context, pool *pgxpool.Pool, opts LsOptions) (listing
 func watchLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) int {
 	_, onTerminal := terminalWidth(env.Stdout)
 	for {
-		listing, err := readLocks(ctx, pool, opts)
-		if ctx.Err() != nil {
-			return ExitOK
-		}
 		if onTerminal {
 			fmt.Fprint(env.Stdout, "\x1b[H\x1b[2J")
 		}
@@ -134,10 +172,19 @@ func watchLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions
 			fmt.Fprintf(env.Stdout, "Every %s: %s  %s\n\n", formatDuration(opts.Interval),
 				watchTitle(opts), time.Now().UTC().Format(eventTimeLayout))
 		}
-		if err != nil {
+		err := listLocks(ctx, env, pool, opts)
+		if ctx.Err() != nil {
+			return ExitOK
+		}
+		var out outputError
+		switch {
+		case errors.As(err, &out) || errors.Is(err, errSeedOutput):
+			return lsFailed(env, err)
+		case err != nil:
+			if opts.JSON {
+				fmt.Fprintln(env.Stdout) // an unfinished array ends its line; the next listing has its own
+			}
 			env.Fail(err) // reported; the next round tries again
-		} else if code := writeLocks(env, listing, opts.JSON); code != ExitOK {
-			return code
 		}
 		if !onTerminal && !opts.JSON {
 			fmt.Fprintln(env.Stdout)
@@ -162,37 +209,46 @@ func watchTitle(opts LsOptions) string {
 	return strings.Join(parts, " ")
 }
 
-// writeLocks prints locks as ls does: a table, or one JSON array.
-func writeLocks(env Env, l listing, asJSON bool) int {
-	if l.seed {
-		return writeSeedLocks(env, l.locks, asJSON)
-	}
-	locks := l.locks
-	if asJSON {
-		rows := make([]lockRow, 0, len(locks))
-		for _, l := range locks {
-			rows = append(rows, toLockRow(l))
-		}
-		return env.emit(rows)
-	}
-	if err := writeLockTable(env.Stdout, locks); err != nil {
-		return env.Errorf("write output: %v", err)
-	}
-	return ExitOK
+// lockPrinter prints lock rows as ls does, one at a time: an aligned
+// table, or one JSON array.
+type lockPrinter struct {
+	table *tableWriter
+	json  *jsonArray
 }
 
-func writeLockTable(w io.Writer, locks []store.Lock) error {
-	rows := make([][]string, 0, len(locks))
-	for _, l := range locks {
-		remaining, heldFor := "-", "-"
-		switch l.State() {
-		case store.StateHeld, store.StateExpiring:
-			remaining, heldFor = formatDuration(l.Remaining), formatDuration(l.HeldFor)
-		case store.StateExpired:
-			heldFor = formatDuration(l.HeldFor)
-		}
-		rows = append(rows, []string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),
-			strconv.FormatInt(l.Token, 10), string(l.State()), remaining, heldFor})
+func newLockPrinter(w io.Writer, asJSON bool) *lockPrinter {
+	if asJSON {
+		return &lockPrinter{json: newJSONArray(w)}
 	}
-	return writeTable(w, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING", "HELD-FOR"}, rows)
+	return &lockPrinter{table: newTableWriter(w, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING", "HELD-FOR"})}
+}
+
+func (p *lockPrinter) add(l store.Lock) error {
+	if p.json != nil {
+		return wrapOutput(p.json.add(toLockRow(l)))
+	}
+	remaining, heldFor := "-", "-"
+	switch l.State() {
+	case store.StateHeld, store.StateExpiring:
+		remaining, heldFor = formatDuration(l.Remaining), formatDuration(l.HeldFor)
+	case store.StateExpired:
+		heldFor = formatDuration(l.HeldFor)
+	}
+	return wrapOutput(p.table.add([]string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),
+		strconv.FormatInt(l.Token, 10), string(l.State()), remaining, heldFor}))
+}
+
+// close finishes the listing: the array's closing bracket, or the table.
+func (p *lockPrinter) close() error {
+	if p.json != nil {
+		return wrapOutput(p.json.close())
+	}
+	return wrapOutput(p.table.close())
+}
+
+func wrapOutput(err error) error {
+	if err != nil {
+		return outputError{err}
+	}
+	return nil
 }

@@ -16,13 +16,60 @@ import (
 // escapes too, so the output is safe to show on a terminal as well as to
 // parse.
 func writeJSON(w io.Writer, v any) error {
+	b, err := encodeJSON(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// encodeJSON is v as writeJSON writes it, without the newline.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return escapeUnsafeRunes(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))), nil
+}
+
+// jsonArray writes one JSON array an element at a time, so an array of any
+// length is never held in memory. Its bytes are writeJSON's for the whole
+// slice: elements encode the same inside an array as alone, and the
+// array's line is ended by close. Nothing is written before the first
+// element or close.
+type jsonArray struct {
+	w io.Writer
+	n int
+}
+
+func newJSONArray(w io.Writer) *jsonArray { return &jsonArray{w: w} }
+
+func (a *jsonArray) add(v any) error {
+	b, err := encodeJSON(v)
+	if err != nil {
 		return err
 	}
-	_, err := w.Write(escapeUnsafeRunes(buf.Bytes()))
+	sep := ","
+	if a.n == 0 {
+		sep = "["
+	}
+	a.n++
+	if _, err := io.WriteString(a.w, sep); err != nil {
+		return err
+	}
+	_, err = a.w.Write(b)
+	return err
+}
+
+func (a *jsonArray) close() error {
+	end := "]\n"
+	if a.n == 0 {
+		end = "[]\n"
+	}
+	_, err := io.WriteString(a.w, end)
 	return err
 }
 
@@ -30,16 +77,46 @@ func writeJSON(w io.Writer, v any) error {
 // line empty when there are no rows. Cells are written as given: escaping
 // database text is the caller's job.
 func writeTable(w io.Writer, empty string, header []string, rows [][]string) error {
-	if len(rows) == 0 {
-		_, err := fmt.Fprintln(w, empty)
+	t := newTableWriter(w, empty, header)
+	for _, row := range rows {
+		if err := t.add(row); err != nil {
+			return err
+		}
+	}
+	return t.close()
+}
+
+// tableWriter is writeTable a row at a time. The columns' widths are known
+// only at the end, so the rows' cells are held until close (only the
+// cells: callers need not keep what they were made from).
+type tableWriter struct {
+	w      io.Writer
+	tw     *tabwriter.Writer
+	empty  string
+	header []string
+}
+
+func newTableWriter(w io.Writer, empty string, header []string) *tableWriter {
+	return &tableWriter{w: w, empty: empty, header: header}
+}
+
+func (t *tableWriter) add(row []string) error {
+	if t.tw == nil {
+		t.tw = tabwriter.NewWriter(t.w, 0, 0, 2, ' ', 0)
+		if _, err := fmt.Fprintln(t.tw, strings.Join(t.header, "\t")); err != nil {
+			return err
+		}
+	}
+	_, err := fmt.Fprintln(t.tw, strings.Join(row, "\t"))
+	return err
+}
+
+func (t *tableWriter) close() error {
+	if t.tw == nil {
+		_, err := fmt.Fprintln(t.w, t.empty)
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, row := range rows {
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
-	}
-	return tw.Flush()
+	return t.tw.Flush()
 }
 
 // escapeUnsafeRunes rewrites runes a terminal may act on as JSON \u

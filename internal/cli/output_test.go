@@ -46,3 +46,34 @@ func TestWriteJSONEscapesTerminalControls(t *testing.T) {
 		t.Fatalf("JSON %q decodes to %q, %v; want the original", out, back["key"], err)
 	}
 }
+
+// An array written an element at a time is byte for byte the array
+// writeJSON writes whole: `ls --json` streams without changing its output.
+func TestJSONArrayMatchesWriteJSON(t *testing.T) {
+	type row struct {
+		Key  string         `json:"key"`
+		Meta map[string]any `json:"meta"`
+	}
+	for _, rows := range [][]row{
+		{},
+		{{Key: "a", Meta: map[string]any{}}},
+		{{Key: "a\x1b[31m\u202e<&>", Meta: map[string]any{"n": 1.5}}, {Key: "b"}, {Key: "c", Meta: map[string]any{"x": []any{"y"}}}},
+	} {
+		var whole, streamed bytes.Buffer
+		if err := writeJSON(&whole, rows); err != nil {
+			t.Fatal(err)
+		}
+		a := newJSONArray(&streamed)
+		for _, r := range rows {
+			if err := a.add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := a.close(); err != nil {
+			t.Fatal(err)
+		}
+		if streamed.String() != whole.String() {
+			t.Errorf("streamed %q; writeJSON wrote %q", streamed.String(), whole.String())
+		}
+	}
+}

@@ -3,23 +3,79 @@ package lockview
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lockctl/lockctl/store"
 )
 
-// listPrefixSQL reads the lock rows whose key starts with $1 (every row
-// when $1 is empty) with one clock_timestamp() reading, so the remaining
-// times of all rows are measured at the same instant. starts_with needs no
-// escaping of % and _, unlike LIKE. With the prefix bound, the planner
-// folds the empty-prefix test away: a prefix gets the plan starts_with
-// alone gets (a range of the primary key under the C collation).
-const listPrefixSQL = `SELECT ` + store.LockColumns + `
+// LockFilter narrows a listing of lock rows (`lockctl ls`).
+type LockFilter struct {
+	// Prefix keeps keys starting with it; "" keeps every key.
+	Prefix string
+	// States keeps rows in one of these states; nil keeps every state.
+	States []store.State
+}
+
+// stateSQL is a row's store.State over lock row l and clock reading c(ts),
+// by the rule of store.Lock.State: Remaining is l.expires_at - c.ts, and
+// "less than a fifth of the TTL" is written as 5 × remaining < ttl, which
+// is exact in microseconds where ttl / 5 would round.
+const stateSQL = `(CASE
+    WHEN l.released_at IS NOT NULL THEN 'free'
+    WHEN l.expires_at <= c.ts THEN 'expired'
+    WHEN (l.expires_at - c.ts) * 5 < l.ttl AND l.expires_at - c.ts < interval '10 seconds' THEN 'expiring'
+    ELSE 'held' END)`
+
+// eachLockSQL reads the lock rows that pass a LockFilter, ordered by key,
+// with one clock_timestamp() reading, so the remaining times and states of
+// all rows are measured at the same instant. $1 is the prefix, $2 the
+// states (NULL: all). Both filters run in the server, so rows that do not
+// pass are never sent. starts_with needs no escaping of % and _, unlike
+// LIKE; with the prefix bound, the planner folds the empty-prefix test away
+// and reads the prefix as a range of an index on lock_key where the
+// collation allows one (docs/operations.md, "Large tables").
+const eachLockSQL = `SELECT ` + store.LockColumns + `
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE ($1 = '' OR starts_with(l.lock_key, $1))
+  AND ($2::text[] IS NULL OR ` + stateSQL + ` = ANY ($2::text[]))
 ORDER BY l.lock_key`
 
+// EachLock calls fn with each lock row that passes f, in key order, as the
+// rows arrive from the server: memory does not grow with the number of
+// rows, so `lockctl ls` can print a table of millions. An error from fn
+// stops the listing and is returned.
+func EachLock(ctx context.Context, db store.DBTX, f LockFilter, fn func(store.Lock) error) error {
+	var states []string
+	if f.States != nil {
+		states = make([]string, len(f.States))
+		for i, s := range f.States {
+			states[i] = string(s)
+		}
+	}
+	rows, err := db.Query(ctx, eachLockSQL, f.Prefix, states)
+	if err != nil {
+		return store.Interpret(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		l, err := pgx.RowToStructByName[store.Lock](rows)
+		if err != nil {
+			return store.Interpret(err)
+		}
+		if err := fn(l); err != nil {
+			return err
+		}
+	}
+	return store.Interpret(rows.Err())
+}
+
 // ListPrefix returns the lock rows whose key starts with prefix, ordered by
-// key ("" returns every row): `lockctl ls` prints them. It is meant for
-// scripts and small tables; the console reads windows of the table instead.
+// key ("" returns every row), collected: for small tables and tests.
 func ListPrefix(ctx context.Context, db store.DBTX, prefix string) ([]store.Lock, error) {
-	return collect[store.Lock](db.Query(ctx, listPrefixSQL, prefix))
+	locks := []store.Lock{}
+	err := EachLock(ctx, db, LockFilter{Prefix: prefix}, func(l store.Lock) error {
+		locks = append(locks, l)
+		return nil
+	})
+	return locks, err
 }
