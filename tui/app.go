@@ -105,10 +105,11 @@ func New(opts Options) Model {
 		active: pageLocks,
 	}
 	m.pages = [pageCount]Component{
-		pageLocks:  newLocksPage(),
-		pageDetail: newDetailPage(),
-		pageEvents: newEventsPage(),
-		pageHelp:   newHelpPage(),
+		pageLocks:    newLocksPage(),
+		pageDetail:   newDetailPage(),
+		pageEvents:   newEventsPage(),
+		pageBlocking: newBlockingPage(),
+		pageHelp:     newHelpPage(),
 	}
 	m.keys = m.actionKeys()
 	m.share()

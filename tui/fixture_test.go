@@ -69,6 +69,31 @@ func fixtureEvents() []lockview.Event {
 	}
 }
 
+// fixtureBlocking has a chain two waits deep under a root blocker, a
+// deadlock between owners full of terminal escapes, and a wait for a lapsed
+// lease.
+func fixtureBlocking() *lockview.Blocking {
+	w := func(waiter, key, holder string, waited time.Duration) lockview.Wait {
+		x := lockview.Wait{Waiter: waiter, Key: key, Waited: waited, WaitingMS: waited.Milliseconds()}
+		if holder != "" {
+			x.Holders = []string{holder}
+		}
+		return x
+	}
+	evilKey, evilOwner := "evil\x1b]2;owned\x07\x1b[2J", "bad\x1b[31mowner"
+	lapsed := w("indexer:5:cafe0001", "cache:warmup", "", 2*time.Second)
+	lapsed.KeyState = store.StateExpired
+	b := lockview.AnalyzeBlocking([]lockview.Wait{
+		w("worker-9:1:aaaa0001", "billing:nightly", "worker-3:8812:ab12cd34", 12*time.Second),
+		w("worker-4:2:bbbb0002", "billing:nightly", "worker-3:8812:ab12cd34", 3*time.Second),
+		w("cron-2:9:00000001", "reports:weekly", "worker-9:1:aaaa0001", 40*time.Second),
+		w(evilOwner, "tenant:0042:invoices", "batch-runner:9:0badf00d", 20*time.Second),
+		w("batch-runner:9:0badf00d", evilKey, evilOwner, 15*time.Second),
+		lapsed,
+	})
+	return &b
+}
+
 // testModel is a console of w x h whose clock stands still at t0+1.5s.
 func testModel(t *testing.T, opts Options, w, h int) Model {
 	t.Helper()

@@ -50,6 +50,12 @@ func TestGolden(t *testing.T) {
 			s.Events = fixtureEvents()
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
+		"blocking": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "b")
+			s := fixtureSnapshot()
+			s.Blocking = fixtureBlocking()
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
 		"help_readonly": func(t *testing.T, w, h int) Model {
 			return press(t, withSnapshot(t, testModel(t, Options{ReadOnly: true}, w, h), fixtureSnapshot()), "?")

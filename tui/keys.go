@@ -14,20 +14,21 @@ type KeyMap struct {
 	Up, Down, PageUp, PageDown, Home, End key.Binding
 	Scroll                                key.Binding // help only: the keys that scroll a pane
 
-	Filter  key.Binding
-	Sort    key.Binding
-	Slower  key.Binding
-	Faster  key.Binding
-	Pause   key.Binding
-	Detail  key.Binding
-	Events  key.Binding
-	Help    key.Binding
-	Close   key.Binding
-	Quit    key.Binding
-	Acquire key.Binding
-	Renew   key.Binding
-	Expire  key.Binding
-	Release key.Binding
+	Filter   key.Binding
+	Sort     key.Binding
+	Slower   key.Binding
+	Faster   key.Binding
+	Pause    key.Binding
+	Detail   key.Binding
+	Events   key.Binding
+	Blocking key.Binding
+	Help     key.Binding
+	Close    key.Binding
+	Quit     key.Binding
+	Acquire  key.Binding
+	Renew    key.Binding
+	Expire   key.Binding
+	Release  key.Binding
 
 	// In dialogs and forms.
 	Yes     key.Binding
@@ -53,6 +54,7 @@ func DefaultKeyMap() KeyMap {
 		Pause:    key.NewBinding(key.WithKeys("space"), key.WithHelp("space", "pause/resume refresh")),
 		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details, waiters, history")),
 		Events:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "event log (all locks)")),
+		Blocking: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "who waits for whom (blocking)")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close / back")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
@@ -95,7 +97,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 		short(k.Help, "help"), short(k.Filter, "filter"), short(k.Sort, "sort"),
 		short(k.Detail, "detail"), short(k.Events, "events"),
 		short(k.Expire, "expire"), short(k.Release, "release"), short(k.Renew, "renew"),
-		short(k.Acquire, "acquire"), short(k.Pause, "pause"), short(k.Quit, "quit"),
+		short(k.Acquire, "acquire"), short(k.Blocking, "blocking"), short(k.Pause, "pause"), short(k.Quit, "quit"),
 	}
 }
 
@@ -103,7 +105,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
-		{k.Detail, k.Events, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Detail, k.Events, k.Blocking, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
 		{k.Expire, k.Release, k.Renew, k.Acquire},
 	}
 }

@@ -56,7 +56,7 @@ func TestLayoutOnlyLosesColumnsAsItNarrows(t *testing.T) {
 // every pane, and never cuts a binding in half.
 func TestFooterAlwaysOffersHelpAndQuit(t *testing.T) {
 	for _, w := range []int{60, 70, 80, 100, 120, 200} {
-		for _, keys := range [][]string{nil, {"enter"}, {"e"}, {"?"}} {
+		for _, keys := range [][]string{nil, {"enter"}, {"e"}, {"b"}, {"?"}} {
 			m := press(t, withSnapshot(t, testModel(t, Options{}, w, 24), fixtureSnapshot()), keys...)
 			lines := strings.Split(screen(m), "\n")
 			footer := lines[len(lines)-1]

@@ -93,6 +93,7 @@ func (m Model) navigation() []navEntry {
 	return []navEntry{
 		{binding: k.Detail, page: pageDetail, needsLock: true},
 		{binding: k.Events, page: pageEvents},
+		{binding: k.Blocking, page: pageBlocking},
 		{binding: k.Help, page: pageHelp, toggle: true},
 	}
 }
