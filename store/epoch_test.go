@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -27,15 +28,18 @@ func grantToken(t *testing.T, db *pgxpool.Pool, key string) int64 {
 	return g.Token
 }
 
-// Migrating a database whose tokens predate the epoch moves its sequence
-// into the epoch of the server's timeline at once: every later token is
-// above every earlier one, held leases keep theirs, and migrating again
-// moves nothing.
+// Migrating a database whose tokens are not in an epoch yet (its epoch row
+// as migration 1 writes it) moves its sequence into the epoch of the
+// server's timeline at once: every later token is above every earlier one,
+// held leases keep theirs, and migrating again moves nothing.
 func TestMigrateMovesTokensIntoTheEpoch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := migratedFrom(t, "schema-with-checks.sql")
+	db := testdb.New(t)
 	if _, err := db.Exec(ctx, keptRowSQL); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, `UPDATE distributed_lock_epoch SET system_id = NULL, timeline = 0, base = 0`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Exec(ctx, `SELECT setval('distributed_lock_fence_seq', 500)`); err != nil {
@@ -70,10 +74,7 @@ func TestMigrateMovesTokensIntoTheEpoch(t *testing.T) {
 func TestRestoreFromAnotherClusterKeepsTokensRising(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := migratedFrom(t) // empty
-	if err := store.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	db := testdb.New(t)
 	// What a dump made on timeline 5 of another cluster restores.
 	const dumped = 5<<epochShift + 1234
 	if _, err := db.Exec(ctx, `UPDATE distributed_lock_epoch SET system_id = system_id + 1, timeline = 5, base = 0`); err != nil {

@@ -29,7 +29,7 @@ var (
 
 // meanings lists the errors above, most specific first.
 var meanings = []error{
-	ErrNotMigrated, ErrCannotAdopt, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
+	ErrNotMigrated, ErrCannotAdopt, ErrSchemaNewer, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
 	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
 	ErrPoolerStatements, ErrPoolerStartupParameter,
 }
@@ -81,8 +81,10 @@ func bySQLState(code string) error {
 		// A column lockctl's statements name is missing only on a table
 		// that was not migrated: the reference service's, or an older one.
 		return ErrNotMigrated
-	case "LKA01": // raised by schema.sql's adoption of the reference service's table
+	case "LKA01": // raised by the adoption of the reference service's table (sql/adopt)
 		return ErrCannotAdopt
+	case newerSQLState: // raised by schema.sql on a schema a newer lockctl migrated
+		return ErrSchemaNewer
 	case "25006": // read_only_sql_transaction
 		return ErrReadOnly
 	case "42501": // insufficient_privilege

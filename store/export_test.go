@@ -7,11 +7,16 @@ import "context"
 // key, owner, token, lazy, logged, actor.
 const ReleaseSQL = releaseSQL
 
-// ApplyScript runs a schema script as a migration does (one transaction,
-// serialised with other migrations), for tests that migrate with an earlier
-// version's schema (testdata).
-func ApplyScript(ctx context.Context, db TxStarter, script string) error {
-	return applyScriptWith(ctx, db, script, nil, nil)
+// MigrateThrough migrates db with the package's migrations followed by
+// extra (versions after LatestVersion), as a later lockctl would.
+func MigrateThrough(ctx context.Context, db TxStarter, extra ...Migration) error {
+	_, err := migrateWith(ctx, db, MigrateOptions{}, append(Migrations(), extra...))
+	return Interpret(err)
+}
+
+// StatusWith is Status against the package's migrations followed by extra.
+func StatusWith(ctx context.Context, db DBTX, extra ...Migration) (MigrationStatus, error) {
+	return status(ctx, db, append(Migrations(), extra...))
 }
 
 // Standalone is standalone, for TestStandalone.

@@ -4,14 +4,37 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// migrateLockSQL serialises concurrent migrations: CREATE ... IF NOT EXISTS
-// run twice at the same moment can still fail on a catalog unique index.
+// migrateLockSQL serialises concurrent migrations: each transaction of a
+// migrate takes it first and only then reads which versions are recorded,
+// so two migrates never apply one version twice.
 const migrateLockSQL = `SELECT pg_advisory_xact_lock(hashtext('lockctl.migrate'))`
+
+// Reading and recording versions. distributed_lock_migration is made by
+// migration 1, so a database without it has none applied.
+const (
+	hasMigrationTableSQL = `SELECT to_regclass('distributed_lock_migration') IS NOT NULL`
+	appliedSQL           = `SELECT version FROM distributed_lock_migration ORDER BY version`
+	recordSQL            = `INSERT INTO distributed_lock_migration (version) VALUES ($1)`
+)
+
+// ErrSchemaNewer: the database was migrated by a newer lockctl (it records a
+// migration this binary does not have). Migrate refuses it rather than
+// re-create older functions over the newer ones.
+var ErrSchemaNewer = errors.New("the lock schema is newer than this lockctl: it was migrated by a newer version; upgrade lockctl (or the service) instead")
+
+// newerSQLState is what schema.sql raises on a newer schema (Interpret maps
+// it to ErrSchemaNewer).
+const newerSQLState = "LKA02"
+
+func newerMessage(available int) string {
+	return fmt.Sprintf("the lock schema is newer than this schema.sql (which has migrations up to %d): it was migrated by a newer lockctl; nothing was changed", available)
+}
 
 // MigrateOptions adjust MigrateWith. The zero value is Migrate's.
 type MigrateOptions struct {
@@ -32,9 +55,11 @@ type MigrateOptions struct {
 // knows.
 var ErrUnknownTimeZone = errors.New("unknown time zone")
 
-// Migrate applies Schema in one transaction. It is idempotent: running it
-// on a migrated database changes nothing. It refuses the reference
-// service's table (ErrCannotAdopt): MigrateWith adopts it.
+// Migrate applies the migrations db has not recorded, each once and in its
+// own transaction, then re-creates the functions. Running it on a migrated
+// database changes nothing. It refuses the reference service's table
+// (ErrCannotAdopt: MigrateWith adopts it) and a schema migrated by a newer
+// lockctl (ErrSchemaNewer).
 func Migrate(ctx context.Context, db TxStarter) error {
 	_, err := MigrateWith(ctx, db, MigrateOptions{})
 	return err
@@ -55,8 +80,8 @@ type Adoption struct {
 // server does not know.
 const checkZoneSQL = `SELECT now() AT TIME ZONE $1`
 
-// seedZoneSQL and adoptSeedSQL hand the options to schema.sql's adoption
-// block, for this transaction only.
+// seedZoneSQL and adoptSeedSQL hand the options to the adoption's scripts
+// (sql/adopt), for this transaction only.
 const (
 	seedZoneSQL  = `SELECT set_config('lockctl.seed_time_zone', $1, true)`
 	adoptSeedSQL = `SELECT set_config('lockctl.adopt_seed', 'on', true)`
@@ -71,63 +96,130 @@ FROM distributed_lock`
 // MigrateWith is Migrate with options; it says whether it adopted the
 // reference service's table.
 func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) (Adoption, error) {
+	a, err := migrateWith(ctx, db, opts, migrations)
+	return a, Interpret(err)
+}
+
+// migrateWith applies ms (the package's migrations, or a test's).
+func migrateWith(ctx context.Context, db TxStarter, opts MigrateOptions, ms []Migration) (Adoption, error) {
 	var a Adoption
-	err := applyScriptWith(ctx, db, Schema, func(tx pgx.Tx) error {
-		if opts.SeedTimeZone != "" {
-			if _, err := tx.Exec(ctx, checkZoneSQL, opts.SeedTimeZone); err != nil {
-				if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22023" {
-					return fmt.Errorf("%w %q: PostgreSQL does not know it (see pg_timezone_names)", ErrUnknownTimeZone, opts.SeedTimeZone)
+	if opts.SeedTimeZone != "" {
+		if err := checkZone(ctx, db, opts.SeedTimeZone); err != nil {
+			return a, err
+		}
+	}
+	for _, m := range ms {
+		if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			applied, err := lockAndReadApplied(ctx, tx, ms)
+			if err != nil || slices.Contains(applied, m.Version) {
+				return err
+			}
+			if m.Version == adoptVersion {
+				if a, err = adoptAround(ctx, tx, opts, func() error { return execScript(ctx, tx, m.SQL) }); err != nil {
+					return err
 				}
+			} else if err := execScript(ctx, tx, m.SQL); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, seedZoneSQL, opts.SeedTimeZone); err != nil {
-				return err
-			}
+			_, err = tx.Exec(ctx, recordSQL, m.Version)
+			return err
+		}); err != nil {
+			return Adoption{}, fmt.Errorf("migration %03d %s: %w", m.Version, m.Name, err)
 		}
-		if !opts.AdoptSeed {
-			// The script refuses the reference service's table itself, so
-			// only an adopting migrate needs to know the shape beforehand.
-			return nil
-		}
-		if _, err := tx.Exec(ctx, adoptSeedSQL); err != nil {
+	}
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := lockAndReadApplied(ctx, tx, ms); err != nil {
 			return err
 		}
-		shape, err := TableShape(ctx, tx)
-		a.Adopted = shape == ShapeSeed
-		return err
-	}, func(tx pgx.Tx) error {
-		if !a.Adopted {
-			return nil
-		}
-		return tx.QueryRow(ctx, adoptedSQL).Scan(&a.Locks, &a.Held, &a.MaxToken, &a.TimeZone)
+		return execScript(ctx, tx, functionsSQL)
 	})
 	if err != nil {
-		return Adoption{}, err
+		return Adoption{}, fmt.Errorf("functions: %w", err)
 	}
 	return a, nil
 }
 
-// applyScriptWith runs a script of several statements in one transaction,
-// serialised with other migrations, with before and after run in that
-// transaction around the script (nil: nothing).
-func applyScriptWith(ctx context.Context, db TxStarter, script string, before, after func(pgx.Tx) error) error {
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, migrateLockSQL); err != nil {
-			return err
-		}
-		if before != nil {
-			if err := before(tx); err != nil {
-				return err
+// checkZone refuses a zone the server does not know, before anything runs.
+func checkZone(ctx context.Context, db TxStarter, zone string) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, checkZoneSQL, zone); err != nil {
+			if pgErr := (*pgconn.PgError)(nil); errors.As(err, &pgErr) && pgErr.Code == "22023" {
+				return fmt.Errorf("%w %q: PostgreSQL does not know it (see pg_timezone_names)", ErrUnknownTimeZone, zone)
 			}
-		}
-		// The simple protocol runs a script of several statements.
-		if _, err := tx.Exec(ctx, script, pgx.QueryExecModeSimpleProtocol); err != nil {
 			return err
-		}
-		if after != nil {
-			return after(tx)
 		}
 		return nil
 	})
-	return Interpret(err)
+}
+
+// adoptAround runs apply (the migration that makes distributed_lock)
+// between the two parts of the adoption, with opts handed to them; on a
+// database without the reference table both parts do nothing.
+func adoptAround(ctx context.Context, tx pgx.Tx, opts MigrateOptions, apply func() error) (Adoption, error) {
+	var a Adoption
+	if opts.SeedTimeZone != "" {
+		if _, err := tx.Exec(ctx, seedZoneSQL, opts.SeedTimeZone); err != nil {
+			return a, err
+		}
+	}
+	if opts.AdoptSeed {
+		if _, err := tx.Exec(ctx, adoptSeedSQL); err != nil {
+			return a, err
+		}
+		shape, err := TableShape(ctx, tx)
+		if err != nil {
+			return a, err
+		}
+		a.Adopted = shape == ShapeSeed
+	}
+	if err := execScript(ctx, tx, adoptSQL[0]); err != nil {
+		return a, err
+	}
+	if err := apply(); err != nil {
+		return a, err
+	}
+	if err := execScript(ctx, tx, adoptSQL[1]); err != nil {
+		return a, err
+	}
+	if a.Adopted {
+		return a, tx.QueryRow(ctx, adoptedSQL).Scan(&a.Locks, &a.Held, &a.MaxToken, &a.TimeZone)
+	}
+	return a, nil
+}
+
+// lockAndReadApplied takes the migrate lock, then reads the recorded
+// versions, refusing a schema newer than ms.
+func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration) ([]int, error) {
+	if _, err := tx.Exec(ctx, migrateLockSQL); err != nil {
+		return nil, err
+	}
+	applied, err := readApplied(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if len(applied) > 0 && applied[len(applied)-1] > ms[len(ms)-1].Version {
+		return nil, fmt.Errorf("%w (it records migration %d; this one has up to %d)",
+			ErrSchemaNewer, applied[len(applied)-1], ms[len(ms)-1].Version)
+	}
+	return applied, nil
+}
+
+// readApplied is the recorded versions, ascending (none without the table).
+func readApplied(ctx context.Context, db DBTX) ([]int, error) {
+	var exists bool
+	if err := db.QueryRow(ctx, hasMigrationTableSQL).Scan(&exists); err != nil || !exists {
+		return nil, err
+	}
+	rows, err := db.Query(ctx, appliedSQL)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int])
+}
+
+// execScript runs a script of several statements (the simple protocol
+// allows that).
+func execScript(ctx context.Context, tx pgx.Tx, script string) error {
+	_, err := tx.Exec(ctx, script, pgx.QueryExecModeSimpleProtocol)
+	return err
 }

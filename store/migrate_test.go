@@ -3,8 +3,6 @@ package store_test
 import (
 	"context"
 	"errors"
-	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,13 +39,6 @@ var badRowSQL = map[string]string{
 const keptRowSQL = `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
 	VALUES ('kept', 'o', 7, now(), '1s', now())`
 
-// checkConstraintsSQL counts table CHECK constraints left on the lock
-// tables (NOT NULL is not one).
-const checkConstraintsSQL = `
-SELECT count(*) FROM pg_constraint
-WHERE contype = 'c' AND conrelid IN ('distributed_lock'::regclass,
-    'distributed_lock_event'::regclass, 'distributed_lock_waiter'::regclass)`
-
 func TestSchemaRefusesBadValues(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -56,52 +47,6 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertRefused(t, db.Exec)
-}
-
-// A database migrated by the schema that enforced the rules with table CHECK
-// constraints moves to the domains: same rules, data kept, and migrating
-// again changes nothing.
-func TestMigrateMovesCheckConstraintsToDomains(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migratedFrom(t, "schema-with-checks.sql")
-	if _, err := db.Exec(ctx, keptRowSQL); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := store.Migrate(ctx, db); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var checks int
-	if err := db.QueryRow(ctx, checkConstraintsSQL).Scan(&checks); err != nil {
-		t.Fatal(err)
-	}
-	if checks != 0 {
-		t.Errorf("%d table CHECK constraints left; want the domains only", checks)
-	}
-	var keyType, kindType string
-	if err := db.QueryRow(ctx, `SELECT
-		(SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'distributed_lock'::regclass AND attname = 'lock_key'),
-		(SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid = 'distributed_lock_event'::regclass AND attname = 'kind')`).
-		Scan(&keyType, &kindType); err != nil {
-		t.Fatal(err)
-	}
-	if keyType != "distributed_lock_name" || kindType != "distributed_lock_event_kind" {
-		t.Errorf("column types %s, %s; want the domains", keyType, kindType)
-	}
-	if l, found, err := store.Get(ctx, db, "kept"); err != nil || !found || l.Token != 7 {
-		t.Fatalf("row after the upgrade = %+v, %v, %v; want it kept", l, found, err)
-	}
-	assertRefused(t, db.Exec)
-	// The upgraded table has every column today's statements use.
-	g, _, err := store.TryGrant(ctx, db, store.GrantParams{Key: "upgraded", Owner: "o", TTL: time.Minute, Actor: "o"})
-	if err != nil || !g.Granted() {
-		t.Fatalf("grant after the upgrade = %+v, %v", g, err)
-	}
-	if _, ok, err := store.Release(ctx, db, store.ReleaseParams{LeaseRef: store.LeaseRef{Key: "upgraded", Owner: "o", Token: g.Token}}); err != nil || !ok {
-		t.Fatalf("release after the upgrade: %v, %v", ok, err)
-	}
 }
 
 func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgconn.CommandTag, error)) {
@@ -119,90 +64,19 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 	}
 }
 
-// A table made by a version that indexed the console's sort columns loses
-// those indexes on migrate (they made every grant a non-HOT update), while
-// indexes an operator added under other names are left alone.
-func TestMigrateDropsOldSortIndexes(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	// docs/operations.md gives operators these statements.
-	if page, err := os.ReadFile("../docs/operations.md"); err != nil || !strings.Contains(string(page), testdataSQL(t, "sort-indexes.sql")) {
-		t.Errorf("docs/operations.md does not give testdata/sort-indexes.sql verbatim (%v)", err)
-	}
-	db := migratedFrom(t, "schema-with-checks.sql", "sort-indexes.sql")
-	if err := store.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := db.Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index
-		WHERE indrelid = 'distributed_lock'::regclass ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"distributed_lock_by_acquired", "distributed_lock_by_expiry", "distributed_lock_by_token", "distributed_lock_pkey"}
-	if !slices.Equal(got, want) {
-		t.Errorf("indexes after migrate: %q; want %q", got, want)
-	}
+// internalFunctions run inside the protocol functions, as their owner.
+var internalFunctions = map[string]bool{
+	"distributed_lock_hand_off": true, "distributed_lock_keep_waking": true,
+	"distributed_lock_pass_on": true, "distributed_lock_first_grant": true,
 }
 
-// A waiter table made with an index on (lock_key, waiting_since) keeps only
-// the queue's index after migrate: every enqueue writes one index less.
-func TestMigrateDropsTheWaiterSinceIndex(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	db := migratedFrom(t, "schema-with-checks.sql")
-	if err := store.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := db.Query(ctx, `SELECT indexrelid::regclass::text FROM pg_index
-		WHERE indrelid = 'distributed_lock_waiter'::regclass ORDER BY 1`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"distributed_lock_waiter_pkey", "distributed_lock_waiter_queue_idx"}
-	if !slices.Equal(got, want) {
-		t.Errorf("waiter indexes after migrate: %q; want %q", got, want)
-	}
-}
-
-// testdataPath is where testdata file name is: sort-indexes.sql, the
-// operator's indexes for the console's orders, lives with the read model.
-func testdataPath(name string) string {
-	if name == "sort-indexes.sql" {
-		return "../internal/lockview/testdata/" + name
-	}
-	return "testdata/" + name
-}
-
-// testdataSQL is the text of testdata/name.
-func testdataSQL(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(testdataPath(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
-}
-
-// migratedFrom is a new, empty database migrated with each of the named
-// testdata files in turn: a database as an earlier version (and its
-// operator) left it.
-func migratedFrom(t *testing.T, names ...string) *pgxpool.Pool {
-	t.Helper()
-	db := testdb.Pool(t, testdb.EmptyDSN(t))
-	for _, name := range names {
-		if err := store.ApplyScript(context.Background(), db, testdataSQL(t, name)); err != nil {
-			t.Fatalf("migrate with %s: %v", name, err)
-		}
-	}
-	return db
+// ruleFunctions are the shared rules (sql/functions/02_rules.sql and the
+// token draw), inlined into the statements that use them.
+var ruleFunctions = map[string]bool{
+	"distributed_lock_timeline": true, "distributed_lock_draw_token": true,
+	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_queue_live": true,
+	"distributed_lock_promised": true, "distributed_lock_may_take": true,
+	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol
@@ -223,7 +97,7 @@ SELECT p.proname, p.pronamespace::regnamespace::text, p.prosecdef,
        coalesce(array_to_string(p.proconfig, ';'), ''), has_function_privilege('public', p.oid, 'EXECUTE')
 FROM pg_proc p
 WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
-  AND p.proname NOT IN ('distributed_lock_event_immutable', 'distributed_lock_has_waiters')`)
+  AND p.proname <> 'distributed_lock_event_immutable'`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,9 +119,13 @@ WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
 		}
 		for _, f := range fns {
 			want := "search_path=" + schema + ", pg_catalog, pg_temp"
-			// The queue's internal helpers run only inside the functions
-			// above, as their owner: they need no SECURITY DEFINER.
-			definer := f.name != "distributed_lock_hand_off" && f.name != "distributed_lock_keep_waking"
+			// The internal helpers run only inside the functions above, as
+			// their owner: they need no SECURITY DEFINER. The rules pin no
+			// path, so that PostgreSQL inlines them (TestRulesAreInlined).
+			definer := !internalFunctions[f.name] && !ruleFunctions[f.name]
+			if ruleFunctions[f.name] {
+				want = ""
+			}
 			if f.schema != schema || f.definer != definer || f.config != want || f.public {
 				t.Errorf("%s: schema %s, security definer %v, config %q, PUBLIC may execute %v; want %s, %v, %q, false",
 					f.name, f.schema, f.definer, f.config, f.public, schema, definer, want)

@@ -19,7 +19,6 @@ SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.
 FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
-	watchSQL     = `SELECT distributed_lock_waiter_watch($1, $2::bigint)`
 )
 
 // Outcomes only the queue reports: the caller waits in the key's queue
@@ -126,11 +125,4 @@ func Leave(ctx context.Context, db DBTX, key string, id int64, log bool, actor s
 		return "", Interpret(err)
 	}
 	return did, nil
-}
-
-// Watch asks releases of key to NOTIFY NotifyChannel for at least the next
-// seenFor/2, for a client that waits outside the queue.
-func Watch(ctx context.Context, db DBTX, key string, seenFor time.Duration) error {
-	_, err := db.Exec(ctx, watchSQL, key, seenFor.Microseconds())
-	return Interpret(err)
 }

@@ -20,12 +20,11 @@ import (
 const (
 	QueueAdvisory = "pg_advisory_lock" // PostgreSQL's own lock manager: FIFO, wakes only the next waiter
 	QueueLocker   = "locker"           // locker.Acquire (the fair queue) with a Notifier in every process
-	QueueBarging  = "locker-barging"   // the waiting loop before the queue: every release wakes every waiter
 )
 
 // queueSeries is every series the queue scenario measures, in the order of
 // the first round (later rounds rotate it, so no series always runs first).
-var queueSeries = []string{QueueAdvisory, QueueLocker, QueueBarging}
+var queueSeries = []string{QueueAdvisory, QueueLocker}
 
 // QueueOptions configure RunQueue: many waiters, spread over several
 // processes, all taking one key in turn and holding it briefly.

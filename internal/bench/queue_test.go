@@ -65,7 +65,7 @@ func TestQueueScenario(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "| locker-barging | 6 |", "locker at 6 waiters:"} {
+	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "locker at 6 waiters:"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
 		}

@@ -94,8 +94,6 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		acquirers, cleanup, err = advisoryWaiters(ctx, counted, job)
 	case QueueLocker:
 		acquirers, cleanup, err = lockerWaiters(ctx, cfg, counted, job)
-	case QueueBarging:
-		acquirers, cleanup, err = bargingWaiters(ctx, cfg, counted, job)
 	default:
 		err = fmt.Errorf("unknown queue series %q", job.Series)
 	}

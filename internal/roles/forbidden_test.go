@@ -60,7 +60,6 @@ var functionCalls = map[string]string{
 	"waiter poll":      `SELECT * FROM distributed_lock_waiter_poll('held', 1, 1000000)`,
 	"waiter heartbeat": `SELECT * FROM distributed_lock_waiter_heartbeat(ARRAY[1::bigint], 1000000)`,
 	"waiter leave":     `SELECT distributed_lock_waiter_leave('held', 1)`,
-	"waiter watch":     `SELECT distributed_lock_waiter_watch('held', 1000000)`,
 	"force expire":     `SELECT * FROM distributed_lock_force_expire('held', $TOKEN)`,
 	"force release":    `SELECT * FROM distributed_lock_force_release('held', $TOKEN)`,
 	"prune":            `SELECT * FROM distributed_lock_prune(0)`,
@@ -71,13 +70,10 @@ var functionCalls = map[string]string{
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
 	roles.Viewer: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "waiter watch", "force expire", "force release", "prune", "next token", "advance epoch"},
+		"waiter heartbeat", "waiter leave", "force expire", "force release", "prune", "next token", "advance epoch"},
 	roles.Operator: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "waiter watch", "next token", "advance epoch"},
-	// waiter_watch is for clients that wait outside the queue; lockctl's
-	// own service has no use for it (the bench's barging series runs as
-	// the owner).
-	roles.Service: {"waiter watch", "force expire", "force release", "prune", "next token", "advance epoch"},
+		"waiter heartbeat", "waiter leave", "next token", "advance epoch"},
+	roles.Service: {"force expire", "force release", "prune", "next token", "advance epoch"},
 }
 
 // stateSQL is everything a forgery could change, as one text, read by the

@@ -55,15 +55,14 @@ var Kinds = []Kind{Viewer, Operator, Service}
 var (
 	// revokeAll takes back every privilege the role holds on the objects a
 	// grant set can reach: the three lock tables, the token sequence and
-	// every function a set grants (plus ungranted). So on those objects a
-	// role has exactly the set that follows, whatever it had before. It
-	// leaves alone what no set ever grants and schema.sql already closes to
-	// PUBLIC: the epoch table and the internal functions
-	// (distributed_lock_advance_epoch, _next_token, _hand_off,
-	// _keep_waking); a privilege a DBA gave on those by hand stays.
+	// every function a set grants. So on those objects a role has exactly
+	// the set that follows, whatever it had before. It leaves alone what no
+	// set ever grants and the schema already closes to PUBLIC: the epoch
+	// table, the internal functions and the rules (store/sql/functions); a
+	// privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
 		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
-		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions, ungranted)), ", ") + ` FROM %[2]s`,
+		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions)), ", ") + ` FROM %[2]s`,
 	}
 
 	viewerGrants = slices.Concat(revokeAll, []string{
@@ -94,15 +93,6 @@ var ownerFunctions = []string{
 	"distributed_lock_waiter_poll(text, bigint, bigint)",
 	"distributed_lock_waiter_heartbeat(bigint[], bigint)",
 	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
-}
-
-// ungranted are callable protocol functions no grant set includes: a
-// client that waits without queueing may be granted
-// distributed_lock_waiter_watch by hand. Every set revokes them all the
-// same, so running a set leaves a role only that set's privileges and a
-// hand grant of these must be repeated after it.
-var ungranted = []string{
-	"distributed_lock_waiter_watch(text, bigint)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on

@@ -1,0 +1,31 @@
+-- The lock protocol, as functions, re-created on every migrate (CREATE OR
+-- REPLACE), after the migrations. Every write to the lock tables goes
+-- through one of them: the protocol functions run as their owner (SECURITY
+-- DEFINER, the role that migrates), so a role granted EXECUTE on them needs,
+-- and gets, no INSERT, UPDATE or DELETE on any table or the token sequence,
+-- and cannot forge a token, revive a lease or touch the history
+-- (internal/roles). Because the contract is SQL, a client in any language
+-- gets the same guarantees (docs/protocol.md: arguments, result columns,
+-- outcomes).
+--
+-- Each protocol function pins search_path (SET search_path FROM CURRENT) to
+-- the one set here: the lock schema, where the function itself is created
+-- (objects created unqualified go to the first schema of the path), then
+-- pg_catalog, then pg_temp last, so no temporary object can stand in for a
+-- lock table. It is taken from current_schema(), so every lock namespace
+-- (schema) gets functions on its own tables. Only the migrating role may
+-- create objects in the lock schema (lockctl grant gives other roles USAGE,
+-- never CREATE), so nothing there can stand in for a built-in either. The
+-- rules (rules.sql) pin nothing: PostgreSQL inlines them into the protocol
+-- functions, whose path they then run under. Transaction-local: migrate
+-- re-creates the functions in one transaction (and psql -1 runs schema.sql
+-- in one).
+--
+-- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
+-- the call holds the key's row lock (distributed_lock_acquire, which never
+-- waits for one, reads it as it takes the lock). Never statement_timestamp()
+-- or now(): a call that waited for a row lock would judge a lease with the
+-- time from before the wait. A call's events carry that now too, so a
+-- release and the hand-off it made share one instant.
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_catalog, pg_temp', true);

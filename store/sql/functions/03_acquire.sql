@@ -1,0 +1,123 @@
+-- distributed_lock_acquire makes one attempt to take key for owner, for
+-- ttl_us microseconds from the database's clock. It never waits: a row
+-- another transaction has locked is not waited for (SKIP LOCKED), the
+-- attempt is refused. One row (OUT parameters), always:
+--   outcome  'acquired' (a new or free row), 'stolen' (another owner's
+--            expired lease), 'renewed' (owner already held it: same token,
+--            later expiry) when granted; 'held' when another owner's lease
+--            runs (remaining says how long); 'queued' when the row is free
+--            or lapsed but promised to the waiters queued for it (see
+--            distributed_lock_enqueue); 'free', 'expired' or 'busy' when
+--            another transaction was changing or creating the key's row at
+--            that moment (try again shortly; for 'busy' only lock_key is
+--            set).
+--   lock_key, owner_id, fence_token, expires_at, ttl: the grant, or the
+--            row that refused it.
+-- Steals are logged as events; with log_grants every new grant is.
+-- event_actor defaults to owner.
+--
+-- One statement grants a key that has a row (distributed_lock_may_take,
+-- the token drawn under the row lock) or, when it may not, returns the row
+-- as it found it; only a key's first grant runs a second
+-- (distributed_lock_first_grant), and only a logged grant a third (the
+-- event).
+CREATE OR REPLACE FUNCTION distributed_lock_acquire(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
+    event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz := clock_timestamp();
+    g record;
+BEGIN
+    -- Base types (::text, …), not the domains: g has one type per field
+    -- whichever statement filled it.
+    WITH granted AS (
+        UPDATE distributed_lock l SET
+            owner_id       = owner,
+            fence_token    = CASE WHEN c.mine THEN l.fence_token
+                                  ELSE distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)) END,
+            expires_at     = ts + ttl_us * interval '1 microsecond',
+            ttl            = ttl_us * interval '1 microsecond',
+            acquired_at    = CASE WHEN c.mine THEN l.acquired_at ELSE ts END,
+            renewed_at     = CASE WHEN c.mine THEN ts END,
+            renew_count    = CASE WHEN c.mine THEN l.renew_count + 1 ELSE 0 END,
+            released_at    = NULL,
+            grant_kind     = CASE WHEN c.mine THEN l.grant_kind ELSE distributed_lock_grant_kind(l, owner) END,
+            previous_owner = CASE WHEN c.mine THEN l.previous_owner ELSE l.owner_id END,
+            previous_token = CASE WHEN c.mine THEN l.previous_token ELSE l.fence_token END,
+            metadata       = coalesce(lease_metadata, '{}'),
+            handed_to      = NULL
+        FROM (SELECT x.lock_key, distributed_lock_held(x, owner, ts) AS mine
+              FROM distributed_lock x
+              WHERE x.lock_key = key AND distributed_lock_may_take(x, owner, ts)
+              FOR NO KEY UPDATE SKIP LOCKED) c
+        WHERE l.lock_key = c.lock_key
+        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count > 0 AS renewed,
+                  l.grant_kind, l.previous_owner, l.previous_token
+    )
+    SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at, a.ttl::interval,
+           CASE WHEN a.renewed THEN 'renewed' ELSE a.grant_kind END AS outcome, interval '0' AS remaining,
+           NOT a.renewed AND (a.grant_kind = 'stolen' OR log_grants) AS logged,
+           a.previous_owner, a.previous_token
+    FROM granted a
+    UNION ALL
+    SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+           distributed_lock_refusal(l, ts), l.expires_at - ts, false, NULL::text, NULL::bigint
+    FROM distributed_lock l
+    WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
+    INTO g;
+    IF NOT FOUND THEN
+        SELECT * INTO g FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, log_grants);
+        IF g.lock_key IS NULL THEN
+            -- Another transaction's first grant of the key won the insert.
+            lock_key := key;
+            outcome := 'busy';
+            RETURN;
+        END IF;
+    END IF;
+    IF g.logged THEN
+        INSERT INTO distributed_lock_event
+            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        VALUES (key, g.outcome, g.owner_id, g.fence_token, coalesce(event_actor, owner),
+                g.previous_owner, g.previous_token, coalesce(event_detail, '{}'));
+    END IF;
+    lock_key := g.lock_key; owner_id := g.owner_id; fence_token := g.fence_token;
+    expires_at := g.expires_at; ttl := g.ttl; outcome := g.outcome; remaining := g.remaining;
+END $$;
+
+-- distributed_lock_first_grant is distributed_lock_acquire's insert: the
+-- first grant of key, which has no row. It takes the gate, a shared
+-- advisory lock that distributed_lock_prune takes exclusively, so deleting
+-- rows can never let a key's tokens go backwards (see there), and draws the
+-- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
+-- the insert, every column is NULL. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, log_grants boolean,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT logged boolean,
+    OUT previous_owner text, OUT previous_token bigint)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    ts := clock_timestamp();
+    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
+    VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+            ts + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond', ts,
+            coalesce(lease_metadata, '{}'))
+    ON CONFLICT (lock_key) DO NOTHING
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
+    INTO lock_key, owner_id, fence_token, expires_at, ttl;
+    IF FOUND THEN
+        outcome := 'acquired';
+        remaining := interval '0';
+        logged := log_grants;
+    END IF;
+END $$;

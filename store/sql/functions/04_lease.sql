@@ -1,0 +1,149 @@
+-- A lease's life after its grant: renew, release, fence, stale writes.
+
+-- distributed_lock_renew extends owner's lease of key, granted with token,
+-- by ttl_us from the database's now. One row: outcome 'renewed' with the
+-- lease, or 'not_held' (only lock_key set) when that grant is no longer the
+-- current, unexpired one. An expired lease is not revived even if nobody
+-- took it: its holder may already have been told it was lost. The lease is
+-- judged after the row lock is taken (c: the lock, then the clock; OFFSET
+-- 0 keeps the clock read once, in c), so a
+-- renewal that waited behind a fence or a release judges with the time
+-- after the wait.
+CREATE OR REPLACE FUNCTION distributed_lock_renew(
+    key text, owner text, token bigint, ttl_us bigint,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+BEGIN
+    UPDATE distributed_lock l
+    SET expires_at = c.ts + ttl_us * interval '1 microsecond',
+        ttl = ttl_us * interval '1 microsecond',
+        renewed_at = c.ts,
+        renew_count = l.renew_count + 1
+    FROM (SELECT k.r, clock_timestamp() AS ts
+          FROM (SELECT z AS r FROM distributed_lock z
+                WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
+                  AND z.released_at IS NULL
+                FOR NO KEY UPDATE) k
+          OFFSET 0) c
+    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, c.ts)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+    END IF;
+END $$;
+
+-- distributed_lock_pass_on wakes the waiters of key, whose row the caller
+-- has locked and freed at ts: it hands the lease to the head of the key's
+-- queue (distributed_lock_hand_off) or, with no live waiter queued, NOTIFYs
+-- distributed_lock with the key. Call it only when the row's wake_until is
+-- after ts (someone may wait): a NOTIFY serialises the commits of every
+-- notifying transaction in the cluster, a cost releases nobody waits for
+-- should not pay. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_pass_on(key text, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF distributed_lock_hand_off(key, ts) IS NULL THEN
+        PERFORM pg_notify('distributed_lock', key);
+    END IF;
+END $$;
+
+-- distributed_lock_release frees owner's lease of key granted with token,
+-- and keeps the row (see distributed_lock_acquire). One row: outcome
+-- 'released' with the lease as it was, or 'not_held' (only lock_key set)
+-- when that grant is not current or was already released. It sets only
+-- released_at, which no index covers, so the update can be HOT.
+--
+-- When some may wait (wake_until, set by distributed_lock_enqueue, read
+-- under the row lock, so no waiter is missed) it passes the key on
+-- (distributed_lock_pass_on) in the same transaction.
+--
+-- With lazy_commit the transaction commits without waiting for its WAL to
+-- reach disk (synchronous_commit off, transaction-local, so it outlives this
+-- function): pass it only when the call is a transaction of its own. Safety
+-- never rests on a release: one lost in a crash leaves a lease that expires
+-- at its TTL, and any grant that saw the release commits durably after it,
+-- which flushes the release too (WAL is flushed in order). But a server
+-- with synchronous standbys (synchronous_standby_names set, read at each
+-- call so a reload takes effect) keeps the session's synchronous_commit:
+-- there the release is acknowledged only once a standby has it, so a
+-- failover to that standby does not bring the lease back for its TTL; it
+-- costs the release a round trip to the standby (docs/operations.md). With
+-- log_release a "released" event is written (event_actor, default owner).
+CREATE OR REPLACE FUNCTION distributed_lock_release(
+    key text, owner text, token bigint, lazy_commit boolean DEFAULT false,
+    log_release boolean DEFAULT false, event_actor text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz;
+    wake timestamptz;
+BEGIN
+    UPDATE distributed_lock l SET released_at = clock_timestamp()
+    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN;
+    END IF;
+    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+        VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+    END IF;
+    IF wake > ts THEN
+        PERFORM distributed_lock_pass_on(key, ts);
+    END IF;
+END $$;
+
+-- distributed_lock_fence proves, inside the caller's transaction, that
+-- owner's grant token of key is still the current, unexpired one, and keeps
+-- it so until that transaction ends: the row is locked FOR SHARE (row locks
+-- belong to the transaction, not to this function), and every take-over
+-- must lock the row for update, so no other owner can be granted the key
+-- before the caller's guarded writes commit or roll back. The lease is
+-- judged after the lock is taken. Returns whether the grant is current.
+-- Call it inside a transaction.
+CREATE OR REPLACE FUNCTION distributed_lock_fence(key text, owner text, token bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN coalesce((
+        SELECT distributed_lock_held(c.r, owner, c.ts)
+        FROM (SELECT k.r, clock_timestamp() AS ts
+              FROM (SELECT z AS r FROM distributed_lock z
+                    WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
+                      AND z.released_at IS NULL
+                    FOR SHARE) k
+              OFFSET 0) c), false);
+END $$;
+
+-- distributed_lock_report_stale_write records that a write made with
+-- owner's token on key was refused (by the fence or by a resource that
+-- checks tokens); detail is a JSON object (e.g. {"resource": "ledger"}).
+-- Returns the event's id.
+CREATE OR REPLACE FUNCTION distributed_lock_report_stale_write(
+    key text, owner text, token bigint, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    id bigint;
+BEGIN
+    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (key, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
+            coalesce(event_detail, '{}'))
+    RETURNING event_id INTO id;
+    RETURN id;
+END $$;

@@ -1,0 +1,258 @@
+-- The fair queue (locker.Acquire; docs/queue.md). A key's queue is its live
+-- waiter rows (seen_until in the future) in waiter_id order. A waiter
+-- enqueues once, with the lease it wants; a release (or a waiter finding
+-- the key free or lapsed) hands the lease to the head in its own
+-- transaction and NOTIFYs distributed_lock_handoff with everything the
+-- waiter needs to hold it. Lock order, everywhere: the key's lock row, then
+-- waiter rows.
+
+-- distributed_lock_hand_off grants key, whose row the caller has locked and
+-- which is free or lapsed at ts, to the head of its queue: new token (drawn
+-- under the row lock), owner, TTL and metadata from the waiter row, which
+-- is consumed; the lease first runs only until least(claim_window, ttl)
+-- from ts, so a waiter that died after its last heartbeat blocks the key
+-- that long at most (its client renews it to the full TTL, the claim). The
+-- grant is logged as the waiter's own would be ('stolen' always, 'acquired'
+-- when the waiter logs grants). It commits durably whatever the caller set:
+-- a grant lost in a crash after its NOTIFY went out could see its token
+-- drawn again. Returns the waiter's id, or NULL when no live waiter is
+-- queued. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    w distributed_lock_waiter%ROWTYPE;
+    g record;
+BEGIN
+    SELECT * INTO w FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    UPDATE distributed_lock l SET
+        owner_id = w.owner_id,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = ts + least(w.claim_window, w.ttl),
+        ttl = w.ttl,
+        acquired_at = ts,
+        renewed_at = NULL,
+        renew_count = 0,
+        grant_kind = distributed_lock_grant_kind(l, w.owner_id),
+        released_at = NULL,
+        previous_owner = l.owner_id,
+        previous_token = l.fence_token,
+        metadata = coalesce(w.metadata, '{}'),
+        handed_to = w.waiter_id
+    WHERE l.lock_key = key
+    RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
+    INTO g;
+    DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
+    IF g.grant_kind = 'stolen' OR w.log_grants THEN
+        INSERT INTO distributed_lock_event
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        VALUES (ts, key, g.grant_kind, g.owner_id, g.fence_token, coalesce(w.actor, w.owner_id),
+                g.previous_owner, g.previous_token,
+                jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
+                                   'waiter_id', w.waiter_id));
+    END IF;
+    PERFORM set_config('synchronous_commit', 'on', true);
+    -- NOTIFY channels are per database, and a database may hold several
+    -- lock schemas: the payload names this one (the pinned search_path's
+    -- first schema), whose waiter ids these are.
+    PERFORM pg_notify('distributed_lock_handoff', json_build_object(
+        'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
+        'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
+        'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
+        'ttl_us', (extract(epoch FROM g.ttl) * 1000000)::bigint,
+        'kind', g.grant_kind)::text);
+    RETURN w.waiter_id;
+END $$;
+
+-- distributed_lock_keep_waking keeps releases of key handing off (or
+-- NOTIFYing) until well past the seen_until of a waiter refreshed at ts for
+-- seen_for_us: wake_until must never run out before a live waiter's record.
+-- It writes only when wake_until would run out within seen_for_us, to
+-- twice that, so most calls leave the hot row alone. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_keep_waking(key text, ts timestamptz, seen_for_us bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE distributed_lock l SET wake_until = ts + 2 * seen_for_us * interval '1 microsecond'
+    WHERE l.lock_key = key
+      AND (l.wake_until IS NULL OR l.wake_until < ts + seen_for_us * interval '1 microsecond');
+END $$;
+
+-- distributed_lock_enqueue is a waiting acquirer's first and usually only
+-- call, one transaction: it grants key to owner (distributed_lock_acquire)
+-- when owner may take it (distributed_lock_may_take); otherwise it queues
+-- owner (a waiter row with the lease it wants: ttl_us, claim_us,
+-- lease_metadata, log_grants, event_actor, visible for seen_for_us unless
+-- refreshed), keeps releases of the key handing off (wake_until), and
+-- returns the holder's row with outcome 'queued' and the waiter's id. A key
+-- free or lapsed with live waiters ahead is first handed to the head. It
+-- waits for the key's row lock (a release or grant in flight), which orders
+-- it with releases: a release either sees the new waiter or has committed
+-- before. db_now is the database's clock as the call returns (the client
+-- relates a later hand-off's acquired_us to its own clock with it). outcome
+-- 'busy': a first grant of the key by another transaction kept failing;
+-- try again.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
+    key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
+    lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
+    log_grants boolean DEFAULT false,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+BEGIN
+    FOR attempt IN 1..3 LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        EXIT WHEN FOUND;
+        -- No row yet: a first grant creates it. When another transaction's
+        -- first grant wins the insert, its row exists once that commits.
+        SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+        IF outcome IN ('acquired', 'stolen', 'renewed') THEN
+            db_now := clock_timestamp();
+            RETURN;
+        END IF;
+    END LOOP;
+    IF r.lock_key IS NULL THEN
+        lock_key := key; owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL;
+        remaining := NULL; outcome := 'busy';
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    IF distributed_lock_may_take(r, owner, ts) THEN
+        -- The row lock is this transaction's, which SKIP LOCKED does not skip.
+        SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+        db_now := clock_timestamp();
+        RETURN;
+    END IF;
+    IF distributed_lock_open(r, ts) THEN
+        PERFORM distributed_lock_hand_off(key, ts);
+    END IF;
+    INSERT INTO distributed_lock_waiter AS w
+        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor)
+    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''))
+    RETURNING w.waiter_id INTO waiter_id;
+    PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now
+    FROM distributed_lock l WHERE l.lock_key = key;
+END $$;
+
+-- distributed_lock_waiter_poll is a queued waiter's check, for when it
+-- missed or has no NOTIFY: one row as distributed_lock_enqueue's, outcome
+--   'acquired' / 'stolen': the key was handed to waiter id (the lease, with
+--            remaining = time left of its claim window; waiter_id = id);
+--   'queued': still waiting (the holder's row); its record is refreshed for
+--            seen_for_us, and a key found free or lapsed is first handed to
+--            the head of the queue, which may be this waiter;
+--   'gone':   its record is gone and no grant is its (it lapsed, or its
+--            claim window ran out unclaimed): enqueue again.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
+    key text, id bigint, seen_for_us bigint,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    IF r.lock_key IS NULL THEN
+        lock_key := key;
+        outcome := 'gone';
+        RETURN;
+    END IF;
+    IF r.handed_to IS DISTINCT FROM id THEN
+        UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+        WHERE w.waiter_id = id AND w.lock_key = key;
+        IF FOUND THEN
+            IF distributed_lock_open(r, ts) THEN
+                PERFORM distributed_lock_hand_off(key, ts);
+            END IF;
+            PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+        END IF;
+    END IF;
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+           CASE WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
+                WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN 'queued'
+                ELSE 'gone' END,
+           l.expires_at - ts, id, ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now
+    FROM distributed_lock l WHERE l.lock_key = key;
+END $$;
+
+-- distributed_lock_waiter_heartbeat keeps the waiter records ids visible for
+-- another seen_for_us, in one statement for all the waiters of a process
+-- (locker.Notifier), and releases of their keys handing off. Returns the
+-- ids it did not find: handed a lease (the waiter may have missed the
+-- NOTIFY) or gone. Its ts is read first, before any row lock: wake_until
+-- (ts + 2 seen_for_us) must stay after every seen_until it writes
+-- (ts + seen_for_us), however long it waits; it judges no lease.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
+RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    ts timestamptz := clock_timestamp();
+    k text;
+BEGIN
+    -- Lock rows before waiter rows, in key order, as everywhere.
+    FOR k IN SELECT DISTINCT w.lock_key FROM distributed_lock_waiter w
+             WHERE w.waiter_id = ANY (ids) ORDER BY 1 LOOP
+        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
+    END LOOP;
+    RETURN QUERY
+        WITH seen AS (
+            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            WHERE w.waiter_id = ANY (ids)
+            RETURNING w.waiter_id
+        )
+        SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s);
+END $$;
+
+-- distributed_lock_waiter_leave takes waiter id out of key's queue (its
+-- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
+-- the lease is released (with log_release, logged as a release by
+-- event_actor) and passed on to the next waiter. Returns 'left' (it was
+-- queued), 'passed_on' (it had been handed the key), or 'none'.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
+    key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key;
+    IF FOUND THEN
+        RETURN 'left';
+    END IF;
+    IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+        UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key;
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+            VALUES (ts, key, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
+                    '{"unclaimed": true}');
+        END IF;
+        PERFORM distributed_lock_pass_on(key, ts);
+        RETURN 'passed_on';
+    END IF;
+    RETURN 'none';
+END $$;

@@ -1,0 +1,107 @@
+-- Operator actions, on the grant the operator saw: they act only if token
+-- is still the current, unreleased grant of key, so a lock that changed
+-- hands after the operator looked is left alone. One row: outcome
+-- 'force_expired' / 'force_released' with the row after the action, or
+-- 'not_held' (only lock_key set). An event records event_actor (default:
+-- the role that logged in) and reason. Waiters are woken.
+
+-- distributed_lock_force_expire ends the lease now without freeing the row:
+-- the next acquirer takes it over as a steal, with a new token.
+CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
+    key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    wake timestamptz;
+BEGIN
+    UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
+    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN;
+    END IF;
+    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+    IF wake > expires_at THEN
+        PERFORM pg_notify('distributed_lock', key);
+    END IF;
+END $$;
+
+-- distributed_lock_force_release frees the row as if its holder had
+-- released it.
+CREATE OR REPLACE FUNCTION distributed_lock_force_release(
+    key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz;
+    wake timestamptz;
+BEGIN
+    UPDATE distributed_lock l SET released_at = clock_timestamp()
+    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until, l.released_at
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN;
+    END IF;
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (ts, key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+    IF wake > ts THEN
+        PERFORM distributed_lock_pass_on(key, ts);
+    END IF;
+END $$;
+
+-- distributed_lock_prune deletes lock rows free (released, or expired and
+-- never released) for longer than free_for_us, waiter records of processes
+-- that died waiting, and, unless events_older_us is NULL, events older
+-- than that. One row: how many of each it deleted.
+--
+-- It first takes the gate exclusively: it waits until no grant is between
+-- drawing a token and writing it (a key's first grant holds the gate
+-- shared, see distributed_lock_first_grant), and keeps new ones out until
+-- the transaction ends. Deleting a key's row is what could let a token go
+-- backwards: a grant that drew token t on its insert path would insert t
+-- after the key was granted a larger token, released and pruned. With the
+-- gate, every grant that drew a token before the delete has finished
+-- before it, and every grant after it draws a larger token than any the
+-- deleted row had. It waits at most gate_wait_ms (a grant inside a long
+-- transaction holds the gate until that ends); past that it fails with
+-- SQLSTATE 55P03 and deletes nothing. Its now is read after the gate.
+CREATE OR REPLACE FUNCTION distributed_lock_prune(
+    free_for_us bigint, events_older_us bigint DEFAULT NULL, gate_wait_ms bigint DEFAULT 5000,
+    OUT locks bigint, OUT waiters bigint, OUT events bigint)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    caller_lock_timeout text := current_setting('lock_timeout');
+    ts timestamptz;
+BEGIN
+    PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
+    PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
+    ts := clock_timestamp();
+    DELETE FROM distributed_lock l
+    WHERE coalesce(l.released_at, l.expires_at) < ts - free_for_us * interval '1 microsecond';
+    GET DIAGNOSTICS locks = ROW_COUNT;
+    DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
+    GET DIAGNOSTICS waiters = ROW_COUNT;
+    events := 0;
+    IF events_older_us IS NOT NULL THEN
+        DELETE FROM distributed_lock_event e
+        WHERE e.occurred_at < ts - events_older_us * interval '1 microsecond';
+        GET DIAGNOSTICS events = ROW_COUNT;
+    END IF;
+    PERFORM set_config('lock_timeout', caller_lock_timeout, true);
+END $$;

@@ -1,0 +1,133 @@
+-- lockctl's tables, as the first release makes them. Objects are created
+-- unqualified, in the first schema of search_path, so a database can hold
+-- several independent lock namespaces (one per schema).
+
+-- Which migrations this schema has had (store.Migrate, schema.sql): one row
+-- per version, written in the transaction that applied it.
+CREATE TABLE distributed_lock_migration (
+    version    integer     PRIMARY KEY,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Fencing tokens. One sequence for every key, so tokens are unique across
+-- keys; CACHE 1 so tokens are handed out in the order they are drawn (a
+-- per-backend cache would let a later grant get a smaller number); NO CYCLE
+-- so it stops rather than wraps.
+CREATE SEQUENCE distributed_lock_fence_seq
+    AS bigint MINVALUE 1 START WITH 1 INCREMENT BY 1 CACHE 1 NO CYCLE;
+
+-- The token epoch (distributed_lock_advance_epoch): the one row says for
+-- which cluster (pg_control_system's system_identifier) and WAL timeline the
+-- sequence was last moved, and the base added to the timeline to make the
+-- epoch. Tokens drawn on epoch e are at least e << 40. The first row (no
+-- cluster, timeline 0) makes the first migrate move the sequence.
+CREATE TABLE distributed_lock_epoch (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    system_id bigint,
+    timeline  bigint NOT NULL,
+    base      bigint NOT NULL
+);
+INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0);
+
+-- Value rules, as domains rather than table CHECK constraints: PostgreSQL
+-- parses and plans a table's CHECK constraints again on every INSERT or
+-- UPDATE statement (about a fifth of a grant's server CPU with eight of
+-- them), while a domain's rules are parsed once per session and cached.
+-- Same bounds as locker.ValidateKey / locker.ValidateOwner.
+CREATE DOMAIN distributed_lock_name AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 255);
+CREATE DOMAIN distributed_lock_token AS bigint CHECK (VALUE > 0);
+CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
+CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
+CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
+CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
+    'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected'));
+
+-- One row per key. A released lock keeps its row (released_at set) so the
+-- next grant on the key always updates a locked row and draws its token
+-- there; `lockctl prune` deletes rows that stayed free past a retention.
+--
+-- Column order is for the WAL: an update on the same page logs only the
+-- bytes between the longest unchanged prefix and suffix of the row. A grant
+-- changes the block previous_token … expires_at (and the owners when the
+-- key changes hands), a renewal expires_at … renewed_at, a release
+-- released_at alone; what a grant rarely changes comes first.
+-- fillfactor 80 leaves room on each page, so grants, renewals and releases
+-- are HOT updates: a heap write with no index writes.
+CREATE TABLE distributed_lock (
+    lock_key       distributed_lock_name       PRIMARY KEY,
+    ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
+    metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
+    grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+    owner_id       distributed_lock_name       NOT NULL, -- holder, or last holder when free
+    previous_owner text,
+    previous_token bigint,
+    fence_token    distributed_lock_token      NOT NULL,
+    acquired_at    timestamptz                 NOT NULL, -- start of the current grant
+    expires_at     timestamptz                 NOT NULL, -- database clock
+    renew_count    integer                     NOT NULL DEFAULT 0,
+    renewed_at     timestamptz,
+    released_at    timestamptz,                          -- set: the lock is free (expires_at is then the old lease's)
+    handed_to      bigint,                               -- the waiter a hand-off granted it to
+    wake_until     timestamptz                           -- someone may wait for the key until then: a release hands off or NOTIFYs
+) WITH (fillfactor = 80);
+-- The primary key is the table's only index, on purpose: every grant,
+-- renewal and release changes owner_id, fence_token, expires_at,
+-- acquired_at or released_at, and an index on any of them makes each of
+-- those writes a non-HOT update that inserts into every index (what that
+-- costs: BENCHMARKS.md). The console's orders other than by key read the
+-- table with a bounded top-N sort instead, once per refresh while the
+-- selection stays put (lockview.ListLocks, lockview.Span). An operator who
+-- wants index-backed console sorts on millions of locks can create them
+-- (docs/operations.md, "Large tables").
+
+-- Append-only history: grants, steals, releases, operator actions and
+-- rejected stale writes. Renewals are not logged (they are counted in
+-- distributed_lock.renew_count) so keepalive traffic stays cheap.
+CREATE TABLE distributed_lock_event (
+    event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    lock_key       text        NOT NULL,
+    kind           distributed_lock_event_kind NOT NULL,
+    owner_id       text,
+    fence_token    bigint,
+    actor          distributed_lock_name NOT NULL,
+    previous_owner text,
+    previous_token bigint,
+    detail         jsonb       NOT NULL DEFAULT '{}'
+);
+CREATE INDEX distributed_lock_event_key_idx ON distributed_lock_event (lock_key, event_id DESC);
+-- Time ranges (the console's rates, prune): events are appended in time
+-- order, so a BRIN index answers them at almost no cost per insert.
+CREATE INDEX distributed_lock_event_time_brin ON distributed_lock_event USING brin (occurred_at);
+
+-- History is not rewritten: updates are refused (old events may be deleted
+-- by `lockctl prune --events-older`).
+CREATE FUNCTION distributed_lock_event_immutable() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'distributed_lock_event is append-only';
+END $$;
+CREATE TRIGGER distributed_lock_event_no_update BEFORE UPDATE ON distributed_lock_event
+    FOR EACH ROW EXECUTE FUNCTION distributed_lock_event_immutable();
+
+-- Acquirers waiting in a key's queue (locker.Acquire; the functions of
+-- queue.sql). A waiter refreshes seen_until while it waits; a row whose
+-- seen_until has passed belongs to a waiter that died and is ignored. The
+-- row carries the lease its waiter asked for, so a release can grant it in
+-- the same transaction.
+CREATE TABLE distributed_lock_waiter (
+    waiter_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    lock_key      distributed_lock_name NOT NULL,
+    owner_id      distributed_lock_name NOT NULL,
+    waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
+    seen_until    timestamptz NOT NULL,
+    ttl           interval,          -- lease length the waiter asked for
+    claim_window  interval,          -- first lease of a hand-off: least(claim_window, ttl)
+    metadata      jsonb,
+    log_grants    boolean NOT NULL DEFAULT false,
+    actor         text
+);
+-- The queue of a key is its waiter rows in waiter_id order (drawn at
+-- arrival); a hand-off reads its head by this index, and every other read
+-- of one key's waiters uses it too.
+CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_key, waiter_id);
