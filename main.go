@@ -196,14 +196,7 @@ var commands = []cli.Command{
 			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Metrics(ctx, env, o) }
 		},
 	},
-	{
-		Name: "migrate", Summary: "create or update the lock tables (idempotent); adopts the reference service's table",
-		Flags: func(fs *pflag.FlagSet) cli.Action {
-			var o cli.MigrateOptions
-			fs.StringVar(&o.SeedTimeZone, "seed-time-zone", "", "`zone` the reference service's JVM ran in, to read its expires_at (default: the session's TimeZone)")
-			return func(ctx context.Context, env cli.Env, _ []string) int { return cli.Migrate(ctx, env, o) }
-		},
-	},
+	cli.MigrateCommand(),
 	{
 		Name: "grant", Args: []string{"ROLE"},
 		Summary: "give ROLE the least-privilege grants of --as viewer, operator or service on the lock tables (--print: show the SQL)",

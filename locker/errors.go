@@ -65,6 +65,10 @@ var (
 	// itself (the reference service's table: `lockctl migrate` adopts it)
 	// or cannot adopt, and changed nothing.
 	ErrCannotAdopt = store.ErrCannotAdopt
+	// ErrSchemaNewer: Migrate found a schema migrated by a newer lockctl
+	// and changed nothing: an older service instance never downgrades the
+	// functions a newer one relies on.
+	ErrSchemaNewer = store.ErrSchemaNewer
 )
 
 // HeldError says who holds a key. It matches ErrHeld.

@@ -7,11 +7,13 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Migrate creates or updates the lock tables, functions and indexes (the
-// schema this package was built with, embedded in it) on db, in one
-// transaction. It is idempotent and safe to run from several processes at
-// once, so a service can call it at start-up; the role needs the right to
-// create objects in its schema. `lockctl migrate` does the same, except on
+// Migrate brings db to the schema this package was built with (embedded in
+// it): it applies the numbered migrations db has not recorded, each once in
+// its own transaction, then re-creates the functions. It is idempotent and
+// safe to run from several processes at once, so a service can call it at
+// start-up; the role needs the right to create objects in its schema. A
+// schema migrated by a newer lockctl is refused with ErrSchemaNewer and left
+// as it is. `lockctl migrate` does the same, except on
 // the reference service's four-column table: Migrate leaves that to the
 // operator and fails with ErrCannotAdopt, so a service starting early never
 // takes it over while the reference service may still write it.
