@@ -41,8 +41,10 @@ var (
 )
 
 // Main runs the tests and then stops the throwaway server, if one was
-// started. Use it from TestMain: os.Exit(testdb.Main(m)).
-func Main(m *testing.M) int {
+// started. Use it from TestMain: os.Exit(testdb.Main(m)). m is a
+// *testing.M, or a wrapper whose Run closes what the tests shared once
+// they have run, while the server is still up.
+func Main(m interface{ Run() int }) int {
 	code := m.Run()
 	if server != nil {
 		_ = server.Close()
