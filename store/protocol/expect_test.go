@@ -1,0 +1,382 @@
+package protocol_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// tok names a token a case expects, since the values are drawn at run time.
+type tok int
+
+const (
+	noToken      tok = iota // NULL
+	keptToken               // the prepared row's token
+	keptPrevious            // the prepared row's previous token
+	drawnToken              // drawn by the call: above every token on the key before it
+)
+
+func (w tok) String() string {
+	return [...]string{"NULL", "the prepared token", "the prepared previous token", "a drawn token"}[w]
+}
+
+// span bounds a time relative to the database's clock at the read after the
+// call: lo ≤ t − now ≤ hi.
+type span struct{ lo, hi time.Duration }
+
+// slack is how long a call and the read after it may take, on a loaded
+// machine: generous, since no bound of a case is tighter than a minute.
+const slack = 20 * time.Second
+
+// about is a lease of d set during the call: it has d left, less the time
+// since.
+func about(d time.Duration) span { return span{d - slack, d} }
+
+// justNow is a time set during the call, d=0 from now.
+var justNow = span{-slack, 0}
+
+// ranOut is a time in the past.
+var ranOut = span{-1000 * time.Hour, 0}
+
+func (s span) holds(d time.Duration) bool { return s.lo <= d && d <= s.hi }
+
+// released says what released_at must be after the call.
+type released int
+
+const (
+	notReleased   released = iota // NULL
+	stillReleased                 // as prepared
+	releasedNow                   // set by the call
+)
+
+// rowWant is the key's row after the call. With untouched the row must be
+// exactly as prepared (or still absent); with absent there must be none;
+// otherwise every field is checked.
+type rowWant struct {
+	untouched, absent bool
+
+	owner      string
+	token      tok
+	expires    span
+	keptExpiry bool // expires_at as prepared, instead of expires
+	ttl        time.Duration
+	released   released
+	kind       string
+	prevOwner  string // "": NULL
+	prevToken  tok
+	renewals   int32
+	handedTo   string // the waiter (by owner) the row was handed to; "": NULL
+	metadata   string // JSON; "": {}
+	wakes      *span  // wake_until − now; nil: not checked
+}
+
+var untouched = rowWant{untouched: true}
+
+// grantTo is a new grant of the key to owner for ttl (drawn token, from the
+// prepared row, or from none when there was no row).
+func grantTo(owner, kind string, ttl time.Duration, from tok) rowWant {
+	w := rowWant{owner: owner, token: drawnToken, expires: about(ttl), ttl: ttl, kind: kind, prevToken: from}
+	return w
+}
+
+// eventWant is one event the call must write. detail lists its keys; a
+// value of anyValue matches any, a waiterRef the id of that waiter.
+type eventWant struct {
+	kind      string
+	owner     string // "": NULL
+	token     tok
+	actor     string
+	prevOwner string
+	prevToken tok
+	detail    map[string]any
+}
+
+type waiterRef string
+
+var anyValue = struct{ any }{}
+
+// waiterWant is one waiter row left on the key, in queue order; seenFor,
+// when set, is how long it must stay live (refreshed by the call).
+type waiterWant struct {
+	owner   string
+	seenFor time.Duration
+}
+
+func waiters(owners ...string) []waiterWant {
+	var ws []waiterWant
+	for _, o := range owners {
+		ws = append(ws, waiterWant{owner: o})
+	}
+	return ws
+}
+
+// notifyWant is one NOTIFY about the key: a wake-up, or a hand-off to a
+// waiter (by owner) with the lease's kind, TTL and first window.
+type notifyWant struct {
+	handOffTo string // "": a wake-up on distributed_lock
+	kind      string
+	ttl       time.Duration
+	window    time.Duration
+}
+
+var wakeUp = notifyWant{}
+
+// checker resolves a case's symbolic wants against what was prepared.
+type checker struct {
+	t          *testing.T
+	p          prepared
+	before     *lockState
+	tokenBelow int64 // the sequence's last token before the call
+	tokenAbove int64 // and after
+}
+
+func (c checker) token(name string, got *int64, want tok) {
+	c.t.Helper()
+	switch want {
+	case noToken:
+		if got != nil {
+			c.t.Errorf("%s = %d; want NULL", name, *got)
+		}
+		return
+	case drawnToken:
+		if got == nil || *got <= c.tokenBelow || *got > c.tokenAbove {
+			c.t.Errorf("%s = %s; want %s (in (%d, %d])", name, show(got), want, c.tokenBelow, c.tokenAbove)
+		}
+		return
+	}
+	expect := c.p.token
+	if want == keptPrevious {
+		expect = c.p.previousToken
+	}
+	if got == nil || *got != expect {
+		c.t.Errorf("%s = %s; want %s (%d)", name, show(got), want, expect)
+	}
+}
+
+func (c checker) row(got *lockState, w rowWant) {
+	c.t.Helper()
+	switch {
+	case w.untouched:
+		if (got == nil) != (c.before == nil) || got != nil && !reflect.DeepEqual(got.stored(), c.before.stored()) {
+			c.t.Errorf("row changed:\n got %v\nwant %v", deref(got), deref(c.before))
+		}
+		return
+	case w.absent:
+		if got != nil {
+			c.t.Errorf("row %v; want none", *got)
+		}
+		return
+	case got == nil:
+		c.t.Fatalf("no row; want one owned by %s", w.owner)
+	}
+	if got.Owner != w.owner {
+		c.t.Errorf("row owner %q; want %q", got.Owner, w.owner)
+	}
+	c.token("row fence_token", &got.Token, w.token)
+	if w.keptExpiry {
+		if c.before == nil || !got.ExpiresAt.Equal(c.before.ExpiresAt) {
+			c.t.Errorf("row expires_at %v; want it as prepared", got.ExpiresAt)
+		}
+	} else if !w.expires.holds(got.ExpiresIn) {
+		c.t.Errorf("row expires in %v; want within [%v, %v]", got.ExpiresIn, w.expires.lo, w.expires.hi)
+	}
+	if w.ttl != 0 && got.TTL != w.ttl {
+		c.t.Errorf("row ttl %v; want %v", got.TTL, w.ttl)
+	}
+	switch w.released {
+	case notReleased:
+		if got.ReleasedAt != nil {
+			c.t.Errorf("row released at %v; want not released", *got.ReleasedAt)
+		}
+	case stillReleased:
+		if got.ReleasedAt == nil || c.before == nil || !got.ReleasedAt.Equal(*c.before.ReleasedAt) {
+			c.t.Errorf("row released_at %v; want it as prepared", show(got.ReleasedAt))
+		}
+	case releasedNow:
+		if got.ReleasedAgo == nil || !justNow.holds(-*got.ReleasedAgo) {
+			c.t.Errorf("row released %v ago; want released by the call", show(got.ReleasedAgo))
+		}
+	}
+	if got.GrantKind != w.kind {
+		c.t.Errorf("row grant_kind %q; want %q", got.GrantKind, w.kind)
+	}
+	if show(got.PreviousOwner) != orString(w.prevOwner, "NULL") {
+		c.t.Errorf("row previous_owner %s; want %s", show(got.PreviousOwner), orString(w.prevOwner, "NULL"))
+	}
+	c.token("row previous_token", got.PreviousToken, w.prevToken)
+	if got.RenewCount != w.renewals {
+		c.t.Errorf("row renew_count %d; want %d", got.RenewCount, w.renewals)
+	}
+	var handed *int64
+	if w.handedTo != "" {
+		id := c.p.waiter(w.handedTo)
+		handed = &id
+	}
+	if show(got.HandedTo) != show(handed) {
+		c.t.Errorf("row handed_to %s; want %s (%s)", show(got.HandedTo), show(handed), orString(w.handedTo, "nobody"))
+	}
+	if !sameJSON(got.Metadata, orString(w.metadata, "{}")) {
+		c.t.Errorf("row metadata %v; want %s", got.Metadata, orString(w.metadata, "{}"))
+	}
+	if w.wakes != nil && (got.WakeIn == nil || !w.wakes.holds(*got.WakeIn)) {
+		c.t.Errorf("row wake_until in %s; want within [%v, %v]", show(got.WakeIn), w.wakes.lo, w.wakes.hi)
+	}
+}
+
+func (c checker) events(got []eventState, want []eventWant) {
+	c.t.Helper()
+	if len(got) != len(want) {
+		c.t.Errorf("%d events %+v; want %d %+v", len(got), got, len(want), want)
+		return
+	}
+	for i, w := range want {
+		g := got[i]
+		name := fmt.Sprintf("event %d (%s)", i, g.Kind)
+		if g.Kind != w.kind || show(g.Owner) != orString(w.owner, "NULL") || g.Actor != w.actor ||
+			show(g.PreviousOwner) != orString(w.prevOwner, "NULL") {
+			c.t.Errorf("%s: kind %s, owner %s, actor %s, previous owner %s; want %s, %s, %s, %s", name,
+				g.Kind, show(g.Owner), g.Actor, show(g.PreviousOwner),
+				w.kind, orString(w.owner, "NULL"), w.actor, orString(w.prevOwner, "NULL"))
+		}
+		c.token(name+" fence_token", g.Token, w.token)
+		c.token(name+" previous_token", g.PreviousToken, w.prevToken)
+		c.detail(name, g.Detail, w.detail)
+	}
+}
+
+func (c checker) detail(name string, got map[string]any, want map[string]any) {
+	c.t.Helper()
+	if len(got) != len(want) {
+		c.t.Errorf("%s detail %v; want the keys of %v", name, got, want)
+		return
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		if ref, isRef := v.(waiterRef); isRef {
+			v = c.p.waiter(string(ref))
+		}
+		if !ok || v != anyValue && !sameJSON(g, v) {
+			c.t.Errorf("%s detail %s = %v; want %v", name, k, g, v)
+		}
+	}
+}
+
+func (c checker) waiters(got []waiterState, want []waiterWant) {
+	c.t.Helper()
+	var owners, wantOwners []string
+	for _, g := range got {
+		owners = append(owners, g.Owner)
+	}
+	for _, w := range want {
+		wantOwners = append(wantOwners, w.owner)
+	}
+	if !slices.Equal(owners, wantOwners) {
+		c.t.Errorf("waiters %v; want %v", owners, wantOwners)
+		return
+	}
+	for i, w := range want {
+		if id, prepared := c.p.waiterIDs[w.owner]; prepared && got[i].ID != id {
+			c.t.Errorf("waiter %s has id %d; want the prepared %d", w.owner, got[i].ID, id)
+		}
+		if w.seenFor != 0 && !about(w.seenFor).holds(got[i].SeenIn) {
+			c.t.Errorf("waiter %s seen for %v more; want about %v", w.owner, got[i].SeenIn, w.seenFor)
+		}
+	}
+}
+
+func (c checker) notifications(got []notification, want []notifyWant, key, schema string, row *lockState) {
+	c.t.Helper()
+	if len(got) != len(want) {
+		c.t.Errorf("notifications %v; want %d: %+v", got, len(want), want)
+		return
+	}
+	for i, w := range want {
+		g := got[i]
+		if w.handOffTo == "" {
+			if g.channel != wakeChannel || g.payload != key {
+				c.t.Errorf("notification %d: %s %q; want %s %q", i, g.channel, g.payload, wakeChannel, key)
+			}
+			continue
+		}
+		if g.channel != handOffChannel {
+			c.t.Errorf("notification %d on %s; want %s", i, g.channel, handOffChannel)
+			continue
+		}
+		c.handOff(g.payload, w, key, schema, row)
+	}
+}
+
+// handOffFields is the documented payload (docs/protocol.md, "The fair
+// queue"), plus the schema that names the namespace.
+var handOffFields = []string{"acquired_us", "expires_us", "key", "kind", "owner", "schema", "token", "ttl_us", "waiter"}
+
+func (c checker) handOff(payload string, w notifyWant, key, schema string, row *lockState) {
+	c.t.Helper()
+	var fields map[string]any
+	var h handOff
+	if err := json.Unmarshal([]byte(payload), &fields); err != nil {
+		c.t.Fatalf("hand-off payload %q: %v", payload, err)
+	}
+	_ = json.Unmarshal([]byte(payload), &h)
+	var names []string
+	for k := range fields {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, handOffFields) {
+		c.t.Errorf("hand-off payload fields %v; want %v", names, handOffFields)
+	}
+	c.token("hand-off token", &h.Token, drawnToken)
+	if h.Schema != schema || h.Key != key || h.Waiter != c.p.waiter(w.handOffTo) || h.Owner != w.handOffTo || h.Kind != w.kind {
+		c.t.Errorf("hand-off %+v; want schema %s, key %s, waiter %d, owner %s, kind %s",
+			h, schema, key, c.p.waiter(w.handOffTo), w.handOffTo, w.kind)
+	}
+	if h.TTLUS != w.ttl.Microseconds() || h.ExpiresUS-h.AcquiredUS != w.window.Microseconds() {
+		c.t.Errorf("hand-off ttl_us %d, window %d µs; want %d, %d", h.TTLUS, h.ExpiresUS-h.AcquiredUS,
+			w.ttl.Microseconds(), w.window.Microseconds())
+	}
+	if row != nil && (row.Token != h.Token || row.ExpiresAt.UnixMicro() != h.ExpiresUS || row.AcquiredAt.UnixMicro() != h.AcquiredUS) {
+		c.t.Errorf("hand-off token %d, acquired %d, expires %d µs; the row has %d, %d, %d", h.Token,
+			h.AcquiredUS, h.ExpiresUS, row.Token, row.AcquiredAt.UnixMicro(), row.ExpiresAt.UnixMicro())
+	}
+}
+
+func sameJSON(got any, want any) bool {
+	if s, ok := want.(string); ok {
+		var v any
+		if json.Unmarshal([]byte(s), &v) == nil {
+			want = v
+		}
+	}
+	a, _ := json.Marshal(got)
+	b, _ := json.Marshal(want)
+	return string(a) == string(b)
+}
+
+func show[T any](p *T) string {
+	if p == nil {
+		return "NULL"
+	}
+	return fmt.Sprint(*p)
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// asDuration reads an interval column of a result read with pgx.RowToMap.
+func asDuration(v any) (time.Duration, bool) {
+	iv, ok := v.(pgtype.Interval)
+	if !ok || !iv.Valid || iv.Months != 0 {
+		return 0, false
+	}
+	return time.Duration(iv.Microseconds)*time.Microsecond + time.Duration(iv.Days)*24*time.Hour, true
+}

@@ -1,0 +1,140 @@
+package protocol_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// acquireArgs are distributed_lock_acquire's arguments but the key; zero
+// values are the defaults (NULL, false).
+type acquireArgs struct {
+	owner     string
+	ttl       time.Duration
+	metadata  string
+	actor     string
+	detail    string
+	logGrants bool
+}
+
+func (a acquireArgs) call(key string, _ prepared) (string, []any) {
+	return `SELECT * FROM distributed_lock_acquire(key => $1, owner => $2, ttl_us => $3,
+		lease_metadata => $4::jsonb, event_actor => $5, event_detail => $6::jsonb, log_grants => $7)`,
+		[]any{key, a.owner, a.ttl.Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants}
+}
+
+// keyOf is a case's key when it must be a given one (a bad one).
+func keyOf(s string) *string { return &s }
+
+// null is s, or SQL NULL for "".
+func null(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func TestAcquire(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_acquire")
+	mine := acquireArgs{owner: me, ttl: time.Minute}
+	logged := acquireArgs{owner: me, ttl: time.Minute, actor: "svc", detail: `{"job": 7}`, logGrants: true}
+	withTTL := func(a acquireArgs, d time.Duration) acquireArgs { a.ttl = d; return a }
+	grant := func(kind, from string, fromToken tok) rowWant {
+		w := grantTo(me, kind, time.Minute, fromToken)
+		w.prevOwner = from
+		return w
+	}
+	held := func(owner string) want {
+		return want{outcome: "held", owner: owner, token: keptToken, remaining: &span{50*time.Second - slack, 50 * time.Second}, row: untouched}
+	}
+	queuedWant := func(owner string, left span, ws ...string) want {
+		return want{outcome: "queued", owner: owner, token: keptToken, remaining: &left, row: untouched, waiters: waiters(ws...)}
+	}
+	f.run(t, []fnCase{
+		{name: "no row", state: noRow(), call: mine.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: grantTo(me, "acquired", time.Minute, noToken)}},
+		{name: "no row, logged", state: noRow(), call: logged.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row:    grantTo(me, "acquired", time.Minute, noToken),
+			events: []eventWant{{kind: "acquired", owner: me, token: drawnToken, actor: "svc", detail: map[string]any{"job": 7}}}}},
+		{name: "no row, metadata", state: noRow(), call: acquireArgs{owner: me, ttl: time.Minute, metadata: `{"pid": 42}`}.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: func() rowWant {
+				w := grantTo(me, "acquired", time.Minute, noToken)
+				w.metadata = `{"pid": 42}`
+				return w
+			}()}},
+		{name: "free", state: free(), call: mine.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: grant("acquired", other, keptToken)}},
+		{name: "free, logged", state: free(), call: logged.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: grant("acquired", other, keptToken),
+			events: []eventWant{{kind: "acquired", owner: me, token: drawnToken, actor: "svc",
+				prevOwner: other, prevToken: keptToken, detail: map[string]any{"job": 7}}}}},
+		{name: "held by the caller", state: heldBy(me), call: withTTL(mine, 2*time.Minute).call, want: want{
+			outcome: "renewed", owner: me, token: keptToken, remaining: &span{},
+			row: rowWant{owner: me, token: keptToken, expires: about(2 * time.Minute), ttl: 2 * time.Minute,
+				kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious, renewals: 1}}},
+		{name: "held by the caller, logged: a renewal is not logged", state: heldBy(me), call: logged.call, want: want{
+			outcome: "renewed", owner: me, token: keptToken, remaining: &span{},
+			row: rowWant{owner: me, token: keptToken, expires: about(time.Minute), ttl: time.Minute,
+				kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious, renewals: 1}}},
+		{name: "held by another", state: heldBy(other), call: mine.call, want: held(other)},
+		{name: "held by another, logged: a refusal is not logged", state: heldBy(other), call: logged.call, want: held(other)},
+		{name: "expired, another's", state: lapsed(other), call: mine.call, want: want{
+			outcome: "stolen", owner: me, token: drawnToken, remaining: &span{},
+			row: grant("stolen", other, keptToken),
+			events: []eventWant{{kind: "stolen", owner: me, token: drawnToken, actor: me,
+				prevOwner: other, prevToken: keptToken, detail: map[string]any{}}}}},
+		{name: "expired, the caller's own: a new grant, not a revival", state: lapsed(me), call: mine.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: grant("acquired", me, keptToken)}},
+		{name: "held by another, queued", state: heldBy(other).queued(w1), call: mine.call, want: func() want {
+			w := held(other)
+			w.waiters = waiters(w1)
+			return w
+		}()},
+		{name: "held by the caller, queued", state: heldBy(me).queued(w1), call: mine.call, want: want{
+			outcome: "renewed", owner: me, token: keptToken, remaining: &span{},
+			row: rowWant{owner: me, token: keptToken, expires: about(time.Minute), ttl: time.Minute,
+				kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious, renewals: 1, wakes: &span{0, time.Minute}},
+			waiters: waiters(w1)}},
+		{name: "free, queued", state: free().queued(w1, w2), call: mine.call, want: queuedWant(other, about(30*time.Second), w1, w2)},
+		{name: "expired, queued", state: lapsed(other).queued(w1), call: mine.call, want: queuedWant(other, ranOut, w1)},
+		{name: "expired, the caller's own, queued: the queue's", state: lapsed(me).queued(w1), call: mine.call, want: queuedWant(me, ranOut, w1)},
+		{name: "free, its only waiter lapsed", state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: mine.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row:     func() rowWant { w := grant("acquired", other, keptToken); w.wakes = &span{0, time.Minute}; return w }(),
+			waiters: waiters(w1)}},
+		{name: "promised to a waiter", state: promisedTo(w1).queued(w2), call: mine.call, want: want{
+			outcome: "held", owner: w1, token: keptToken, remaining: &span{8*time.Second - slack, 8 * time.Second},
+			row: untouched, waiters: waiters(w2)}},
+		{name: "lapsed hand-off", state: lapsedHandOffTo(w1), call: mine.call, want: want{
+			outcome: "stolen", owner: me, token: drawnToken, remaining: &span{},
+			row: func() rowWant { w := grant("stolen", w1, keptToken); w.wakes = &span{0, time.Minute}; return w }(),
+			events: []eventWant{{kind: "stolen", owner: me, token: drawnToken, actor: me,
+				prevOwner: w1, prevToken: keptToken, detail: map[string]any{}}}}},
+		{name: "lapsed hand-off, queued", state: lapsedHandOffTo(w1).queued(w2), call: mine.call, want: queuedWant(w1, ranOut, w2)},
+
+		{name: "free, the row being changed", state: free(), call: mine.call, during: whileRowLocked, want: want{
+			outcome: "free", owner: other, token: keptToken, remaining: &span{0, 30 * time.Second}, row: untouched}},
+		{name: "expired, the row being changed", state: lapsed(other), call: mine.call, during: whileRowLocked, want: want{
+			outcome: "expired", owner: other, token: keptToken, remaining: &ranOut, row: untouched}},
+		{name: "no row, a first grant by another committing", state: noRow(), call: mine.call, during: whileFirstGrantCommits, want: want{
+			outcome: "busy", row: rowWant{owner: other, token: drawnToken, expires: about(time.Minute), ttl: time.Minute,
+				kind: "acquired", prevOwner: "earlier", prevToken: drawnToken}}},
+
+		{name: "empty key", key: keyOf(""), state: noRow(), call: mine.call, want: want{err: "23514"}},
+		{name: "key of 256 bytes", key: keyOf(strings.Repeat("k", 256)), state: noRow(), call: mine.call, want: want{err: "23514"}},
+		{name: "key not UTF-8", key: keyOf("k\xff"), state: noRow(), call: mine.call, want: want{err: "22021"}},
+		{name: "empty owner", state: free(), call: acquireArgs{owner: "", ttl: time.Minute}.call, want: want{err: "23514"}},
+		{name: "owner of 256 bytes", state: free(), call: acquireArgs{owner: strings.Repeat("o", 256), ttl: time.Minute}.call, want: want{err: "23514"}},
+		{name: "zero TTL", state: free(), call: withTTL(mine, 0).call, want: want{err: "23514"}},
+		{name: "negative TTL", state: noRow(), call: withTTL(mine, -time.Second).call, want: want{err: "23514"}},
+		{name: "negative TTL, held by the caller", state: heldBy(me), call: withTTL(mine, -time.Second).call, want: want{err: "23514"}},
+		{name: "metadata an array", state: free(), call: acquireArgs{owner: me, ttl: time.Minute, metadata: `[1]`}.call, want: want{err: "23514"}},
+	})
+}

@@ -1,0 +1,117 @@
+package protocol_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// enqueueArgs are distributed_lock_enqueue's arguments but the key; zero
+// values are a minute's lease, a ten-second claim window, a record seen for
+// thirty seconds, and the defaults.
+type enqueueArgs struct {
+	owner            string
+	ttl, claim, seen time.Duration
+	metadata         string
+	actor, detail    string
+	logGrants        bool
+}
+
+func (a enqueueArgs) call(key string, _ prepared) (string, []any) {
+	return `SELECT * FROM distributed_lock_enqueue(key => $1, owner => $2, ttl_us => $3, claim_us => $4,
+		seen_for_us => $5, lease_metadata => $6::jsonb, event_actor => $7, event_detail => $8::jsonb,
+		log_grants => $9)`,
+		[]any{key, a.owner, or(a.ttl, time.Minute).Microseconds(), or(a.claim, 10*time.Second).Microseconds(),
+			or(a.seen, 30*time.Second).Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants}
+}
+
+func TestEnqueue(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_enqueue")
+	mine := enqueueArgs{owner: me}
+	asking := enqueueArgs{owner: me, ttl: 2 * time.Minute, claim: 5 * time.Second, metadata: `{"pid": 42}`, actor: "svc", logGrants: true}
+	granted := func(outcome string, row rowWant, events ...eventWant) want {
+		token := drawnToken
+		if outcome == "renewed" {
+			token = keptToken
+		}
+		return want{outcome: outcome, owner: me, token: token, remaining: &span{}, row: row, events: events, check: dbNowReturned}
+	}
+	// queuedBehind: the caller's record is at the back, the row is
+	// the holder's, and releases keep handing off for twice seen_for.
+	queuedBehind := func(holder string, token tok, row rowWant, ahead ...string) want {
+		return want{outcome: "queued", owner: holder, token: token, waiterID: me, row: row,
+			waiters: append(waiters(ahead...), waiterWant{owner: me, seenFor: 30 * time.Second}), check: dbNowReturned}
+	}
+	heldRow := rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
+		prevOwner: "earlier", prevToken: keptPrevious, wakes: &span{time.Minute - slack, time.Minute}}
+	f.run(t, []fnCase{
+		{name: "no row", state: noRow(), call: mine.call, want: granted("acquired", grantTo(me, "acquired", time.Minute, noToken))},
+		{name: "no row, logged", state: noRow(), call: asking.call, want: granted("acquired",
+			func() rowWant {
+				w := grantTo(me, "acquired", 2*time.Minute, noToken)
+				w.metadata = `{"pid": 42}`
+				return w
+			}(),
+			eventWant{kind: "acquired", owner: me, token: drawnToken, actor: "svc", detail: map[string]any{}})},
+		{name: "free", state: free(), call: mine.call, want: granted("acquired",
+			func() rowWant { w := grantTo(me, "acquired", time.Minute, keptToken); w.prevOwner = other; return w }())},
+		{name: "held by the caller", state: heldBy(me), call: mine.call, want: granted("renewed",
+			rowWant{owner: me, token: keptToken, expires: about(time.Minute), ttl: time.Minute, kind: "acquired",
+				prevOwner: "earlier", prevToken: keptPrevious, renewals: 1})},
+		{name: "held by another", state: heldBy(other), call: asking.call, want: func() want {
+			w := queuedBehind(other, keptToken, heldRow)
+			w.check = func(t *testing.T, result map[string]any, p prepared, after observed) {
+				dbNowReturned(t, result, p, after)
+				got := after.waiters[0]
+				if show(got.TTL) != "2m0s" || show(got.Claim) != "5s" || !sameJSON(got.Metadata, `{"pid": 42}`) ||
+					!got.LogGrants || show(got.Actor) != "svc" {
+					t.Errorf("waiter record %+v; want the lease asked for: 2m, claim 5s, {\"pid\": 42}, logged by svc", got)
+				}
+			}
+			return w
+		}()},
+		{name: "held by another, queued", state: heldBy(other).queued(w1), call: mine.call, want: queuedBehind(other, keptToken, untouched, w1)},
+		{name: "promised to a waiter", state: promisedTo(w1), call: mine.call, want: queuedBehind(w1, keptToken, untouched)},
+		{name: "free, queued: handed to the head first", state: free().queued(w1), call: mine.call, want: func() want {
+			w := queuedBehind(w1, drawnToken, handedTo(w1, "acquired", other))
+			w.notify = []notifyWant{handOffTo(w1, "acquired")}
+			return w
+		}()},
+		{name: "expired, another's", state: lapsed(other), call: mine.call, want: granted("stolen",
+			func() rowWant { w := grantTo(me, "stolen", time.Minute, keptToken); w.prevOwner = other; return w }(),
+			eventWant{kind: "stolen", owner: me, token: drawnToken, actor: me, prevOwner: other, prevToken: keptToken, detail: map[string]any{}})},
+		{name: "expired, queued: handed to the head first, a steal", state: lapsed(other).queued(w1), call: mine.call, want: func() want {
+			w := queuedBehind(w1, drawnToken, handedTo(w1, "stolen", other))
+			w.events = []eventWant{grantEvent("stolen", w1, w1, other)}
+			w.notify = []notifyWant{handOffTo(w1, "stolen")}
+			return w
+		}()},
+		{name: "expired, the caller's own, queued: handed to the head", state: lapsed(me).queued(w1), call: mine.call, want: func() want {
+			w := queuedBehind(w1, drawnToken, handedTo(w1, "stolen", me))
+			w.events = []eventWant{grantEvent("stolen", w1, w1, me)}
+			w.notify = []notifyWant{handOffTo(w1, "stolen")}
+			return w
+		}()},
+		{name: "lapsed hand-off, nobody queued", state: lapsedHandOffTo(w1), call: mine.call, want: granted("stolen",
+			func() rowWant {
+				w := grantTo(me, "stolen", time.Minute, keptToken)
+				w.prevOwner, w.wakes = w1, &span{0, time.Minute}
+				return w
+			}(),
+			eventWant{kind: "stolen", owner: me, token: drawnToken, actor: me, prevOwner: w1, prevToken: keptToken, detail: map[string]any{}})},
+
+		{name: "key of 256 bytes", key: keyOf(strings.Repeat("k", 256)), state: noRow(), call: mine.call, want: want{err: "23514"}},
+		{name: "owner of 256 bytes, queued", state: heldBy(other), call: enqueueArgs{owner: strings.Repeat("o", 256)}.call, want: want{err: "23514"}},
+		{name: "negative TTL, free", state: free(), call: enqueueArgs{owner: me, ttl: -time.Microsecond}.call, want: want{err: "23514"}},
+	})
+}
+
+// dbNowReturned: db_now is the database's clock as the call returned.
+func dbNowReturned(t *testing.T, result map[string]any, _ prepared, _ observed) {
+	t.Helper()
+	now, ok := result["db_now"].(time.Time)
+	if !ok || now.IsZero() {
+		t.Errorf("db_now %v; want the database's clock", result["db_now"])
+	}
+}

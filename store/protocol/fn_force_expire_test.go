@@ -1,0 +1,66 @@
+package protocol_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// forceArgs are the arguments of distributed_lock_force_expire and
+// distributed_lock_force_release but the key and token.
+type forceArgs struct {
+	fn     string
+	token  tok
+	actor  string
+	reason string
+}
+
+func (a forceArgs) call(key string, p prepared) (string, []any) {
+	return `SELECT * FROM ` + a.fn + `(key => $1, token => $2, event_actor => $3, reason => $4)`,
+		[]any{key, tokenArg(p, a.token), null(a.actor), null(a.reason)}
+}
+
+// The operator in the tests is the role that migrated, whose name
+// testdb's server gives it.
+func sessionUser(t *testing.T, f *fixture) string {
+	t.Helper()
+	var u string
+	if err := f.db.QueryRow(t.Context(), `SELECT session_user`).Scan(&u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestForceExpire(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_force_expire")
+	op := forceArgs{fn: "distributed_lock_force_expire", token: keptToken, actor: "alice", reason: "stuck job"}
+	anonymous := forceArgs{fn: "distributed_lock_force_expire", token: keptToken}
+	ended := func(row rowWant, actor string, detail map[string]any) want {
+		return want{outcome: "force_expired", owner: other, token: keptToken, row: row,
+			events: []eventWant{{kind: "force_expired", owner: other, token: keptToken, actor: actor, detail: detail}}}
+	}
+	endedNow := rowWant{owner: other, token: keptToken, expires: justNow, ttl: time.Minute,
+		kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious}
+	keptEnd := endedNow
+	keptEnd.expires, keptEnd.keptExpiry = span{}, true
+	notHeld := want{outcome: "not_held", row: untouched}
+	f.run(t, []fnCase{
+		{name: "no row", state: noRow(), call: op.call, want: notHeld},
+		{name: "free", state: free(), call: op.call, want: notHeld},
+		{name: "held", state: heldBy(other), call: op.call, want: ended(endedNow, "alice", map[string]any{"reason": "stuck job"})},
+		{name: "held, no actor or reason: the session's role", state: heldBy(other), call: anonymous.call,
+			want: ended(endedNow, sessionUser(t, f), map[string]any{})},
+		{name: "held, an older token", state: heldBy(other), call: forceArgs{fn: op.fn, token: keptPrevious}.call, want: notHeld},
+		{name: "expired: its end stays", state: lapsed(other), call: op.call, want: ended(keptEnd, "alice", map[string]any{"reason": "stuck job"})},
+		{name: "queued: a wake-up, no hand-off", state: heldBy(other).queued(w1), call: op.call, want: func() want {
+			row := endedNow
+			row.wakes = &span{0, time.Minute}
+			w := ended(row, "alice", map[string]any{"reason": "stuck job"})
+			w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
+			return w
+		}()},
+		{name: "actor of 256 bytes", state: heldBy(other), call: forceArgs{fn: op.fn, token: keptToken, actor: strings.Repeat("a", 256)}.call,
+			want: want{err: "23514"}},
+	})
+}

@@ -1,0 +1,16 @@
+package protocol_test
+
+import "testing"
+
+// A grant is a steal when it ends another owner's unreleased lease.
+func TestGrantKind(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_grant_kind")
+	mine := ruleCall(`distributed_lock_grant_kind(l, $2)`, me)
+	f.run(t, []fnCase{
+		{name: "expired, another's", state: lapsed(other), call: mine, want: is("stolen")},
+		{name: "free, another's last", state: free(), call: mine, want: is("acquired")},
+		{name: "expired, the caller's own", state: lapsed(me), call: mine, want: is("acquired")},
+		{name: "lapsed hand-off to another", state: lapsedHandOffTo(w1), call: mine, want: is("stolen")},
+	})
+}

@@ -1,0 +1,17 @@
+package protocol_test
+
+import "testing"
+
+func TestHeld(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_held")
+	mine := ruleCall(`distributed_lock_held(l, $2, c.ts)`, me)
+	f.run(t, []fnCase{
+		{name: "held by the caller", state: heldBy(me), call: mine, want: is(true)},
+		{name: "held by another", state: heldBy(other), call: mine, want: is(false)},
+		{name: "expired, the caller's own", state: lapsed(me), call: mine, want: is(false)},
+		{name: "free, the caller's last", state: free().with(func(r *lockRow) { r.owner = me }), call: mine, want: is(false)},
+		{name: "promised to the caller", state: promisedTo(me), call: mine, want: is(true)},
+		{name: "lapsed hand-off to the caller", state: lapsedHandOffTo(me), call: mine, want: is(false)},
+	})
+}

@@ -1,0 +1,126 @@
+package protocol_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// pruneKeys is the state every prune case starts from, one key each: rows
+// free or lapsed for two hours or for a minute, a held lease, and its
+// waiters, live, lapsed for 30 s and dead for two minutes.
+var pruneKeys = map[string]state{
+	"free for 2h":   {row: &lockRow{owner: other, expiresIn: -2*time.Hour + time.Second, freedAgo: 2 * time.Hour}},
+	"free for 1m":   {row: &lockRow{owner: other, expiresIn: -time.Minute + time.Second, freedAgo: time.Minute}},
+	"lapsed for 2h": lapsed(other).with(func(r *lockRow) { r.expiresIn = -2 * time.Hour }),
+	"lapsed for 1m": lapsed(other).with(func(r *lockRow) { r.expiresIn = -time.Minute }),
+	"held": heldBy(other).
+		withWaiter(waiterRow{owner: "live", seenFor: 30 * time.Second}).
+		withWaiter(waiterRow{owner: "lapsed for 30s", seenFor: -30 * time.Second}).
+		withWaiter(waiterRow{owner: "dead for 2m", seenFor: -2 * time.Minute}),
+}
+
+// pruneEvents are events of the held key, this long ago.
+var pruneEvents = []time.Duration{2 * time.Hour, time.Minute}
+
+const (
+	insertEventSQL = `
+INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+VALUES (clock_timestamp() - $2 * interval '1 microsecond', $1, 'acquired', 'other', 1, 'other')`
+	emptySQL = `TRUNCATE distributed_lock, distributed_lock_waiter, distributed_lock_event`
+	pruneSQL = `SELECT * FROM distributed_lock_prune(free_for_us => $1, events_older_us => $2, gate_wait_ms => $3)`
+	// What a grant in flight holds, between drawing a token and writing it.
+	grantGateSQL = `SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)`
+	leftSQL      = `SELECT (SELECT coalesce(array_agg(lock_key ORDER BY lock_key), '{}') FROM distributed_lock),
+		(SELECT coalesce(array_agg(owner_id::text ORDER BY owner_id), '{}') FROM distributed_lock_waiter),
+		(SELECT count(*) FROM distributed_lock_event)`
+)
+
+// Prune deletes across keys, so the cases take turns on a schema of their
+// own, each starting from pruneKeys afresh.
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	f := newIsolatedFixture(t, "distributed_lock_prune")
+	type counts struct{ locks, waiters, events int64 }
+	all := []string{"free for 1m", "free for 2h", "held", "lapsed for 1m", "lapsed for 2h"}
+	allWaiters := []string{"dead for 2m", "lapsed for 30s", "live"}
+	for _, c := range []struct {
+		name          string
+		freeFor       time.Duration
+		eventsOlder   *time.Duration
+		grantInFlight bool
+
+		err         string
+		deleted     counts
+		keys, queue []string // what is left
+		events      int64
+	}{
+		{name: "free for longer than an hour", freeFor: time.Hour,
+			deleted: counts{2, 1, 0}, keys: []string{"free for 1m", "held", "lapsed for 1m"}, queue: []string{"lapsed for 30s", "live"}, events: 2},
+		{name: "free at all", freeFor: 0,
+			deleted: counts{4, 1, 0}, keys: []string{"held"}, queue: []string{"lapsed for 30s", "live"}, events: 2},
+		{name: "and events older than an hour", freeFor: time.Hour, eventsOlder: ptr(time.Hour),
+			deleted: counts{2, 1, 1}, keys: []string{"free for 1m", "held", "lapsed for 1m"}, queue: []string{"lapsed for 30s", "live"}, events: 1},
+		{name: "a grant in flight past gate_wait_ms: nothing", freeFor: 0, eventsOlder: ptr(time.Duration(0)), grantInFlight: true,
+			err: "55P03", keys: all, queue: allWaiters, events: 2},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			if _, err := f.db.Exec(ctx, emptySQL); err != nil {
+				t.Fatal(err)
+			}
+			for key, s := range pruneKeys {
+				prepare(t, f.db, key, s)
+			}
+			for _, ago := range pruneEvents {
+				if _, err := f.db.Exec(ctx, insertEventSQL, "held", ago.Microseconds()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if c.grantInFlight {
+				tx, err := f.db.Begin(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = tx.Rollback(ctx) }()
+				if _, err := tx.Exec(ctx, grantGateSQL); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var older any
+			if c.eventsOlder != nil {
+				older = c.eventsOlder.Microseconds()
+			}
+			var got counts
+			err := f.db.QueryRow(ctx, pruneSQL, c.freeFor.Microseconds(), older, 1).Scan(&got.locks, &got.waiters, &got.events)
+			var pgErr *pgconn.PgError
+			switch {
+			case c.err != "":
+				if !errors.As(err, &pgErr) || pgErr.Code != c.err {
+					t.Fatalf("prune: %v; want SQLSTATE %s", err, c.err)
+				}
+				if !slices.Contains(documentedErrors(t), c.err) {
+					t.Errorf("SQLSTATE %s is not in docs/protocol.md's Errors table", c.err)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case got != c.deleted:
+				t.Errorf("deleted %+v; want %+v", got, c.deleted)
+			}
+			var keys, queue []string
+			var events int64
+			if err := f.db.QueryRow(ctx, leftSQL).Scan(&keys, &queue, &events); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(keys, c.keys) || !slices.Equal(queue, c.queue) || events != c.events {
+				t.Errorf("left keys %v, waiters %v, %d events; want %v, %v, %d", keys, queue, events, c.keys, c.queue, c.events)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,49 @@
+package protocol_test
+
+import (
+	"testing"
+	"time"
+)
+
+// leaveArgs: the waiter (by owner) that leaves, and the release's event.
+type leaveArgs struct {
+	waiter     string
+	logRelease bool
+	actor      string
+}
+
+func (a leaveArgs) call(key string, p prepared) (string, []any) {
+	return `SELECT distributed_lock_waiter_leave(key => $1, id => $2, log_release => $3, event_actor => $4) AS result`,
+		[]any{key, p.waiter(a.waiter), a.logRelease, null(a.actor)}
+}
+
+func TestWaiterLeave(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_waiter_leave")
+	mine := leaveArgs{waiter: me}
+	// givenBack is a lease handed to the caller, released unclaimed.
+	givenBack := func(expiry rowWant) rowWant {
+		expiry.owner, expiry.token, expiry.ttl, expiry.released = me, keptToken, time.Minute, releasedNow
+		expiry.kind, expiry.prevOwner, expiry.prevToken, expiry.handedTo = "acquired", "earlier", keptPrevious, me
+		expiry.keptExpiry, expiry.wakes = true, &span{0, time.Minute}
+		return expiry
+	}
+	f.run(t, []fnCase{
+		{name: "queued", state: heldBy(other).queued(me), call: mine.call, want: want{outcome: "left", row: untouched}},
+		{name: "queued behind another", state: heldBy(other).queued(w1, me), call: mine.call, want: want{
+			outcome: "left", row: untouched, waiters: waiters(w1)}},
+		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "none", row: untouched}},
+		{name: "held by another, the record gone", state: heldBy(other), call: mine.call, want: want{outcome: "none", row: untouched}},
+		{name: "promised to the caller, nobody queued: released, a wake-up", state: promisedTo(me), call: mine.call, want: want{
+			outcome: "passed_on", row: givenBack(rowWant{}), notify: []notifyWant{wakeUp}}},
+		{name: "promised to the caller, logged", state: promisedTo(me), call: leaveArgs{waiter: me, logRelease: true, actor: "svc"}.call, want: want{
+			outcome: "passed_on", row: givenBack(rowWant{}), notify: []notifyWant{wakeUp},
+			events: []eventWant{{kind: "released", owner: me, token: keptToken, actor: "svc", detail: map[string]any{"unclaimed": true}}}}},
+		{name: "promised to the caller, queued: handed to the next", state: promisedTo(me).queued(w2), call: mine.call, want: want{
+			outcome: "passed_on", row: handedTo(w2, "acquired", me), notify: []notifyWant{handOffTo(w2, "acquired")}}},
+		{name: "promised to the caller, claimed: kept", state: promisedTo(me).with(func(r *lockRow) { r.renewals = 1 }), call: mine.call, want: want{
+			outcome: "none", row: untouched}},
+		{name: "lapsed hand-off to the caller: released", state: lapsedHandOffTo(me), call: mine.call, want: want{
+			outcome: "passed_on", row: givenBack(rowWant{}), notify: []notifyWant{wakeUp}}},
+	})
+}

@@ -1,0 +1,64 @@
+package protocol_test
+
+import (
+	"testing"
+	"time"
+)
+
+// pollArgs: the waiter (by owner) that polls, and how long its record must
+// stay live.
+type pollArgs struct {
+	waiter string
+	seen   time.Duration
+}
+
+func (a pollArgs) call(key string, p prepared) (string, []any) {
+	return `SELECT * FROM distributed_lock_waiter_poll(key => $1, id => $2, seen_for_us => $3)`,
+		[]any{key, p.waiter(a.waiter), a.seen.Microseconds()}
+}
+
+func TestWaiterPoll(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_waiter_poll")
+	mine := pollArgs{waiter: me, seen: 45 * time.Second}
+	heldRow := rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
+		prevOwner: "earlier", prevToken: keptPrevious}
+	stillQueued := func(holder string, token tok, row rowWant, ahead ...string) want {
+		return want{outcome: "queued", owner: holder, token: token, waiterID: me, row: row,
+			waiters: append(waiters(ahead...), waiterWant{owner: me, seenFor: 45 * time.Second}), check: dbNowReturned}
+	}
+	handedHere := func(kind, from string) want {
+		return want{outcome: kind, owner: me, token: drawnToken, waiterID: me, remaining: &span{10*time.Second - slack, 10 * time.Second},
+			row: handedTo(me, kind, from), notify: []notifyWant{handOffTo(me, kind)}, check: dbNowReturned}
+	}
+	f.run(t, []fnCase{
+		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "gone", row: untouched}},
+		{name: "held by another, queued", state: heldBy(other).queued(me), call: mine.call, want: stillQueued(other, keptToken, untouched)},
+		{name: "held by another, queued, the wake-up running out", state: heldBy(other).with(func(r *lockRow) { r.wakeFor = 5 * time.Second }).queued(me),
+			call: mine.call, want: func() want {
+				row := heldRow
+				row.wakes = &span{90*time.Second - slack, 90 * time.Second}
+				return stillQueued(other, keptToken, row)
+			}()},
+		{name: "held by another, the record gone", state: heldBy(other), call: mine.call, want: want{
+			outcome: "gone", owner: other, token: keptToken, waiterID: me, row: untouched}},
+		{name: "promised to the caller", state: promisedTo(me).queued(w2), call: mine.call, want: want{
+			outcome: "acquired", owner: me, token: keptToken, waiterID: me, remaining: &span{8*time.Second - slack, 8 * time.Second},
+			row: untouched, waiters: waiters(w2)}},
+		{name: "promised to the caller as a steal", state: promisedTo(me).with(func(r *lockRow) { r.kind = "stolen" }), call: mine.call, want: want{
+			outcome: "stolen", owner: me, token: keptToken, waiterID: me, remaining: &span{8*time.Second - slack, 8 * time.Second}, row: untouched}},
+		{name: "lapsed hand-off to the caller", state: lapsedHandOffTo(me).queued(w2), call: mine.call, want: want{
+			outcome: "gone", owner: me, token: keptToken, waiterID: me, row: untouched, waiters: waiters(w2)}},
+		{name: "free, the caller at the head: handed to it", state: free().queued(me), call: mine.call, want: handedHere("acquired", other)},
+		{name: "expired, the caller at the head: stolen for it", state: lapsed(other).queued(me), call: mine.call, want: func() want {
+			w := handedHere("stolen", other)
+			w.events = []eventWant{grantEvent("stolen", me, me, other)}
+			return w
+		}()},
+		{name: "free, another at the head: handed to it", state: free().queued(w1, me), call: mine.call, want: func() want {
+			w := stillQueued(w1, drawnToken, handedTo(w1, "acquired", other))
+			w.notify = []notifyWant{handOffTo(w1, "acquired")}
+			return w
+		}()},
+	})
+}

@@ -1,0 +1,64 @@
+package protocol_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// A case's during makes the call while another transaction is at a given
+// point; call must be called once.
+type during func(t *testing.T, db *pgxpool.Pool, key string, call func())
+
+// whileRowLocked makes the call while another transaction holds the key's
+// row locked (changing it, say): it is not waited for.
+func whileRowLocked(t *testing.T, db *pgxpool.Pool, key string, call func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT FROM distributed_lock WHERE lock_key = $1 FOR UPDATE`, key); err != nil {
+		t.Fatal(err)
+	}
+	call()
+}
+
+const blockedBySQL = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)))`
+
+// whileFirstGrantCommits makes the call on a key with no row while another
+// transaction's first grant of it is inserting the row: the call waits for
+// that insert, which then commits, granting the key to other.
+func whileFirstGrantCommits(t *testing.T, db *pgxpool.Pool, key string, call func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, insertLockSQL, key, other, time.Minute.Microseconds(), time.Minute.Microseconds(),
+		0, 0, "acquired", "{}", 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); call() }()
+	pid := int32(tx.Conn().PgConn().PID())
+	testdb.Eventually(t, 10*time.Second, "the call waiting for the first grant's insert", func() bool {
+		var blocked bool
+		if err := db.QueryRow(ctx, blockedBySQL, pid).Scan(&blocked); err != nil {
+			t.Fatal(err)
+		}
+		return blocked
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}

@@ -1,0 +1,205 @@
+package protocol_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The owners a case names: the caller, the holder it contends with, and the
+// queued waiters.
+const (
+	me    = "me"
+	other = "other"
+	w1    = "w1"
+	w2    = "w2"
+)
+
+// lockRow is a key's distributed_lock row as a case prepares it. Durations
+// are offsets from the database's clock when the row is written.
+type lockRow struct {
+	owner     string
+	expiresIn time.Duration // expires_at − now; ≤ 0: the lease has run out
+	ttl       time.Duration // the lease length; 0: a minute
+	freedAgo  time.Duration // > 0: released that long ago
+	renewals  int
+	kind      string        // grant_kind; "": acquired
+	handed    bool          // handed_to names a waiter whose record the hand-off consumed
+	wakeFor   time.Duration // wake_until − now; 0: NULL (nobody ever waited)
+	metadata  string        // JSON object; "": {}
+}
+
+// waiterRow is one distributed_lock_waiter row, queued in the order given.
+type waiterRow struct {
+	owner     string
+	seenFor   time.Duration // seen_until − now; ≤ 0: the waiter lapsed
+	ttl       time.Duration // the lease it asks for; 0: a minute
+	claim     time.Duration // its claim window; 0: ten seconds
+	waitedFor time.Duration // waiting_since = now − waitedFor
+	logGrants bool
+	actor     string // "": NULL
+	metadata  string // "": {}
+}
+
+// state is what a key holds before the call.
+type state struct {
+	row     *lockRow
+	waiters []waiterRow
+}
+
+// The states that matter, by name.
+func noRow() state { return state{} }
+
+func free() state {
+	return state{row: &lockRow{owner: other, expiresIn: 30 * time.Second, freedAgo: time.Second}}
+}
+
+func heldBy(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: 50 * time.Second}}
+}
+
+func lapsed(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: -time.Second}}
+}
+
+// promisedTo is a key a release handed to waiter owner, whose claim window
+// (ten seconds) still runs; lapsedHandOffTo is one whose window ran out
+// unclaimed.
+func promisedTo(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: 8 * time.Second, handed: true, wakeFor: time.Minute}}
+}
+
+func lapsedHandOffTo(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: -time.Second, handed: true, wakeFor: time.Minute}}
+}
+
+// queued adds live waiters (owners, in queue order) and the row's
+// wake_until that keeps releases handing off to them.
+func (s state) queued(owners ...string) state {
+	for _, o := range owners {
+		s.waiters = append(s.waiters, waiterRow{owner: o, seenFor: 30 * time.Second, waitedFor: 2 * time.Second})
+	}
+	return s.waking()
+}
+
+// withWaiter adds one waiter as given (a lapsed one, one that logs grants).
+func (s state) withWaiter(w waiterRow) state {
+	s.waiters = append(s.waiters, w)
+	return s.waking()
+}
+
+func (s state) waking() state {
+	if s.row != nil && s.row.wakeFor == 0 {
+		r := *s.row
+		r.wakeFor = time.Minute
+		s.row = &r
+	}
+	return s
+}
+
+// with changes the prepared row.
+func (s state) with(change func(*lockRow)) state {
+	r := *s.row
+	change(&r)
+	s.row = &r
+	return s
+}
+
+// prepared is what prepare wrote: the row's token and previous token (drawn
+// from the token sequence, so later grants must draw larger ones) and the
+// waiter ids.
+type prepared struct {
+	token, previousToken int64
+	handedTo             int64 // the waiter id a promised row names
+	waiterIDs            map[string]int64
+}
+
+// waiter is the id of the prepared waiter owner, or of the consumed waiter
+// a promised row names.
+func (p prepared) waiter(owner string) int64 {
+	if id, ok := p.waiterIDs[owner]; ok {
+		return id
+	}
+	return p.handedTo
+}
+
+// Every column of the tables a case prepares is named here, once.
+const (
+	insertLockSQL = `
+WITH c AS (SELECT clock_timestamp() AS now, nextval('distributed_lock_fence_seq') AS prev),
+     t AS (SELECT c.*, nextval('distributed_lock_fence_seq') AS token FROM c)
+INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at,
+    renewed_at, renew_count, released_at, grant_kind, previous_owner, previous_token,
+    metadata, wake_until, handed_to)
+SELECT $1, $2, t.token, t.now + $3 * interval '1 microsecond', $4 * interval '1 microsecond',
+       t.now + ($3 - $4) * interval '1 microsecond',
+       CASE WHEN $6::int > 0 THEN t.now - interval '1 second' END, $6::int,
+       CASE WHEN $5::bigint > 0 THEN t.now - $5 * interval '1 microsecond' END,
+       $7, 'earlier', t.prev, $8::jsonb,
+       CASE WHEN $9::bigint <> 0 THEN t.now + $9 * interval '1 microsecond' END, $10
+FROM t
+RETURNING fence_token, previous_token`
+	insertWaiterSQL = `
+INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl,
+    claim_window, metadata, log_grants, actor)
+VALUES ($1, $2, clock_timestamp() - $3 * interval '1 microsecond',
+        clock_timestamp() + $4 * interval '1 microsecond', $5 * interval '1 microsecond',
+        $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''))
+RETURNING waiter_id`
+	// A waiter id as the queue would have drawn it, for a hand-off whose
+	// waiter record is consumed.
+	drawWaiterIDSQL = `SELECT nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'))`
+)
+
+// prepare writes s for key.
+func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
+	t.Helper()
+	ctx := context.Background()
+	p := prepared{waiterIDs: map[string]int64{}}
+	if r := s.row; r != nil {
+		if r.handed {
+			if err := db.QueryRow(ctx, drawWaiterIDSQL).Scan(&p.handedTo); err != nil {
+				t.Fatalf("draw a waiter id: %v", err)
+			}
+		}
+		var handed *int64
+		if r.handed {
+			handed = &p.handedTo
+		}
+		err := db.QueryRow(ctx, insertLockSQL, key, r.owner, r.expiresIn.Microseconds(),
+			or(r.ttl, time.Minute).Microseconds(), r.freedAgo.Microseconds(), r.renewals,
+			orString(r.kind, "acquired"), orString(r.metadata, "{}"), r.wakeFor.Microseconds(), handed,
+		).Scan(&p.token, &p.previousToken)
+		if err != nil {
+			t.Fatalf("prepare the row of %q: %v", key, err)
+		}
+	}
+	for _, w := range s.waiters {
+		var id int64
+		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),
+			w.seenFor.Microseconds(), or(w.ttl, time.Minute).Microseconds(),
+			or(w.claim, 10*time.Second).Microseconds(), orString(w.metadata, "{}"), w.logGrants, w.actor,
+		).Scan(&id)
+		if err != nil {
+			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)
+		}
+		p.waiterIDs[w.owner] = id
+	}
+	return p
+}
+
+func or(d, fallback time.Duration) time.Duration {
+	if d == 0 {
+		return fallback
+	}
+	return d
+}
+
+func orString(s, fallback string) string {
+	if s == "" {
+		return fallback
+	}
+	return s
+}
