@@ -181,9 +181,6 @@ func TestProtocolDocMatchesFunctions(t *testing.T) {
 	}
 	docs := docFunctions(t)
 	for _, fn := range fns {
-		if notProtocol[fn.Name] {
-			continue
-		}
 		d, ok := docs[fn.Name]
 		if !ok {
 			t.Errorf("%s is not on docs/protocol.md", fn.Name)
@@ -217,10 +214,6 @@ func TestProtocolDocMatchesFunctions(t *testing.T) {
 		t.Errorf("docs/protocol.md shows %s, which the schema does not have", name)
 	}
 }
-
-// notProtocol lists the schema's functions that are no part of the
-// protocol: readers kept for binaries outside it.
-var notProtocol = map[string]bool{"distributed_lock_has_waiters": true}
 
 func testFile(fn string) string {
 	return "fn_" + strings.TrimPrefix(fn, "distributed_lock_") + "_test.go"
