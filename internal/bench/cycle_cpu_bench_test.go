@@ -48,7 +48,10 @@ func BenchmarkCycleCPU(b *testing.B) {
 			return lockerSeries(SeriesLockerLogged, newBenchLocker(b, locker.Config{LogGrants: true}), tg.pool, chk)
 		}},
 		{SeriesStatements, func(chk *checker) series {
-			return statementsSeries(stmtLocker{pool: tg.pool, ttl: 30 * time.Second}, chk)
+			return tokenLockSeries(SeriesStatements, stmtLocker{pool: tg.pool, ttl: 30 * time.Second}, chk)
+		}},
+		{SeriesFloorFunction, func(chk *checker) series {
+			return tokenLockSeries(SeriesFloorFunction, floorFunc{pool: tg.pool, ttl: 30 * time.Second}, chk)
 		}},
 	}
 	for _, way := range ways {

@@ -57,15 +57,16 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("\nFloors: one statement is one \"cycle\" (floor-commit: a one-row UPDATE, one commit; floor-select: SELECT 1). " +
 		"A lock cycle is an acquire and a release: two writes.\n\n")
 
-	b.WriteString("| scenario | workers | locker ÷ upsert | locker ÷ reference | locker ÷ one-row UPDATE | upsert ÷ one-row UPDATE | reference ÷ one-row UPDATE | locker ÷ reference-inline | locker-durable ÷ reference | locker-logged ÷ reference | locker ÷ statements |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| scenario | workers | locker ÷ upsert | locker ÷ reference | locker ÷ one-row UPDATE | upsert ÷ one-row UPDATE | reference ÷ one-row UPDATE | locker ÷ reference-inline | locker-durable ÷ reference | locker-logged ÷ reference | locker ÷ statements | locker ÷ floor-function | floor-function ÷ upsert |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range r.Ratios {
-		fmt.Fprintf(&b, "| %s | %d | %s%s | %s%s | %s%s | %s | %s | %s | %s | %s | %s%s |\n", x.Scenario, x.Workers,
+		fmt.Fprintf(&b, "| %s | %d | %s%s | %s%s | %s%s | %s | %s | %s | %s | %s | %s%s | %s | %s |\n", x.Scenario, x.Workers,
 			optRatio(x.LockerOverUpsert), roundRange(x.LockerOverUpsertByRound),
 			optRatio(x.LockerOverReference), roundRange(x.LockerOverReferenceByRound),
 			optRatio(x.LockerOverUpdate), roundRange(x.LockerOverUpdateByRound),
 			optRatio(x.UpsertOverUpdate), optRatio(x.ReferenceOverUpdate),
 			optRatio(x.LockerOverReferenceInline), optRatio(x.DurableOverReference), optRatio(x.LoggedOverReference),
-			optRatio(x.LockerOverStatements), roundRange(x.LockerOverStatementsByRound))
+			optRatio(x.LockerOverStatements), roundRange(x.LockerOverStatementsByRound),
+			optRatio(x.LockerOverFloorFunction), optRatio(x.FloorFunctionOverUpsert))
 	}
 	b.WriteString("\n(each ratio is cycles/s ÷ cycles/s, medians over rounds; ÷ one-row UPDATE divides by single-row " +
 		"UPDATEs/s at the same concurrency, so 0.5 is a cycle as cheap as two of them; " +

@@ -121,7 +121,7 @@ func aggregate(samples []sample, opts Options) []Result {
 	}
 	scenarioRank := map[string]int{ScenarioSolo: 0, ScenarioHot: 1}
 	seriesRank := map[string]int{SeriesReference: 0, SeriesReferenceInline: 1, SeriesUpsert: 2, SeriesLocker: 3,
-		SeriesLockerDurable: 4, SeriesLockerLogged: 5, SeriesStatements: 6, SeriesCommitFloor: 7, SeriesNetFloor: 8}
+		SeriesLockerDurable: 4, SeriesLockerLogged: 5, SeriesStatements: 6, SeriesFloorFunction: 7, SeriesCommitFloor: 8, SeriesNetFloor: 9}
 	slices.SortStableFunc(out, func(a, b Result) int {
 		return cmp.Or(cmp.Compare(scenarioRank[a.Scenario], scenarioRank[b.Scenario]),
 			cmp.Compare(a.Workers, b.Workers),
@@ -249,6 +249,13 @@ type Ratio struct {
 	// (statements.go): what the function call plus those checks cost.
 	LockerOverStatements        float64   `json:"locker_over_statements"`
 	LockerOverStatementsByRound []float64 `json:"locker_over_statements_by_round"`
+	// FloorFunctionOverUpsert is the function floor (floorfunc.go) ÷ the
+	// upsert: how near the upsert a protocol whose writes all go through
+	// SECURITY DEFINER functions can come at all.
+	FloorFunctionOverUpsert float64 `json:"floor_function_over_upsert"`
+	// LockerOverFloorFunction is the locker ÷ the function floor: what the
+	// protocol's own work costs beyond the function calls.
+	LockerOverFloorFunction float64 `json:"locker_over_floor_function"`
 }
 
 func ratios(results []Result, samples []sample) []Ratio {
@@ -284,6 +291,8 @@ func ratios(results []Result, samples []sample) []Ratio {
 		ratio.DurableOverReference = over(SeriesLockerDurable, SeriesReference)
 		ratio.LoggedOverReference = over(SeriesLockerLogged, SeriesReference)
 		ratio.LockerOverStatements, ratio.LockerOverStatementsByRound = over(SeriesLocker, SeriesStatements), byRound(SeriesStatements)
+		ratio.FloorFunctionOverUpsert = over(SeriesFloorFunction, SeriesUpsert)
+		ratio.LockerOverFloorFunction = over(SeriesLocker, SeriesFloorFunction)
 		if r.Scenario == ScenarioSolo {
 			ratio.LockerOverUpdate, ratio.LockerOverUpdateByRound = over(SeriesLocker, SeriesCommitFloor), byRound(SeriesCommitFloor)
 			ratio.UpsertOverUpdate = over(SeriesUpsert, SeriesCommitFloor)

@@ -59,7 +59,7 @@ func Run(ctx context.Context, dsn string, opts Options) (*Report, error) {
 		}
 		lockers[v.name] = lk
 	}
-	for _, name := range []string{SeriesReference, SeriesReferenceInline, SeriesLocker, SeriesLockerDurable, SeriesLockerLogged, SeriesStatements, SeriesUpsert} {
+	for _, name := range []string{SeriesReference, SeriesReferenceInline, SeriesLocker, SeriesLockerDurable, SeriesLockerLogged, SeriesStatements, SeriesUpsert, SeriesFloorFunction} {
 		checkers[name] = newChecker()
 	}
 
@@ -152,7 +152,8 @@ func newLevelSeries(pool *pgxpool.Pool, lockers map[string]*locker.Locker, check
 	for _, name := range []string{SeriesLocker, SeriesLockerDurable, SeriesLockerLogged} {
 		hot = append(hot, lockerSeries(name, lockers[name], pool, checkers[name]))
 	}
-	hot = append(hot, statementsSeries(stmtLocker{pool: pool, ttl: ttl}, checkers[SeriesStatements]))
+	hot = append(hot, tokenLockSeries(SeriesStatements, stmtLocker{pool: pool, ttl: ttl}, checkers[SeriesStatements]),
+		tokenLockSeries(SeriesFloorFunction, floorFunc{pool: pool, ttl: ttl}, checkers[SeriesFloorFunction]))
 	solo := append(slices.Clone(hot), commitFloorSeries(pool), netFloorSeries(pool))
 	return levelSeries{solo: solo, hot: hot}
 }

@@ -19,6 +19,7 @@ const (
 	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
 	SeriesStatements      = "statements"       // the locker's protocol as client statements, without the functions (statements.go)
 	SeriesUpsert          = "upsert"           // the keep-row upsert of the peers (upsert.go)
+	SeriesFloorFunction   = "floor-function"   // a SECURITY DEFINER function doing only the UPDATE, per call (floorfunc.go)
 	SeriesCommitFloor     = "floor-commit"     // one single-row UPDATE (one commit) per round trip
 	SeriesNetFloor        = "floor-select"     // SELECT 1: one round trip, no commit
 )
@@ -74,8 +75,15 @@ func lockerSeries(name string, lk *locker.Locker, pool *pgxpool.Pool, chk *check
 	}}
 }
 
-func statementsSeries(s stmtLocker, chk *checker) series {
-	return series{name: SeriesStatements, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
+// tokenLock is a design whose release names the grant's token too: the
+// statements and the function floor.
+type tokenLock interface {
+	tryAcquire(ctx context.Context, key, owner string) (token int64, err error) // errRefused when held
+	release(ctx context.Context, key, owner string, token int64) (released bool, err error)
+}
+
+func tokenLockSeries(name string, s tokenLock, chk *checker) series {
+	return series{name: name, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
 		token, err := s.tryAcquire(ctx, key, o)
 		if errors.Is(err, errRefused) {

@@ -25,7 +25,8 @@ type target struct {
 
 // benchTablesSQL creates what only the benchmark uses: the reference's
 // table with its four columns and its token sequence, one row per worker
-// for the commit floor, and the upsert's table. Created unqualified, in the run's schema.
+// for the commit floor, the upsert's table, and the function floor's table
+// and functions (pinned to the run's schema). Created unqualified, in the run's schema.
 const benchTablesSQL = `
 CREATE TABLE reference_lock (
     lock_key    varchar(255) PRIMARY KEY,
@@ -35,7 +36,7 @@ CREATE TABLE reference_lock (
 );
 CREATE SEQUENCE reference_lock_seq;
 CREATE TABLE bench_floor (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
-` + upsertTableSQL
+` + upsertTableSQL + floorFuncSQL
 
 const floorRowsSQL = `INSERT INTO bench_floor (id) SELECT generate_series(0, $1::int - 1)`
 
