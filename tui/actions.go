@@ -46,7 +46,7 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	}
 	switch {
 	case key.Matches(msg, k.Renew):
-		m.flash = flash{fmt.Sprintf("renewing %s (token %d)…", safe(row.Key), row.Token), flashInfo}
+		m.flash = flash{fmt.Sprintf("renewing %s (token %s)…", safe(row.Key), token(row.Token)), flashInfo}
 		return m, m.send(actionRequest{kind: actRenew, key: row.Key, owner: row.Owner, token: row.Token, ttl: row.TTL})
 	case key.Matches(msg, k.Expire):
 		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: row.Owner, token: row.Token}
@@ -77,11 +77,11 @@ func nowHolder(l locker.LockInfo) string {
 	owner := safe(l.Owner)
 	switch l.State() {
 	case locker.StateExpired:
-		return fmt.Sprintf("now expired, last held by %s (token %d)", owner, l.Token)
+		return fmt.Sprintf("now expired, last held by %s (token %s)", owner, token(l.Token))
 	case locker.StateFree:
-		return fmt.Sprintf("now free, released by %s (token %d)", owner, l.Token)
+		return fmt.Sprintf("now free, released by %s (token %s)", owner, token(l.Token))
 	default:
-		return fmt.Sprintf("now held by %s (token %d)", owner, l.Token)
+		return fmt.Sprintf("now held by %s (token %s)", owner, token(l.Token))
 	}
 }
 
@@ -99,15 +99,15 @@ func actionResult(msg actionDoneMsg) flash {
 		case c == nil:
 			text = fmt.Sprintf("✗ %s refused: the key has no lock row now — %s", msg.kind, key)
 		case c.Token != msg.token:
-			text = fmt.Sprintf("✗ %s refused: %s — %s changed since you saw token %d",
-				msg.kind, nowHolder(*c), key, msg.token)
+			text = fmt.Sprintf("✗ %s refused: %s — %s changed since you saw token %s",
+				msg.kind, nowHolder(*c), key, token(msg.token))
 		default:
-			text = fmt.Sprintf("✗ %s refused: token %d is %s now — %s", msg.kind, msg.token, c.State(), key)
+			text = fmt.Sprintf("✗ %s refused: token %s is %s now — %s", msg.kind, token(msg.token), c.State(), key)
 		}
 		return flash{text, flashError}
 	case errors.As(msg.err, &held):
-		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %d) for another %s — %s",
-			safe(held.Owner), held.Token, shortDur(held.Remaining), key), flashError}
+		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s — %s",
+			safe(held.Owner), token(held.Token), shortDur(held.Remaining), key), flashError}
 	case errors.Is(msg.err, store.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}
 	case msg.err != nil:
@@ -116,12 +116,12 @@ func actionResult(msg actionDoneMsg) flash {
 	l := msg.lease
 	switch msg.kind {
 	case actAcquire:
-		return flash{fmt.Sprintf("✓ %s %s for %s: token %d, TTL %s", l.Outcome, key, safe(l.Owner), l.Token, shortDur(l.TTL)), flashOK}
+		return flash{fmt.Sprintf("✓ %s %s for %s: token %s, TTL %s", l.Outcome, key, safe(l.Owner), token(l.Token), shortDur(l.TTL)), flashOK}
 	case actRenew:
-		return flash{fmt.Sprintf("✓ renewed %s (token %d) for another %s", key, l.Token, shortDur(l.TTL)), flashOK}
+		return flash{fmt.Sprintf("✓ renewed %s (token %s) for another %s", key, token(l.Token), shortDur(l.TTL)), flashOK}
 	case actExpire:
-		return flash{fmt.Sprintf("✓ force-expired %s (token %d of %s): the next acquirer takes it over", key, l.Token, safe(l.Owner)), flashOK}
+		return flash{fmt.Sprintf("✓ force-expired %s (token %s of %s): the next acquirer takes it over", key, token(l.Token), safe(l.Owner)), flashOK}
 	default:
-		return flash{fmt.Sprintf("✓ force-released %s (token %d of %s): it is free", key, l.Token, safe(l.Owner)), flashOK}
+		return flash{fmt.Sprintf("✓ force-released %s (token %s of %s): it is free", key, token(l.Token), safe(l.Owner)), flashOK}
 	}
 }

@@ -46,12 +46,12 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 		no = s.Button.Render("No (n/esc)")
 	}
 	buttons := lipgloss.JoinHorizontal(lipgloss.Top, no, "  ", yes)
-	fields := []string{field("key", safe(c.key)), field("owner", safe(c.owner)), field("token", fmt.Sprint(c.token))}
+	fields := []string{field("key", safe(c.key)), field("owner", safe(c.owner)), field("token", fmt.Sprintf("%s  (%d)", token(c.token), c.token))}
 	var lines []string
 	if bodyH >= 16 { // room to explain
 		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?"), ""}, fields...),
 			"", s.Muted.Render(c.consequence()),
-			s.Muted.Render(fmt.Sprintf("Nothing happens if token %d is no longer the current grant.", c.token)),
+			s.Muted.Render(fmt.Sprintf("Nothing happens if token %s is no longer the current grant.", token(c.token))),
 			"", buttons)
 	} else { // small terminal: what and which, then the buttons
 		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?")}, fields...), buttons)
@@ -89,6 +89,6 @@ func (m Model) confirmKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 
 func (m Model) confirmed(c confirmModel) (Model, tea.Cmd) {
 	m.confirm = nil
-	m.flash = flash{fmt.Sprintf("%s %s (token %d)…", strings.ToLower(c.verb()), safe(c.key), c.token), flashInfo}
+	m.flash = flash{fmt.Sprintf("%s %s (token %s)…", strings.ToLower(c.verb()), safe(c.key), token(c.token)), flashInfo}
 	return m, m.send(actionRequest{kind: c.kind, key: c.key, owner: c.owner, token: c.token})
 }

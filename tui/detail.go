@@ -135,10 +135,14 @@ func (p *detailPage) content() string {
 	if r.PreviousOwner != nil {
 		grant += fmt.Sprintf(" from %s", safe(*r.PreviousOwner))
 		if r.PreviousToken != nil {
-			grant += fmt.Sprintf(" (token %d)", *r.PreviousToken)
+			grant += " (token " + token(*r.PreviousToken) + ")"
 		}
 	}
-	field("token", fmt.Sprintf("%d", r.Token)+s.Muted.Render("  "+grant))
+	tok := shownToken(r.Token, p.c.seed)
+	if !p.c.seed {
+		tok += s.Muted.Render(fmt.Sprintf("  (%d)", r.Token)) // what scripts and logs carry
+	}
+	field("token", tok+s.Muted.Render("  "+grant))
 	field("expires at", utcFull(r.ExpiresAt)+s.Muted.Render("  database clock"))
 	if p.c.seed {
 		lines = append(lines, "", "  "+s.Muted.Render("The reference service's table records only these; "+

@@ -139,12 +139,12 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 		parts = append(parts, "owner "+safe(*e.Owner))
 	}
 	if e.Token != nil {
-		parts = append(parts, fmt.Sprintf("token %d", *e.Token))
+		parts = append(parts, "token "+token(*e.Token))
 	}
 	if e.PreviousOwner != nil {
 		prev := "from " + safe(*e.PreviousOwner)
 		if e.PreviousToken != nil {
-			prev += fmt.Sprintf(" (token %d)", *e.PreviousToken)
+			prev += " (token " + token(*e.PreviousToken) + ")"
 		}
 		parts = append(parts, prev)
 	}

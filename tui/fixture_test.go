@@ -17,13 +17,16 @@ var t0 = time.Date(2026, 12, 2, 16, 0, 0, 0, time.UTC)
 
 func ptr[T any](v T) *T { return &v }
 
+// tok is count's token in epoch 1, as a server promoted once draws them.
+func tok(count int64) int64 { return 1<<40 | count }
+
 // fixtureRows has a row in every state, a free row with its last holder,
 // waiters, and a key and owner full of terminal escapes.
 func fixtureRows() []lockview.ListedLock {
 	dbNow := t0.Add(-20 * time.Millisecond)
 	row := func(key, owner string, token int64, remaining, ttl, heldFor time.Duration) lockview.ListedLock {
 		return lockview.ListedLock{Lock: store.Lock{
-			Key: key, Owner: owner, Token: token, TTL: ttl, Remaining: remaining, HeldFor: heldFor,
+			Key: key, Owner: owner, Token: tok(token), TTL: ttl, Remaining: remaining, HeldFor: heldFor,
 			ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
 			GrantKind: "acquired", Metadata: map[string]any{"host": "web-1", "pid": 4242},
 		}}
@@ -33,7 +36,7 @@ func fixtureRows() []lockview.ListedLock {
 	billing.RenewCount, billing.RenewedAt = 7, ptr(dbNow.Add(-8*time.Second))
 	expiring := row("cache:warmup", "worker-1:77:0f0f0f0f", 1040, 3*time.Second, 30*time.Second, 27*time.Second)
 	expired := row("reports:daily", "cron-7:1:deadbeef", 997, -95*time.Second, time.Minute, 10*time.Minute)
-	expired.GrantKind, expired.PreviousOwner, expired.PreviousToken = "stolen", ptr("cron-2:9:00000001"), ptr(int64(990))
+	expired.GrantKind, expired.PreviousOwner, expired.PreviousToken = "stolen", ptr("cron-2:9:00000001"), ptr(tok(990))
 	free := row("search:reindex", "indexer:5:cafe0001", 1001, -3*time.Minute, time.Minute, 5*time.Minute)
 	free.ReleasedAt = ptr(dbNow.Add(-3 * time.Minute))
 	evil := row("evil\x1b]2;owned\x07\x1b[2J", "bad\x1b[31mowner", 1043, 4*time.Minute, 5*time.Minute, time.Minute)
@@ -62,10 +65,10 @@ func fixtureSnapshot() Snapshot {
 func fixtureEvents() []lockview.Event {
 	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
 	return []lockview.Event{
-		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockview.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(int64(997)), Actor: "alice@ops"},
-		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockview.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(int64(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
-		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockview.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(int64(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(int64(5)), Actor: "bad\x1b[31mowner"},
-		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: lockview.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(int64(1001)), Actor: "indexer:5:cafe0001"},
+		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockview.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(tok(997)), Actor: "alice@ops"},
+		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockview.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(tok(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
+		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockview.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(tok(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(tok(5)), Actor: "bad\x1b[31mowner"},
+		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: lockview.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(tok(1001)), Actor: "indexer:5:cafe0001"},
 	}
 }
 

@@ -2,13 +2,28 @@ package tui
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
 )
+
+// token is a fencing token as a person reads it: EPOCH·COUNT ("1·25"),
+// what --token accepts back.
+func token(t int64) string { return locker.FormatToken(t) }
+
+// shownToken is token, except on the reference service's table, whose
+// tokens are epoch milliseconds with no epoch and count to split.
+func shownToken(t int64, seed bool) string {
+	if seed {
+		return strconv.FormatInt(t, 10)
+	}
+	return token(t)
+}
 
 // safe makes database text drawable: control and escape sequences become
 // visible escapes (textsafe), never bytes the terminal would act on.

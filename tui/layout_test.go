@@ -225,3 +225,17 @@ func TestActionsFollowRoleCapabilities(t *testing.T) {
 		t.Error("a did not open the acquire form for a role that may hold")
 	}
 }
+
+// The table shows a token as epoch·count, never cut: a long count widens
+// the column at the key's expense.
+func TestTokensReadAsEpochAndCount(t *testing.T) {
+	s := fixtureSnapshot()
+	s.Page.Rows[0].Token = 3<<40 | 123456789012
+	m := withSnapshot(t, testModel(t, Options{}, 120, 35), s)
+	if row := rowLine(t, m, "billing:nightly"); !strings.Contains(row, " 3·123456789012 ") {
+		t.Errorf("token not shown whole as epoch·count: %q", row)
+	}
+	if row := rowLine(t, m, "cache:warmup"); !strings.Contains(row, " 1·1040 ") {
+		t.Errorf("token not shown as epoch·count: %q", row)
+	}
+}

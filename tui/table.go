@@ -146,7 +146,7 @@ func contains(list []string, s string) bool {
 // tableView draws the column titles and the visible rows.
 func (p *locksPage) tableView() string {
 	cols, wide := tableLayout(p.width)
-	cols = fitTokens(cols, p.page.Rows)
+	cols = fitTokens(cols, p.page.Rows, p.c.seed)
 	s := p.c.styles
 	var b strings.Builder
 	titles := make([]string, len(cols))
@@ -228,7 +228,7 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 				text = fit(safe(r.Owner), c.width)
 			}
 		case "TOKEN":
-			text = fitRight(fmt.Sprint(r.Token), c.width)
+			text = fitRight(shownToken(r.Token, p.c.seed), c.width)
 		case "TTL LEFT":
 			cells[i] = p.ttlCell(r, c.width, selected)
 			continue

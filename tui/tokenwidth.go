@@ -1,19 +1,17 @@
 package tui
 
 import (
-	"strconv"
-
 	"github.com/lockctl/lockctl/internal/lockview"
 )
 
-// fitTokens widens the TOKEN column to the longest token among rows, taking
-// the cells from KEY: a token is what an operator types back (renew,
-// release), so it is never cut. Tokens adopted from the reference
-// service's table are epoch milliseconds, 13 digits.
-func fitTokens(cols []column, rows []lockview.ListedLock) []column {
+// fitTokens widens the TOKEN column to the longest token among rows as
+// shown (shownToken), taking the cells from KEY: a token is what an
+// operator types back (renew, release), so it is never cut. Tokens on the
+// reference service's table are epoch milliseconds, 13 digits.
+func fitTokens(cols []column, rows []lockview.ListedLock, seed bool) []column {
 	need := 0
 	for _, r := range rows {
-		need = max(need, len(strconv.FormatInt(r.Token, 10)))
+		need = max(need, width(shownToken(r.Token, seed)))
 	}
 	token, key := -1, -1
 	for i, c := range cols {
