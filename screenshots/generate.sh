@@ -145,6 +145,32 @@ shot events.png
 
 # Quit and wait until the demo has stopped its server and removed its
 # directory (killing tmux earlier would hang up on it mid-shutdown).
-keys q
-deadline=$((SECONDS + 30))
-while t has-session -t demo 2>/dev/null && ((SECONDS < deadline)); do sleep 0.3; done
+quit_demo() {
+	keys q
+	local deadline=$((SECONDS + 30))
+	while t has-session -t demo 2>/dev/null && ((SECONDS < deadline)); do sleep 0.3; done
+}
+quit_demo
+
+# 5. The blocking page, on a smaller cast so every chain fits: beside the
+#    demo's own queues, a chain two waits deep under its root blocker and
+#    a deadlock between two migrators, staged with lockctl acquire on the
+#    demo's server (the header names it; it trusts local connections).
+t new-session -d -s demo -x 120 -y 35 "exec '$work/lockctl' demo --seed $seed --workers 3 --keys 2"
+wait_for 'private demo server.*● live'
+dsn="postgres://postgres@$(screen | sed -nE '1s/^lockctl · ([^ ]+) \(private demo server\).*/\1/p')"
+for hold in deploy:api=ci-runner-7 config:prod=release-bot schema:orders=migrator-a schema:users=migrator-b; do
+	"$work/lockctl" acquire "${hold%%=*}" --owner "${hold#*=}" --ttl 10m --dsn "$dsn" >/dev/null
+done
+waiters=()
+for wait in deploy:api=release-bot config:prod=web-2 config:prod=web-3 schema:users=migrator-a schema:orders=migrator-b; do
+	"$work/lockctl" acquire "${wait%%=*}" --owner "${wait#*=}" --ttl 10m --wait 10m --dsn "$dsn" >/dev/null 2>&1 &
+	waiters+=($!)
+	sleep 2
+done
+sleep 20 # waits long enough to read as waits
+keys b
+wait_for_all 10 'deadlock: migrator-a → migrator-b → migrator-a' 'ci-runner-7 +root blocker'
+shot blocking.png
+kill "${waiters[@]}" 2>/dev/null || true
+quit_demo

@@ -140,7 +140,7 @@ func (p *blockingPage) tree(t lockview.BlockTree) []string {
 			ring = append(ring, safe(o))
 		}
 		head = s.Error.Render("✗ deadlock: "+strings.Join(ring, " → ")) +
-			s.Muted.Render("  (each waits for a key the next holds; none can go on until a lease ends)")
+			s.Muted.Render("  (each waits for a key the next holds)")
 		head += "\n" + s.Error.Render(safe(top.Owner)) + s.Muted.Render("  holds "+heldKeys(top))
 	case lockview.TreeUnheld:
 		head = s.Value.Render(safe(top.Owner)) + "  " + p.waitText(*top.Wait) +
@@ -165,7 +165,7 @@ func (p *blockingPage) branches(lines []string, nodes []lockview.BlockNode, pref
 		line := s.Muted.Render(prefix+elbow) + owner + "  " + p.waitText(*n.Wait)
 		switch {
 		case n.Cycle:
-			line += s.Error.Render("  ↺ back to " + safe(n.Owner) + ": deadlock")
+			line += s.Error.Render("  ↑ back to " + safe(n.Owner) + ": deadlock")
 		case n.Repeat:
 			line += s.Muted.Render("  (its waiters are shown above)")
 		}

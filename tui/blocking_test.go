@@ -43,7 +43,7 @@ func TestBlockingPageReadsTheChains(t *testing.T) {
 		"root-holder  root blocker · holds billing:nightly",
 		"└─ waiter-1  waits ",
 		"✗ deadlock: owner-a → owner-b → owner-a",
-		"↺ back to owner-a: deadlock",
+		"↑ back to owner-a: deadlock",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("blocking page lacks %q:\n%s", want, s)
