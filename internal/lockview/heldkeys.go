@@ -1,0 +1,34 @@
+package lockview
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/store"
+)
+
+// heldKeysSQL reads, in key order, the keys whose lease is live (not
+// released, not past expires_at: store.Lock.State's held and expiring)
+// that start with $1. In key order through the primary key, it stops after
+// $2 rows whatever the size of the table.
+const heldKeysSQL = `
+SELECT l.lock_key
+FROM distributed_lock l
+WHERE starts_with(l.lock_key, $1) AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+ORDER BY l.lock_key
+LIMIT $2`
+
+// HeldKeys lists up to limit held keys that start with prefix, in key
+// order: what shell completion offers for a command that acts on a lease.
+func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]string, error) {
+	rows, err := db.Query(ctx, heldKeysSQL, prefix, limit)
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	return keys, nil
+}

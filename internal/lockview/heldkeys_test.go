@@ -1,0 +1,43 @@
+package lockview_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// HeldKeys offers the keys with a live lease, not the expired or released
+// ones, filtered by prefix and cut at the limit.
+func TestHeldKeys(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	ctx := context.Background()
+	lk := testdb.Locker(t, locker.Config{})
+	for _, key := range []string{"job:b", "job:a", "report", "job:expired"} {
+		testdb.MustAcquire(t, lk, pool, key, "w1")
+	}
+	testdb.ExpireLease(t, pool, "job:expired")
+	if _, err := lk.Release(ctx, pool, testdb.MustAcquire(t, lk, pool, "job:released", "w1")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		prefix string
+		limit  int
+		want   []string
+	}{
+		{"", 10, []string{"job:a", "job:b", "report"}},
+		{"job:", 10, []string{"job:a", "job:b"}},
+		{"job:", 1, []string{"job:a"}},
+		{"nope", 10, nil},
+	}
+	for _, c := range cases {
+		got, err := lockview.HeldKeys(ctx, pool, c.prefix, c.limit)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("HeldKeys(%q, %d) = %q, %v; want %q", c.prefix, c.limit, got, err, c.want)
+		}
+	}
+}
