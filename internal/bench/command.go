@@ -9,80 +9,81 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 )
 
-// Command is `lockctl bench`, for main.go's command table.
-func Command() cli.Command {
-	return cli.Command{
-		Name: "bench",
-		Summary: "measure acquire+release cost: locker vs the reference design, the peers' keep-row upsert, commit and network floors " +
+// Command is `lockctl bench`, for main.go's command tree.
+func Command() *cobra.Command {
+	var o Options
+	var q QueueOptions
+	var asJSON, queueWorker bool
+	var keepaliveLocks int
+	var scenario string
+	var cmd *cobra.Command
+	cmd = &cobra.Command{
+		Use: "bench",
+		Short: "measure acquire+release cost: locker vs the reference design, the peers' keep-row upsert, commit and network floors " +
 			"(a throwaway durable PostgreSQL unless --dsn; see BENCHMARKS.md)",
-		Flags: func(fs *pflag.FlagSet) cli.Action {
-			var o Options
-			var q QueueOptions
-			var asJSON, queueWorker bool
-			var keepaliveLocks int
-			var scenario string
-			fs.IntSliceVar(&o.Workers, "workers", []int{1, 8, 32}, "concurrency levels to measure")
-			cli.DurationVar(fs, &o.Duration, "duration", 2*time.Second, "how long each series runs per round")
-			fs.IntVar(&o.Rounds, "rounds", 3, "rounds; results are medians over rounds")
-			fs.IntVar(&o.HotKeys, "hot-keys", 4, "keys shared by all workers in the contended scenario")
-			fs.IntVar(&keepaliveLocks, "keepalive-locks", 1000, "locks kept alive while measuring client CPU (0: skip)")
-			cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
-			cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
-			fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
-			fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler`: acquire+release cost, "+
-				"many waiters handing one key over against pg_advisory_lock, or lock cycles and one-row UPDATEs through PgBouncer against direct")
-			fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
-			fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
-			cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
-			fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
-			_ = fs.MarkHidden(queueWorkerFlag)
-			return func(ctx context.Context, env cli.Env, _ []string) int {
-				switch {
-				case queueWorker:
-					if err := RunQueueWorker(ctx, os.Stdin, env.Stdout); err != nil {
-						return env.Fail(err)
-					}
-					return cli.ExitOK
-				case scenario == ScenarioPooler:
-					p := PoolerOptions{Duration: o.Duration, Rounds: o.Rounds, Progress: env.Stderr}
-					if fs.Changed("workers") {
-						if len(o.Workers) != 1 {
-							return env.Usagef("--scenario pooler measures one concurrency: give --workers one number")
-						}
-						p.Workers = o.Workers[0]
-					}
-					if !fs.Changed("rounds") {
-						p.Rounds = 0 // the scenario's own default
-					}
-					return runPooler(ctx, env, p, asJSON)
-				case scenario == ScenarioQueue:
-					q.Rounds = o.Rounds
-					if fs.Changed("duration") {
-						q.Duration = o.Duration
-					}
-					q.Progress = env.Stderr
-					return runQueue(ctx, env, q, asJSON)
-				case scenario != ScenarioCycles:
-					return env.Usagef("--scenario must be %s, %s or %s, got %q", ScenarioCycles, ScenarioQueue, ScenarioPooler, scenario)
+		RunE: cli.RunE(func(ctx context.Context, env cli.Env, _ []string) int {
+			switch {
+			case queueWorker:
+				if err := RunQueueWorker(ctx, os.Stdin, env.Stdout); err != nil {
+					return env.Fail(err)
 				}
-				o.KeepaliveLocks = keepaliveLocks
-				if keepaliveLocks == 0 {
-					o.KeepaliveLocks = -1
+				return cli.ExitOK
+			case scenario == ScenarioPooler:
+				p := PoolerOptions{Duration: o.Duration, Rounds: o.Rounds, Progress: env.Stderr}
+				if cmd.Flags().Changed("workers") {
+					if len(o.Workers) != 1 {
+						return env.Usagef("--scenario pooler measures one concurrency: give --workers one number")
+					}
+					p.Workers = o.Workers[0]
 				}
-				if o.Rounds < 1 || o.HotKeys < 1 || keepaliveLocks < 0 || o.KeepaliveFor <= 0 {
-					return env.Usagef("--rounds, --hot-keys and --keepalive-for must be positive, --keepalive-locks not negative")
+				if !cmd.Flags().Changed("rounds") {
+					p.Rounds = 0 // the scenario's own default
 				}
-				o.Progress = env.Stderr
-				return run(ctx, env, o, asJSON)
+				return runPooler(ctx, env, p, asJSON)
+			case scenario == ScenarioQueue:
+				q.Rounds = o.Rounds
+				if cmd.Flags().Changed("duration") {
+					q.Duration = o.Duration
+				}
+				q.Progress = env.Stderr
+				return runQueue(ctx, env, q, asJSON)
+			case scenario != ScenarioCycles:
+				return env.Usagef("--scenario must be %s, %s or %s, got %q", ScenarioCycles, ScenarioQueue, ScenarioPooler, scenario)
 			}
-		},
+			o.KeepaliveLocks = keepaliveLocks
+			if keepaliveLocks == 0 {
+				o.KeepaliveLocks = -1
+			}
+			if o.Rounds < 1 || o.HotKeys < 1 || keepaliveLocks < 0 || o.KeepaliveFor <= 0 {
+				return env.Usagef("--rounds, --hot-keys and --keepalive-for must be positive, --keepalive-locks not negative")
+			}
+			o.Progress = env.Stderr
+			return run(ctx, env, o, asJSON)
+		}),
 	}
+	fs := cmd.Flags()
+	fs.IntSliceVar(&o.Workers, "workers", []int{1, 8, 32}, "concurrency levels to measure")
+	cli.DurationVar(fs, &o.Duration, "duration", 2*time.Second, "how long each series runs per round")
+	fs.IntVar(&o.Rounds, "rounds", 3, "rounds; results are medians over rounds")
+	fs.IntVar(&o.HotKeys, "hot-keys", 4, "keys shared by all workers in the contended scenario")
+	fs.IntVar(&keepaliveLocks, "keepalive-locks", 1000, "locks kept alive while measuring client CPU (0: skip)")
+	cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
+	cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
+	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler`: acquire+release cost, "+
+		"many waiters handing one key over against pg_advisory_lock, or lock cycles and one-row UPDATEs through PgBouncer against direct")
+	fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
+	fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
+	cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
+	fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
+	_ = fs.MarkHidden(queueWorkerFlag)
+	return cmd
 }
 
 // Scenario names for --scenario.

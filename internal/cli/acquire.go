@@ -7,10 +7,31 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
+
+// AcquireCommand is `lockctl acquire KEY`.
+func AcquireCommand() *cobra.Command {
+	var o AcquireOptions
+	cmd := &cobra.Command{
+		Use:        "acquire KEY",
+		Short:      "take KEY for --owner, or renew it if --owner already holds it (exit 3: held by another owner)",
+		SuggestFor: []string{"lock", "take", "get"},
+		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
+			o.Key = args[0]
+			return Acquire(ctx, env, o)
+		}),
+	}
+	fs := cmd.Flags()
+	OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id, printed)")
+	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length")
+	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
+	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	return cmd
+}
 
 // AcquireOptions are acquire's flags and argument.
 type AcquireOptions struct {

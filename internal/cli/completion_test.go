@@ -1,7 +1,9 @@
 package cli_test
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,12 +20,13 @@ var completionCases = []struct {
 	{"lockctl ac", []string{"acquire"}},
 	{"lockctl --dsn postgres://x r", []string{"release", "renew", "run"}},
 	{"lockctl comp", []string{"completion"}},
-	{"lockctl completion ", []string{"bash", "fish", "zsh"}},
+	{"lockctl completion ", []string{"bash", "fish", "powershell", "zsh"}},
 	{"lockctl run k --gr", []string{"--grace"}},
 	{"lockctl acquire k --ow", []string{"--owner"}},
 	{"lockctl help rel", []string{"release"}},
 	{"lockctl bench --qu", nil}, // --queue-worker is hidden
 	{"lockctl grant r --as ", []string{"operator", "service", "viewer"}},
+	{"lockctl ls --state ", []string{"expired", "expiring", "free", "held"}},
 }
 
 func requireShell(t *testing.T, shell string) {
@@ -33,23 +36,51 @@ func requireShell(t *testing.T, shell string) {
 	}
 }
 
-// bashComplete sources `lockctl completion bash` and runs its function for
-// line as bash would, returning COMPREPLY sorted.
-func bashComplete(t *testing.T, line string) []string {
-	t.Helper()
-	prog := `source <("$LOCKCTL" completion bash) || exit 9
+// completionEnv runs the shells with lockctl on PATH, as a user's shell
+// finds it: the scripts call it by the name typed.
+func completionEnv(extra ...string) []string {
+	env := cleanEnv(extra...)
+	env[0] = "PATH=" + filepath.Dir(binary) + string(os.PathListSeparator) + os.Getenv("PATH")
+	return env
+}
+
+// bashProg sources `lockctl completion bash` and runs its function for
+// $LINE as bash does on TAB, printing COMPREPLY.
+// compopt, which sets options of a completion in progress, is a no-op here.
+const bashProg = `source <(lockctl completion bash) || exit 9
+compopt() { :; }
+[[ "$(complete -p lockctl)" == *"-F __start_lockctl"* ]] || { echo "not registered: $(complete -p lockctl)"; exit 8; }
+COMP_LINE="$LINE"; COMP_POINT=${#LINE}; COMP_TYPE=9
 read -ra COMP_WORDS <<< "$LINE"
 [[ "$LINE" == *" " ]] && COMP_WORDS+=("")
 COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-_lockctl_completion
+__start_lockctl
 printf '%s\n' "${COMPREPLY[@]}"`
-	return shellLines(t, "bash", prog, line)
-}
 
-func shellLines(t *testing.T, shell, prog, line string) []string {
+// zshProg sources `lockctl completion zsh` after compinit, checks it is
+// registered for lockctl, and runs its function for $LINE. Outside a
+// completion widget zsh's _describe and _arguments cannot add matches:
+// these stand-ins print what the function hands them.
+const zshProg = `autoload -U compinit && compinit -u -D
+source <(lockctl completion zsh) || exit 9
+[[ "${_comps[lockctl]}" == "_lockctl" ]] || { echo "not registered: ${_comps[lockctl]}"; exit 8; }
+_describe() { local c w; for c in "${completions[@]}"; do w=${c//\\:/$'\0'}; w=${w%%:*}; print -r -- "${w//$'\0'/:}"; done; (( ${#completions} )) }
+_arguments() { : }
+words=(${=LINE})
+[[ "$LINE" == *" " ]] && words+=("")
+CURRENT=${#words}
+_lockctl
+true`
+
+// fishProg loads `lockctl completion fish` and asks fish to complete $LINE.
+const fishProg = `lockctl completion fish | source; or exit 9
+complete -C "$LINE" | string replace -r '\t.*' ''
+true`
+
+func shellLines(t *testing.T, shell, prog, line string, env ...string) []string {
 	t.Helper()
 	cmd := exec.Command(shell, "-c", prog)
-	cmd.Env = cleanEnv("LOCKCTL="+binary, "LINE="+line)
+	cmd.Env = completionEnv(append(env, "LINE="+line)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s completing %q: %v\n%s", shell, line, err, out)
@@ -64,62 +95,139 @@ func shellLines(t *testing.T, shell, prog, line string) []string {
 	return got
 }
 
-func TestBashCompletion(t *testing.T) {
+var completionShells = []struct{ shell, prog string }{
+	{"bash", bashProg}, {"zsh", zshProg}, {"fish", fishProg},
+}
+
+func TestShellCompletion(t *testing.T) {
 	t.Parallel()
-	requireShell(t, "bash")
-	for _, c := range completionCases {
-		if got := bashComplete(t, c.line); !slices.Equal(got, c.want) {
-			t.Errorf("bash completes %q to %q; want %q", c.line, got, c.want)
-		}
+	for _, sh := range completionShells {
+		t.Run(sh.shell, func(t *testing.T) {
+			t.Parallel()
+			requireShell(t, sh.shell)
+			for _, c := range completionCases {
+				if got := shellLines(t, sh.shell, sh.prog, c.line); !slices.Equal(got, c.want) {
+					t.Errorf("%s completes %q to %q; want %q", sh.shell, c.line, got, c.want)
+				}
+			}
+		})
 	}
-	// After run's "--" the words are the command's: bash's own (file)
+	// After run's "--" the words are the command's: the shell's own (file)
 	// completion, not lockctl's.
-	if got := bashComplete(t, "lockctl run k -- "); len(got) != 0 {
+	requireShell(t, "bash")
+	if got := shellLines(t, "bash", bashProg, "lockctl run k -- "); len(got) != 0 {
 		t.Errorf("bash completes after -- to %q; want nothing from lockctl", got)
 	}
 }
 
-// zsh runs the same function through bashcompinit; zsh filters the words
-// by what was typed itself, so each wanted word must be among the offers.
-func TestZshCompletion(t *testing.T) {
+// In every shell, KEY of a lease command completes to the keys held in the
+// database the command line would use ($DATABASE_URL here), and --owner
+// and --token to that key's lease.
+func TestShellCompletionFromDatabase(t *testing.T) {
 	t.Parallel()
-	requireShell(t, "zsh")
-	prog := `autoload -U compinit && compinit -u -D
-source <("$LOCKCTL" completion zsh) || exit 9
-[[ "${_comps[lockctl]}" == "_bash_complete -F _lockctl_completion" ]] || { echo "not registered: ${_comps[lockctl]}"; exit 8; }
-setopt ksharrays
-COMP_WORDS=(${=LINE})
-[[ "$LINE" == *" " ]] && COMP_WORDS+=("")
-COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
-_lockctl_completion
-printf '%s\n' "${COMPREPLY[@]}"`
-	for _, c := range completionCases {
-		got := shellLines(t, "zsh", prog, c.line)
-		for _, w := range c.want {
-			if !slices.Contains(got, w) {
-				t.Errorf("zsh offers %q for %q; want %q among them", got, c.line, w)
+	d := newDB(t)
+	// Leases outlast the test: the shells take their time on a loaded machine.
+	lease := d.json(0, "acquire", "deploy", "--owner", "alice", "--ttl", "1h")
+	d.expect(0, "acquire", "reports", "--owner", "bob", "--ttl", "1h")
+	d.expect(0, "acquire", "stale", "--owner", "carol")
+	d.expireLease("stale")
+	cases := []struct {
+		line string
+		want []string
+	}{
+		{"lockctl release ", []string{"deploy", "reports"}},
+		{"lockctl expire re", []string{"reports"}},
+		{"lockctl renew deploy --owner ", []string{"alice"}},
+		{"lockctl force-release deploy --token ", []string{tokenArg(lease.Token)}},
+	}
+	for _, sh := range completionShells {
+		t.Run(sh.shell, func(t *testing.T) {
+			t.Parallel()
+			requireShell(t, sh.shell)
+			for _, c := range cases {
+				if got := shellLines(t, sh.shell, sh.prog, c.line, "DATABASE_URL="+d.dsn, slowMachine); !slices.Equal(got, c.want) {
+					t.Errorf("%s completes %q to %q; want %q", sh.shell, c.line, got, c.want)
+				}
 			}
-		}
+		})
 	}
 }
 
-func TestFishCompletion(t *testing.T) {
+// slowMachine gives completion's database reads time on a loaded test
+// machine: the default bound (1s) is for a person's shell.
+const slowMachine = "LOCKCTL_COMPLETION_TIMEOUT=30s"
+
+// completions runs `lockctl __complete ARGS`, what every shell's script
+// runs, and returns the words offered (the last line is the directive).
+func completions(t *testing.T, env []string, args ...string) []string {
+	t.Helper()
+	r := runEnv(t, env, append([]string{"__complete"}, args...)...)
+	lines := strings.Split(strings.TrimRight(r.stdout, "\n"), "\n")
+	if r.code != 0 || len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], ":") {
+		t.Fatalf("lockctl __complete %q: %s\nwant exit 0 and a directive line", args, r)
+	}
+	var words []string
+	for _, l := range lines[:len(lines)-1] {
+		word, _, _ := strings.Cut(l, "\t")
+		words = append(words, word)
+	}
+	return words
+}
+
+func TestCompleteHeldKeys(t *testing.T) {
 	t.Parallel()
-	requireShell(t, "fish")
-	prog := `"$LOCKCTL" completion fish | source; or exit 9
-complete -C "$LINE" | string replace -r '\t.*' ''
-true`
-	for _, c := range completionCases {
-		if got := shellLines(t, "fish", prog, c.line); !slices.Equal(got, c.want) {
-			t.Errorf("fish completes %q to %q; want %q", c.line, got, c.want)
+	d := newDB(t)
+	lease := d.json(0, "acquire", "job:b", "--owner", "w1", "--ttl", "1h")
+	d.expect(0, "acquire", "job:a", "--owner", "w2", "--ttl", "1h")
+	d.expect(0, "acquire", "other", "--owner", "w3", "--ttl", "1h")
+	freed := d.json(0, "acquire", "job:freed", "--owner", "w4")
+	d.expect(0, "release", "job:freed", "--owner", "w4", "--token", tokenArg(freed.Token))
+	d.expect(0, "acquire", "job:stale", "--owner", "w5")
+	d.expireLease("job:stale")
+
+	for _, cmd := range []string{"release", "renew", "expire", "force-release"} {
+		if got, want := completions(t, cleanEnv(slowMachine), cmd, "--dsn", d.dsn, ""), []string{"job:a", "job:b", "other"}; !slices.Equal(got, want) {
+			t.Errorf("__complete %s \"\" = %q; want the held keys %q", cmd, got, want)
 		}
+	}
+	env := cleanEnv("DATABASE_URL="+d.dsn, slowMachine)
+	if got, want := completions(t, env, "release", "job:"), []string{"job:a", "job:b"}; !slices.Equal(got, want) {
+		t.Errorf("__complete release job: = %q; want %q", got, want)
+	}
+	if got, want := completions(t, env, "release", "job:b", "--owner", ""), []string{"w1"}; !slices.Equal(got, want) {
+		t.Errorf("__complete release job:b --owner = %q; want %q", got, want)
+	}
+	if got, want := completions(t, env, "renew", "job:b", "--owner", "w1", "--token", ""), []string{tokenArg(lease.Token)}; !slices.Equal(got, want) {
+		t.Errorf("__complete renew job:b --token = %q; want %q", got, want)
+	}
+	if got := completions(t, env, "release", "job:freed", "--token", ""); len(got) != 0 {
+		t.Errorf("__complete release job:freed --token = %q; want nothing: the key is free", got)
+	}
+	if got := completions(t, env, "release", "job:a", "extra"); len(got) != 0 {
+		t.Errorf("__complete after KEY = %q; want nothing", got)
+	}
+}
+
+// With the database unreachable, completion offers nothing and says
+// nothing: an error printed into the line being typed would be worse.
+func TestCompleteUnreachableDatabaseIsSilent(t *testing.T) {
+	t.Parallel()
+	dsn, _ := closedPortDSN(t, "pw")
+	r := runEnv(t, cleanEnv("DATABASE_URL="+dsn), "__complete", "release", "")
+	if r.code != 0 || strings.TrimSpace(r.stdout) != ":4" || strings.Contains(r.stderr, "connect") {
+		t.Fatalf("%s\nwant exit 0, no completions (directive :4 only) and no error", r)
 	}
 }
 
 func TestCompletionUsage(t *testing.T) {
 	t.Parallel()
-	r := run(t, "completion", "powershell")
-	if r.code != 2 || !strings.Contains(r.stderr, `unknown shell "powershell": want one of bash, zsh, fish`) {
+	r := run(t, "completion", "tcsh")
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown shell "tcsh": want one of bash, zsh, fish, powershell`) {
 		t.Fatalf("%s\nwant exit 2 naming the shells", r)
+	}
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		if r := run(t, "completion", shell); r.code != 0 || !strings.Contains(r.stdout, "__complete") {
+			t.Errorf("completion %s: %s\nwant a script that asks lockctl __complete", shell, r)
+		}
 	}
 }

@@ -6,10 +6,33 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
+
+// EventsCommand is `lockctl events [KEY]`.
+func EventsCommand() *cobra.Command {
+	var o EventsOptions
+	cmd := &cobra.Command{
+		Use:        "events [KEY]",
+		Short:      "print the newest events (grants, steals, releases, operator actions, rejected stale writes), of KEY or of every key, oldest first",
+		SuggestFor: []string{"log", "logs", "history"},
+		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
+			if len(args) > 0 {
+				o.Key = args[0]
+			}
+			return Events(ctx, env, o)
+		}),
+	}
+	fs := cmd.Flags()
+	DurationVar(fs, &o.Since, "since", 0, "only events at most this old, e.g. 1h (0: any age)")
+	fs.IntVar(&o.Limit, "limit", 100, "print at most `N` events (the newest)")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
+	return cmd
+}
 
 // EventsOptions are events's flags and argument.
 type EventsOptions struct {

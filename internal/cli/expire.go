@@ -3,8 +3,28 @@ package cli
 import (
 	"context"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockctl/lockctl/locker"
 )
+
+// ExpireCommand is `lockctl expire KEY`.
+func ExpireCommand() *cobra.Command {
+	var o ExpireOptions
+	cmd := &cobra.Command{
+		Use:        "expire KEY",
+		Short:      "force-expire KEY's lease as an operator; only if --token (default: the current one) is still current (exit 4 otherwise)",
+		SuggestFor: []string{"steal", "kill"},
+		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
+			o.Key = args[0]
+			return Expire(ctx, env, o)
+		}),
+	}
+	TokenVar(cmd.Flags(), &o.Token, "token", "token to expire (default: the key's current token)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
+	completeLease(cmd)
+	return cmd
+}
 
 // ExpireOptions are the flags and argument of expire and force-release.
 type ExpireOptions struct {
@@ -20,14 +40,6 @@ type ExpireOptions struct {
 // changed hands meanwhile is left alone and the exit code is 4.
 func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
 	return force(ctx, env, opts, (*locker.Locker).ForceExpire)
-}
-
-// ForceRelease frees a lease as an operator (recorded with env.Actor), as if
-// its holder had released it: waiters are woken and the next acquirer gets a
-// new token. It is fenced by token like Expire (exit 4 when the token given,
-// or the one just read, is no longer the current grant).
-func ForceRelease(ctx context.Context, env Env, opts ExpireOptions) int {
-	return force(ctx, env, opts, (*locker.Locker).ForceRelease)
 }
 
 // forceAction is locker's ForceExpire or ForceRelease.

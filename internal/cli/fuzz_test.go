@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/locker"
@@ -21,10 +22,10 @@ type parsed struct {
 	prune   PruneOptions
 }
 
-// fuzzProgram mirrors main.go's command table, with the same flag helpers
+// fuzzRoot mirrors main.go's command tree, with the same flag helpers
 // and the commands' own argument checks, but actions that record what was
 // parsed instead of connecting.
-func fuzzProgram(out *parsed, stdout, stderr *bytes.Buffer) Program {
+func fuzzRoot(out *parsed, stderr *bytes.Buffer) *cobra.Command {
 	checked := func(name string, check func() error) int {
 		out.cmd = name
 		if err := check(); err != nil {
@@ -32,55 +33,53 @@ func fuzzProgram(out *parsed, stdout, stderr *bytes.Buffer) Program {
 		}
 		return ExitOK
 	}
-	return Program{Name: "lockctl", Stdout: stdout, Stderr: stderr, Commands: []Command{
-		{Name: "ls", Flags: func(fs *pflag.FlagSet) Action {
-			var o LsOptions
-			fs.BoolVar(&o.JSON, "json", false, "")
-			return func(context.Context, Env, []string) int { out.cmd = "ls"; return ExitOK }
-		}},
-		{Name: "acquire", Args: []string{"KEY"}, Flags: func(fs *pflag.FlagSet) Action {
+	command := func(use string, action Action, flags func(fs *pflag.FlagSet)) *cobra.Command {
+		cmd := &cobra.Command{Use: use, RunE: RunE(action)}
+		flags(cmd.Flags())
+		return cmd
+	}
+	var ls LsOptions
+	return configureRoot(&cobra.Command{Use: "lockctl"}, "",
+		command("ls", func(context.Context, Env, []string) int { out.cmd = "ls"; return ExitOK }, func(fs *pflag.FlagSet) {
+			fs.BoolVar(&ls.JSON, "json", false, "")
+		}),
+		command("acquire KEY", func(_ context.Context, _ Env, args []string) int {
+			out.acquire.Key = args[0]
+			return checked("acquire", out.acquire.check)
+		}, func(fs *pflag.FlagSet) {
 			o := &out.acquire
 			OwnerVar(fs, &o.Owner, "owner", "")
 			TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "")
 			DurationVar(fs, &o.Wait, "wait", 0, "")
 			fs.BoolVar(&o.JSON, "json", false, "")
-			return func(_ context.Context, _ Env, args []string) int {
-				o.Key = args[0]
-				return checked("acquire", o.check)
-			}
-		}},
-		{Name: "renew", Args: []string{"KEY"}, Flags: func(fs *pflag.FlagSet) Action {
+		}),
+		command("renew KEY", func(_ context.Context, _ Env, args []string) int {
+			out.lease.Key = args[0]
+			return checked("renew", out.lease.check)
+		}, func(fs *pflag.FlagSet) {
 			o := &out.lease
 			OwnerVar(fs, &o.Owner, "owner", "")
 			TokenVar(fs, &o.Token, "token", "")
 			TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "")
 			fs.BoolVar(&o.JSON, "json", false, "")
 			Required(fs, "owner", "token")
-			return func(_ context.Context, _ Env, args []string) int {
-				o.Key = args[0]
-				return checked("renew", o.check)
-			}
-		}},
-		{Name: "expire", Args: []string{"KEY"}, Flags: func(fs *pflag.FlagSet) Action {
-			o := &out.expire
-			TokenVar(fs, &o.Token, "token", "")
-			fs.BoolVar(&o.JSON, "json", false, "")
-			return func(_ context.Context, _ Env, args []string) int {
-				o.Key = args[0]
-				return checked("expire", o.check)
-			}
-		}},
-		{Name: "prune", Flags: func(fs *pflag.FlagSet) Action {
-			o := &out.prune
-			DurationVar(fs, &o.Older, "older", 24*time.Hour, "")
-			DurationVar(fs, &o.EventsOlder, "events-older", 0, "")
-			return func(context.Context, Env, []string) int { return checked("prune", o.check) }
-		}},
-	}}
+		}),
+		command("expire KEY", func(_ context.Context, _ Env, args []string) int {
+			out.expire.Key = args[0]
+			return checked("expire", out.expire.check)
+		}, func(fs *pflag.FlagSet) {
+			TokenVar(fs, &out.expire.Token, "token", "")
+			fs.BoolVar(&out.expire.JSON, "json", false, "")
+		}),
+		command("prune", func(context.Context, Env, []string) int { return checked("prune", out.prune.check) }, func(fs *pflag.FlagSet) {
+			DurationVar(fs, &out.prune.Older, "older", 24*time.Hour, "")
+			DurationVar(fs, &out.prune.EventsOlder, "events-older", 0, "")
+		}),
+	)
 }
 
 // FuzzParseArgs feeds arbitrary command lines (arguments separated by NUL,
-// which no real argument can contain) through Dispatch. It must never
+// which no real argument can contain) through Execute. It must never
 // panic; it either accepts the line with values the commands can use, or
 // rejects it as a usage error (exit 2) with a message and a hint to --help.
 func FuzzParseArgs(f *testing.F) {
@@ -100,7 +99,7 @@ func FuzzParseArgs(f *testing.F) {
 		}
 		var out parsed
 		var stdout, stderr bytes.Buffer
-		code := Dispatch(context.Background(), fuzzProgram(&out, &stdout, &stderr), args)
+		code := Execute(context.Background(), fuzzRoot(&out, &stderr), Streams{Stdout: &stdout, Stderr: &stderr}, args)
 		switch code {
 		case ExitOK:
 			checkAccepted(t, args, out)

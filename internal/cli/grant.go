@@ -7,11 +7,31 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/store"
 )
+
+// GrantCommand is `lockctl grant ROLE`.
+func GrantCommand() *cobra.Command {
+	var o GrantOptions
+	cmd := &cobra.Command{
+		Use:   "grant ROLE",
+		Short: "give ROLE the least-privilege grants of --as viewer, operator or service on the lock tables (--print: show the SQL)",
+		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
+			o.Role = args[0]
+			return Grant(ctx, env, o)
+		}),
+	}
+	fs := cmd.Flags()
+	EnumVar(fs, &o.Kind, "as", GrantKinds, "grant `set`: viewer (read), operator (read, force, prune) or service (hold locks)")
+	fs.StringVar(&o.Schema, "schema", "", "`schema` of the lock tables (default: the connection's current schema; public with --print)")
+	fs.BoolVar(&o.Print, "print", false, "print the SQL instead of running it")
+	Required(fs, "as")
+	return cmd
+}
 
 // GrantKinds are the values `grant --as` accepts: the grant sets of
 // internal/roles, so a new set needs no second list here.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
@@ -13,49 +14,49 @@ const exitCodesHelp = "Exit codes: 0 done, 1 error, 2 usage, 3 held by another o
 
 const connectionHelp = "Connection: --dsn, else $DATABASE_URL, else libpq's PG* variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...)."
 
-// printUsage writes the program's help: every command with its synopsis,
-// and the global flags with their defaults.
-func (p Program) printUsage(w io.Writer) {
-	fmt.Fprintf(w, "%s: distributed locks in PostgreSQL, watched and operated from a terminal.\n\n", p.Name)
-	fmt.Fprintf(w, "Usage:\n")
-	var global *pflag.FlagSet
-	for _, cmd := range p.Commands {
-		_, own, g, _, _ := p.flagSets(cmd)
-		global = g
-		fmt.Fprintf(w, "  %s\n", p.synopsis(cmd, own))
-		fmt.Fprintf(w, "        %s\n", cmd.Summary)
+// printHelp is every command's help (cobra's HelpFunc): for the root, every
+// command with its synopsis and the global flags; for a command, its
+// synopsis, summary and flags with their defaults.
+func printHelp(cmd *cobra.Command, _ []string) {
+	w := cmd.OutOrStdout()
+	if !cmd.HasParent() {
+		printUsage(w, cmd)
+		return
 	}
-	if p.Version != "" {
-		fmt.Fprintf(w, "  %s --version\n        print the version and VCS revision of this binary\n", p.Name)
-	}
-	if global == nil {
-		global = pflag.NewFlagSet(p.Name, pflag.ContinueOnError)
-		defineGlobals(global, &globals{})
-	}
-	fmt.Fprintf(w, "\nGlobal flags (every command):\n%s\n", flagUsages(global))
-	fmt.Fprintf(w, "%s\n%s\n\nRun '%s COMMAND --help' for a command's flags and their defaults.\n",
-		connectionHelp, exitCodesHelp, p.Name)
-}
-
-// printCommandHelp writes one command's synopsis, summary and flags.
-func (p Program) printCommandHelp(w io.Writer, cmd Command) {
-	_, own, global, _, _ := p.flagSets(cmd)
-	fmt.Fprintf(w, "Usage: %s [global flags]\n\n%s\n", p.synopsis(cmd, own), cmd.Summary)
-	if own.HasAvailableFlags() {
+	fmt.Fprintf(w, "Usage: %s [global flags]\n\n%s\n", synopsis(cmd), cmd.Short)
+	if own := ownFlags(cmd); own.HasAvailableFlags() {
 		fmt.Fprintf(w, "\nFlags:\n%s", flagUsages(own))
 	}
-	fmt.Fprintf(w, "\nGlobal flags:\n%s\n%s\n%s\n", flagUsages(global), connectionHelp, exitCodesHelp)
+	fmt.Fprintf(w, "\nGlobal flags:\n%s\n%s\n%s\n", flagUsages(cmd.Root().PersistentFlags()), connectionHelp, exitCodesHelp)
 }
 
-// synopsis is "lockctl renew KEY --owner id --token N [--ttl duration]":
+// printUsage writes the program's help.
+func printUsage(w io.Writer, root *cobra.Command) {
+	fmt.Fprintf(w, "%s: distributed locks in PostgreSQL, watched and operated from a terminal.\n\nUsage:\n", root.Name())
+	for _, cmd := range append([]*cobra.Command{root}, root.Commands()...) {
+		if cmd != root && !cmd.IsAvailableCommand() {
+			continue
+		}
+		fmt.Fprintf(w, "  %s\n        %s\n", synopsis(cmd), cmd.Short)
+	}
+	if root.Version != "" {
+		fmt.Fprintf(w, "  %s --version\n        print the version and VCS revision of this binary\n", root.Name())
+	}
+	fmt.Fprintf(w, "\nGlobal flags (every command):\n%s\n", flagUsages(root.PersistentFlags()))
+	fmt.Fprintf(w, "%s\n%s\n\nRun '%s COMMAND --help' for a command's flags and their defaults.\n",
+		connectionHelp, exitCodesHelp, root.Name())
+}
+
+// synopsis is "lockctl renew KEY --owner token --token N [--ttl duration]":
 // required flags bare, optional ones in brackets.
-func (p Program) synopsis(cmd Command, own *pflag.FlagSet) string {
-	parts := []string{p.prog(cmd)}
-	parts = append(parts, cmd.Args...)
-	for _, a := range cmd.Optional {
+func synopsis(cmd *cobra.Command) string {
+	u := parseUse(cmd)
+	parts := []string{cmd.CommandPath()}
+	parts = append(parts, u.args...)
+	for _, a := range u.optional {
 		parts = append(parts, "["+a+"]")
 	}
-	visitShown(own, func(f *pflag.Flag) {
+	visitShown(ownFlags(cmd), func(f *pflag.Flag) {
 		name, _ := pflag.UnquoteUsage(f)
 		s := "--" + f.Name
 		if name != "" {
@@ -66,10 +67,23 @@ func (p Program) synopsis(cmd Command, own *pflag.FlagSet) string {
 		}
 		parts = append(parts, s)
 	})
-	if cmd.Trailing != "" {
-		parts = append(parts, "--", cmd.Trailing)
+	if u.trailing != "" {
+		parts = append(parts, "--", u.trailing)
 	}
 	return strings.Join(parts, " ")
+}
+
+// ownFlags are cmd's flags without the global ones, in the order they
+// were defined (cobra's LocalNonPersistentFlags sorts them).
+func ownFlags(cmd *cobra.Command) *pflag.FlagSet {
+	own := pflag.NewFlagSet(cmd.Name(), pflag.ContinueOnError)
+	own.SortFlags = false
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !isGlobal(cmd, f) {
+			own.AddFlag(f)
+		}
+	})
+	return own
 }
 
 // flagUsages lists fs's flags with their defaults, one a line, aligned.
@@ -94,11 +108,12 @@ func flagUsages(fs *pflag.FlagSet) string {
 	return b.String()
 }
 
-// visitShown calls fn for each of fs's flags that help and completion
-// offer: not the hidden ones, which one process passes to another.
+// visitShown calls fn for each of fs's flags that help offers: not the
+// hidden ones, which one process passes to another, nor --version, which
+// help lists as a line of its own.
 func visitShown(fs *pflag.FlagSet, fn func(*pflag.Flag)) {
 	fs.VisitAll(func(f *pflag.Flag) {
-		if !f.Hidden {
+		if !f.Hidden && f.Name != "version" {
 			fn(f)
 		}
 	})
@@ -115,4 +130,43 @@ func defaultText(f *pflag.Flag) string {
 		return fmt.Sprintf("%q", f.DefValue)
 	}
 	return f.DefValue
+}
+
+// helpCommand is `help [COMMAND]`: cobra's own prints the root's help for
+// a command that does not exist, and exits 0; this one calls it a usage
+// error and suggests the command meant.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use: "help [COMMAND]", Short: "show help for COMMAND, or for lockctl",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if err := checkArgs(cmd, args); err != nil {
+				return err
+			}
+			if len(args) == 1 {
+				if c, _, err := cmd.Root().Find(args); err != nil || c == cmd.Root() || !c.IsAvailableCommand() {
+					return unknownCommand(cmd.Root(), args[0])
+				}
+			}
+			return nil
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			if len(args) == 0 {
+				for _, c := range cmd.Root().Commands() {
+					if c.IsAvailableCommand() && strings.HasPrefix(c.Name(), toComplete) {
+						names = append(names, cobra.CompletionWithDesc(c.Name(), c.Short))
+					}
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target := cmd.Root()
+			if len(args) == 1 {
+				target, _, _ = cmd.Root().Find(args)
+			}
+			printHelp(target, nil)
+			return nil
+		},
+	}
 }

@@ -37,24 +37,6 @@ func (o LeaseOptions) check() error {
 	return nil
 }
 
-// Renew extends the lease named by key, owner and token by opts.TTL from
-// the database's now. Exit 4 when that lease is no longer current or has
-// expired.
-func Renew(ctx context.Context, env Env, opts LeaseOptions) int {
-	return runLease(ctx, env, opts, func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error) {
-		return lk.Renew(ctx, pool, lease)
-	})
-}
-
-// Release frees the lease named by key, owner and token. The row stays,
-// marked free. Exit 4 when that lease is not current (already released,
-// lost, or a wrong owner or token).
-func Release(ctx context.Context, env Env, opts LeaseOptions) int {
-	return runLease(ctx, env, opts, func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error) {
-		return lk.Release(ctx, pool, lease)
-	})
-}
-
 type leaseOp func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error)
 
 func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {

@@ -13,11 +13,30 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/store"
 )
+
+// LsCommand is `lockctl ls`.
+func LsCommand() *cobra.Command {
+	var o LsOptions
+	cmd := &cobra.Command{
+		Use:        "ls",
+		Short:      "list the locks, ordered by key (--watch: again every --interval)",
+		SuggestFor: []string{"list", "show", "status", "watch"},
+		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Ls(ctx, env, o) }),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Prefix, "prefix", "", "only keys that start with this `text`")
+	EnumListVar(fs, &o.States, "state", LockStates, "only locks in these `states` (held, expiring, expired, free; comma-separated)")
+	fs.BoolVar(&o.Watch, "watch", false, "list again every --interval until interrupted")
+	DurationVar(fs, &o.Interval, "interval", 2*time.Second, "how often --watch lists")
+	fs.BoolVar(&o.JSON, "json", false, "print one JSON array (with --watch: one a line)")
+	return cmd
+}
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
 var LockStates = []string{string(store.StateHeld), string(store.StateExpiring), string(store.StateExpired), string(store.StateFree)}

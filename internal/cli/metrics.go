@@ -11,9 +11,27 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/metrics"
 )
+
+// MetricsCommand is `lockctl metrics`.
+func MetricsCommand() *cobra.Command {
+	var o MetricsOptions
+	cmd := &cobra.Command{
+		Use:        "metrics",
+		Short:      "serve Prometheus metrics (locks by state, oldest held lock, waits, grants/steals/force actions/rejected writes) at http://--listen/metrics",
+		SuggestFor: []string{"prometheus"},
+		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Metrics(ctx, env, o) }),
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:9466", "`host:port` to serve on (:9466 for every interface)")
+	fs.IntVar(&o.TopKeys, "top-keys", 10, "per-key waiter series for the `N` keys with the most waiters; 0: none")
+	TTLVar(fs, &o.ScrapeTimeout, "scrape-timeout", 5*time.Second, "bound on one scrape's database reads")
+	DurationVar(fs, &o.Settle, "settle", 5*time.Second, "count an event this long after it occurred, so its transaction has committed")
+	return cmd
+}
 
 // MetricsOptions are metrics's flags.
 type MetricsOptions struct {

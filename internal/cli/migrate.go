@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/store"
 )
@@ -23,19 +23,21 @@ type MigrateOptions struct {
 	DryRun bool
 }
 
-// MigrateCommand is `lockctl migrate` for main.go's command table.
-func MigrateCommand() Command {
-	return Command{
-		Name: "migrate", Summary: "apply the schema's pending migrations and re-create the functions (--status, --dry-run: change nothing); adopts the reference service's table",
-		Flags: func(fs *pflag.FlagSet) Action {
-			var o MigrateOptions
-			fs.StringVar(&o.SeedTimeZone, "seed-time-zone", "", "`zone` the reference service's JVM ran in, to read its expires_at (default: the session's TimeZone)")
-			fs.BoolVar(&o.Status, "status", false, "show the applied and the pending migrations, change nothing")
-			fs.BoolVar(&o.JSON, "json", false, "with --status: print it as JSON")
-			fs.BoolVar(&o.DryRun, "dry-run", false, "show what migrate would run, change nothing")
-			return func(ctx context.Context, env Env, _ []string) int { return Migrate(ctx, env, o) }
-		},
+// MigrateCommand is `lockctl migrate`.
+func MigrateCommand() *cobra.Command {
+	var o MigrateOptions
+	cmd := &cobra.Command{
+		Use:        "migrate",
+		Short:      "apply the schema's pending migrations and re-create the functions (--status, --dry-run: change nothing); adopts the reference service's table",
+		SuggestFor: []string{"init", "setup"},
+		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Migrate(ctx, env, o) }),
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.SeedTimeZone, "seed-time-zone", "", "`zone` the reference service's JVM ran in, to read its expires_at (default: the session's TimeZone)")
+	fs.BoolVar(&o.Status, "status", false, "show the applied and the pending migrations, change nothing")
+	fs.BoolVar(&o.JSON, "json", false, "with --status: print it as JSON")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "show what migrate would run, change nothing")
+	return cmd
 }
 
 // Migrate applies the migrations the database has not recorded, then

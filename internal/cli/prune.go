@@ -5,8 +5,26 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockctl/lockctl/locker"
 )
+
+// PruneCommand is `lockctl prune`.
+func PruneCommand() *cobra.Command {
+	var o PruneOptions
+	cmd := &cobra.Command{
+		Use:        "prune",
+		Short:      "delete lock rows free for longer than --older (and events older than --events-older)",
+		SuggestFor: []string{"gc", "cleanup", "clean"},
+		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Prune(ctx, env, o) }),
+	}
+	fs := cmd.Flags()
+	DurationVar(fs, &o.Older, "older", 24*time.Hour, "delete lock rows free for longer than this")
+	DurationVar(fs, &o.EventsOlder, "events-older", 0, "also delete events older than this (0: keep all events)")
+	fs.BoolVar(&o.JSON, "json", false, "print the counts as JSON")
+	return cmd
+}
 
 // PruneOptions are prune's flags.
 type PruneOptions struct {

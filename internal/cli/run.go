@@ -10,9 +10,38 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
+
+// RunCommand is `lockctl run KEY -- CMD ARGS…`.
+func RunCommand() *cobra.Command {
+	var o RunOptions
+	cmd := &cobra.Command{
+		Use:        "run KEY -- CMD ARGS…",
+		Short:      "run CMD while holding KEY: renew the lease while it runs, release it when it ends, exit with its status (exit 4: lease lost, CMD stopped)",
+		SuggestFor: []string{"exec"},
+		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
+			o.Key, o.Command = args[0], args[1:]
+			return Run(ctx, env, o)
+		}),
+		// After "--" the words are CMD's: the shell's own (file) completion.
+		ValidArgsFunction: func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if cmd.ArgsLenAtDash() >= 0 {
+				return nil, cobra.ShellCompDirectiveDefault
+			}
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+	fs := cmd.Flags()
+	OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id)")
+	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length; renewed every third of it while CMD runs")
+	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
+	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
+	return cmd
+}
 
 // RunOptions are run's flags and arguments.
 type RunOptions struct {

@@ -3,89 +3,54 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
 )
 
-// commandSynonyms maps words other tools use for a command to lockctl's
-// name for it, for "did you mean" when the edit distance is no help
-// (`lockctl unlock` is nowhere near `release`).
-var commandSynonyms = map[string]string{
-	"list": "ls", "show": "ls", "status": "ls", "watch": "ls",
-	"lock": "acquire", "take": "acquire", "get": "acquire",
-	"unlock": "release", "free": "release",
-	"extend": "renew", "refresh": "renew",
-	"exec": "run",
-	"log":  "events", "logs": "events", "history": "events",
-	"steal": "expire", "kill": "expire",
-	"init": "migrate", "setup": "migrate",
-	"gc": "prune", "cleanup": "prune", "clean": "prune",
-	"prometheus": "metrics", "serve": "metrics",
-	"completions": "completion",
-	"version":     "--version",
-}
-
-// suggestCommand is ` (did you mean "ls"?)` for a mistyped command, or ""
-// when nothing is close.
-func (p Program) suggestCommand(typed string) string {
-	names := make([]string, 0, len(p.Commands)+1)
-	for _, c := range p.Commands {
-		if c.Name != "" {
-			names = append(names, c.Name)
+// suggestCommand is `; did you mean "ls"?` for a mistyped command, "" when
+// nothing is close. A command's SuggestFor (the words other tools use for
+// it: `unlock` is nowhere near `release`) wins over cobra's edit-distance
+// and prefix suggestions.
+func suggestCommand(root *cobra.Command, typed string) string {
+	for _, c := range root.Commands() {
+		for _, word := range c.SuggestFor {
+			if strings.EqualFold(word, typed) && c.IsAvailableCommand() {
+				return fmt.Sprintf("; did you mean %q?", c.Name())
+			}
 		}
 	}
-	if p.Version != "" {
-		names = append(names, "--version")
+	if root.Version != "" && strings.EqualFold(typed, "version") {
+		return `; did you mean "--version"?`
 	}
-	if to, ok := commandSynonyms[strings.ToLower(typed)]; ok && slices.Contains(names, to) {
-		return fmt.Sprintf("; did you mean %q?", to)
-	}
-	if best := closest(typed, names); best != "" {
-		return fmt.Sprintf("; did you mean %q?", best)
+	if s := root.SuggestionsFor(typed); len(s) > 0 {
+		return fmt.Sprintf("; did you mean %q?", s[0])
 	}
 	return ""
 }
 
 // suggestFlag is `; did you mean --owner?` for an unknown long flag close
-// to one of fs's flags, "" otherwise.
+// to one of cmd's flags, "" otherwise.
 func suggestFlag(err error, fs *pflag.FlagSet) string {
 	var unknown *pflag.NotExistError
 	if !errors.As(err, &unknown) || unknown.GetSpecifiedShortnames() != "" {
 		return ""
 	}
-	var names []string
-	fs.VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
-	if best := closest(unknown.GetSpecifiedName(), names); best != "" {
-		return "; did you mean --" + best + "?"
-	}
-	return ""
-}
-
-// closest is the candidate nearest to typed, if near enough to be a slip:
-// an edit distance of at most a third of the word (at least 1, at most 2),
-// or typed being a prefix of exactly one candidate. "" when none is.
-func closest(typed string, candidates []string) string {
-	typed = strings.ToLower(typed)
+	typed := strings.ToLower(unknown.GetSpecifiedName())
 	best, bestDist := "", 0
-	for _, c := range candidates {
-		d := editDistance(typed, strings.ToLower(c))
-		if best == "" || d < bestDist {
-			best, bestDist = c, d
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
 		}
-	}
+		if d := editDistance(typed, f.Name); best == "" || d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
 	if best != "" && bestDist <= max(1, min(2, len([]rune(typed))/3)) {
-		return best
-	}
-	var prefixed []string
-	for _, c := range candidates {
-		if len(typed) >= 2 && strings.HasPrefix(strings.ToLower(c), typed) {
-			prefixed = append(prefixed, c)
-		}
-	}
-	if len(prefixed) == 1 {
-		return prefixed[0]
+		return "; did you mean --" + best + "?"
 	}
 	return ""
 }
@@ -116,4 +81,30 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(ra)][len(rb)]
+}
+
+// flagError is the root's FlagErrorFunc: a flag cobra could not parse is
+// a usage error naming the flag and value, with the flag probably meant.
+func flagError(cmd *cobra.Command, err error) error {
+	return usageErrorf("%s%s", describeParseError(err), suggestFlag(err, cmd.Flags()))
+}
+
+// describeParseError names the flag and value pflag rejected.
+func describeParseError(err error) string {
+	var invalid *pflag.InvalidValueError
+	var unknown *pflag.NotExistError
+	var needsValue *pflag.ValueRequiredError
+	switch {
+	case errors.As(err, &invalid):
+		return fmt.Sprintf("invalid --%s %q: %v", invalid.GetFlag().Name, invalid.GetValue(), invalid.Unwrap())
+	case errors.As(err, &unknown):
+		name := textsafe.Escape(unknown.GetSpecifiedName())
+		if unknown.GetSpecifiedShortnames() != "" {
+			return "unknown flag -" + name
+		}
+		return "unknown flag --" + name
+	case errors.As(err, &needsValue):
+		return fmt.Sprintf("flag --%s needs a value", needsValue.GetFlag().Name)
+	}
+	return textsafe.Escape(err.Error())
 }

@@ -4,29 +4,29 @@ import (
 	"context"
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/sshserve"
 )
 
-// Command is `lockctl serve`, the entry for main.go's command table.
-func Command() cli.Command {
-	return cli.Command{
-		Name: "serve",
-		Summary: "serve the console over SSH (--ssh ADDR) to the keys in --authorized-keys, each with its role (viewer, operator) " +
+// Command is `lockctl serve`, for main.go's command tree.
+func Command() *cobra.Command {
+	var o Options
+	cmd := &cobra.Command{
+		Use: "serve",
+		Short: "serve the console over SSH (--ssh ADDR) to the keys in --authorized-keys, each with its role (viewer, operator) " +
 			"and the actor its actions are recorded under",
-		Flags: func(fs *pflag.FlagSet) cli.Action {
-			var o Options
-			fs.StringVar(&o.SSH, "ssh", "", "`host:port` to serve SSH on (:2222 for every interface)")
-			fs.StringVar(&o.HostKey, "host-key", "", "the server's private key `file` (created, Ed25519, when missing)")
-			fs.StringVar(&o.AuthorizedKeys, "authorized-keys", "", "authorized_keys `file`: role=\"viewer\"|\"operator\",actor=\"NAME\" before each key")
-			cli.TTLVar(fs, &o.Refresh, "refresh", time.Second, "how often the shared poll reads the database (at least 100ms)")
-			cli.TTLVar(fs, &o.IdleTimeout, "idle-timeout", sshserve.DefaultIdleTimeout, "end a session that sent no key for this long")
-			fs.IntVar(&o.MaxSessions, "max-sessions", sshserve.DefaultMaxSessions, "at most `N` sessions open at once; one more is refused with a message")
-			cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "default lease length in the console's acquire form")
-			cli.Required(fs, "ssh", "host-key", "authorized-keys")
-			return func(ctx context.Context, env cli.Env, _ []string) int { return Run(ctx, env, o) }
-		},
+		RunE: cli.RunE(func(ctx context.Context, env cli.Env, _ []string) int { return Run(ctx, env, o) }),
 	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.SSH, "ssh", "", "`host:port` to serve SSH on (:2222 for every interface)")
+	fs.StringVar(&o.HostKey, "host-key", "", "the server's private key `file` (created, Ed25519, when missing)")
+	fs.StringVar(&o.AuthorizedKeys, "authorized-keys", "", "authorized_keys `file`: role=\"viewer\"|\"operator\",actor=\"NAME\" before each key")
+	cli.TTLVar(fs, &o.Refresh, "refresh", time.Second, "how often the shared poll reads the database (at least 100ms)")
+	cli.TTLVar(fs, &o.IdleTimeout, "idle-timeout", sshserve.DefaultIdleTimeout, "end a session that sent no key for this long")
+	fs.IntVar(&o.MaxSessions, "max-sessions", sshserve.DefaultMaxSessions, "at most `N` sessions open at once; one more is refused with a message")
+	cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "default lease length in the console's acquire form")
+	cli.Required(fs, "ssh", "host-key", "authorized-keys")
+	return cmd
 }

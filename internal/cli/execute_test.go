@@ -5,7 +5,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 )
 
 // Commands that write to a database only when the user named it (demo,
@@ -23,11 +23,10 @@ func TestExplicitDSNIsOnlyTheFlag(t *testing.T) {
 	}
 	for _, c := range cases {
 		var got Env
-		probe := Command{Name: "probe", Summary: "records its Env", Flags: func(*pflag.FlagSet) Action {
-			return func(_ context.Context, env Env, _ []string) int { got = env; return ExitOK }
-		}}
-		code := Dispatch(context.Background(), Program{
-			Name: "lockctl", Commands: []Command{probe}, Stdout: io.Discard, Stderr: io.Discard,
+		probe := &cobra.Command{Use: "probe", Short: "records its Env",
+			RunE: RunE(func(_ context.Context, env Env, _ []string) int { got = env; return ExitOK })}
+		root := configureRoot(&cobra.Command{Use: "lockctl"}, "", probe)
+		code := Execute(context.Background(), root, Streams{Stdout: io.Discard, Stderr: io.Discard,
 			Getenv: func(k string) string {
 				if k == "DATABASE_URL" {
 					return url

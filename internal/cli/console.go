@@ -1,0 +1,68 @@
+package cli
+
+import (
+	"context"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/tui"
+)
+
+// consoleCloseWait bounds closing the console's pool on quit, so q quits at
+// once even when the server is frozen (see CloseWithin).
+const consoleCloseWait = 300 * time.Millisecond
+
+// consoleCommand is `lockctl` with no command: the console. It is the
+// root of the command tree (NewRoot).
+func consoleCommand() *cobra.Command {
+	var refresh, ttl time.Duration
+	var readOnly bool
+	cmd := &cobra.Command{
+		Use:   "lockctl",
+		Short: "open the console: the live lock table (the default when no command is given)",
+		RunE: RunE(func(ctx context.Context, env Env, _ []string) int {
+			if refresh < 100*time.Millisecond {
+				return env.Usagef("invalid --refresh %s: must be at least 100ms", refresh)
+			}
+			if err := tui.CheckTerminal(os.Stdin, os.Stdout); err != nil {
+				return env.Usagef("%v", err)
+			}
+			// Not Connect: the console starts while the database is down
+			// and shows itself reconnecting.
+			pool, err := Open(ctx, env.DSN)
+			if err != nil {
+				return env.Fail(err)
+			}
+			defer CloseWithin(pool, consoleCloseWait)
+			lk, err := locker.New(locker.Config{Actor: env.Actor, TTL: ttl, LogGrants: true})
+			if err != nil {
+				return env.Fail(err)
+			}
+			// The header shows whether wake-ups are live; a warning on
+			// stderr would tear the screen.
+			quiet := env
+			quiet.Stderr = io.Discard
+			notifier, stopNotifier, err := StartNotifier(ctx, quiet, pool)
+			if err != nil {
+				return env.Fail(err)
+			}
+			defer stopNotifier()
+			err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: readOnly,
+				Server: ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl,
+				WakeUps: notifier.State})
+			if err != nil {
+				return env.Fail(err)
+			}
+			return ExitOK
+		}),
+	}
+	fs := cmd.Flags()
+	TTLVar(fs, &refresh, "refresh", time.Second, "how often the console polls the database (at least 100ms)")
+	fs.BoolVar(&readOnly, "read-only", false, "watch only: no acquire, renew, expire or release")
+	TTLVar(fs, &ttl, "ttl", 30*time.Second, "default lease length in the console's acquire form")
+	return cmd
+}
