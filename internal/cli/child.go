@@ -14,16 +14,24 @@ import (
 // startChild starts argv in a process group of its own, so that lockctl
 // decides which signals reach it (each exactly once, rather than once from
 // the terminal and once more from lockctl), and so that stopping it on a
-// lost lease stops whatever it started too. If lockctl itself dies (SIGKILL,
+// lost lease stops whatever it started too. With tty >= 0 (a terminal
+// lockctl has in the foreground, see foregroundTerminal) that group is
+// made the terminal's foreground group: the command reads the terminal,
+// and the terminal's Ctrl-C reaches it directly (and lockctl not at all). If lockctl itself dies (SIGKILL,
 // a crash), nothing renews the lease any more, so the command gets SIGTERM
 // from the kernel rather than run on unguarded. (The kernel ties that signal
 // to the thread that started the command; no goroutine here locks a thread,
 // so the Go runtime never ends it.)
-func startChild(env Env, argv []string, lease locker.Lease) (*exec.Cmd, error) {
+func startChild(env Env, argv []string, lease locker.Lease, tty int) (*exec.Cmd, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	cmd.Env = childEnv(lease)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	if tty >= 0 {
+		// The child sets itself in the foreground before exec, with its
+		// signals blocked, so the terminal does not stop it for asking.
+		cmd.SysProcAttr.Foreground, cmd.SysProcAttr.Ctty = true, tty
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
@@ -40,10 +48,17 @@ type childEnd struct {
 // superviseChild waits for cmd to exit. Meanwhile it passes every signal
 // from signals on to cmd's process group, and when leaseCtx ends (the
 // lease is lost) it sends the group SIGTERM, then SIGKILL if the command
-// is still running grace later.
-func superviseChild(cmd *exec.Cmd, signals <-chan os.Signal, leaseCtx context.Context, grace time.Duration) childEnd {
+// is still running grace later. With tty >= 0 (the command has the
+// terminal) a command that stops (Ctrl-Z) stops lockctl's job with it
+// (suspendWithChild).
+func superviseChild(cmd *exec.Cmd, signals <-chan os.Signal, leaseCtx context.Context, grace time.Duration, tty int) childEnd {
 	exited := make(chan struct{})
 	go func() {
+		if tty >= 0 {
+			for childStopped(cmd.Process.Pid) {
+				suspendWithChild(tty, cmd.Process.Pid)
+			}
+		}
 		_ = cmd.Wait() // the status is read from cmd.ProcessState
 		close(exited)
 	}()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
@@ -61,6 +62,8 @@ const releaseTimeout = 5 * time.Second
 // The command gets LOCKCTL_KEY, LOCKCTL_OWNER and LOCKCTL_TOKEN (the fencing
 // token) in its environment and runs in its own process group: SIGINT,
 // SIGTERM and SIGHUP sent to lockctl are passed on to that group once each.
+// On a terminal lockctl has in the foreground, that group gets the
+// terminal for as long as it runs (foreground.go).
 // If the lease is lost (force-expired, or renewals failed until it could
 // expire), the group gets SIGTERM, then SIGKILL after opts.Grace, and Run
 // returns ExitNotHeld with a message saying so.
@@ -96,14 +99,18 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 	}
 
 	keep := lk.Keepalive(bg, pool, lease)
-	child, err := startChild(env, opts.Command, lease)
+	tty, onTerminal := foregroundTerminal(env.Stdin)
+	child, err := startChild(env, opts.Command, lease, tty)
 	if err != nil {
 		keep.Stop()
 		release()
 		env.printLine(env.Prog + ": " + textsafe.Escape(err.Error()))
 		return childStartCode(err)
 	}
-	end := superviseChild(child, signals, keep.Context(), opts.Grace)
+	end := superviseChild(child, signals, keep.Context(), opts.Grace, tty)
+	if onTerminal {
+		giveTerminal(tty, unix.Getpgrp())
+	}
 	keep.Stop()
 	if end.lost == nil {
 		release()

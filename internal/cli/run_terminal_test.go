@@ -1,0 +1,66 @@
+package cli_test
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// On a terminal, run's command gets the terminal: it reads the answer to
+// its prompt, and its exit status passes through.
+func TestRunInteractiveCommandOnTerminal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	body := fmt.Sprintf("%s run deploy --dsn %s -- bash -c 'read -p \"name? \" x; echo \"hello $x\"; exit 7'\necho \"exit=$?\"\nsleep 60\n",
+		shellQuote(binary), shellQuote(d.dsn))
+	sendKeys, waitFor := tmuxRun(t, "prompt", body)
+	waitFor(regexp.MustCompile(`name\?`))
+	sendKeys("bob", "Enter")
+	s := waitFor(regexp.MustCompile(`exit=\d+`))
+	if !strings.Contains(s, "hello bob") || !strings.Contains(s, "exit=7") || strings.Contains(s, "error") {
+		t.Fatalf("screen:\n%s\nwant the prompt answered (hello bob) and exit=7", s)
+	}
+	if r := d.expect(0, "ls", "--json"); !strings.Contains(r.stdout, `"state":"free"`) {
+		t.Errorf("after run the lock is not released: %s", r)
+	}
+}
+
+// Ctrl-C on the terminal reaches the command once, from the terminal.
+func TestRunCtrlCOnTerminal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	body := fmt.Sprintf("%s run deploy --dsn %s -- bash -c 'trap \"echo got INT; exit 3\" INT; read -p \"name? \" x'\necho \"exit=$?\"\nsleep 60\n",
+		shellQuote(binary), shellQuote(d.dsn))
+	sendKeys, waitFor := tmuxRun(t, "ctrlc", body)
+	waitFor(regexp.MustCompile(`name\?`))
+	sendKeys("C-c")
+	s := waitFor(regexp.MustCompile(`exit=\d+`))
+	if strings.Count(s, "got INT") != 1 || !strings.Contains(s, "exit=3") {
+		t.Fatalf("screen:\n%s\nwant one SIGINT (got INT once) and exit=3", s)
+	}
+}
+
+// Ctrl-Z stops the command and lockctl's job with it, as it would stop
+// the command alone; fg gives the command the terminal back.
+func TestRunSuspendAndResumeOnTerminal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	sendKeys, waitFor := tmuxRun(t, "suspend", "PS1='$ ' exec bash --norc --noprofile -i\n")
+	waitFor(regexp.MustCompile(`(?m)^\$`))
+	sendKeys(fmt.Sprintf("%s run deploy --dsn %s -- bash -c 'read -p \"name? \" x; echo \"hello $x\"; exit 5'",
+		shellQuote(binary), shellQuote(d.dsn)), "Enter")
+	waitFor(regexp.MustCompile(`name\?`))
+	sendKeys("C-z")
+	waitFor(regexp.MustCompile(`Stopped`))
+	sendKeys("clear", "Enter")
+	waitFor(regexp.MustCompile(`^\$`))
+	sendKeys("fg", "Enter")
+	waitFor(regexp.MustCompile(`name\?`))
+	sendKeys("alice", "Enter")
+	waitFor(regexp.MustCompile(`hello alice`))
+	sendKeys(`echo "exit=$?"`, "Enter")
+	if s := waitFor(regexp.MustCompile(`exit=\d+`)); !strings.Contains(s, "exit=5") {
+		t.Fatalf("screen:\n%s\nwant the command's exit status 5 after fg", s)
+	}
+}
