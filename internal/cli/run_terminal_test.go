@@ -64,3 +64,22 @@ func TestRunSuspendAndResumeOnTerminal(t *testing.T) {
 		t.Fatalf("screen:\n%s\nwant the command's exit status 5 after fg", s)
 	}
 }
+
+// Holding the terminal changes nothing about a lost lease: the command is
+// stopped, lockctl says why and exits 4, and the shell has its terminal.
+func TestRunLeaseLostOnTerminal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	body := fmt.Sprintf("%s run deploy --ttl 3s --grace 1s --dsn %s -- bash -c 'read -p \"name? \" x'\necho \"exit=$?\"\nread -p 'shell? ' y\necho \"shell read $y\"\nsleep 60\n",
+		shellQuote(binary), shellQuote(d.dsn))
+	sendKeys, waitFor := tmuxRun(t, "lost", body)
+	waitFor(regexp.MustCompile(`name\?`))
+	d.expect(0, "expire", "deploy")
+	s := waitFor(regexp.MustCompile(`exit=\d+`))
+	if !strings.Contains(s, "exit=4") || !strings.Contains(s, "lost the lease on deploy") {
+		t.Fatalf("screen:\n%s\nwant the lost lease told and exit=4", s)
+	}
+	waitFor(regexp.MustCompile(`shell\?`))
+	sendKeys("ok", "Enter")
+	waitFor(regexp.MustCompile(`shell read ok`))
+}
