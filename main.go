@@ -32,6 +32,7 @@ func newRoot() *cobra.Command {
 		cli.MigrateCommand(),
 		cli.GrantCommand(),
 		cli.PruneCommand(),
+		cli.BlockingCommand(),
 		bench.Command(),
 		demo.Command(),
 		serve.Command(),
