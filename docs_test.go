@@ -165,7 +165,7 @@ func headingAnchors(md string) map[string]bool {
 // The README is a newcomer's page and BENCHMARKS.md a record, not a diary;
 // reference material belongs in docs/. The screenshots load on a slow link.
 func TestDocsStayInProportion(t *testing.T) {
-	limits := map[string]int64{"README.md": 15 << 10, "BENCHMARKS.md": 12 << 10}
+	limits := map[string]int64{"README.md": 15 << 10, "BENCHMARKS.md": 13 << 10}
 	shots, err := filepath.Glob("screenshots/*.png")
 	if err != nil || len(shots) == 0 {
 		t.Fatalf("no screenshots (%v)", err)

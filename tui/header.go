@@ -152,11 +152,15 @@ func (m Model) totalsLine() string {
 	}
 	t := m.liveTotals()
 	num := func(st interface{ Render(...string) string }, n int64) string { return st.Render(fmt.Sprint(n)) }
+	var counted string
+	if age := m.countsAge(); age > 0 {
+		counted = s.Muted.Render(" · counted " + wholeDur(age) + " ago")
+	}
 	if m.width < 100 {
 		return s.Value.Render(fmt.Sprint(t.All)) + s.Label.Render(" locks: ") +
 			num(s.Held, t.Held) + s.Label.Render(" held, ") + num(s.Expiring, t.Expiring) + s.Label.Render(" expiring, ") +
 			num(s.Expired, t.Expired) + s.Label.Render(" expired, ") + num(s.Free, t.Free) + s.Label.Render(" free · ") +
-			s.Value.Render(fmt.Sprint(t.Waiting)) + s.Label.Render(" waiting")
+			s.Value.Render(fmt.Sprint(t.Waiting)) + s.Label.Render(" waiting") + counted
 	}
 	parts := []string{
 		s.Label.Render("locks ") + s.Value.Render(fmt.Sprint(t.All)),
@@ -165,7 +169,7 @@ func (m Model) totalsLine() string {
 		s.Label.Render("free ") + num(s.Free, t.Free),
 		s.Label.Render("waiting ") + s.Value.Render(fmt.Sprint(t.Waiting)) + s.Muted.Render(" on "+plural(t.WaitedKeys, "key", "keys")),
 	}
-	line := strings.Join(parts, s.Muted.Render(" · "))
+	line := strings.Join(parts, s.Muted.Render(" · ")) + counted
 	if v := m.snap.Page.ServerVersion; v != "" && m.width >= 100 {
 		pg := s.Muted.Render("PostgreSQL " + safe(strings.Fields(v)[0]))
 		if gap := m.width - width(line) - width(pg); gap > 0 {
@@ -197,6 +201,22 @@ func (m Model) ratesLine() string {
 		items = append(items, s.Label.Render("hand-over ")+s.Value.Render(handOverText(h.Median)))
 	}
 	return s.Label.Render("last minute: ") + strings.Join(items, s.Muted.Render(" · "))
+}
+
+// countsAge is how old the counts of the totals line are when they were
+// kept from an earlier poll (lockview.Counts: a large table is counted only
+// every so often); 0 when they are as fresh as the rows. The waiters are
+// read on every poll.
+func (m Model) countsAge() time.Duration {
+	c := m.snap.Page.Counts
+	if c.TakenAt.IsZero() {
+		return 0
+	}
+	age := c.Age(m.snap.Page.DBNow)
+	if age < time.Second {
+		return 0
+	}
+	return age + m.elapsed()
 }
 
 // liveTotals are the poll's counts with the loaded rows that have since

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -67,16 +68,45 @@ type Detail struct {
 }
 
 // NewPoolSource reads every poll from pool, on one connection per poll.
-func NewPoolSource(pool *pgxpool.Pool) Source { return poolSource{pool} }
+// The table's counts, which cost a pass over it, are kept per filter and
+// handed to each poll (lockview.ListQuery.Counts), so they are taken only
+// when due, however many consoles poll through the source.
+func NewPoolSource(pool *pgxpool.Pool) Source { return &poolSource{pool: pool} }
 
-type poolSource struct{ pool *pgxpool.Pool }
+type poolSource struct {
+	pool   *pgxpool.Pool
+	mu     sync.Mutex
+	counts map[string]lockview.Counts // by filter
+}
 
-func (s poolSource) Poll(ctx context.Context, req PollRequest) (Snapshot, error) {
+// keptFilters bounds the counts kept: one per filter polled lately.
+const keptFilters = 16
+
+func (s *poolSource) Poll(ctx context.Context, req PollRequest) (Snapshot, error) {
 	start := time.Now()
+	req.Query.Counts = s.countsFor(req.Query.Filter)
 	snap, err := readSnapshot(ctx, s.pool, req)
 	snap.ReadAt = time.Now()
 	snap.Latency = snap.ReadAt.Sub(start)
+	if err == nil && !snap.Page.Seed {
+		s.keepCounts(req.Query.Filter, snap.Page.Counts)
+	}
 	return snap, err
+}
+
+func (s *poolSource) countsFor(filter string) lockview.Counts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.counts[filter]
+}
+
+func (s *poolSource) keepCounts(filter string, c lockview.Counts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.counts == nil || len(s.counts) >= keptFilters {
+		s.counts = map[string]lockview.Counts{}
+	}
+	s.counts[filter] = c
 }
 
 func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Snapshot, error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -48,7 +49,10 @@ const explainPrefix = `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT 
 // pass over the table; the other orders have no index of their own
 // (schema.sql says why), so their window reads the table into a top-N sort:
 // a pass per side on a first poll, one pass when handed the last page's span
-// as the console's next poll is. With the indexes an operator may add for
+// as the console's next poll is. The counts cost a pass of their own, taken
+// only when due: a poll between counts (handed the last page's counts, as
+// the console's are) by key or by waiters reads the table through indexes
+// only. With the indexes an operator may add for
 // them (docs/operations.md, "Large tables": internal/lockview/testdata/sort-indexes.sql) every order
 // reads its window through an index, without a pass. The plans are logged
 // for BENCHMARKS.md (go test -v -run TestConsolePollPlan).
@@ -81,10 +85,10 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 	const middle = "job:0050000"
 	for _, poll := range []struct {
 		sort   lockview.Sort
-		near   bool   // handed the last page's span, as the console's next poll is
+		near   bool   // handed the last page's span and counts, as the console's next poll is
 		anchor string // the console polls around its selection
 		before int    // rows before the anchor, when fewer than the window asks for
-	}{{lockview.SortKey, false, middle, 0}, {lockview.SortKey, false, "job:0000006", 5},
+	}{{lockview.SortKey, false, middle, 0}, {lockview.SortKey, true, middle, 0}, {lockview.SortKey, false, "job:0000006", 5},
 		{lockview.SortTTL, false, middle, 0}, {lockview.SortTTL, true, middle, 0},
 		{lockview.SortToken, false, middle, 0}, {lockview.SortToken, true, middle, 0},
 		{lockview.SortHeldFor, false, middle, 0}, {lockview.SortHeldFor, true, middle, 0},
@@ -93,7 +97,9 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 		q := consoleWindow()
 		q.Sort, q.Anchor = sort, poll.anchor
 		if poll.near {
-			q.Near = last.Span
+			// Counts not yet due: a poll between two counts of the table.
+			q.Near, q.Counts, q.Rank = last.Span, last.Counts, int(last.AnchorRank)
+			q.Counts.Took = time.Hour
 		}
 		log.mu.Lock()
 		log.runs = nil
@@ -110,7 +116,7 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 		log.mu.Lock()
 		runs := append([]capturedStatement(nil), log.runs...)
 		log.mu.Unlock()
-		windowIndexed, windowScans := false, 0
+		windowIndexed, windowScans, scans := false, 0, 0
 		for i, st := range runs {
 			var out string
 			if err := pool.QueryRow(ctx, explainPrefix+"JSON) "+st.sql, st.args...).Scan(&out); err != nil {
@@ -132,8 +138,11 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 				if window && strings.HasPrefix(n.Type, "Index") && n.Relation == "distributed_lock" {
 					windowIndexed = true
 				}
-				if window && n.Type == "Seq Scan" && n.Relation == "distributed_lock" {
-					windowScans++
+				if n.Type == "Seq Scan" && n.Relation == "distributed_lock" {
+					scans++
+					if window {
+						windowScans++
+					}
 				}
 			})
 			if testing.Verbose() && (sort == lockview.SortKey || window) {
@@ -163,6 +172,11 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 		}
 		if windowScans != want {
 			t.Errorf("sort %s around %s, span %v: the window read the table %d times, want %d", sort, q.Anchor, poll.near, windowScans, want)
+		}
+		// Between counts nothing but the window reads the table: by key
+		// and by waiters such a poll never passes over it.
+		if poll.near && scans != windowScans {
+			t.Errorf("sort %s between counts: %d passes over the table, %d of them the window's; want only the window's", sort, scans, windowScans)
 		}
 	}
 }

@@ -70,6 +70,13 @@ type ListQuery struct {
 	// Near is the previous page's Span: a hint that makes a poll of the
 	// same order and filter cheaper (see Span). The zero Span is no hint.
 	Near Span
+	// Counts are an earlier page's (Page.Counts), reused instead of
+	// counting the table again, which costs a pass over it, until they are
+	// due (see countShare) or the filter or order changed. While they are reused the
+	// anchor's rank is Rank, which the caller keeps as its selection moves
+	// (the console does), corrected by what the window shows at either end
+	// of the order. The zero Counts are counted afresh.
+	Counts Counts
 }
 
 // ListedLock is a lock row with its live waiters.
@@ -115,6 +122,10 @@ type Page struct {
 	// Seed: the table is the reference service's, not migrated
 	// (ListSeedLocks). lockctl can only show it; `lockctl migrate` adopts it.
 	Seed bool
+	// Counts are where Totals (but for the waiters, read every poll) and
+	// Matching come from, and when they were taken: hand them back as
+	// ListQuery.Counts.
+	Counts Counts
 }
 
 // likePattern turns a filter into an ILIKE pattern matching it anywhere,
@@ -177,11 +188,13 @@ func checkQuery(q ListQuery, known map[Sort]string) error {
 }
 
 // ListLocks reads the window of rows q asks for, the table's totals and the
-// server's role. It makes one pass over the table for the counts and reads
-// the window as Sort describes; it never sorts the table. Its statements
-// run one after another, each with its own snapshot unless db is a
-// transaction: under concurrent writes the counts and the rows can be a
-// few milliseconds apart.
+// server's role. The window is read as Sort describes, never by sorting the
+// table; the counts cost one pass over the table and are taken only when
+// q.Counts are due (ListQuery.Counts), and on the occasions that position
+// the window by rank (no anchor: first poll, Home, End, the selection gone).
+// Its statements run one after another, each with its own snapshot unless
+// db is a transaction: under concurrent writes the counts and the rows can
+// be a few milliseconds apart, and reused counts as old as Counts.Age says.
 func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	if err := checkQuery(q, windowSQL); err != nil {
 		return Page{}, err
@@ -197,25 +210,32 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 			anchor = &a
 		}
 	}
-	t, _, err := maybeOne[totalsRow](db.Query(ctx, totalsSQL[q.Sort], totalsArgs(q.Sort, anchor, pattern)...))
+	st, _, err := maybeOne[pollRow](db.Query(ctx, pollSQL, pollArgs(anchor, pattern)...))
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Anchor: -1, Matching: t.Matching, InRecovery: t.InRecovery,
-		ServerVersion: t.ServerVersion, DBNow: t.DBNow,
-		Totals: Totals{All: t.Total, Held: t.Held, Expiring: t.Expiring, Expired: t.Expired,
-			Free: t.Free, Waiting: t.Waiting, WaitedKeys: t.WaitedKeys}}
-	if t.Matching == 0 {
+	counts, scanRank, fresh := q.Counts, int64(0), false
+	if anchor == nil || counts.due(q.Sort, pattern, st.DBNow) {
+		if counts, scanRank, err = counted(ctx, db, q.Sort, anchor, pattern); err != nil {
+			return Page{}, err
+		}
+		fresh = true
+	}
+	page := Page{Anchor: -1, Matching: counts.Matching, InRecovery: st.InRecovery,
+		ServerVersion: st.ServerVersion, DBNow: st.DBNow, Counts: counts,
+		Totals: Totals{All: counts.All, Held: counts.Held, Expiring: counts.Expiring, Expired: counts.Expired,
+			Free: counts.Free, Waiting: st.Waiting, WaitedKeys: st.WaitedKeys}}
+	if counts.Matching == 0 && fresh {
 		return page, nil
 	}
 	var rank int64
 	switch {
 	case anchor == nil:
 		rank = int64(q.Rank)
-		if rank < 0 || rank >= t.Matching {
-			rank = t.Matching - 1
+		if rank < 0 || rank >= counts.Matching {
+			rank = counts.Matching - 1
 		}
-		a, found, err := nthAnchor(ctx, db, q.Sort, pattern, rank, t.Matching, t.MatchingWaited)
+		a, found, err := nthAnchor(ctx, db, q.Sort, pattern, rank, counts.Matching, st.MatchingWaited)
 		if err != nil {
 			return Page{}, err
 		}
@@ -223,14 +243,16 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 			return page, nil
 		}
 		anchor = &a
+	case q.Sort == SortWaiters && anchor.N > 0:
+		rank = st.WaitedRank // from the waiter table: exact on every poll
+	case !fresh:
+		rank = min(max(int64(q.Rank), 0), max(counts.Matching-1, 0))
 	case q.Sort != SortWaiters:
-		rank = t.ScanRank
-	case anchor.N > 0:
-		rank = t.WaitedRank
+		rank = scanRank
 	default:
-		rank = t.MatchingWaited + t.ScanRank - t.WaitedKeyRank
+		rank = st.MatchingWaited + scanRank - st.WaitedKeyRank
 	}
-	rows, err := readWindow(ctx, db, q, pattern, *anchor, rank, t.Matching)
+	rows, err := readWindow(ctx, db, q, pattern, *anchor, rank, counts.Matching)
 	if err != nil {
 		return Page{}, err
 	}
@@ -243,6 +265,9 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 		}
 		return rows[i].Pos < rows[j].Pos
 	})
+	if !fresh {
+		rank, page.Matching = reconcile(rows, q, rank, counts.Matching)
+	}
 	page.Rows = make([]ListedLock, len(rows))
 	for i, r := range rows {
 		page.Rows[i] = r.ListedLock
@@ -256,6 +281,22 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	page.AnchorRank = rank
 	page.Span = spanOf(q.Sort, pattern, page.Rows)
 	return page, nil
+}
+
+// reconcile corrects a reused rank and match count by what the window
+// shows: a side shorter than asked for reached that end of the order, so
+// the rows before the anchor are all there are, or the rows from it on end
+// the order; and there are at least as many rows as the window holds.
+func reconcile(rows []windowRow, q ListQuery, rank, matching int64) (int64, int64) {
+	before, after := int64(onSide(rows, 0)), int64(onSide(rows, 1))
+	if before < int64(q.Before) {
+		rank = before
+	}
+	rank = max(rank, before)
+	if after < int64(q.After) {
+		return rank, rank + after
+	}
+	return rank, max(matching, rank+after)
 }
 
 // readWindow reads the rows around anchor a, which is at rank among

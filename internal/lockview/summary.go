@@ -1,47 +1,29 @@
 package lockview
 
-import "time"
+import (
+	"context"
+	"time"
 
-// totalsSQL counts the table by state in one pass (the totals need that
-// pass anyway) and, in the same pass, the anchor's rank: the matching rows
-// that sort before it. There is one statement per order so that the rank's
-// condition is fixed when the statement is planned: under a generic plan a
-// CASE on the order would be evaluated for every row. Each count is a plain
-// comparison per row; the clock is read once (CTE c), and the division in
-// "expiring" is reached only by rows with under 10 s left. Together that
-// halves the pass against computing each row's state first.
-//
-// $1 anchor key (NULL: no rank), $2 pattern, $3 the anchor's waiter count,
-// $4 its oldest wait and, in the column orders, $5 its value in the sort
-// column (totalsArgs). For the waiters order the pass counts keys before
-// the anchor's, and the small waiter table corrects for waited keys.
-var totalsSQL = map[Sort]string{
-	SortKey:     totalsWithRank(`l.lock_key < $1::text`),
-	SortTTL:     totalsWithRank(`(` + ttlPosition + `, l.lock_key) < ($5::timestamptz, $1::text)`),
-	SortToken:   totalsWithRank(`l.fence_token > $5::bigint`),
-	SortHeldFor: totalsWithRank(`(l.acquired_at, l.lock_key) < ($5::timestamptz, $1::text)`),
-	SortWaiters: totalsWithRank(`l.lock_key < $1::text`),
-}
+	"github.com/lockctl/lockctl/store"
+)
 
-// totalsWithRank is the totals statement counting rows before the anchor
-// with rankCond. It joins constants only.
-func totalsWithRank(rankCond string) string {
-	return `
+// A poll's numbers come from two statements. The poll statement reads what
+// is cheap every time: the waiter table (small: one row per blocked
+// Acquire), the server's role and clock. The count statement passes over
+// the lock table, so it costs what the table's size does; it runs on a
+// poll only when the last page's Counts are due (Counts.due) and is reused
+// in between.
+
+// pollSQL reads the server's role and clock and, from the waiter table,
+// the live waiters and the anchor's place among the waited keys. $1 anchor
+// key (NULL: none), $2 pattern, $3 the anchor's waiter count, $4 its oldest
+// wait (pollArgs).
+const pollSQL = `
 WITH ` + liveWaitersCTE + `,
-c AS (SELECT clock_timestamp() AS ts),
 seg_a AS (
     SELECT l.lock_key, w.n, w.since FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
     WHERE ` + matchCond + `)
 SELECT
-    count(*) AS total,
-    count(*) - count(*) FILTER (WHERE l.released_at IS NOT NULL OR l.expires_at <= (SELECT ts FROM c)) AS held,
-    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at > (SELECT ts FROM c)
-        AND l.expires_at < (SELECT ts FROM c) + interval '10 seconds'
-        AND l.expires_at - (SELECT ts FROM c) < l.ttl / 5) AS expiring,
-    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= (SELECT ts FROM c)) AS expired,
-    count(*) FILTER (WHERE l.released_at IS NOT NULL) AS free,
-    count(*) FILTER (WHERE ` + matchCond + `) AS matching,
-    count(*) FILTER (WHERE ` + matchCond + ` AND ` + rankCond + `) AS scan_rank,
     (SELECT count(*) FROM seg_a) AS matching_waited,
     (SELECT count(*) FROM seg_a g WHERE g.lock_key < $1::text) AS waited_key_rank,
     (SELECT count(*) FROM seg_a g
@@ -50,39 +32,135 @@ SELECT
     (SELECT count(*) FROM w) AS waited_keys,
     pg_is_in_recovery() AS in_recovery,
     current_setting('server_version') AS server_version,
-    (SELECT ts FROM c) AS db_now
-FROM distributed_lock l`
-}
+    clock_timestamp() AS db_now`
 
-type totalsRow struct {
-	Total          int64     `db:"total"`
-	Held           int64     `db:"held"`
-	Expiring       int64     `db:"expiring"`
-	Expired        int64     `db:"expired"`
-	Free           int64     `db:"free"`
-	Waiting        int64     `db:"waiting"`
-	WaitedKeys     int64     `db:"waited_keys"`
-	Matching       int64     `db:"matching"`
-	ScanRank       int64     `db:"scan_rank"`
+type pollRow struct {
 	MatchingWaited int64     `db:"matching_waited"`
 	WaitedKeyRank  int64     `db:"waited_key_rank"`
 	WaitedRank     int64     `db:"waited_rank"`
+	Waiting        int64     `db:"waiting"`
+	WaitedKeys     int64     `db:"waited_keys"`
 	InRecovery     bool      `db:"in_recovery"`
 	ServerVersion  string    `db:"server_version"`
 	DBNow          time.Time `db:"db_now"`
 }
 
-// totalsArgs are the totals statement's arguments. Without an anchor the
-// key and value are NULL, so no row counts toward the rank.
-func totalsArgs(s Sort, a *anchorRow, pattern string) []any {
-	var anchor anchorRow
+// pollArgs are pollSQL's arguments. Without an anchor the key is NULL, so
+// no key counts toward its rank.
+func pollArgs(a *anchorRow, pattern string) []any {
+	if a == nil {
+		return []any{nil, pattern, int64(0), nil}
+	}
+	return []any{a.Key, pattern, a.N, a.Since}
+}
+
+// countSQL counts the table by state in one pass and, in the same pass,
+// the anchor's rank: the matching rows that sort before it. There is one
+// statement per order so that the rank's condition is fixed when the
+// statement is planned: under a generic plan a CASE on the order would be
+// evaluated for every row. Each count is a plain comparison per row; the
+// clock is read once (CTE c), and the multiplication in "expiring" is
+// reached only by rows with under 10 s left. For the waiters order the pass
+// counts keys before the anchor's, and the waiter table corrects for waited
+// keys (pollSQL).
+//
+// $1 anchor key (NULL: no rank), $2 pattern and, in the column orders, $3
+// the anchor's value in the sort column (countArgs).
+var countSQL = map[Sort]string{
+	SortKey:     countWithRank(`l.lock_key < $1::text`),
+	SortTTL:     countWithRank(`(` + ttlPosition + `, l.lock_key) < ($3::timestamptz, $1::text)`),
+	SortToken:   countWithRank(`$1::text IS NOT NULL AND l.fence_token > $3::bigint`), // $1 typed, as in the others
+	SortHeldFor: countWithRank(`(l.acquired_at, l.lock_key) < ($3::timestamptz, $1::text)`),
+	SortWaiters: countWithRank(`l.lock_key < $1::text`),
+}
+
+// countWithRank is the count statement counting rows before the anchor
+// with rankCond. It joins constants only.
+func countWithRank(rankCond string) string {
+	return `
+WITH c AS (SELECT clock_timestamp() AS ts)
+SELECT
+    count(*) AS total,
+    count(*) - count(*) FILTER (WHERE l.released_at IS NOT NULL OR l.expires_at <= (SELECT ts FROM c)) AS held,
+    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at > (SELECT ts FROM c)
+        AND l.expires_at < (SELECT ts FROM c) + interval '10 seconds'
+        AND (l.expires_at - (SELECT ts FROM c)) * 5 < l.ttl) AS expiring,
+    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= (SELECT ts FROM c)) AS expired,
+    count(*) FILTER (WHERE l.released_at IS NOT NULL) AS free,
+    count(*) FILTER (WHERE ` + matchCond + `) AS matching,
+    count(*) FILTER (WHERE ` + matchCond + ` AND ` + rankCond + `) AS scan_rank,
+    (SELECT ts FROM c) AS taken_at
+FROM distributed_lock l`
+}
+
+type countRow struct {
+	Total    int64     `db:"total"`
+	Held     int64     `db:"held"`
+	Expiring int64     `db:"expiring"`
+	Expired  int64     `db:"expired"`
+	Free     int64     `db:"free"`
+	Matching int64     `db:"matching"`
+	ScanRank int64     `db:"scan_rank"`
+	TakenAt  time.Time `db:"taken_at"`
+}
+
+// countArgs are the count statement's arguments. Without an anchor the key
+// and value are NULL, so no row counts toward the rank.
+func countArgs(s Sort, a *anchorRow, pattern string) []any {
 	var key, value any
 	if a != nil {
-		anchor, key, value = *a, a.Key, sortValue(s, *a)
+		key, value = a.Key, sortValue(s, *a)
 	}
-	args := []any{key, pattern, anchor.N, anchor.Since}
+	args := []any{key, pattern}
 	if s.byColumn() {
 		args = append(args, value)
 	}
 	return args
+}
+
+// Counts are the numbers of a page that cost a pass over the lock table:
+// the rows by state and those matching the filter, as of TakenAt. Handed
+// back as ListQuery.Counts, they are reused until due, so a poll of a
+// large table does not pay that pass every time.
+type Counts struct {
+	All, Held, Expiring, Expired, Free int64
+	// Matching counts rows that pass the filter the counts were taken under.
+	Matching int64
+	// TakenAt is the database's clock when they were counted; Took is how
+	// long the count statement took, as the client saw it.
+	TakenAt time.Time
+	Took    time.Duration
+	// The filter and order they were counted in: the caller's rank, which
+	// stands in for a count between counts, is a position in that order.
+	pattern string
+	sort    Sort
+}
+
+// countShare bounds what counting costs the server: counts are due again
+// once countShare times the last count's duration has passed, so a pass
+// over the table takes at most 1/countShare of the time. Small tables are
+// counted on every poll (a 1 ms count is due after 20 ms); a million locks
+// (a count of about 200 ms) every few seconds.
+const countShare = 20
+
+// due says whether c must be counted again at now (the database's clock)
+// for a page in order s under pattern: never counted, counted under
+// another filter or order, or older than countShare times what counting
+// took.
+func (c Counts) due(s Sort, pattern string, now time.Time) bool {
+	return c.TakenAt.IsZero() || c.pattern != pattern || c.sort != s || now.Sub(c.TakenAt) >= countShare*c.Took
+}
+
+// Age is how old the counts were at now (the database's clock).
+func (c Counts) Age(now time.Time) time.Duration { return now.Sub(c.TakenAt) }
+
+// counted runs the count statement.
+func counted(ctx context.Context, db store.DBTX, s Sort, a *anchorRow, pattern string) (Counts, int64, error) {
+	start := time.Now()
+	r, _, err := maybeOne[countRow](db.Query(ctx, countSQL[s], countArgs(s, a, pattern)...))
+	if err != nil {
+		return Counts{}, 0, err
+	}
+	return Counts{All: r.Total, Held: r.Held, Expiring: r.Expiring, Expired: r.Expired, Free: r.Free,
+		Matching: r.Matching, TakenAt: r.TakenAt, Took: time.Since(start), pattern: pattern, sort: s}, r.ScanRank, nil
 }
