@@ -223,16 +223,17 @@ CREATE TRIGGER distributed_lock_event_no_update BEFORE UPDATE ON distributed_loc
 -- queue.sql). A waiter refreshes seen_until while it waits; a row whose
 -- seen_until has passed belongs to a waiter that died and is ignored. The
 -- row carries the lease its waiter asked for, so a release can grant it in
--- the same transaction.
+-- the same transaction; the lease's domains refuse, at enqueue, a lease no
+-- hand-off could write.
 CREATE TABLE distributed_lock_waiter (
     waiter_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
     waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
     seen_until    timestamptz NOT NULL,
-    ttl           interval,          -- lease length the waiter asked for
-    claim_window  interval,          -- first lease of a hand-off: least(claim_window, ttl)
-    metadata      jsonb,
+    ttl           distributed_lock_ttl,      -- lease length the waiter asked for
+    claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
+    metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text
 );
@@ -421,13 +422,18 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT coalesce(l.wake_until > ts, false) AND distributed_lock_queue_live(l.lock_key, ts)
 $$;
 
+-- distributed_lock_may_grant: l may be granted anew now: it is free or
+-- lapsed and not promised to waiters.
+CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_promised(l, ts)
+$$;
+
 -- distributed_lock_may_take, the grant rule: owner may take l now. It is
--- owner's running lease (a renewal), or it is free or lapsed and not
--- promised to waiters.
+-- owner's running lease (a renewal), or it may be granted anew.
 CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, ts)
-        OR (distributed_lock_open(l, ts) AND NOT distributed_lock_promised(l, ts))
+    SELECT distributed_lock_held(l, owner, ts) OR distributed_lock_may_grant(l, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
@@ -467,11 +473,16 @@ $$;
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
--- One statement grants a key that has a row (distributed_lock_may_take,
--- the token drawn under the row lock) or, when it may not, returns the row
--- as it found it; only a key's first grant runs a second
--- (distributed_lock_first_grant), and only a logged grant a third (the
--- event).
+-- One statement per outcome. The first grants a key that has a row and may
+-- be granted anew (distributed_lock_may_grant; the token drawn under the
+-- row lock), or returns the row as it found it; a refusal of the caller's
+-- own running lease becomes a renewal (a second statement; the two rules
+-- together are distributed_lock_may_take). Only a key's first grant runs
+-- distributed_lock_first_grant, and only a logged grant writes an event.
+-- The grant is one statement with its refusal, not an UPDATE and then a
+-- SELECT when nothing was updated, and has no per-column CASE for the
+-- renewal: both cost more server CPU per cycle (BenchmarkCycleCPU in
+-- internal/bench).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -489,35 +500,32 @@ BEGIN
     WITH granted AS (
         UPDATE distributed_lock l SET
             owner_id       = owner,
-            fence_token    = CASE WHEN c.mine THEN l.fence_token
-                                  ELSE distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)) END,
+            fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             expires_at     = ts + ttl_us * interval '1 microsecond',
             ttl            = ttl_us * interval '1 microsecond',
-            acquired_at    = CASE WHEN c.mine THEN l.acquired_at ELSE ts END,
-            renewed_at     = CASE WHEN c.mine THEN ts END,
-            renew_count    = CASE WHEN c.mine THEN l.renew_count + 1 ELSE 0 END,
+            acquired_at    = ts,
+            renewed_at     = NULL,
+            renew_count    = 0,
             released_at    = NULL,
-            grant_kind     = CASE WHEN c.mine THEN l.grant_kind ELSE distributed_lock_grant_kind(l, owner) END,
-            previous_owner = CASE WHEN c.mine THEN l.previous_owner ELSE l.owner_id END,
-            previous_token = CASE WHEN c.mine THEN l.previous_token ELSE l.fence_token END,
+            grant_kind     = distributed_lock_grant_kind(l, owner),
+            previous_owner = l.owner_id,
+            previous_token = l.fence_token,
             metadata       = coalesce(lease_metadata, '{}'),
             handed_to      = NULL
-        FROM (SELECT x.lock_key, distributed_lock_held(x, owner, ts) AS mine
-              FROM distributed_lock x
-              WHERE x.lock_key = key AND distributed_lock_may_take(x, owner, ts)
-              FOR NO KEY UPDATE SKIP LOCKED) c
-        WHERE l.lock_key = c.lock_key
-        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count > 0 AS renewed,
-                  l.grant_kind, l.previous_owner, l.previous_token
+        WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                            WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                            FOR NO KEY UPDATE SKIP LOCKED)
+        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind,
+                  l.previous_owner, l.previous_token
     )
     SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at, a.ttl::interval,
-           CASE WHEN a.renewed THEN 'renewed' ELSE a.grant_kind END AS outcome, interval '0' AS remaining,
-           NOT a.renewed AND (a.grant_kind = 'stolen' OR log_grants) AS logged,
-           a.previous_owner, a.previous_token
+           a.grant_kind::text AS outcome, interval '0' AS remaining,
+           a.grant_kind = 'stolen' OR log_grants AS logged, a.previous_owner, a.previous_token
     FROM granted a
     UNION ALL
     SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-           distributed_lock_refusal(l, ts), l.expires_at - ts, false, NULL::text, NULL::bigint
+           CASE WHEN distributed_lock_held(l, owner, ts) THEN 'renew' ELSE distributed_lock_refusal(l, ts) END,
+           l.expires_at - ts, false, NULL::text, NULL::bigint
     FROM distributed_lock l
     WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
     INTO g;
@@ -528,6 +536,23 @@ BEGIN
             lock_key := key;
             outcome := 'busy';
             RETURN;
+        END IF;
+    ELSIF g.outcome = 'renew' THEN
+        -- owner holds the key: a renewal, same token, unless another
+        -- transaction has the row locked (then 'held', as before).
+        UPDATE distributed_lock l SET
+            expires_at = ts + ttl_us * interval '1 microsecond',
+            ttl = ttl_us * interval '1 microsecond',
+            renewed_at = ts,
+            renew_count = l.renew_count + 1,
+            metadata = coalesce(lease_metadata, '{}')
+        WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                            WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
+                            FOR NO KEY UPDATE SKIP LOCKED)
+        RETURNING l.expires_at, l.ttl INTO expires_at, ttl;
+        g.outcome := CASE WHEN FOUND THEN 'renewed' ELSE 'held' END;
+        IF FOUND THEN
+            g.expires_at := expires_at; g.ttl := ttl; g.remaining := interval '0';
         END IF;
     END IF;
     IF g.logged THEN
@@ -708,7 +733,8 @@ END $$;
 -- distributed_lock_report_stale_write records that a write made with
 -- owner's token on key was refused (by the fence or by a resource that
 -- checks tokens); detail is a JSON object (e.g. {"resource": "ledger"}).
--- Returns the event's id.
+-- Returns the event's id. A key or detail outside the rules of a lock's
+-- (1–255 bytes, a JSON object) is refused (23514).
 CREATE OR REPLACE FUNCTION distributed_lock_report_stale_write(
     key text, owner text, token bigint, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL)
 RETURNS bigint
@@ -717,8 +743,8 @@ DECLARE
     id bigint;
 BEGIN
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    VALUES (key, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
-            coalesce(event_detail, '{}'))
+    VALUES (key::distributed_lock_name, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
+            coalesce(event_detail, '{}')::distributed_lock_metadata)
     RETURNING event_id INTO id;
     RETURN id;
 END $$;
@@ -900,12 +926,14 @@ BEGIN
     ts := clock_timestamp();
     IF r.lock_key IS NULL THEN
         lock_key := key;
+        waiter_id := id;
         outcome := 'gone';
         RETURN;
     END IF;
+    -- A lapsed record is not revived: its waiter is gone.
     IF r.handed_to IS DISTINCT FROM id THEN
         UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-        WHERE w.waiter_id = id AND w.lock_key = key;
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
         IF FOUND THEN
             IF distributed_lock_open(r, ts) THEN
                 PERFORM distributed_lock_hand_off(key, ts);
@@ -915,7 +943,8 @@ BEGIN
     END IF;
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
            CASE WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
-                WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN 'queued'
+                WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                             WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
            l.expires_at - ts, id, ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now
@@ -925,8 +954,8 @@ END $$;
 -- distributed_lock_waiter_heartbeat keeps the waiter records ids visible for
 -- another seen_for_us, in one statement for all the waiters of a process
 -- (locker.Notifier), and releases of their keys handing off. Returns the
--- ids it did not find: handed a lease (the waiter may have missed the
--- NOTIFY) or gone. Its ts is read first, before any row lock: wake_until
+-- ids it did not find live: handed a lease (the waiter may have missed
+-- the NOTIFY) or gone (a lapsed record is not revived). Its ts is read first, before any row lock: wake_until
 -- (ts + 2 seen_for_us) must stay after every seen_until it writes
 -- (ts + seen_for_us), however long it waits; it judges no lease.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
@@ -944,7 +973,7 @@ BEGIN
     RETURN QUERY
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-            WHERE w.waiter_id = ANY (ids)
+            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
             RETURNING w.waiter_id
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s);
@@ -1119,6 +1148,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_open(distributed_lock, timestamptz),
     distributed_lock_queue_live(text, timestamptz),
     distributed_lock_promised(distributed_lock, timestamptz),
+    distributed_lock_may_grant(distributed_lock, timestamptz),
     distributed_lock_may_take(distributed_lock, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text),

@@ -22,10 +22,10 @@ func TestRulesAreInlined(t *testing.T) {
 		inlined []string
 		shows   string // what the inlined expression reads
 	}{
-		{`SELECT distributed_lock_may_take(l, 'o', c.ts), distributed_lock_refusal(l, c.ts),
+		{`SELECT distributed_lock_may_take(l, 'o', c.ts), distributed_lock_may_grant(l, c.ts), distributed_lock_refusal(l, c.ts),
 		         distributed_lock_grant_kind(l, 'o')
 		  FROM distributed_lock l, (SELECT now() AS ts OFFSET 0) c`,
-			[]string{"distributed_lock_may_take", "distributed_lock_held", "distributed_lock_open",
+			[]string{"distributed_lock_may_take", "distributed_lock_may_grant", "distributed_lock_held", "distributed_lock_open",
 				"distributed_lock_promised", "distributed_lock_refusal", "distributed_lock_grant_kind"},
 			"wake_until"},
 		{`SELECT distributed_lock_draw_token(e.timeline) FROM distributed_lock_epoch e`,

@@ -35,13 +35,18 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT coalesce(l.wake_until > ts, false) AND distributed_lock_queue_live(l.lock_key, ts)
 $$;
 
+-- distributed_lock_may_grant: l may be granted anew now: it is free or
+-- lapsed and not promised to waiters.
+CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_promised(l, ts)
+$$;
+
 -- distributed_lock_may_take, the grant rule: owner may take l now. It is
--- owner's running lease (a renewal), or it is free or lapsed and not
--- promised to waiters.
+-- owner's running lease (a renewal), or it may be granted anew.
 CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, ts)
-        OR (distributed_lock_open(l, ts) AND NOT distributed_lock_promised(l, ts))
+    SELECT distributed_lock_held(l, owner, ts) OR distributed_lock_may_grant(l, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:

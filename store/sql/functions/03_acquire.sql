@@ -16,11 +16,16 @@
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
--- One statement grants a key that has a row (distributed_lock_may_take,
--- the token drawn under the row lock) or, when it may not, returns the row
--- as it found it; only a key's first grant runs a second
--- (distributed_lock_first_grant), and only a logged grant a third (the
--- event).
+-- One statement per outcome. The first grants a key that has a row and may
+-- be granted anew (distributed_lock_may_grant; the token drawn under the
+-- row lock), or returns the row as it found it; a refusal of the caller's
+-- own running lease becomes a renewal (a second statement; the two rules
+-- together are distributed_lock_may_take). Only a key's first grant runs
+-- distributed_lock_first_grant, and only a logged grant writes an event.
+-- The grant is one statement with its refusal, not an UPDATE and then a
+-- SELECT when nothing was updated, and has no per-column CASE for the
+-- renewal: both cost more server CPU per cycle (BenchmarkCycleCPU in
+-- internal/bench).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -38,35 +43,32 @@ BEGIN
     WITH granted AS (
         UPDATE distributed_lock l SET
             owner_id       = owner,
-            fence_token    = CASE WHEN c.mine THEN l.fence_token
-                                  ELSE distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)) END,
+            fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             expires_at     = ts + ttl_us * interval '1 microsecond',
             ttl            = ttl_us * interval '1 microsecond',
-            acquired_at    = CASE WHEN c.mine THEN l.acquired_at ELSE ts END,
-            renewed_at     = CASE WHEN c.mine THEN ts END,
-            renew_count    = CASE WHEN c.mine THEN l.renew_count + 1 ELSE 0 END,
+            acquired_at    = ts,
+            renewed_at     = NULL,
+            renew_count    = 0,
             released_at    = NULL,
-            grant_kind     = CASE WHEN c.mine THEN l.grant_kind ELSE distributed_lock_grant_kind(l, owner) END,
-            previous_owner = CASE WHEN c.mine THEN l.previous_owner ELSE l.owner_id END,
-            previous_token = CASE WHEN c.mine THEN l.previous_token ELSE l.fence_token END,
+            grant_kind     = distributed_lock_grant_kind(l, owner),
+            previous_owner = l.owner_id,
+            previous_token = l.fence_token,
             metadata       = coalesce(lease_metadata, '{}'),
             handed_to      = NULL
-        FROM (SELECT x.lock_key, distributed_lock_held(x, owner, ts) AS mine
-              FROM distributed_lock x
-              WHERE x.lock_key = key AND distributed_lock_may_take(x, owner, ts)
-              FOR NO KEY UPDATE SKIP LOCKED) c
-        WHERE l.lock_key = c.lock_key
-        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count > 0 AS renewed,
-                  l.grant_kind, l.previous_owner, l.previous_token
+        WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                            WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                            FOR NO KEY UPDATE SKIP LOCKED)
+        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind,
+                  l.previous_owner, l.previous_token
     )
     SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at, a.ttl::interval,
-           CASE WHEN a.renewed THEN 'renewed' ELSE a.grant_kind END AS outcome, interval '0' AS remaining,
-           NOT a.renewed AND (a.grant_kind = 'stolen' OR log_grants) AS logged,
-           a.previous_owner, a.previous_token
+           a.grant_kind::text AS outcome, interval '0' AS remaining,
+           a.grant_kind = 'stolen' OR log_grants AS logged, a.previous_owner, a.previous_token
     FROM granted a
     UNION ALL
     SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-           distributed_lock_refusal(l, ts), l.expires_at - ts, false, NULL::text, NULL::bigint
+           CASE WHEN distributed_lock_held(l, owner, ts) THEN 'renew' ELSE distributed_lock_refusal(l, ts) END,
+           l.expires_at - ts, false, NULL::text, NULL::bigint
     FROM distributed_lock l
     WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
     INTO g;
@@ -77,6 +79,23 @@ BEGIN
             lock_key := key;
             outcome := 'busy';
             RETURN;
+        END IF;
+    ELSIF g.outcome = 'renew' THEN
+        -- owner holds the key: a renewal, same token, unless another
+        -- transaction has the row locked (then 'held', as before).
+        UPDATE distributed_lock l SET
+            expires_at = ts + ttl_us * interval '1 microsecond',
+            ttl = ttl_us * interval '1 microsecond',
+            renewed_at = ts,
+            renew_count = l.renew_count + 1,
+            metadata = coalesce(lease_metadata, '{}')
+        WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                            WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
+                            FOR NO KEY UPDATE SKIP LOCKED)
+        RETURNING l.expires_at, l.ttl INTO expires_at, ttl;
+        g.outcome := CASE WHEN FOUND THEN 'renewed' ELSE 'held' END;
+        IF FOUND THEN
+            g.expires_at := expires_at; g.ttl := ttl; g.remaining := interval '0';
         END IF;
     END IF;
     IF g.logged THEN

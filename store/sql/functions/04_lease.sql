@@ -133,7 +133,8 @@ END $$;
 -- distributed_lock_report_stale_write records that a write made with
 -- owner's token on key was refused (by the fence or by a resource that
 -- checks tokens); detail is a JSON object (e.g. {"resource": "ledger"}).
--- Returns the event's id.
+-- Returns the event's id. A key or detail outside the rules of a lock's
+-- (1–255 bytes, a JSON object) is refused (23514).
 CREATE OR REPLACE FUNCTION distributed_lock_report_stale_write(
     key text, owner text, token bigint, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL)
 RETURNS bigint
@@ -142,8 +143,8 @@ DECLARE
     id bigint;
 BEGIN
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    VALUES (key, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
-            coalesce(event_detail, '{}'))
+    VALUES (key::distributed_lock_name, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
+            coalesce(event_detail, '{}')::distributed_lock_metadata)
     RETURNING event_id INTO id;
     RETURN id;
 END $$;

@@ -175,12 +175,14 @@ BEGIN
     ts := clock_timestamp();
     IF r.lock_key IS NULL THEN
         lock_key := key;
+        waiter_id := id;
         outcome := 'gone';
         RETURN;
     END IF;
+    -- A lapsed record is not revived: its waiter is gone.
     IF r.handed_to IS DISTINCT FROM id THEN
         UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-        WHERE w.waiter_id = id AND w.lock_key = key;
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
         IF FOUND THEN
             IF distributed_lock_open(r, ts) THEN
                 PERFORM distributed_lock_hand_off(key, ts);
@@ -190,7 +192,8 @@ BEGIN
     END IF;
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
            CASE WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
-                WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN 'queued'
+                WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                             WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
            l.expires_at - ts, id, ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now
@@ -200,8 +203,8 @@ END $$;
 -- distributed_lock_waiter_heartbeat keeps the waiter records ids visible for
 -- another seen_for_us, in one statement for all the waiters of a process
 -- (locker.Notifier), and releases of their keys handing off. Returns the
--- ids it did not find: handed a lease (the waiter may have missed the
--- NOTIFY) or gone. Its ts is read first, before any row lock: wake_until
+-- ids it did not find live: handed a lease (the waiter may have missed
+-- the NOTIFY) or gone (a lapsed record is not revived). Its ts is read first, before any row lock: wake_until
 -- (ts + 2 seen_for_us) must stay after every seen_until it writes
 -- (ts + seen_for_us), however long it waits; it judges no lease.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
@@ -219,7 +222,7 @@ BEGIN
     RETURN QUERY
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-            WHERE w.waiter_id = ANY (ids)
+            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
             RETURNING w.waiter_id
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s);

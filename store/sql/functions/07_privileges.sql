@@ -27,6 +27,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_open(distributed_lock, timestamptz),
     distributed_lock_queue_live(text, timestamptz),
     distributed_lock_promised(distributed_lock, timestamptz),
+    distributed_lock_may_grant(distributed_lock, timestamptz),
     distributed_lock_may_take(distributed_lock, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text),

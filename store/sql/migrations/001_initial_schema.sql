@@ -114,16 +114,17 @@ CREATE TRIGGER distributed_lock_event_no_update BEFORE UPDATE ON distributed_loc
 -- queue.sql). A waiter refreshes seen_until while it waits; a row whose
 -- seen_until has passed belongs to a waiter that died and is ignored. The
 -- row carries the lease its waiter asked for, so a release can grant it in
--- the same transaction.
+-- the same transaction; the lease's domains refuse, at enqueue, a lease no
+-- hand-off could write.
 CREATE TABLE distributed_lock_waiter (
     waiter_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
     waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
     seen_until    timestamptz NOT NULL,
-    ttl           interval,          -- lease length the waiter asked for
-    claim_window  interval,          -- first lease of a hand-off: least(claim_window, ttl)
-    metadata      jsonb,
+    ttl           distributed_lock_ttl,      -- lease length the waiter asked for
+    claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
+    metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text
 );
