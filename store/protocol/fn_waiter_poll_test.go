@@ -32,7 +32,7 @@ func TestWaiterPoll(t *testing.T) {
 			row: handedTo(me, kind, from), notify: []notifyWant{handOffTo(me, kind)}, check: dbNowReturned}
 	}
 	f.run(t, []fnCase{
-		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "gone", row: untouched}},
+		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "gone", waiterID: me, row: untouched}},
 		{name: "held by another, queued", state: heldBy(other).queued(me), call: mine.call, want: stillQueued(other, keptToken, untouched)},
 		{name: "held by another, queued, the wake-up running out", state: heldBy(other).with(func(r *lockRow) { r.wakeFor = 5 * time.Second }).queued(me),
 			call: mine.call, want: func() want {
