@@ -131,7 +131,10 @@ func (s *Server) run(next ssh.Handler) ssh.Handler {
 		}
 		input := &activityReader{r: sess}
 		input.touch()
-		p := tea.NewProgram(model, append(bm.MakeOptions(sess), tea.WithInput(input), tea.WithContext(ctx))...)
+		// The server owns the process's signals: a program that heard
+		// SIGTERM itself would quit before the shutdown could say why.
+		p := tea.NewProgram(model, append(bm.MakeOptions(sess), tea.WithInput(input), tea.WithContext(ctx),
+			tea.WithoutSignalHandler())...)
 		if !s.register(p) {
 			wish.Fatalln(sess, "lockctl: the server is shutting down")
 			return
