@@ -20,11 +20,15 @@ import (
 const (
 	QueueAdvisory = "pg_advisory_lock" // PostgreSQL's own lock manager: FIFO, wakes only the next waiter
 	QueueLocker   = "locker"           // locker.Acquire (the fair queue) with a Notifier in every process
+	// QueueFloor is the durable floor of a hand-over: one connection
+	// committing a one-row UPDATE, then holding, again and again. No lock
+	// that records its grant durably can hand over faster on this server.
+	QueueFloor = "durable floor"
 )
 
 // queueSeries is every series the queue scenario measures, in the order of
 // the first round (later rounds rotate it, so no series always runs first).
-var queueSeries = []string{QueueAdvisory, QueueLocker}
+var queueSeries = []string{QueueAdvisory, QueueLocker, QueueFloor}
 
 // QueueOptions configure RunQueue: many waiters, spread over several
 // processes, all taking one key in turn and holding it briefly.
@@ -157,14 +161,18 @@ const queueStartDelay = 1500 * time.Millisecond
 func runQueueSeries(ctx context.Context, opts QueueOptions, job queueJob, waiters int) (queueRun, error) {
 	job.Start = time.Now().Add(queueStartDelay)
 	job.Stop = job.Start.Add(opts.Duration)
-	results := make([]queueWorkerResult, opts.Processes)
-	errs := make([]error, opts.Processes)
+	processes, spread := opts.Processes, waiters
+	if job.Series == QueueFloor {
+		processes, spread = 1, 1 // one connection, whatever the queue length
+	}
+	results := make([]queueWorkerResult, processes)
+	errs := make([]error, processes)
 	var wg sync.WaitGroup
-	for p := range opts.Processes {
+	for p := range processes {
 		j := job
 		j.Process = p
-		j.Waiters = waiters / opts.Processes
-		if p < waiters%opts.Processes {
+		j.Waiters = spread / processes
+		if p < spread%processes {
 			j.Waiters++
 		}
 		wg.Go(func() { results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j) })

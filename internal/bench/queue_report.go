@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -203,15 +204,25 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 		if x.Series == QueueAdvisory {
 			txns = "—" // lock and unlock are statements, but no commit is needed
 		}
-		fmt.Fprintf(p, "| %s | %d | %.0f | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
-			x.Series, x.Waiters, x.HandOversPerSec, txns, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
+		waiters := strconv.Itoa(x.Waiters)
+		if x.Series == QueueFloor {
+			waiters = "1"
+		}
+		fmt.Fprintf(p, "| %s | %s | %.0f | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
+			x.Series, waiters, x.HandOversPerSec, txns, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
 			x.GrantsPerWaiterMin, x.GrantsPerWaiterMax, 100*x.Unfairness, x.Overlaps)
 	}
 	fmt.Fprintf(p, "\n")
 	for _, ratio := range r.Ratios() {
-		fmt.Fprintf(p, "- %s at %d waiters: %.2f× pg_advisory_lock's hand-overs/s, longest wait %.2f× its longest\n",
+		fmt.Fprintf(p, "- %s at %d waiters: %.2f× pg_advisory_lock's hand-overs/s, longest wait %.2f× its longest",
 			ratio.Series, ratio.Waiters, ratio.HandOvers, ratio.LongestWait)
+		if ratio.VsFloor > 0 {
+			fmt.Fprintf(p, "; %.2f× the durable floor's hand-overs/s", ratio.VsFloor)
+		}
+		fmt.Fprintf(p, "\n")
 	}
+	fmt.Fprintf(p, "\n%s: one connection committing a one-row UPDATE durably, then holding %s, whatever the queue length.\n",
+		QueueFloor, r.Hold)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -222,16 +233,20 @@ type QueueRatio struct {
 	Waiters     int     `json:"waiters"`
 	HandOvers   float64 `json:"hand_overs"`   // series ÷ advisory; higher is better
 	LongestWait float64 `json:"longest_wait"` // series ÷ advisory; lower is better
+	// VsFloor is the series' hand-overs ÷ the durable floor's (0 for the
+	// floor itself, or when it did not run).
+	VsFloor float64 `json:"vs_floor"`
 }
 
-// Ratios compares every series with pg_advisory_lock at the same queue
-// length, in the same run.
+// Ratios compares every series with pg_advisory_lock and with the durable
+// floor at the same queue length, in the same run.
 func (r *QueueReport) Ratios() []QueueRatio {
 	var out []QueueRatio
 	for _, ref := range r.Results {
 		if ref.Series != QueueAdvisory {
 			continue
 		}
+		floor, hasFloor := r.result(QueueFloor, ref.Waiters)
 		for _, x := range r.Results {
 			if x.Series == QueueAdvisory || x.Waiters != ref.Waiters {
 				continue
@@ -243,8 +258,21 @@ func (r *QueueReport) Ratios() []QueueRatio {
 			if ref.WaitMax > 0 {
 				q.LongestWait = float64(x.WaitMax) / float64(ref.WaitMax)
 			}
+			if hasFloor && x.Series != QueueFloor && floor.HandOversPerSec > 0 {
+				q.VsFloor = x.HandOversPerSec / floor.HandOversPerSec
+			}
 			out = append(out, q)
 		}
 	}
 	return out
+}
+
+// result is series' result at a queue length.
+func (r *QueueReport) result(series string, waiters int) (QueueResult, bool) {
+	for _, x := range r.Results {
+		if x.Series == series && x.Waiters == waiters {
+			return x, true
+		}
+	}
+	return QueueResult{}, false
 }

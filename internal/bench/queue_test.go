@@ -65,7 +65,21 @@ func TestQueueScenario(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "locker at 6 waiters:"} {
+	// The floor is one connection: one grant per hold, nobody waiting.
+	if r := got[QueueFloor]; r.TransactionsPerHandOver != 1 || r.GrantsPerWaiterMin != r.GrantsPerWaiterMax {
+		t.Errorf("durable floor: %.2f transactions per hand-over (want 1) or more than one waiter: %+v",
+			r.TransactionsPerHandOver, r)
+	}
+	var vsFloor float64
+	for _, q := range rep.Ratios() {
+		if q.Series == QueueLocker {
+			vsFloor = q.VsFloor
+		}
+	}
+	if vsFloor <= 0 {
+		t.Errorf("no locker ÷ durable floor ratio: %+v", rep.Ratios())
+	}
+	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "| durable floor | 1 |", "locker at 6 waiters:", "× the durable floor's"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
 		}

@@ -94,6 +94,8 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		acquirers, cleanup, err = advisoryWaiters(ctx, counted, job)
 	case QueueLocker:
 		acquirers, cleanup, err = lockerWaiters(ctx, cfg, counted, job)
+	case QueueFloor:
+		acquirers, cleanup, err = floorWaiter(ctx, counted, job)
 	default:
 		err = fmt.Errorf("unknown queue series %q", job.Series)
 	}
@@ -193,6 +195,30 @@ func advisoryWaiters(ctx context.Context, cfg *pgx.ConnConfig, job queueJob) ([]
 	}
 	return out, cleanup, nil
 }
+
+// floorWaiter is the durable floor's one "waiter": a connection of its
+// own whose every "grant" is a durably committed one-row UPDATE, and whose
+// release writes nothing.
+func floorWaiter(ctx context.Context, cfg *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
+	}
+	cleanup := func() { conn.Close(context.WithoutCancel(ctx)) }
+	if _, err := conn.Exec(ctx, floorRowSQL, job.AdvisoryKey); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("floor row: %w", store.Interpret(err))
+	}
+	acquire := func(ctx context.Context) (int64, func() error, error) {
+		if _, err := conn.Exec(ctx, floorUpdateSQL, job.AdvisoryKey); err != nil {
+			return 0, nil, err
+		}
+		return 0, func() error { return nil }, nil
+	}
+	return []acquireFunc{acquire}, cleanup, nil
+}
+
+const floorRowSQL = `INSERT INTO bench_floor (id) VALUES ($1) ON CONFLICT DO NOTHING`
 
 // queueLockTTL outlives any hold, so no lease expires during the run.
 const queueLockTTL = 30 * time.Second
