@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/exp/golden"
 
@@ -69,6 +70,14 @@ func TestGolden(t *testing.T) {
 			m := press(t, live(t, w, h), "/", "z", "z", "enter")
 			s := fixtureSnapshot()
 			s.Page = lockview.Page{Anchor: -1, Totals: s.Page.Totals, DBNow: t0}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		"kept_order": func(t *testing.T, w, h int) Model {
+			// Sorted by TTL on a large table between two ordering reads:
+			// the rows are this poll's, their order 4s old.
+			m := press(t, live(t, w, h), "s")
+			s := fixtureSnapshot()
+			s.Page.Order = lockview.Order{TakenAt: t0.Add(-4 * time.Second), Took: 130 * time.Millisecond}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"acquire_form": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "a") },

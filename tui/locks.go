@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/textinput"
@@ -75,8 +76,25 @@ func (p *locksPage) askPoll(req *PollRequest, _ bool) {
 	req.Query = lockview.ListQuery{
 		Filter: p.filter, Sort: p.order, Anchor: p.selKey, Rank: int(p.selRank),
 		Before: min(2*n, lockview.MaxWindow), After: min(2*n+1, lockview.MaxWindow),
-		Near: p.page.Span, // lockview.ListLocks ignores it after a change of order or filter
+		// lockview.ListLocks ignores these after a change of order or filter.
+		Near: p.page.Span, Order: p.page.Order,
 	}
+}
+
+// orderAge is how old the order of the rows shown is when it was kept
+// from an earlier poll (lockview.Order: a large table's TTL, token and
+// held-for orders are read only every so often, the rows on every poll);
+// 0 when the poll that read the rows ordered them.
+func (p *locksPage) orderAge() time.Duration {
+	o := p.page.Order
+	if o.TakenAt.IsZero() {
+		return 0
+	}
+	age := o.Age(p.page.DBNow)
+	if age < time.Second {
+		return 0
+	}
+	return age + p.c.age
 }
 
 func (p *locksPage) selectedLock() (lockview.ListedLock, bool) { return p.selected() }
@@ -191,6 +209,9 @@ func (p *locksPage) headerLine() string {
 		return p.filterInput.View()
 	}
 	parts := []string{s.Label.Render("sort ") + s.Value.Render(sortLabel(p.order))}
+	if age := p.orderAge(); age > 0 {
+		parts = append(parts, s.Muted.Render("order "+wholeDur(age)+" ago"))
+	}
 	if p.filter != "" {
 		parts = append(parts, s.Label.Render("filter ")+s.Value.Render(fmt.Sprintf("%q", p.filter)))
 	}
@@ -208,7 +229,13 @@ func (p *locksPage) headerLine() string {
 			parts = append(parts, s.Label.Render(fmt.Sprintf("row %d of %d", p.selRank+1, p.page.Matching)))
 		}
 	}
-	return strings.Join(parts, s.Muted.Render(" · "))
+	line := strings.Join(parts, s.Muted.Render(" · "))
+	if width(line) > p.width { // the order's explanation is in the footer too
+		name, _, _ := strings.Cut(sortLabel(p.order), " (")
+		parts[0] = s.Label.Render("sort ") + s.Value.Render(name)
+		line = strings.Join(parts, s.Muted.Render(" · "))
+	}
+	return line
 }
 
 // shortHelp is b with a shorter description, for a footer.

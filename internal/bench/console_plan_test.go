@@ -52,7 +52,9 @@ const explainPrefix = `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, FORMAT 
 // as the console's next poll is. The counts cost a pass of their own, taken
 // only when due: a poll between counts (handed the last page's counts, as
 // the console's are) by key or by waiters reads the table through indexes
-// only. With the indexes an operator may add for
+// only. Between two ordering reads (handed the last page's order too, not
+// yet due, as the console's polls are) TTL, token and held for read the
+// window's rows by primary key, without a pass. With the indexes an operator may add for
 // them (docs/operations.md, "Large tables": internal/lockview/testdata/sort-indexes.sql) every order
 // reads its window through an index, without a pass. The plans are logged
 // for BENCHMARKS.md (go test -v -run TestConsolePollPlan).
@@ -86,13 +88,14 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 	for _, poll := range []struct {
 		sort   lockview.Sort
 		near   bool   // handed the last page's span and counts, as the console's next poll is
+		kept   bool   // and its order, not yet due: a poll between two ordering reads
 		anchor string // the console polls around its selection
 		before int    // rows before the anchor, when fewer than the window asks for
-	}{{lockview.SortKey, false, middle, 0}, {lockview.SortKey, true, middle, 0}, {lockview.SortKey, false, "job:0000006", 5},
-		{lockview.SortTTL, false, middle, 0}, {lockview.SortTTL, true, middle, 0},
-		{lockview.SortToken, false, middle, 0}, {lockview.SortToken, true, middle, 0},
-		{lockview.SortHeldFor, false, middle, 0}, {lockview.SortHeldFor, true, middle, 0},
-		{lockview.SortWaiters, false, middle, 0}, {lockview.SortWaiters, true, middle, 0}} {
+	}{{lockview.SortKey, false, false, middle, 0}, {lockview.SortKey, true, false, middle, 0}, {lockview.SortKey, false, false, "job:0000006", 5},
+		{lockview.SortTTL, false, false, middle, 0}, {lockview.SortTTL, true, false, middle, 0}, {lockview.SortTTL, true, true, middle, 0},
+		{lockview.SortToken, false, false, middle, 0}, {lockview.SortToken, true, false, middle, 0}, {lockview.SortToken, true, true, middle, 0},
+		{lockview.SortHeldFor, false, false, middle, 0}, {lockview.SortHeldFor, true, false, middle, 0}, {lockview.SortHeldFor, true, true, middle, 0},
+		{lockview.SortWaiters, false, false, middle, 0}, {lockview.SortWaiters, true, false, middle, 0}} {
 		sort := poll.sort
 		q := consoleWindow()
 		q.Sort, q.Anchor = sort, poll.anchor
@@ -100,6 +103,10 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 			// Counts not yet due: a poll between two counts of the table.
 			q.Near, q.Counts, q.Rank = last.Span, last.Counts, int(last.AnchorRank)
 			q.Counts.Took = time.Hour
+		}
+		if poll.kept {
+			q.Order = last.Order
+			q.Order.Took = time.Hour
 		}
 		log.mu.Lock()
 		log.runs = nil
@@ -126,7 +133,7 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 			if err != nil {
 				t.Fatal(err)
 			}
-			window := strings.Contains(st.sql, "row_number() OVER")
+			window := strings.Contains(st.sql, "row_number() OVER") || strings.Contains(st.sql, "WITH ORDINALITY")
 			plan.Walk(func(n testdb.PlanNode) {
 				// Per loop: each parallel worker keeps its own top-N.
 				if n.Type == "Sort" && n.Rows > float64(q.Before+q.After) {
@@ -154,10 +161,13 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 				if err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("sort %s, span %v, statement %d of the poll:\n%s\n", sort, poll.near, i+1, strings.Join(lines, "\n"))
+				t.Logf("sort %s, span %v, kept order %v, statement %d of the poll:\n%s\n", sort, poll.near, poll.kept, i+1, strings.Join(lines, "\n"))
 			}
 		}
-		byIndex := sortIndexes || sort == lockview.SortKey || sort == lockview.SortWaiters
+		if poll.kept && !page.Order.TakenAt.Equal(q.Order.TakenAt) {
+			t.Fatalf("sort %s: a poll handed an order not due ordered afresh", sort)
+		}
+		byIndex := sortIndexes || poll.kept || sort == lockview.SortKey || sort == lockview.SortWaiters
 		if byIndex && !windowIndexed {
 			t.Errorf("sort %s around %s: the window statement reads no index of distributed_lock", sort, q.Anchor)
 		}
@@ -171,7 +181,7 @@ func checkPollPlans(t *testing.T, pool *pgxpool.Pool, log *statementLog, sortInd
 			want = 1
 		}
 		if windowScans != want {
-			t.Errorf("sort %s around %s, span %v: the window read the table %d times, want %d", sort, q.Anchor, poll.near, windowScans, want)
+			t.Errorf("sort %s around %s, span %v, kept order %v: the window read the table %d times, want %d", sort, q.Anchor, poll.near, poll.kept, windowScans, want)
 		}
 		// Between counts nothing but the window reads the table: by key
 		// and by waiters such a poll never passes over it.

@@ -31,7 +31,7 @@ func TestListLocksReusesCounts(t *testing.T) {
 		VALUES ($1 || '!', 'late', nextval('distributed_lock_fence_seq'), now() + interval '1 minute', interval '1 minute', now())`, want[100]); err != nil {
 		t.Fatal(err)
 	}
-	// Due after countShare times what counting took: long enough here.
+	// Due after passShare times what counting took: long enough here.
 	counts := first.Counts
 	counts.Took = time.Hour
 	q.Counts = counts

@@ -22,7 +22,9 @@ import (
 // holds only the window's rows; with an operator's index on the column (see
 // docs/operations.md) the planner reads it through that instead, from the same SQL.
 // Handed the last page's Span (ListQuery.Near), as the console's polls are,
-// both sides come from one pass while the window stays inside that span.
+// both sides come from one pass while the window stays inside that span;
+// handed its Order too, that pass is taken only when due, and the polls in
+// between read the window's rows by primary key (see Order).
 type Sort string
 
 const (
@@ -72,11 +74,16 @@ type ListQuery struct {
 	Near Span
 	// Counts are an earlier page's (Page.Counts), reused instead of
 	// counting the table again, which costs a pass over it, until they are
-	// due (see countShare) or the filter or order changed. While they are reused the
+	// due (see passShare) or the filter or order changed. While they are reused the
 	// anchor's rank is Rank, which the caller keeps as its selection moves
 	// (the console does), corrected by what the window shows at either end
 	// of the order. The zero Counts are counted afresh.
 	Counts Counts
+	// Order is an earlier page's (Page.Order): in a column order, its
+	// window stands in for the ordering read until that is due (see
+	// Order), so the poll reads the window's rows by primary key. The zero
+	// Order is read afresh.
+	Order Order
 }
 
 // ListedLock is a lock row with its live waiters.
@@ -126,6 +133,10 @@ type Page struct {
 	// Matching come from, and when they were taken: hand them back as
 	// ListQuery.Counts.
 	Counts Counts
+	// Order is the column order's window as last read (zero in the other
+	// orders): hand it back as ListQuery.Order. Its Age says how old the
+	// order of Rows is.
+	Order Order
 }
 
 // likePattern turns a filter into an ILIKE pattern matching it anywhere,
@@ -192,9 +203,12 @@ func checkQuery(q ListQuery, known map[Sort]string) error {
 // table; the counts cost one pass over the table and are taken only when
 // q.Counts are due (ListQuery.Counts), and on the occasions that position
 // the window by rank (no anchor: first poll, Home, End, the selection gone).
-// Its statements run one after another, each with its own snapshot unless
-// db is a transaction: under concurrent writes the counts and the rows can
-// be a few milliseconds apart, and reused counts as old as Counts.Age says.
+// Likewise a column order's window is ordered only when q.Order is due, and
+// re-read by primary key in between (Order). Its statements run one after
+// another, each with its own snapshot unless db is a transaction: under
+// concurrent writes the counts and the rows can be a few milliseconds
+// apart, reused counts as old as Counts.Age says, and a kept order as old
+// as Order.Age says.
 func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	if err := checkQuery(q, windowSQL); err != nil {
 		return Page{}, err
@@ -228,6 +242,11 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	if counts.Matching == 0 && fresh {
 		return page, nil
 	}
+	if anchor != nil && !q.Order.due(q.Sort, pattern, st.DBNow) {
+		if keys, first, ok := q.Order.around(anchor.Key, q.Before, q.After); ok {
+			return keptWindow(ctx, db, page, q, pattern, keys, first, anchor.Key)
+		}
+	}
 	var rank int64
 	switch {
 	case anchor == nil:
@@ -252,10 +271,12 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	default:
 		rank = st.MatchingWaited + scanRank - st.WaitedKeyRank
 	}
+	start := time.Now()
 	rows, err := readWindow(ctx, db, q, pattern, *anchor, rank, counts.Matching)
 	if err != nil {
 		return Page{}, err
 	}
+	took := time.Since(start)
 	sort.Slice(rows, func(i, j int) bool {
 		if rows[i].Side != rows[j].Side {
 			return rows[i].Side < rows[j].Side
@@ -280,6 +301,8 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	}
 	page.AnchorRank = rank
 	page.Span = spanOf(q.Sort, pattern, page.Rows)
+	page.Order = orderOf(q.Sort, pattern, page.Rows, rank-int64(page.Anchor), onSide(rows, 1) < q.After,
+		page.Matching, st.DBNow, took)
 	return page, nil
 }
 

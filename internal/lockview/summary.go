@@ -136,19 +136,20 @@ type Counts struct {
 	sort    Sort
 }
 
-// countShare bounds what counting costs the server: counts are due again
-// once countShare times the last count's duration has passed, so a pass
-// over the table takes at most 1/countShare of the time. Small tables are
-// counted on every poll (a 1 ms count is due after 20 ms); a million locks
-// (a count of about 200 ms) every few seconds.
-const countShare = 20
+// passShare bounds what a pass over the table costs the server: the
+// counts, and a column order's window (Order), are due again once
+// passShare times what the last such pass took has passed, so each takes
+// at most 1/passShare of the time. Small tables are counted on every poll
+// (a 1 ms count is due after 20 ms); a million locks (a count of about
+// 200 ms) every few seconds.
+const passShare = 20
 
 // due says whether c must be counted again at now (the database's clock)
 // for a page in order s under pattern: never counted, counted under
-// another filter or order, or older than countShare times what counting
+// another filter or order, or older than passShare times what counting
 // took.
 func (c Counts) due(s Sort, pattern string, now time.Time) bool {
-	return c.TakenAt.IsZero() || c.pattern != pattern || c.sort != s || now.Sub(c.TakenAt) >= countShare*c.Took
+	return c.TakenAt.IsZero() || c.pattern != pattern || c.sort != s || now.Sub(c.TakenAt) >= passShare*c.Took
 }
 
 // Age is how old the counts were at now (the database's clock).
