@@ -11,6 +11,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -89,11 +90,17 @@ var consoleSizes = []int{1_000, 10_000, 100_000, 1_000_000}
 // BenchmarkConsolePoll polls around a selection in the middle of the table,
 // as the console does, in every order: "first" is a poll without a hint
 // (it counts the table), "next" one handed the last page's span and counts,
-// as the polls between two counts are (the counts' own cost is first's).
+// as the polls between two counts are (the counts' own cost is first's),
+// and so the ordering read of TTL, token and held for; "kept" one handed
+// its order too, as the polls between two ordering reads are (zero in the
+// other orders: the same poll as next). Each reports server-ms, what the
+// server spent on one such poll (the sum of its statements' execution
+// times, explained as sent).
 func BenchmarkConsolePoll(b *testing.B) {
 	for _, n := range consoleSizes {
 		b.Run(rowsName(n), func(b *testing.B) {
-			pool := consoleDB(b, n, nil)
+			log := &statementLog{}
+			pool := consoleDB(b, n, log)
 			ctx := context.Background()
 			for _, sort := range lockview.Sorts {
 				q := consoleWindow()
@@ -109,18 +116,62 @@ func BenchmarkConsolePoll(b *testing.B) {
 					for b.Loop() {
 						poll(b, q)
 					}
+					b.ReportMetric(serverMillis(b, pool, log, func() { poll(b, q) }), "server-ms")
 				})
+				// next: handed the last page's span and counts, not due
+				// while the benchmark runs.
+				next, last := q, poll(b, q)
+				next.Near, next.Counts, next.Rank = last.Span, last.Counts, int(last.AnchorRank)
+				next.Counts.Took = time.Hour
 				b.Run(string(sort)+"/next", func(b *testing.B) {
-					next, last := q, poll(b, q)
-					next.Near, next.Counts, next.Rank = last.Span, last.Counts, int(last.AnchorRank)
-					next.Counts.Took = time.Hour // not due while the benchmark runs
 					for b.Loop() {
 						poll(b, next)
 					}
+					b.ReportMetric(serverMillis(b, pool, log, func() { poll(b, next) }), "server-ms")
+				})
+				kept := next
+				kept.Order = poll(b, next).Order
+				kept.Order.Took = time.Hour
+				b.Run(string(sort)+"/kept", func(b *testing.B) {
+					for b.Loop() {
+						poll(b, kept)
+					}
+					b.ReportMetric(serverMillis(b, pool, log, func() { poll(b, kept) }), "server-ms")
 				})
 			}
 		})
 	}
+}
+
+// serverMillis is what the server spent on the statements poll sends: each
+// explained as sent (EXPLAIN ANALYZE runs it again), their execution
+// times summed.
+func serverMillis(b *testing.B, pool *pgxpool.Pool, log *statementLog, poll func()) float64 {
+	b.Helper()
+	log.mu.Lock()
+	log.runs = nil
+	log.mu.Unlock()
+	poll()
+	log.mu.Lock()
+	runs := append([]capturedStatement(nil), log.runs...)
+	log.mu.Unlock()
+	total := 0.0
+	for _, st := range runs {
+		var text string
+		if err := pool.QueryRow(context.Background(), explainPrefix+"JSON) "+st.sql, st.args...).Scan(&text); err != nil {
+			b.Fatalf("explain: %v\n%s", err, st.sql)
+		}
+		var out []struct {
+			Execution float64 `json:"Execution Time"`
+		}
+		if err := json.Unmarshal([]byte(text), &out); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range out {
+			total += e.Execution
+		}
+	}
+	return total
 }
 
 // polledModel is the console after its first poll at 120x35: New, the
