@@ -58,9 +58,14 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 		return env.Fail(err)
 	}
 	defer stopNotifier()
+	// One source for every session: sessions on the same view share its
+	// reads (tui.SharedSource), and an action drops what it kept, so the
+	// acting session's next poll, as everyone's, reads afresh.
+	shared := tui.NewSharedPoolSource(ctx, pool, o.Refresh)
 	c := consoles{
 		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL,
-			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: notifier.State},
+			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: notifier.State,
+			Source: shared, ActionDone: shared.Invalidate},
 		log: log,
 	}
 	srv, err := sshserve.New(sshserve.Config{
