@@ -288,14 +288,24 @@ func leaseAcquirers(job queueJob, prefix string, lk *locker.Locker, pool *pgxpoo
 
 // transactionCounter counts transactions as the server commits them: a
 // statement outside a transaction block is one, a transaction block
-// (counted at its BEGIN) is one however many statements it holds.
+// (counted at its BEGIN) is one however many statements it holds. A
+// statement counts when it returns without error, so the one the run's end
+// cuts short, which grants nothing, is not counted either.
 type transactionCounter struct{ n *atomic.Int64 }
 
-func (c transactionCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+// startsTransaction marks, in a query's context, that the connection was
+// idle when it began.
+type startsTransaction struct{}
+
+func (transactionCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	if conn.PgConn().TxStatus() == 'I' {
-		c.n.Add(1)
+		return context.WithValue(ctx, startsTransaction{}, true)
 	}
 	return ctx
 }
 
-func (transactionCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+func (c transactionCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	if data.Err == nil && ctx.Value(startsTransaction{}) != nil {
+		c.n.Add(1)
+	}
+}
