@@ -211,12 +211,23 @@ func (s *Server) shutdown() {
 	for _, p := range programs {
 		p.Quit()
 	}
+	deadline := time.Now().Add(s.cfg.ShutdownWait)
 	done := make(chan struct{})
 	go func() { s.handlers.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(s.cfg.ShutdownWait):
+		// Each client has its exit status; closing its connection now
+		// would race its own disconnect message, and ssh would report a
+		// broken pipe and exit 255. Give the clients a moment to hang up.
+		hangUp, cancel := context.WithTimeout(context.Background(), min(time.Until(deadline), clientHangUpWait))
+		_ = s.ssh.Shutdown(hangUp)
+		cancel()
+	case <-time.After(time.Until(deadline)):
 		s.cfg.Log.Warn("sessions still open after the shutdown wait: closing them", "wait", s.cfg.ShutdownWait.String())
 	}
 	_ = s.ssh.Close()
 }
+
+// clientHangUpWait bounds how long a shutdown waits, after every session
+// has ended, for the clients to close their connections.
+const clientHangUpWait = 2 * time.Second
