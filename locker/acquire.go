@@ -8,7 +8,7 @@ import (
 )
 
 // TryAcquire makes one attempt to take key for owner, in one statement on
-// db (a call of distributed_lock_acquire; see store.TryGrant). db is a
+// db (a call of distributed_lock_acquire, docs/protocol.md). db is a
 // pool, a connection, or the caller's transaction: the grant then commits or
 // rolls back with it; use READ COMMITTED there.
 //

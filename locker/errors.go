@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // Sentinel errors; branch on them with errors.Is.
@@ -34,41 +34,41 @@ var (
 
 // Database errors: a driver error is mapped to one of these (and stays
 // wrapped for detail), so callers can branch on what it means rather than
-// on a SQLSTATE.
+// on a SQLSTATE. Every package of lockctl returns these same values.
 var (
 	// ErrNotMigrated: the lock tables are missing (run Migrate) or this
 	// role cannot see their schema.
-	ErrNotMigrated = store.ErrNotMigrated
+	ErrNotMigrated = lockdb.ErrNotMigrated
 	// ErrReadOnly: the server is a standby, or the transaction is read-only.
-	ErrReadOnly = store.ErrReadOnly
+	ErrReadOnly = lockdb.ErrReadOnly
 	// ErrPermissionDenied: the role lacks a grant the operation needs.
-	ErrPermissionDenied = store.ErrPermissionDenied
+	ErrPermissionDenied = lockdb.ErrPermissionDenied
 	// ErrLockTimeout: a database lock was not granted within lock_timeout
 	// (Prune's wait for grants in flight, for example).
-	ErrLockTimeout = store.ErrLockTimeout
+	ErrLockTimeout = lockdb.ErrLockTimeout
 	// ErrStatementTimeout: statement_timeout or a cancel request ended the
 	// statement.
-	ErrStatementTimeout = store.ErrStatementTimeout
+	ErrStatementTimeout = lockdb.ErrStatementTimeout
 	// ErrUnavailable: the database could not be reached, or the connection
 	// broke mid-statement; the outcome of a write is then unknown.
-	ErrUnavailable = store.ErrUnavailable
+	ErrUnavailable = lockdb.ErrUnavailable
 	// ErrInvalidValue: the schema's checks refused a value.
-	ErrInvalidValue = store.ErrInvalidValue
+	ErrInvalidValue = lockdb.ErrInvalidValue
 	// ErrPoolerStatements: a transaction pooler lost the connection's
 	// prepared statements; the message says which query exec mode to use.
-	ErrPoolerStatements = store.ErrPoolerStatements
+	ErrPoolerStatements = lockdb.ErrPoolerStatements
 	// ErrPoolerStartupParameter: the pooler refused a parameter of the
 	// connection string (search_path, for one); the message says what
 	// to do instead.
-	ErrPoolerStartupParameter = store.ErrPoolerStartupParameter
+	ErrPoolerStartupParameter = lockdb.ErrPoolerStartupParameter
 	// ErrCannotAdopt: Migrate found a distributed_lock it does not adopt by
 	// itself (the reference service's table: `lockctl migrate` adopts it)
 	// or cannot adopt, and changed nothing.
-	ErrCannotAdopt = store.ErrCannotAdopt
+	ErrCannotAdopt = lockdb.ErrCannotAdopt
 	// ErrSchemaNewer: Migrate found a schema migrated by a newer lockctl
 	// and changed nothing: an older service instance never downgrades the
 	// functions a newer one relies on.
-	ErrSchemaNewer = store.ErrSchemaNewer
+	ErrSchemaNewer = lockdb.ErrSchemaNewer
 )
 
 // HeldError says who holds a key. It matches ErrHeld.

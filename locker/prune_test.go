@@ -68,7 +68,7 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	}
 	started := time.Now()
 	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Millisecond, GateWait: 200 * time.Millisecond})
-	if !errors.Is(err, store.ErrLockTimeout) {
+	if !errors.Is(err, locker.ErrLockTimeout) {
 		t.Fatalf("prune behind an open grant = %+v, %v; want ErrLockTimeout", res, err)
 	}
 	if waited := time.Since(started); waited < 150*time.Millisecond {

@@ -23,7 +23,7 @@ type RoleCapabilities struct {
 // protocol functions (schema.sql) each operation calls: every write goes
 // through them, as the grant sets of internal/roles give them. Unqualified
 // names resolve through search_path, like every other statement here; a
-// database without the functions fails with ErrNotMigrated.
+// database without the functions fails with lockdb.ErrNotMigrated.
 const capabilitiesSQL = `
 SELECT has_function_privilege('distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)', 'EXECUTE')
        AND has_function_privilege('distributed_lock_renew(text, text, bigint, bigint)', 'EXECUTE')

@@ -8,36 +8,15 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
-// Errors a database error is mapped to, so callers (and users) see what it
-// means rather than a SQLSTATE. The driver error stays wrapped for detail.
-var (
-	ErrNotMigrated      = errors.New("lock tables missing or not migrated: run `lockctl migrate` on this database (or grant this role USAGE on their schema)")
-	ErrReadOnly         = errors.New("database is read-only (a standby or a read-only transaction): writes are refused")
-	ErrPermissionDenied = errors.New("permission denied: this role lacks a grant lockctl needs (see docs/security.md, Least privilege)")
-	ErrLockTimeout      = errors.New("timed out waiting for a database lock")
-	ErrStatementTimeout = errors.New("statement cancelled (statement_timeout or cancel request)")
-	ErrUnavailable      = errors.New("database unreachable")
-	ErrInvalidValue     = errors.New("value rejected by the schema's checks")
-	// ErrCannotAdopt: migrate found a distributed_lock it does not adopt
-	// (the reference service's table without MigrateOptions.AdoptSeed, a
-	// shape it does not know, or rows that break lockctl's rules) and
-	// changed nothing. The driver error's message says which, naming rows.
-	ErrCannotAdopt = errors.New("migrate refused: the existing distributed_lock table cannot be adopted as it is")
-)
-
-// meanings lists the errors above, most specific first.
-var meanings = []error{
-	ErrNotMigrated, ErrCannotAdopt, ErrSchemaNewer, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
-	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
-	ErrPoolerStatements, ErrPoolerStartupParameter,
-}
-
-// Meaning returns which of the errors above err is (through Interpret's
-// wrapping), or nil: the sentence to show a user before the driver's detail.
+// Meaning returns which of the errors of internal/lockdb (locker's ErrX
+// names) err is, through Interpret's wrapping, or nil: the sentence to show
+// a user before the driver's detail.
 func Meaning(err error) error {
-	for _, m := range meanings {
+	for _, m := range lockdb.Meanings {
 		if errors.Is(err, m) {
 			return m
 		}
@@ -45,8 +24,8 @@ func Meaning(err error) error {
 	return nil
 }
 
-// Interpret maps a driver error to one of the errors above (wrapping both),
-// and returns other errors unchanged. nil stays nil.
+// Interpret maps a driver error to one of the errors of internal/lockdb
+// (wrapping both), and returns other errors unchanged. nil stays nil.
 func Interpret(err error) error {
 	if err == nil {
 		return nil
@@ -70,7 +49,7 @@ func Interpret(err error) error {
 	// and the next use of that connection as ErrConnClosed.
 	lostConn := errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed)
 	if lostConn || errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: %w", lockdb.ErrUnavailable, err)
 	}
 	return err
 }
@@ -80,24 +59,24 @@ func bySQLState(code string) error {
 	case "42P01", "42883", "42703": // undefined_table, undefined_function, undefined_column
 		// A column lockctl's statements name is missing only on a table
 		// that was not migrated: the reference service's, or an older one.
-		return ErrNotMigrated
+		return lockdb.ErrNotMigrated
 	case "LKA01": // raised by the adoption of the reference service's table (sql/adopt)
-		return ErrCannotAdopt
+		return lockdb.ErrCannotAdopt
 	case newerSQLState: // raised by schema.sql on a schema a newer lockctl migrated
-		return ErrSchemaNewer
+		return lockdb.ErrSchemaNewer
 	case "25006": // read_only_sql_transaction
-		return ErrReadOnly
+		return lockdb.ErrReadOnly
 	case "42501": // insufficient_privilege
-		return ErrPermissionDenied
+		return lockdb.ErrPermissionDenied
 	case "55P03": // lock_not_available
-		return ErrLockTimeout
+		return lockdb.ErrLockTimeout
 	case "57014": // query_canceled
-		return ErrStatementTimeout
+		return lockdb.ErrStatementTimeout
 	case "23514", "22001", "22021": // check_violation, string too long, bad encoding
-		return ErrInvalidValue
+		return lockdb.ErrInvalidValue
 	case "57P01", "57P02", "57P03", "08000", "08003", "08006", "08001", "08004":
 		// admin shutdown, crash shutdown, cannot connect now, connection failures
-		return ErrUnavailable
+		return lockdb.ErrUnavailable
 	}
 	return nil
 }

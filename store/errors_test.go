@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 func TestMeaningNamesWhatAnErrorMeans(t *testing.T) {
@@ -14,12 +16,12 @@ func TestMeaningNamesWhatAnErrorMeans(t *testing.T) {
 		err  error
 		want error
 	}{
-		{Interpret(&pgconn.PgError{Code: "42P01"}), ErrNotMigrated},
-		{Interpret(&pgconn.PgError{Code: "42703"}), ErrNotMigrated},
-		{Interpret(&pgconn.PgError{Code: "LKA01"}), ErrCannotAdopt},
-		{Interpret(&pgconn.PgError{Code: "25006"}), ErrReadOnly},
-		{Interpret(&pgconn.PgError{Code: "42501"}), ErrPermissionDenied},
-		{fmt.Errorf("locker: renew %q: %w", "k", Interpret(io.ErrUnexpectedEOF)), ErrUnavailable},
+		{Interpret(&pgconn.PgError{Code: "42P01"}), lockdb.ErrNotMigrated},
+		{Interpret(&pgconn.PgError{Code: "42703"}), lockdb.ErrNotMigrated},
+		{Interpret(&pgconn.PgError{Code: "LKA01"}), lockdb.ErrCannotAdopt},
+		{Interpret(&pgconn.PgError{Code: "25006"}), lockdb.ErrReadOnly},
+		{Interpret(&pgconn.PgError{Code: "42501"}), lockdb.ErrPermissionDenied},
+		{fmt.Errorf("locker: renew %q: %w", "k", Interpret(io.ErrUnexpectedEOF)), lockdb.ErrUnavailable},
 		{Interpret(&pgconn.PgError{Code: "23505"}), nil}, // unique violation: no meaning of ours
 		{errors.New("something else"), nil},
 		{nil, nil},

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // migrateLockSQL serialises concurrent migrations: each transaction of a
@@ -23,13 +25,8 @@ const (
 	recordSQL            = `INSERT INTO distributed_lock_migration (version) VALUES ($1)`
 )
 
-// ErrSchemaNewer: the database was migrated by a newer lockctl (it records a
-// migration this binary does not have). Migrate refuses it rather than
-// re-create older functions over the newer ones.
-var ErrSchemaNewer = errors.New("the lock schema is newer than this lockctl: it was migrated by a newer version; upgrade lockctl (or the service) instead")
-
 // newerSQLState is what schema.sql raises on a newer schema (Interpret maps
-// it to ErrSchemaNewer).
+// it to lockdb.ErrSchemaNewer).
 const newerSQLState = "LKA02"
 
 func newerMessage(available int) string {
@@ -45,7 +42,7 @@ type MigrateOptions struct {
 	// session's TimeZone. It has no effect on a lockctl table.
 	SeedTimeZone string
 	// AdoptSeed lets migrate adopt the reference service's table. Without
-	// it such a table makes migrate fail with ErrCannotAdopt: a service
+	// it such a table makes migrate fail with lockdb.ErrCannotAdopt: a service
 	// that migrates at start-up never takes the table over by itself while
 	// the reference service may still write it. `lockctl migrate` sets it.
 	AdoptSeed bool
@@ -58,8 +55,8 @@ var ErrUnknownTimeZone = errors.New("unknown time zone")
 // Migrate applies the migrations db has not recorded, each once and in its
 // own transaction, then re-creates the functions. Running it on a migrated
 // database changes nothing. It refuses the reference service's table
-// (ErrCannotAdopt: MigrateWith adopts it) and a schema migrated by a newer
-// lockctl (ErrSchemaNewer).
+// (lockdb.ErrCannotAdopt: MigrateWith adopts it) and a schema migrated by a newer
+// lockctl (lockdb.ErrSchemaNewer).
 func Migrate(ctx context.Context, db TxStarter) error {
 	_, err := MigrateWith(ctx, db, MigrateOptions{})
 	return err
@@ -199,7 +196,7 @@ func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration) ([]int, 
 	}
 	if len(applied) > 0 && applied[len(applied)-1] > ms[len(ms)-1].Version {
 		return nil, fmt.Errorf("%w (it records migration %d; this one has up to %d)",
-			ErrSchemaNewer, applied[len(applied)-1], ms[len(ms)-1].Version)
+			lockdb.ErrSchemaNewer, applied[len(applied)-1], ms[len(ms)-1].Version)
 	}
 	return applied, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -99,7 +100,7 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 	}
 	before := catalogText(t, db)
 	err := store.Migrate(ctx, db)
-	if !errors.Is(err, store.ErrSchemaNewer) || !errors.Is(store.Meaning(err), store.ErrSchemaNewer) {
+	if !errors.Is(err, locker.ErrSchemaNewer) || !errors.Is(store.Meaning(err), locker.ErrSchemaNewer) {
 		t.Fatalf("migrate of a newer schema: %v; want ErrSchemaNewer", err)
 	}
 	if after := catalogText(t, db); after != before {

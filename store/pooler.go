@@ -2,21 +2,17 @@ package store
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
-// Errors of a connection pooler lockctl cannot work through as configured.
-// Interpret maps the driver's errors to them; each says what to change.
-var (
-	ErrPoolerStatements       = errors.New("a connection pooler lost this connection's prepared statements (transaction pooling, e.g. PgBouncer before 1.21 or with max_prepared_statements = 0): add default_query_exec_mode=exec to the connection string (see docs/pooling.md)")
-	ErrPoolerStartupParameter = errors.New("the connection pooler refuses a startup parameter of the connection string: drop it; to choose the lock schema, set the role's search_path with ALTER ROLE … SET search_path (see docs/pooling.md)")
-)
-
-// poolerError returns which of the errors above pgErr is, or nil.
+// poolerError returns which error of a connection pooler lockctl cannot work
+// through as configured pgErr is (lockdb.ErrPoolerStatements or
+// lockdb.ErrPoolerStartupParameter), or nil.
 //
 // pgx's default mode names its cached statements stmtcache_…; behind a
 // transaction pooler one client's statement is found on, or missing from,
@@ -28,11 +24,11 @@ var (
 func poolerError(pgErr *pgconn.PgError) error {
 	switch {
 	case (pgErr.Code == "42P05" || pgErr.Code == "26000") && strings.Contains(pgErr.Message, `"stmtcache_`):
-		return ErrPoolerStatements
+		return lockdb.ErrPoolerStatements
 	case pgErr.Code == "08P01" && strings.HasPrefix(pgErr.Message, "bind message supplies"):
-		return ErrPoolerStatements
+		return lockdb.ErrPoolerStatements
 	case pgErr.Code == "08P01" && strings.HasPrefix(pgErr.Message, "unsupported startup parameter"):
-		return ErrPoolerStartupParameter
+		return lockdb.ErrPoolerStartupParameter
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ SELECT p.locks, p.waiters, p.events FROM distributed_lock_prune($1::bigint, $2::
 // is positive, events older than that, and waiter records of processes that
 // died waiting. It waits at most gateWait for grants in flight (a grant
 // inside a long caller transaction holds the gate until that transaction
-// ends); past that it fails with ErrLockTimeout and deletes nothing.
+// ends); past that it fails with lockdb.ErrLockTimeout and deletes nothing.
 func Prune(ctx context.Context, db DBTX, freeFor, eventsOlder, gateWait time.Duration) (PruneResult, error) {
 	var eventsOlderUS *int64 // NULL: keep every event
 	if eventsOlder > 0 {

@@ -108,7 +108,7 @@ func actionResult(msg actionDoneMsg) flash {
 	case errors.As(msg.err, &held):
 		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s — %s",
 			safe(held.Owner), token(held.Token), shortDur(held.Remaining), key), flashError}
-	case errors.Is(msg.err, store.ErrReadOnly):
+	case errors.Is(msg.err, locker.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}
 	case msg.err != nil:
 		return flash{fmt.Sprintf("✗ %s %s failed, nothing changed: %s", msg.kind, key, errMeaning(msg.err)), flashError}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -30,7 +31,7 @@ func backoff(refresh time.Duration, failures int) time.Duration {
 // connectionProblem: the database could not be reached or did not answer
 // in time (as opposed to answering with an error).
 func connectionProblem(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, locker.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // errHead is errMeaning without the driver's detail.
@@ -38,11 +39,11 @@ func errHead(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "no reply in time"
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, locker.ErrUnavailable):
 		return "database unreachable"
-	case errors.Is(err, store.ErrNotMigrated):
+	case errors.Is(err, locker.ErrNotMigrated):
 		return "lock tables missing"
-	case errors.Is(err, store.ErrPermissionDenied):
+	case errors.Is(err, locker.ErrPermissionDenied):
 		return "permission denied"
 	}
 	return "query failed"

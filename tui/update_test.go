@@ -173,7 +173,7 @@ func TestFailureKeepsSnapshotBacksOffAndRecovers(t *testing.T) {
 		m = step(t, m, pollTickMsg{gen: m.tickGen})
 		var cmd tea.Cmd
 		m, cmd = update(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
-			err: fmt.Errorf("%w: connect: connection refused", store.ErrUnavailable)})
+			err: fmt.Errorf("%w: connect: connection refused", locker.ErrUnavailable)})
 		if cmd == nil {
 			t.Fatal("no retry armed after a failure")
 		}

@@ -63,7 +63,7 @@ func open(ctx context.Context, dsn string) (*pgxpool.Pool, []string, error) {
 // Connect is Open, then checks that the server answers, within
 // ConnectTimeout unless the DSN sets connect_timeout. A failure is a
 // *ConnectError (what failed, where, a hint); an unreachable server's also
-// matches store.ErrUnavailable.
+// matches locker.ErrUnavailable.
 func Connect(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	pool, secrets, err := open(ctx, dsn)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // ConnectError is a failed connection, told the way a person needs it: one
@@ -76,7 +76,7 @@ func noDSNHint(getenv func(string) string) string {
 // describeConnectError turns a failed connect or first ping into a
 // ConnectError. dsnGiven says whether --dsn or $DATABASE_URL named the
 // server; a timeout is reported as cfg.ConnectTimeout, which bounds both the
-// connect and the ping. The result matches store.ErrUnavailable when the
+// connect and the ping. The result matches locker.ErrUnavailable when the
 // server could not be reached.
 func describeConnectError(cfg *pgx.ConnConfig, dsnGiven bool, err error) error {
 	ce := &ConnectError{Where: describeTarget(cfg), Err: err}
@@ -103,7 +103,7 @@ func describeConnectError(cfg *pgx.ConnConfig, dsnGiven bool, err error) error {
 		ce.Hint = noDSNHint(os.Getenv)
 	}
 	if unreachable {
-		return fmt.Errorf("%w: %w", store.ErrUnavailable, ce)
+		return fmt.Errorf("%w: %w", locker.ErrUnavailable, ce)
 	}
 	return ce
 }

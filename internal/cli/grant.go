@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -86,7 +87,7 @@ func Grant(ctx context.Context, env Env, opts GrantOptions) int {
 			return env.Fail(store.Interpret(err))
 		}
 		if current == nil {
-			return env.Fail(fmt.Errorf("no schema of search_path exists: %w", store.ErrNotMigrated))
+			return env.Fail(fmt.Errorf("no schema of search_path exists: %w", locker.ErrNotMigrated))
 		}
 		schema = *current
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -122,7 +123,7 @@ func printMigrationStatus(env Env, server string, s store.MigrationStatus, asJSO
 // printMigrationPlan is --dry-run: what Migrate would run, in order.
 func printMigrationPlan(env Env, server string, s store.MigrationStatus) int {
 	if s.Newer() {
-		return env.Fail(fmt.Errorf("%w (it records migration %d; this one has up to %d)", store.ErrSchemaNewer, s.Applied, s.Available))
+		return env.Fail(fmt.Errorf("%w (it records migration %d; this one has up to %d)", locker.ErrSchemaNewer, s.Applied, s.Available))
 	}
 	fmt.Fprintf(env.Stdout, "migrate would, on %s:\n", server)
 	for _, m := range s.Pending {

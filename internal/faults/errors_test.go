@@ -81,9 +81,9 @@ func TestErrorsFromARealServer(t *testing.T) {
 		}
 		empty := pool(t, ctx, primary.DSN("unmigrated"))
 		_, err := lk.TryAcquire(ctx, empty, "k", "owner")
-		wantErr(t, "TryAcquire", err, store.ErrNotMigrated, "lockctl migrate")
+		wantErr(t, "TryAcquire", err, locker.ErrNotMigrated, "lockctl migrate")
 		_, err = lockview.ListPrefix(ctx, empty, "")
-		wantErr(t, "ListPrefix", err, store.ErrNotMigrated, "lockctl migrate")
+		wantErr(t, "ListPrefix", err, locker.ErrNotMigrated, "lockctl migrate")
 	})
 
 	t.Run("standby", func(t *testing.T) {
@@ -107,19 +107,19 @@ func TestErrorsFromARealServer(t *testing.T) {
 		}
 		// Every write is refused as read-only.
 		_, err = lk.TryAcquire(ctx, sdb, "k2", "owner")
-		wantErr(t, "TryAcquire", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "TryAcquire", err, locker.ErrReadOnly, "read-only")
 		_, err = lk.Renew(ctx, sdb, lease)
-		wantErr(t, "Renew", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "Renew", err, locker.ErrReadOnly, "read-only")
 		_, err = lk.Release(ctx, sdb, lease)
-		wantErr(t, "Release", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "Release", err, locker.ErrReadOnly, "read-only")
 		_, err = lk.ForceExpire(ctx, sdb, "k", lease.Token)
-		wantErr(t, "ForceExpire", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "ForceExpire", err, locker.ErrReadOnly, "read-only")
 		err = lk.ReportStaleWrite(ctx, sdb, lease, "x")
-		wantErr(t, "ReportStaleWrite", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "ReportStaleWrite", err, locker.ErrReadOnly, "read-only")
 		err = pgx.BeginFunc(ctx, sdb, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, lease) })
-		wantErr(t, "Fence", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "Fence", err, locker.ErrReadOnly, "read-only")
 		_, err = lk.Acquire(ctx, sdb, "k", "other")
-		wantErr(t, "Acquire (waiting)", err, store.ErrReadOnly, "read-only")
+		wantErr(t, "Acquire (waiting)", err, locker.ErrReadOnly, "read-only")
 	})
 
 	t.Run("statement and lock timeouts", func(t *testing.T) {
@@ -137,8 +137,8 @@ func TestErrorsFromARealServer(t *testing.T) {
 			sentinel error
 			says     string
 		}{
-			{"statement_timeout", store.ErrStatementTimeout, "statement cancelled"},
-			{"lock_timeout", store.ErrLockTimeout, "timed out waiting for a database lock"},
+			{"statement_timeout", locker.ErrStatementTimeout, "statement cancelled"},
+			{"lock_timeout", locker.ErrLockTimeout, "timed out waiting for a database lock"},
 		} {
 			conn, err := db.Acquire(ctx)
 			if err != nil {
@@ -166,7 +166,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = lk.TryAcquire(ctx, conn, "k3", "owner")
-		wantErr(t, "TryAcquire on a terminated connection", err, store.ErrUnavailable, "unreachable")
+		wantErr(t, "TryAcquire on a terminated connection", err, locker.ErrUnavailable, "unreachable")
 	})
 
 	t.Run("server crash mid-statement", func(t *testing.T) {
@@ -188,7 +188,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		if err := primary.Stop(pgtemp.Immediate); err != nil {
 			t.Fatal(err)
 		}
-		wantErr(t, "Renew cut off by a crash", <-res, store.ErrUnavailable, "unreachable")
+		wantErr(t, "Renew cut off by a crash", <-res, locker.ErrUnavailable, "unreachable")
 		_ = blocker.Rollback(ctx)
 		if err := primary.Start(ctx); err != nil {
 			t.Fatal(err)
@@ -202,8 +202,8 @@ func TestErrorsFromARealServer(t *testing.T) {
 		}
 		db.Reset()
 		_, err := lk.TryAcquire(ctx, db, "k", "owner")
-		wantErr(t, "TryAcquire", err, store.ErrUnavailable, "unreachable")
+		wantErr(t, "TryAcquire", err, locker.ErrUnavailable, "unreachable")
 		_, err = lockview.ListPrefix(ctx, db, "")
-		wantErr(t, "ListPrefix", err, store.ErrUnavailable, "unreachable")
+		wantErr(t, "ListPrefix", err, locker.ErrUnavailable, "unreachable")
 	})
 }

@@ -218,11 +218,11 @@ func (w *worker) classify(op string, err error) {
 		what = "held"
 	case errors.Is(err, locker.ErrNotHeld):
 		what = "not_held"
-	case errors.Is(err, store.ErrStatementTimeout):
+	case errors.Is(err, locker.ErrStatementTimeout):
 		what = "statement_timeout"
-	case errors.Is(err, store.ErrLockTimeout):
+	case errors.Is(err, locker.ErrLockTimeout):
 		what = "lock_timeout"
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, locker.ErrUnavailable):
 		what = "unavailable"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		what = "cancelled"

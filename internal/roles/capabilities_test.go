@@ -33,7 +33,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 			t.Errorf("%s: capabilities %+v, %v; want %+v", kind, got, err, w)
 		}
 		can := func(err error) bool {
-			if err != nil && !errors.Is(err, store.ErrPermissionDenied) {
+			if err != nil && !errors.Is(err, locker.ErrPermissionDenied) {
 				t.Fatalf("%s: %v", kind, err)
 			}
 			return err == nil
@@ -61,7 +61,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 func TestCapabilitiesUnmigrated(t *testing.T) {
 	t.Parallel()
 	pool := testdb.Pool(t, testdb.EmptyDSN(t))
-	if _, err := store.Capabilities(context.Background(), pool); !errors.Is(err, store.ErrNotMigrated) {
+	if _, err := store.Capabilities(context.Background(), pool); !errors.Is(err, locker.ErrNotMigrated) {
 		t.Fatalf("capabilities on an empty schema: %v, want ErrNotMigrated", err)
 	}
 }

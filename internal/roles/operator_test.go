@@ -13,7 +13,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // operatorWorkload is what an operator does from the console and the CLI:
@@ -74,13 +73,13 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 		revoke string // %[1]s schema, %[2]s role
 		want   error
 	}{
-		{`REVOKE USAGE ON SCHEMA %[1]s FROM %[2]s`, store.ErrNotMigrated},
-		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE SELECT ON %[1]s.distributed_lock_event FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE SELECT ON %[1]s.distributed_lock_waiter FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_expire(text, bigint, text, text) FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_release(text, bigint, text, text) FROM %[2]s`, store.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_prune(bigint, bigint, bigint) FROM %[2]s`, store.ErrPermissionDenied},
+		{`REVOKE USAGE ON SCHEMA %[1]s FROM %[2]s`, locker.ErrNotMigrated},
+		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE SELECT ON %[1]s.distributed_lock_event FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE SELECT ON %[1]s.distributed_lock_waiter FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_expire(text, bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_release(text, bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_prune(bigint, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 	}
 	for _, c := range cases {
 		t.Run(caseName(c.revoke), func(t *testing.T) {

@@ -137,8 +137,8 @@ func caseName(revoke string) string {
 
 func wantDenied(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, store.ErrPermissionDenied) {
-		t.Errorf("%s: err = %v; want store.ErrPermissionDenied", what, err)
+	if !errors.Is(err, locker.ErrPermissionDenied) {
+		t.Errorf("%s: err = %v; want locker.ErrPermissionDenied", what, err)
 	} else if !strings.Contains(err.Error(), "permission denied") {
 		t.Errorf("%s: message %q does not say permission denied", what, err)
 	}
@@ -278,8 +278,8 @@ func TestReadOnlyRoleIsReported(t *testing.T) {
 	db.Reset()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	_, err := lk.TryAcquire(ctx, db, "k", "svc")
-	if !errors.Is(err, store.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
-		t.Fatalf("TryAcquire as a read-only role = %v; want store.ErrReadOnly", err)
+	if !errors.Is(err, locker.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
+		t.Fatalf("TryAcquire as a read-only role = %v; want locker.ErrReadOnly", err)
 	}
 	if _, err := lockview.ListPrefix(ctx, db, ""); err != nil {
 		t.Fatalf("reads must still work on a read-only role: %v", err)
