@@ -72,6 +72,9 @@ type Model struct {
 
 	pages  [pageCount]Component
 	active pageID
+	// back is where esc on the page on screen goes: the page a detail
+	// page was opened from; pageNone: the locks page.
+	back pageID
 
 	confirm   *confirmModel
 	form      *acquireForm

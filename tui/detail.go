@@ -64,9 +64,12 @@ func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 			q.render() // the countdowns
 		}
 	case pageOpenedMsg:
-		if msg.lock != nil {
+		switch {
+		case msg.lock != nil:
 			row := *msg.lock
 			q.key, q.detail = row.Key, &Detail{Key: row.Key, Lock: &row}
+		case msg.key != "": // a key without its row (a wait's): the poll reads it
+			q.key, q.detail = msg.key, nil
 		}
 		q.render()
 		q.view.GotoTop()
@@ -103,16 +106,22 @@ func (p *detailPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
 func (p *detailPage) content() string {
 	s := p.c.styles
 	d := p.detail
-	if d == nil {
+	if p.key == "" {
 		return ""
 	}
-	title := s.App.Render("Lock ") + s.Value.Render(safe(d.Key))
+	title := s.App.Render("Lock ") + s.Value.Render(safe(p.key))
 	lines := []string{title}
+	if d == nil {
+		return title + "\n\n  " + s.Muted.Render("reading the lock…")
+	}
 	field := func(name, value string) {
 		lines = append(lines, "  "+s.Label.Render(fmt.Sprintf("%-13s", name))+value)
 	}
 	if d.Lock == nil {
 		lines = append(lines, "", "  "+s.Muted.Render("this key has no lock row (pruned, or never acquired)"))
+		if !p.c.seed { // its waiters, as the blocking page's waits for it
+			lines = append(lines, p.queueAndHistory(*d)...)
+		}
 		return strings.Join(lines, "\n")
 	}
 	r := live(*d.Lock, p.c.advance)
@@ -162,8 +171,14 @@ func (p *detailPage) content() string {
 		field("released at", s.Muted.Render("—"))
 	}
 	field("metadata", metadataText(r.Metadata))
+	return strings.Join(append(lines, p.queueAndHistory(*d)...), "\n")
+}
 
-	lines = append(lines, "", s.App.Render(fmt.Sprintf("Waiters (%d, in queue order: 1 is served next)", len(d.Waiters))))
+// queueAndHistory are the key's waiters in queue order and its recent
+// events.
+func (p *detailPage) queueAndHistory(d Detail) []string {
+	s := p.c.styles
+	lines := []string{"", s.App.Render(fmt.Sprintf("Waiters (%d, in queue order: 1 is served next)", len(d.Waiters)))}
 	if len(d.Waiters) == 0 {
 		lines = append(lines, "  "+s.Muted.Render("nobody is waiting"))
 	}
@@ -178,7 +193,7 @@ func (p *detailPage) content() string {
 	for _, e := range d.Events {
 		lines = append(lines, clip("  "+eventLine(s, e, false), p.width))
 	}
-	return strings.Join(lines, "\n")
+	return lines
 }
 
 // metadataText is a lock's metadata as sorted key=value pairs, escaped.

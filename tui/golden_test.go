@@ -57,6 +57,13 @@ func TestGolden(t *testing.T) {
 			s.Blocking = fixtureBlocking()
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
+		// The cursor on the last wait: the page scrolls to keep it in view.
+		"blocking_last": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "b")
+			s := fixtureSnapshot()
+			s.Blocking = fixtureBlocking()
+			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s}), "G", "k")
+		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
 		"help_readonly": func(t *testing.T, w, h int) Model {
 			return press(t, withSnapshot(t, testModel(t, Options{ReadOnly: true}, w, h), fixtureSnapshot()), "?")

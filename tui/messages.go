@@ -52,7 +52,12 @@ type commonMsg struct {
 type snapshotMsg struct{ snap Snapshot }
 
 // pageOpenedMsg tells a page it is now on screen. lock is the lock
-// selected on the page it was opened from, if any.
+// selected on the page it was opened from, if any; key is the selected
+// key (lock's, or one the page selects without its row, keySelector).
+// returned: the page is back on screen because esc closed a page opened
+// from it; it keeps its place.
 type pageOpenedMsg struct {
-	lock *lockview.ListedLock
+	lock     *lockview.ListedLock
+	key      string
+	returned bool
 }

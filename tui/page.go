@@ -43,6 +43,12 @@ type (
 	lockSelector interface {
 		selectedLock() (lockview.ListedLock, bool)
 	}
+	// keySelector is a page that selects a key without its lock row (the
+	// blocking page's waits): enter opens the key's detail page; the
+	// actions, which need the row the operator saw, do not apply.
+	keySelector interface {
+		selectedKey() (string, bool)
+	}
 	// capturer is a page whose text input has the keyboard: the root passes
 	// it every key (q is a letter there, not quit).
 	capturer interface {

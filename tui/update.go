@@ -79,34 +79,52 @@ func (m *Model) takeAsks(id pageID) tea.Cmd {
 }
 
 // navEntry is a key that opens a page from any page. A toggle closes its
-// page when pressed on it; a needsLock page opens on the lock selected
-// where the key was pressed, and only with one.
+// page when pressed on it; a needsKey page opens on the key selected
+// where the key was pressed (a lock's, or a wait's on the blocking page),
+// and only with one. Esc on a returns page goes back to the page it was
+// opened from, on any other to the locks page.
 type navEntry struct {
-	binding           key.Binding
-	page              pageID
-	toggle, needsLock bool
+	binding                   key.Binding
+	page                      pageID
+	toggle, needsKey, returns bool
 }
 
 // navigation lists the keys that open pages.
 func (m Model) navigation() []navEntry {
 	k := m.keys
 	return []navEntry{
-		{binding: k.Detail, page: pageDetail, needsLock: true},
+		{binding: k.Detail, page: pageDetail, needsKey: true, returns: true},
 		{binding: k.Events, page: pageEvents},
 		{binding: k.Blocking, page: pageBlocking},
 		{binding: k.Help, page: pageHelp, toggle: true},
 	}
 }
 
-// openPage puts page id on screen and tells it so, with the selected
-// lock of the page it is opened from.
-func (m *Model) openPage(id pageID) tea.Cmd {
+// openPage puts nav's page on screen and tells it so, with the selection
+// of the page it is opened from.
+func (m *Model) openPage(nav navEntry) tea.Cmd {
 	var opened pageOpenedMsg
 	if row, ok := m.selection(); ok {
 		opened.lock = &row
 	}
-	m.active = id
-	return m.toPage(id, opened)
+	opened.key, _ = m.selectedKey()
+	m.back = pageNone
+	if nav.returns {
+		m.back = m.active
+	}
+	m.active = nav.page
+	return m.toPage(nav.page, opened)
+}
+
+// goBack is esc on a page: back to the page it was opened from, which
+// keeps its place, else to the locks page.
+func (m *Model) goBack() tea.Cmd {
+	to := m.back
+	if to == pageNone {
+		to = pageLocks
+	}
+	m.active, m.back = to, pageNone
+	return m.toPage(to, pageOpenedMsg{returned: true})
 }
 
 // selection is the lock the keys act on: the selected one of the page on
@@ -119,6 +137,18 @@ func (m Model) selection() (row lockview.ListedLock, ok bool) {
 		return s.selectedLock()
 	}
 	return row, false
+}
+
+// selectedKey is the key enter opens: the selected lock's, else the key
+// the page on screen selects without its row.
+func (m Model) selectedKey() (string, bool) {
+	if row, ok := m.selection(); ok {
+		return row.Key, true
+	}
+	if s, is := m.pages[m.active].(keySelector); is {
+		return s.selectedKey()
+	}
+	return "", false
 }
 
 // keyPressed routes a key: an open dialog first, then a page's text input,
@@ -141,8 +171,7 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	case key.Matches(msg, k.Quit):
 		return m, tea.Quit
 	case key.Matches(msg, k.Close) && m.active != pageLocks:
-		m.active = pageLocks
-		return m, nil
+		return m, m.goBack()
 	case key.Matches(msg, k.Pause):
 		return m.togglePause()
 	case key.Matches(msg, k.Slower, k.Faster):
@@ -158,14 +187,14 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		case nav.toggle && m.active == nav.page:
 			m.active = pageLocks
 			return m, nil
-		case nav.needsLock && m.active == nav.page:
+		case nav.needsKey && m.active == nav.page:
 			return m, nil
-		case nav.needsLock:
-			if _, ok := m.selection(); !ok {
+		case nav.needsKey:
+			if _, ok := m.selectedKey(); !ok {
 				return m, nil
 			}
 		}
-		return m, m.openPage(nav.page)
+		return m, m.openPage(nav)
 	}
 	return m, m.toPage(m.active, msg)
 }
