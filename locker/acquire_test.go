@@ -49,7 +49,7 @@ func TestTryAcquireOutcomes(t *testing.T) {
 		t.Fatalf("release = %+v, %v", released, err)
 	}
 	row, found, err := store.Get(ctx, db, "k")
-	if err != nil || !found || row.State() != store.StateFree || row.Owner != "b" {
+	if err != nil || !found || row.State() != locker.StateFree || row.Owner != "b" {
 		t.Fatalf("row after release = %+v found=%v err=%v; want kept, free, last holder b", row, found, err)
 	}
 

@@ -4,17 +4,15 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
-// DBTX is what every operation runs on: *pgxpool.Pool, *pgx.Conn and pgx.Tx
+// DBTX is what every operation runs on: an interface of pgx's Exec, Query
+// and QueryRow, with their signatures. *pgxpool.Pool, *pgx.Conn and pgx.Tx
 // all satisfy it, so a lock operation can run inside the caller's own
 // transaction.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+type DBTX = lockdb.DBTX
 
 // TxStarter is a DBTX that can open a transaction (or a savepoint, for a
 // pgx.Tx): Migrate and Prune need one. *pgxpool.Pool and *pgx.Conn are

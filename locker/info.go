@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -29,19 +30,20 @@ type LockInfo struct {
 	DBNow time.Time
 }
 
-// State is what a lock row means at the time it was read.
-type State string
+// State is what a lock row means at the time it was read: one of the
+// constants below, whose text is what the CLI prints.
+type State = lockdb.State
 
 const (
-	StateHeld     State = "held"
-	StateExpiring State = "expiring" // held, with less than a fifth of its TTL (and under 10s) left
-	StateExpired  State = "expired"  // not released, past ExpiresAt: the next acquirer steals it
-	StateFree     State = "free"     // released; Owner is the last holder
+	StateHeld     = lockdb.StateHeld     // "held"
+	StateExpiring = lockdb.StateExpiring // "expiring": held, with less than a fifth of its TTL (and under 10s) left
+	StateExpired  = lockdb.StateExpired  // "expired": not released, past ExpiresAt: the next acquirer steals it
+	StateFree     = lockdb.StateFree     // "free": released; Owner is the last holder
 )
 
 // State classifies the row as of DBNow.
 func (i LockInfo) State() State {
-	return State(store.Lock{ReleasedAt: i.ReleasedAt, Remaining: i.Remaining, TTL: i.TTL}.State())
+	return lockdb.StateOf(i.ReleasedAt, i.Remaining, i.TTL)
 }
 
 func lockInfoFrom(l store.Lock) LockInfo {

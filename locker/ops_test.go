@@ -218,11 +218,11 @@ func TestForceOperations(t *testing.T) {
 		run     func(*locker.Locker, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
 		outcome locker.Outcome
 		kind    string
-		state   store.State
+		state   locker.State
 		next    locker.Outcome // the next acquirer's outcome
 	}{
-		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockview.EventForceExpired, store.StateExpired, locker.Stolen},
-		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockview.EventForceReleased, store.StateFree, locker.Acquired},
+		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockview.EventForceExpired, locker.StateExpired, locker.Stolen},
+		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockview.EventForceReleased, locker.StateFree, locker.Acquired},
 	}
 	for _, op := range ops {
 		t.Run(op.name+" current token", func(t *testing.T) {

@@ -1,21 +1,16 @@
 package store
 
 import (
-	"context"
-
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
-// DBTX is what every store function needs: *pgxpool.Pool, *pgx.Conn and
-// pgx.Tx all satisfy it, so a caller can run lock operations inside its own
-// transaction.
-type DBTX interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
+// DBTX is what every store function needs (locker's DBTX: one interface):
+// *pgxpool.Pool, *pgx.Conn and pgx.Tx all satisfy it, so a caller can run
+// lock operations inside its own transaction.
+type DBTX = lockdb.DBTX
 
 // standalone reports whether a statement run on db is a transaction of its
 // own: a pool (each statement on a connection of its own, outside any

@@ -2,6 +2,8 @@ package store
 
 import (
 	"time"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // Lock is one row of distributed_lock as of the database's clock when it was
@@ -37,27 +39,7 @@ const LockColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
 	CASE WHEN l.released_at IS NULL THEN l.expires_at - c.ts ELSE interval '0' END AS remaining,
 	c.ts - l.acquired_at AS held_for, c.ts AS db_now`
 
-// State is what a row means at the time it was read.
-type State string
-
-const (
-	StateHeld     State = "held"
-	StateExpiring State = "expiring" // held, with less than a fifth of its TTL left
-	StateExpired  State = "expired"  // not released, past expires_at: the next acquirer steals it
-	StateFree     State = "free"     // released; Owner is the last holder
-)
-
-// State classifies the row. Expiring is a display hint: less than 20% of the
-// TTL (and under 10 s) is left.
-func (l Lock) State() State {
-	switch {
-	case l.ReleasedAt != nil:
-		return StateFree
-	case l.Remaining <= 0:
-		return StateExpired
-	case l.Remaining < l.TTL/5 && l.Remaining < 10*time.Second:
-		return StateExpiring
-	default:
-		return StateHeld
-	}
+// State classifies the row as of DBNow (lockdb.StateOf).
+func (l Lock) State() lockdb.State {
+	return lockdb.StateOf(l.ReleasedAt, l.Remaining, l.TTL)
 }

@@ -8,7 +8,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // replicaRefusal is what an action on a standby is told.
@@ -40,7 +39,7 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	state := live(row, m.advance()).state
-	if state == store.StateFree {
+	if state == locker.StateFree {
 		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
 		return m, nil
 	}

@@ -7,7 +7,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // span is a run of a line in one style.
@@ -122,11 +122,11 @@ func heldKeys(n lockview.BlockNode) string {
 }
 
 // unheldWhy says why nobody holds a waited key.
-func unheldWhy(st store.State) string {
+func unheldWhy(st locker.State) string {
 	switch st {
-	case store.StateExpired:
+	case locker.StateExpired:
 		return "its lease expired"
-	case store.StateFree:
+	case locker.StateFree:
 		return "released"
 	default:
 		return "no lock row"

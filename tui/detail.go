@@ -11,7 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // detailPage is one lock: every column, its metadata, its waiters in
@@ -127,16 +127,16 @@ func (p *detailPage) content() string {
 	r := live(*d.Lock, p.c.advance)
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
 	switch {
-	case p.c.seed && r.state == store.StateHeld: // no TTL recorded
+	case p.c.seed && r.state == locker.StateHeld: // no TTL recorded
 		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
-	case r.state == store.StateHeld, r.state == store.StateExpiring:
+	case r.state == locker.StateHeld, r.state == locker.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
-	case r.state == store.StateExpired:
+	case r.state == locker.StateExpired:
 		st += s.Muted.Render(fmt.Sprintf("  expired %s ago; the next acquirer steals it", shortDur(-r.Remaining)))
 	}
 	field("state", st)
 	owner := safe(r.Owner)
-	if r.state == store.StateFree {
+	if r.state == locker.StateFree {
 		owner += s.Muted.Render("  (last holder)")
 	}
 	field("owner", owner)

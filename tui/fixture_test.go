@@ -8,6 +8,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -85,7 +86,7 @@ func fixtureBlocking() *lockview.Blocking {
 	}
 	evilKey, evilOwner := "evil\x1b]2;owned\x07\x1b[2J", "bad\x1b[31mowner"
 	lapsed := w("indexer:5:cafe0001", "cache:warmup", "", 2*time.Second)
-	lapsed.KeyState = store.StateExpired
+	lapsed.KeyState = locker.StateExpired
 	b := lockview.AnalyzeBlocking([]lockview.Wait{
 		w("worker-9:1:aaaa0001", "billing:nightly", "worker-3:8812:ab12cd34", 12*time.Second),
 		w("worker-4:2:bbbb0002", "billing:nightly", "worker-3:8812:ab12cd34", 3*time.Second),

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // sortLabel says what an order puts first.
@@ -236,16 +235,16 @@ func (m Model) liveTotals() lockview.Totals {
 }
 
 // countState adds d to st's count; Held includes Expiring.
-func countState(t *lockview.Totals, st store.State, d int64) {
+func countState(t *lockview.Totals, st locker.State, d int64) {
 	switch st {
-	case store.StateHeld:
+	case locker.StateHeld:
 		t.Held += d
-	case store.StateExpiring:
+	case locker.StateExpiring:
 		t.Held += d
 		t.Expiring += d
-	case store.StateExpired:
+	case locker.StateExpired:
 		t.Expired += d
-	case store.StateFree:
+	case locker.StateFree:
 		t.Free += d
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // column is one table column; width is decided per terminal width.
@@ -22,7 +22,7 @@ type column struct {
 // held-for and waits counted on the monotonic clock.
 type liveRow struct {
 	lockview.ListedLock
-	state store.State
+	state locker.State
 }
 
 // live advances r by elapsed since its snapshot arrived.
@@ -185,13 +185,13 @@ func (p *locksPage) tableView() string {
 }
 
 // stateStyle is the colour of a state.
-func (s Styles) stateStyle(st store.State) lipgloss.Style {
+func (s Styles) stateStyle(st locker.State) lipgloss.Style {
 	switch st {
-	case store.StateExpiring:
+	case locker.StateExpiring:
 		return s.Expiring
-	case store.StateExpired:
+	case locker.StateExpired:
 		return s.Expired
-	case store.StateFree:
+	case locker.StateFree:
 		return s.Free
 	default:
 		return s.Held
@@ -199,13 +199,13 @@ func (s Styles) stateStyle(st store.State) lipgloss.Style {
 }
 
 // stateLabel says what a state means for an operator.
-func stateLabel(st store.State, wide bool) string {
+func stateLabel(st locker.State, wide bool) string {
 	switch {
-	case st == store.StateExpiring && wide:
+	case st == locker.StateExpiring && wide:
 		return "expiring soon"
-	case st == store.StateExpired && wide:
+	case st == locker.StateExpired && wide:
 		return "expired, stealable"
-	case st == store.StateFree && wide:
+	case st == locker.StateFree && wide:
 		return "free (released)"
 	}
 	return string(st)
@@ -222,7 +222,7 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 		case "KEY":
 			text = fit(safe(r.Key), c.width)
 		case "OWNER":
-			if r.state == store.StateFree {
+			if r.state == locker.StateFree {
 				text, style = fit("last: "+safe(r.Owner), c.width), s.Muted
 			} else {
 				text = fit(safe(r.Owner), c.width)
@@ -233,7 +233,7 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 			cells[i] = p.ttlCell(r, c.width, selected)
 			continue
 		case "HELD FOR":
-			if r.state == store.StateFree || p.page.Seed { // the reference's table does not record it
+			if r.state == locker.StateFree || p.page.Seed { // the reference's table does not record it
 				text, style = fitRight("—", c.width), s.Muted
 			} else {
 				text = fitRight(shortDur(r.HeldFor), c.width)
@@ -271,11 +271,11 @@ func (p *locksPage) ttlCell(r liveRow, w int, selected bool) string {
 	var label string
 	var frac float64
 	switch r.state {
-	case store.StateFree:
+	case locker.StateFree:
 		return s.Muted.Inherit(textStyle).Render(fit("—", w))
-	case store.StateExpired:
+	case locker.StateExpired:
 		label = "-" + shortDur(-r.Remaining)
-	case store.StateHeld, store.StateExpiring:
+	case locker.StateHeld, locker.StateExpiring:
 		label = shortDur(r.Remaining)
 		if r.TTL <= 0 { // the reference service's table records no TTL: nothing to measure a bar against
 			return textStyle.Render(strings.Repeat(" ", max(barW, 0)+1) + fitRight(label, 7))

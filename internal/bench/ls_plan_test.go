@@ -6,6 +6,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -28,8 +29,8 @@ func TestLsPlan(t *testing.T) {
 		indexed bool // read through an index, without a pass over the table
 	}{
 		{"prefix", lockview.LockFilter{Prefix: "job:00001"}, 100, true},
-		{"prefix and state", lockview.LockFilter{Prefix: "job:00001", States: []store.State{store.StateHeld}}, 33, true},
-		{"state", lockview.LockFilter{States: []store.State{store.StateFree}}, 33_333, false},
+		{"prefix and state", lockview.LockFilter{Prefix: "job:00001", States: []locker.State{locker.StateHeld}}, 33, true},
+		{"state", lockview.LockFilter{States: []locker.State{locker.StateFree}}, 33_333, false},
 	} {
 		log.mu.Lock()
 		log.runs = nil

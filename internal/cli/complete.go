@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -169,7 +170,7 @@ func fromKeyRow(cmd *cobra.Command, args []string, pick func(store.Lock) string)
 	}
 	return fromDatabase(cmd, func(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 		l, found, err := store.Get(ctx, pool, args[0])
-		if err != nil || !found || l.State() == store.StateFree || l.State() == store.StateExpired {
+		if err != nil || !found || l.State() == locker.StateFree || l.State() == locker.StateExpired {
 			return nil, err
 		}
 		return []string{pick(l)}, nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -32,7 +33,7 @@ func TestExpireFencedByToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Owner != "b" || after.Token != current.Token || !after.ExpiresAt.Equal(before.ExpiresAt) || after.State() != store.StateHeld {
+	if after.Owner != "b" || after.Token != current.Token || !after.ExpiresAt.Equal(before.ExpiresAt) || after.State() != locker.StateHeld {
 		t.Fatalf("row after a stale expire = %+v; want unchanged %+v", after, before)
 	}
 
@@ -46,7 +47,7 @@ func TestExpireFencedByToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.State() != store.StateExpired {
+	if row.State() != locker.StateExpired {
 		t.Fatalf("row after expire is %s; want expired", row.State())
 	}
 	last := lastEvent(t, pool, "k")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -39,7 +40,7 @@ func LsCommand() *cobra.Command {
 }
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
-var LockStates = []string{string(store.StateHeld), string(store.StateExpiring), string(store.StateExpired), string(store.StateFree)}
+var LockStates = []string{string(locker.StateHeld), string(locker.StateExpiring), string(locker.StateExpired), string(locker.StateFree)}
 
 // LsOptions are ls's flags.
 type LsOptions struct {
@@ -60,7 +61,7 @@ type lockRow struct {
 	Token         int64          `json:"token"`
 	ExpiresAt     time.Time      `json:"expires_at"`
 	TTLMs         int64          `json:"ttl_ms"`
-	State         store.State    `json:"state"`
+	State         locker.State   `json:"state"`
 	RemainingMs   int64          `json:"remaining_ms"` // negative: expired that long ago
 	HeldForMs     int64          `json:"held_for_ms"`  // since the current grant
 	AcquiredAt    time.Time      `json:"acquired_at"`
@@ -145,7 +146,7 @@ func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions)
 	printer := newLockPrinter(out, opts.JSON)
 	f := lockview.LockFilter{Prefix: opts.Prefix}
 	for _, s := range opts.States {
-		f.States = append(f.States, store.State(s))
+		f.States = append(f.States, locker.State(s))
 	}
 	err = lockview.EachLock(ctx, pool, f, printer.add)
 	if err == nil {
@@ -248,9 +249,9 @@ func (p *lockPrinter) add(l store.Lock) error {
 	}
 	remaining, heldFor := "-", "-"
 	switch l.State() {
-	case store.StateHeld, store.StateExpiring:
+	case locker.StateHeld, locker.StateExpiring:
 		remaining, heldFor = formatDuration(l.Remaining), formatDuration(l.HeldFor)
-	case store.StateExpired:
+	case locker.StateExpired:
 		heldFor = formatDuration(l.HeldFor)
 	}
 	return wrapOutput(p.table.add([]string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -17,12 +18,12 @@ const seedNote = "distributed_lock is the reference service's table, not migrate
 // table: its four columns, with the state and time left on the database's
 // clock. It records nothing else.
 type seedLockRow struct {
-	Key         string      `json:"key"`
-	Owner       string      `json:"owner"`
-	Token       int64       `json:"token"`
-	ExpiresAt   time.Time   `json:"expires_at"`
-	State       store.State `json:"state"`
-	RemainingMs int64       `json:"remaining_ms"` // negative: expired that long ago
+	Key         string       `json:"key"`
+	Owner       string       `json:"owner"`
+	Token       int64        `json:"token"`
+	ExpiresAt   time.Time    `json:"expires_at"`
+	State       locker.State `json:"state"`
+	RemainingMs int64        `json:"remaining_ms"` // negative: expired that long ago
 }
 
 // writeSeedLocks prints the reference service's table as ls does, with
@@ -40,7 +41,7 @@ func writeSeedLocks(env Env, locks []store.Lock, asJSON bool) int {
 	rows := make([][]string, 0, len(locks))
 	for _, l := range locks {
 		remaining := "-"
-		if l.State() != store.StateExpired {
+		if l.State() != locker.StateExpired {
 			remaining = formatDuration(l.Remaining)
 		}
 		rows = append(rows, []string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),

@@ -140,7 +140,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 			t.Fatal(err)
 		}
 		stuck = l
-		return found && l.State() == store.StateHeld && strings.HasPrefix(l.Owner, "report-gen") && len(ws) > 0
+		return found && l.State() == locker.StateHeld && strings.HasPrefix(l.Owner, "report-gen") && len(ws) > 0
 	})
 	if stuck.TTL != demo.StuckTTL || stuck.Remaining < 50*time.Minute {
 		t.Fatalf("stuck lock TTL %s, remaining %s; want a one-hour lease", stuck.TTL, stuck.Remaining)
@@ -160,7 +160,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l.Owner == "report-retry" && l.Token > stuck.Token && l.State() != store.StateExpired
+		return l.Owner == "report-retry" && l.Token > stuck.Token && l.State() != locker.StateExpired
 	})
 	// The retry counts the hand-over just after its grant commits, so the
 	// row can show the new owner a moment before the counter does.

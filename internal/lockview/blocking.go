@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -21,7 +22,7 @@ type Wait struct {
 	Waited time.Duration `json:"-"`
 	// KeyState is the key's state when Holders is empty: free, expired,
 	// or "" when the key has no row.
-	KeyState store.State `json:"-"`
+	KeyState locker.State `json:"-"`
 }
 
 // Blocking is who waits for whom across keys: every live wait and the
@@ -115,7 +116,7 @@ func (r blockingRow) wait() Wait {
 		l.ReleasedAt = &r.DBNow
 	}
 	switch st := l.State(); st {
-	case store.StateHeld, store.StateExpiring:
+	case locker.StateHeld, locker.StateExpiring:
 		w.Holders = []string{l.Owner}
 	default:
 		w.KeyState = st

@@ -56,7 +56,7 @@ INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_unt
 	}
 	type got struct {
 		holders string
-		state   store.State
+		state   locker.State
 	}
 	byWaiter := map[string]got{}
 	for _, w := range b.Waits {
@@ -68,7 +68,7 @@ INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_unt
 	}
 	want := map[string]got{
 		"a y": {`["b"]`, ""}, "b x": {`["a"]`, ""}, "d z": {`["c"]`, ""},
-		"e no-row": {`[]`, ""}, "h lapsed": {`[]`, store.StateExpired},
+		"e no-row": {`[]`, ""}, "h lapsed": {`[]`, locker.StateExpired},
 	}
 	if len(byWaiter) != len(want) {
 		t.Errorf("waits %v, want %v", byWaiter, want)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/store"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // seedSQL fills the table with n rows in every state: held with various
@@ -254,11 +254,11 @@ FROM (VALUES ('soon:60', interval '60 seconds'), ('soon:10', interval '10 second
 	for _, r := range page.Rows {
 		counted.All++
 		switch r.State() {
-		case store.StateFree:
+		case locker.StateFree:
 			counted.Free++
-		case store.StateExpired:
+		case locker.StateExpired:
 			counted.Expired++
-		case store.StateExpiring:
+		case locker.StateExpiring:
 			counted.Expiring++
 			counted.Held++
 		default:

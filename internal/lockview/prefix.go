@@ -5,6 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -13,10 +14,10 @@ type LockFilter struct {
 	// Prefix keeps keys starting with it; "" keeps every key.
 	Prefix string
 	// States keeps rows in one of these states; nil keeps every state.
-	States []store.State
+	States []locker.State
 }
 
-// stateSQL is a row's store.State over lock row l and clock reading c(ts),
+// stateSQL is a row's locker.State over lock row l and clock reading c(ts),
 // by the rule of store.Lock.State: Remaining is l.expires_at - c.ts, and
 // "less than a fifth of the TTL" is written as 5 × remaining < ttl, which
 // is exact in microseconds where ttl / 5 would round.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -41,13 +42,13 @@ func TestEachLockFilters(t *testing.T) {
 		{lockview.LockFilter{}, "a:expired a:expiring a:held a:held2 b:expired b:free"},
 		{lockview.LockFilter{Prefix: "b:"}, "b:expired b:free"},
 		{lockview.LockFilter{Prefix: "a:h"}, "a:held a:held2"},
-		{lockview.LockFilter{States: []store.State{store.StateHeld}}, "a:held a:held2"},
-		{lockview.LockFilter{States: []store.State{store.StateExpiring}}, "a:expiring"},
-		{lockview.LockFilter{States: []store.State{store.StateExpired}}, "a:expired b:expired"},
-		{lockview.LockFilter{States: []store.State{store.StateFree, store.StateExpiring}}, "a:expiring b:free"},
-		{lockview.LockFilter{Prefix: "b:", States: []store.State{store.StateExpired}}, "b:expired"},
-		{lockview.LockFilter{Prefix: "a:", States: []store.State{store.StateFree}}, ""},
-		{lockview.LockFilter{States: []store.State{}}, ""},
+		{lockview.LockFilter{States: []locker.State{locker.StateHeld}}, "a:held a:held2"},
+		{lockview.LockFilter{States: []locker.State{locker.StateExpiring}}, "a:expiring"},
+		{lockview.LockFilter{States: []locker.State{locker.StateExpired}}, "a:expired b:expired"},
+		{lockview.LockFilter{States: []locker.State{locker.StateFree, locker.StateExpiring}}, "a:expiring b:free"},
+		{lockview.LockFilter{Prefix: "b:", States: []locker.State{locker.StateExpired}}, "b:expired"},
+		{lockview.LockFilter{Prefix: "a:", States: []locker.State{locker.StateFree}}, ""},
+		{lockview.LockFilter{States: []locker.State{}}, ""},
 	} {
 		var keys []string
 		err := lockview.EachLock(ctx, pool, c.filter, func(l store.Lock) error {

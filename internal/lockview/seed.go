@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -102,7 +103,7 @@ func ListSeedLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error
 	var matching []ListedLock
 	for _, r := range rows {
 		page.Totals.All++
-		if r.State() == store.StateExpired {
+		if r.State() == locker.StateExpired {
 			page.Totals.Expired++
 		} else {
 			page.Totals.Held++

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -58,9 +59,9 @@ func TestListSeedShowsOwnersTokensAndRemaining(t *testing.T) {
 		if l.Remaining != l.ExpiresAt.Sub(l.DBNow) {
 			t.Errorf("%s: remaining %s; want expires_at minus the database's now, %s", l.Key, l.Remaining, l.ExpiresAt.Sub(l.DBNow))
 		}
-		wantState := store.StateHeld
+		wantState := locker.StateHeld
 		if w.ExpiresAt.Before(l.DBNow) {
-			wantState = store.StateExpired
+			wantState = locker.StateExpired
 		}
 		if l.State() != wantState {
 			t.Errorf("%s is %s; want %s", l.Key, l.State(), wantState)

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -121,10 +122,10 @@ func (c *Collector) collectGauges(ctx context.Context, ch chan<- prometheus.Metr
 			return err
 		}
 	}
-	ch <- gauge(locksDesc, float64(g.Held), string(store.StateHeld))
-	ch <- gauge(locksDesc, float64(g.Expiring), string(store.StateExpiring))
-	ch <- gauge(locksDesc, float64(g.Expired), string(store.StateExpired))
-	ch <- gauge(locksDesc, float64(g.Free), string(store.StateFree))
+	ch <- gauge(locksDesc, float64(g.Held), string(locker.StateHeld))
+	ch <- gauge(locksDesc, float64(g.Expiring), string(locker.StateExpiring))
+	ch <- gauge(locksDesc, float64(g.Expired), string(locker.StateExpired))
+	ch <- gauge(locksDesc, float64(g.Free), string(locker.StateFree))
 	ch <- gauge(oldestHeldDesc, g.OldestHeld.Seconds())
 	ch <- gauge(waitersDesc, float64(g.Waiters))
 	ch <- gauge(waitedKeysDesc, float64(g.WaitedKeys))

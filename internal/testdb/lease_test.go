@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -45,11 +46,11 @@ func TestAgeLockMovesTheRowIntoThePast(t *testing.T) {
 	if moved := before.AcquiredAt.Sub(after.AcquiredAt); moved != 40*time.Second {
 		t.Fatalf("acquired_at moved back %s; want 40s", moved)
 	}
-	if after.State() != store.StateHeld || after.Remaining > 20*time.Second || after.Remaining < 19*time.Second {
+	if after.State() != locker.StateHeld || after.Remaining > 20*time.Second || after.Remaining < 19*time.Second {
 		t.Fatalf("after aging 40s of a 1m lease: %s with %s left; want held with about 20s", after.State(), after.Remaining)
 	}
 	testdb.AgeLock(t, db, "k", 20*time.Second)
-	if got := row(t, db, "k").State(); got != store.StateExpired {
+	if got := row(t, db, "k").State(); got != locker.StateExpired {
 		t.Fatalf("after aging past its TTL the lease is %s; want expired", got)
 	}
 }
@@ -61,7 +62,7 @@ func TestExpireLeaseLetsAnotherOwnerSteal(t *testing.T) {
 	db := testdb.New(t)
 	first := grant(t, db, "k", "a", time.Hour)
 	testdb.ExpireLease(t, db, "k")
-	if l := row(t, db, "k"); l.State() != store.StateExpired || l.Remaining < -time.Second {
+	if l := row(t, db, "k"); l.State() != locker.StateExpired || l.Remaining < -time.Second {
 		t.Fatalf("after ExpireLease: %s, %s left; want just expired", l.State(), l.Remaining)
 	}
 	stolen := grant(t, db, "k", "b", time.Minute)

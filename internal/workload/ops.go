@@ -144,7 +144,7 @@ func (w Workload) operator(pool *pgxpool.Pool, lk *locker.Locker, rec *history.R
 		key := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
 		ctx, cancel := opCtx()
 		row, found, err := store.Get(ctx, pool, key)
-		if err == nil && found && row.State() != store.StateFree {
+		if err == nil && found && row.State() != locker.StateFree {
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
 			_, err = lk.ForceExpire(ctx, pool, key, row.Token)
 			op.Return = rec.Now()
