@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -46,11 +47,11 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		}
 		return lease, nil
 	}
-	if found && g.Outcome == store.OutcomeQueued {
+	if found && g.Outcome == lockdb.OutcomeQueued {
 		return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Queued: true}
 	}
 	remaining := g.Remaining
-	if !found || g.Outcome != store.OutcomeHeld {
+	if !found || g.Outcome != lockdb.OutcomeHeld {
 		// Free or expired (or not there yet), but another transaction was
 		// changing the row right then: almost always another owner's grant
 		// in flight. One attempt does not wait for it, nor spin on it (a

@@ -23,7 +23,8 @@ var (
 	// to it and its claim window ran out before it took it. Call Acquire
 	// again to queue anew.
 	ErrQueueLost = errors.New("lost its place in the queue")
-	// ErrLeaseLost is the cause a Keepalive cancels its context with.
+	// ErrLeaseLost: a Keepalive lost its lease, and cancelled its context
+	// with a *LeaseLostError saying why.
 	ErrLeaseLost = errors.New("lease lost")
 	// ErrInvalidKey, ErrInvalidOwner and ErrInvalidTTL report bad arguments
 	// before anything is sent to the database.
@@ -135,3 +136,21 @@ func (e *NotHeldError) reason() string {
 
 // Is makes errors.Is(err, ErrNotHeld) true.
 func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }
+
+// LeaseLostError is the cause a Keepalive cancels its context with. It
+// matches ErrLeaseLost, and wraps the renewal's error when there was one (a
+// *NotHeldError when the lease was no longer current).
+type LeaseLostError struct {
+	Key string
+	// Reason says why, in words: the renewal's refusal, or that the lease
+	// could not be renewed before its trust window passed.
+	Reason string
+	Err    error // the renewal's error that ended it; nil when there was none
+}
+
+func (e *LeaseLostError) Error() string { return ErrLeaseLost.Error() + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrLeaseLost) true.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+func (e *LeaseLostError) Unwrap() error { return e.Err }

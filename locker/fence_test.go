@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -79,7 +79,7 @@ func TestFenceRejectsZombieWrite(t *testing.T) {
 		t.Fatalf("committed writers = %v; want only the holder b", got)
 	}
 	ev := eventsOf(t, db, "k")[0]
-	if ev.Kind != lockview.EventStaleWriteRejected || *ev.Token != zombie.Token || ev.Detail["resource"] != "report" {
+	if ev.Kind != lockdb.EventStaleWriteRejected || *ev.Token != zombie.Token || ev.Detail["resource"] != "report" {
 		t.Fatalf("latest event = %+v; want stale_write_rejected for token %d on report", ev, zombie.Token)
 	}
 }

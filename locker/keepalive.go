@@ -24,7 +24,7 @@ var errStopped = errors.New("locker: keepalive stopped")
 
 // Keepalive starts renewing lease on db every Config.RenewEvery (default a
 // third of the lease's TTL). Its Context, derived from ctx, is cancelled with
-// a cause matching ErrLeaseLost when
+// a *LeaseLostError (matching ErrLeaseLost) when
 //
 //   - a renewal reports the lease is no longer current (stolen, force-expired,
 //     released), or
@@ -111,7 +111,8 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 			if lastErr != nil {
 				why = lastErr.Error()
 			}
-			k.cancel(fmt.Errorf("%w: %q could not be renewed before its expiry: %s", ErrLeaseLost, lease.Key, why))
+			k.cancel(&LeaseLostError{Key: lease.Key, Err: lastErr,
+				Reason: fmt.Sprintf("%q could not be renewed before its expiry: %s", lease.Key, why)})
 			return
 		}
 		// The window as a timeout, not a deadline: it is measured on the
@@ -129,7 +130,7 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 			next = renewed.sentAt.Add(every)
 			lastErr = nil
 		case errors.Is(err, ErrNotHeld):
-			k.cancel(fmt.Errorf("%w: %w", ErrLeaseLost, err))
+			k.cancel(&LeaseLostError{Key: lease.Key, Reason: err.Error(), Err: err})
 			return
 		default:
 			// Unknown state: retry soon, but never trust past trustUntil.

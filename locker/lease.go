@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -11,12 +12,12 @@ import (
 type Outcome string
 
 const (
-	Acquired      Outcome = "acquired"       // new row, or a free one: new token
-	Stolen        Outcome = "stolen"         // another owner's expired lease: new, larger token
-	Renewed       Outcome = "renewed"        // already ours: same token, later expiry
-	Released      Outcome = "released"       // freed by its owner
-	Expired       Outcome = "expired"        // force-expired by an operator
-	ForceReleased Outcome = "force_released" // freed by an operator
+	Acquired      Outcome = lockdb.OutcomeAcquired      // "acquired": new row, or a free one: new token
+	Stolen        Outcome = lockdb.OutcomeStolen        // "stolen": another owner's expired lease: new, larger token
+	Renewed       Outcome = lockdb.OutcomeRenewed       // "renewed": already ours: same token, later expiry
+	Released      Outcome = lockdb.OutcomeReleased      // "released": freed by its owner
+	Expired       Outcome = lockdb.OutcomeExpired       // "expired": force-expired by an operator
+	ForceReleased Outcome = lockdb.OutcomeForceReleased // "force_released": freed by an operator
 )
 
 // Lease is one grant of a key to an owner. Token is its fencing token: on a

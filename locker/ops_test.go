@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -221,8 +222,8 @@ func TestForceOperations(t *testing.T) {
 		state   locker.State
 		next    locker.Outcome // the next acquirer's outcome
 	}{
-		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockview.EventForceExpired, locker.StateExpired, locker.Stolen},
-		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockview.EventForceReleased, locker.StateFree, locker.Acquired},
+		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockdb.EventForceExpired, locker.StateExpired, locker.Stolen},
+		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockdb.EventForceReleased, locker.StateFree, locker.Acquired},
 	}
 	for _, op := range ops {
 		t.Run(op.name+" current token", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -203,8 +204,8 @@ func TestLeaveAfterHandOffPassesItOn(t *testing.T) {
 	if row := rowOf(t, db, "k"); row.Owner != "first" {
 		t.Fatalf("row after the release = %+v; want handed to first", row)
 	}
-	if did, err := store.Leave(ctx, db, "k", first, false, ""); err != nil || did != store.PassedOn {
-		t.Fatalf("first leaves: %q, %v; want %q", did, err, store.PassedOn)
+	if did, err := store.Leave(ctx, db, "k", first, false, ""); err != nil || did != lockdb.PassedOn {
+		t.Fatalf("first leaves: %q, %v; want %q", did, err, lockdb.PassedOn)
 	}
 	if row := rowOf(t, db, "k"); row.Owner != "second" || row.ReleasedAt != nil {
 		t.Fatalf("row after first left = %+v; want handed on to second", row)
@@ -249,7 +250,7 @@ func enqueueRaw(t *testing.T, db locker.DBTX, key, owner string, claim time.Dura
 		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: time.Minute, Actor: owner},
 		ClaimWindow: claim, SeenFor: time.Minute,
 	})
-	if err != nil || !found || q.Outcome != store.OutcomeQueued {
+	if err != nil || !found || q.Outcome != lockdb.OutcomeQueued {
 		t.Fatalf("enqueue %s: %+v, %v, %v; want queued", owner, q, found, err)
 	}
 	return q.WaiterID

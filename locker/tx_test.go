@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -68,7 +68,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 		if !errors.As(err, &held) || held.Owner != "a" || held.Token != lease.Token {
 			t.Fatalf("acquire by b after commit = %v; want held by a with token %d", err, lease.Token)
 		}
-		if evs := eventsOf(t, db, "k"); len(evs) != 1 || evs[0].Kind != lockview.EventAcquired {
+		if evs := eventsOf(t, db, "k"); len(evs) != 1 || evs[0].Kind != lockdb.EventAcquired {
 			t.Fatalf("events after commit = %+v; want one acquired", evs)
 		}
 	})

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -96,7 +97,7 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 		}
 		return lease, true, nil
 	}
-	if !found || q.Outcome != store.OutcomeQueued {
+	if !found || q.Outcome != lockdb.OutcomeQueued {
 		// The key's first grant by another transaction was in flight.
 		return Lease{}, false, l.sleepCtx(ctx, 10*time.Millisecond)
 	}
@@ -130,9 +131,9 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		switch {
 		case leaveErr != nil:
 			err = fmt.Errorf("%w (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", err, leaveErr)
-		case did == store.PassedOn:
+		case did == lockdb.PassedOn:
 			err = fmt.Errorf("%w (the lease handed to it meanwhile was released and passed on)", err)
-		case did == store.LeftNone:
+		case did == lockdb.LeftNone:
 			err = fmt.Errorf("%w (its record was gone: a lease handed to it may have lapsed unclaimed)", err)
 		}
 	}()
@@ -189,7 +190,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			lease.valid = p.Remaining
 			lease, err = l.claim(ctx, db, lease)
 			return lease, true, err
-		case p.Outcome == store.OutcomeQueued:
+		case p.Outcome == lockdb.OutcomeQueued:
 			holder, holderEnds = p.Owner, l.clock.Now().Add(p.Remaining)
 		default:
 			// Its record is gone: it lapsed (this process paused longer than

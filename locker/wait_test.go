@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/internal/workload"
 	"github.com/lockctl/lockctl/locker"
@@ -77,7 +77,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Fatalf("%d waiter rows left after the grant", n)
 	}
-	if ev := eventsOf(t, db, "k")[0]; ev.Kind != lockview.EventAcquired || ev.Detail["waited_ms"] == nil {
+	if ev := eventsOf(t, db, "k")[0]; ev.Kind != lockdb.EventAcquired || ev.Detail["waited_ms"] == nil {
 		t.Fatalf("grant event = %+v; want acquired with waited_ms", ev)
 	}
 }
@@ -112,7 +112,7 @@ func TestAcquireWakesAtExpiry(t *testing.T) {
 	if r.Err != nil || r.Lease.Outcome != locker.Stolen || r.Lease.Token <= holder.Token {
 		t.Fatalf("waiter got %+v, %v; want stolen with a token above %d", r.Lease, r.Err, holder.Token)
 	}
-	if ev := eventsOf(t, db, "k")[0]; ev.Kind != lockview.EventStolen {
+	if ev := eventsOf(t, db, "k")[0]; ev.Kind != lockdb.EventStolen {
 		t.Fatalf("latest event = %+v; want the steal", ev)
 	}
 }

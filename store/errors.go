@@ -13,13 +13,36 @@ import (
 )
 
 // Meaning returns which of the errors of internal/lockdb (locker's ErrX
-// names) err is, through Interpret's wrapping, or nil: the sentence to show
-// a user before the driver's detail.
-func Meaning(err error) error {
+// names) err is, or nil: the sentence to show a user before the detail. cause
+// is the error wrapped beside it, as Interpret wraps them
+// (fmt.Errorf("%w: %w", meaning, cause)): the driver's detail, without the
+// meaning or the context around it. It is nil when the meaning was wrapped
+// otherwise (or stands alone).
+func Meaning(err error) (meaning, cause error) {
 	for _, m := range lockdb.Meanings {
 		if errors.Is(err, m) {
-			return m
+			return m, causeBeside(err, m)
 		}
+	}
+	return nil, nil
+}
+
+// causeBeside finds, in err's tree, the error wrapped together with meaning
+// as the second of a pair.
+func causeBeside(err, meaning error) error {
+	switch u := err.(type) {
+	case interface{ Unwrap() []error }:
+		errs := u.Unwrap()
+		if len(errs) == 2 && errs[0] == meaning {
+			return errs[1]
+		}
+		for _, e := range errs {
+			if c := causeBeside(e, meaning); c != nil {
+				return c
+			}
+		}
+	case interface{ Unwrap() error }:
+		return causeBeside(u.Unwrap(), meaning)
 	}
 	return nil
 }

@@ -27,8 +27,23 @@ func TestMeaningNamesWhatAnErrorMeans(t *testing.T) {
 		{nil, nil},
 	}
 	for _, c := range cases {
-		if got := Meaning(c.err); got != c.want {
+		if got, _ := Meaning(c.err); got != c.want {
 			t.Errorf("Meaning(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// The cause is the driver's error Interpret wrapped, whatever context a
+// caller wrapped around both, so a user reads the meaning and the detail
+// without either repeated.
+func TestMeaningSeparatesTheCause(t *testing.T) {
+	driver := &pgconn.PgError{Code: "42501", Message: "permission denied for function distributed_lock_acquire"}
+	err := fmt.Errorf("locker: acquire %q: %w", "k", Interpret(driver))
+	meaning, cause := Meaning(err)
+	if meaning != lockdb.ErrPermissionDenied || cause != driver {
+		t.Fatalf("Meaning(%v) = %v, %v; want ErrPermissionDenied and the driver's error", err, meaning, cause)
+	}
+	if _, cause := Meaning(fmt.Errorf("%w (it records migration 9)", lockdb.ErrSchemaNewer)); cause != nil {
+		t.Fatalf("a meaning wrapped with words has no cause beside it; got %v", cause)
 	}
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // ForceParams is an operator action on the grant the operator saw.
@@ -18,7 +20,7 @@ type ForceParams struct {
 // (no row here) if the lock changed hands after the operator looked.
 const forceExpireSQL = `
 SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl
-FROM distributed_lock_force_expire($1, $2, $3, $4) f WHERE f.outcome = 'force_expired'`
+FROM distributed_lock_force_expire($1, $2, $3, $4) f WHERE f.outcome = '` + lockdb.OutcomeForceExpired + `'`
 
 // ForceExpire expires the grant p.Token of p.Key and returns the row after
 // it. ok is false when that token is no longer the current, unreleased grant.
@@ -30,7 +32,7 @@ func ForceExpire(ctx context.Context, db DBTX, p ForceParams) (LeaseRow, bool, e
 // frees the row as if its holder had released it.
 const forceReleaseSQL = `
 SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl
-FROM distributed_lock_force_release($1, $2, $3, $4) f WHERE f.outcome = 'force_released'`
+FROM distributed_lock_force_release($1, $2, $3, $4) f WHERE f.outcome = '` + lockdb.OutcomeForceReleased + `'`
 
 // ForceRelease frees the grant p.Token of p.Key and returns the row after
 // it. ok is false when that token is no longer the current, unreleased grant.

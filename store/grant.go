@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // GrantParams is one acquisition attempt.
@@ -26,39 +28,25 @@ type GrantParams struct {
 // the key's row as the attempt found it.
 type Grant struct {
 	LeaseRow
-	// Outcome is "acquired" (new row or a free one), "stolen" (another
-	// owner's expired lease) or "renewed" (the caller already held it: same
-	// token, later expiry) when granted. When refused it is "held" (another
-	// owner's unexpired lease: LeaseRow and Remaining describe it),
-	// "queued" (OutcomeQueued: free or lapsed, but promised to the waiters
-	// queued for the key), or "free" or "expired" for a row that another
-	// transaction was changing at that moment (the attempt does not wait for
-	// it; try again).
+	// Outcome is lockdb.OutcomeAcquired (new row or a free one),
+	// lockdb.OutcomeStolen (another owner's expired lease) or lockdb.OutcomeRenewed (the
+	// caller already held it: same token, later expiry) when granted. When
+	// refused it is lockdb.OutcomeHeld (another owner's unexpired lease: LeaseRow
+	// and Remaining describe it), lockdb.OutcomeQueued (free or lapsed, but
+	// promised to the waiters queued for the key), or lockdb.OutcomeFree or
+	// lockdb.OutcomeExpired for a row that another transaction was changing at
+	// that moment (the attempt does not wait for it; try again). A busy
+	// attempt (OutcomeBusy) is returned by TryGrant as found == false.
 	Outcome string
 	// Remaining is how long a refused holder's lease still runs, on the
 	// database's clock.
 	Remaining time.Duration
 }
 
-// Outcomes of an attempt that distributed_lock_acquire reports; see
-// Grant.Outcome. The two grant kinds are also the kinds of the events that
-// record them. It also reports "busy" (the key had no row and another
-// transaction's first grant of it was in flight), which TryGrant returns as
-// found == false.
-const (
-	OutcomeAcquired = "acquired"
-	OutcomeStolen   = "stolen"
-	OutcomeRenewed  = "renewed"
-	OutcomeHeld     = "held"
-	OutcomeFree     = "free"
-	OutcomeExpired  = "expired"
-	outcomeBusy     = "busy"
-)
-
 // Granted reports whether the attempt took the key.
 func (g Grant) Granted() bool {
 	switch g.Outcome {
-	case OutcomeAcquired, OutcomeStolen, OutcomeRenewed:
+	case lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeRenewed:
 		return true
 	}
 	return false
@@ -71,7 +59,7 @@ func (g Grant) Granted() bool {
 const acquireSQL = `
 SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
 FROM distributed_lock_acquire($1, $2, $3::bigint, $4::jsonb, $5, $6::jsonb, $7::boolean) a
-WHERE a.outcome <> '` + outcomeBusy + `'`
+WHERE a.outcome <> '` + lockdb.OutcomeBusy + `'`
 
 // TryGrant runs one acquisition attempt. found is false when nothing was
 // granted and the key had no row when the attempt started (a first grant of

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
@@ -30,11 +31,11 @@ func TestTryGrantRoundTrips(t *testing.T) {
 		outcome     string
 		statements  int
 	}{
-		{"first grant", "a", time.Minute, store.OutcomeAcquired, 1},
-		{"renewal", "a", time.Minute, store.OutcomeRenewed, 1},
-		{"refusal while held", "b", time.Minute, store.OutcomeHeld, 1},
-		{"steal after expiry", "b", time.Minute, store.OutcomeStolen, 1},
-		{"refusal after the steal", "a", time.Minute, store.OutcomeHeld, 1},
+		{"first grant", "a", time.Minute, lockdb.OutcomeAcquired, 1},
+		{"renewal", "a", time.Minute, lockdb.OutcomeRenewed, 1},
+		{"refusal while held", "b", time.Minute, lockdb.OutcomeHeld, 1},
+		{"steal after expiry", "b", time.Minute, lockdb.OutcomeStolen, 1},
+		{"refusal after the steal", "a", time.Minute, lockdb.OutcomeHeld, 1},
 	}
 	var tokens []int64
 	for _, s := range steps {
@@ -54,7 +55,7 @@ func TestTryGrantRoundTrips(t *testing.T) {
 	if _, ok, err := store.Release(ctx, pool, store.ReleaseParams{LeaseRef: store.LeaseRef{Key: "k", Owner: "b", Token: tokens[3]}}); err != nil || !ok {
 		t.Fatalf("release: %v, %v", ok, err)
 	}
-	if g, n := grant("a", time.Minute); g.Outcome != store.OutcomeAcquired || n != 1 || g.Token <= tokens[3] {
+	if g, n := grant("a", time.Minute); g.Outcome != lockdb.OutcomeAcquired || n != 1 || g.Token <= tokens[3] {
 		t.Errorf("grant of the released key: %q, token %d, %d statements; want acquired, > %d, 1", g.Outcome, g.Token, n, tokens[3])
 	}
 	var steals int

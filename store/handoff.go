@@ -17,7 +17,7 @@ type HandOff struct {
 	WaiterID   int64  `json:"waiter"`
 	Owner      string `json:"owner"`
 	Token      int64  `json:"token"`
-	Kind       string `json:"kind"` // OutcomeAcquired, or OutcomeStolen for a lapsed lease
+	Kind       string `json:"kind"` // lockdb.OutcomeAcquired, or lockdb.OutcomeStolen for a lapsed lease
 	AcquiredUs int64  `json:"acquired_us"`
 	ExpiresUs  int64  `json:"expires_us"`
 	TTLUs      int64  `json:"ttl_us"`

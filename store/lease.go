@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // LeaseRef names one grant: the key, its owner and the token of the grant.
@@ -32,7 +34,7 @@ type LeaseRow struct {
 // that is still current and unexpired. A lease that is not reads as no row.
 const renewSQL = `
 SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl
-FROM distributed_lock_renew($1, $2, $3, $4::bigint) r WHERE r.outcome = 'renewed'`
+FROM distributed_lock_renew($1, $2, $3, $4::bigint) r WHERE r.outcome = '` + lockdb.OutcomeRenewed + `'`
 
 // Renew extends ref's lease by ttl from the database's now. ok is false when
 // ref is no longer the current, unexpired grant.
@@ -45,7 +47,7 @@ func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (Lease
 // that is not current reads as no row.
 const releaseSQL = `
 SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl
-FROM distributed_lock_release($1, $2, $3, $4::boolean, $5::boolean, $6) r WHERE r.outcome = 'released'`
+FROM distributed_lock_release($1, $2, $3, $4::boolean, $5::boolean, $6) r WHERE r.outcome = '` + lockdb.OutcomeReleased + `'`
 
 // NotifyChannel is the LISTEN channel on which releases and operator actions
 // (the functions in schema.sql) announce a key that waiters may now take;

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
 )
@@ -141,7 +142,7 @@ WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
 	}
 	first := g.Token
 	g, _, err = store.TryGrant(ctx, two, store.GrantParams{Key: "k", Owner: "b", TTL: time.Minute, Actor: "b"})
-	if err != nil || g.Outcome != store.OutcomeAcquired || g.Token != first {
+	if err != nil || g.Outcome != lockdb.OutcomeAcquired || g.Token != first {
 		t.Fatalf("grant of the same key in the second schema: %+v, %v; want acquired with its own first token %d", g, err, first)
 	}
 }

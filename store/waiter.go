@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // The fair queue's functions in schema.sql (distributed_lock_enqueue and the
@@ -19,15 +21,6 @@ SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.
 FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
-)
-
-// Outcomes only the queue reports: the caller waits in the key's queue
-// (Queue.WaiterID), or its waiter record is gone with no grant for it (it
-// lapsed, or let its claim window run out): enqueue again. A TryGrant on a
-// free or lapsed key with live waiters queued reports OutcomeQueued too.
-const (
-	OutcomeQueued = "queued"
-	OutcomeGone   = "gone"
 )
 
 // HandOffChannel is the LISTEN channel on which a hand-off announces its
@@ -45,7 +38,7 @@ type QueueParams struct {
 }
 
 // Queued is the answer of Enqueue or Poll: a grant (Granted), or the key's
-// row while the caller waits (OutcomeQueued, WaiterID set), or OutcomeGone.
+// row while the caller waits (lockdb.OutcomeQueued, WaiterID set), or lockdb.OutcomeGone.
 type Queued struct {
 	Grant
 	WaiterID int64
@@ -82,7 +75,7 @@ func scanQueued(row pgx.Row) (q Queued, found bool, err error) {
 	if err != nil {
 		return Queued{}, false, Interpret(err)
 	}
-	if q.Outcome == outcomeBusy {
+	if q.Outcome == lockdb.OutcomeBusy {
 		return Queued{}, false, nil
 	}
 	q.Owner, q.Token, q.ExpiresAt, q.TTL = deref(owner), deref(token), deref(expires), deref(ttl)
@@ -109,16 +102,9 @@ func Heartbeat(ctx context.Context, db DBTX, ids []int64, seenFor time.Duration)
 	return missing, Interpret(err)
 }
 
-// What Leave did: took the waiter out of the queue, released a lease that
-// had been handed to it (and passed it on), or nothing.
-const (
-	LeftQueue = "left"
-	PassedOn  = "passed_on"
-	LeftNone  = "none"
-)
-
 // Leave takes waiter id out of key's queue; a lease handed to it and not yet
-// claimed is released (logged with log, by actor) and passed on.
+// claimed is released (logged with log, by actor) and passed on. It returns
+// what it did: lockdb.LeftQueue, lockdb.PassedOn or lockdb.LeftNone.
 func Leave(ctx context.Context, db DBTX, key string, id int64, log bool, actor string) (string, error) {
 	var did string
 	if err := db.QueryRow(ctx, leaveSQL, key, id, log, actor).Scan(&did); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -55,27 +57,44 @@ func errMeaning(err error) string {
 	if err == nil {
 		return ""
 	}
-	var head string
 	if errors.Is(err, context.DeadlineExceeded) {
-		head = "no reply within the timeout (database slow or unreachable)"
-	} else if m := store.Meaning(err); m != nil {
-		head = m.Error()
+		return "no reply within the timeout (database slow or unreachable)"
 	}
-	detail := safe(strings.ReplaceAll(err.Error(), "\n", " "))
-	if head == "" {
-		return detail
+	meaning, cause := store.Meaning(err)
+	if meaning == nil {
+		return oneLine(err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return head
+	if cause == nil {
+		return meaning.Error()
 	}
-	return head + " (" + lastPart(detail) + ")"
+	return meaning.Error() + " (" + oneLine(innermost(cause)) + ")"
 }
 
-// lastPart is the innermost cause of a wrapped error message: the part
-// after the last ": ", which is usually the useful one ("connection refused").
-func lastPart(s string) string {
-	if i := strings.LastIndex(s, ": "); i >= 0 && i+2 < len(s) {
-		return s[i+2:]
+// innermost is the root of a chain of wrapped errors (the last of a pair
+// wrapped together), which is usually the useful part: "connection refused"
+// of a dial error, the server's message of a database error.
+func innermost(err error) error {
+	for {
+		switch u := err.(type) {
+		case *pgconn.PgError:
+			return errors.New(u.Message)
+		case interface{ Unwrap() []error }:
+			if errs := u.Unwrap(); len(errs) > 0 {
+				err = errs[len(errs)-1]
+				continue
+			}
+		case interface{ Unwrap() error }:
+			if next := u.Unwrap(); next != nil {
+				err = next
+				continue
+			}
+		}
+		return err
 	}
-	return s
+}
+
+// oneLine is err's text on one line, escaped: error text can quote
+// database values.
+func oneLine(err error) string {
+	return safe(strings.ReplaceAll(err.Error(), "\n", " "))
 }

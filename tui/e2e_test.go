@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 )
@@ -67,7 +68,7 @@ func TestEndToEndInTmux(t *testing.T) {
 	}
 	evs, err := lockview.KeyEvents(ctx, conn, "e2e:lock", 1)
 	conn.Close(ctx)
-	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != "e2e-operator" {
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != "e2e-operator" {
 		t.Fatalf("last event %+v, %v", evs, err)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 )
 
@@ -122,11 +123,11 @@ func (p *eventsPage) content() string {
 func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	kind := fmt.Sprintf("%-20s", e.Kind)
 	switch e.Kind {
-	case lockview.EventStolen, lockview.EventForceExpired, lockview.EventForceReleased:
+	case lockdb.EventStolen, lockdb.EventForceExpired, lockdb.EventForceReleased:
 		kind = s.Expired.Render(kind)
-	case lockview.EventStaleWriteRejected:
+	case lockdb.EventStaleWriteRejected:
 		kind = s.Warning.Render(kind)
-	case lockview.EventReleased:
+	case lockdb.EventReleased:
 		kind = s.Free.Render(kind)
 	default:
 		kind = s.Held.Render(kind)

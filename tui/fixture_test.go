@@ -1,12 +1,17 @@
 package tui
 
 import (
+	"fmt"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -66,10 +71,10 @@ func fixtureSnapshot() Snapshot {
 func fixtureEvents() []lockview.Event {
 	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
 	return []lockview.Event{
-		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockview.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(tok(997)), Actor: "alice@ops"},
-		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockview.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(tok(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
-		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockview.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(tok(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(tok(5)), Actor: "bad\x1b[31mowner"},
-		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: lockview.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(tok(1001)), Actor: "indexer:5:cafe0001"},
+		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockdb.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(tok(997)), Actor: "alice@ops"},
+		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockdb.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(tok(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
+		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockdb.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(tok(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(tok(5)), Actor: "bad\x1b[31mowner"},
+		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: lockdb.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(tok(1001)), Actor: "indexer:5:cafe0001"},
 	}
 }
 
@@ -183,4 +188,11 @@ func at(t *testing.T, m Model, instant time.Time) Model {
 	t.Helper()
 	m.now = func() time.Time { return instant }
 	return step(t, m, frameMsg{})
+}
+
+// connRefused is what a poll of a server that is down returns, built as the
+// driver and store.Interpret build it.
+func connRefused() error {
+	return fmt.Errorf("%w: %w", locker.ErrUnavailable, &net.OpError{Op: "dial", Net: "tcp",
+		Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5432}, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
 }

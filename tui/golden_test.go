@@ -9,7 +9,6 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // TestGolden pins what the operator sees in each state, at the sizes that
@@ -28,12 +27,12 @@ func TestGolden(t *testing.T) {
 			m := live(t, w, h)
 			m = step(t, m, pollTickMsg{gen: m.tickGen})
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
-				err: fmt.Errorf("%w: dial tcp 127.0.0.1:5432: connect: connection refused", locker.ErrUnavailable)})
+				err: connRefused()})
 		},
 		"down_at_start": func(t *testing.T, w, h int) Model {
 			m := testModel(t, Options{}, w, h)
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
-				err: fmt.Errorf("%w: dial tcp 127.0.0.1:5432: connect: connection refused", locker.ErrUnavailable)})
+				err: connRefused()})
 		},
 		"paused":         func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "space") },
 		"confirm_expire": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "x") },

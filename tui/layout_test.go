@@ -9,6 +9,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
@@ -158,18 +159,18 @@ func TestScrolledEventLogStaysAnchored(t *testing.T) {
 	m := press(t, withSnapshot(t, testModel(t, Options{}, 120, 15), fixtureSnapshot()), "e")
 	var events []lockview.Event
 	for i := 40; i >= 1; i-- {
-		events = append(events, lockview.Event{ID: int64(i), OccurredAt: t0, Key: fmt.Sprintf("key:%02d", i), Kind: lockview.EventAcquired, Actor: "w"})
+		events = append(events, lockview.Event{ID: int64(i), OccurredAt: t0, Key: fmt.Sprintf("key:%02d", i), Kind: lockdb.EventAcquired, Actor: "w"})
 	}
 	m = pollWithEvents(t, m, events)
 	m = press(t, m, "down", "down", "down", "down", "down")
 	first := bodyLine(t, m)
-	m = pollWithEvents(t, m, []lockview.Event{{ID: 41, OccurredAt: t0, Key: "key:41", Kind: lockview.EventAcquired, Actor: "w"},
-		{ID: 42, OccurredAt: t0, Key: "key:42", Kind: lockview.EventAcquired, Actor: "w"}})
+	m = pollWithEvents(t, m, []lockview.Event{{ID: 41, OccurredAt: t0, Key: "key:41", Kind: lockdb.EventAcquired, Actor: "w"},
+		{ID: 42, OccurredAt: t0, Key: "key:42", Kind: lockdb.EventAcquired, Actor: "w"}})
 	if got := bodyLine(t, m); got != first {
 		t.Errorf("first visible line moved from %q to %q", first, got)
 	}
 	m = press(t, m, "home")
-	m = pollWithEvents(t, m, []lockview.Event{{ID: 43, OccurredAt: t0, Key: "key:43", Kind: lockview.EventAcquired, Actor: "w"}})
+	m = pollWithEvents(t, m, []lockview.Event{{ID: 43, OccurredAt: t0, Key: "key:43", Kind: lockdb.EventAcquired, Actor: "w"}})
 	if !strings.Contains(screen(m), "key:43") {
 		t.Errorf("at the top, a new event is not shown:\n%s", screen(m))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -56,7 +57,7 @@ func TestProgramSmoke(t *testing.T) {
 	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 
 	evs, err := lockview.KeyEvents(context.Background(), pool, "smoke:lock", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != actor {
 		t.Fatalf("last event %+v, %v", evs, err)
 	}
 	final := tm.FinalModel(t).(Model)
@@ -120,7 +121,7 @@ func TestProgramHidesActionsTheRoleLacks(t *testing.T) {
 	if footer := lines[len(lines)-1]; !strings.Contains(footer, "x expire • d release • b blocking • space pause") {
 		t.Fatalf("footer %q: want expire and release, no renew or acquire", footer)
 	}
-	if evs, err := lockview.KeyEvents(ctx, admin, "ops:lock", 1); err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
+	if evs, err := lockview.KeyEvents(ctx, admin, "ops:lock", 1); err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != actor {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
 }

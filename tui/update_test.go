@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -173,7 +174,7 @@ func TestFailureKeepsSnapshotBacksOffAndRecovers(t *testing.T) {
 		m = step(t, m, pollTickMsg{gen: m.tickGen})
 		var cmd tea.Cmd
 		m, cmd = update(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
-			err: fmt.Errorf("%w: connect: connection refused", locker.ErrUnavailable)})
+			err: connRefused()})
 		if cmd == nil {
 			t.Fatal("no retry armed after a failure")
 		}
@@ -387,7 +388,7 @@ func TestForceExpireConfirmedRecordsActor(t *testing.T) {
 		t.Fatalf("result not shown:\n%s", s)
 	}
 	evs, err := lockview.KeyEvents(context.Background(), pool, "billing:nightly", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != actor {
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != actor {
 		t.Fatalf("event %+v, %v", evs, err)
 	}
 }

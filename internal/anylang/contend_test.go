@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -217,7 +218,7 @@ func side(owner string) string {
 func handoversBySide(events []lockview.Event) map[string]int {
 	grants := map[string][]lockview.Event{}
 	for _, ev := range events {
-		if (ev.Kind == lockview.EventAcquired || ev.Kind == lockview.EventStolen) && ev.Owner != nil && ev.Token != nil {
+		if (ev.Kind == lockdb.EventAcquired || ev.Kind == lockdb.EventStolen) && ev.Owner != nil && ev.Token != nil {
 			grants[ev.Key] = append(grants[ev.Key], ev)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // statements is the lock protocol as client statements instead of calls of
@@ -143,13 +145,13 @@ func (s stmtLocker) tryAcquire(ctx context.Context, key, owner string) (int64, e
 	if err != nil {
 		return 0, err
 	}
-	if !found || outcome == "expired" {
+	if !found || outcome == lockdb.OutcomeExpired {
 		if outcome, token, _, err = s.attempt(ctx, stmtGrantSQL, key, owner, nil, owner, nil, false); err != nil {
 			return 0, err
 		}
 	}
 	switch outcome {
-	case "acquired", "stolen", "renewed":
+	case lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeRenewed:
 		return token, nil
 	}
 	return 0, errRefused

@@ -67,13 +67,19 @@ func (e Env) Fail(err error) int {
 		}
 		return code
 	}
-	meaning := meaningOf(err)
-	if meaning == "" {
+	meaning, cause := store.Meaning(err)
+	if meaning == nil {
 		e.printLine(e.Prog + ": " + textsafe.Escape(err.Error()))
 		return code
 	}
-	e.printLine(e.Prog + ": " + meaning)
-	detail := strings.Replace(err.Error(), meaning+": ", "", 1)
+	e.printLine(e.Prog + ": " + meaning.Error())
+	detail := err.Error()
+	if cause != nil {
+		detail = cause.Error()
+	}
+	if detail == meaning.Error() {
+		return code
+	}
 	for _, line := range strings.Split(detail, "\n") {
 		e.printLine("  " + textsafe.Escape(strings.TrimLeft(line, "\t")))
 	}
@@ -118,14 +124,6 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Errorf(format, args...)}
 }
 func (e *usageError) Unwrap() error { return e.err }
-
-// meaningOf is the database error's meaning, "" when it has none.
-func meaningOf(err error) string {
-	if m := store.Meaning(err); m != nil {
-		return m.Error()
-	}
-	return ""
-}
 
 // scrub replaces every occurrence of each secret in s with xxxxx.
 func scrub(s string, secrets []string) string {

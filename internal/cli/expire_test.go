@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -51,7 +51,7 @@ func TestExpireFencedByToken(t *testing.T) {
 		t.Fatalf("row after expire is %s; want expired", row.State())
 	}
 	last := lastEvent(t, pool, "k")
-	if last.Kind != lockview.EventForceExpired || last.Actor != "ops@test" || last.Token == nil || *last.Token != current.Token {
+	if last.Kind != lockdb.EventForceExpired || last.Actor != "ops@test" || last.Token == nil || *last.Token != current.Token {
 		t.Fatalf("last event = %+v; want force_expired by ops@test token %d", last, current.Token)
 	}
 

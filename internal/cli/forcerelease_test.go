@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -38,7 +38,7 @@ func TestForceReleaseFencedByToken(t *testing.T) {
 		t.Fatalf("row after force-release = %+v, %v; want free", row, err)
 	}
 	last := lastEvent(t, pool, "k")
-	if last.Kind != lockview.EventForceReleased || last.Actor != "alice@ops" || last.Owner == nil || *last.Owner != "worker-1" ||
+	if last.Kind != lockdb.EventForceReleased || last.Actor != "alice@ops" || last.Owner == nil || *last.Owner != "worker-1" ||
 		last.Token == nil || *last.Token != lease.Token {
 		t.Fatalf("last event = %+v; want force_released by alice@ops of worker-1 token %d", last, lease.Token)
 	}

@@ -2,10 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -20,15 +21,18 @@ func leaseLossReason(ctx context.Context, db locker.DBTX, lease locker.Lease, ca
 	if err == nil {
 		for _, e := range events {
 			switch {
-			case e.Kind == lockview.EventForceExpired && e.Token != nil && *e.Token == lease.Token:
+			case e.Kind == lockdb.EventForceExpired && e.Token != nil && *e.Token == lease.Token:
 				return "force-expired by " + e.Actor
-			case e.Kind == lockview.EventForceReleased && e.Token != nil && *e.Token == lease.Token:
+			case e.Kind == lockdb.EventForceReleased && e.Token != nil && *e.Token == lease.Token:
 				return "force-released by " + e.Actor
-			case e.Kind == lockview.EventStolen && e.PreviousToken != nil && *e.PreviousToken == lease.Token:
+			case e.Kind == lockdb.EventStolen && e.PreviousToken != nil && *e.PreviousToken == lease.Token:
 				return fmt.Sprintf("taken over by %s (token %s)", orDash(e.Owner), tokenText(e.Token))
 			}
 		}
 	}
-	reason, _ := strings.CutPrefix(cause.Error(), locker.ErrLeaseLost.Error()+": ")
-	return reason
+	var lost *locker.LeaseLostError
+	if errors.As(cause, &lost) {
+		return lost.Reason
+	}
+	return cause.Error()
 }

@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
 
-// Outcomes of acquire, renew, release and expire, as printed in JSON.
-// The first five are locker's; held and not_held are the refusals.
-const (
-	outcomeHeld    = "held"
-	outcomeNotHeld = "not_held"
-)
+// Outcomes of acquire, renew, release and expire, as printed in JSON, are
+// locker's Outcome values, and the refusals lockdb.OutcomeHeld and
+// lockdb.OutcomeNotHeld.
 
 // result is one --json object. Key, owner, token and expires_at describe
 // the lock after the operation; for held and not_held they are the current
@@ -66,14 +64,14 @@ func rowResult(outcome, key string, row *locker.LockInfo) result {
 // when it was read (for its TTL and whether it is expiring).
 func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockInfo) result {
 	if row != nil && row.Token == held.Token {
-		r := rowResult(outcomeHeld, held.Key, row)
+		r := rowResult(lockdb.OutcomeHeld, held.Key, row)
 		r.RequestedOwner = requestedOwner
 		return r
 	}
 	exp := utc(held.ExpiresAt)
 	remaining := held.Remaining.Milliseconds()
 	return result{Key: held.Key, Owner: held.Owner, Token: held.Token, ExpiresAt: &exp,
-		Outcome: outcomeHeld, State: string(locker.StateHeld), RemainingMs: &remaining,
+		Outcome: lockdb.OutcomeHeld, State: string(locker.StateHeld), RemainingMs: &remaining,
 		RequestedOwner: requestedOwner}
 }
 
@@ -124,7 +122,7 @@ func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder
 	case errors.As(err, &notHeld):
 		why := notHeldReason(notHeld)
 		if asJSON {
-			r := rowResult(outcomeNotHeld, notHeld.Key, notHeld.Current)
+			r := rowResult(lockdb.OutcomeNotHeld, notHeld.Key, notHeld.Current)
 			r.RequestedOwner, r.RequestedToken, r.Detail = notHeld.Owner, notHeld.Token, why
 			return env.emitCode(r, ExitNotHeld), true
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/store"
 )
@@ -55,7 +56,7 @@ func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
 	}
 	// Granted at once (the key was released meanwhile): as dead, never
 	// released; it expires at its TTL, as a crashed holder's would.
-	return found && (q.Outcome == store.OutcomeQueued || q.Granted()), nil
+	return found && (q.Outcome == lockdb.OutcomeQueued || q.Granted()), nil
 }
 
 // liveQueueSQL finds a key whose release would hand off: one with live

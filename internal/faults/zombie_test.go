@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -103,7 +104,7 @@ func TestZombieWrite(t *testing.T) {
 					t.Fatalf("A's write was not refused as not held: %v", tally.Observed())
 				}
 				ev, err := lockview.KeyEvents(ctx, conn, key, 1)
-				if err != nil || len(ev) != 1 || ev[0].Kind != lockview.EventStaleWriteRejected || *ev[0].Token != leaseA.Token {
+				if err != nil || len(ev) != 1 || ev[0].Kind != lockdb.EventStaleWriteRejected || *ev[0].Token != leaseA.Token {
 					t.Fatalf("latest event = %+v, %v; want A's stale write reported", ev, err)
 				}
 				// This subtest runs first, on an empty table.

@@ -5,7 +5,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // Observed is what the database kept after a run.
@@ -192,9 +194,9 @@ func (c *checker) checkLog() {
 		tok := *ev.Token
 		id := leaseID{ev.Key, tok}
 		switch ev.Kind {
-		case lockview.EventAcquired, lockview.EventStolen:
+		case lockdb.EventAcquired, lockdb.EventStolen:
 			c.stats.Grants++
-			if ev.Kind == lockview.EventStolen {
+			if ev.Kind == lockdb.EventStolen {
 				c.stats.Steals++
 			}
 			if other, dup := tokenKey[tok]; dup {
@@ -207,7 +209,7 @@ func (c *checker) checkLog() {
 			}
 			maxToken[ev.Key] = max(maxToken[ev.Key], tok)
 			prev := cur[ev.Key]
-			if ev.Kind == lockview.EventStolen {
+			if ev.Kind == lockdb.EventStolen {
 				if prev == nil || prev.released {
 					c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tok)
 				} else {
@@ -219,7 +221,7 @@ func (c *checker) checkLog() {
 			}
 			c.granted[id] = ev
 			cur[ev.Key] = &current{ev: ev}
-		case lockview.EventReleased, lockview.EventForceReleased:
+		case lockdb.EventReleased, lockdb.EventForceReleased:
 			c.stats.Releases++
 			p := cur[ev.Key]
 			if p == nil || p.released || *p.ev.Token != tok {
@@ -228,7 +230,7 @@ func (c *checker) checkLog() {
 			}
 			p.released = true
 			c.releasedLog[id] = true
-		case lockview.EventForceExpired:
+		case lockdb.EventForceExpired:
 			c.stats.ForceExpires++
 			p := cur[ev.Key]
 			if p == nil || p.released || *p.ev.Token != tok {
@@ -275,7 +277,7 @@ func (c *checker) checkClientGrants() {
 	for _, op := range c.ops {
 		id := leaseID{op.Key, op.Token}
 		switch {
-		case op.Kind == Grant && op.Result == OK && op.Outcome != "renewed":
+		case op.Kind == Grant && op.Result == OK && op.Outcome != string(locker.Renewed):
 			asked[id] = true
 			ev, ok := c.granted[id]
 			if !ok {
@@ -335,7 +337,7 @@ func (c *checker) askedUnknown(ev lockview.Event) bool {
 // checkStealTime: a steal's reply cannot come before the victim's lease
 // could have ended on the local clock.
 func (c *checker) checkStealTime(op Op) {
-	if op.Outcome != lockview.EventStolen {
+	if op.Outcome != lockdb.EventStolen {
 		return
 	}
 	prevTok, ok := c.stolenPrev[leaseID{op.Key, op.Token}]
@@ -361,7 +363,7 @@ func (c *checker) checkStealTime(op Op) {
 func (c *checker) checkRealTimeOrder() {
 	byKey := map[string][]Op{}
 	for _, op := range c.ops {
-		if op.Kind == Grant && op.Result == OK && op.Outcome != "renewed" {
+		if op.Kind == Grant && op.Result == OK && op.Outcome != string(locker.Renewed) {
 			byKey[op.Key] = append(byKey[op.Key], op)
 		}
 	}

@@ -1,6 +1,10 @@
 package history
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/lockctl/lockctl/locker"
+)
 
 // checkWrites verifies the guarded table (property 4).
 func (c *checker) checkWrites() {
@@ -69,7 +73,7 @@ func (c *checker) countOps() {
 	c.stats.ClientOps = len(c.ops)
 	for _, op := range c.ops {
 		switch {
-		case op.Result == OK && (op.Kind == Renew || (op.Kind == Grant && op.Outcome == "renewed")):
+		case op.Result == OK && (op.Kind == Renew || (op.Kind == Grant && op.Outcome == string(locker.Renewed))):
 			c.stats.Renewals++
 		case op.Kind == Grant && op.Result == Held:
 			c.stats.Held++

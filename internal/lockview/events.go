@@ -14,7 +14,7 @@ type Event struct {
 	ID            int64          `db:"event_id"`
 	OccurredAt    time.Time      `db:"occurred_at"`
 	Key           string         `db:"lock_key"`
-	Kind          string         `db:"kind"`
+	Kind          string         `db:"kind"` // lockdb.EventAcquired, …
 	Owner         *string        `db:"owner_id"`
 	Token         *int64         `db:"fence_token"`
 	Actor         string         `db:"actor"`
@@ -22,16 +22,6 @@ type Event struct {
 	PreviousToken *int64         `db:"previous_token"`
 	Detail        map[string]any `db:"detail"`
 }
-
-// Event kinds, as stored in distributed_lock_event.kind.
-const (
-	EventAcquired           = "acquired"
-	EventStolen             = "stolen"
-	EventReleased           = "released"
-	EventForceExpired       = "force_expired"
-	EventForceReleased      = "force_released"
-	EventStaleWriteRejected = "stale_write_rejected"
-)
 
 const eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
 	e.actor, e.previous_owner, e.previous_token, e.detail`

@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -158,12 +159,12 @@ func (c *Collector) countEvents(ctx context.Context) error {
 }
 
 func (c *Collector) sendCounters(ch chan<- prometheus.Metric) {
-	ch <- counter(grantsDesc, c.totals[lockview.EventAcquired], "acquired")
-	ch <- counter(grantsDesc, c.totals[lockview.EventStolen], "stolen")
-	ch <- counter(releasesDesc, c.totals[lockview.EventReleased])
-	ch <- counter(forceDesc, c.totals[lockview.EventForceExpired], "expire")
-	ch <- counter(forceDesc, c.totals[lockview.EventForceReleased], "release")
-	ch <- counter(rejectedDesc, c.totals[lockview.EventStaleWriteRejected])
+	ch <- counter(grantsDesc, c.totals[lockdb.EventAcquired], "acquired")
+	ch <- counter(grantsDesc, c.totals[lockdb.EventStolen], "stolen")
+	ch <- counter(releasesDesc, c.totals[lockdb.EventReleased])
+	ch <- counter(forceDesc, c.totals[lockdb.EventForceExpired], "expire")
+	ch <- counter(forceDesc, c.totals[lockdb.EventForceReleased], "release")
+	ch <- counter(rejectedDesc, c.totals[lockdb.EventStaleWriteRejected])
 }
 
 func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {

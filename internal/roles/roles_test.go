@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -212,7 +213,7 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 		t.Fatalf("operator ForceRelease = %+v, %v", freed, err)
 	}
 	ev, err := lockview.KeyEvents(ctx, db, "held", 1)
-	if err != nil || len(ev) != 1 || ev[0].Kind != lockview.EventForceReleased || ev[0].Actor != "oncall" {
+	if err != nil || len(ev) != 1 || ev[0].Kind != lockdb.EventForceReleased || ev[0].Actor != "oncall" {
 		t.Fatalf("latest event = %+v, %v; want force_released by oncall", ev, err)
 	}
 	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})

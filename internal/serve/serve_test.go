@@ -15,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/sshtest"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -111,7 +112,7 @@ func TestServeOverSSH(t *testing.T) {
 	op.Keys("y")
 	op.WaitFor("✓ force-expired ssh:acted", within)
 	evs, err := lockview.KeyEvents(ctx, db, "ssh:acted", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != lockview.EventForceExpired || evs[0].Actor != "alice" {
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != "alice" {
 		t.Fatalf("last event of ssh:acted: %+v, %v; want force_expired by alice", evs, err)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -66,7 +67,7 @@ func TestExpireLeaseLetsAnotherOwnerSteal(t *testing.T) {
 		t.Fatalf("after ExpireLease: %s, %s left; want just expired", l.State(), l.Remaining)
 	}
 	stolen := grant(t, db, "k", "b", time.Minute)
-	if stolen.Outcome != store.OutcomeStolen || stolen.Token <= first.Token {
+	if stolen.Outcome != lockdb.OutcomeStolen || stolen.Token <= first.Token {
 		t.Fatalf("grant to b after ExpireLease = %+v; want stolen with a token above %d", stolen, first.Token)
 	}
 }

@@ -1,0 +1,47 @@
+package lockdb
+
+// What the protocol functions of schema.sql report, as the SQL spells it
+// (docs/protocol.md lists each function's outcomes; store/protocol's tests
+// hold these constants to the page and the page to the functions). This is
+// the one Go definition: locker's Outcome values, store's checks of a
+// function's result and the CLI's JSON use these.
+const (
+	// Grants (distributed_lock_acquire, _enqueue, _waiter_poll).
+	OutcomeAcquired = "acquired" // a new row or a free one: a new token
+	OutcomeStolen   = "stolen"   // another owner's expired lease: a new, larger token
+	OutcomeRenewed  = "renewed"  // already the caller's: same token, later expiry (also _renew)
+
+	// Refusals of an attempt. Free and expired: the row was being changed by
+	// another transaction, which the attempt does not wait for. Busy: the
+	// key had no row and another transaction's first grant of it was in
+	// flight.
+	OutcomeHeld    = "held"   // another owner's unexpired lease
+	OutcomeQueued  = "queued" // free or lapsed, but promised to the waiters queued for it; for a waiter: still waiting
+	OutcomeFree    = "free"
+	OutcomeExpired = "expired"
+	OutcomeBusy    = "busy"
+	OutcomeGone    = "gone" // a waiter's record is gone with no grant for it: enqueue again
+
+	// Ends of a lease (distributed_lock_release, _force_expire,
+	// _force_release), and their refusal.
+	OutcomeReleased      = "released"
+	OutcomeForceExpired  = "force_expired"
+	OutcomeForceReleased = "force_released"
+	OutcomeNotHeld       = "not_held" // the lease named is not the current one
+
+	// What distributed_lock_waiter_leave did.
+	LeftQueue = "left"      // took the waiter out of the queue
+	PassedOn  = "passed_on" // released a lease handed to it, unclaimed, and passed it on
+	LeftNone  = "none"      // nothing: the record was gone
+)
+
+// Kinds of the events in distributed_lock_event: the outcomes that change a
+// lease, and a refused stale write.
+const (
+	EventAcquired           = OutcomeAcquired
+	EventStolen             = OutcomeStolen
+	EventReleased           = OutcomeReleased
+	EventForceExpired       = OutcomeForceExpired
+	EventForceReleased      = OutcomeForceReleased
+	EventStaleWriteRejected = "stale_write_rejected"
+)
