@@ -31,7 +31,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 	}
 	params := store.GrantParams{
 		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
-		Actor: l.ownerActor(owner), Detail: detail, LogAcquired: l.cfg.LogGrants,
+		Actor: l.ownerActor(owner), Detail: detail, LogGrants: l.cfg.LogGrants,
 	}
 	sentAt := l.clock.Now()
 	sctx, done := knownOutcome(ctx)

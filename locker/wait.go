@@ -64,7 +64,7 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 	params := store.QueueParams{
 		GrantParams: store.GrantParams{
 			Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner),
-			LogAcquired: l.cfg.LogGrants,
+			LogGrants: l.cfg.LogGrants,
 		},
 		ClaimWindow: l.claimWindow(), SeenFor: seenFor,
 	}

@@ -19,9 +19,9 @@ type GrantParams struct {
 	Metadata []byte // JSON object stored on the row; nil means {}
 	Actor    string // recorded on the event
 	Detail   []byte // JSON object of extra event detail (e.g. how long the caller waited); nil means {}
-	// LogAcquired also logs grants of free or new rows as "acquired" events.
+	// LogGrants also logs grants of free or new rows as "acquired" events.
 	// Steals are always logged.
-	LogAcquired bool
+	LogGrants bool
 }
 
 // Grant is the result of an attempt: what it granted, or, when refused,
@@ -66,7 +66,7 @@ WHERE a.outcome <> '` + lockdb.OutcomeBusy + `'`
 // it by someone else was in progress).
 func TryGrant(ctx context.Context, db DBTX, p GrantParams) (g Grant, found bool, err error) {
 	return scanGrant(db.QueryRow(ctx, acquireSQL, p.Key, p.Owner, p.TTL.Microseconds(),
-		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogAcquired))
+		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants))
 }
 
 func scanGrant(row pgx.Row) (g Grant, found bool, err error) {

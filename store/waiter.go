@@ -51,7 +51,7 @@ type Queued struct {
 // another transaction kept it busy: try again.
 func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool, err error) {
 	return scanQueued(db.QueryRow(ctx, enqueueSQL, p.Key, p.Owner, p.TTL.Microseconds(),
-		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogAcquired))
+		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants))
 }
 
 // Poll checks waiter id of key: granted (handed to it, or taken now as the

@@ -22,7 +22,7 @@ func TestQueuePositionsAndHandOverLatency(t *testing.T) {
 	holder := acquire(t, pool, "billing:nightly", "worker-1", time.Minute)
 	for _, owner := range []string{"waiter-a", "waiter-b", "waiter-c"} {
 		if _, _, err := store.Enqueue(ctx, pool, store.QueueParams{
-			GrantParams: store.GrantParams{Key: "billing:nightly", Owner: owner, TTL: time.Minute, LogAcquired: true},
+			GrantParams: store.GrantParams{Key: "billing:nightly", Owner: owner, TTL: time.Minute, LogGrants: true},
 			ClaimWindow: time.Minute, SeenFor: time.Minute,
 		}); err != nil {
 			t.Fatal(err)

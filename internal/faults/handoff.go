@@ -44,7 +44,7 @@ func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
 	op := history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: key, Owner: owner,
 		Result: history.Unknown, Err: "the waiter died in the queue", Call: in.rec.Now()}
 	q, found, err := store.Enqueue(ctx, in.admin, store.QueueParams{
-		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: in.ttl, Actor: owner, LogAcquired: true},
+		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: in.ttl, Actor: owner, LogGrants: true},
 		// Live long enough to reach the head of the queue and be handed the
 		// key, which then lapses unclaimed.
 		ClaimWindow: in.ttl / 2, SeenFor: 5 * in.ttl,

@@ -26,7 +26,7 @@ func TestHandOverLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, _, err := store.Enqueue(ctx, pool, store.QueueParams{
-		GrantParams: store.GrantParams{Key: "q", Owner: "b", TTL: time.Minute, LogAcquired: true},
+		GrantParams: store.GrantParams{Key: "q", Owner: "b", TTL: time.Minute, LogGrants: true},
 		ClaimWindow: time.Second, SeenFor: time.Minute,
 	}); err != nil {
 		t.Fatal(err)
