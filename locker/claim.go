@@ -13,7 +13,7 @@ import (
 
 // A lease handed to a queued waiter first runs for the claim window only
 // (Config.ClaimWindow), so a waiter that died cannot block the key for a
-// whole TTL. The claim renews it to the full TTL; to keep a hand-over at one
+// whole TTL. The claim renews it to the full TTL; to keep a hand-off at one
 // transaction on each side, it is lazy: Acquire returns the handed lease at
 // once (its ExpiresAt is the end of the claim window, truthfully) and the
 // Locker renews it in the background after half the window, only if it is

@@ -144,7 +144,7 @@
 //     the Locker renews it to the TTL after half the window only if it is
 //     still held then; a Release or Renew (a Keepalive's first renewal)
 //     before that is the claim. On a single connection, which the
-//     background claim cannot share, Acquire claims at once. A hand-over
+//     background claim cannot share, Acquire claims at once. A hand-off
 //     therefore costs the release's transaction and the next waiter's
 //     enqueue, whatever the queue's length.
 //   - Liveness: a [Notifier] refreshes the records of all its process's

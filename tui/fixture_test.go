@@ -60,9 +60,9 @@ func fixtureSnapshot() Snapshot {
 			ServerVersion: "15.18 (Debian 15.18-0+deb12u1)", DBNow: t0,
 		},
 		Rates: lockview.Rates{Span: time.Minute, Bucket: 5 * time.Second,
-			Grants:    []int64{1, 3, 2, 0, 5, 8, 4, 2, 1, 0, 6, 9},
-			Steals:    []int64{0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1, 0},
-			Handovers: []int64{0, 1, 1, 0, 2, 3, 1, 0, 0, 0, 2, 4}},
+			Grants:   []int64{1, 3, 2, 0, 5, 8, 4, 2, 1, 0, 6, 9},
+			Steals:   []int64{0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 1, 0},
+			Handoffs: []int64{0, 1, 1, 0, 2, 3, 1, 0, 0, 0, 2, 4}},
 		ReadAt:  t0,
 		Latency: 4 * time.Millisecond,
 	}

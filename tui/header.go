@@ -194,10 +194,10 @@ func (m Model) ratesLine() string {
 	item := func(name string, b []int64) string {
 		return s.Label.Render(name+" ") + s.Value.Render(fmt.Sprint(lockview.Sum(b))) + " " + s.Spark.Render(sparkline(b))
 	}
-	items := []string{item("grants", r.Grants), item("steals", r.Steals), item("hand-overs to waiters", r.Handovers)}
-	if h := m.snap.HandOver; h.Count > 0 {
-		// Only once the log shows a hand-over (it needs logged releases).
-		items = append(items, s.Label.Render("hand-over ")+s.Value.Render(handOverText(h.Median)))
+	items := []string{item("grants", r.Grants), item("steals", r.Steals), item("hand-offs to waiters", r.Handoffs)}
+	if h := m.snap.HandOff; h.Count > 0 {
+		// Only once the log shows a hand-off (it needs logged releases).
+		items = append(items, s.Label.Render("hand-off ")+s.Value.Render(handOffText(h.Median)))
 	}
 	return s.Label.Render("last minute: ") + strings.Join(items, s.Muted.Render(" · "))
 }
@@ -261,9 +261,9 @@ func (m Model) errLine() string {
 	return s.Error.Render("✗ ") + strings.Join(parts, s.Muted.Render(" · "))
 }
 
-// handOverText is a hand-over latency: sub-millisecond ones (a release that
+// handOffText is a hand-off latency: sub-millisecond ones (a release that
 // hands the lease to its queue) as "<1ms".
-func handOverText(d time.Duration) string {
+func handOffText(d time.Duration) string {
 	if d < time.Millisecond {
 		return "<1ms"
 	}

@@ -14,9 +14,9 @@ import (
 
 // The detail pane lists a key's waiters in queue order, each with its
 // position and how long it has waited; the header shows how fast recent
-// hand-overs to waiters were (a release handing the key to its queue does
+// hand-offs to waiters were (a release handing the key to its queue does
 // it in its own transaction).
-func TestQueuePositionsAndHandOverLatency(t *testing.T) {
+func TestQueuePositionsAndHandOffLatency(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
 	holder := acquire(t, pool, "billing:nightly", "worker-1", time.Minute)
@@ -40,8 +40,8 @@ func TestQueuePositionsAndHandOverLatency(t *testing.T) {
 	m = runPoll(t, m, cmd)
 	s := screen(m)
 	// Same transaction: well under a second, whatever the machine's load.
-	if !regexp.MustCompile(`hand-over (<1ms|\d{1,3}ms)`).MatchString(s) {
-		t.Fatalf("header lacks the hand-over latency:\n%s", s)
+	if !regexp.MustCompile(`hand-off (<1ms|\d{1,3}ms)`).MatchString(s) {
+		t.Fatalf("header lacks the hand-off latency:\n%s", s)
 	}
 	b, c := strings.Index(s, "1. waiter-b"), strings.Index(s, "2. waiter-c")
 	if b < 0 || c < b || strings.Contains(s, "waiter-a  waiting") || !strings.Contains(s, "in queue order") {

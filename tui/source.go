@@ -44,9 +44,9 @@ type PollRequest struct {
 type Snapshot struct {
 	Page  lockview.Page
 	Rates lockview.Rates
-	// HandOver is the median release-to-grant time of recent hand-overs
-	// to waiters (lockview.HandOverLatency).
-	HandOver lockview.HandOver
+	// HandOff is the median release-to-grant time of recent hand-offs
+	// to waiters (lockview.HandOffLatency).
+	HandOff  lockview.HandOff
 	Events   []lockview.Event        // newest first
 	Detail   *Detail                 // DetailKey's
 	Blocking *lockview.Blocking      // who waits for whom
@@ -139,7 +139,7 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Sna
 	if snap.Rates, err = lockview.GrantRates(ctx, db, rateSpan, rateBucket); err != nil {
 		return snap, err
 	}
-	if snap.HandOver, err = lockview.HandOverLatency(ctx, db, rateSpan); err != nil {
+	if snap.HandOff, err = lockview.HandOffLatency(ctx, db, rateSpan); err != nil {
 		return snap, err
 	}
 	if req.Caps {

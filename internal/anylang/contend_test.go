@@ -60,17 +60,17 @@ func TestJavaContendsWithGo(t *testing.T) {
 			s.writes++
 		}
 	}
-	handovers := handoversBySide(res.events)
-	t.Logf("Go: %d grants, %d fenced writes; Java: %d grants, %d fenced writes; handovers Go→Java %d, Java→Go %d",
+	handoffs := handoffsBySide(res.events)
+	t.Logf("Go: %d grants, %d fenced writes; Java: %d grants, %d fenced writes; handoffs Go→Java %d, Java→Go %d",
 		sides["go"].grants, sides["go"].writes, sides["java"].grants, sides["java"].writes,
-		handovers["go→java"], handovers["java→go"])
+		handoffs["go→java"], handoffs["java→go"])
 	for name, s := range sides {
 		if s.grants == 0 || s.writes == 0 {
 			t.Errorf("the %s clients made %d grants and %d fenced writes; the run did not exercise them", name, s.grants, s.writes)
 		}
 	}
-	if handovers["go→java"] == 0 || handovers["java→go"] == 0 {
-		t.Errorf("no key passed between the languages in both directions: %v", handovers)
+	if handoffs["go→java"] == 0 || handoffs["java→go"] == 0 {
+		t.Errorf("no key passed between the languages in both directions: %v", handoffs)
 	}
 }
 
@@ -213,9 +213,9 @@ func side(owner string) string {
 	return prefix
 }
 
-// handoversBySide counts consecutive grants of a key (in token order) whose
+// handoffsBySide counts consecutive grants of a key (in token order) whose
 // owners are of different languages, e.g. "go→java".
-func handoversBySide(events []lockview.Event) map[string]int {
+func handoffsBySide(events []lockview.Event) map[string]int {
 	grants := map[string][]lockview.Event{}
 	for _, ev := range events {
 		if (ev.Kind == lockdb.EventAcquired || ev.Kind == lockdb.EventStolen) && ev.Owner != nil && ev.Token != nil {

@@ -84,7 +84,7 @@ func BenchmarkThroughPooler(b *testing.B) {
 // through PgBouncer (transaction mode, exec) gets the key after the holder's
 // release returns, when its Notifier LISTENs directly (--notify-dsn) and
 // when it LISTENs through the pooler (and so wakes only at its recheck,
-// WaitRecheck 1s here). Reported as p50 and p99 per hand-over.
+// WaitRecheck 1s here). Reported as p50 and p99 per hand-off.
 func BenchmarkWakeThroughPooler(b *testing.B) {
 	p := testdb.Bouncer(b, pgtemp.BouncerOptions{PoolSize: 4})
 	cfg, err := pgxpool.ParseConfig(p.DSN)

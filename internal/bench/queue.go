@@ -20,9 +20,9 @@ import (
 const (
 	QueueAdvisory = "pg_advisory_lock" // PostgreSQL's own lock manager: FIFO, wakes only the next waiter
 	QueueLocker   = "locker"           // locker.Acquire (the fair queue) with a Notifier in every process
-	// QueueFloor is the durable floor of a hand-over: one connection
+	// QueueFloor is the durable floor of a hand-off: one connection
 	// committing a one-row UPDATE, then holding, again and again. No lock
-	// that records its grant durably can hand over faster on this server.
+	// that records its grant durably can hand off faster on this server.
 	QueueFloor = "durable floor"
 )
 
@@ -112,7 +112,7 @@ func (o QueueOptions) validate() error {
 // needs: the advisory series holds a session per waiter.
 var QueueServerSettings = map[string]string{"max_connections": "400"}
 
-// RunQueue measures hand-overs of one key between many waiters on the
+// RunQueue measures hand-offs of one key between many waiters on the
 // server at dsn, in a schema of its own (dropped at the end): for each
 // queue length and round, every series in turn, each with fresh worker
 // processes that start together and stop together.
@@ -141,8 +141,8 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 				if err != nil {
 					return nil, fmt.Errorf("bench: queue %s, %d waiters, round %d: %w", s, waiters, round+1, err)
 				}
-				fmt.Fprintf(opts.Progress, "queue round %d/%d: %-16s %3d waiters: %6.0f hand-overs/s, longest wait %s\n",
-					round+1, opts.Rounds, s, waiters, r.handOversPerSec(), r.longest())
+				fmt.Fprintf(opts.Progress, "queue round %d/%d: %-16s %3d waiters: %6.0f hand-offs/s, longest wait %s\n",
+					round+1, opts.Rounds, s, waiters, r.handOffsPerSec(), r.longest())
 				runs = append(runs, r)
 			}
 		}

@@ -29,12 +29,12 @@ type QueueResult struct {
 	Series  string `json:"series"`
 	Waiters int    `json:"waiters"`
 
-	HandOversPerSec float64 `json:"hand_overs_per_sec"`
-	// TransactionsPerHandOver counts every transaction the waiters ran
+	HandOffsPerSec float64 `json:"hand_offs_per_sec"`
+	// TransactionsPerHandOff counts every transaction the waiters ran
 	// (grants, releases, waiting bookkeeping, retries) per grant.
-	TransactionsPerHandOver float64       `json:"transactions_per_hand_over"`
-	WaitP50                 time.Duration `json:"wait_p50_ns"`
-	WaitP99                 time.Duration `json:"wait_p99_ns"`
+	TransactionsPerHandOff float64       `json:"transactions_per_hand_off"`
+	WaitP50                time.Duration `json:"wait_p50_ns"`
+	WaitP99                time.Duration `json:"wait_p99_ns"`
 	// WaitMax counts waits the end of a round cut short (a waiter still
 	// queued had waited at least that long).
 	WaitMax time.Duration `json:"wait_max_ns"`
@@ -77,7 +77,7 @@ func newQueueRun(job queueJob, waiters int, results []queueWorkerResult) queueRu
 	return r
 }
 
-func (r queueRun) handOversPerSec() float64 {
+func (r queueRun) handOffsPerSec() float64 {
 	return float64(len(r.grants)) / r.duration.Seconds()
 }
 
@@ -158,7 +158,7 @@ func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult
 	var rates, txns, unfair, mins, maxs []float64
 	var p50s, p99s, maxWaits []time.Duration
 	for _, r := range runs {
-		rates = append(rates, r.handOversPerSec())
+		rates = append(rates, r.handOffsPerSec())
 		if n := len(r.grants); n > 0 {
 			txns = append(txns, float64(r.transactions)/float64(n))
 		}
@@ -178,8 +178,8 @@ func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult
 		res.Grants += int64(len(r.grants))
 		res.Overlaps += r.overlaps()
 	}
-	res.HandOversPerSec = median(rates)
-	res.TransactionsPerHandOver = median(txns)
+	res.HandOffsPerSec = median(rates)
+	res.TransactionsPerHandOff = median(txns)
 	res.WaitP50 = median(p50s)
 	res.WaitP99 = median(p99s)
 	res.WaitMax = median(maxWaits)
@@ -197,10 +197,10 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(p, "## Queue: one key, waiters in %d processes, hold %s\n\n", r.Processes, r.Hold)
 	fmt.Fprintf(p, "PostgreSQL %s; %d rounds of %s per series, medians over rounds; took %s.\n\n",
 		r.Server.Version, r.Rounds, r.Duration, r.Took.Round(time.Second))
-	fmt.Fprintf(p, "| series | waiters | hand-overs/s | transactions per hand-over | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
+	fmt.Fprintf(p, "| series | waiters | hand-offs/s | transactions per hand-off | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
 	fmt.Fprintf(p, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range r.Results {
-		txns := fmt.Sprintf("%.2f", x.TransactionsPerHandOver)
+		txns := fmt.Sprintf("%.2f", x.TransactionsPerHandOff)
 		if x.Series == QueueAdvisory {
 			txns = "—" // lock and unlock are statements, but no commit is needed
 		}
@@ -209,15 +209,15 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 			waiters = "1"
 		}
 		fmt.Fprintf(p, "| %s | %s | %.0f | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
-			x.Series, waiters, x.HandOversPerSec, txns, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
+			x.Series, waiters, x.HandOffsPerSec, txns, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
 			x.GrantsPerWaiterMin, x.GrantsPerWaiterMax, 100*x.Unfairness, x.Overlaps)
 	}
 	fmt.Fprintf(p, "\n")
 	for _, ratio := range r.Ratios() {
-		fmt.Fprintf(p, "- %s at %d waiters: %.2f× pg_advisory_lock's hand-overs/s, longest wait %.2f× its longest",
-			ratio.Series, ratio.Waiters, ratio.HandOvers, ratio.LongestWait)
+		fmt.Fprintf(p, "- %s at %d waiters: %.2f× pg_advisory_lock's hand-offs/s, longest wait %.2f× its longest",
+			ratio.Series, ratio.Waiters, ratio.HandOffs, ratio.LongestWait)
 		if ratio.VsFloor > 0 {
-			fmt.Fprintf(p, "; %.2f× the durable floor's hand-overs/s", ratio.VsFloor)
+			fmt.Fprintf(p, "; %.2f× the durable floor's hand-offs/s", ratio.VsFloor)
 		}
 		fmt.Fprintf(p, "\n")
 	}
@@ -231,9 +231,9 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 type QueueRatio struct {
 	Series      string  `json:"series"`
 	Waiters     int     `json:"waiters"`
-	HandOvers   float64 `json:"hand_overs"`   // series ÷ advisory; higher is better
+	HandOffs    float64 `json:"hand_offs"`    // series ÷ advisory; higher is better
 	LongestWait float64 `json:"longest_wait"` // series ÷ advisory; lower is better
-	// VsFloor is the series' hand-overs ÷ the durable floor's (0 for the
+	// VsFloor is the series' hand-offs ÷ the durable floor's (0 for the
 	// floor itself, or when it did not run).
 	VsFloor float64 `json:"vs_floor"`
 }
@@ -252,14 +252,14 @@ func (r *QueueReport) Ratios() []QueueRatio {
 				continue
 			}
 			q := QueueRatio{Series: x.Series, Waiters: x.Waiters}
-			if ref.HandOversPerSec > 0 {
-				q.HandOvers = x.HandOversPerSec / ref.HandOversPerSec
+			if ref.HandOffsPerSec > 0 {
+				q.HandOffs = x.HandOffsPerSec / ref.HandOffsPerSec
 			}
 			if ref.WaitMax > 0 {
 				q.LongestWait = float64(x.WaitMax) / float64(ref.WaitMax)
 			}
-			if hasFloor && x.Series != QueueFloor && floor.HandOversPerSec > 0 {
-				q.VsFloor = x.HandOversPerSec / floor.HandOversPerSec
+			if hasFloor && x.Series != QueueFloor && floor.HandOffsPerSec > 0 {
+				q.VsFloor = x.HandOffsPerSec / floor.HandOffsPerSec
 			}
 			out = append(out, q)
 		}

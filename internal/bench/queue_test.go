@@ -45,7 +45,7 @@ func TestQueueScenario(t *testing.T) {
 		if !ok {
 			t.Fatalf("no result for series %s: %+v", s, rep.Results)
 		}
-		if r.Grants == 0 || r.HandOversPerSec <= 0 || r.WaitMax < r.WaitP99 || r.WaitP99 < r.WaitP50 {
+		if r.Grants == 0 || r.HandOffsPerSec <= 0 || r.WaitMax < r.WaitP99 || r.WaitP99 < r.WaitP50 {
 			t.Errorf("%s produced no numbers: %+v", s, r)
 		}
 		if r.Overlaps != 0 {
@@ -55,20 +55,20 @@ func TestQueueScenario(t *testing.T) {
 	if r := got[QueueAdvisory]; r.GrantsPerWaiterMin == 0 {
 		t.Errorf("pg_advisory_lock left a waiter without a grant: %+v", r)
 	}
-	// The fair queue serves every waiter, and a hand-over is at least the
+	// The fair queue serves every waiter, and a hand-off is at least the
 	// release that hands off (the next enqueue is the other).
-	if r := got[QueueLocker]; r.GrantsPerWaiterMin == 0 || r.TransactionsPerHandOver < 1 {
-		t.Errorf("locker: a waiter without a grant, or %.2f transactions per hand-over (want at least 1): %+v",
-			r.TransactionsPerHandOver, r)
+	if r := got[QueueLocker]; r.GrantsPerWaiterMin == 0 || r.TransactionsPerHandOff < 1 {
+		t.Errorf("locker: a waiter without a grant, or %.2f transactions per hand-off (want at least 1): %+v",
+			r.TransactionsPerHandOff, r)
 	}
 	var md bytes.Buffer
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
 	// The floor is one connection: one grant per hold, nobody waiting.
-	if r := got[QueueFloor]; r.TransactionsPerHandOver != 1 || r.GrantsPerWaiterMin != r.GrantsPerWaiterMax {
-		t.Errorf("durable floor: %.2f transactions per hand-over (want 1) or more than one waiter: %+v",
-			r.TransactionsPerHandOver, r)
+	if r := got[QueueFloor]; r.TransactionsPerHandOff != 1 || r.GrantsPerWaiterMin != r.GrantsPerWaiterMax {
+		t.Errorf("durable floor: %.2f transactions per hand-off (want 1) or more than one waiter: %+v",
+			r.TransactionsPerHandOff, r)
 	}
 	var vsFloor float64
 	for _, q := range rep.Ratios() {

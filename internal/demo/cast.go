@@ -51,7 +51,7 @@ func (s *Sim) cast() []func(context.Context) {
 
 // leader holds key for a long tenure with a Keepalive, then steps down (a
 // deploy, say) and queues again behind whoever took over. With a standby
-// waiting, the hand-over is immediate: the release NOTIFYs it.
+// waiting, the hand-off is immediate: the release NOTIFYs it.
 func (s *Sim) leader(ctx context.Context, key, owner string, index int) {
 	r := s.rng(roleLeader, index)
 	lk := s.storyLocker(leaderTTL, "leader election")

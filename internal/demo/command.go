@@ -17,7 +17,7 @@ func Command() *cobra.Command {
 	var o Options
 	cmd := &cobra.Command{
 		Use: "demo",
-		Short: "the console on a private throwaway PostgreSQL with simulated workers: hand-overs, " +
+		Short: "the console on a private throwaway PostgreSQL with simulated workers: hand-offs, " +
 			"steals, a refused zombie write, a stuck lock to free with x (--dsn: schema " + Schema + " of that database)",
 		RunE: cli.RunE(func(ctx context.Context, env cli.Env, _ []string) int {
 			if err := flagsValid(o); err != nil {

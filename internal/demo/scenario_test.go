@@ -29,7 +29,7 @@ const (
 		WHERE lock_key = 'ledger:balance' AND kind IN ('stolen', 'acquired') AND fence_token > $1
 		ORDER BY event_id LIMIT 1`
 	resourceSQL = `SELECT last_token, last_owner, writes FROM demo_resource WHERE resource_key = 'ledger:balance'`
-	handOverSQL = `SELECT count(*) FROM distributed_lock_event
+	handOffSQL  = `SELECT count(*) FROM distributed_lock_event
 		WHERE kind = 'acquired' AND detail ? 'waited_ms' AND previous_owner IS NOT NULL AND previous_owner <> owner_id`
 	heldSQL = `SELECT count(*) FROM distributed_lock
 		WHERE released_at IS NULL AND expires_at > clock_timestamp()`
@@ -97,7 +97,7 @@ func TestStory(t *testing.T) {
 		return last >= successorToken && sim.Stats().WritesOK > 0
 	})
 	testdb.Eventually(t, within, "waiters handing over", func() bool {
-		return count(t, pool, handOverSQL) > 0 && sim.Stats().HandOvers > 0
+		return count(t, pool, handOffSQL) > 0 && sim.Stats().HandOffs > 0
 	})
 
 	freeStuckLock(t, pool, sim)
@@ -162,9 +162,9 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 		}
 		return l.Owner == "report-retry" && l.Token > stuck.Token && l.State() != locker.StateExpired
 	})
-	// The retry counts the hand-over just after its grant commits, so the
+	// The retry counts the hand-off just after its grant commits, so the
 	// row can show the new owner a moment before the counter does.
-	testdb.Eventually(t, 2*time.Second, "OperatorFreed counting the hand-over", func() bool {
+	testdb.Eventually(t, 2*time.Second, "OperatorFreed counting the hand-off", func() bool {
 		return sim.Stats().OperatorFreed == before+1
 	})
 }

@@ -27,9 +27,9 @@ type Sim struct {
 
 // Stats is what the cast has done so far.
 type Stats struct {
-	Acquired      int64 // grants of a free key (including hand-overs)
+	Acquired      int64 // grants of a free key (including hand-offs)
 	Stolen        int64 // grants of another owner's expired lease
-	HandOvers     int64 // grants to a worker that had found the key held and waited
+	HandOffs      int64 // grants to a worker that had found the key held and waited
 	Released      int64
 	Crashes       int64 // contenders that stopped renewing without releasing
 	Freezes       int64 // ledger writers that froze past their TTL
@@ -40,8 +40,8 @@ type Stats struct {
 }
 
 type counters struct {
-	acquired, stolen, handOvers, released, crashes, freezes atomic.Int64
-	writesOK, writesRefused, operatorFreed, errors          atomic.Int64
+	acquired, stolen, handOffs, released, crashes, freezes atomic.Int64
+	writesOK, writesRefused, operatorFreed, errors         atomic.Int64
 }
 
 // Start migrates nothing and creates nothing but the demo_resource table:
@@ -97,7 +97,7 @@ func (s *Sim) Seed() uint64 { return s.cfg.Seed }
 func (s *Sim) Stats() Stats {
 	c := &s.stats
 	return Stats{
-		Acquired: c.acquired.Load(), Stolen: c.stolen.Load(), HandOvers: c.handOvers.Load(),
+		Acquired: c.acquired.Load(), Stolen: c.stolen.Load(), HandOffs: c.handOffs.Load(),
 		Released: c.released.Load(), Crashes: c.crashes.Load(), Freezes: c.freezes.Load(),
 		WritesOK: c.writesOK.Load(), WritesRefused: c.writesRefused.Load(),
 		OperatorFreed: c.operatorFreed.Load(), Errors: c.errors.Load(),
@@ -108,8 +108,8 @@ func (s *Sim) Stats() Stats {
 // safe to call from any goroutine. It fits 120 columns with room to spare.
 func (s *Sim) Status() string {
 	st := s.Stats()
-	line := fmt.Sprintf("seed %d · fenced writes %d ok, %d refused · steals %d · hand-overs %d · crashes %d · operator frees %d",
-		s.cfg.Seed, st.WritesOK, st.WritesRefused, st.Stolen, st.HandOvers, st.Crashes, st.OperatorFreed)
+	line := fmt.Sprintf("seed %d · fenced writes %d ok, %d refused · steals %d · hand-offs %d · crashes %d · operator frees %d",
+		s.cfg.Seed, st.WritesOK, st.WritesRefused, st.Stolen, st.HandOffs, st.Crashes, st.OperatorFreed)
 	if st.Errors > 0 {
 		line += fmt.Sprintf(" · db errors %d", st.Errors)
 	}

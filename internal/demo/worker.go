@@ -90,7 +90,7 @@ func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (l
 		s.stats.stolen.Add(1)
 	case waited:
 		s.stats.acquired.Add(1)
-		s.stats.handOvers.Add(1)
+		s.stats.handOffs.Add(1)
 	default:
 		s.stats.acquired.Add(1)
 	}

@@ -124,7 +124,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	// A waiter woken by the release, not by a recheck.
 	n := workload.StartNotifier(t, listenCfg)
 	waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
-	if r := handOver(t, lk, waiting, db, "wait"); r.Err != nil || r.Lease.Owner != "b" {
+	if r := handOff(t, lk, waiting, db, "wait"); r.Err != nil || r.Lease.Owner != "b" {
 		t.Fatalf("waiting acquire = %+v, %v; want b's lease", r.Lease, r.Err)
 	}
 

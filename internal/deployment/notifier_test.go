@@ -63,7 +63,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 			t.Fatalf("a Notifier listening directly is not live after 10s; logged %q", logs.Lines())
 		}
 		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: time.Minute})
-		if r := handOver(t, lk, waiting, pool, "live"); r.Err != nil {
+		if r := handOff(t, lk, waiting, pool, "live"); r.Err != nil {
 			t.Fatalf("waiter with a minute's recheck, woken by NOTIFY: %v", r.Err)
 		}
 		if len(logs.Lines()) != 0 {
@@ -101,7 +101,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		}
 		// Timed rechecks still hand the key over.
 		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})
-		if r := handOver(t, lk, waiting, pool, "unheard"); r.Err != nil {
+		if r := handOff(t, lk, waiting, pool, "unheard"); r.Err != nil {
 			t.Fatalf("waiter rechecking on a timer: %v", r.Err)
 		}
 	})

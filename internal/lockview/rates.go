@@ -17,9 +17,9 @@ type Rates struct {
 	Grants []int64
 	// Steals counts grants that took another owner's expired lease.
 	Steals []int64
-	// Handovers counts grants to a caller that had been waiting (the event
+	// Handoffs counts grants to a caller that had been waiting (the event
 	// detail has "waited_ms"): how often the lock passed down a queue.
-	Handovers []int64
+	Handoffs []int64
 }
 
 // Sum adds up a bucket slice.
@@ -39,20 +39,20 @@ WITH c AS (SELECT clock_timestamp() AS ts)
 SELECT floor(extract(epoch FROM c.ts - e.occurred_at) * 1000000 / $2::bigint)::int AS bucket,
        count(*) AS grants,
        count(*) FILTER (WHERE e.kind = 'stolen') AS steals,
-       count(*) FILTER (WHERE e.detail ? 'waited_ms') AS handovers
+       count(*) FILTER (WHERE e.detail ? 'waited_ms') AS handoffs
 FROM distributed_lock_event e CROSS JOIN c
 WHERE e.occurred_at > c.ts - $1::bigint * interval '1 microsecond'
   AND e.kind IN ('acquired', 'stolen')
 GROUP BY 1`
 
 type rateRow struct {
-	Bucket    int32 `db:"bucket"`
-	Grants    int64 `db:"grants"`
-	Steals    int64 `db:"steals"`
-	Handovers int64 `db:"handovers"`
+	Bucket   int32 `db:"bucket"`
+	Grants   int64 `db:"grants"`
+	Steals   int64 `db:"steals"`
+	Handoffs int64 `db:"handoffs"`
 }
 
-// GrantRates counts grants, steals and hand-overs to waiters over the last
+// GrantRates counts grants, steals and hand-offs to waiters over the last
 // span, in buckets of bucket (span must be a positive multiple of it).
 func GrantRates(ctx context.Context, db store.DBTX, span, bucket time.Duration) (Rates, error) {
 	if bucket <= 0 || span < bucket || span%bucket != 0 {
@@ -64,7 +64,7 @@ func GrantRates(ctx context.Context, db store.DBTX, span, bucket time.Duration) 
 	}
 	n := int(span / bucket)
 	r := Rates{Span: span, Bucket: bucket,
-		Grants: make([]int64, n), Steals: make([]int64, n), Handovers: make([]int64, n)}
+		Grants: make([]int64, n), Steals: make([]int64, n), Handoffs: make([]int64, n)}
 	for _, row := range rows {
 		b := int(row.Bucket)
 		if b < 0 || b >= n {
@@ -73,7 +73,7 @@ func GrantRates(ctx context.Context, db store.DBTX, span, bucket time.Duration) 
 		i := n - 1 - b
 		r.Grants[i] += row.Grants
 		r.Steals[i] += row.Steals
-		r.Handovers[i] += row.Handovers
+		r.Handoffs[i] += row.Handoffs
 	}
 	return r, nil
 }

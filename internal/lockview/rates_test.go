@@ -29,8 +29,8 @@ VALUES (clock_timestamp() - interval '2 seconds', 'k', 'acquired', 'o', 1, 'a', 
 	if len(r.Grants) != 12 {
 		t.Fatalf("%d buckets", len(r.Grants))
 	}
-	if r.Grants[11] != 2 || r.Steals[11] != 1 || r.Handovers[11] != 1 || r.Grants[10] != 1 {
-		t.Fatalf("newest buckets: grants %v steals %v handovers %v", r.Grants, r.Steals, r.Handovers)
+	if r.Grants[11] != 2 || r.Steals[11] != 1 || r.Handoffs[11] != 1 || r.Grants[10] != 1 {
+		t.Fatalf("newest buckets: grants %v steals %v handoffs %v", r.Grants, r.Steals, r.Handoffs)
 	}
 	if lockview.Sum(r.Grants) != 3 {
 		t.Fatalf("grants in the minute = %d, want 3 (released is not a grant, 70s ago is outside)", lockview.Sum(r.Grants))

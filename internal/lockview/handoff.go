@@ -7,7 +7,7 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// HandOver is how fast a key passed from one holder to a waiting one
+// HandOff is how fast a key passed from one holder to a waiting one
 // recently: for each of the latest grants to a caller that had been waiting
 // (the event detail has "waited_ms"), the time from the previous lease's
 // release to the grant, both from the event log (so it needs the holders to
@@ -15,21 +15,21 @@ import (
 // that hands the lease to the head of the queue grants it in the same
 // transaction, so a queue shows near zero; waiters that retry after a wake-up
 // show their retry delay.
-type HandOver struct {
+type HandOff struct {
 	// Median of the gaps; zero when Count is 0.
 	Median time.Duration `db:"median"`
-	// Count of the grants measured (at most handOverSample).
+	// Count of the grants measured (at most handOffSample).
 	Count int64 `db:"count"`
 }
 
-// handOverSample bounds the grants a refresh measures.
-const handOverSample = 200
+// handOffSample bounds the grants a refresh measures.
+const handOffSample = 200
 
-// handOverSQL takes the latest grants to waiters of the last $1
+// handOffSQL takes the latest grants to waiters of the last $1
 // microseconds (newest first by the primary key) and finds, for each, the
 // release of the lease it replaced just before it on the same key (the
 // key's event index, read backwards from the grant).
-const handOverSQL = `
+const handOffSQL = `
 SELECT coalesce(make_interval(secs => percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM g.occurred_at - r.occurred_at))),
                 interval '0') AS median,
        count(r.occurred_at) AS count
@@ -44,8 +44,8 @@ CROSS JOIN LATERAL (
         AND p.fence_token = g.previous_token
       ORDER BY p.event_id DESC LIMIT 1) r`
 
-// HandOverLatency measures hand-overs to waiters over the last span.
-func HandOverLatency(ctx context.Context, db store.DBTX, span time.Duration) (HandOver, error) {
-	h, _, err := maybeOne[HandOver](db.Query(ctx, handOverSQL, span.Microseconds(), handOverSample))
+// HandOffLatency measures hand-offs to waiters over the last span.
+func HandOffLatency(ctx context.Context, db store.DBTX, span time.Duration) (HandOff, error) {
+	h, _, err := maybeOne[HandOff](db.Query(ctx, handOffSQL, span.Microseconds(), handOffSample))
 	return h, err
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // A release that hands the key to a queued waiter grants it in the same
-// transaction: the hand-over measures near zero. A waiter that retried
+// transaction: the hand-off measures near zero. A waiter that retried
 // 300ms after the release (the barging loop of old) measures that.
-func TestHandOverLatency(t *testing.T) {
+func TestHandOffLatency(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
 	lk, err := locker.New(locker.Config{TTL: time.Minute, LogGrants: true})
@@ -34,9 +34,9 @@ func TestHandOverLatency(t *testing.T) {
 	if _, err := lk.Release(ctx, pool, holder); err != nil {
 		t.Fatal(err)
 	}
-	h, err := lockview.HandOverLatency(ctx, pool, time.Minute)
+	h, err := lockview.HandOffLatency(ctx, pool, time.Minute)
 	if err != nil || h.Count != 1 || h.Median < 0 || h.Median > 50*time.Millisecond {
-		t.Fatalf("hand-off latency = %+v, %v; want one hand-over of about zero", h, err)
+		t.Fatalf("hand-off latency = %+v, %v; want one hand-off of about zero", h, err)
 	}
 	// A retry 300ms after its release, and a steal (no release before it)
 	// that is not counted.
@@ -47,8 +47,8 @@ VALUES (clock_timestamp() - interval '900 milliseconds', 'r', 'released', 'x', 1
        (clock_timestamp() - interval '100 milliseconds', 'r', 'stolen', 'z', 102, 'z', 'y', 101, '{"waited_ms": 400}')`); err != nil {
 		t.Fatal(err)
 	}
-	h, err = lockview.HandOverLatency(ctx, pool, time.Minute)
+	h, err = lockview.HandOffLatency(ctx, pool, time.Minute)
 	if err != nil || h.Count != 2 || h.Median < 100*time.Millisecond || h.Median > 200*time.Millisecond {
-		t.Fatalf("hand-over latency = %+v, %v; want the median of about 0 and 300ms over 2 hand-overs", h, err)
+		t.Fatalf("hand-off latency = %+v, %v; want the median of about 0 and 300ms over 2 hand-offs", h, err)
 	}
 }

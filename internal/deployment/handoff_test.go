@@ -9,11 +9,11 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// handOver has holder take key as owner "a", starts waiter waiting for it as
+// handOff has holder take key as owner "a", starts waiter waiting for it as
 // "b", and once b's waiter row shows it is waiting, releases a's lease. It
 // returns what b's Acquire returned; which wake-up ended the wait (a NOTIFY or
 // a recheck) is up to waiter's Config.
-func handOver(t *testing.T, holder, waiter *locker.Locker, db locker.DBTX, key string) testdb.Acquired {
+func handOff(t *testing.T, holder, waiter *locker.Locker, db locker.DBTX, key string) testdb.Acquired {
 	t.Helper()
 	ctx := context.Background()
 	lease := testdb.MustAcquire(t, holder, db, key, "a")
