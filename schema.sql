@@ -32,7 +32,7 @@ SELECT NOT EXISTS (SELECT FROM distributed_lock_migration WHERE version = 1) AS 
 -- Runs before migration 1, in its transaction: it checks the table and its
 -- rows and moves it aside (distributed_lock_adopting); migration 1 then
 -- makes lockctl's table, and part 2 copies the rows in. The table is
--- adopted only when lockctl.adopt_seed is on; otherwise, or when the table
+-- adopted only when lockctl.adopt_reference is on; otherwise, or when the table
 -- is not the reference's, or a row breaks lockctl's rules (each is named),
 -- it raises SQLSTATE LKA01 and the transaction changes nothing.
 DO $$
@@ -68,7 +68,7 @@ BEGIN
     -- Only when asked (`lockctl migrate` asks): a service that migrates at
     -- start-up must not take the table over while the reference service may
     -- still be writing it.
-    IF coalesce(current_setting('lockctl.adopt_seed', true), '') <> 'on' THEN
+    IF coalesce(current_setting('lockctl.adopt_reference', true), '') <> 'on' THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA01',
             MESSAGE = 'distributed_lock is the reference service''s table, not migrated: adopt it with '
                 '`lockctl migrate` once the reference service is stopped (docs/operations.md, switch-over). '
@@ -244,13 +244,13 @@ CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_
 -- Adopting the reference service's table, part 2 of 2 (part 1 says what and
 -- why): after migration 1, in its transaction, the rows set aside move into
 -- lockctl's table, and the reference table is dropped. expires_at is read in
--- the zone the JVM ran in (lockctl.seed_time_zone, else the session's
+-- the zone the JVM ran in (lockctl.reference_time_zone, else the session's
 -- TimeZone) when it is a local time; the token sequence moves above the
 -- largest token. So every held lock keeps its owner, token and expiry
 -- instant, and the next grant's token is larger than every old one.
 DO $$
 DECLARE
-    zone    text := coalesce(nullif(current_setting('lockctl.seed_time_zone', true), ''),
+    zone    text := coalesce(nullif(current_setting('lockctl.reference_time_zone', true), ''),
                              current_setting('TimeZone'));
     adopted timestamptz := clock_timestamp();
     local   boolean;

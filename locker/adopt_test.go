@@ -19,10 +19,10 @@ var seoul = time.FixedZone("Asia/Seoul", 9*3600)
 // referenceLocks are rows as the reference service leaves them: two held
 // leases and one whose holder died (expired, never deleted), with
 // epoch-millis tokens.
-func referenceLocks(now time.Time) []testdb.SeedLock {
+func referenceLocks(now time.Time) []testdb.ReferenceLock {
 	millis := now.UnixMilli()
 	at := func(d time.Duration) time.Time { return now.Add(d).Truncate(time.Microsecond) }
-	return []testdb.SeedLock{
+	return []testdb.ReferenceLock{
 		{Key: "orders:1", Owner: "app-1:thread-7", Token: millis - 5000, ExpiresAt: at(25 * time.Second)},
 		{Key: "orders:2", Owner: "app-2:thread-3", Token: millis - 1000, ExpiresAt: at(10 * time.Minute)},
 		{Key: "report:nightly", Owner: "app-1:thread-9", Token: millis - 90000, ExpiresAt: at(-time.Minute)},
@@ -36,23 +36,23 @@ func referenceLocks(now time.Time) []testdb.SeedLock {
 func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, _ := testdb.SeedPool(t)
-	seed := referenceLocks(testdb.DBNow(t, db))
-	testdb.InsertSeed(t, db, seoul, seed...)
+	db, _ := testdb.ReferencePool(t)
+	reference := referenceLocks(testdb.DBNow(t, db))
+	testdb.InsertReference(t, db, seoul, reference...)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	writes := map[string]func() error{
 		"TryAcquire": func() error { _, err := lk.TryAcquire(ctx, db, "new", "svc"); return err },
 		"Renew": func() error {
-			_, err := lk.Renew(ctx, db, locker.LeaseOf(seed[0].Key, seed[0].Owner, seed[0].Token))
+			_, err := lk.Renew(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
 			return err
 		},
 		"Release": func() error {
-			_, err := lk.Release(ctx, db, locker.LeaseOf(seed[0].Key, seed[0].Owner, seed[0].Token))
+			_, err := lk.Release(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
 			return err
 		},
-		"ForceExpire":  func() error { _, err := lk.ForceExpire(ctx, db, seed[1].Key, seed[1].Token); return err },
-		"ForceRelease": func() error { _, err := lk.ForceRelease(ctx, db, seed[1].Key, seed[1].Token); return err },
+		"ForceExpire":  func() error { _, err := lk.ForceExpire(ctx, db, reference[1].Key, reference[1].Token); return err },
+		"ForceRelease": func() error { _, err := lk.ForceRelease(ctx, db, reference[1].Key, reference[1].Token); return err },
 	}
 	before := tableText(t, db)
 	for name, write := range writes {
@@ -65,7 +65,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	}
 
 	var maxOld int64
-	for _, s := range seed {
+	for _, s := range reference {
 		maxOld = max(maxOld, s.Token)
 	}
 	// A service's own Migrate at start-up leaves the table to the operator.
@@ -75,7 +75,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	if after := tableText(t, db); after != before {
 		t.Fatalf("a refused locker.Migrate changed the reference table:\n%s\nbecame\n%s", before, after)
 	}
-	adoption, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Asia/Seoul", AdoptSeed: true})
+	adoption, err := store.MigrateWith(ctx, db, store.MigrateOptions{ReferenceTimeZone: "Asia/Seoul", AdoptReference: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	if adoption != want {
 		t.Errorf("migrate reported %+v; want %+v", adoption, want)
 	}
-	for _, s := range seed {
+	for _, s := range reference {
 		info, found, err := lk.Get(ctx, db, s.Key)
 		if err != nil || !found {
 			t.Fatalf("%s after migrate: found %v, %v", s.Key, found, err)
@@ -102,20 +102,20 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	}
 
 	// The old holders go on with their tokens.
-	held := locker.LeaseOf(seed[0].Key, seed[0].Owner, seed[0].Token)
+	held := locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token)
 	renewed, err := lk.Renew(ctx, db, held)
-	if err != nil || renewed.Token != seed[0].Token || !renewed.ExpiresAt.After(seed[0].ExpiresAt) {
-		t.Fatalf("renew of an adopted lease = %+v, %v; want token %d kept and a later expiry", renewed, err, seed[0].Token)
+	if err != nil || renewed.Token != reference[0].Token || !renewed.ExpiresAt.After(reference[0].ExpiresAt) {
+		t.Fatalf("renew of an adopted lease = %+v, %v; want token %d kept and a later expiry", renewed, err, reference[0].Token)
 	}
 	if _, err := lk.Release(ctx, db, renewed); err != nil {
 		t.Fatalf("release of an adopted lease: %v", err)
 	}
-	if _, err := lk.TryAcquire(ctx, db, seed[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := lk.TryAcquire(ctx, db, reference[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire of a held adopted lock: %v; want ErrHeld", err)
 	}
 
 	// New grants, steals and re-grants draw tokens above every old one.
-	for _, key := range []string{"new", seed[2].Key, seed[0].Key} {
+	for _, key := range []string{"new", reference[2].Key, reference[0].Key} {
 		lease, err := lk.TryAcquire(ctx, db, key, "lockctl-svc")
 		if err != nil {
 			t.Fatalf("acquire %s after migrate: %v", key, err)

@@ -14,20 +14,20 @@ import (
 )
 
 // adopt is what `lockctl migrate` asks for.
-var adopt = store.MigrateOptions{AdoptSeed: true}
+var adopt = store.MigrateOptions{AdoptReference: true}
 
 // A reference row that breaks one of lockctl's rules makes migrate refuse,
 // name every such row, and leave the database exactly as it was.
 func TestMigrateRefusesBadReferenceRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, _ := testdb.SeedPool(t)
+	db, _ := testdb.ReferencePool(t)
 	in := time.Now().Add(time.Hour)
-	testdb.InsertSeed(t, db, time.UTC,
-		testdb.SeedLock{Key: "good", Owner: "app-1", Token: 1700000000000, ExpiresAt: in},
-		testdb.SeedLock{Key: "no-owner", Owner: "", Token: 1700000000001, ExpiresAt: in},
-		testdb.SeedLock{Key: strings.Repeat("é", 200), Owner: "app-1", Token: 1700000000002, ExpiresAt: in},
-		testdb.SeedLock{Key: "escape\x1b[31m", Owner: "app-1", Token: 0, ExpiresAt: in},
+	testdb.InsertReference(t, db, time.UTC,
+		testdb.ReferenceLock{Key: "good", Owner: "app-1", Token: 1700000000000, ExpiresAt: in},
+		testdb.ReferenceLock{Key: "no-owner", Owner: "", Token: 1700000000001, ExpiresAt: in},
+		testdb.ReferenceLock{Key: strings.Repeat("é", 200), Owner: "app-1", Token: 1700000000002, ExpiresAt: in},
+		testdb.ReferenceLock{Key: "escape\x1b[31m", Owner: "app-1", Token: 0, ExpiresAt: in},
 	)
 	for _, sql := range []string{
 		`INSERT INTO distributed_lock VALUES ('no-token', 'app-2', NULL, now()::timestamp)`,
@@ -86,9 +86,9 @@ func TestMigrateRefusesAnUnknownTable(t *testing.T) {
 func TestMigrateAdoptsIntoTodaysTableOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, _ := testdb.SeedPool(t)
-	testdb.InsertSeed(t, db, time.UTC,
-		testdb.SeedLock{Key: "a", Owner: "app-1", Token: 1700000000000, ExpiresAt: time.Now().Add(time.Minute)})
+	db, _ := testdb.ReferencePool(t)
+	testdb.InsertReference(t, db, time.UTC,
+		testdb.ReferenceLock{Key: "a", Owner: "app-1", Token: 1700000000000, ExpiresAt: time.Now().Add(time.Minute)})
 	if _, err := store.MigrateWith(ctx, db, adopt); err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestMigrateAdoptsIntoTodaysTableOnce(t *testing.T) {
 		t.Errorf("adopted table's columns:\n%s\nwant those of a new table:\n%s", got, want)
 	}
 	first := databaseText(t, db)
-	if a, err := store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "UTC", AdoptSeed: true}); err != nil || a.Adopted {
+	if a, err := store.MigrateWith(ctx, db, store.MigrateOptions{ReferenceTimeZone: "UTC", AdoptReference: true}); err != nil || a.Adopted {
 		t.Fatalf("second migrate = %+v, %v; want no adoption", a, err)
 	}
 	if again := databaseText(t, db); again != first {
@@ -107,20 +107,20 @@ func TestMigrateAdoptsIntoTodaysTableOnce(t *testing.T) {
 // Without a zone, migrate reads the reference's local times in the
 // session's TimeZone (PGTZ or the DSN's timezone); a zone PostgreSQL does
 // not know is refused before anything runs.
-func TestMigrateSeedTimeZone(t *testing.T) {
+func TestMigrateReferenceTimeZone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	_, dsn := testdb.SeedPool(t)
+	_, dsn := testdb.ReferencePool(t)
 	db := testdb.Pool(t, testdb.WithParam(dsn, "timezone", "America/New_York"))
 	expires := testdb.DBNow(t, db).Add(time.Hour).Truncate(time.Microsecond)
 	newYork, err := time.LoadLocation("America/New_York") // from time/tzdata if the system has none
 	if err != nil {
 		t.Fatal(err)
 	}
-	testdb.InsertSeed(t, db, newYork, testdb.SeedLock{Key: "a", Owner: "app-1", Token: 1, ExpiresAt: expires})
+	testdb.InsertReference(t, db, newYork, testdb.ReferenceLock{Key: "a", Owner: "app-1", Token: 1, ExpiresAt: expires})
 
 	before := databaseText(t, db)
-	_, err = store.MigrateWith(ctx, db, store.MigrateOptions{SeedTimeZone: "Mars/Olympus_Mons", AdoptSeed: true})
+	_, err = store.MigrateWith(ctx, db, store.MigrateOptions{ReferenceTimeZone: "Mars/Olympus_Mons", AdoptReference: true})
 	if !errors.Is(err, store.ErrUnknownTimeZone) || !strings.Contains(err.Error(), "Mars/Olympus_Mons") {
 		t.Fatalf("migrate with an unknown zone: %v; want ErrUnknownTimeZone naming it", err)
 	}
@@ -145,11 +145,11 @@ func TestMigrateSeedTimeZone(t *testing.T) {
 func TestTableShape(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	seed, _ := testdb.SeedPool(t)
+	reference, _ := testdb.ReferencePool(t)
 	for want, db := range map[store.Shape]store.DBTX{
-		store.ShapeMissing: testdb.Pool(t, testdb.EmptyDSN(t)),
-		store.ShapeSeed:    seed,
-		store.ShapeLockctl: testdb.New(t),
+		store.ShapeMissing:   testdb.Pool(t, testdb.EmptyDSN(t)),
+		store.ShapeReference: reference,
+		store.ShapeLockctl:   testdb.New(t),
 	} {
 		if got, err := store.TableShape(ctx, db); err != nil || got != want {
 			t.Errorf("TableShape = %q, %v; want %q", got, err, want)

@@ -35,20 +35,20 @@ func newerMessage(available int) string {
 
 // MigrateOptions adjust MigrateWith. The zero value is Migrate's.
 type MigrateOptions struct {
-	// SeedTimeZone is the time zone the reference service's JVM ran in: a
+	// ReferenceTimeZone is the time zone the reference service's JVM ran in: a
 	// table it made holds expires_at as local time (timestamp without time
 	// zone), and adopting the table reads it in this zone. A name PostgreSQL
 	// knows (pg_timezone_names), e.g. "Europe/Berlin". Defaults to the
 	// session's TimeZone. It has no effect on a lockctl table.
-	SeedTimeZone string
-	// AdoptSeed lets migrate adopt the reference service's table. Without
+	ReferenceTimeZone string
+	// AdoptReference lets migrate adopt the reference service's table. Without
 	// it such a table makes migrate fail with lockdb.ErrCannotAdopt: a service
 	// that migrates at start-up never takes the table over by itself while
 	// the reference service may still write it. `lockctl migrate` sets it.
-	AdoptSeed bool
+	AdoptReference bool
 }
 
-// ErrUnknownTimeZone: MigrateOptions.SeedTimeZone names no zone the server
+// ErrUnknownTimeZone: MigrateOptions.ReferenceTimeZone names no zone the server
 // knows.
 var ErrUnknownTimeZone = errors.New("unknown time zone")
 
@@ -77,17 +77,17 @@ type Adoption struct {
 // server does not know.
 const checkZoneSQL = `SELECT now() AT TIME ZONE $1`
 
-// seedZoneSQL and adoptSeedSQL hand the options to the adoption's scripts
+// referenceZoneSQL and adoptReferenceSQL hand the options to the adoption's scripts
 // (sql/adopt), for this transaction only.
 const (
-	seedZoneSQL  = `SELECT set_config('lockctl.seed_time_zone', $1, true)`
-	adoptSeedSQL = `SELECT set_config('lockctl.adopt_seed', 'on', true)`
+	referenceZoneSQL  = `SELECT set_config('lockctl.reference_time_zone', $1, true)`
+	adoptReferenceSQL = `SELECT set_config('lockctl.adopt_reference', 'on', true)`
 )
 
 // adoptedSQL reads back what the adoption kept, in its transaction.
 const adoptedSQL = `
 SELECT count(*), count(*) FILTER (WHERE expires_at > clock_timestamp()), coalesce(max(fence_token), 0),
-       coalesce(nullif(current_setting('lockctl.seed_time_zone', true), ''), current_setting('TimeZone'))
+       coalesce(nullif(current_setting('lockctl.reference_time_zone', true), ''), current_setting('TimeZone'))
 FROM distributed_lock`
 
 // MigrateWith is Migrate with options; it says whether it adopted the
@@ -100,8 +100,8 @@ func MigrateWith(ctx context.Context, db TxStarter, opts MigrateOptions) (Adopti
 // migrateWith applies ms (the package's migrations, or a test's).
 func migrateWith(ctx context.Context, db TxStarter, opts MigrateOptions, ms []Migration) (Adoption, error) {
 	var a Adoption
-	if opts.SeedTimeZone != "" {
-		if err := checkZone(ctx, db, opts.SeedTimeZone); err != nil {
+	if opts.ReferenceTimeZone != "" {
+		if err := checkZone(ctx, db, opts.ReferenceTimeZone); err != nil {
 			return a, err
 		}
 	}
@@ -154,20 +154,20 @@ func checkZone(ctx context.Context, db TxStarter, zone string) error {
 // database without the reference table both parts do nothing.
 func adoptAround(ctx context.Context, tx pgx.Tx, opts MigrateOptions, apply func() error) (Adoption, error) {
 	var a Adoption
-	if opts.SeedTimeZone != "" {
-		if _, err := tx.Exec(ctx, seedZoneSQL, opts.SeedTimeZone); err != nil {
+	if opts.ReferenceTimeZone != "" {
+		if _, err := tx.Exec(ctx, referenceZoneSQL, opts.ReferenceTimeZone); err != nil {
 			return a, err
 		}
 	}
-	if opts.AdoptSeed {
-		if _, err := tx.Exec(ctx, adoptSeedSQL); err != nil {
+	if opts.AdoptReference {
+		if _, err := tx.Exec(ctx, adoptReferenceSQL); err != nil {
 			return a, err
 		}
 		shape, err := TableShape(ctx, tx)
 		if err != nil {
 			return a, err
 		}
-		a.Adopted = shape == ShapeSeed
+		a.Adopted = shape == ShapeReference
 	}
 	if err := execScript(ctx, tx, adoptSQL[0]); err != nil {
 		return a, err

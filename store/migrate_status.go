@@ -16,7 +16,7 @@ type MigrationStatus struct {
 	// Pending are the migrations a Migrate would apply, in order.
 	Pending []Migration
 	// Adopts: the first pending migration would adopt the reference
-	// service's table (ShapeSeed), if MigrateOptions.AdoptSeed allows.
+	// service's table (ShapeReference), if MigrateOptions.AdoptReference allows.
 	Adopts bool
 }
 
@@ -49,7 +49,7 @@ func status(ctx context.Context, db DBTX, ms []Migration) (MigrationStatus, erro
 		if err != nil {
 			return MigrationStatus{}, err
 		}
-		s.Adopts = shape == ShapeSeed
+		s.Adopts = shape == ShapeReference
 	}
 	return s, nil
 }

@@ -129,8 +129,8 @@ func TestMigrationStatus(t *testing.T) {
 	if err != nil || len(s.Pending) != 1 || s.Pending[0].Version != later.Version || s.Available != later.Version {
 		t.Fatalf("status with a new migration = %+v, %v; want it alone pending", s, err)
 	}
-	seed, _ := testdb.SeedPool(t)
-	if s, err := store.Status(ctx, seed); err != nil || !s.Adopts || s.Pending[0].Version != 1 {
+	reference, _ := testdb.ReferencePool(t)
+	if s, err := store.Status(ctx, reference); err != nil || !s.Adopts || s.Pending[0].Version != 1 {
 		t.Fatalf("status on the reference table = %+v, %v; want migration 1 to adopt it", s, err)
 	}
 }

@@ -164,7 +164,7 @@ func (m Model) common() common {
 	return common{
 		styles: m.styles, keys: m.keys, advance: m.advance(), hasSnap: m.hasSnap,
 		failing: m.failures > 0, paused: m.paused, age: m.elapsed(),
-		seed: m.hasSnap && m.snap.Page.Seed, readOnly: m.opts.ReadOnly, width: m.width,
+		reference: m.hasSnap && m.snap.Page.Reference, readOnly: m.opts.ReadOnly, width: m.width,
 	}
 }
 

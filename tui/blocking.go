@@ -161,7 +161,7 @@ func (p *blockingPage) content() (head []string, tree []treeLine) {
 	s := p.c.styles
 	title := s.App.Render("Who waits for whom")
 	switch {
-	case p.c.seed:
+	case p.c.reference:
 		return []string{title, "", "  " + s.Muted.Render("The reference service's table records no waiters: lockctl migrate adopts it.")}, nil
 	case p.data == nil:
 		return []string{title, "", "  " + s.Muted.Render("reading the waits…")}, nil

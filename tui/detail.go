@@ -119,7 +119,7 @@ func (p *detailPage) content() string {
 	}
 	if d.Lock == nil {
 		lines = append(lines, "", "  "+s.Muted.Render("this key has no lock row (pruned, or never acquired)"))
-		if !p.c.seed { // its waiters, as the blocking page's waits for it
+		if !p.c.reference { // its waiters, as the blocking page's waits for it
 			lines = append(lines, p.queueAndHistory(*d)...)
 		}
 		return strings.Join(lines, "\n")
@@ -127,7 +127,7 @@ func (p *detailPage) content() string {
 	r := live(*d.Lock, p.c.advance)
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
 	switch {
-	case p.c.seed && r.state == locker.StateHeld: // no TTL recorded
+	case p.c.reference && r.state == locker.StateHeld: // no TTL recorded
 		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
 	case r.state == locker.StateHeld, r.state == locker.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
@@ -147,13 +147,13 @@ func (p *detailPage) content() string {
 			grant += " (token " + token(*r.PreviousToken) + ")"
 		}
 	}
-	tok := shownToken(r.Token, p.c.seed)
-	if !p.c.seed {
+	tok := shownToken(r.Token, p.c.reference)
+	if !p.c.reference {
 		tok += s.Muted.Render(fmt.Sprintf("  (%d)", r.Token)) // what scripts and logs carry
 	}
 	field("token", tok+s.Muted.Render("  "+grant))
 	field("expires at", utcFull(r.ExpiresAt)+s.Muted.Render("  database clock"))
-	if p.c.seed {
+	if p.c.reference {
 		lines = append(lines, "", "  "+s.Muted.Render("The reference service's table records only these; "+
 			"lockctl migrate adopts it with every lease intact."))
 		return strings.Join(lines, "\n")

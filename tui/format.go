@@ -18,8 +18,8 @@ func token(t int64) string { return locker.FormatToken(t) }
 
 // shownToken is token, except on the reference service's table, whose
 // tokens are epoch milliseconds with no epoch and count to split.
-func shownToken(t int64, seed bool) string {
-	if seed {
+func shownToken(t int64, reference bool) string {
+	if reference {
 		return strconv.FormatInt(t, 10)
 	}
 	return token(t)

@@ -104,8 +104,8 @@ func (m Model) connLine() string {
 	if m.hasSnap && m.snap.Page.InRecovery {
 		parts = append(parts, s.Warning.Render("replica — read-only"))
 	}
-	if m.hasSnap && m.snap.Page.Seed {
-		parts = append(parts, s.Warning.Render(seedNotice))
+	if m.hasSnap && m.snap.Page.Reference {
+		parts = append(parts, s.Warning.Render(referenceNotice))
 	}
 	if m.opts.ReadOnly {
 		parts = append(parts, s.Warning.Render("--read-only"))
@@ -178,13 +178,13 @@ func (m Model) totalsLine() string {
 	return line
 }
 
-// seedNotice says why the console shows the reference service's table
+// referenceNotice says why the console shows the reference service's table
 // without actions.
-const seedNotice = "not migrated: run lockctl migrate to adopt — read-only"
+const referenceNotice = "not migrated: run lockctl migrate to adopt — read-only"
 
 func (m Model) ratesLine() string {
 	s := m.styles
-	if m.hasSnap && m.snap.Page.Seed {
+	if m.hasSnap && m.snap.Page.Reference {
 		return s.Muted.Render("last minute: — (the reference service's table keeps no history)")
 	}
 	if !m.hasSnap || len(m.snap.Rates.Grants) == 0 {

@@ -87,7 +87,7 @@ func (p *helpPage) content() string {
 				s.Key.Render("d")+" force-release (free now), then "+s.Key.Render("y")+" to confirm",
 			s.Muted.Render("     The action applies only if the lock still has the token you saw; otherwise you are told who holds it now."),
 		)
-	} else if p.c.seed && !p.c.readOnly {
+	} else if p.c.reference && !p.c.readOnly {
 		lines = append(lines, "", s.Muted.Render("Read-only: this is the reference service's table, not migrated. "+
 			"lockctl migrate adopts it (every lease kept); then the actions are on."))
 	} else if p.c.readOnly {

@@ -39,7 +39,7 @@ func (m *Model) pollSucceeded(s Snapshot) {
 		m.caps, m.hasCaps = *s.Caps, true
 	}
 	m.snap, m.hasSnap = s, true
-	m.sawLockctlTable = !s.Page.Seed
+	m.sawLockctlTable = !s.Page.Reference
 	m.keys = m.actionKeys()
 }
 
@@ -49,7 +49,7 @@ func (m *Model) pollSucceeded(s Snapshot) {
 // while the role's capabilities are not known yet.
 func (m Model) actionKeys() KeyMap {
 	switch {
-	case m.opts.ReadOnly || (m.hasSnap && m.snap.Page.Seed):
+	case m.opts.ReadOnly || (m.hasSnap && m.snap.Page.Reference):
 		return m.keys.withActions(false)
 	case m.hasCaps:
 		return m.keys.withCapabilities(m.caps)

@@ -90,12 +90,12 @@ type common struct {
 	keys   KeyMap
 	// advance is how far rows count down from the snapshot on screen
 	// (Model.advance): zero before the first.
-	advance  time.Duration
-	hasSnap  bool
-	failing  bool          // the last poll failed
-	paused   bool          // refresh is paused
-	age      time.Duration // how long ago the snapshot on screen was read
-	seed     bool          // the reference service's table: no TTL, history or waiters
-	readOnly bool
-	width    int // the terminal's
+	advance   time.Duration
+	hasSnap   bool
+	failing   bool          // the last poll failed
+	paused    bool          // refresh is paused
+	age       time.Duration // how long ago the snapshot on screen was read
+	reference bool          // the reference service's table: no TTL, history or waiters
+	readOnly  bool
+	width     int // the terminal's
 }

@@ -88,7 +88,7 @@ func (s *poolSource) Poll(ctx context.Context, req PollRequest) (Snapshot, error
 	snap, err := readSnapshot(ctx, s.pool, req)
 	snap.ReadAt = time.Now()
 	snap.Latency = snap.ReadAt.Sub(start)
-	if err == nil && !snap.Page.Seed {
+	if err == nil && !snap.Page.Reference {
 		s.keepCounts(req.Query.Filter, snap.Page.Counts)
 	}
 	return snap, err
@@ -120,17 +120,17 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Sna
 	defer db.Release()
 	snap.Server = serverOf(db)
 	// Until a poll has read lockctl's table, each looks at the shape first,
-	// so a seed table migrated while the console watches is read as
+	// so a reference table migrated while the console watches is read as
 	// lockctl's from the next poll on. Migration never turns it back.
 	if req.Shape {
 		shape, err := store.TableShape(ctx, db)
 		if err != nil {
 			return snap, err
 		}
-		if shape == store.ShapeSeed {
-			seed, err := readSeedSnapshot(ctx, db, req)
-			seed.Server = snap.Server
-			return seed, err
+		if shape == store.ShapeReference {
+			reference, err := readReferenceSnapshot(ctx, db, req)
+			reference.Server = snap.Server
+			return reference, err
 		}
 	}
 	if snap.Page, err = lockview.ListLocks(ctx, db, req.Query); err != nil {
@@ -196,12 +196,12 @@ func readDetail(ctx context.Context, db store.DBTX, key string, window []lockvie
 	return &d, nil
 }
 
-// readSeedSnapshot reads the reference service's table: its rows, and the
+// readReferenceSnapshot reads the reference service's table: its rows, and the
 // selected one for the detail page. It keeps no history, rates or waiters.
-func readSeedSnapshot(ctx context.Context, db store.DBTX, req PollRequest) (Snapshot, error) {
+func readReferenceSnapshot(ctx context.Context, db store.DBTX, req PollRequest) (Snapshot, error) {
 	var snap Snapshot
 	var err error
-	if snap.Page, err = lockview.ListSeedLocks(ctx, db, req.Query); err != nil {
+	if snap.Page, err = lockview.ListReferenceLocks(ctx, db, req.Query); err != nil {
 		return snap, err
 	}
 	if req.DetailKey != "" {

@@ -146,7 +146,7 @@ func contains(list []string, s string) bool {
 // tableView draws the column titles and the visible rows.
 func (p *locksPage) tableView() string {
 	cols, wide := tableLayout(p.width)
-	cols = fitTokens(cols, p.page.Rows, p.c.seed)
+	cols = fitTokens(cols, p.page.Rows, p.c.reference)
 	s := p.c.styles
 	var b strings.Builder
 	titles := make([]string, len(cols))
@@ -228,12 +228,12 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 				text = fit(safe(r.Owner), c.width)
 			}
 		case "TOKEN":
-			text = fitRight(shownToken(r.Token, p.c.seed), c.width)
+			text = fitRight(shownToken(r.Token, p.c.reference), c.width)
 		case "TTL LEFT":
 			cells[i] = p.ttlCell(r, c.width, selected)
 			continue
 		case "HELD FOR":
-			if r.state == locker.StateFree || p.page.Seed { // the reference's table does not record it
+			if r.state == locker.StateFree || p.page.Reference { // the reference's table does not record it
 				text, style = fitRight("—", c.width), s.Muted
 			} else {
 				text = fitRight(shortDur(r.HeldFor), c.width)

@@ -8,10 +8,10 @@ import (
 // shown (shownToken), taking the cells from KEY: a token is what an
 // operator types back (renew, release), so it is never cut. Tokens on the
 // reference service's table are epoch milliseconds, 13 digits.
-func fitTokens(cols []column, rows []lockview.ListedLock, seed bool) []column {
+func fitTokens(cols []column, rows []lockview.ListedLock, reference bool) []column {
 	need := 0
 	for _, r := range rows {
-		need = max(need, width(shownToken(r.Token, seed)))
+		need = max(need, width(shownToken(r.Token, reference)))
 	}
 	token, key := -1, -1
 	for i, c := range cols {

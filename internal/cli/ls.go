@@ -122,8 +122,8 @@ func (e outputError) Error() string { return "write output: " + e.err.Error() }
 func lsFailed(env Env, err error) int {
 	var out outputError
 	switch {
-	case errors.Is(err, errSeedOutput):
-		return ExitError // writeSeedLocks said why
+	case errors.Is(err, errReferenceOutput):
+		return ExitError // writeReferenceLocks said why
 	case errors.As(err, &out):
 		return env.Errorf("%v", out)
 	}
@@ -139,8 +139,8 @@ func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions)
 	if err != nil {
 		return err
 	}
-	if shape == store.ShapeSeed {
-		return listSeedLocks(ctx, env, pool, opts)
+	if shape == store.ShapeReference {
+		return listReferenceLocks(ctx, env, pool, opts)
 	}
 	out := bufio.NewWriterSize(env.Stdout, 64<<10)
 	printer := newLockPrinter(out, opts.JSON)
@@ -158,10 +158,10 @@ func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions)
 	return err
 }
 
-// listSeedLocks lists the reference service's table: small and about to be
-// adopted (lockview.ListSeed), so it is read whole and filtered here.
-func listSeedLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) error {
-	locks, err := lockview.ListSeed(ctx, pool, opts.Prefix)
+// listReferenceLocks lists the reference service's table: small and about to be
+// adopted (lockview.ListReference), so it is read whole and filtered here.
+func listReferenceLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions) error {
+	locks, err := lockview.ListReference(ctx, pool, opts.Prefix)
 	if err != nil {
 		return err
 	}
@@ -170,14 +170,14 @@ func listSeedLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOpti
 			return !slices.Contains(opts.States, string(l.State()))
 		})
 	}
-	if code := writeSeedLocks(env, locks, opts.JSON); code != ExitOK {
-		return errSeedOutput
+	if code := writeReferenceLocks(env, locks, opts.JSON); code != ExitOK {
+		return errReferenceOutput
 	}
 	return nil
 }
 
-// errSeedOutput says writeSeedLocks failed; it has reported why.
-var errSeedOutput = errors.New("write output")
+// errReferenceOutput says writeReferenceLocks failed; it has reported why.
+var errReferenceOutput = errors.New("write output")
 
 // watchLocks is ls --watch: a terminal gets the screen cleared and a
 // header line before each listing; a pipe gets each listing after a header
@@ -198,7 +198,7 @@ func watchLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions
 		}
 		var out outputError
 		switch {
-		case errors.As(err, &out) || errors.Is(err, errSeedOutput):
+		case errors.As(err, &out) || errors.Is(err, errReferenceOutput):
 			return lsFailed(env, err)
 		case err != nil:
 			if opts.JSON {

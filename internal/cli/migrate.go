@@ -14,9 +14,9 @@ import (
 
 // MigrateOptions are migrate's flags.
 type MigrateOptions struct {
-	// SeedTimeZone is the zone the reference service's JVM ran in, for
+	// ReferenceTimeZone is the zone the reference service's JVM ran in, for
 	// adopting its table ("": the session's TimeZone).
-	SeedTimeZone string
+	ReferenceTimeZone string
 	// Status prints which migrations are applied and pending, and changes
 	// nothing; JSON prints it as one object.
 	Status, JSON bool
@@ -34,7 +34,7 @@ func MigrateCommand() *cobra.Command {
 		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Migrate(ctx, env, o) }),
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&o.SeedTimeZone, "seed-time-zone", "", "`zone` the reference service's JVM ran in, to read its expires_at (default: the session's TimeZone)")
+	fs.StringVar(&o.ReferenceTimeZone, "reference-time-zone", "", "`zone` the reference service's JVM ran in, to read its expires_at (default: the session's TimeZone)")
 	fs.BoolVar(&o.Status, "status", false, "show the applied and the pending migrations, change nothing")
 	fs.BoolVar(&o.JSON, "json", false, "with --status: print it as JSON")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "show what migrate would run, change nothing")
@@ -69,9 +69,9 @@ func Migrate(ctx context.Context, env Env, opts MigrateOptions) int {
 		}
 		return printMigrationPlan(env, server, status)
 	}
-	adoption, err := store.MigrateWith(ctx, pool, store.MigrateOptions{SeedTimeZone: opts.SeedTimeZone, AdoptSeed: true})
+	adoption, err := store.MigrateWith(ctx, pool, store.MigrateOptions{ReferenceTimeZone: opts.ReferenceTimeZone, AdoptReference: true})
 	if errors.Is(err, store.ErrUnknownTimeZone) {
-		return env.Usagef("invalid --seed-time-zone: %v", err)
+		return env.Usagef("invalid --reference-time-zone: %v", err)
 	}
 	if err != nil {
 		return env.Fail(err)

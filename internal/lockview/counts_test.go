@@ -14,7 +14,7 @@ import (
 // of filter or their age has them counted again.
 func TestListLocksReusesCounts(t *testing.T) {
 	pool := testdb.New(t)
-	seed(t, pool, 300, 40)
+	fillLocks(t, pool, 300, 40)
 	ctx := context.Background()
 	want := referenceKeys(t, pool, lockview.SortKey, "")
 	q := lockview.ListQuery{Sort: lockview.SortKey, Anchor: want[100], Rank: 100, Before: 5, After: 6}
@@ -76,7 +76,7 @@ func TestListLocksReusesCounts(t *testing.T) {
 // order: a rank kept by the caller that is off, and rows added since.
 func TestListLocksReconcilesReusedCounts(t *testing.T) {
 	pool := testdb.New(t)
-	seed(t, pool, 50, 40)
+	fillLocks(t, pool, 50, 40)
 	ctx := context.Background()
 	want := referenceKeys(t, pool, lockview.SortKey, "")
 	first, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{Sort: lockview.SortKey, Anchor: want[2], Before: 5, After: 60})

@@ -126,9 +126,9 @@ type Page struct {
 	DBNow         time.Time
 	// Span is where Rows lie in the order, for the next poll's ListQuery.Near.
 	Span Span
-	// Seed: the table is the reference service's, not migrated
-	// (ListSeedLocks). lockctl can only show it; `lockctl migrate` adopts it.
-	Seed bool
+	// Reference: the table is the reference service's, not migrated
+	// (ListReferenceLocks). lockctl can only show it; `lockctl migrate` adopts it.
+	Reference bool
 	// Counts are where Totals (but for the waiters, read every poll) and
 	// Matching come from, and when they were taken: hand them back as
 	// ListQuery.Counts.

@@ -13,10 +13,10 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// seedSQL fills the table with n rows in every state: held with various
+// fillLocksSQL fills the table with n rows in every state: held with various
 // TTLs, expired, released; a few keys get live waiters and one a dead one.
 // Keys mix case so the collation's order (not byte order) matters.
-const seedSQL = `
+const fillLocksSQL = `
 INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
 SELECT CASE WHEN i % 3 = 0 THEN 'Job:' ELSE 'job:' END || lpad(i::text, 6, '0'),
        'worker-' || (i % 37),
@@ -27,7 +27,7 @@ SELECT CASE WHEN i % 3 = 0 THEN 'Job:' ELSE 'job:' END || lpad(i::text, 6, '0'),
        CASE WHEN i % 10 = 0 THEN clock_timestamp() - interval '5 seconds' END
 FROM generate_series(1, $1::int) i`
 
-const seedWaitersSQL = `
+const fillWaitersSQL = `
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until)
 SELECT l.lock_key, 'waiter-' || g, clock_timestamp() - (g * 3 + length(l.lock_key)) * interval '1 second',
        clock_timestamp() + CASE WHEN g = 9 THEN interval '-1 minute' ELSE interval '1 minute' END
@@ -68,13 +68,13 @@ WHERE ($1 = '' OR l.lock_key ILIKE $1 OR l.owner_id ILIKE $1) `+referenceOrder[s
 	return keys
 }
 
-func seed(t *testing.T, pool *pgxpool.Pool, n, waitEvery int) {
+func fillLocks(t *testing.T, pool *pgxpool.Pool, n, waitEvery int) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, seedSQL, n); err != nil {
+	if _, err := pool.Exec(ctx, fillLocksSQL, n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pool.Exec(ctx, seedWaitersSQL, waitEvery); err != nil {
+	if _, err := pool.Exec(ctx, fillWaitersSQL, waitEvery); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := pool.Exec(ctx, `ANALYZE distributed_lock; ANALYZE distributed_lock_waiter`); err != nil {
@@ -109,14 +109,14 @@ func requireWindow(t *testing.T, page lockview.Page, want []string, at, before, 
 // anchor is missing.
 func TestListLocksWindows(t *testing.T) {
 	pool := testdb.New(t)
-	seed(t, pool, 600, 40)
+	fillLocks(t, pool, 600, 40)
 	ctx := context.Background()
 	for _, s := range lockview.Sorts {
 		for _, filter := range []string{"", "worker-3", "JOB:0001"} {
 			t.Run(fmt.Sprintf("%s/%q", s, filter), func(t *testing.T) {
 				want := referenceKeys(t, pool, s, lockview.LikePattern(filter))
 				if len(want) < 10 {
-					t.Fatalf("seed gave only %d rows for %q", len(want), filter)
+					t.Fatalf("fillLocks gave only %d rows for %q", len(want), filter)
 				}
 				for _, at := range []int{0, 3, len(want) / 2, len(want) - 2, len(want) - 1} {
 					page, err := lockview.ListLocks(ctx, pool, lockview.ListQuery{
@@ -154,7 +154,7 @@ func TestListLocksWindows(t *testing.T) {
 // come from one pass instead of a pass each).
 func TestListLocksNearSpan(t *testing.T) {
 	pool := testdb.New(t)
-	seed(t, pool, 600, 40)
+	fillLocks(t, pool, 600, 40)
 	ctx := context.Background()
 	for _, s := range []lockview.Sort{lockview.SortTTL, lockview.SortToken, lockview.SortHeldFor} {
 		for _, filter := range []string{"", "worker-3"} {
@@ -237,7 +237,7 @@ func TestListLocksTotalsAndWaiters(t *testing.T) {
 	if len(page.Rows) != 0 || page.Anchor != -1 || page.Totals.All != 0 || page.InRecovery || page.ServerVersion == "" {
 		t.Fatalf("empty table: %+v", page)
 	}
-	seed(t, pool, 100, 30)
+	fillLocks(t, pool, 100, 30)
 	// 5 s left of 60 is expiring; 5 s left of 10 is not (a fifth is 2 s).
 	if _, err := pool.Exec(ctx, `
 INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
@@ -270,7 +270,7 @@ FROM (VALUES ('soon:60', interval '60 seconds'), ('soon:10', interval '10 second
 		}
 	}
 	tot := page.Totals
-	// The expiries are whole seconds from the seed's clock, so within the
+	// The expiries are whole seconds from fillLocks's clock, so within the
 	// second after it no row crosses expiry or an "expiring" line.
 	if tot.All != counted.All || tot.Free != counted.Free || tot.Expired != counted.Expired ||
 		tot.Held != counted.Held || tot.Expiring != counted.Expiring || tot.Expiring != 1 {

@@ -23,7 +23,7 @@ const moveSQL = `UPDATE distributed_lock SET owner_id = 'thief', fence_token = n
 // filter, or a read cheap enough to repeat are ordered afresh.
 func TestListLocksKeepsAnExpensiveOrder(t *testing.T) {
 	pool := testdb.New(t)
-	seed(t, pool, 300, 40)
+	fillLocks(t, pool, 300, 40)
 	ctx := context.Background()
 	for _, s := range []lockview.Sort{lockview.SortTTL, lockview.SortToken, lockview.SortHeldFor} {
 		t.Run(string(s), func(t *testing.T) {
@@ -56,11 +56,11 @@ func TestListLocksKeepsAnExpensiveOrder(t *testing.T) {
 				}
 				return page
 			}
-			t.Cleanup(func() { // the other orders' subtests start from the seed
+			t.Cleanup(func() { // the other orders' subtests start from fillLocks' rows
 				if _, err := pool.Exec(ctx, `TRUNCATE distributed_lock, distributed_lock_waiter`); err != nil {
 					t.Fatal(err)
 				}
-				seed(t, pool, 300, 40)
+				fillLocks(t, pool, 300, 40)
 			})
 			window := keysOf(first.Rows)
 			moved, released, deleted := window[7], window[3], window[2]

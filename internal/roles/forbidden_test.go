@@ -99,7 +99,7 @@ func TestNoRoleCanForge(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			e := newEnv(t)
-			held := seed(t, e)
+			held := makeLocks(t, e)
 			db := e.loginRole(t, "lockctl_forger", nil)
 			role := db.Config().ConnConfig.User
 			s, r := pgx.Identifier{e.schema}.Sanitize(), pgx.Identifier{role}.Sanitize()

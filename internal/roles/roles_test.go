@@ -108,9 +108,9 @@ func (e env) roleWith(t *testing.T, kind roles.Kind) *pgxpool.Pool {
 	return pool
 }
 
-// seed makes, as the admin, a held lock "held", a free lock "free" and an
+// makeLocks makes, as the admin, a held lock "held", a free lock "free" and an
 // event history, so reads have something to return.
-func seed(t *testing.T, e env) locker.Lease {
+func makeLocks(t *testing.T, e env) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
@@ -149,7 +149,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	held := seed(t, e)
+	held := makeLocks(t, e)
 	db := e.roleWith(t, roles.Viewer)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
@@ -197,7 +197,7 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	e := newEnv(t)
-	held := seed(t, e)
+	held := makeLocks(t, e)
 	db := e.roleWith(t, roles.Operator)
 	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 

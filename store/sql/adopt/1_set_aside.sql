@@ -10,7 +10,7 @@
 -- Runs before migration 1, in its transaction: it checks the table and its
 -- rows and moves it aside (distributed_lock_adopting); migration 1 then
 -- makes lockctl's table, and part 2 copies the rows in. The table is
--- adopted only when lockctl.adopt_seed is on; otherwise, or when the table
+-- adopted only when lockctl.adopt_reference is on; otherwise, or when the table
 -- is not the reference's, or a row breaks lockctl's rules (each is named),
 -- it raises SQLSTATE LKA01 and the transaction changes nothing.
 DO $$
@@ -46,7 +46,7 @@ BEGIN
     -- Only when asked (`lockctl migrate` asks): a service that migrates at
     -- start-up must not take the table over while the reference service may
     -- still be writing it.
-    IF coalesce(current_setting('lockctl.adopt_seed', true), '') <> 'on' THEN
+    IF coalesce(current_setting('lockctl.adopt_reference', true), '') <> 'on' THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA01',
             MESSAGE = 'distributed_lock is the reference service''s table, not migrated: adopt it with '
                 '`lockctl migrate` once the reference service is stopped (docs/operations.md, switch-over). '

@@ -1,13 +1,13 @@
 -- Adopting the reference service's table, part 2 of 2 (part 1 says what and
 -- why): after migration 1, in its transaction, the rows set aside move into
 -- lockctl's table, and the reference table is dropped. expires_at is read in
--- the zone the JVM ran in (lockctl.seed_time_zone, else the session's
+-- the zone the JVM ran in (lockctl.reference_time_zone, else the session's
 -- TimeZone) when it is a local time; the token sequence moves above the
 -- largest token. So every held lock keeps its owner, token and expiry
 -- instant, and the next grant's token is larger than every old one.
 DO $$
 DECLARE
-    zone    text := coalesce(nullif(current_setting('lockctl.seed_time_zone', true), ''),
+    zone    text := coalesce(nullif(current_setting('lockctl.reference_time_zone', true), ''),
                              current_setting('TimeZone'));
     adopted timestamptz := clock_timestamp();
     local   boolean;

@@ -9,15 +9,15 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// seedNote is said on stderr whenever ls shows the reference service's
+// referenceNote is said on stderr whenever ls shows the reference service's
 // table, so that stdout stays the listing.
-const seedNote = "distributed_lock is the reference service's table, not migrated: shown read-only; " +
+const referenceNote = "distributed_lock is the reference service's table, not migrated: shown read-only; " +
 	"`lockctl migrate` adopts it (see docs/operations.md, switch-over)"
 
-// seedLockRow is one element of `ls --json` on the reference service's
+// referenceLockRow is one element of `ls --json` on the reference service's
 // table: its four columns, with the state and time left on the database's
 // clock. It records nothing else.
-type seedLockRow struct {
+type referenceLockRow struct {
 	Key         string       `json:"key"`
 	Owner       string       `json:"owner"`
 	Token       int64        `json:"token"`
@@ -26,14 +26,14 @@ type seedLockRow struct {
 	RemainingMs int64        `json:"remaining_ms"` // negative: expired that long ago
 }
 
-// writeSeedLocks prints the reference service's table as ls does, with
-// seedNote on stderr.
-func writeSeedLocks(env Env, locks []store.Lock, asJSON bool) int {
-	env.printLine(env.Prog + ": " + seedNote)
+// writeReferenceLocks prints the reference service's table as ls does, with
+// referenceNote on stderr.
+func writeReferenceLocks(env Env, locks []store.Lock, asJSON bool) int {
+	env.printLine(env.Prog + ": " + referenceNote)
 	if asJSON {
-		rows := make([]seedLockRow, 0, len(locks))
+		rows := make([]referenceLockRow, 0, len(locks))
 		for _, l := range locks {
-			rows = append(rows, seedLockRow{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
+			rows = append(rows, referenceLockRow{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
 				State: l.State(), RemainingMs: l.Remaining.Milliseconds()})
 		}
 		return env.emit(rows)

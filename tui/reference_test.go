@@ -13,12 +13,12 @@ import (
 // On the reference service's table the console shows its locks, says it
 // is not migrated, and offers no action; once the table is migrated, the
 // next poll reads it as lockctl's and the actions come back.
-func TestSeedTableIsShownReadOnlyUntilMigrated(t *testing.T) {
-	pool, _ := testdb.SeedPool(t)
+func TestReferenceTableIsShownReadOnlyUntilMigrated(t *testing.T) {
+	pool, _ := testdb.ReferencePool(t)
 	now := testdb.DBNow(t, pool)
-	testdb.InsertSeed(t, pool, time.UTC,
-		testdb.SeedLock{Key: "orders:1", Owner: "app-1:thread-7", Token: 1764700000500, ExpiresAt: now.Add(time.Hour)},
-		testdb.SeedLock{Key: "report:nightly", Owner: "app-1:thread-9", Token: 1764700000100, ExpiresAt: now.Add(-time.Minute)})
+	testdb.InsertReference(t, pool, time.UTC,
+		testdb.ReferenceLock{Key: "orders:1", Owner: "app-1:thread-7", Token: 1764700000500, ExpiresAt: now.Add(time.Hour)},
+		testdb.ReferenceLock{Key: "report:nightly", Owner: "app-1:thread-9", Token: 1764700000100, ExpiresAt: now.Add(-time.Minute)})
 	m := dbModel(t, pool, Options{}, 120, 35)
 	if m.lastErr != nil {
 		t.Fatalf("poll of the reference table failed: %v", m.lastErr)
@@ -52,7 +52,7 @@ func TestSeedTableIsShownReadOnlyUntilMigrated(t *testing.T) {
 	}
 	m = press(t, m, "esc")
 
-	if _, err := store.MigrateWith(context.Background(), pool, store.MigrateOptions{AdoptSeed: true}); err != nil {
+	if _, err := store.MigrateWith(context.Background(), pool, store.MigrateOptions{AdoptReference: true}); err != nil {
 		t.Fatal(err)
 	}
 	m = repoll(t, m)

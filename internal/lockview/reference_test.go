@@ -12,39 +12,39 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// seedTable is the reference service's table with held and expired locks,
+// referenceTable is the reference service's table with held and expired locks,
 // written by a JVM in Seoul and read by a session in the same zone.
-func seedTable(t *testing.T) (store.DBTX, []testdb.SeedLock) {
+func referenceTable(t *testing.T) (store.DBTX, []testdb.ReferenceLock) {
 	t.Helper()
-	_, dsn := testdb.SeedPool(t)
+	_, dsn := testdb.ReferencePool(t)
 	db := testdb.Pool(t, testdb.WithParam(dsn, "timezone", "Asia/Seoul"))
 	now := testdb.DBNow(t, db)
 	at := func(d time.Duration) time.Time { return now.Add(d).Truncate(time.Microsecond) }
-	locks := []testdb.SeedLock{
+	locks := []testdb.ReferenceLock{
 		{Key: "orders:1", Owner: "app-1:thread-7", Token: 1764700000500, ExpiresAt: at(25 * time.Second)},
 		{Key: "orders:2", Owner: "app-2:thread-3", Token: 1764700000900, ExpiresAt: at(10 * time.Minute)},
 		{Key: "report:nightly", Owner: "app-1:thread-9", Token: 1764700000100, ExpiresAt: at(-time.Minute)},
 		{Key: "Users:42", Owner: "app-3:main", Token: 1764700000700, ExpiresAt: at(3 * time.Second)},
 	}
-	testdb.InsertSeed(t, db, time.FixedZone("Asia/Seoul", 9*3600), locks...)
+	testdb.InsertReference(t, db, time.FixedZone("Asia/Seoul", 9*3600), locks...)
 	return db, locks
 }
 
 // ls on the reference's table: every row with its owner, token, expiry
 // instant and the time left on the database's clock.
-func TestListSeedShowsOwnersTokensAndRemaining(t *testing.T) {
+func TestListReferenceShowsOwnersTokensAndRemaining(t *testing.T) {
 	t.Parallel()
-	db, seed := seedTable(t)
-	got, err := lockview.ListSeed(context.Background(), db, "")
+	db, reference := referenceTable(t)
+	got, err := lockview.ListReference(context.Background(), db, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	byKey := map[string]testdb.SeedLock{}
-	for _, l := range seed {
+	byKey := map[string]testdb.ReferenceLock{}
+	for _, l := range reference {
 		byKey[l.Key] = l
 	}
-	if len(got) != len(seed) {
-		t.Fatalf("ListSeed: %d rows; want %d", len(got), len(seed))
+	if len(got) != len(reference) {
+		t.Fatalf("ListReference: %d rows; want %d", len(got), len(reference))
 	}
 	var order []string
 	if err := db.QueryRow(context.Background(), `SELECT array_agg(lock_key::text ORDER BY lock_key) FROM distributed_lock`).Scan(&order); err != nil {
@@ -67,18 +67,18 @@ func TestListSeedShowsOwnersTokensAndRemaining(t *testing.T) {
 			t.Errorf("%s is %s; want %s", l.Key, l.State(), wantState)
 		}
 	}
-	orders, err := lockview.ListSeed(context.Background(), db, "orders:")
+	orders, err := lockview.ListReference(context.Background(), db, "orders:")
 	if err != nil || len(orders) != 2 || orders[0].Key != "orders:1" || orders[1].Key != "orders:2" {
-		t.Errorf("ListSeed with prefix orders: = %+v, %v; want orders:1 and orders:2", orders, err)
+		t.Errorf("ListReference with prefix orders: = %+v, %v; want orders:1 and orders:2", orders, err)
 	}
 }
 
 // The console's page on the reference's table: orders, filter, window
-// around the selection and totals, marked as a seed table.
-func TestListSeedLocksWindows(t *testing.T) {
+// around the selection and totals, marked as a reference table.
+func TestListReferenceLocksWindows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, _ := seedTable(t)
+	db, _ := referenceTable(t)
 	keys := func(p lockview.Page) []string {
 		var k []string
 		for _, r := range p.Rows {
@@ -100,12 +100,12 @@ func TestListSeedLocksWindows(t *testing.T) {
 			[]string{"orders:1", "report:nightly"}, 1},
 	}
 	for _, c := range cases {
-		p, err := lockview.ListSeedLocks(ctx, db, c.q)
+		p, err := lockview.ListReferenceLocks(ctx, db, c.q)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if !slices.Equal(keys(p), c.want) || p.Anchor != c.anchor || !p.Seed {
-			t.Errorf("%s: rows %q anchor %d seed %v; want %q anchor %d, seed", c.name, keys(p), p.Anchor, p.Seed, c.want, c.anchor)
+		if !slices.Equal(keys(p), c.want) || p.Anchor != c.anchor || !p.Reference {
+			t.Errorf("%s: rows %q anchor %d reference %v; want %q anchor %d, reference", c.name, keys(p), p.Anchor, p.Reference, c.want, c.anchor)
 		}
 		if p.Totals.All != 4 || p.Totals.Held != 3 || p.Totals.Expired != 1 || p.ServerVersion == "" {
 			t.Errorf("%s: totals %+v, server %q; want 4 locks, 3 held, 1 expired", c.name, p.Totals, p.ServerVersion)

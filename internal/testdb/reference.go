@@ -10,18 +10,18 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// SeedTableSQL is the reference service's DDL (the Java/Spring
+// ReferenceTableSQL is the reference service's DDL (the Java/Spring
 // DistributedLockService lockctl started from): four columns, expires_at
 // without a time zone.
-const SeedTableSQL = `CREATE TABLE distributed_lock (
+const ReferenceTableSQL = `CREATE TABLE distributed_lock (
     lock_key    varchar(255) PRIMARY KEY,
     owner_id    varchar(255),
     fence_token bigint,
     expires_at  timestamp
 )`
 
-// SeedLock is one row as the reference service writes it.
-type SeedLock struct {
+// ReferenceLock is one row as the reference service writes it.
+type ReferenceLock struct {
 	Key, Owner string
 	Token      int64 // the reference's System.currentTimeMillis()
 	// ExpiresAt is the instant the lease ends; the row holds it as the
@@ -29,31 +29,31 @@ type SeedLock struct {
 	ExpiresAt time.Time
 }
 
-// insertSeedSQL binds expires_at as text cast to timestamp: a LocalDateTime
+// insertReferenceSQL binds expires_at as text cast to timestamp: a LocalDateTime
 // reaches the column as wall-clock digits, with no zone.
-const insertSeedSQL = `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at)
+const insertReferenceSQL = `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at)
 VALUES ($1, $2, $3, $4::timestamp)`
 
-// SeedPool is a pool on a fresh, unmigrated schema holding the reference
-// service's table, empty (InsertSeed fills it). Its DSN is returned too,
+// ReferencePool is a pool on a fresh, unmigrated schema holding the reference
+// service's table, empty (InsertReference fills it). Its DSN is returned too,
 // for tests that run the binary.
-func SeedPool(t testing.TB) (*pgxpool.Pool, string) {
+func ReferencePool(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	dsn := EmptyDSN(t)
 	db := Pool(t, dsn)
-	if _, err := db.Exec(context.Background(), SeedTableSQL); err != nil {
+	if _, err := db.Exec(context.Background(), ReferenceTableSQL); err != nil {
 		t.Fatalf("create the reference table: %v", err)
 	}
 	return db, dsn
 }
 
-// InsertSeed writes locks as the reference service running in a JVM in
+// InsertReference writes locks as the reference service running in a JVM in
 // jvmZone writes them.
-func InsertSeed(t testing.TB, db store.DBTX, jvmZone *time.Location, locks ...SeedLock) {
+func InsertReference(t testing.TB, db store.DBTX, jvmZone *time.Location, locks ...ReferenceLock) {
 	t.Helper()
 	for _, l := range locks {
 		wall := l.ExpiresAt.In(jvmZone).Format("2006-01-02 15:04:05.999999")
-		if _, err := db.Exec(context.Background(), insertSeedSQL, l.Key, l.Owner, l.Token, wall); err != nil {
+		if _, err := db.Exec(context.Background(), insertReferenceSQL, l.Key, l.Owner, l.Token, wall); err != nil {
 			t.Fatalf("insert reference row %q: %v", l.Key, err)
 		}
 	}
