@@ -235,8 +235,10 @@
 // [ErrReadOnly], [ErrPermissionDenied], [ErrLockTimeout],
 // [ErrStatementTimeout], [ErrUnavailable], [ErrInvalidValue],
 // [ErrPoolerStatements], [ErrPoolerStartupParameter]; [Migrate] also fails
-// with [ErrCannotAdopt]. The typed errors [*HeldError] and [*NotHeldError]
-// carry the current holder; [Locker.Get] reads a key's row.
+// with [ErrCannotAdopt] or [ErrSchemaNewer]. The typed errors [*HeldError]
+// and [*NotHeldError] carry the current holder; [*LeaseLostError] says why a
+// Keepalive lost its lease, and [*GaveUpError] whether a waiting Acquire
+// that gave up may have been handed a lease; [Locker.Get] reads a key's row.
 //
 // # Behind a connection pooler
 //

@@ -154,3 +154,47 @@ func (e *LeaseLostError) Error() string { return ErrLeaseLost.Error() + ": " + e
 func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
 
 func (e *LeaseLostError) Unwrap() error { return e.Err }
+
+// GaveUpError: a waiting Acquire's context ended while it was queued, before
+// it took the key. It wraps the context's error.
+type GaveUpError struct {
+	Key    string
+	Holder string        // the key's holder when the waiter last looked
+	Waited time.Duration // how long it waited
+	// Handed says whether a lease may have been handed to the caller before
+	// it left the queue: HandedNone, HandedPassedOn or HandedUnknown.
+	Handed Handed
+	// LeaveErr is why leaving the queue failed (Handed is then
+	// HandedUnknown), nil when it did not.
+	LeaveErr error
+	Err      error // the context's error
+}
+
+// Handed is what became of a lease handed to a waiter that gave up.
+type Handed int
+
+const (
+	// HandedNone: no lease was handed to it; it left the queue.
+	HandedNone Handed = iota
+	// HandedPassedOn: one was, unclaimed; it was released and passed on.
+	HandedPassedOn
+	// HandedUnknown: leaving the queue failed or found its record gone: a
+	// lease handed to it meanwhile lapses at the end of its claim window.
+	HandedUnknown
+)
+
+func (e *GaveUpError) Error() string {
+	msg := fmt.Sprintf("locker: acquire %q: gave up waiting for %q after %s: %v",
+		e.Key, e.Holder, e.Waited.Round(time.Millisecond), e.Err)
+	switch {
+	case e.LeaveErr != nil:
+		return msg + fmt.Sprintf(" (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", e.LeaveErr)
+	case e.Handed == HandedPassedOn:
+		return msg + " (the lease handed to it meanwhile was released and passed on)"
+	case e.Handed == HandedUnknown:
+		return msg + " (its record was gone: a lease handed to it may have lapsed unclaimed)"
+	}
+	return msg
+}
+
+func (e *GaveUpError) Unwrap() error { return e.Err }

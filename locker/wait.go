@@ -30,7 +30,9 @@ import (
 // console's queue; a Notifier refreshes the records of all its waiters in
 // one statement, and without one each waiter's check refreshes its own.
 // The record goes when Acquire returns, however it returns; a lease handed
-// to it as it gave up is passed on to the next waiter.
+// to it as it gave up is passed on to the next waiter. When ctx ends first,
+// the error is a *GaveUpError (wrapping ctx's error) that says whether a
+// lease may have been handed to it meanwhile.
 //
 // Run it on a pool or a connection, not inside a transaction: the waiter
 // record would be invisible until commit, and a transaction that waits holds
@@ -128,6 +130,17 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			return
 		}
 		// Whether a grant was made to this caller that it never held.
+		if gaveUp, ok := err.(*GaveUpError); ok {
+			switch {
+			case leaveErr != nil:
+				gaveUp.Handed, gaveUp.LeaveErr = HandedUnknown, leaveErr
+			case did == lockdb.PassedOn:
+				gaveUp.Handed = HandedPassedOn
+			case did == lockdb.LeftNone:
+				gaveUp.Handed = HandedUnknown
+			}
+			return
+		}
 		switch {
 		case leaveErr != nil:
 			err = fmt.Errorf("%w (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", err, leaveErr)
@@ -153,8 +166,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		select {
 		case <-ctx.Done():
 			stopTimer()
-			return Lease{}, true, fmt.Errorf("locker: acquire %q: gave up waiting for %q after %s: %w",
-				key, holder, l.since(started).Round(time.Millisecond), ctx.Err())
+			return Lease{}, true, &GaveUpError{Key: key, Holder: holder, Waited: l.since(started), Err: ctx.Err()}
 		case h := <-handoffs:
 			stopTimer()
 			handed = true

@@ -2,7 +2,6 @@ package history
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/lockctl/lockctl/locker"
 )
@@ -40,12 +39,11 @@ func GrantResultOf(err error) (Result, string) {
 }
 
 // gaveUpWaiting reports whether a waiting Acquire's context ended while it
-// was queued and before any grant to it: locker says so only in the error's
-// text, and adds "handed to it" when a hand-off may have been in flight,
-// whose outcome is then unknown.
+// was queued and before any grant to it: a hand-off that may have been in
+// flight leaves its outcome unknown.
 func gaveUpWaiting(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "gave up waiting") && !strings.Contains(s, "handed to it")
+	var gaveUp *locker.GaveUpError
+	return errors.As(err, &gaveUp) && gaveUp.Handed == locker.HandedNone
 }
 
 // Granted records lease as what a successful Grant returned.

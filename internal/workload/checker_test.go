@@ -3,7 +3,6 @@ package workload_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -140,7 +139,7 @@ func (n *naiveLocker) Acquire(ctx context.Context, db locker.DBTX, key, owner st
 		}
 		select {
 		case <-ctx.Done():
-			return locker.Lease{}, fmt.Errorf("naive: gave up waiting: %w", ctx.Err())
+			return locker.Lease{}, &locker.GaveUpError{Key: key, Err: ctx.Err()}
 		case <-time.After(time.Duration(2+rand.IntN(10)) * time.Millisecond):
 		}
 	}
