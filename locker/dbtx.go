@@ -1,12 +1,6 @@
 package locker
 
-import (
-	"context"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/lockctl/lockctl/internal/lockdb"
-)
+import "github.com/lockctl/lockctl/internal/lockdb"
 
 // DBTX is what every operation runs on: an interface of pgx's Exec, Query
 // and QueryRow, with their signatures. *pgxpool.Pool, *pgx.Conn and pgx.Tx
@@ -17,7 +11,4 @@ type DBTX = lockdb.DBTX
 // TxStarter is a DBTX that can open a transaction (or a savepoint, for a
 // pgx.Tx): Migrate and Prune need one. *pgxpool.Pool and *pgx.Conn are
 // TxStarters.
-type TxStarter interface {
-	DBTX
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+type TxStarter = lockdb.TxStarter

@@ -4,15 +4,12 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // TxStarter is a DBTX that can open a transaction (or a savepoint, for a
 // pgx.Tx). Migrate needs one.
-type TxStarter interface {
-	DBTX
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
+type TxStarter = lockdb.TxStarter
 
 // PruneResult counts what Prune deleted.
 type PruneResult struct {

@@ -15,3 +15,11 @@ type DBTX interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
+
+// TxStarter is a DBTX that can open a transaction (or a savepoint, for a
+// pgx.Tx): migrating and pruning need one. locker.TxStarter and
+// store.TxStarter are this type.
+type TxStarter interface {
+	DBTX
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
