@@ -473,16 +473,17 @@ $$;
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
--- One statement per outcome. The first grants a key that has a row and may
--- be granted anew (distributed_lock_may_grant; the token drawn under the
--- row lock), or returns the row as it found it; a refusal of the caller's
--- own running lease becomes a renewal (a second statement; the two rules
--- together are distributed_lock_may_take). Only a key's first grant runs
--- distributed_lock_first_grant, and only a logged grant writes an event.
--- The grant is one statement with its refusal, not an UPDATE and then a
--- SELECT when nothing was updated, and has no per-column CASE for the
--- renewal: both cost more server CPU per cycle (BenchmarkCycleCPU in
--- internal/bench).
+-- The grant comes first and alone: one UPDATE of a key that has a row and
+-- may be granted anew (distributed_lock_may_grant; the row locked with SKIP
+-- LOCKED, the token drawn under the lock), its result read straight into
+-- the OUT parameters. Only when it granted nothing is the row read again,
+-- in a statement of its own: the caller's own running lease becomes a
+-- renewal (the two rules together are distributed_lock_may_take), a key
+-- without a row its first grant (distributed_lock_first_grant), anything
+-- else a refusal saying why. Only a logged grant writes an event. A grant
+-- that also carried its refusal (a CTE and a UNION ALL over the row) cost
+-- every grant the setup of the refusal's plan: about a sixth fewer cycles
+-- at 32 workers (BENCHMARKS.md).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -493,76 +494,79 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ts timestamptz := clock_timestamp();
-    g record;
+    prev_owner text;
+    prev_token bigint;
+    r distributed_lock;
 BEGIN
-    -- Base types (::text, …), not the domains: g has one type per field
-    -- whichever statement filled it.
-    WITH granted AS (
-        UPDATE distributed_lock l SET
-            owner_id       = owner,
-            fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            expires_at     = ts + ttl_us * interval '1 microsecond',
-            ttl            = ttl_us * interval '1 microsecond',
-            acquired_at    = ts,
-            renewed_at     = NULL,
-            renew_count    = 0,
-            released_at    = NULL,
-            grant_kind     = distributed_lock_grant_kind(l, owner),
-            previous_owner = l.owner_id,
-            previous_token = l.fence_token,
-            metadata       = coalesce(lease_metadata, '{}'),
-            handed_to      = NULL
-        WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                            WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
-                            FOR NO KEY UPDATE SKIP LOCKED)
-        RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind,
-                  l.previous_owner, l.previous_token
-    )
-    SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at, a.ttl::interval,
-           a.grant_kind::text AS outcome, interval '0' AS remaining,
-           a.grant_kind = 'stolen' OR log_grants AS logged, a.previous_owner, a.previous_token
-    FROM granted a
-    UNION ALL
-    SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-           CASE WHEN distributed_lock_held(l, owner, ts) THEN 'renew' ELSE distributed_lock_refusal(l, ts) END,
-           l.expires_at - ts, false, NULL::text, NULL::bigint
-    FROM distributed_lock l
-    WHERE l.lock_key = key AND NOT EXISTS (SELECT 1 FROM granted)
-    INTO g;
+    UPDATE distributed_lock l SET
+        owner_id       = owner,
+        fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at     = ts + ttl_us * interval '1 microsecond',
+        ttl            = ttl_us * interval '1 microsecond',
+        acquired_at    = ts,
+        renewed_at     = NULL,
+        renew_count    = 0,
+        released_at    = NULL,
+        grant_kind     = distributed_lock_grant_kind(l, owner),
+        previous_owner = l.owner_id,
+        previous_token = l.fence_token,
+        metadata       = coalesce(lease_metadata, '{}'),
+        handed_to      = NULL
+    WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                        WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                        FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind,
+              l.previous_owner, l.previous_token
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, prev_owner, prev_token;
+    IF FOUND THEN
+        remaining := interval '0';
+        IF outcome = 'stolen' OR log_grants THEN
+            INSERT INTO distributed_lock_event
+                (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+            VALUES (key, outcome, owner_id, fence_token, coalesce(event_actor, owner),
+                    prev_owner, prev_token, coalesce(event_detail, '{}'));
+        END IF;
+        RETURN;
+    END IF;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     IF NOT FOUND THEN
-        SELECT * INTO g FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, log_grants);
-        IF g.lock_key IS NULL THEN
+        SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata) f;
+        IF lock_key IS NULL THEN
             -- Another transaction's first grant of the key won the insert.
             lock_key := key;
             outcome := 'busy';
-            RETURN;
+        ELSIF log_grants THEN
+            INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+            VALUES (key, outcome, owner_id, fence_token, coalesce(event_actor, owner), coalesce(event_detail, '{}'));
         END IF;
-    ELSIF g.outcome = 'renew' THEN
-        -- owner holds the key: a renewal, same token, unless another
-        -- transaction has the row locked (then 'held', as before).
-        UPDATE distributed_lock l SET
-            expires_at = ts + ttl_us * interval '1 microsecond',
-            ttl = ttl_us * interval '1 microsecond',
-            renewed_at = ts,
-            renew_count = l.renew_count + 1,
-            metadata = coalesce(lease_metadata, '{}')
-        WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                            WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
-                            FOR NO KEY UPDATE SKIP LOCKED)
-        RETURNING l.expires_at, l.ttl INTO expires_at, ttl;
-        g.outcome := CASE WHEN FOUND THEN 'renewed' ELSE 'held' END;
-        IF FOUND THEN
-            g.expires_at := expires_at; g.ttl := ttl; g.remaining := interval '0';
-        END IF;
+        RETURN;
     END IF;
-    IF g.logged THEN
-        INSERT INTO distributed_lock_event
-            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        VALUES (key, g.outcome, g.owner_id, g.fence_token, coalesce(event_actor, owner),
-                g.previous_owner, g.previous_token, coalesce(event_detail, '{}'));
+    lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
+    expires_at := r.expires_at; ttl := r.ttl; remaining := r.expires_at - ts;
+    IF NOT distributed_lock_held(r, owner, ts) THEN
+        outcome := distributed_lock_refusal(r, ts);
+        RETURN;
     END IF;
-    lock_key := g.lock_key; owner_id := g.owner_id; fence_token := g.fence_token;
-    expires_at := g.expires_at; ttl := g.ttl; outcome := g.outcome; remaining := g.remaining;
+    -- owner holds the key: a renewal, same token, unless another
+    -- transaction has the row locked (then 'held').
+    UPDATE distributed_lock l SET
+        expires_at = ts + ttl_us * interval '1 microsecond',
+        ttl = ttl_us * interval '1 microsecond',
+        renewed_at = ts,
+        renew_count = l.renew_count + 1,
+        metadata = coalesce(lease_metadata, '{}')
+    WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
+                        FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.expires_at, l.ttl INTO expires_at, ttl;
+    IF FOUND THEN
+        outcome := 'renewed';
+        remaining := interval '0';
+    ELSE
+        outcome := 'held';
+    END IF;
 END $$;
 
 -- distributed_lock_first_grant is distributed_lock_acquire's insert: the
@@ -572,10 +576,9 @@ END $$;
 -- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
 -- the insert, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
-    key text, owner text, ttl_us bigint, lease_metadata jsonb, log_grants boolean,
+    key text, owner text, ttl_us bigint, lease_metadata jsonb,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT logged boolean,
-    OUT previous_owner text, OUT previous_token bigint)
+    OUT ttl interval, OUT outcome text, OUT remaining interval)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -594,7 +597,6 @@ BEGIN
     IF FOUND THEN
         outcome := 'acquired';
         remaining := interval '0';
-        logged := log_grants;
     END IF;
 END $$;
 
@@ -1125,7 +1127,7 @@ END $$;
 -- owner.
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean),
-    distributed_lock_first_grant(text, text, bigint, jsonb, boolean),
+    distributed_lock_first_grant(text, text, bigint, jsonb),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),

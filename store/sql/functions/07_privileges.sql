@@ -4,7 +4,7 @@
 -- owner.
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean),
-    distributed_lock_first_grant(text, text, bigint, jsonb, boolean),
+    distributed_lock_first_grant(text, text, bigint, jsonb),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),
