@@ -3,10 +3,10 @@ package bench
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -99,7 +99,7 @@ const queueWorkerFlag = "queue-worker"
 
 func run(ctx context.Context, env cli.Env, o Options, asJSON bool) int {
 	if _, err := o.withDefaults(); err != nil {
-		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
+		return refusedOptions(env, err)
 	}
 	return withServer(ctx, env, nil, "default settings", asJSON, func(dsn string) (markdownReport, error) {
 		return Run(ctx, dsn, o)
@@ -108,7 +108,7 @@ func run(ctx context.Context, env cli.Env, o Options, asJSON bool) int {
 
 func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int {
 	if _, err := q.withDefaults(); err != nil {
-		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
+		return refusedOptions(env, err)
 	}
 	settings := "max_connections=" + QueueServerSettings["max_connections"]
 	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
@@ -121,7 +121,7 @@ func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int
 // neither of which it may do to a server the user names.
 func runPooler(ctx context.Context, env cli.Env, p PoolerOptions, asJSON bool) int {
 	if _, err := p.withDefaults(); err != nil {
-		return env.Usagef("%s", strings.TrimPrefix(err.Error(), "bench: "))
+		return refusedOptions(env, err)
 	}
 	if env.ExplicitDSN != "" {
 		return env.Usagef("--scenario pooler starts its own PostgreSQL and PgBouncer; it takes no --dsn")
@@ -140,6 +140,15 @@ func runPooler(ctx context.Context, env cli.Env, p PoolerOptions, asJSON bool) i
 		return env.Fail(err)
 	}
 	return printReport(env, rep, asJSON)
+}
+
+// refusedOptions is the exit for options withDefaults refused: the
+// problem, as a usage message.
+func refusedOptions(env cli.Env, err error) int {
+	if oe, ok := errors.AsType[*OptionError](err); ok {
+		return env.Usagef("%s", oe.Problem)
+	}
+	return env.Fail(err)
 }
 
 // withServer runs measure on the server --dsn names, else on a throwaway

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"time"
@@ -85,26 +83,26 @@ const maxWorkers = 64
 func (o Options) validate() error {
 	for _, w := range o.Workers {
 		if w < 1 || w > maxWorkers {
-			return fmt.Errorf("bench: workers must be between 1 and %d, got %d", maxWorkers, w)
+			return optionErrorf("workers must be between 1 and %d, got %d", maxWorkers, w)
 		}
 	}
 	if o.Duration < 10*time.Millisecond {
-		return fmt.Errorf("bench: duration %s is too short (at least 10ms)", o.Duration)
+		return optionErrorf("duration %s is too short (at least 10ms)", o.Duration)
 	}
 	if o.Rounds < 1 {
-		return errors.New("bench: rounds must be at least 1")
+		return optionErrorf("rounds must be at least 1")
 	}
 	if o.HotKeys < 1 {
-		return errors.New("bench: hot keys must be at least 1")
+		return optionErrorf("hot keys must be at least 1")
 	}
 	if o.TTL < time.Second {
-		return fmt.Errorf("bench: TTL %s is too short: leases must outlive a cycle (at least 1s)", o.TTL)
+		return optionErrorf("TTL %s is too short: leases must outlive a cycle (at least 1s)", o.TTL)
 	}
 	if o.RTT < 0 || o.RTT > time.Second {
-		return fmt.Errorf("bench: simulated round-trip time %s must be between 0 and 1s", o.RTT)
+		return optionErrorf("simulated round-trip time %s must be between 0 and 1s", o.RTT)
 	}
 	if o.KeepaliveLocks > 0 && (o.KeepaliveTTL < 3*time.Millisecond || o.KeepaliveFor <= 0) {
-		return errors.New("bench: keepalive TTL must be at least 3ms and its duration positive")
+		return optionErrorf("keepalive TTL must be at least 3ms and its duration positive")
 	}
 	return nil
 }

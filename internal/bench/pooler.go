@@ -3,7 +3,6 @@ package bench
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -52,13 +51,13 @@ func (o PoolerOptions) withDefaults() (PoolerOptions, error) {
 	}
 	switch {
 	case o.Workers < 1 || o.Workers > maxWorkers:
-		return o, fmt.Errorf("bench: workers must be between 1 and %d, got %d", maxWorkers, o.Workers)
+		return o, optionErrorf("workers must be between 1 and %d, got %d", maxWorkers, o.Workers)
 	case o.Duration < 10*time.Millisecond:
-		return o, fmt.Errorf("bench: duration %s is too short (at least 10ms)", o.Duration)
+		return o, optionErrorf("duration %s is too short (at least 10ms)", o.Duration)
 	case o.Rounds < 1:
-		return o, errors.New("bench: rounds must be at least 1")
+		return o, optionErrorf("rounds must be at least 1")
 	case o.TTL < time.Second:
-		return o, fmt.Errorf("bench: TTL %s is too short: leases must outlive a cycle (at least 1s)", o.TTL)
+		return o, optionErrorf("TTL %s is too short: leases must outlive a cycle (at least 1s)", o.TTL)
 	}
 	return o, nil
 }

@@ -88,22 +88,22 @@ const maxQueueWaiters = 256
 
 func (o QueueOptions) validate() error {
 	if o.Processes < 1 || o.Processes > 64 {
-		return fmt.Errorf("bench: processes must be between 1 and 64, got %d", o.Processes)
+		return optionErrorf("processes must be between 1 and 64, got %d", o.Processes)
 	}
 	for _, w := range o.Waiters {
 		if w < o.Processes || w > maxQueueWaiters {
-			return fmt.Errorf("bench: waiters must be between the number of processes (%d) and %d, got %d",
+			return optionErrorf("waiters must be between the number of processes (%d) and %d, got %d",
 				o.Processes, maxQueueWaiters, w)
 		}
 	}
 	if o.Hold < 0 || o.Hold > time.Second {
-		return fmt.Errorf("bench: hold %s must be between 0 and 1s", o.Hold)
+		return optionErrorf("hold %s must be between 0 and 1s", o.Hold)
 	}
 	if o.Duration < 100*time.Millisecond {
-		return fmt.Errorf("bench: duration %s is too short for the queue scenario (at least 100ms)", o.Duration)
+		return optionErrorf("duration %s is too short for the queue scenario (at least 100ms)", o.Duration)
 	}
 	if o.Rounds < 1 {
-		return errors.New("bench: rounds must be at least 1")
+		return optionErrorf("rounds must be at least 1")
 	}
 	return nil
 }
