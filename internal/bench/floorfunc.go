@@ -9,26 +9,33 @@ import (
 
 // The function floor: the least a lock cycle can cost while every write
 // goes through a SECURITY DEFINER function with a pinned search_path, as
-// roles need (internal/roles). Its grant is one UPDATE of a free, lapsed
-// or own row of a table shaped like distributed_lock, drawing the token
-// under the row lock (a key's first grant inserts the row); its release
-// one UPDATE, committed lazily like the locker's. No queue, epoch, events
-// or outcomes: what is left of a cycle when the protocol does nothing else.
+// roles need (internal/roles), and the grant keeps what the lock contract
+// asks of every grant: it never waits for a row another transaction has
+// locked (SKIP LOCKED) and draws its token in the server's epoch
+// (distributed_lock_draw_token, on the lock schema's own epoch row), so
+// tokens keep rising across a failover. Its grant is one UPDATE of a free,
+// lapsed or own row of a table shaped like distributed_lock, drawing the
+// token under the row lock (a key's first grant inserts the row); its
+// release one UPDATE, committed lazily like the locker's. No queue, events,
+// outcomes or refusal reasons: what is left of a cycle when the protocol
+// does nothing else.
 const floorFuncSQL = `
 CREATE TABLE bench_fn_lock (LIKE distributed_lock INCLUDING ALL);
-CREATE SEQUENCE bench_fn_lock_seq;
 CREATE FUNCTION bench_fn_take(key text, owner text, ttl_us bigint, OUT token bigint)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE bench_fn_lock l SET owner_id = owner, fence_token = nextval('bench_fn_lock_seq'),
+    UPDATE bench_fn_lock l SET owner_id = owner,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = clock_timestamp() + ttl_us * interval '1 microsecond',
         ttl = ttl_us * interval '1 microsecond', acquired_at = clock_timestamp(), released_at = NULL
-    WHERE l.lock_key = key
-      AND (l.released_at IS NOT NULL OR l.owner_id = owner OR l.expires_at <= clock_timestamp())
+    WHERE l.lock_key = (SELECT x.lock_key FROM bench_fn_lock x
+                        WHERE x.lock_key = key
+                          AND (x.released_at IS NOT NULL OR x.owner_id = owner OR x.expires_at <= clock_timestamp())
+                        FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.fence_token INTO token;
     IF NOT FOUND THEN
         INSERT INTO bench_fn_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
-        VALUES (key, owner, nextval('bench_fn_lock_seq'), clock_timestamp() + ttl_us * interval '1 microsecond',
+        VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)), clock_timestamp() + ttl_us * interval '1 microsecond',
                 ttl_us * interval '1 microsecond', clock_timestamp())
         ON CONFLICT (lock_key) DO NOTHING
         RETURNING l.fence_token INTO token;

@@ -19,7 +19,7 @@ const (
 	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
 	SeriesStatements      = "statements"       // the locker's protocol as client statements, without the functions (statements.go)
 	SeriesUpsert          = "upsert"           // the keep-row upsert of the peers (upsert.go)
-	SeriesFloorFunction   = "floor-function"   // a SECURITY DEFINER function doing only the UPDATE, per call (floorfunc.go)
+	SeriesFloorFunction   = "floor-function"   // a SECURITY DEFINER function doing only the UPDATE, with SKIP LOCKED and the epoch draw the contract needs (floorfunc.go)
 	SeriesCommitFloor     = "floor-commit"     // one single-row UPDATE (one commit) per round trip
 	SeriesNetFloor        = "floor-select"     // SELECT 1: one round trip, no commit
 )
