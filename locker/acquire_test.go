@@ -48,7 +48,7 @@ func TestTryAcquireOutcomes(t *testing.T) {
 	if err != nil || released.Outcome != locker.Released {
 		t.Fatalf("release = %+v, %v", released, err)
 	}
-	row, found, err := store.Get(ctx, db, "k")
+	row, found, err := store.Get[locker.LockInfo](ctx, db, "k")
 	if err != nil || !found || row.State() != locker.StateFree || row.Owner != "b" {
 		t.Fatalf("row after release = %+v found=%v err=%v; want kept, free, last holder b", row, found, err)
 	}

@@ -58,7 +58,7 @@ func FuzzValidateKey(f *testing.F) {
 			t.Fatalf("acquire of accepted key %q: %v", key, err)
 		}
 		defer lk.Release(ctx, db, lease)
-		row, found, err := store.Get(ctx, db, key)
+		row, found, err := store.Get[locker.LockInfo](ctx, db, key)
 		if err != nil || !found || row.Key != key || lease.Key != key {
 			t.Fatalf("key %q read back as %q (lease %q), found=%v err=%v", key, row.Key, lease.Key, found, err)
 		}
@@ -84,7 +84,7 @@ func FuzzValidateOwner(f *testing.F) {
 		if err != nil {
 			t.Fatalf("acquire by accepted owner %q: %v", owner, err)
 		}
-		row, _, err := store.Get(ctx, db, "fuzz-owner")
+		row, _, err := store.Get[locker.LockInfo](ctx, db, "fuzz-owner")
 		if err != nil || row.Owner != owner {
 			t.Fatalf("owner %q read back as %q: %v", owner, row.Owner, err)
 		}

@@ -10,24 +10,28 @@ import (
 )
 
 // LockInfo is a key's lock row as of the database's clock when it was read.
+// It is the one Go definition of the row: the SQL layer reads it for the
+// library, and the console's listing adds its own columns around it. The
+// db tags name the columns of distributed_lock (schema.sql) it is read
+// from; remaining and db_now are computed when it is read.
 type LockInfo struct {
-	Key   string
-	Owner string // the holder, or the last holder of a free key
-	Token int64  // the current (or last) grant's fencing token
+	Key   string `db:"lock_key"`
+	Owner string `db:"owner_id"`    // the holder, or the last holder of a free key
+	Token int64  `db:"fence_token"` // the current (or last) grant's fencing token
 	// ExpiresAt is on the database's clock; a free key keeps its last
 	// lease's expiry.
-	ExpiresAt  time.Time
-	TTL        time.Duration
-	AcquiredAt time.Time  // when the current (or last) grant was made
-	RenewedAt  *time.Time // nil until the grant is renewed
-	RenewCount int32
-	ReleasedAt *time.Time     // nil while the key is held or expired
-	Metadata   map[string]any // what the granting Locker's Config.Metadata said
+	ExpiresAt  time.Time      `db:"expires_at"`
+	TTL        time.Duration  `db:"ttl"`
+	AcquiredAt time.Time      `db:"acquired_at"` // when the current (or last) grant was made
+	RenewedAt  *time.Time     `db:"renewed_at"`  // nil until the grant is renewed
+	RenewCount int32          `db:"renew_count"`
+	ReleasedAt *time.Time     `db:"released_at"` // nil while the key is held or expired
+	Metadata   map[string]any `db:"metadata"`    // what the granting Locker's Config.Metadata said
 	// Remaining is ExpiresAt minus the database's clock at read time
 	// (negative once expired), zero for a free key.
-	Remaining time.Duration
+	Remaining time.Duration `db:"remaining"`
 	// DBNow is the database's clock when the row was read.
-	DBNow time.Time
+	DBNow time.Time `db:"db_now"`
 }
 
 // State is what a lock row means at the time it was read: one of the
@@ -46,26 +50,15 @@ func (i LockInfo) State() State {
 	return lockdb.StateOf(i.ReleasedAt, i.Remaining, i.TTL)
 }
 
-func lockInfoFrom(l store.Lock) LockInfo {
-	return LockInfo{
-		Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: l.ExpiresAt, TTL: l.TTL,
-		AcquiredAt: l.AcquiredAt, RenewedAt: l.RenewedAt, RenewCount: l.RenewCount,
-		ReleasedAt: l.ReleasedAt, Metadata: l.Metadata, Remaining: l.Remaining, DBNow: l.DBNow,
-	}
-}
-
 // Get reads key's lock row. found is false when the key has none (never
 // granted, or pruned).
 func (l *Locker) Get(ctx context.Context, db DBTX, key string) (info LockInfo, found bool, err error) {
 	if err := ValidateKey(key); err != nil {
 		return LockInfo{}, false, fmt.Errorf("locker: get: %w", err)
 	}
-	row, found, err := store.Get(ctx, db, key)
+	info, found, err = store.Get[LockInfo](ctx, db, key)
 	if err != nil {
 		return LockInfo{}, false, fmt.Errorf("locker: get %q: %w", key, err)
 	}
-	if !found {
-		return LockInfo{}, false, nil
-	}
-	return lockInfoFrom(row), true, nil
+	return info, found, nil
 }

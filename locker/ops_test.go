@@ -17,14 +17,13 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // rowOf reads key's row without the fields computed from the read time, so
 // two reads of an unchanged row compare equal.
-func rowOf(t *testing.T, db locker.DBTX, key string) store.Lock {
+func rowOf(t *testing.T, db locker.DBTX, key string) lockview.Lock {
 	t.Helper()
-	row, found, err := store.Get(context.Background(), db, key)
+	row, found, err := lockview.Get(context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("read %q: found=%v err=%v", key, found, err)
 	}
@@ -240,7 +239,7 @@ func TestForceOperations(t *testing.T) {
 			if row := rowOf(t, db, "k"); row.Owner != "a" || row.Token != lease.Token {
 				t.Fatalf("row = %+v", row)
 			}
-			if row, _, _ := store.Get(ctx, db, "k"); row.State() != op.state {
+			if row, _, _ := lockview.Get(ctx, db, "k"); row.State() != op.state {
 				t.Fatalf("state after %s = %s; want %s", op.name, row.State(), op.state)
 			}
 			ev := eventsOf(t, db, "k")[0]

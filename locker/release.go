@@ -73,9 +73,8 @@ func validLease(lease Lease) error {
 // key's current row so the message can say what happened.
 func notHeld(ctx context.Context, db DBTX, key, owner string, token int64) error {
 	e := &NotHeldError{Key: key, Owner: owner, Token: token}
-	if cur, found, err := store.Get(ctx, db, key); err == nil && found {
-		info := lockInfoFrom(cur)
-		e.Current = &info
+	if cur, found, err := store.Get[LockInfo](ctx, db, key); err == nil && found {
+		e.Current = &cur
 	}
 	return e
 }

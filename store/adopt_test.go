@@ -130,7 +130,7 @@ func TestMigrateReferenceTimeZone(t *testing.T) {
 	if _, err := store.MigrateWith(ctx, db, adopt); err != nil {
 		t.Fatal(err)
 	}
-	l, _, err := store.Get(ctx, db, "a")
+	l, _, err := store.Get[locker.LockInfo](ctx, db, "a")
 	if err != nil || !l.ExpiresAt.Equal(expires) {
 		t.Fatalf("adopted in the session's zone: expires %s, %v; want %s", l.ExpiresAt.UTC(), err, expires.UTC())
 	}

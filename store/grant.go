@@ -85,18 +85,23 @@ const getSQL = `SELECT ` + LockColumns + `
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE l.lock_key = $1`
 
-// Get reads one lock. found is false when the key has no row.
-func Get(ctx context.Context, db DBTX, key string) (l Lock, found bool, err error) {
+// Get reads key's lock row into a Row: locker.LockInfo, whose fields are
+// LockColumns by their db tags. The row's type is the library's, the one
+// definition a service sees, and store cannot name it without importing the
+// package built on it, so the caller does. found is false when the key has
+// no row.
+func Get[Row any](ctx context.Context, db DBTX, key string) (row Row, found bool, err error) {
+	var none Row
 	rows, err := db.Query(ctx, getSQL, key)
 	if err != nil {
-		return Lock{}, false, Interpret(err)
+		return none, false, Interpret(err)
 	}
-	l, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Lock])
+	row, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Row])
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lock{}, false, nil
+		return none, false, nil
 	}
 	if err != nil {
-		return Lock{}, false, fmt.Errorf("read lock %q: %w", key, Interpret(err))
+		return none, false, fmt.Errorf("read lock %q: %w", key, Interpret(err))
 	}
-	return l, true, nil
+	return row, true, nil
 }

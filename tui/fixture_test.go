@@ -14,7 +14,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // t0 is the fixed instant golden snapshots arrive at; views are drawn 1.5s
@@ -31,10 +30,13 @@ func tok(count int64) int64 { return 1<<40 | count }
 func fixtureRows() []lockview.ListedLock {
 	dbNow := t0.Add(-20 * time.Millisecond)
 	row := func(key, owner string, token int64, remaining, ttl, heldFor time.Duration) lockview.ListedLock {
-		return lockview.ListedLock{Lock: store.Lock{
-			Key: key, Owner: owner, Token: tok(token), TTL: ttl, Remaining: remaining, HeldFor: heldFor,
-			ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
-			GrantKind: "acquired", Metadata: map[string]any{"host": "web-1", "pid": 4242},
+		return lockview.ListedLock{Lock: lockview.Lock{
+			LockInfo: locker.LockInfo{
+				Key: key, Owner: owner, Token: tok(token), TTL: ttl, Remaining: remaining,
+				ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
+				Metadata: map[string]any{"host": "web-1", "pid": 4242},
+			},
+			GrantKind: "acquired", HeldFor: heldFor,
 		}}
 	}
 	billing := row("billing:nightly", "worker-3:8812:ab12cd34", 1042, 22*time.Second, 30*time.Second, 4*time.Minute+5*time.Second)

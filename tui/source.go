@@ -175,7 +175,7 @@ func readDetail(ctx context.Context, db store.DBTX, key string, window []lockvie
 	d := Detail{Key: key}
 	if row, ok := findRow(window, key); ok {
 		d.Lock = &row
-	} else if l, found, err := store.Get(ctx, db, key); err != nil {
+	} else if l, found, err := lockview.Get(ctx, db, key); err != nil {
 		return nil, err
 	} else if found {
 		d.Lock = &lockview.ListedLock{Lock: l}

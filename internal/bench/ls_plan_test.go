@@ -7,7 +7,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // TestLsPlan explains the statement `lockctl ls` sends on 100k locks: a
@@ -36,7 +35,7 @@ func TestLsPlan(t *testing.T) {
 		log.runs = nil
 		log.mu.Unlock()
 		printed := 0
-		if err := lockview.EachLock(ctx, pool, c.filter, func(store.Lock) error { printed++; return nil }); err != nil {
+		if err := lockview.EachLock(ctx, pool, c.filter, func(lockview.Lock) error { printed++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 		if printed != c.printed {

@@ -154,22 +154,22 @@ func completeHeldKey(cmd *cobra.Command, args []string, toComplete string) ([]co
 
 // completeOwner completes --owner with the owner holding the KEY given.
 func completeOwner(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return fromKeyRow(cmd, args, func(l store.Lock) string { return l.Owner })
+	return fromKeyRow(cmd, args, func(l locker.LockInfo) string { return l.Owner })
 }
 
 // completeToken completes --token with the KEY's current token, as the
 // full number scripts and the JSON output use.
 func completeToken(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return fromKeyRow(cmd, args, func(l store.Lock) string { return strconv.FormatInt(l.Token, 10) })
+	return fromKeyRow(cmd, args, func(l locker.LockInfo) string { return strconv.FormatInt(l.Token, 10) })
 }
 
 // fromKeyRow offers pick of the lease on args[0], if the key is held.
-func fromKeyRow(cmd *cobra.Command, args []string, pick func(store.Lock) string) ([]cobra.Completion, cobra.ShellCompDirective) {
+func fromKeyRow(cmd *cobra.Command, args []string, pick func(locker.LockInfo) string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return fromDatabase(cmd, func(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-		l, found, err := store.Get(ctx, pool, args[0])
+		l, found, err := store.Get[locker.LockInfo](ctx, pool, args[0])
 		if err != nil || !found || l.State() == locker.StateFree || l.State() == locker.StateExpired {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ func TestExpireFencedByToken(t *testing.T) {
 	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
 	d.expireLease("k")
 	current := d.json(0, "acquire", "k", "--owner", "b", "--ttl", "1m")
-	before, _, err := store.Get(ctx, pool, "k")
+	before, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestExpireFencedByToken(t *testing.T) {
 	if stale.Outcome != "not_held" || stale.Owner != "b" || stale.Token != current.Token {
 		t.Fatalf("expire with a stale token = %+v; want not_held naming b", stale)
 	}
-	after, _, err := store.Get(ctx, pool, "k")
+	after, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestExpireFencedByToken(t *testing.T) {
 		expired.State != "expired" || expired.Actor != "ops@test" {
 		t.Fatalf("expire = %+v; want expired, token %d of b, by ops@test", expired, current.Token)
 	}
-	row, _, err := store.Get(ctx, pool, "k")
+	row, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func TestForceReleaseFencedByToken(t *testing.T) {
 	if stale.Outcome != "not_held" || stale.Owner != "worker-1" || stale.Token != lease.Token {
 		t.Fatalf("force-release with a wrong token = %+v; want not_held naming worker-1", stale)
 	}
-	if row, _, err := store.Get(ctx, pool, "k"); err != nil || row.State() != locker.StateHeld || row.Token != lease.Token {
+	if row, _, err := store.Get[locker.LockInfo](ctx, pool, "k"); err != nil || row.State() != locker.StateHeld || row.Token != lease.Token {
 		t.Fatalf("row after a refused force-release = %+v, %v; want held, token %d", row, err, lease.Token)
 	}
 
@@ -33,7 +33,7 @@ func TestForceReleaseFencedByToken(t *testing.T) {
 	if freed.Outcome != "force_released" || freed.Owner != "worker-1" || freed.Token != lease.Token || freed.Actor != "alice@ops" {
 		t.Fatalf("force-release = %+v; want force_released of worker-1's token %d by alice@ops", freed, lease.Token)
 	}
-	row, _, err := store.Get(ctx, pool, "k")
+	row, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
 	if err != nil || row.State() != locker.StateFree {
 		t.Fatalf("row after force-release = %+v, %v; want free", row, err)
 	}

@@ -74,7 +74,7 @@ type lockRow struct {
 	Metadata      map[string]any `json:"metadata"`
 }
 
-func toLockRow(l store.Lock) lockRow {
+func toLockRow(l lockview.Lock) lockRow {
 	return lockRow{
 		Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
 		TTLMs: l.TTL.Milliseconds(), State: l.State(), RemainingMs: l.Remaining.Milliseconds(),
@@ -166,7 +166,7 @@ func listReferenceLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts L
 		return err
 	}
 	if len(opts.States) > 0 {
-		locks = slices.DeleteFunc(locks, func(l store.Lock) bool {
+		locks = slices.DeleteFunc(locks, func(l lockview.Lock) bool {
 			return !slices.Contains(opts.States, string(l.State()))
 		})
 	}
@@ -243,7 +243,7 @@ func newLockPrinter(w io.Writer, asJSON bool) *lockPrinter {
 	return &lockPrinter{table: newTableWriter(w, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING", "HELD-FOR"})}
 }
 
-func (p *lockPrinter) add(l store.Lock) error {
+func (p *lockPrinter) add(l lockview.Lock) error {
 	if p.json != nil {
 		return wrapOutput(p.json.add(toLockRow(l)))
 	}

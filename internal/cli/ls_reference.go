@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // referenceNote is said on stderr whenever ls shows the reference service's
@@ -28,7 +28,7 @@ type referenceLockRow struct {
 
 // writeReferenceLocks prints the reference service's table as ls does, with
 // referenceNote on stderr.
-func writeReferenceLocks(env Env, locks []store.Lock, asJSON bool) int {
+func writeReferenceLocks(env Env, locks []lockview.Lock, asJSON bool) int {
 	env.printLine(env.Prog + ": " + referenceNote)
 	if asJSON {
 		rows := make([]referenceLockRow, 0, len(locks))

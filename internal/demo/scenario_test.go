@@ -129,9 +129,9 @@ func TestStory(t *testing.T) {
 func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	t.Helper()
 	ctx := context.Background()
-	var stuck store.Lock
+	var stuck locker.LockInfo
 	testdb.Eventually(t, 30*time.Second, "reports:stuck held by report-gen with a waiter", func() bool {
-		l, found, err := store.Get(ctx, pool, "reports:stuck")
+		l, found, err := store.Get[locker.LockInfo](ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	// "At once": the waiter rechecks only every 5s on its own, so taking the
 	// key within 2s means the force-expire's NOTIFY woke it.
 	testdb.Eventually(t, 2*time.Second, "the waiter taking reports:stuck after the force-expire", func() bool {
-		l, _, err := store.Get(ctx, pool, "reports:stuck")
+		l, _, err := store.Get[locker.LockInfo](ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
 		}

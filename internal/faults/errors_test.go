@@ -101,7 +101,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			t.Fatalf("pg_is_in_recovery() = %v, %v; want a standby", inRecovery, err)
 		}
 		// Reads work and see the primary's lock.
-		row, found, err := store.Get(ctx, sdb, "k")
+		row, found, err := store.Get[locker.LockInfo](ctx, sdb, "k")
 		if err != nil || !found || row.Token != lease.Token {
 			t.Fatalf("read on standby = %+v, %v, %v; want the primary's lock", row, found, err)
 		}

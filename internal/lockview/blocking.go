@@ -105,13 +105,13 @@ func ReadBlocking(ctx context.Context, db store.DBTX) (Blocking, error) {
 }
 
 // wait says who holds the row's key: its owner while the lease is held
-// (store.Lock.State decides, as everywhere else).
+// (locker.LockInfo.State decides, as everywhere else).
 func (r blockingRow) wait() Wait {
 	w := Wait{Waiter: r.Waiter, Key: r.Key, Waited: r.Waited, WaitingMS: r.Waited.Milliseconds(), Holders: []string{}}
 	if !r.HasLockRow || r.Owner == nil {
 		return w
 	}
-	l := store.Lock{Owner: *r.Owner, Remaining: r.Remaining, TTL: r.TTL}
+	l := locker.LockInfo{Owner: *r.Owner, Remaining: r.Remaining, TTL: r.TTL}
 	if r.Released != nil && *r.Released {
 		l.ReleasedAt = &r.DBNow
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // heldKeysSQL reads, in key order, the keys whose lease is live (not
-// released, not past expires_at: store.Lock.State's held and expiring)
+// released, not past expires_at: locker.LockInfo.State's held and expiring)
 // that start with $1. In key order through the primary key, it stops after
 // $2 rows whatever the size of the table.
 const heldKeysSQL = `

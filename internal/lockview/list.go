@@ -86,9 +86,9 @@ type ListQuery struct {
 	Order Order
 }
 
-// ListedLock is a lock row with its live waiters.
+// ListedLock is a lock row as the console lists it: with its live waiters.
 type ListedLock struct {
-	store.Lock
+	Lock
 	// Waiters counts live waiter records (seen_until in the future).
 	Waiters int64 `db:"waiters"`
 	// OldestWait is how long the longest waiter has waited (database clock).

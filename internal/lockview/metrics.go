@@ -27,7 +27,7 @@ type Gauges struct {
 }
 
 // gaugesSQL counts the table by state and reads the oldest grant and the
-// longest wait. The expiring rule is store.Lock.State's.
+// longest wait. The expiring rule is locker.LockInfo.State's.
 const gaugesSQL = `
 WITH c AS (SELECT clock_timestamp() AS ts),
 w AS (

@@ -18,7 +18,7 @@ type LockFilter struct {
 }
 
 // stateSQL is a row's locker.State over lock row l and clock reading c(ts),
-// by the rule of store.Lock.State: Remaining is l.expires_at - c.ts, and
+// by the rule of locker.LockInfo.State: Remaining is l.expires_at - c.ts, and
 // "less than a fifth of the TTL" is written as 5 × remaining < ttl, which
 // is exact in microseconds where ttl / 5 would round.
 const stateSQL = `(CASE
@@ -35,7 +35,7 @@ const stateSQL = `(CASE
 // LIKE; with the prefix bound, the planner folds the empty-prefix test away
 // and reads the prefix as a range of an index on lock_key where the
 // collation allows one (docs/operations.md, "Large tables").
-const eachLockSQL = `SELECT ` + store.LockColumns + `
+const eachLockSQL = `SELECT ` + lockColumns + `
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE ($1 = '' OR starts_with(l.lock_key, $1))
   AND ($2::text[] IS NULL OR ` + stateSQL + ` = ANY ($2::text[]))
@@ -45,7 +45,7 @@ ORDER BY l.lock_key`
 // rows arrive from the server: memory does not grow with the number of
 // rows, so `lockctl ls` can print a table of millions. An error from fn
 // stops the listing and is returned.
-func EachLock(ctx context.Context, db store.DBTX, f LockFilter, fn func(store.Lock) error) error {
+func EachLock(ctx context.Context, db store.DBTX, f LockFilter, fn func(Lock) error) error {
 	var states []string
 	if f.States != nil {
 		states = make([]string, len(f.States))
@@ -59,7 +59,7 @@ func EachLock(ctx context.Context, db store.DBTX, f LockFilter, fn func(store.Lo
 	}
 	defer rows.Close()
 	for rows.Next() {
-		l, err := pgx.RowToStructByName[store.Lock](rows)
+		l, err := pgx.RowToStructByName[Lock](rows)
 		if err != nil {
 			return store.Interpret(err)
 		}
@@ -72,9 +72,9 @@ func EachLock(ctx context.Context, db store.DBTX, f LockFilter, fn func(store.Lo
 
 // ListPrefix returns the lock rows whose key starts with prefix, ordered by
 // key ("" returns every row), collected: for small tables and tests.
-func ListPrefix(ctx context.Context, db store.DBTX, prefix string) ([]store.Lock, error) {
-	locks := []store.Lock{}
-	err := EachLock(ctx, db, LockFilter{Prefix: prefix}, func(l store.Lock) error {
+func ListPrefix(ctx context.Context, db store.DBTX, prefix string) ([]Lock, error) {
+	locks := []Lock{}
+	err := EachLock(ctx, db, LockFilter{Prefix: prefix}, func(l Lock) error {
 		locks = append(locks, l)
 		return nil
 	})

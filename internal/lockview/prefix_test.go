@@ -9,7 +9,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // statesSQL leaves one row per case, each well away from its state's
@@ -51,7 +50,7 @@ func TestEachLockFilters(t *testing.T) {
 		{lockview.LockFilter{States: []locker.State{}}, ""},
 	} {
 		var keys []string
-		err := lockview.EachLock(ctx, pool, c.filter, func(l store.Lock) error {
+		err := lockview.EachLock(ctx, pool, c.filter, func(l lockview.Lock) error {
 			if c.filter.States != nil && !slices.Contains(c.filter.States, l.State()) {
 				t.Errorf("%+v listed %s, whose state is %s", c.filter, l.Key, l.State())
 			}
@@ -74,7 +73,7 @@ func TestEachLockStops(t *testing.T) {
 	}
 	stop := context.Canceled
 	n := 0
-	err := lockview.EachLock(ctx, pool, lockview.LockFilter{}, func(store.Lock) error {
+	err := lockview.EachLock(ctx, pool, lockview.LockFilter{}, func(lockview.Lock) error {
 		n++
 		return stop
 	})

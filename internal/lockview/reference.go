@@ -52,7 +52,7 @@ const referenceServerSQL = `SELECT pg_is_in_recovery(), current_setting('server_
 // with no TTL, grant time or release (referenceSQL has no such columns, so those
 // fields stay zero).
 type referenceRow struct {
-	store.Lock
+	Lock
 	Matches bool `db:"matches"`
 }
 
@@ -72,12 +72,12 @@ func readReference(ctx context.Context, db store.DBTX, s Sort, pattern string) (
 
 // ListReference returns the rows of a reference table whose key starts with prefix,
 // ordered by key, for `lockctl ls` ("" returns every row).
-func ListReference(ctx context.Context, db store.DBTX, prefix string) ([]store.Lock, error) {
+func ListReference(ctx context.Context, db store.DBTX, prefix string) ([]Lock, error) {
 	rows, err := readReference(ctx, db, SortKey, "")
 	if err != nil {
 		return nil, err
 	}
-	var locks []store.Lock
+	var locks []Lock
 	for _, r := range rows {
 		if strings.HasPrefix(r.Key, prefix) {
 			locks = append(locks, r.Lock)

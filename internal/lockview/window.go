@@ -1,14 +1,10 @@
 package lockview
 
-import (
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/lockctl/lockctl/store"
-)
+import "github.com/jackc/pgx/v5/pgtype"
 
 // windowColumns selects a ListedLock plus the row's place in the window:
 // side 0 is before the anchor, 1 from it on; pos counts away from the anchor.
-const windowColumns = store.LockColumns + `,
+const windowColumns = lockColumns + `,
 	coalesce(wt.n, 0) AS waiters, coalesce(c.ts - wt.since, interval '0') AS oldest_wait,
 	wt.since AS oldest_since, x.side, x.pos`
 
@@ -232,7 +228,7 @@ func spanOf(s Sort, pattern string, rows []ListedLock) Span {
 	if !s.byColumn() || len(rows) == 0 {
 		return Span{}
 	}
-	end := func(l store.Lock) anchorRow {
+	end := func(l Lock) anchorRow {
 		return anchorRow{Key: l.Key, ExpiresAt: l.ExpiresAt, ReleasedAt: l.ReleasedAt, Token: l.Token, AcquiredAt: l.AcquiredAt}
 	}
 	return Span{sort: s, pattern: pattern, first: end(rows[0].Lock), last: end(rows[len(rows)-1].Lock)}

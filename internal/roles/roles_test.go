@@ -157,7 +157,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	if err != nil || len(locks) != 2 {
 		t.Fatalf("viewer ListPrefix = %d rows, %v; want 2 rows", len(locks), err)
 	}
-	if l, found, err := store.Get(ctx, db, "held"); err != nil || !found || l.Token != held.Token {
+	if l, found, err := store.Get[locker.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
 	}
 	if ev, err := lockview.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
@@ -188,7 +188,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	wantDenied(t, "Fence", err)
 
 	// Nothing changed.
-	if l, _, _ := store.Get(ctx, e.admin, "held"); l.Token != held.Token || l.ReleasedAt != nil || l.RenewCount != 0 {
+	if l, _, _ := store.Get[locker.LockInfo](ctx, e.admin, "held"); l.Token != held.Token || l.ReleasedAt != nil || l.RenewCount != 0 {
 		t.Fatalf("held lock changed by a viewer: %+v", l)
 	}
 }

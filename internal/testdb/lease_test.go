@@ -23,9 +23,9 @@ func grant(t *testing.T, db store.DBTX, key, owner string, ttl time.Duration) st
 	return g
 }
 
-func row(t *testing.T, db store.DBTX, key string) store.Lock {
+func row(t *testing.T, db store.DBTX, key string) locker.LockInfo {
 	t.Helper()
-	l, found, err := store.Get(context.Background(), db, key)
+	l, found, err := store.Get[locker.LockInfo](context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("read %q: found=%v err=%v", key, found, err)
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // opCtx bounds one operation; the run's end is signalled by stop, not by
@@ -143,7 +142,7 @@ func (w Workload) operator(pool *pgxpool.Pool, lk *locker.Locker, rec *history.R
 		time.Sleep(time.Duration(50+r.IntN(100)) * time.Millisecond)
 		key := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
 		ctx, cancel := opCtx()
-		row, found, err := store.Get(ctx, pool, key)
+		row, found, err := lk.Get(ctx, pool, key)
 		if err == nil && found && row.State() != locker.StateFree {
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
 			_, err = lk.ForceExpire(ctx, pool, key, row.Token)
