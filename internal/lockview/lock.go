@@ -2,11 +2,7 @@ package lockview
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -39,16 +35,5 @@ WHERE l.lock_key = $1`
 // Get reads key's Lock: the console's detail page of a key outside the
 // listed window. found is false when the key has no row.
 func Get(ctx context.Context, db store.DBTX, key string) (l Lock, found bool, err error) {
-	rows, err := db.Query(ctx, getSQL, key)
-	if err != nil {
-		return Lock{}, false, store.Interpret(err)
-	}
-	l, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Lock])
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Lock{}, false, nil
-	}
-	if err != nil {
-		return Lock{}, false, fmt.Errorf("read lock %q: %w", key, store.Interpret(err))
-	}
-	return l, true, nil
+	return maybeOne[Lock](db.Query(ctx, getSQL, key))
 }
