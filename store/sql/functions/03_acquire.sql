@@ -25,7 +25,7 @@
 -- without a row its first grant (distributed_lock_first_grant), anything
 -- else a refusal saying why. Only a logged grant writes an event. A grant
 -- that also carried its refusal (a CTE and a UNION ALL over the row) cost
--- every grant the setup of the refusal's plan: about a sixth fewer cycles
+-- every grant the setup of the refusal's plan: about an eighth fewer cycles
 -- at 32 workers (BENCHMARKS.md).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
