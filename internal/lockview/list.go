@@ -22,7 +22,7 @@ import (
 // holds only the window's rows; with an operator's index on the column (see
 // docs/operations.md) the planner reads it through that instead, from the same SQL.
 // Handed the last page's Span (ListQuery.Near), as the console's polls are,
-// both sides come from one pass while the window stays inside that span;
+// both sides come from one pass while the selection stays near where it was;
 // handed its Order too, that pass is taken only when due, and the polls in
 // between read the window's rows by primary key (see Order).
 type Sort string
@@ -323,12 +323,13 @@ func reconcile(rows []windowRow, q ListQuery, rank, matching int64) (int64, int6
 }
 
 // readWindow reads the rows around anchor a, which is at rank among
-// matching rows. With a Span of this order and filter it reads the rows
-// inside the span first (one pass); a side holding fewer rows than the
-// totals say lie there is then read again the full way, alone (a LIMIT of
-// 0 reads nothing for the other side). The totals come from the statement
-// before, so a row that moved in between costs at worst that second read,
-// or leaves a side one row short until the next poll.
+// matching rows. With a Span of this order and filter it reads twice a
+// window's worth of rows from the span's first row on first (one pass); a
+// side holding fewer rows than the totals say lie there is then read again
+// the full way, alone (a LIMIT of 0 reads nothing for the other side). The
+// totals come from the statement before, so a row that moved in between
+// costs at worst that second read, or leaves a side one row short until
+// the next poll.
 func readWindow(ctx context.Context, db store.DBTX, q ListQuery, pattern string, a anchorRow, rank, matching int64) ([]windowRow, error) {
 	if !q.Near.covers(q.Sort, pattern) {
 		return collect[windowRow](db.Query(ctx, windowSQL[q.Sort], windowArgs(q.Sort, a, pattern, q.Before, q.After)...))
