@@ -90,63 +90,134 @@ var consoleSizes = []int{1_000, 10_000, 100_000, 1_000_000}
 // BenchmarkConsolePoll polls around a selection in the middle of the table,
 // as the console does, in every order: "first" is a poll without a hint
 // (it counts the table), "next" one handed the last page's span and counts,
-// as the polls between two counts are (the counts' own cost is first's),
-// and so the ordering read of TTL, token and held for; "kept" one handed
-// its order too, as the polls between two ordering reads are (zero in the
-// other orders: the same poll as next). Each reports server-ms, what the
-// server spent on one such poll (the sum of its statements' execution
-// times, explained as sent).
+// as the polls between two counts are (the counts' own cost is first's
+// count-ms), and so the ordering read of TTL, token and held for; "kept"
+// one handed its order too, as the polls between two ordering reads are
+// (zero in the other orders: the same poll as next). Each reports
+// server-ms, what the server spent on one such poll (the sum of its
+// statements' execution times, explained as sent).
 func BenchmarkConsolePoll(b *testing.B) {
 	for _, n := range consoleSizes {
 		b.Run(rowsName(n), func(b *testing.B) {
 			log := &statementLog{}
-			pool := consoleDB(b, n, log)
-			ctx := context.Background()
-			for _, sort := range lockview.Sorts {
-				q := consoleWindow()
-				q.Sort, q.Anchor = sort, fmt.Sprintf("job:%07d", n/2)
-				poll := func(b *testing.B, q lockview.ListQuery) lockview.Page {
-					page, err := lockview.ListLocks(ctx, pool, q)
-					if err != nil || page.Anchor < 0 || len(page.Rows) == 0 {
-						b.Fatalf("poll by %s: %d rows, anchor %d, %v", sort, len(page.Rows), page.Anchor, err)
-					}
-					return page
-				}
-				b.Run(string(sort)+"/first", func(b *testing.B) {
-					for b.Loop() {
-						poll(b, q)
-					}
-					b.ReportMetric(serverMillis(b, pool, log, func() { poll(b, q) }), "server-ms")
-				})
-				// next: handed the last page's span and counts, not due
-				// while the benchmark runs.
-				next, last := q, poll(b, q)
-				next.Near, next.Counts, next.Rank = last.Span, last.Counts, int(last.AnchorRank)
-				next.Counts.Took = time.Hour
-				b.Run(string(sort)+"/next", func(b *testing.B) {
-					for b.Loop() {
-						poll(b, next)
-					}
-					b.ReportMetric(serverMillis(b, pool, log, func() { poll(b, next) }), "server-ms")
-				})
-				kept := next
-				kept.Order = poll(b, next).Order
-				kept.Order.Took = time.Hour
-				b.Run(string(sort)+"/kept", func(b *testing.B) {
-					for b.Loop() {
-						poll(b, kept)
-					}
-					b.ReportMetric(serverMillis(b, pool, log, func() { poll(b, kept) }), "server-ms")
-				})
-			}
+			pollEveryOrder(b, consoleDB(b, n, log), log, n)
 		})
 	}
 }
 
-// serverMillis is what the server spent on the statements poll sends: each
-// explained as sent (EXPLAIN ANALYZE runs it again), their execution
-// times summed.
-func serverMillis(b *testing.B, pool *pgxpool.Pool, log *statementLog, poll func()) float64 {
+// BenchmarkConsoleSortIndexes is BenchmarkConsolePoll at a million locks,
+// in one run without and then with the sort indexes an operator may add
+// (docs/operations.md, "Large tables"), beside the floor: the cheapest
+// passes over the table there are, which bound any poll that reads every
+// row without an index. Run:
+//
+//	go test -run '^$' -bench ConsoleSortIndexes -benchtime 5x -timeout 30m ./internal/bench/
+func BenchmarkConsoleSortIndexes(b *testing.B) {
+	const n = 1_000_000
+	log := &statementLog{}
+	pool := consoleDB(b, n, log)
+	b.Run("indexes=none", func(b *testing.B) {
+		passFloor(b, pool)
+		pollEveryOrder(b, pool, log, n)
+	})
+	sortIndexes, err := os.ReadFile("../lockview/testdata/sort-indexes.sql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, q := range []string{string(sortIndexes), consoleAnalyzeSQL} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// New connections, as a console started after the indexes has: a
+	// prepared statement's plan cache remembers what its custom plans cost
+	// before the indexes and may settle on a generic plan for good.
+	pool.Reset()
+	b.Run("indexes=sort", func(b *testing.B) { pollEveryOrder(b, pool, log, n) })
+}
+
+// floorPasses are the cheapest reads of every row of the lock table: an
+// aggregate over one column, and a count.
+var floorPasses = map[string]string{
+	"min-expiry": `SELECT min(expires_at) FROM distributed_lock`,
+	"count":      `SELECT count(*) FROM distributed_lock`,
+}
+
+// passFloor reports what each floor pass costs the server (server-ms, as
+// serverMillis measures a poll).
+func passFloor(b *testing.B, pool *pgxpool.Pool) {
+	for _, name := range []string{"min-expiry", "count"} {
+		b.Run("floor/"+name, func(b *testing.B) {
+			ms := 0.0
+			for b.Loop() {
+				ms += explainedMillis(b, pool, capturedStatement{sql: floorPasses[name]}).execution
+			}
+			b.ReportMetric(ms/float64(b.N), "server-ms")
+		})
+	}
+}
+
+// pollEveryOrder runs the sub-benchmarks of BenchmarkConsolePoll on pool,
+// which holds n locks.
+func pollEveryOrder(b *testing.B, pool *pgxpool.Pool, log *statementLog, n int) {
+	ctx := context.Background()
+	for _, sort := range lockview.Sorts {
+		q := consoleWindow()
+		q.Sort, q.Anchor = sort, fmt.Sprintf("job:%07d", n/2)
+		poll := func(b *testing.B, q lockview.ListQuery) lockview.Page {
+			page, err := lockview.ListLocks(ctx, pool, q)
+			if err != nil || page.Anchor < 0 || len(page.Rows) == 0 {
+				b.Fatalf("poll by %s: %d rows, anchor %d, %v", sort, len(page.Rows), page.Anchor, err)
+			}
+			return page
+		}
+		report := func(b *testing.B, q lockview.ListQuery) {
+			ms := serverMillis(b, pool, log, func() { poll(b, q) })
+			b.ReportMetric(ms.execution, "server-ms")
+			b.ReportMetric(ms.planning, "plan-ms")
+			if ms.counting > 0 {
+				b.ReportMetric(ms.counting, "count-ms")
+			}
+		}
+		b.Run(string(sort)+"/first", func(b *testing.B) {
+			for b.Loop() {
+				poll(b, q)
+			}
+			report(b, q)
+		})
+		// next: handed the last page's span and counts, not due
+		// while the benchmark runs.
+		next, last := q, poll(b, q)
+		next.Near, next.Counts, next.Rank = last.Span, last.Counts, int(last.AnchorRank)
+		next.Counts.Took = time.Hour
+		b.Run(string(sort)+"/next", func(b *testing.B) {
+			for b.Loop() {
+				poll(b, next)
+			}
+			report(b, next)
+		})
+		kept := next
+		kept.Order = poll(b, next).Order
+		kept.Order.Took = time.Hour
+		b.Run(string(sort)+"/kept", func(b *testing.B) {
+			for b.Loop() {
+				poll(b, kept)
+			}
+			report(b, kept)
+		})
+	}
+}
+
+// statementMillis is what the server spent on statements, in ms:
+// executing them, the count statement's share of that (zero when none
+// counted), and planning them (EXPLAIN ANALYZE plans afresh, as pgx's
+// first executions of a prepared statement do, with custom plans).
+type statementMillis struct{ execution, counting, planning float64 }
+
+// serverMillis is what the server spent on the statements poll sends, each
+// explained as sent (EXPLAIN ANALYZE runs it again), summed.
+func serverMillis(b *testing.B, pool *pgxpool.Pool, log *statementLog, poll func()) statementMillis {
 	b.Helper()
 	log.mu.Lock()
 	log.runs = nil
@@ -155,23 +226,39 @@ func serverMillis(b *testing.B, pool *pgxpool.Pool, log *statementLog, poll func
 	log.mu.Lock()
 	runs := append([]capturedStatement(nil), log.runs...)
 	log.mu.Unlock()
-	total := 0.0
+	var sum statementMillis
 	for _, st := range runs {
-		var text string
-		if err := pool.QueryRow(context.Background(), explainPrefix+"JSON) "+st.sql, st.args...).Scan(&text); err != nil {
-			b.Fatalf("explain: %v\n%s", err, st.sql)
-		}
-		var out []struct {
-			Execution float64 `json:"Execution Time"`
-		}
-		if err := json.Unmarshal([]byte(text), &out); err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range out {
-			total += e.Execution
+		ms := explainedMillis(b, pool, st)
+		sum.execution += ms.execution
+		sum.planning += ms.planning
+		if strings.Contains(st.sql, "AS scan_rank") {
+			sum.counting += ms.execution
 		}
 	}
-	return total
+	return sum
+}
+
+// explainedMillis runs st under EXPLAIN ANALYZE and returns its execution
+// and planning times.
+func explainedMillis(b *testing.B, pool *pgxpool.Pool, st capturedStatement) statementMillis {
+	b.Helper()
+	var text string
+	if err := pool.QueryRow(context.Background(), explainPrefix+"JSON) "+st.sql, st.args...).Scan(&text); err != nil {
+		b.Fatalf("explain: %v\n%s", err, st.sql)
+	}
+	var out []struct {
+		Execution float64 `json:"Execution Time"`
+		Planning  float64 `json:"Planning Time"`
+	}
+	if err := json.Unmarshal([]byte(text), &out); err != nil {
+		b.Fatal(err)
+	}
+	var ms statementMillis
+	for _, e := range out {
+		ms.execution += e.Execution
+		ms.planning += e.Planning
+	}
+	return ms
 }
 
 // polledModel is the console after its first poll at 120x35: New, the
