@@ -323,8 +323,8 @@ func reconcile(rows []windowRow, q ListQuery, rank, matching int64) (int64, int6
 }
 
 // readWindow reads the rows around anchor a, which is at rank among
-// matching rows. With a Span of this order and filter it reads twice a
-// window's worth of rows from the span's first row on first (one pass); a
+// matching rows. With a Span of this order and filter it reads the rows
+// from the span's first row up to its last row's value first (one pass); a
 // side holding fewer rows than the totals say lie there is then read again
 // the full way, alone (a LIMIT of 0 reads nothing for the other side). The
 // totals come from the statement before, so a row that moved in between

@@ -129,27 +129,28 @@ WITH x AS (` + o.sides(`distributed_lock l`, o.expr, ` AND `+matchCond) + `)` + 
 }
 
 // nearSQL reads the table once for the first 2 × ($3 + $4) rows in the
-// order from a span's first row ($6/$7) on: the window's worth and as much
-// again for rows that entered it since. It takes both sides from those
-// when they hold the anchor: then every row between the span's first and
-// the anchor is among them, and the rows after the anchor are a prefix of
-// its side (a side that comes up short is read again; see readWindow).
-// When they do not hold it, no rows at all, since rows between the anchor
-// and the span would be missed. The read has no upper end: through the
-// operator's index it stops at its LIMIT, where a range ending at the
-// span's last row would read on through every row sharing that row's
-// value (PostgreSQL 15 ends a row-comparison range on its first column
-// only, and by TTL the free rows all share 'infinity'); without the index
-// it is the same one pass, into a top-N sort of that many rows.
+// order from a span's first row ($6/$7) on, up to its last row's value
+// ($8): the window's worth and as much again for rows that entered it
+// since. It takes both sides from those when they hold the anchor: then
+// every row between the span's first and the anchor is among them, and the
+// rows after the anchor are a prefix of its side (a side that comes up
+// short is read again; see readWindow). When they do not hold it, no rows
+// at all, since rows between the anchor and the span would be missed. The
+// upper end is the value alone, not the row's position, and the LIMIT ends
+// the read: PostgreSQL 15 ends a row-comparison range through an index on
+// its first column only, so a range ending at the span's last position
+// would read on through every row sharing that value (by TTL, every free
+// row after the span: they all share 'infinity'). Without the operator's
+// index it is the same one pass, into a top-N sort of the rows in the span.
 func (o columnOrder) nearSQL() string {
-	from := o.row(o.expr) + ` >= ` + o.at("$6", "$7")
+	from, upTo := o.row(o.expr)+` >= `+o.at("$6", "$7"), o.expr+` <= $8::`+o.typ
 	if o.descending {
-		from = o.row(o.expr) + ` <= ` + o.at("$6", "$7")
+		from, upTo = o.row(o.expr)+` <= `+o.at("$6", "$7"), o.expr+` >= $8::`+o.typ
 	}
 	return `
 WITH near AS MATERIALIZED (
     SELECT l.lock_key, ` + o.expr + ` AS v FROM distributed_lock l
-    WHERE ` + from + ` AND ` + matchCond + `
+    WHERE ` + from + ` AND ` + upTo + ` AND ` + matchCond + `
     ORDER BY ` + o.list(o.expr, true) + ` LIMIT 2 * ($3::int + $4::int)),
 x AS (` + o.sides(`near l`, `l.v`, ` AND EXISTS (SELECT 1 FROM near a WHERE a.lock_key = $1)`) + `)` + windowTail
 }
@@ -217,18 +218,18 @@ func windowArgs(s Sort, a anchorRow, pattern string, before, after int) []any {
 	return args
 }
 
-// Span is where a page's rows begin in its order. Handed back as
+// Span is where a page's rows lie in its order. Handed back as
 // ListQuery.Near on the next poll (Page.Span), it lets the TTL, token and
 // held-for orders read their window in one pass over the table instead of
-// one per side: twice the window's worth of rows from the span's first row
-// on is read first, and a side that comes up shorter than the totals say
-// it must be is read again the full way. So the result is the same with or
-// without a Span; only the cost differs. A Span from another order or
-// filter is ignored.
+// one per side: the rows from the span's first row up to its last row's
+// value are read first (twice the window's worth at most), and a side that
+// comes up shorter than the totals say it must be is read again the full
+// way. So the result is the same with or without a Span; only the cost
+// differs. A Span from another order or filter is ignored.
 type Span struct {
-	sort    Sort
-	pattern string
-	first   anchorRow
+	sort        Sort
+	pattern     string
+	first, last anchorRow
 }
 
 // spanOf is the span of rows listed in order s under pattern.
@@ -236,9 +237,10 @@ func spanOf(s Sort, pattern string, rows []ListedLock) Span {
 	if !s.byColumn() || len(rows) == 0 {
 		return Span{}
 	}
-	l := rows[0].Lock
-	return Span{sort: s, pattern: pattern,
-		first: anchorRow{Key: l.Key, ExpiresAt: l.ExpiresAt, ReleasedAt: l.ReleasedAt, Token: l.Token, AcquiredAt: l.AcquiredAt}}
+	end := func(l Lock) anchorRow {
+		return anchorRow{Key: l.Key, ExpiresAt: l.ExpiresAt, ReleasedAt: l.ReleasedAt, Token: l.Token, AcquiredAt: l.AcquiredAt}
+	}
+	return Span{sort: s, pattern: pattern, first: end(rows[0].Lock), last: end(rows[len(rows)-1].Lock)}
 }
 
 // covers says whether the span was taken in order s under pattern.
@@ -246,9 +248,10 @@ func (sp Span) covers(s Sort, pattern string) bool {
 	return sp.sort == s && sp.pattern == pattern && s.byColumn()
 }
 
-// nearArgs are nearSQL's arguments: windowArgs and the span's first row.
+// nearArgs are nearSQL's arguments: windowArgs, the span's first row and
+// its last row's value.
 func nearArgs(s Sort, a anchorRow, pattern string, before, after int, sp Span) []any {
-	return append(windowArgs(s, a, pattern, before, after), sortValue(s, sp.first), sp.first.Key)
+	return append(windowArgs(s, a, pattern, before, after), sortValue(s, sp.first), sp.first.Key, sortValue(s, sp.last))
 }
 
 // windowRow is a window statement's row.
