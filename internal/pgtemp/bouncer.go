@@ -155,10 +155,10 @@ func StartBouncer(ctx context.Context, upstream *Instance, opts BouncerOptions) 
 		return nil, err
 	}
 	b := &Bouncer{upstream: upstream, opts: opts}
-	if b.dir, err = upstream.mkdirOwned(upstream.dir, "pgbouncer-"); err != nil {
+	if b.dir, err = upstream.acct.mkdirIn(upstream.dir, "pgbouncer-"); err != nil {
 		return nil, err
 	}
-	if b.port, err = freePort(); err != nil {
+	if b.port, err = FreePort(); err != nil {
 		_ = os.RemoveAll(b.dir)
 		return nil, err
 	}
@@ -239,7 +239,7 @@ func (b *Bouncer) writeConfig() error {
 func (b *Bouncer) start(ctx context.Context, bin string) error {
 	cmd := exec.Command(bin, b.iniPath())
 	cmd.Dir = b.dir
-	cmd.SysProcAttr = b.upstream.procAttr()
+	cmd.SysProcAttr = b.upstream.acct.ProcAttr()
 	// SIGTERM is PgBouncer's immediate shutdown; the kernel sends it if this
 	// process dies without Close.
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM

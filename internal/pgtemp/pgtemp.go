@@ -43,7 +43,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,13 +79,11 @@ type Options struct {
 
 // Instance is one running (or stopped) throwaway server.
 type Instance struct {
-	opts    Options
-	binDir  string
-	dir     string // temp dir: data/, the socket and the log
-	port    int
-	uid     uint32
-	gid     uint32
-	asOther bool
+	opts   Options
+	binDir string
+	dir    string // temp dir: data/, the socket and the log
+	port   int
+	acct   Account // who runs the server and its poolers
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -126,14 +123,12 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 		return nil, err
 	}
 	in := &Instance{opts: opts, binDir: binDir}
-	if os.Geteuid() == 0 {
-		if err := in.useAccount(opts.User); err != nil {
-			return nil, err
-		}
+	if in.acct, err = AccountFor(opts.User); err != nil {
+		return nil, err
 	}
 	base := reachableTempBase()
 	removeStale(base)
-	if in.dir, err = in.mkdirOwned(base, dirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
+	if in.dir, err = in.acct.mkdirIn(base, dirPrefix+strconv.Itoa(os.Getpid())+"-"); err != nil {
 		return nil, err
 	}
 	register(in, opts.HandleSignals)
@@ -148,48 +143,12 @@ func Start(ctx context.Context, opts Options) (*Instance, error) {
 	return in, nil
 }
 
-func (in *Instance) useAccount(name string) error {
-	u, err := user.Lookup(name)
-	if err != nil {
-		return fmt.Errorf("pgtemp: running as root needs the %q user to run PostgreSQL (initdb refuses root): %w", name, err)
-	}
-	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
-	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
-	in.uid, in.gid, in.asOther = uint32(uid), uint32(gid), true
-	return nil
-}
-
-// reachableTempBase is os.TempDir unless one of its parents is closed to other
-// users (a TMPDIR under /root, say), where the postgres user could not reach.
-func reachableTempBase() string {
-	base := os.TempDir()
-	for dir := base; ; dir = filepath.Dir(dir) {
-		fi, err := os.Stat(dir)
-		if err != nil || fi.Mode().Perm()&0o001 == 0 {
-			return "/tmp"
-		}
-		if dir == filepath.Dir(dir) {
-			return base
-		}
-	}
-}
-
 func (in *Instance) command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, filepath.Join(in.binDir, name), args...)
 	cmd.Dir = in.dir
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	cmd.SysProcAttr = in.procAttr()
+	cmd.SysProcAttr = in.acct.ProcAttr()
 	return cmd
-}
-
-// procAttr starts a program in a process group of its own (so a stuck one
-// can be killed with everything it started) as the instance's account.
-func (in *Instance) procAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setpgid: true}
-	if in.asOther {
-		attr.Credential = &syscall.Credential{Uid: in.uid, Gid: in.gid}
-	}
-	return attr
 }
 
 func (in *Instance) initdb(ctx context.Context) error {
@@ -234,7 +193,7 @@ func (in *Instance) Start(ctx context.Context) error {
 		return errors.New("pgtemp: already running")
 	}
 	if in.port == 0 {
-		port, err := freePort()
+		port, err := FreePort()
 		if err != nil {
 			return err
 		}
@@ -341,7 +300,9 @@ func (in *Instance) removeDir() {
 	}
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port on 127.0.0.1 that nothing listens on now, for a
+// server or a program beside it.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("pgtemp: find a free port: %w", err)

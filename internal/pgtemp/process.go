@@ -40,20 +40,3 @@ func stopGroup(cmd *exec.Cmd, done <-chan struct{}, sig syscall.Signal, grace ti
 		<-done
 	}
 }
-
-// mkdirOwned makes a new directory in base, named by os.MkdirTemp's
-// pattern, owned by in's account, so the server and its poolers, which run
-// as that account, can write in it.
-func (in *Instance) mkdirOwned(base, pattern string) (string, error) {
-	dir, err := os.MkdirTemp(base, pattern)
-	if err != nil {
-		return "", fmt.Errorf("pgtemp: %w", err)
-	}
-	if in.asOther {
-		if err := os.Chown(dir, int(in.uid), int(in.gid)); err != nil {
-			_ = os.RemoveAll(dir)
-			return "", fmt.Errorf("pgtemp: %w", err)
-		}
-	}
-	return dir, nil
-}

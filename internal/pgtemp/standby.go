@@ -50,12 +50,11 @@ func StartStandby(ctx context.Context, primary *Instance, opts Options) (*Instan
 			in.opts.Settings[k] = v
 		}
 	}
-	if os.Geteuid() == 0 {
-		if err := in.useAccount(opts.User); err != nil {
-			return nil, err
-		}
+	var err error
+	if in.acct, err = AccountFor(opts.User); err != nil {
+		return nil, err
 	}
-	dir, err := in.mkdirOwned(reachableTempBase(), dirPrefix+strconv.Itoa(os.Getpid())+"-")
+	dir, err := in.acct.MkdirTemp(dirPrefix + strconv.Itoa(os.Getpid()) + "-")
 	if err != nil {
 		return nil, err
 	}
