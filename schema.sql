@@ -848,7 +848,11 @@ END $$;
 -- free or lapsed with live waiters ahead is first handed to the head. It
 -- waits for the key's row lock (a release or grant in flight), which orders
 -- it with releases: a release either sees the new waiter or has committed
--- before. db_now is the database's clock as the call returns (the client
+-- before. An owner's live record on the key (its earlier call could not
+-- leave: a broken connection) is taken over rather than joined by a second:
+-- same id and place, the lease now asked for; a key found free or lapsed
+-- and handed to that record is the caller's at once (claimed, outcome the
+-- hand-off's grant kind). db_now is the database's clock as the call returns (the client
 -- relates a later hand-off's acquired_us to its own clock with it). outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
 -- try again.
@@ -890,14 +894,35 @@ BEGIN
         db_now := clock_timestamp();
         RETURN;
     END IF;
-    IF distributed_lock_open(r, ts) THEN
-        PERFORM distributed_lock_hand_off(key, ts);
-    END IF;
-    INSERT INTO distributed_lock_waiter AS w
-        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor)
-    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''))
+    -- An owner has one place in a key's queue: its live record (left by a
+    -- call whose connection broke before it could leave) is taken over,
+    -- with the lease now asked for, and keeps its place and id.
+    UPDATE distributed_lock_waiter w SET
+        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, '')
+    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
+                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts)
     RETURNING w.waiter_id INTO waiter_id;
+    IF distributed_lock_open(r, ts) THEN
+        IF distributed_lock_hand_off(key, ts) = waiter_id THEN
+            -- Handed to the caller's own record: it is here to claim it (a
+            -- renewal), and gets it as the grant it is.
+            SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+            SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key;
+            waiter_id := NULL;
+            db_now := clock_timestamp();
+            RETURN;
+        END IF;
+    END IF;
+    IF waiter_id IS NULL THEN
+        INSERT INTO distributed_lock_waiter AS w
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor)
+        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''))
+        RETURNING w.waiter_id INTO waiter_id;
+    END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now

@@ -93,6 +93,33 @@ func TestEnqueue(t *testing.T) {
 			w.notify = []notifyWant{handOffTo(w1, "stolen")}
 			return w
 		}()},
+		{name: "held by another, the caller queued: its record taken over in its place", call: asking.call,
+			state: heldBy(other).queued(w1).withWaiter(waiterRow{owner: me, seenFor: 5 * time.Second, waitedFor: time.Second}).queued(w2),
+			want: func() want {
+				w := want{outcome: "queued", owner: other, token: keptToken, waiterID: me, row: untouched,
+					waiters: []waiterWant{{owner: w1}, {owner: me, seenFor: 30 * time.Second}, {owner: w2}}, check: dbNowReturned}
+				w.check = func(t *testing.T, result map[string]any, p prepared, after observed) {
+					dbNowReturned(t, result, p, after)
+					got := after.waiters[1]
+					if show(got.TTL) != "2m0s" || show(got.Claim) != "5s" || !sameJSON(got.Metadata, `{"pid": 42}`) ||
+						!got.LogGrants || show(got.Actor) != "svc" {
+						t.Errorf("waiter record %+v; want the lease now asked for: 2m, claim 5s, {\"pid\": 42}, logged by svc", got)
+					}
+				}
+				return w
+			}()},
+		{name: "promised to the caller's record", state: promisedTo(me), call: mine.call, want: granted("renewed",
+			rowWant{owner: me, token: keptToken, expires: about(time.Minute), ttl: time.Minute, kind: "acquired",
+				prevOwner: "earlier", prevToken: keptPrevious, renewals: 1, handedTo: me})},
+		{name: "expired, the caller queued at the head: handed to its record and claimed", state: lapsed(other).queued(me, w1),
+			call: mine.call, want: func() want {
+				row := handedTo(me, "stolen", other)
+				row.expires, row.renewals = about(time.Minute), 1
+				w := granted("stolen", row, grantEvent("stolen", me, me, other))
+				w.waiters = waiters(w1)
+				w.notify = []notifyWant{handOffTo(me, "stolen")}
+				return w
+			}()},
 		{name: "lapsed hand-off, nobody queued", state: lapsedHandOffTo(w1), call: mine.call, want: granted("stolen",
 			func() rowWant {
 				w := grantTo(me, "stolen", time.Minute, keptToken)
