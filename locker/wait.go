@@ -29,8 +29,13 @@ import (
 // While it waits, the caller's record in distributed_lock_waiter is the
 // console's queue; a Notifier refreshes the records of all its waiters in
 // one statement, and without one each waiter's check refreshes its own.
-// The record goes when Acquire returns, however it returns; a lease handed
-// to it as it gave up is passed on to the next waiter. When ctx ends first,
+// The record goes when Acquire returns, however it returns, unless the
+// connection broke (then it lapses 3×WaitRecheck after its last refresh); a
+// lease handed to it as it gave up is passed on to the next waiter. An owner
+// has one place per key: Acquire by an owner whose record is still queued
+// takes that record over, keeping its place, so calling again after a
+// broken connection loses no turn (and two concurrent calls of one owner on
+// one key share one place; see docs/queue.md). When ctx ends first,
 // the error is a *GaveUpError (wrapping ctx's error) that says whether a
 // lease may have been handed to it meanwhile.
 //
@@ -143,7 +148,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		}
 		switch {
 		case leaveErr != nil:
-			err = fmt.Errorf("%w (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", err, leaveErr)
+			err = fmt.Errorf("%w (leaving the queue failed: %v; its record keeps its place until it lapses, and Acquire again by the same owner takes it back)", err, leaveErr)
 		case did == lockdb.PassedOn:
 			err = fmt.Errorf("%w (the lease handed to it meanwhile was released and passed on)", err)
 		case did == lockdb.LeftNone:
