@@ -96,11 +96,12 @@ END $$;
 -- waits for the key's row lock (a release or grant in flight), which orders
 -- it with releases: a release either sees the new waiter or has committed
 -- before. An owner's live record on the key (its earlier call could not
--- leave: a broken connection) is taken over rather than joined by a second:
--- same id and place, the lease now asked for; a key found free or lapsed
--- and handed to that record is the caller's at once (claimed, outcome the
--- hand-off's grant kind). db_now is the database's clock as the call returns (the client
--- relates a later hand-off's acquired_us to its own clock with it). outcome
+-- leave: a broken connection) is taken over rather than joined by a
+-- second: same id and place, the lease now asked for; a key found free or
+-- lapsed and handed to that record is the caller's at once (claimed,
+-- outcome the hand-off's grant kind). db_now is the database's clock as the
+-- call returns (the client relates a later hand-off's acquired_us to its
+-- own clock with it). outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
 -- try again.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
