@@ -144,14 +144,16 @@ func ConnectWith(cfg *pgx.ConnConfig) func(ctx context.Context) (*pgx.Conn, erro
 // every (re)connection it wakes all subscribers once: a release announced
 // while it was not listening would otherwise be missed.
 func (n *Notifier) Run(ctx context.Context) error {
-	backoff := 100 * time.Millisecond
+	backoff := minBackoff
 	for {
-		err := n.listen(ctx)
+		listened := n.listen(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if err == nil {
-			backoff = 100 * time.Millisecond
+		if listened {
+			// The connection worked until now: a failover's first retry
+			// must not wait out the backoff of an earlier outage.
+			backoff = minBackoff
 		}
 		n.wakeAll()
 		select {
@@ -159,14 +161,23 @@ func (n *Notifier) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(backoff):
 		}
-		backoff = min(backoff*2, 5*time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
-func (n *Notifier) listen(ctx context.Context) error {
+// The reconnect backoff doubles from minBackoff up to maxBackoff while
+// connections fail, and starts again after one that listened.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// listen runs one connection until it breaks or ctx ends, and reports
+// whether its LISTEN was in place.
+func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	conn, err := n.cfg.Connect(ctx)
 	if err != nil {
-		return err
+		return listened
 	}
 	defer n.setState(WakeChecking)
 	defer conn.Close(context.WithoutCancel(ctx))
@@ -174,16 +185,17 @@ func (n *Notifier) listen(ctx context.Context) error {
 	// waiters queue in (connect as the pool does: same search_path).
 	var schema string
 	if err := conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
-		return err
+		return listened
 	}
 	n.mu.Lock()
 	n.schema = schema
 	n.mu.Unlock()
 	for _, channel := range []string{store.NotifyChannel, store.HandOffChannel, probeChannel} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-			return err
+			return listened
 		}
 	}
+	listened = true
 	n.wakeAll()
 	// The probe counts only when it arrives while this connection runs no
 	// statement. Through a transaction pooler the connection reaches a
@@ -200,7 +212,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 		if !time.Now().Before(nextBeat) {
 			every, err := n.heartbeat(ctx, conn)
 			if err != nil {
-				return err
+				return listened
 			}
 			nextBeat = time.Now().Add(every)
 			if n.dispatchBuffered(conn, probe) {
@@ -235,7 +247,7 @@ func (n *Notifier) listen(ctx context.Context) error {
 			}
 			continue // time for the heartbeat, or the probe's deadline
 		case err != nil:
-			return err
+			return listened
 		case note.Channel == probeChannel:
 			if note.Payload == probe {
 				probe = ""
