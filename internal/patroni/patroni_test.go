@@ -121,6 +121,7 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	// have found node1 too; without it they would find their grants only
 	// at their next check.
 	c.waitUntil(ctx, 30*time.Second, "the waiters' Notifier listening again", notifier.Live)
+	step("the waiters' Notifier listening on node1")
 	close(queueHolder.letGo)
 	var served []string
 	c.waitUntil(ctx, 90*time.Second, "every waiter to have had the queue's key", func() bool {
