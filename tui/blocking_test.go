@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
@@ -17,19 +19,7 @@ import (
 // owners is drawn as a ring in the error style's words, and a chain under
 // its root blocker; esc goes back to the table and the polls stop asking.
 func TestBlockingPageReadsTheChains(t *testing.T) {
-	pool := testdb.New(t)
-	ctx := context.Background()
-	acquire(t, pool, "x", "owner-a", time.Minute)
-	acquire(t, pool, "y", "owner-b", time.Minute)
-	acquire(t, pool, "billing:nightly", "root-holder", time.Minute)
-	for _, w := range [][2]string{{"y", "owner-a"}, {"x", "owner-b"}, {"billing:nightly", "waiter-1"}} {
-		if _, _, err := store.Enqueue(ctx, pool, store.QueueParams{
-			GrantParams: store.GrantParams{Key: w[0], Owner: w[1], TTL: time.Minute},
-			ClaimWindow: time.Second, SeenFor: time.Minute,
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pool := deadlockAndChain(t, [2]string{"y", "owner-a"}, [2]string{"x", "owner-b"}, [2]string{"billing:nightly", "waiter-1"})
 	m := dbModel(t, pool, Options{}, 140, 35)
 	if m.pollRequest().Blocking {
 		t.Fatal("the table's polls read the blocking chains")
@@ -60,6 +50,27 @@ func TestBlockingPageReadsTheChains(t *testing.T) {
 	}
 }
 
+// deadlockAndChain is a database where owner-a holds x, owner-b holds y and
+// root-holder holds billing:nightly, and the waits are queued in the
+// order given ({key, owner}): the tests queue owner-a for y and owner-b
+// for x (a deadlock) and waiter-1 for billing:nightly (a chain).
+func deadlockAndChain(t *testing.T, waits ...[2]string) *pgxpool.Pool {
+	t.Helper()
+	pool := testdb.New(t)
+	acquire(t, pool, "x", "owner-a", time.Minute)
+	acquire(t, pool, "y", "owner-b", time.Minute)
+	acquire(t, pool, "billing:nightly", "root-holder", time.Minute)
+	for _, w := range waits {
+		if _, _, err := store.Enqueue(context.Background(), pool, store.QueueParams{
+			GrantParams: store.GrantParams{Key: w[0], Owner: w[1], TTL: time.Minute},
+			ClaimWindow: time.Second, SeenFor: time.Minute,
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool
+}
+
 // Database text on the blocking page is escaped: no raw escape reaches
 // the terminal.
 func TestBlockingPageEscapesDatabaseText(t *testing.T) {
@@ -83,19 +94,7 @@ func TestBlockingPageEscapesDatabaseText(t *testing.T) {
 // wait is for, read from the database, and esc comes back to the blocking
 // page with the cursor where it was.
 func TestBlockingPageEnterOpensTheWaitsKey(t *testing.T) {
-	pool := testdb.New(t)
-	ctx := context.Background()
-	acquire(t, pool, "x", "owner-a", time.Minute)
-	acquire(t, pool, "y", "owner-b", time.Minute)
-	acquire(t, pool, "billing:nightly", "root-holder", time.Minute)
-	for _, w := range [][2]string{{"billing:nightly", "waiter-1"}, {"x", "owner-b"}, {"y", "owner-a"}} {
-		if _, _, err := store.Enqueue(ctx, pool, store.QueueParams{
-			GrantParams: store.GrantParams{Key: w[0], Owner: w[1], TTL: time.Minute},
-			ClaimWindow: time.Second, SeenFor: time.Minute,
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pool := deadlockAndChain(t, [2]string{"billing:nightly", "waiter-1"}, [2]string{"x", "owner-b"}, [2]string{"y", "owner-a"})
 	m := dbModel(t, pool, Options{}, 140, 35)
 	m, cmd := update(t, m, keyMsg("b"))
 	m = runPoll(t, m, cmd)
