@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	_ "embed"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,39 +20,9 @@ import (
 // release one UPDATE, committed lazily like the locker's. No queue, events,
 // outcomes or refusal reasons: what is left of a cycle when the protocol
 // does nothing else.
-const floorFuncSQL = `
-CREATE TABLE bench_fn_lock (LIKE distributed_lock INCLUDING ALL);
-CREATE FUNCTION bench_fn_take(key text, owner text, ttl_us bigint, OUT token bigint)
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
-BEGIN
-    UPDATE bench_fn_lock l SET owner_id = owner,
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = clock_timestamp() + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond', acquired_at = clock_timestamp(), released_at = NULL
-    WHERE l.lock_key = (SELECT x.lock_key FROM bench_fn_lock x
-                        WHERE x.lock_key = key
-                          AND (x.released_at IS NOT NULL OR x.owner_id = owner OR x.expires_at <= clock_timestamp())
-                        FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING l.fence_token INTO token;
-    IF NOT FOUND THEN
-        INSERT INTO bench_fn_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
-        VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)), clock_timestamp() + ttl_us * interval '1 microsecond',
-                ttl_us * interval '1 microsecond', clock_timestamp())
-        ON CONFLICT (lock_key) DO NOTHING
-        RETURNING l.fence_token INTO token;
-    END IF;
-END $$;
-CREATE FUNCTION bench_fn_release(key text, owner text, token bigint) RETURNS boolean
-LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
-BEGIN
-    UPDATE bench_fn_lock l SET released_at = clock_timestamp()
-    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL;
-    IF FOUND THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-    RETURN FOUND;
-END $$;
-`
+//
+//go:embed pgbench/floor-functions.sql
+var floorFuncSQL string
 
 const (
 	floorFuncTakeSQL    = `SELECT bench_fn_take($1, $2, $3::bigint)`

@@ -27,7 +27,7 @@ type target struct {
 // table with its four columns and its token sequence, one row per worker
 // for the commit floor, the upsert's table, and the function floor's table
 // and functions (pinned to the run's schema). Created unqualified, in the run's schema.
-const benchTablesSQL = `
+var benchTablesSQL = `
 CREATE TABLE reference_lock (
     lock_key    varchar(255) PRIMARY KEY,
     owner_id    varchar(255) NOT NULL,
