@@ -197,11 +197,13 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	}
 	listened = true
 	n.wakeAll()
-	// The probe counts only when it arrives while this connection runs no
-	// statement. Through a transaction pooler the connection reaches a
-	// server only during its own statements (the heartbeat), and a NOTIFY
-	// committed meanwhile can reach it then by chance; between statements
-	// nothing can. A probe heard during a statement is sent again.
+	// The probe counts only when it was sent after this connection's last
+	// statement and arrives before its next. Through a transaction pooler
+	// the connection reaches a server only during its own statements (the
+	// heartbeat): a NOTIFY committed meanwhile can reach it then by chance,
+	// even just after the statement's result (the server sends it as soon
+	// as it is idle, and the pooler may pass it on with the result). So a
+	// probe still out when a statement runs is sent again, with a new id.
 	probe, probeDeadline := "", time.Time{}
 	sendProbe := n.cfg.Probe != nil
 	if !sendProbe {
@@ -215,7 +217,8 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 				return listened
 			}
 			nextBeat = time.Now().Add(every)
-			if n.dispatchBuffered(conn, probe) {
+			n.dispatchBuffered(conn)
+			if probe != "" {
 				sendProbe = true
 			}
 		}
@@ -260,19 +263,17 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 }
 
 // dispatchBuffered dispatches the notifications conn received during a
-// statement, and reports whether probe was among them (to be sent again:
-// see listen).
-func (n *Notifier) dispatchBuffered(conn *pgx.Conn, probe string) (probeHeard bool) {
+// statement. Probes among them are dropped: one heard during a statement
+// proves nothing (see listen).
+func (n *Notifier) dispatchBuffered(conn *pgx.Conn) {
 	done, cancel := context.WithCancel(context.Background())
 	cancel() // only what is already buffered; nothing is read from the server
 	for {
 		note, _ := conn.WaitForNotification(done)
 		switch {
 		case note == nil:
-			return probeHeard
-		case note.Channel == probeChannel:
-			probeHeard = probeHeard || (probe != "" && note.Payload == probe)
-		default:
+			return
+		case note.Channel != probeChannel:
 			n.dispatch(note)
 		}
 	}
