@@ -27,6 +27,10 @@ type Observed struct {
 	// see. A committed grant newer than the write's own token means the
 	// write was made after its lease had been handed on.
 	SeenToken []int64
+	// EventTx is, for each event_id, the top-level transaction that wrote
+	// it (pg_current_xact_id(), recorded by a trigger CreateGuarded adds):
+	// the events of one transaction became visible together.
+	EventTx map[int64]int64
 }
 
 // Stats counts what a check covered.
@@ -54,13 +58,23 @@ type Stats struct {
 	// LazyReleasesLost counts acknowledged lazy releases that a later
 	// server crash took with it (the lease then ran to its expiry).
 	LazyReleasesLost int
+	// Sets: set calls (TryAcquireAll, AcquireAll) granted, the keys they
+	// were granted, and set calls refused or given up (nothing taken).
+	SetGrants, SetKeys, SetsRefused int
+	// Lock-delay: grants that followed a lease that ended without its
+	// holder's release and carried a lock-delay (each checked against the
+	// delay's end), delays an operator ended early, and grants that came,
+	// rightly, within the delay of a lease its holder released.
+	DelayedGrants, DelaysEnded, GrantsAfterCleanRelease int
 }
 
 func (s Stats) String() string {
 	return fmt.Sprintf("%d ops: %d grants (%d steals), %d renewals, %d releases, %d force-expires, %d refused as held, %d waits given up, %d fenced writes checked (%d seen to commit), %d stale writes rejected, %d failed, %d unknown; %d kept leases ended (%d lost, %d untrusted on arrival, %d stolen after); %d lazy releases lost in a crash",
 		s.ClientOps, s.Grants, s.Steals, s.Renewals, s.Releases, s.ForceExpires, s.Held, s.GaveUp, s.FencedWrites, s.WritesSeen,
 		s.RejectedWrites, s.Failed, s.Unknown, s.LeaseEnds, s.LeasesLost, s.UntrustedOnArrival, s.StealsOfEndedLeases,
-		s.LazyReleasesLost)
+		s.LazyReleasesLost) +
+		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease",
+			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease)
 }
 
 // Report is the result of Check.
@@ -91,6 +105,9 @@ type leaseFacts struct {
 	lastSent time.Duration
 	ttl      time.Duration
 	known    bool
+	// delay is the lock-delay the grant asked for (Op.LockDelay).
+	delay      time.Duration
+	delayKnown bool
 }
 
 // Check verifies a run. The properties, each sound (it flags only what the
@@ -119,11 +136,27 @@ type leaseFacts struct {
 //     keepalive reported it lost before its local deadline and before the
 //     database expiry the client knew of, and every holder stopped trusting
 //     its lease before the lease was stolen.
+//  6. Lock-delay: a lease that ended without its holder's release
+//     (expired, force-expired, force-released) keeps its key from every
+//     grant until its end plus the lock-delay its client asked for
+//     (Op.LockDelay), and until any delay_until the database declared in
+//     the force_* event, unless a delay_ended event came first; on the
+//     local clock, a steal's reply cannot come before the victim's last
+//     renewal was sent plus TTL plus delay. A clean release starts none
+//     (counted, not required: Stats.GrantsAfterCleanRelease).
+//  7. Sets (ops with Set): a set's keys are granted in one transaction
+//     (Observed.EventTx), all or none: a granted call's grant events share
+//     one transaction, no call is told part of its set was granted, and
+//     every transaction that granted keys to a set's owner granted whole
+//     sets it asked for, so no key of a set is ever visible granted
+//     without the rest.
 func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 	c := checker{ops: ops, ends: ends, obs: obs, leases: map[leaseID]*leaseFacts{}}
 	c.learnLeases()
+	c.learnDelays()
 	c.checkLog()
 	c.checkClientGrants()
+	c.checkSets()
 	c.checkRealTimeOrder()
 	c.checkWrites()
 	c.checkLeaseEnds()
@@ -143,6 +176,8 @@ type checker struct {
 	forcedAt    map[leaseID]time.Time      // force_expired event times
 	stolenPrev  map[leaseID]int64          // steal → token it took over from
 	releasedLog map[leaseID]bool
+	askedDelay  map[keyOwner]time.Duration // least lock-delay of grants whose reply was lost
+	delayCut    map[leaseID]bool           // grants after an operator ended the key's delay
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -173,20 +208,42 @@ func (c *checker) learnLeases() {
 	}
 }
 
-// checkLog walks the event log key by key (properties 1 and 2).
+// lastLease is the current (latest) grant of a key while the event log is
+// walked, and how it ended so far.
+type lastLease struct {
+	ev lockview.Event
+	// released: by its holder (a clean release, which starts no
+	// lock-delay) or, with forceReleased, by an operator.
+	released      bool
+	releasedAt    time.Time
+	forceReleased time.Time
+	// delayUntil is the end of a lock-delay the database declared in a
+	// force_* event's detail; delayEnded is the first delay_ended event on
+	// the key since this grant: the lease's lock-delay is over then.
+	delayUntil time.Time
+	delayEnded time.Time
+}
+
+// checkLog walks the event log key by key (properties 1, 2 and 6).
 func (c *checker) checkLog() {
-	type current struct {
-		ev       lockview.Event
-		released bool
-	}
-	cur := map[string]*current{}
+	cur := map[string]*lastLease{}
 	maxToken := map[string]int64{}
 	tokenKey := map[int64]string{}
 	c.granted = map[leaseID]lockview.Event{}
 	c.forcedAt = map[leaseID]time.Time{}
 	c.stolenPrev = map[leaseID]int64{}
 	c.releasedLog = map[leaseID]bool{}
+	c.delayCut = map[leaseID]bool{}
 	for _, ev := range c.obs.Events {
+		if ev.Kind == eventDelayEnded {
+			// An operator ended the key's lock-delay: it may name the
+			// lease whose delay it was, or nothing.
+			c.stats.DelaysEnded++
+			if p := cur[ev.Key]; p != nil && p.delayEnded.IsZero() {
+				p.delayEnded = ev.OccurredAt
+			}
+			continue
+		}
 		if ev.Token == nil {
 			c.fail("event %d (%s on %q) has no token", ev.ID, ev.Kind, ev.Key)
 			continue
@@ -216,11 +273,21 @@ func (c *checker) checkLog() {
 					c.stolenPrev[id] = *prev.ev.Token
 				}
 			}
-			if prev != nil && !prev.released {
-				c.checkPreviousEnded(ev, prev.ev)
+			if prev != nil {
+				if !prev.delayEnded.IsZero() {
+					c.delayCut[id] = true
+				}
+				switch {
+				case !prev.released:
+					c.checkPreviousEnded(ev, prev)
+				case !prev.forceReleased.IsZero():
+					c.checkDelay(ev, prev, prev.forceReleased)
+				default:
+					c.noteCleanRelease(ev, prev)
+				}
 			}
 			c.granted[id] = ev
-			cur[ev.Key] = &current{ev: ev}
+			cur[ev.Key] = &lastLease{ev: ev}
 		case lockdb.EventReleased, lockdb.EventForceReleased:
 			c.stats.Releases++
 			p := cur[ev.Key]
@@ -230,6 +297,13 @@ func (c *checker) checkLog() {
 			}
 			p.released = true
 			c.releasedLog[id] = true
+			if ev.Kind == lockdb.EventForceReleased {
+				p.forceReleased = ev.OccurredAt
+				p.delayUntil = declaredDelay(ev)
+			} else {
+				p.forceReleased = time.Time{}
+				p.releasedAt = ev.OccurredAt
+			}
 		case lockdb.EventForceExpired:
 			c.stats.ForceExpires++
 			p := cur[ev.Key]
@@ -240,12 +314,17 @@ func (c *checker) checkLog() {
 			if _, done := c.forcedAt[id]; !done {
 				c.forcedAt[id] = ev.OccurredAt
 			}
+			if d := declaredDelay(ev); d.After(p.delayUntil) {
+				p.delayUntil = d
+			}
 		}
 	}
 }
 
-// checkPreviousEnded flags grant g when prev (unreleased) was still valid.
-func (c *checker) checkPreviousEnded(g, prev lockview.Event) {
+// checkPreviousEnded flags grant g when prev (unreleased) was still valid,
+// or when its lock-delay still ran.
+func (c *checker) checkPreviousEnded(g lockview.Event, last *lastLease) {
+	prev := last.ev
 	id := leaseID{prev.Key, *prev.Token}
 	f := c.leases[id]
 	forced, wasForced := c.forcedAt[id]
@@ -261,13 +340,18 @@ func (c *checker) checkPreviousEnded(g, prev lockview.Event) {
 	case wasForced:
 		end = forced
 	default:
-		return // nothing known about the previous lease's expiry
+		// Nothing known about the previous lease's expiry; a delay the
+		// database declared is still checked.
+		c.checkDelay(g, last, time.Time{})
+		return
 	}
 	if g.OccurredAt.Before(end) {
 		c.fail("overlapping leases on %q: event %d granted token %d to %q at %s, but token %d of %q was valid until %s (%s later)",
 			g.Key, g.ID, *g.Token, deref(g.Owner), g.OccurredAt.Format(time.RFC3339Nano), *prev.Token,
 			deref(prev.Owner), end.Format(time.RFC3339Nano), end.Sub(g.OccurredAt))
+		return
 	}
+	c.checkDelay(g, last, end)
 }
 
 // checkClientGrants matches client operations with the log (property 3,
@@ -355,6 +439,15 @@ func (c *checker) checkStealTime(op Op) {
 	if earliestEnd := f.lastSent + f.ttl; op.Return < earliestEnd {
 		c.fail("client %d stole %q (token %d) %s after the start, but token %d, renewed by a call sent at %s with TTL %s, lasted at least until %s",
 			op.Client, op.Key, op.Token, op.Return, prevTok, f.lastSent, f.ttl, earliestEnd)
+		return
+	}
+	// Its lock-delay followed, unless an operator ended it.
+	if c.delayCut[leaseID{op.Key, op.Token}] || !f.delayKnown || f.delay <= 0 {
+		return
+	}
+	if delayEnd := f.lastSent + f.ttl + f.delay; op.Return < delayEnd {
+		c.fail("grant inside a lock-delay: client %d stole %q (token %d) %s after the start, but token %d, renewed by a call sent at %s with TTL %s and lock-delay %s, kept the key until at least %s",
+			op.Client, op.Key, op.Token, op.Return, prevTok, f.lastSent, f.ttl, f.delay, delayEnd)
 	}
 }
 

@@ -16,6 +16,12 @@ import (
 // reads the committed value — and guardedWriteSQL stores the write with that
 // number and the token of the latest grant on the key the statement can see
 // (the event log must hold grants: locker.Config.LogGrants).
+//
+// Beside it, guarded_event_tx names the top-level transaction of every lock
+// event, written by a trigger in that transaction (pg_current_xact_id is the
+// top-level one even inside a subtransaction, where the event row's xmin
+// would not be), so the checker can tell which grants became visible
+// together.
 const (
 	guardedTablesSQL = `
 CREATE TABLE guarded_order (lock_key text PRIMARY KEY, n bigint NOT NULL);
@@ -27,7 +33,16 @@ CREATE TABLE guarded_write (
     commit_seq bigint NOT NULL,
     seen_token bigint,
     PRIMARY KEY (lock_key, commit_seq),
-    UNIQUE (writer, writer_seq))`
+    UNIQUE (writer, writer_seq));
+CREATE TABLE guarded_event_tx (event_id bigint PRIMARY KEY, tx bigint NOT NULL);
+CREATE FUNCTION guarded_event_tx() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO guarded_event_tx VALUES (NEW.event_id, pg_current_xact_id()::text::bigint);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER guarded_event_tx AFTER INSERT ON distributed_lock_event
+    FOR EACH ROW EXECUTE FUNCTION guarded_event_tx()`
 	guardedOrderSQL = `
 INSERT INTO guarded_order AS o (lock_key, n) VALUES ($1, 1)
 ON CONFLICT (lock_key) DO UPDATE SET n = o.n + 1 RETURNING n`
@@ -40,6 +55,7 @@ VALUES ($1, $2, $3, $4, $5,
 	guardedRowsSQL = `
 SELECT lock_key, token, writer, writer_seq, commit_seq, coalesce(seen_token, 0)
 FROM guarded_write`
+	eventTxSQL = `SELECT event_id, tx FROM guarded_event_tx`
 	// Event ids are drawn while the key's row is locked, so on one key
 	// event_id order is the order the operations took effect.
 	eventLogSQL = `
@@ -80,6 +96,17 @@ func Observe(ctx context.Context, db store.DBTX) (Observed, error) {
 	}
 	if obs.Events, err = pgx.CollectRows(rows, pgx.RowToStructByName[lockview.Event]); err != nil {
 		return obs, fmt.Errorf("history: read the event log: %w", err)
+	}
+	if rows, err = db.Query(ctx, eventTxSQL); err != nil {
+		return obs, fmt.Errorf("history: read the events' transactions: %w", err)
+	}
+	obs.EventTx = map[int64]int64{}
+	var id, tx int64
+	if _, err = pgx.ForEachRow(rows, []any{&id, &tx}, func() error {
+		obs.EventTx[id] = tx
+		return nil
+	}); err != nil {
+		return obs, fmt.Errorf("history: read the events' transactions: %w", err)
 	}
 	if rows, err = db.Query(ctx, guardedRowsSQL); err != nil {
 		return obs, fmt.Errorf("history: read the guarded table: %w", err)

@@ -69,7 +69,16 @@ type Op struct {
 	// Lazy marks a Release that committed without waiting for the disk
 	// (locker's default): a server Crash after it may lose it, leaving the
 	// lease to run to its expiry, which is safe.
-	Lazy         bool
+	Lazy bool
+	// Set names the set call (TryAcquireAll, AcquireAll, ReleaseAll) the op
+	// is one key of: each key of a set call is an op of its own, all with
+	// the same Set, unique to the call in the history. Empty for a
+	// single-key call.
+	Set string
+	// LockDelay is the lock-delay a Grant asked for (locker's
+	// Config.LockDelay): when the lease ends without its holder's release,
+	// nobody may be granted the key for that long.
+	LockDelay    time.Duration
 	Call, Return time.Duration
 	Err          string
 }

@@ -1,0 +1,108 @@
+package history
+
+import (
+	"time"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// eventDelayEnded is the event of an operator ending a key's lock-delay
+// early.
+const eventDelayEnded = "delay_ended"
+
+// learnDelays collects the lock-delay each lease was asked with: per lease
+// from the grant's reply, and per key and owner from grants whose reply was
+// lost (the least of them, so a delay is never overstated).
+func (c *checker) learnDelays() {
+	c.askedDelay = map[keyOwner]time.Duration{}
+	for _, op := range c.ops {
+		if op.Kind != Grant {
+			continue
+		}
+		switch op.Result {
+		case OK:
+			if op.Outcome == string(locker.Renewed) {
+				continue // a renewal keeps the lease's delay
+			}
+			if f := c.leases[leaseID{op.Key, op.Token}]; f != nil {
+				f.delay, f.delayKnown = op.LockDelay, true
+			}
+		case Unknown:
+			k := keyOwner{op.Key, op.Owner}
+			if d, seen := c.askedDelay[k]; !seen || op.LockDelay < d {
+				c.askedDelay[k] = op.LockDelay
+			}
+		}
+	}
+}
+
+type keyOwner struct{ key, owner string }
+
+// delayOf is the lock-delay the lease granted by ev carried.
+func (c *checker) delayOf(ev lockview.Event) (time.Duration, bool) {
+	if f := c.leases[leaseID{ev.Key, *ev.Token}]; f != nil && f.delayKnown {
+		return f.delay, true
+	}
+	d, ok := c.askedDelay[keyOwner{ev.Key, deref(ev.Owner)}]
+	return d, ok
+}
+
+// declaredDelay is the end of the lock-delay a force_* event's detail
+// says the database started (zero: none).
+func declaredDelay(ev lockview.Event) time.Time {
+	s, ok := ev.Detail["delay_until"].(string)
+	if !ok {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// checkDelay flags grant g when it came inside the lock-delay of the key's
+// previous lease, which ended at end without its holder's release (expired,
+// force-expired or force-released; end is zero when no client knew its
+// expiry): nobody may be granted the key before end plus the lease's
+// lock-delay, nor before a delay_until the database declared, unless an
+// operator ended the delay first (a delay_ended event between them).
+func (c *checker) checkDelay(g lockview.Event, last *lastLease, end time.Time) {
+	var until time.Time
+	d, known := c.delayOf(last.ev)
+	if known && d > 0 && !end.IsZero() {
+		until = end.Add(d)
+	}
+	if last.delayUntil.After(until) {
+		until = last.delayUntil
+	}
+	if until.IsZero() {
+		return
+	}
+	c.stats.DelayedGrants++
+	if !last.delayEnded.IsZero() {
+		return // ended early, before g in the log
+	}
+	if g.OccurredAt.Before(until) {
+		c.fail("grant inside a lock-delay on %q: event %d granted token %d to %q at %s, but token %d of %q ended at %s without its holder's release and the key was delayed until %s (%s later)",
+			g.Key, g.ID, *g.Token, deref(g.Owner), g.OccurredAt.Format(time.RFC3339Nano), *last.ev.Token,
+			deref(last.ev.Owner), fmtTime(end), until.Format(time.RFC3339Nano), until.Sub(g.OccurredAt))
+	}
+}
+
+// noteCleanRelease counts grant g when it came inside the lock-delay its
+// key's previous lease would have had, had it not been released by its
+// holder: a clean release starts no delay.
+func (c *checker) noteCleanRelease(g lockview.Event, last *lastLease) {
+	if d, ok := c.delayOf(last.ev); ok && d > 0 && g.OccurredAt.Before(last.releasedAt.Add(d)) {
+		c.stats.GrantsAfterCleanRelease++
+	}
+}
+
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "an unknown time"
+	}
+	return t.Format(time.RFC3339Nano)
+}
