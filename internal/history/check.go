@@ -176,8 +176,7 @@ type checker struct {
 	forcedAt    map[leaseID]time.Time      // force_expired event times
 	stolenPrev  map[leaseID]int64          // steal → token it took over from
 	releasedLog map[leaseID]bool
-	askedDelay  map[keyOwner]time.Duration // least lock-delay of grants whose reply was lost
-	delayCut    map[leaseID]bool           // grants after an operator ended the key's delay
+	delayCut    map[leaseID]bool // grants after an operator ended the key's delay
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -281,7 +280,7 @@ func (c *checker) checkLog() {
 				case !prev.released:
 					c.checkPreviousEnded(ev, prev)
 				case !prev.forceReleased.IsZero():
-					c.checkDelay(ev, prev, prev.forceReleased)
+					c.checkDelay(ev, prev, c.forceReleasedEnd(prev))
 				default:
 					c.noteCleanRelease(ev, prev)
 				}
@@ -351,7 +350,16 @@ func (c *checker) checkPreviousEnded(g lockview.Event, last *lastLease) {
 			deref(prev.Owner), end.Format(time.RFC3339Nano), end.Sub(g.OccurredAt))
 		return
 	}
-	c.checkDelay(g, last, end)
+	// The delay runs from the lease's expiry: no earlier than the latest
+	// one a client was told. A force-expire sets the expiry to the moment
+	// of its update, which its event (written later, perhaps much later
+	// when the event table was busy) does not bound from below: there the
+	// delay_until the event declares is what is checked.
+	from := time.Time{}
+	if f != nil && f.known && !wasForced {
+		from = f.maxExpiry
+	}
+	c.checkDelay(g, last, from)
 }
 
 // checkClientGrants matches client operations with the log (property 3,

@@ -11,41 +11,27 @@ import (
 // early.
 const eventDelayEnded = "delay_ended"
 
-// learnDelays collects the lock-delay each lease was asked with: per lease
-// from the grant's reply, and per key and owner from grants whose reply was
-// lost (the least of them, so a delay is never overstated).
+// learnDelays collects the lock-delay each lease was granted with, from
+// the grant's reply. (A lease whose grant reply was lost has no expiry any
+// client knew of, so only a delay the database declared bounds it.)
 func (c *checker) learnDelays() {
-	c.askedDelay = map[keyOwner]time.Duration{}
 	for _, op := range c.ops {
-		if op.Kind != Grant {
-			continue
+		if op.Kind != Grant || op.Result != OK || op.Outcome == string(locker.Renewed) {
+			continue // a renewal keeps the lease's delay
 		}
-		switch op.Result {
-		case OK:
-			if op.Outcome == string(locker.Renewed) {
-				continue // a renewal keeps the lease's delay
-			}
-			if f := c.leases[leaseID{op.Key, op.Token}]; f != nil {
-				f.delay, f.delayKnown = op.LockDelay, true
-			}
-		case Unknown:
-			k := keyOwner{op.Key, op.Owner}
-			if d, seen := c.askedDelay[k]; !seen || op.LockDelay < d {
-				c.askedDelay[k] = op.LockDelay
-			}
+		if f := c.leases[leaseID{op.Key, op.Token}]; f != nil {
+			f.delay, f.delayKnown = op.LockDelay, true
 		}
 	}
 }
 
-type keyOwner struct{ key, owner string }
-
-// delayOf is the lock-delay the lease granted by ev carried.
+// delayOf is the lock-delay the lease granted by ev carried, if a client
+// was told of the grant.
 func (c *checker) delayOf(ev lockview.Event) (time.Duration, bool) {
 	if f := c.leases[leaseID{ev.Key, *ev.Token}]; f != nil && f.delayKnown {
 		return f.delay, true
 	}
-	d, ok := c.askedDelay[keyOwner{ev.Key, deref(ev.Owner)}]
-	return d, ok
+	return 0, false
 }
 
 // declaredDelay is the end of the lock-delay a force_* event's detail
@@ -62,12 +48,28 @@ func declaredDelay(ev lockview.Event) time.Time {
 	return t
 }
 
+// forceReleasedEnd is when a force-released lease ended, no later than it
+// did: the force-release (its event carries the moment of its update), or
+// the lease's expiry if that came first — the latest expiry a client was
+// told, which the real one is no earlier than. Zero when no client knew the
+// expiry.
+func (c *checker) forceReleasedEnd(last *lastLease) time.Time {
+	f := c.leases[leaseID{last.ev.Key, *last.ev.Token}]
+	if f == nil || !f.known {
+		return time.Time{}
+	}
+	if f.maxExpiry.Before(last.forceReleased) {
+		return f.maxExpiry
+	}
+	return last.forceReleased
+}
+
 // checkDelay flags grant g when it came inside the lock-delay of the key's
-// previous lease, which ended at end without its holder's release (expired,
-// force-expired or force-released; end is zero when no client knew its
-// expiry): nobody may be granted the key before end plus the lease's
-// lock-delay, nor before a delay_until the database declared, unless an
-// operator ended the delay first (a delay_ended event between them).
+// previous lease, which ended without its holder's release (expired,
+// force-expired or force-released) no earlier than end (zero: unknown):
+// nobody may be granted the key before end plus the lease's lock-delay,
+// nor before a delay_until the database declared, unless an operator ended
+// the delay first (a delay_ended event between them).
 func (c *checker) checkDelay(g lockview.Event, last *lastLease, end time.Time) {
 	var until time.Time
 	d, known := c.delayOf(last.ev)

@@ -28,6 +28,8 @@ func delayed() ([]Op, Observed) {
 		g(4, "d", 4, "acquired", 259*ms, 261*ms, 360*ms, 40*ms),
 		g(5, "e", 5, "stolen", 314*ms, 316*ms, 415*ms, 0),
 	}
+	forceExpired := ev(7, "k", "force_expired", "d", 4, 300*ms)
+	forceExpired.Detail = map[string]any{"delay_until": t0.Add(340 * ms).Format(time.RFC3339Nano)}
 	forceReleased := ev(5, "k", "force_released", "c", 3, 200*ms)
 	forceReleased.Detail = map[string]any{"delay_until": t0.Add(250 * ms).Format(time.RFC3339Nano)}
 	obs := Observed{Events: []lockview.Event{
@@ -37,7 +39,7 @@ func delayed() ([]Op, Observed) {
 		ev(4, "k", "acquired", "c", 3, 180*ms),
 		forceReleased,
 		ev(6, "k", "acquired", "d", 4, 260*ms),
-		ev(7, "k", "force_expired", "d", 4, 300*ms),
+		forceExpired,
 		{ID: 8, Key: "k", Kind: "delay_ended", Actor: "op", OccurredAt: t0.Add(310 * ms)},
 		ev(9, "k", "stolen", "e", 5, 315*ms),
 	}}
@@ -87,12 +89,21 @@ func TestCheckerFlagsGrantsInsideALockDelay(t *testing.T) {
 			obs.Events = append(obs.Events[:7], obs.Events[8]) // no delay_ended
 			return ops
 		}, "grant inside a lock-delay on \"k\": event 9"},
-		{"grant inside the delay of a lease whose reply was lost", func(ops []Op, obs *Observed) []Op {
-			// d's grant reply was lost: its delay is known from what it asked.
-			ops[4].Result, ops[4].Token = Unknown, 0
-			obs.Events = append(obs.Events[:7], obs.Events[8])
+		{"grant inside a force-release's delay, the lease expired before", func(ops []Op, obs *Observed) []Op {
+			// c's lease expired at 195ms, before the force-release at 200ms:
+			// its delay ran until 245ms.
+			ops[3].ExpiresAt = t0.Add(195 * ms)
+			obs.Events[4].Detail = nil
+			obs.Events[5].OccurredAt = t0.Add(240 * ms)
 			return ops
-		}, "grant inside a lock-delay on \"k\": event 9"},
+		}, "grant inside a lock-delay on \"k\": event 6"},
+		{"grant inside the delay of a lease whose reply was lost", func(ops []Op, obs *Observed) []Op {
+			// c's grant reply was lost: the delay its force-release
+			// declared is what bounds the next grant.
+			ops[3].Result, ops[3].Token = Unknown, 0
+			obs.Events[5].OccurredAt = t0.Add(240 * ms)
+			return ops
+		}, "grant inside a lock-delay on \"k\": event 6"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -181,3 +181,5 @@ func isSubset(a, b []string) bool {
 	}
 	return true
 }
+
+type keyOwner struct{ key, owner string }

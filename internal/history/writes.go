@@ -75,6 +75,8 @@ func (c *checker) countOps() {
 		switch {
 		case op.Result == OK && (op.Kind == Renew || (op.Kind == Grant && op.Outcome == string(locker.Renewed))):
 			c.stats.Renewals++
+		case op.Kind == Grant && op.Set != "" && (op.Result == Held || op.Result == GaveUp):
+			// counted per call in SetsRefused
 		case op.Kind == Grant && op.Result == Held:
 			c.stats.Held++
 		case op.Kind == Grant && op.Result == GaveUp:
