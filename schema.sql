@@ -146,10 +146,14 @@ INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0);
 CREATE DOMAIN distributed_lock_name AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 255);
 CREATE DOMAIN distributed_lock_token AS bigint CHECK (VALUE > 0);
 CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
+-- A lease's lock-delay (locker.Config.LockDelay): at most a minute, as
+-- Consul caps its own, so a key left by a dead holder is idle a bounded time.
+CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
 CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
-    'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected'));
+    'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
+    'delay_ended'));
 
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
@@ -165,6 +169,7 @@ CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
 CREATE TABLE distributed_lock (
     lock_key       distributed_lock_name       PRIMARY KEY,
     ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
+    lock_delay     distributed_lock_delay      NOT NULL DEFAULT '0', -- the grant's lock-delay (02_rules.sql)
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
     grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     owner_id       distributed_lock_name       NOT NULL, -- holder, or last holder when free
@@ -176,6 +181,7 @@ CREATE TABLE distributed_lock (
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
     released_at    timestamptz,                          -- set: the lock is free (expires_at is then the old lease's)
+    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
     wake_until     timestamptz                           -- someone may wait for the key until then: a release hands off or NOTIFYs
 ) WITH (fillfactor = 80);
@@ -233,6 +239,7 @@ CREATE TABLE distributed_lock_waiter (
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
     claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
+    lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text
@@ -414,6 +421,24 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
+-- distributed_lock_queue_length: how many live waiters are queued for key;
+-- distributed_lock_queue_position: waiter id's place among them (1: the
+-- head), NULL when its record is not live. What a refusal says, read only
+-- on refusal paths.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_length(key text, ts timestamptz)
+RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
+END $$;
+
+CREATE OR REPLACE FUNCTION distributed_lock_queue_position(key text, id bigint, ts timestamptz)
+RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM distributed_lock_waiter w
+            WHERE w.lock_key = key AND w.waiter_id <= id AND w.seen_until > ts
+            HAVING bool_or(w.waiter_id = id));
+END $$;
+
 -- distributed_lock_promised: l is kept for the live waiters queued for it,
 -- whom only a hand-off may grant it to. wake_until is NULL on a key nobody
 -- waited for, and NULL AND x would evaluate x: hence the coalesce.
@@ -422,11 +447,29 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT coalesce(l.wake_until > ts, false) AND distributed_lock_queue_live(l.lock_key, ts)
 $$;
 
+-- distributed_lock_delay_end: when the lock-delay of l's last lease ends
+-- (NULL: it has none). A lease that ran out or was force-expired (never
+-- released) is followed by its lock_delay from expires_at; a force-release
+-- writes delay_until; a clean release writes none, so it starts no delay.
+CREATE OR REPLACE FUNCTION distributed_lock_delay_end(l distributed_lock)
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN l.released_at IS NULL THEN l.expires_at + l.lock_delay ELSE l.delay_until END
+$$;
+
+-- distributed_lock_delayed: nobody holds l, but its last lease's lock-delay
+-- still runs: a holder that was only slow may still be writing, so nobody
+-- is granted the key until then (waiters keep their place).
+CREATE OR REPLACE FUNCTION distributed_lock_delayed(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) > ts, false)
+$$;
+
 -- distributed_lock_may_grant: l may be granted anew now: it is free or
--- lapsed and not promised to waiters.
+-- lapsed, past its lock-delay, and not promised to waiters.
 CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_promised(l, ts)
+    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+           AND NOT distributed_lock_promised(l, ts)
 $$;
 
 -- distributed_lock_may_take, the grant rule: owner may take l now. It is
@@ -437,12 +480,15 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
--- 'queued' (free or lapsed, but promised to waiters), 'held' (another's
--- running lease, or the caller's own row locked by its own transaction),
--- or 'free'/'expired' (another transaction had the row locked).
+-- 'delayed' (free or lapsed, in its lock-delay: waiters or not, nobody gets
+-- it before the delay ends), 'queued' (free or lapsed, but promised to
+-- waiters), 'held' (another's running lease, or the caller's own row locked
+-- by its own transaction), or 'free'/'expired' (another transaction had the
+-- row locked).
 CREATE OR REPLACE FUNCTION distributed_lock_refusal(l distributed_lock, ts timestamptz)
 RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN distributed_lock_open(l, ts) AND distributed_lock_promised(l, ts) THEN 'queued'
+    SELECT CASE WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
+                WHEN distributed_lock_open(l, ts) AND distributed_lock_promised(l, ts) THEN 'queued'
                 WHEN l.released_at IS NOT NULL THEN 'free'
                 WHEN l.expires_at <= ts THEN 'expired'
                 ELSE 'held' END
@@ -462,7 +508,9 @@ $$;
 --   outcome  'acquired' (a new or free row), 'stolen' (another owner's
 --            expired lease), 'renewed' (owner already held it: same token,
 --            later expiry) when granted; 'held' when another owner's lease
---            runs (remaining says how long); 'queued' when the row is free
+--            runs (remaining says how long); 'delayed' when the row is
+--            free or lapsed but its last lease's lock-delay still runs
+--            (delay_until says until when); 'queued' when the row is free
 --            or lapsed but promised to the waiters queued for it (see
 --            distributed_lock_enqueue); 'free', 'expired' or 'busy' when
 --            another transaction was changing or creating the key's row at
@@ -470,6 +518,11 @@ $$;
 --            set).
 --   lock_key, owner_id, fence_token, expires_at, ttl: the grant, or the
 --            row that refused it.
+--   queue_length, delay_until: on a refusal only (NULL on a grant), how
+--            many live waiters are queued for the key, and when a lock-delay
+--            ends ('delayed' only).
+-- A new grant carries lock_delay_us: when its lease ends without a release
+-- by its holder, nobody is granted the key for that long (02_rules.sql).
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
@@ -487,8 +540,10 @@ $$;
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
+    lock_delay_us bigint DEFAULT 0,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval)
+    OUT ttl interval, OUT outcome text, OUT remaining interval,
+    OUT queue_length integer, OUT delay_until timestamptz)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -511,6 +566,8 @@ BEGIN
         previous_owner = l.owner_id,
         previous_token = l.fence_token,
         metadata       = coalesce(lease_metadata, '{}'),
+        lock_delay     = lock_delay_us * interval '1 microsecond',
+        delay_until    = NULL,
         handed_to      = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
@@ -532,7 +589,7 @@ BEGIN
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata) f;
+        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us) f;
         IF lock_key IS NULL THEN
             -- Another transaction's first grant of the key won the insert.
             lock_key := key;
@@ -547,6 +604,10 @@ BEGIN
     expires_at := r.expires_at; ttl := r.ttl; remaining := r.expires_at - ts;
     IF NOT distributed_lock_held(r, owner, ts) THEN
         outcome := distributed_lock_refusal(r, ts);
+        queue_length := distributed_lock_queue_length(key, ts);
+        IF outcome = 'delayed' THEN
+            delay_until := distributed_lock_delay_end(r);
+        END IF;
         RETURN;
     END IF;
     -- owner holds the key: a renewal, same token, unless another
@@ -566,6 +627,7 @@ BEGIN
         remaining := interval '0';
     ELSE
         outcome := 'held';
+        queue_length := distributed_lock_queue_length(key, ts);
     END IF;
 END $$;
 
@@ -576,7 +638,7 @@ END $$;
 -- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
 -- the insert, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
-    key text, owner text, ttl_us bigint, lease_metadata jsonb,
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval)
 RETURNS record
@@ -587,10 +649,10 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
-    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
+    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond', ts,
-            coalesce(lease_metadata, '{}'))
+            coalesce(lease_metadata, '{}'), lock_delay_us * interval '1 microsecond')
     ON CONFLICT (lock_key) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;
@@ -769,7 +831,8 @@ END $$;
 -- when the waiter logs grants). It commits durably whatever the caller set:
 -- a grant lost in a crash after its NOTIFY went out could see its token
 -- drawn again. Returns the waiter's id, or NULL when no live waiter is
--- queued. Internal.
+-- queued or the key is in its lock-delay (the queue keeps its place; a
+-- waiter's poll at the delay's end hands it off). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -778,6 +841,9 @@ DECLARE
     w distributed_lock_waiter%ROWTYPE;
     g record;
 BEGIN
+    IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND distributed_lock_delayed(l, ts)) THEN
+        RETURN NULL;
+    END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
     ORDER BY x.waiter_id LIMIT 1
@@ -798,6 +864,8 @@ BEGIN
         previous_owner = l.owner_id,
         previous_token = l.fence_token,
         metadata = coalesce(w.metadata, '{}'),
+        lock_delay = w.lock_delay,
+        delay_until = NULL,
         handed_to = w.waiter_id
     WHERE l.lock_key = key
     RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
@@ -854,15 +922,18 @@ END $$;
 -- lapsed and handed to that record is the caller's at once (claimed,
 -- outcome the hand-off's grant kind). db_now is the database's clock as the
 -- call returns (the client relates a later hand-off's acquired_us to its
--- own clock with it). outcome
+-- own clock with it). A queued caller is told its queue_position (1: the
+-- head), the queue_length, and delay_until when the key is in its
+-- lock-delay; the lease it waits for carries lock_delay_us. outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
 -- try again.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false,
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz)
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -875,8 +946,10 @@ BEGIN
         EXIT WHEN FOUND;
         -- No row yet: a first grant creates it. When another transaction's
         -- first grant wins the insert, its row exists once that commits.
-        SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+        SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                      lock_delay_us) a;
         IF outcome IN ('acquired', 'stolen', 'renewed') THEN
             db_now := clock_timestamp();
             RETURN;
@@ -890,8 +963,10 @@ BEGIN
     ts := clock_timestamp();
     IF distributed_lock_may_take(r, owner, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
-        SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+        SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                      lock_delay_us) a;
         db_now := clock_timestamp();
         RETURN;
     END IF;
@@ -901,7 +976,8 @@ BEGIN
     UPDATE distributed_lock_waiter w SET
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
-        log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, '')
+        log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
+        lock_delay = lock_delay_us * interval '1 microsecond'
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts)
     RETURNING w.waiter_id INTO waiter_id;
@@ -909,8 +985,10 @@ BEGIN
         IF distributed_lock_hand_off(key, ts) = waiter_id THEN
             -- Handed to the caller's own record: it is here to claim it (a
             -- renewal), and gets it as the grant it is.
-            SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+            SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                          lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key;
             waiter_id := NULL;
             db_now := clock_timestamp();
@@ -919,14 +997,18 @@ BEGIN
     END IF;
     IF waiter_id IS NULL THEN
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor)
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay)
         VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''))
+                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+                lock_delay_us * interval '1 microsecond')
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts,
+           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
+           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
+         queue_position, queue_length, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
 END $$;
 
@@ -936,13 +1018,16 @@ END $$;
 --            remaining = time left of its claim window; waiter_id = id);
 --   'queued': still waiting (the holder's row); its record is refreshed for
 --            seen_for_us, and a key found free or lapsed is first handed to
---            the head of the queue, which may be this waiter;
+--            the head of the queue, which may be this waiter (not while the
+--            key is in its lock-delay: delay_until says until when);
+--            queue_position and queue_length say where it stands;
 --   'gone':   its record is gone and no grant is its (it lapsed, or its
 --            claim window ran out unclaimed): enqueue again.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz)
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -974,9 +1059,15 @@ BEGIN
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
-           l.expires_at - ts, id, ts
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now
+           l.expires_at - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
+    IF outcome = 'queued' THEN
+        queue_position := distributed_lock_queue_position(key, id, ts);
+        queue_length := distributed_lock_queue_length(key, ts);
+    ELSE
+        delay_until := NULL;
+    END IF;
 END $$;
 
 -- distributed_lock_waiter_heartbeat keeps the waiter records ids visible for
@@ -1044,10 +1135,13 @@ END $$;
 -- hands after the operator looked is left alone. One row: outcome
 -- 'force_expired' / 'force_released' with the row after the action, or
 -- 'not_held' (only lock_key set). An event records event_actor (default:
--- the role that logged in) and reason. Waiters are woken.
+-- the role that logged in) and reason. Waiters are woken. Either action
+-- ends the lease without its holder's release, so the lease's lock-delay
+-- starts (02_rules.sql); the event's detail says until when.
 
 -- distributed_lock_force_expire ends the lease now without freeing the row:
--- the next acquirer takes it over as a steal, with a new token.
+-- the next acquirer takes it over as a steal, with a new token, once the
+-- lock-delay from the new expires_at has passed.
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1057,11 +1151,12 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     wake timestamptz;
+    delay interval;
 BEGIN
     UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
     WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
@@ -1069,14 +1164,16 @@ BEGIN
     END IF;
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
-            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+            jsonb_strip_nulls(jsonb_build_object('reason', reason,
+                'delay_until', CASE WHEN delay > interval '0' THEN expires_at + delay END)));
     IF wake > expires_at THEN
         PERFORM pg_notify('distributed_lock', key);
     END IF;
 END $$;
 
 -- distributed_lock_force_release frees the row as if its holder had
--- released it.
+-- released it, but starts the lease's lock-delay (delay_until) from the
+-- release, or from its expiry if it had already run out.
 CREATE OR REPLACE FUNCTION distributed_lock_force_release(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1087,26 +1184,70 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
     wake timestamptz;
+    delay interval;
+    delay_end timestamptz;
 BEGIN
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until, l.released_at
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
+              l.released_at, l.lock_delay
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
         RETURN;
     END IF;
+    IF delay > interval '0' THEN
+        delay_end := least(expires_at, ts) + delay;
+        UPDATE distributed_lock l SET delay_until = delay_end WHERE l.lock_key = key;
+    END IF;
     INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (ts, key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
-            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+            jsonb_strip_nulls(jsonb_build_object('reason', reason, 'delay_until', delay_end)));
     IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
 END $$;
 
+-- distributed_lock_end_delay ends key's lock-delay now, as an operator
+-- who knows the last holder has stopped writing: the key is passed on to
+-- the head of its queue (or its waiters are woken) in the same transaction.
+-- One row: outcome 'delay_ended' with the row and the delay_until it cut
+-- short, or 'not_delayed' (only lock_key set) when the key is not in a
+-- lock-delay. A 'delay_ended' event records event_actor (default: the
+-- role that logged in), reason and that delay_until.
+CREATE OR REPLACE FUNCTION distributed_lock_end_delay(
+    key text, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT delay_until timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    IF r.lock_key IS NULL OR NOT distributed_lock_delayed(r, ts) THEN
+        lock_key := key;
+        outcome := 'not_delayed';
+        RETURN;
+    END IF;
+    UPDATE distributed_lock l SET lock_delay = interval '0', delay_until = NULL WHERE l.lock_key = key;
+    lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
+    expires_at := r.expires_at; ttl := r.ttl; outcome := 'delay_ended';
+    delay_until := distributed_lock_delay_end(r);
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (ts, key, 'delay_ended', r.owner_id, r.fence_token, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('reason', reason, 'delay_until', distributed_lock_delay_end(r))));
+    IF r.wake_until > ts THEN
+        PERFORM distributed_lock_pass_on(key, ts);
+    END IF;
+END $$;
+
 -- distributed_lock_prune deletes lock rows free (released, or expired and
--- never released) for longer than free_for_us, waiter records of processes
+-- never released) for longer than free_for_us and past their lock-delay, waiter records of processes
 -- that died waiting, and, unless events_older_us is NULL, events older
 -- than that. One row: how many of each it deleted.
 --
@@ -1134,7 +1275,8 @@ BEGIN
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
     DELETE FROM distributed_lock l
-    WHERE coalesce(l.released_at, l.expires_at) < ts - free_for_us * interval '1 microsecond';
+    WHERE coalesce(l.released_at, l.expires_at) < ts - free_for_us * interval '1 microsecond'
+      AND NOT distributed_lock_delayed(l, ts);
     GET DIAGNOSTICS locks = ROW_COUNT;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;
@@ -1152,8 +1294,8 @@ END $$;
 -- rules are granted to nobody; the protocol functions run them as their
 -- owner.
 REVOKE ALL ON FUNCTION
-    distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean),
-    distributed_lock_first_grant(text, text, bigint, jsonb),
+    distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),
@@ -1161,10 +1303,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_report_stale_write(text, text, bigint, text, jsonb),
     distributed_lock_force_expire(text, bigint, text, text),
     distributed_lock_force_release(text, bigint, text, text),
+    distributed_lock_end_delay(text, text, text),
     distributed_lock_prune(bigint, bigint, bigint),
     distributed_lock_hand_off(text, timestamptz),
     distributed_lock_keep_waking(text, timestamptz, bigint),
-    distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean),
+    distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_waiter_poll(text, bigint, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
@@ -1175,7 +1318,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_held(distributed_lock, text, timestamptz),
     distributed_lock_open(distributed_lock, timestamptz),
     distributed_lock_queue_live(text, timestamptz),
+    distributed_lock_queue_length(text, timestamptz),
+    distributed_lock_queue_position(text, bigint, timestamptz),
     distributed_lock_promised(distributed_lock, timestamptz),
+    distributed_lock_delay_end(distributed_lock),
+    distributed_lock_delayed(distributed_lock, timestamptz),
     distributed_lock_may_grant(distributed_lock, timestamptz),
     distributed_lock_may_take(distributed_lock, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),

@@ -15,9 +15,12 @@ import (
 //
 // It returns a Lease whose Outcome is Acquired, Stolen or Renewed (owner
 // already held it: same token, new expiry), or a *HeldError (errors.Is
-// ErrHeld) naming the holder. A try does not jump the queue: on a key that
-// is free or lapsed while waiters are queued for it (Acquire), it is
-// refused with HeldError.Queued set; the head waiter gets the key.
+// ErrHeld) naming the holder, how many wait, and the lock-delay that keeps
+// the key when there is one (HeldError.DelayUntil: its last lease ended
+// without a release, see Config.LockDelay). A try does not jump the queue:
+// on a key that is free or lapsed while waiters are queued for it
+// (Acquire), it is refused with HeldError.Queued set; the head waiter gets
+// the key.
 func (l *Locker) TryAcquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
 	return l.tryAcquire(ctx, db, key, owner, nil)
 }
@@ -31,7 +34,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 	}
 	params := store.GrantParams{
 		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
-		Actor: l.ownerActor(owner), Detail: detail, LogGrants: l.cfg.LogGrants,
+		Actor: l.ownerActor(owner), Detail: detail, LogGrants: l.cfg.LogGrants, LockDelay: l.cfg.LockDelay,
 	}
 	sentAt := l.clock.Now()
 	sctx, done := knownOutcome(ctx)
@@ -47,8 +50,8 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		}
 		return lease, nil
 	}
-	if found && g.Outcome == lockdb.OutcomeQueued {
-		return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Queued: true}
+	if found && (g.Outcome == lockdb.OutcomeQueued || g.Outcome == lockdb.OutcomeDelayed) {
+		return Lease{}, refusal(g)
 	}
 	remaining := g.Remaining
 	if !found || g.Outcome != lockdb.OutcomeHeld {
@@ -60,7 +63,20 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		// after a short pause).
 		remaining = 0
 	}
-	return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining}
+	return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining,
+		QueueLength: g.QueueLength}
+}
+
+// refusal is the HeldError of a key refused as free or lapsed: kept for its
+// queue, or in its lock-delay.
+func refusal(g store.Grant) *HeldError {
+	e := &HeldError{Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt,
+		Queued: g.Outcome == lockdb.OutcomeQueued, QueueLength: g.QueueLength, DelayUntil: g.DelayUntil}
+	if g.DelayUntil != nil {
+		// The refusal's now is expires_at minus remaining.
+		e.DelayLeft = g.DelayUntil.Sub(g.ExpiresAt.Add(-g.Remaining))
+	}
+	return e
 }
 
 // giveBack releases a lease granted after the caller had given up (ctx

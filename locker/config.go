@@ -60,7 +60,21 @@ type Config struct {
 	// console, the CLI and the demo turn it on; a service can while it is
 	// being debugged.
 	LogGrants bool
+	// LockDelay is the lock-delay of the leases this Locker grants: when
+	// one ends without its holder's release (it expires, or an operator
+	// force-expires or force-releases it), nobody is granted the key until
+	// LockDelay has passed, so a holder that was only slow, and may still
+	// be writing to a resource that cannot check fencing tokens, has that
+	// long to notice. A clean release starts none. Waiters keep their
+	// place and are served when it ends; an operator can end it early
+	// (Locker.EndDelay). Defaults to 0 (no delay). At most MaxLockDelay;
+	// outside 0…MaxLockDelay New returns ErrInvalidLockDelay.
+	LockDelay time.Duration
 }
+
+// MaxLockDelay bounds Config.LockDelay, as Consul bounds its own: a key
+// whose holder died is idle that long at most after its lease ends.
+const MaxLockDelay = 60 * time.Second
 
 // Locker takes, keeps and gives back leases. It holds configuration only, no
 // connection: every method takes the DBTX to run on. Safe for concurrent use.
@@ -101,6 +115,9 @@ func New(cfg Config) (*Locker, error) {
 func (c Config) validate() error {
 	if err := validTTL(c.TTL); err != nil {
 		return err
+	}
+	if c.LockDelay < 0 || c.LockDelay > MaxLockDelay {
+		return fmt.Errorf("%w: %s (must be between 0 and %s)", ErrInvalidLockDelay, c.LockDelay, MaxLockDelay)
 	}
 	if c.WaitRecheck < 0 || c.RenewEvery < 0 || c.SafetyMargin < 0 || c.ClaimWindow < 0 {
 		return errors.New("locker: WaitRecheck, ClaimWindow, RenewEvery and SafetyMargin must not be negative")

@@ -31,6 +31,12 @@ var (
 	ErrInvalidKey   = errors.New("invalid lock key")
 	ErrInvalidOwner = errors.New("invalid owner id")
 	ErrInvalidTTL   = errors.New("invalid TTL")
+	// ErrInvalidLockDelay: Config.LockDelay is negative or above
+	// MaxLockDelay.
+	ErrInvalidLockDelay = errors.New("invalid lock-delay")
+	// ErrNotDelayed: EndDelay found the key in no lock-delay (it never had
+	// one, it ran out, or the key has been granted since).
+	ErrNotDelayed = errors.New("not in a lock-delay")
 )
 
 // Database errors: a driver error is mapped to one of these (and stays
@@ -72,7 +78,9 @@ var (
 	ErrSchemaNewer = lockdb.ErrSchemaNewer
 )
 
-// HeldError says who holds a key. It matches ErrHeld.
+// HeldError says why a key could not be had: who holds it and for how
+// long, how many wait for it, and whether a lock-delay keeps it. It matches
+// ErrHeld.
 type HeldError struct {
 	Key       string
 	Owner     string
@@ -83,21 +91,49 @@ type HeldError struct {
 	// for it (Acquire), and a try does not jump ahead of them. Owner and
 	// Token are then the last holder's.
 	Queued bool
+	// QueueLength is how many live waiters were queued for the key.
+	QueueLength int
+	// Position is the caller's own place in that queue (1: the head) when
+	// it was queued itself (a waiting Acquire that gave up); 0 otherwise.
+	Position int
+	// DelayUntil is set when the key was free or lapsed but in its
+	// lock-delay (Config.LockDelay): nobody is granted it before then
+	// (database clock). Owner and Token are then the last holder's.
+	DelayUntil *time.Time
+	// DelayLeft is how long the lock-delay still ran when read.
+	DelayLeft time.Duration
 }
 
 func (e *HeldError) Error() string {
-	if e.Queued {
-		return fmt.Sprintf("locker: %q is promised to the waiters queued for it (last holder %q, token %d): a try does not jump the queue",
+	return "locker: " + e.why() + e.queue()
+}
+
+func (e *HeldError) why() string {
+	switch {
+	case e.DelayUntil != nil:
+		return fmt.Sprintf("%q is in its lock-delay until %s (%s more; last holder %q, token %d)",
+			e.Key, e.DelayUntil.UTC().Format(time.RFC3339Nano), e.DelayLeft.Round(time.Millisecond), e.Owner, e.Token)
+	case e.Queued:
+		return fmt.Sprintf("%q is promised to the waiters queued for it (last holder %q, token %d): a try does not jump the queue",
 			e.Key, e.Owner, e.Token)
-	}
-	if e.Remaining <= 0 {
+	case e.Remaining <= 0:
 		// The row was locked by another transaction at every attempt: a
 		// grant or release in progress, or a fenced write of the holder.
-		return fmt.Sprintf("locker: %q is busy: another transaction is changing it (last seen: %q, token %d)",
+		return fmt.Sprintf("%q is busy: another transaction is changing it (last seen: %q, token %d)",
 			e.Key, e.Owner, e.Token)
 	}
-	return fmt.Sprintf("locker: %q is held by %q (token %d) for another %s",
+	return fmt.Sprintf("%q is held by %q (token %d) for %s more",
 		e.Key, e.Owner, e.Token, e.Remaining.Round(time.Millisecond))
+}
+
+func (e *HeldError) queue() string {
+	switch {
+	case e.Position > 0:
+		return fmt.Sprintf("; queued %d of %d", e.Position, e.QueueLength)
+	case e.QueueLength > 0:
+		return fmt.Sprintf("; %d queued", e.QueueLength)
+	}
+	return ""
 }
 
 // Is makes errors.Is(err, ErrHeld) true.
@@ -168,6 +204,12 @@ type GaveUpError struct {
 	// HandedUnknown), nil when it did not.
 	LeaveErr error
 	Err      error // the context's error
+	// Position, QueueLength and DelayUntil are where the waiter stood when
+	// it last looked: its place in the queue (1: the head), the queue's
+	// length, and the end of the key's lock-delay if it was in one.
+	Position    int
+	QueueLength int
+	DelayUntil  *time.Time
 }
 
 // Handed is what became of a lease handed to a waiter that gave up.

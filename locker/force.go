@@ -40,6 +40,34 @@ func (l *Locker) force(ctx context.Context, db DBTX, op string, run forceFunc, o
 	return leaseFrom(row, outcome, time.Time{}), nil
 }
 
+// EndedDelay is what EndDelay ended: the key's last lease, and when its
+// lock-delay would have ended.
+type EndedDelay struct {
+	Key        string
+	Owner      string // the last holder
+	Token      int64  // its grant's token
+	DelayUntil time.Time
+}
+
+// EndDelay ends key's lock-delay now, as an operator who knows its last
+// holder has stopped writing: the key goes at once to the head of its
+// queue (or to the next acquirer). An event ("delay_ended") records
+// Config.Actor and reason. A key in no lock-delay is left alone
+// (ErrNotDelayed).
+func (l *Locker) EndDelay(ctx context.Context, db DBTX, key, reason string) (EndedDelay, error) {
+	if err := ValidateKey(key); err != nil {
+		return EndedDelay{}, fmt.Errorf("locker: end-delay: %w", err)
+	}
+	row, until, ok, err := store.EndDelay(ctx, db, store.EndDelayParams{Key: key, Actor: l.operatorActor(), Reason: reason})
+	if err != nil {
+		return EndedDelay{}, fmt.Errorf("locker: end-delay %q: %w", key, err)
+	}
+	if !ok {
+		return EndedDelay{}, fmt.Errorf("locker: end-delay %q: %w", key, ErrNotDelayed)
+	}
+	return EndedDelay{Key: row.Key, Owner: row.Owner, Token: row.Token, DelayUntil: until}, nil
+}
+
 // PruneOptions configure Prune.
 type PruneOptions struct {
 	// FreeFor: delete lock rows released (or expired and never released)

@@ -30,6 +30,11 @@ type LockInfo struct {
 	// Remaining is ExpiresAt minus the database's clock at read time
 	// (negative once expired), zero for a free key.
 	Remaining time.Duration `db:"remaining"`
+	// LockDelay is the current (or last) grant's lock-delay.
+	LockDelay time.Duration `db:"lock_delay"`
+	// DelayUntil is when the key's lock-delay ends, set only while it is
+	// in one (StateDelayed): nobody is granted it before then.
+	DelayUntil *time.Time `db:"delay_until"`
 	// DBNow is the database's clock when the row was read.
 	DBNow time.Time `db:"db_now"`
 }
@@ -43,11 +48,12 @@ const (
 	StateExpiring = lockdb.StateExpiring // "expiring": held, with less than a fifth of its TTL (and under 10s) left
 	StateExpired  = lockdb.StateExpired  // "expired": not released, past ExpiresAt: the next acquirer steals it
 	StateFree     = lockdb.StateFree     // "free": released; Owner is the last holder
+	StateDelayed  = lockdb.StateDelayed  // "delayed": expired or freed without a release, in its lock-delay until DelayUntil
 )
 
 // State classifies the row as of DBNow.
 func (i LockInfo) State() State {
-	return lockdb.StateOf(i.ReleasedAt, i.Remaining, i.TTL)
+	return lockdb.StateOf(i.ReleasedAt, i.DelayUntil != nil, i.Remaining, i.TTL)
 }
 
 // Get reads key's lock row. found is false when the key has none (never

@@ -71,7 +71,7 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 	params := store.QueueParams{
 		GrantParams: store.GrantParams{
 			Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner),
-			LogGrants: l.cfg.LogGrants,
+			LogGrants: l.cfg.LogGrants, LockDelay: l.cfg.LockDelay,
 		},
 		ClaimWindow: l.claimWindow(), SeenFor: seenFor,
 	}
@@ -155,7 +155,8 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			err = fmt.Errorf("%w (its record was gone: a lease handed to it may have lapsed unclaimed)", err)
 		}
 	}()
-	holder, holderEnds := q.Owner, l.clock.Now().Add(q.Remaining)
+	holder, holderEnds := q.Owner, l.clock.Now().Add(untilFree(q))
+	last := q
 	for {
 		var wake, retime <-chan struct{}
 		var handoffs <-chan store.HandOff
@@ -171,7 +172,8 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		select {
 		case <-ctx.Done():
 			stopTimer()
-			return Lease{}, true, &GaveUpError{Key: key, Holder: holder, Waited: l.since(started), Err: ctx.Err()}
+			return Lease{}, true, &GaveUpError{Key: key, Holder: holder, Waited: l.since(started), Err: ctx.Err(),
+				Position: last.Position, QueueLength: last.QueueLength, DelayUntil: last.DelayUntil}
 		case h := <-handoffs:
 			stopTimer()
 			handed = true
@@ -208,7 +210,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			lease, err = l.claim(ctx, db, lease)
 			return lease, true, err
 		case p.Outcome == lockdb.OutcomeQueued:
-			holder, holderEnds = p.Owner, l.clock.Now().Add(p.Remaining)
+			holder, holderEnds, last = p.Owner, l.clock.Now().Add(untilFree(p)), p
 		default:
 			// Its record is gone: it lapsed (this process paused longer than
 			// the record lives), or the key was handed to it and the claim
@@ -218,6 +220,18 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 				l.since(started).Round(time.Millisecond))
 		}
 	}
+}
+
+// untilFree is how long from q's answer until the key may be handed on:
+// the holder's lease's end or, when nobody holds it but it is in its
+// lock-delay, the delay's end (a hand-off waits for it; the waiter's poll
+// then hands the key to the queue's head). A force-released row's
+// remaining time is its old lease's, which no longer counts.
+func untilFree(q store.Queued) time.Duration {
+	if q.DelayUntil != nil {
+		return q.DelayUntil.Sub(q.DBNow)
+	}
+	return q.Remaining
 }
 
 // clockRef pairs a reading of this process's clock with a later reading of

@@ -15,6 +15,8 @@ type RoleCapabilities struct {
 	Hold bool `db:"hold"`
 	// Force: force-expire and force-release anyone's lease (audited).
 	Force bool `db:"force"`
+	// EndDelay: end a key's lock-delay early (audited).
+	EndDelay bool `db:"end_delay"`
 	// Prune: delete rows that stayed free.
 	Prune bool `db:"prune"`
 }
@@ -25,11 +27,12 @@ type RoleCapabilities struct {
 // names resolve through search_path, like every other statement here; a
 // database without the functions fails with lockdb.ErrNotMigrated.
 const capabilitiesSQL = `
-SELECT has_function_privilege('distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)', 'EXECUTE')
+SELECT has_function_privilege('distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint)', 'EXECUTE')
        AND has_function_privilege('distributed_lock_renew(text, text, bigint, bigint)', 'EXECUTE')
        AND has_function_privilege('distributed_lock_release(text, text, bigint, boolean, boolean, text)', 'EXECUTE') AS hold,
        has_function_privilege('distributed_lock_force_expire(text, bigint, text, text)', 'EXECUTE')
        AND has_function_privilege('distributed_lock_force_release(text, bigint, text, text)', 'EXECUTE') AS force,
+       has_function_privilege('distributed_lock_end_delay(text, text, text)', 'EXECUTE') AS end_delay,
        has_function_privilege('distributed_lock_prune(bigint, bigint, bigint)', 'EXECUTE') AS prune`
 
 // Capabilities reports what the role connected through db may do. It does

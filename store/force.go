@@ -2,6 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 )
@@ -49,4 +53,33 @@ func nullIfEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// endDelaySQL calls distributed_lock_end_delay (schema.sql): it ends a
+// key's lock-delay now and passes the key on to its waiters. A key not in
+// a lock-delay reads as no row.
+const endDelaySQL = `
+SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.delay_until
+FROM distributed_lock_end_delay($1, $2, $3) f WHERE f.outcome = '` + lockdb.OutcomeDelayEnded + `'`
+
+// EndDelayParams is an operator's early end of a key's lock-delay.
+type EndDelayParams struct {
+	Key    string
+	Actor  string // who, recorded on the event
+	Reason string // optional, recorded on the event
+}
+
+// EndDelay ends p.Key's lock-delay and returns the row's last lease and
+// when the delay would have ended. ok is false when the key was not in a
+// lock-delay.
+func EndDelay(ctx context.Context, db DBTX, p EndDelayParams) (row LeaseRow, delayUntil time.Time, ok bool, err error) {
+	err = db.QueryRow(ctx, endDelaySQL, p.Key, p.Actor, nullIfEmpty(p.Reason)).
+		Scan(&row.Key, &row.Owner, &row.Token, &row.ExpiresAt, &row.TTL, &delayUntil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LeaseRow{}, time.Time{}, false, nil
+	}
+	if err != nil {
+		return LeaseRow{}, time.Time{}, false, Interpret(err)
+	}
+	return row, delayUntil, true, nil
 }

@@ -22,6 +22,9 @@ type GrantParams struct {
 	// LogGrants also logs grants of free or new rows as "acquired" events.
 	// Steals are always logged.
 	LogGrants bool
+	// LockDelay is the grant's lock-delay: when its lease ends without its
+	// holder's release, nobody is granted the key for that long (0 to 60s).
+	LockDelay time.Duration
 }
 
 // Grant is the result of an attempt: what it granted, or, when refused,
@@ -35,12 +38,20 @@ type Grant struct {
 	// and Remaining describe it), lockdb.OutcomeQueued (free or lapsed, but
 	// promised to the waiters queued for the key), or lockdb.OutcomeFree or
 	// lockdb.OutcomeExpired for a row that another transaction was changing at
-	// that moment (the attempt does not wait for it; try again). A busy
-	// attempt (OutcomeBusy) is returned by TryGrant as found == false.
+	// that moment (the attempt does not wait for it; try again), or
+	// lockdb.OutcomeDelayed (free or lapsed, in its lock-delay until
+	// DelayUntil). A busy attempt (OutcomeBusy) is returned by TryGrant as
+	// found == false.
 	Outcome string
 	// Remaining is how long a refused holder's lease still runs, on the
 	// database's clock.
 	Remaining time.Duration
+	// QueueLength is how many live waiters are queued for the key; set on
+	// a refusal only.
+	QueueLength int
+	// DelayUntil is when the key's lock-delay ends (database clock); set
+	// when the outcome is lockdb.OutcomeDelayed.
+	DelayUntil *time.Time
 }
 
 // Granted reports whether the attempt took the key.
@@ -57,8 +68,9 @@ func (g Grant) Granted() bool {
 // reads only what a Lease needs: every column decoded is client CPU on the
 // hottest path. A "busy" row is filtered out here, so it reads as no row.
 const acquireSQL = `
-SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
-FROM distributed_lock_acquire($1, $2, $3::bigint, $4::jsonb, $5, $6::jsonb, $7::boolean) a
+SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
+       a.queue_length, a.delay_until
+FROM distributed_lock_acquire($1, $2, $3::bigint, $4::jsonb, $5, $6::jsonb, $7::boolean, $8::bigint) a
 WHERE a.outcome <> '` + lockdb.OutcomeBusy + `'`
 
 // TryGrant runs one acquisition attempt. found is false when nothing was
@@ -66,17 +78,20 @@ WHERE a.outcome <> '` + lockdb.OutcomeBusy + `'`
 // it by someone else was in progress).
 func TryGrant(ctx context.Context, db DBTX, p GrantParams) (g Grant, found bool, err error) {
 	return scanGrant(db.QueryRow(ctx, acquireSQL, p.Key, p.Owner, p.TTL.Microseconds(),
-		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants))
+		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants, p.LockDelay.Microseconds()))
 }
 
 func scanGrant(row pgx.Row) (g Grant, found bool, err error) {
-	err = row.Scan(&g.Key, &g.Owner, &g.Token, &g.ExpiresAt, &g.TTL, &g.Outcome, &g.Remaining)
+	var queueLength *int32
+	err = row.Scan(&g.Key, &g.Owner, &g.Token, &g.ExpiresAt, &g.TTL, &g.Outcome, &g.Remaining,
+		&queueLength, &g.DelayUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Grant{}, false, nil
 	}
 	if err != nil {
 		return Grant{}, false, Interpret(err)
 	}
+	g.QueueLength = int(deref(queueLength))
 	return g, true, nil
 }
 

@@ -4,9 +4,21 @@ package store
 // and a clock reading c(ts) (clock_timestamp(), read once per statement).
 // remaining is expires_at minus that reading, so it never depends on this
 // machine's clock; it is zero for a free (released) row, whose expires_at is
-// the last lease's. The read model (internal/lockview) selects these and
-// its own columns from the same reading.
+// the last lease's. delay_until is set only while the key is in its
+// lock-delay (DelayUntilColumn). The read model (internal/lockview) selects
+// these and its own columns from the same reading.
 const LockColumns = `l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
 	l.acquired_at, l.renewed_at, l.renew_count, l.released_at, l.metadata,
 	CASE WHEN l.released_at IS NULL THEN l.expires_at - c.ts ELSE interval '0' END AS remaining,
+	l.lock_delay, ` + DelayUntilColumn + ` AS delay_until,
 	c.ts AS db_now`
+
+// DelayUntilColumn is when the lock-delay of row l ends, as of c.ts, and
+// NULL when l is not in one: distributed_lock_delayed and
+// distributed_lock_delay_end (sql/functions/02_rules.sql) written out,
+// because a reader (the viewer role) may not execute the rules, which are
+// granted to nobody. store/protocol's TestReadDelayIsTheRule holds the two
+// together.
+const DelayUntilColumn = `CASE WHEN l.released_at IS NULL AND l.expires_at <= c.ts
+		AND l.expires_at + l.lock_delay > c.ts THEN l.expires_at + l.lock_delay
+	WHEN l.released_at IS NOT NULL AND l.delay_until > c.ts THEN l.delay_until END`

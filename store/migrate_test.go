@@ -77,6 +77,8 @@ var internalFunctions = map[string]bool{
 var ruleFunctions = map[string]bool{
 	"distributed_lock_timeline": true, "distributed_lock_draw_token": true,
 	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_queue_live": true,
+	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
+	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
 }

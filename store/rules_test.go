@@ -26,8 +26,12 @@ func TestRulesAreInlined(t *testing.T) {
 		         distributed_lock_grant_kind(l, 'o')
 		  FROM distributed_lock l, (SELECT now() AS ts OFFSET 0) c`,
 			[]string{"distributed_lock_may_take", "distributed_lock_may_grant", "distributed_lock_held", "distributed_lock_open",
-				"distributed_lock_promised", "distributed_lock_refusal", "distributed_lock_grant_kind"},
+				"distributed_lock_promised", "distributed_lock_refusal", "distributed_lock_grant_kind",
+				"distributed_lock_delayed", "distributed_lock_delay_end"},
 			"wake_until"},
+		{`SELECT distributed_lock_delayed(l, c.ts), distributed_lock_delay_end(l)
+		  FROM distributed_lock l, (SELECT now() AS ts OFFSET 0) c`,
+			[]string{"distributed_lock_delayed", "distributed_lock_delay_end", "distributed_lock_open"}, "lock_delay"},
 		{`SELECT distributed_lock_draw_token(e.timeline) FROM distributed_lock_epoch e`,
 			[]string{"distributed_lock_draw_token", "distributed_lock_timeline"}, "nextval"},
 	} {

@@ -14,10 +14,13 @@ import (
 // distributed_lock_waiter_* functions).
 const (
 	enqueueSQL = `
-SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now
-FROM distributed_lock_enqueue($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean) e`
+SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
+       e.queue_position, e.queue_length, e.delay_until
+FROM distributed_lock_enqueue($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean,
+                              $10::bigint) e`
 	pollSQL = `
-SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now
+SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now,
+       p.queue_position, p.queue_length, p.delay_until
 FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
@@ -44,6 +47,9 @@ type Queued struct {
 	WaiterID int64
 	// DBNow is the database's clock as the call returned.
 	DBNow time.Time
+	// Position is the waiter's place in the queue (1: the head) while
+	// queued; Grant.QueueLength and Grant.DelayUntil say the rest.
+	Position int
 }
 
 // Enqueue grants p's key or queues p, in one transaction (see
@@ -51,7 +57,8 @@ type Queued struct {
 // another transaction kept it busy: try again.
 func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool, err error) {
 	return scanQueued(db.QueryRow(ctx, enqueueSQL, p.Key, p.Owner, p.TTL.Microseconds(),
-		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants))
+		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants,
+		p.LockDelay.Microseconds()))
 }
 
 // Poll checks waiter id of key: granted (handed to it, or taken now as the
@@ -68,7 +75,9 @@ func scanQueued(row pgx.Row) (q Queued, found bool, err error) {
 	var expires, now *time.Time
 	var ttl, remaining *time.Duration
 	var id *int64
-	err = row.Scan(&q.Key, &owner, &token, &expires, &ttl, &q.Outcome, &remaining, &id, &now)
+	var position, length *int32
+	err = row.Scan(&q.Key, &owner, &token, &expires, &ttl, &q.Outcome, &remaining, &id, &now,
+		&position, &length, &q.DelayUntil)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Queued{}, false, nil
 	}
@@ -80,6 +89,7 @@ func scanQueued(row pgx.Row) (q Queued, found bool, err error) {
 	}
 	q.Owner, q.Token, q.ExpiresAt, q.TTL = deref(owner), deref(token), deref(expires), deref(ttl)
 	q.Remaining, q.WaiterID, q.DBNow = deref(remaining), deref(id), deref(now)
+	q.Position, q.QueueLength = int(deref(position)), int(deref(length))
 	return q, true, nil
 }
 

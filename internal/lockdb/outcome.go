@@ -15,8 +15,9 @@ const (
 	// another transaction, which the attempt does not wait for. Busy: the
 	// key had no row and another transaction's first grant of it was in
 	// flight.
-	OutcomeHeld    = "held"   // another owner's unexpired lease
-	OutcomeQueued  = "queued" // free or lapsed, but promised to the waiters queued for it; for a waiter: still waiting
+	OutcomeHeld    = "held"    // another owner's unexpired lease
+	OutcomeDelayed = "delayed" // free or lapsed, but its last lease's lock-delay still runs
+	OutcomeQueued  = "queued"  // free or lapsed, but promised to the waiters queued for it; for a waiter: still waiting
 	OutcomeFree    = "free"
 	OutcomeExpired = "expired"
 	OutcomeBusy    = "busy"
@@ -28,6 +29,10 @@ const (
 	OutcomeForceExpired  = "force_expired"
 	OutcomeForceReleased = "force_released"
 	OutcomeNotHeld       = "not_held" // the lease named is not the current one
+
+	// What distributed_lock_end_delay did.
+	OutcomeDelayEnded = "delay_ended" // the key's lock-delay was ended early
+	OutcomeNotDelayed = "not_delayed" // the key was not in a lock-delay
 
 	// What distributed_lock_waiter_leave did.
 	LeftQueue = "left"      // took the waiter out of the queue
@@ -44,4 +49,5 @@ const (
 	EventForceExpired       = OutcomeForceExpired
 	EventForceReleased      = OutcomeForceReleased
 	EventStaleWriteRejected = "stale_write_rejected"
+	EventDelayEnded         = OutcomeDelayEnded
 )

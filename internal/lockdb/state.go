@@ -10,13 +10,20 @@ const (
 	StateExpiring State = "expiring" // held, with less than a fifth of its TTL (and under 10s) left
 	StateExpired  State = "expired"  // not released, past expires_at: the next acquirer steals it
 	StateFree     State = "free"     // released; the row's owner is the last holder
+	// Delayed: nobody holds it, but its last lease ended without its
+	// holder's release (expired, force-expired, force-released) and its
+	// lock-delay still runs: nobody is granted it until delay_until.
+	StateDelayed State = "delayed"
 )
 
-// StateOf classifies a row from its released_at, its remaining time (on the
-// database's clock when it was read) and its TTL. Expiring is a display
+// StateOf classifies a row from its released_at, whether it is in its
+// lock-delay (delay_until as read, set only then), its remaining time (on
+// the database's clock when it was read) and its TTL. Expiring is a display
 // hint: less than 20% of the TTL, and under 10s, is left.
-func StateOf(releasedAt *time.Time, remaining, ttl time.Duration) State {
+func StateOf(releasedAt *time.Time, delayed bool, remaining, ttl time.Duration) State {
 	switch {
+	case delayed:
+		return StateDelayed
 	case releasedAt != nil:
 		return StateFree
 	case remaining <= 0:

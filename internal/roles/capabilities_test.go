@@ -22,10 +22,11 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 	e := newEnv(t)
 	want := map[roles.Kind]store.RoleCapabilities{
 		roles.Viewer:   {},
-		roles.Operator: {Force: true, Prune: true},
+		roles.Operator: {Force: true, EndDelay: true, Prune: true},
 		roles.Service:  {Hold: true},
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
+	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
 	for kind, w := range want {
 		db := e.roleWith(t, kind)
 		got, err := store.Capabilities(ctx, db)
@@ -46,13 +47,22 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 		}
 		_, err = lk.ForceExpire(ctx, db, victim.Key, victim.Token)
 		force := can(err)
+		delayed, err := delaying.TryAcquire(ctx, e.admin, fmt.Sprintf("delayed-%s", kind), "other")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lk.ForceRelease(ctx, e.admin, delayed.Key, delayed.Token); err != nil {
+			t.Fatal(err)
+		}
+		_, err = lk.EndDelay(ctx, db, delayed.Key, "")
+		endDelay := can(err)
 		_, err = lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Hour})
 		prune := can(err)
-		if did := (store.RoleCapabilities{Hold: hold, Force: force, Prune: prune}); did != got {
+		if did := (store.RoleCapabilities{Hold: hold, Force: force, EndDelay: endDelay, Prune: prune}); did != got {
 			t.Errorf("%s: capabilities say %+v, the role could do %+v", kind, got, did)
 		}
 	}
-	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, Prune: true}) {
+	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, Prune: true}) {
 		t.Errorf("table owner: capabilities %+v, %v; want all", got, err)
 	}
 }

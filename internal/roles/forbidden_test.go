@@ -44,7 +44,7 @@ var forgeries = []struct{ what, sql string }{
 	{"restart the sequence", `ALTER SEQUENCE distributed_lock_fence_seq RESTART WITH 1`},
 	{"rewind the epoch", `UPDATE distributed_lock_epoch SET timeline = 0, base = 0`},
 	{"replace a function", `CREATE OR REPLACE FUNCTION distributed_lock_fence(key text, owner text, token bigint) RETURNS boolean LANGUAGE sql AS 'SELECT true'`},
-	{"drop a function", `DROP FUNCTION distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)`},
+	{"drop a function", `DROP FUNCTION distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint)`},
 	{"shadow a table", `CREATE TABLE distributed_lock_shadow (x int)`},
 }
 
@@ -62,6 +62,7 @@ var functionCalls = map[string]string{
 	"waiter leave":     `SELECT distributed_lock_waiter_leave('held', 1)`,
 	"force expire":     `SELECT * FROM distributed_lock_force_expire('held', $TOKEN)`,
 	"force release":    `SELECT * FROM distributed_lock_force_release('held', $TOKEN)`,
+	"end delay":        `SELECT * FROM distributed_lock_end_delay('delayed')`,
 	"prune":            `SELECT * FROM distributed_lock_prune(0)`,
 	"next token":       `SELECT distributed_lock_next_token()`,
 	"advance epoch":    `SELECT distributed_lock_advance_epoch()`,
@@ -70,10 +71,10 @@ var functionCalls = map[string]string{
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
 	roles.Viewer: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "force expire", "force release", "prune", "next token", "advance epoch"},
+		"waiter heartbeat", "waiter leave", "force expire", "force release", "end delay", "prune", "next token", "advance epoch"},
 	roles.Operator: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter heartbeat", "waiter leave", "next token", "advance epoch"},
-	roles.Service: {"force expire", "force release", "prune", "next token", "advance epoch"},
+	roles.Service: {"force expire", "force release", "end delay", "prune", "next token", "advance epoch"},
 }
 
 // stateSQL is everything a forgery could change, as one text, read by the

@@ -16,7 +16,8 @@ import (
 )
 
 // operatorWorkload is what an operator does from the console and the CLI:
-// watch, force-expire, force-release, prune (with old events).
+// watch, force-expire, force-release, end a lock-delay, prune (with old
+// events).
 func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	svc, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
@@ -34,6 +35,17 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
+	delaying, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Minute})
+	if err != nil {
+		return err
+	}
+	c, err := delaying.TryAcquire(ctx, admin, "c", "svc")
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if _, err := op.ForceRelease(ctx, admin, "c", c.Token); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
 	if _, err := lockview.ListPrefix(ctx, db, ""); err != nil {
 		return err
 	}
@@ -49,12 +61,15 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if _, err := op.ForceRelease(ctx, db, "b", b.Token); err != nil {
 		return err
 	}
+	if _, err := op.EndDelay(ctx, db, "c", "its holder is gone"); err != nil {
+		return err
+	}
 	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
 	if err != nil {
 		return err
 	}
-	if res.Locks != 2 {
-		return fmt.Errorf("pruned %d locks, want 2", res.Locks)
+	if res.Locks != 3 {
+		return fmt.Errorf("pruned %d locks, want 3", res.Locks)
 	}
 	return nil
 }
@@ -79,6 +94,7 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 		{`REVOKE SELECT ON %[1]s.distributed_lock_waiter FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_expire(text, bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_release(text, bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_end_delay(text, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_prune(bigint, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 	}
 	for _, c := range cases {

@@ -84,12 +84,12 @@ var (
 // ownerFunctions are the protocol functions of schema.sql a lock's owner
 // calls, with their argument types (a function is named by its signature).
 var ownerFunctions = []string{
-	"distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean)",
+	"distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint)",
 	"distributed_lock_renew(text, text, bigint, bigint)",
 	"distributed_lock_release(text, text, bigint, boolean, boolean, text)",
 	"distributed_lock_fence(text, text, bigint)",
 	"distributed_lock_report_stale_write(text, text, bigint, text, jsonb)",
-	"distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean)",
+	"distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint)",
 	"distributed_lock_waiter_poll(text, bigint, bigint)",
 	"distributed_lock_waiter_heartbeat(bigint[], bigint)",
 	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
@@ -100,6 +100,7 @@ var ownerFunctions = []string{
 var operatorFunctions = []string{
 	"distributed_lock_force_expire(text, bigint, text, text)",
 	"distributed_lock_force_release(text, bigint, text, text)",
+	"distributed_lock_end_delay(text, text, text)",
 	"distributed_lock_prune(bigint, bigint, bigint)",
 }
 

@@ -125,6 +125,15 @@ func makeLocks(t *testing.T, e env) locker.Lease {
 	if _, err := lk.Release(ctx, e.admin, free); err != nil {
 		t.Fatal(err)
 	}
+	// "delayed" sits in a lock-delay, which only an operator may end.
+	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
+	gone, err := delaying.TryAcquire(ctx, e.admin, "delayed", "admin-owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.ForceRelease(ctx, e.admin, "delayed", gone.Token); err != nil {
+		t.Fatal(err)
+	}
 	return held
 }
 
@@ -154,8 +163,8 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
 	locks, err := lockview.ListPrefix(ctx, db, "")
-	if err != nil || len(locks) != 2 {
-		t.Fatalf("viewer ListPrefix = %d rows, %v; want 2 rows", len(locks), err)
+	if err != nil || len(locks) != 3 {
+		t.Fatalf("viewer ListPrefix = %d rows, %v; want 3 rows", len(locks), err)
 	}
 	if l, found, err := store.Get[locker.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
@@ -163,8 +172,8 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	if ev, err := lockview.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
 		t.Fatalf("viewer KeyEvents = %d events, %v; want acquired+released", len(ev), err)
 	}
-	if ev, err := lockview.RecentEvents(ctx, db, 0, 10); err != nil || len(ev) != 3 {
-		t.Fatalf("viewer RecentEvents = %d events, %v; want 3", len(ev), err)
+	if ev, err := lockview.RecentEvents(ctx, db, 0, 10); err != nil || len(ev) != 4 {
+		t.Fatalf("viewer RecentEvents = %d events, %v; want 4 (held, free's two, delayed's force-release)", len(ev), err)
 	}
 	if _, err := lockview.Waiters(ctx, db, "held"); err != nil {
 		t.Fatalf("viewer Waiters: %v", err)
@@ -201,7 +210,7 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	db := e.roleWith(t, roles.Operator)
 	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
-	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 2 {
+	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 3 {
 		t.Fatalf("operator ListPrefix = %d, %v", len(locks), err)
 	}
 	expired, err := op.ForceExpire(ctx, db, "held", held.Token)

@@ -17,7 +17,8 @@ UPDATE distributed_lock l SET
     expires_at  = l.expires_at - s.shift,
     acquired_at = l.acquired_at - s.shift,
     renewed_at  = l.renewed_at - s.shift,
-    released_at = l.released_at - s.shift
+    released_at = l.released_at - s.shift,
+    delay_until = l.delay_until - s.shift
 FROM (SELECT CASE WHEN $2::bigint < 0
                   THEN greatest(expires_at - clock_timestamp(), interval '0') + interval '1 millisecond'
                   ELSE $2::bigint * interval '1 microsecond' END AS shift
@@ -26,7 +27,7 @@ WHERE l.lock_key = $1`
 
 // AgeLock makes key's row look as if d had passed on the database clock:
 // a lease with less than d left is then expired, a released lock has been
-// free for d longer. The lease contract reads only the database clock, so
+// free for d longer, a lock-delay with less than d left is over. The lease contract reads only the database clock, so
 // this is what waiting d would do, without the wait. The row must exist
 // and must not be locked by an open transaction (the update would wait).
 func AgeLock(t testing.TB, db store.DBTX, key string, d time.Duration) {

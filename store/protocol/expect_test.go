@@ -73,6 +73,8 @@ type rowWant struct {
 	handedTo   string // the waiter (by owner) the row was handed to; "": NULL
 	metadata   string // JSON; "": {}
 	wakes      *span  // wake_until − now; nil: not checked
+	lockDelay  time.Duration
+	delayUntil *span // delay_until − now; nil: NULL
 }
 
 var untouched = rowWant{untouched: true}
@@ -82,6 +84,51 @@ var untouched = rowWant{untouched: true}
 func grantTo(owner, kind string, ttl time.Duration, from tok) rowWant {
 	w := rowWant{owner: owner, token: drawnToken, expires: about(ttl), ttl: ttl, kind: kind, prevToken: from}
 	return w
+}
+
+// refusalWant is what a refusal says of the queue and the lock-delay.
+type refusalWant struct {
+	length   int   // queue_length
+	position int   // queue_position, where the function has it; 0: NULL
+	delay    *span // delay_until − now; nil: NULL
+}
+
+// queueOf is a refusal with a queue of length and no delay.
+func queueOf(length int) *refusalWant { return &refusalWant{length: length} }
+
+// placeIn is a queued caller's place among length waiters.
+func placeIn(position, length int) *refusalWant {
+	return &refusalWant{length: length, position: position}
+}
+
+func (c checker) refusal(result map[string]any, w *refusalWant) {
+	c.t.Helper()
+	length, position, delay := result["queue_length"], result["queue_position"], result["delay_until"]
+	if w == nil {
+		if length != nil || position != nil || delay != nil {
+			c.t.Errorf("queue_length %v, queue_position %v, delay_until %v; want NULL", length, position, delay)
+		}
+		return
+	}
+	if !sameJSON(length, w.length) {
+		c.t.Errorf("queue_length %v; want %d", length, w.length)
+	}
+	if _, has := result["queue_position"]; has {
+		var want any
+		if w.position != 0 {
+			want = w.position
+		}
+		if !sameJSON(position, want) {
+			c.t.Errorf("queue_position %v; want %v", position, want)
+		}
+	}
+	at, isTime := delay.(time.Time)
+	switch {
+	case w.delay == nil && delay != nil:
+		c.t.Errorf("delay_until %v; want NULL", delay)
+	case w.delay != nil && (!isTime || c.before == nil || !w.delay.holds(at.Sub(c.readAt))):
+		c.t.Errorf("delay_until %v (read at %v); want within [%v, %v] of the read", delay, c.readAt, w.delay.lo, w.delay.hi)
+	}
 }
 
 // eventWant is one event the call must write. detail lists its keys; a
@@ -133,6 +180,7 @@ type checker struct {
 	before     *lockState
 	tokenBelow int64 // the sequence's last token before the call
 	tokenAbove int64 // and after
+	readAt     time.Time
 }
 
 func (c checker) token(name string, got *int64, want tok) {
@@ -222,6 +270,12 @@ func (c checker) row(got *lockState, w rowWant) {
 	}
 	if !sameJSON(got.Metadata, orString(w.metadata, "{}")) {
 		c.t.Errorf("row metadata %v; want %s", got.Metadata, orString(w.metadata, "{}"))
+	}
+	if got.LockDelay != w.lockDelay {
+		c.t.Errorf("row lock_delay %v; want %v", got.LockDelay, w.lockDelay)
+	}
+	if (got.DelayIn == nil) != (w.delayUntil == nil) || w.delayUntil != nil && !w.delayUntil.holds(*got.DelayIn) {
+		c.t.Errorf("row delay_until in %s; want %v", show(got.DelayIn), deref(w.delayUntil))
 	}
 	if w.wakes != nil && (got.WakeIn == nil || !w.wakes.holds(*got.WakeIn)) {
 		c.t.Errorf("row wake_until in %s; want within [%v, %v]", show(got.WakeIn), w.wakes.lo, w.wakes.hi)

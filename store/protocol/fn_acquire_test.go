@@ -15,12 +15,15 @@ type acquireArgs struct {
 	actor     string
 	detail    string
 	logGrants bool
+	lockDelay time.Duration
 }
 
 func (a acquireArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT * FROM distributed_lock_acquire(key => $1, owner => $2, ttl_us => $3,
-		lease_metadata => $4::jsonb, event_actor => $5, event_detail => $6::jsonb, log_grants => $7)`,
-		[]any{key, a.owner, a.ttl.Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants}
+		lease_metadata => $4::jsonb, event_actor => $5, event_detail => $6::jsonb, log_grants => $7,
+		lock_delay_us => $8)`,
+		[]any{key, a.owner, a.ttl.Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants,
+			a.lockDelay.Microseconds()}
 }
 
 // keyOf is a case's key when it must be a given one (a bad one).
@@ -46,11 +49,20 @@ func TestAcquire(t *testing.T) {
 		return w
 	}
 	held := func(owner string) want {
-		return want{outcome: "held", owner: owner, token: keptToken, remaining: &span{50*time.Second - slack, 50 * time.Second}, row: untouched}
+		return want{outcome: "held", owner: owner, token: keptToken, remaining: &span{50*time.Second - slack, 50 * time.Second},
+			row: untouched, refusal: queueOf(0)}
 	}
 	queuedWant := func(owner string, left span, ws ...string) want {
-		return want{outcome: "queued", owner: owner, token: keptToken, remaining: &left, row: untouched, waiters: waiters(ws...)}
+		return want{outcome: "queued", owner: owner, token: keptToken, remaining: &left, row: untouched, waiters: waiters(ws...),
+			refusal: queueOf(len(ws))}
 	}
+	delayedWant := func(owner string, left, delay span, ws ...string) want {
+		return want{outcome: "delayed", owner: owner, token: keptToken, remaining: &left, row: untouched, waiters: waiters(ws...),
+			refusal: &refusalWant{length: len(ws), delay: &delay}}
+	}
+	withDelay := func(a acquireArgs, d time.Duration) acquireArgs { a.lockDelay = d; return a }
+	aMinuteOn := span{time.Minute - time.Second - slack, time.Minute - time.Second}
+	halfAMinuteOn := span{30*time.Second - slack, 30 * time.Second}
 	f.run(t, []fnCase{
 		{name: "no row", state: noRow(), call: mine.call, want: want{
 			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
@@ -94,7 +106,7 @@ func TestAcquire(t *testing.T) {
 			row: grant("acquired", me, keptToken)}},
 		{name: "held by another, queued", state: heldBy(other).queued(w1), call: mine.call, want: func() want {
 			w := held(other)
-			w.waiters = waiters(w1)
+			w.waiters, w.refusal = waiters(w1), queueOf(1)
 			return w
 		}()},
 		{name: "held by the caller, queued", state: heldBy(me).queued(w1), call: mine.call, want: want{
@@ -111,7 +123,7 @@ func TestAcquire(t *testing.T) {
 			waiters: waiters(w1)}},
 		{name: "promised to a waiter", state: promisedTo(w1).queued(w2), call: mine.call, want: want{
 			outcome: "held", owner: w1, token: keptToken, remaining: &span{8*time.Second - slack, 8 * time.Second},
-			row: untouched, waiters: waiters(w2)}},
+			row: untouched, waiters: waiters(w2), refusal: queueOf(1)}},
 		{name: "lapsed hand-off", state: lapsedHandOffTo(w1), call: mine.call, want: want{
 			outcome: "stolen", owner: me, token: drawnToken, remaining: &span{},
 			row: func() rowWant { w := grant("stolen", w1, keptToken); w.wakes = &span{0, time.Minute}; return w }(),
@@ -119,10 +131,43 @@ func TestAcquire(t *testing.T) {
 				prevOwner: w1, prevToken: keptToken, detail: map[string]any{}}}}},
 		{name: "lapsed hand-off, queued", state: lapsedHandOffTo(w1).queued(w2), call: mine.call, want: queuedWant(w1, ranOut, w2)},
 
+		{name: "free, with a lock-delay: the grant carries it", state: free(), call: withDelay(mine, 15*time.Second).call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: func() rowWant { w := grant("acquired", other, keptToken); w.lockDelay = 15 * time.Second; return w }()}},
+		{name: "no row, with a lock-delay", state: noRow(), call: withDelay(mine, time.Minute).call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+			row: func() rowWant {
+				w := grantTo(me, "acquired", time.Minute, noToken)
+				w.lockDelay = time.Minute
+				return w
+			}()}},
+		{name: "held by the caller with a lock-delay: a renewal keeps it", state: heldWithDelay(me), call: mine.call, want: want{
+			outcome: "renewed", owner: me, token: keptToken, remaining: &span{},
+			row: rowWant{owner: me, token: keptToken, expires: about(time.Minute), ttl: time.Minute,
+				kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious, renewals: 1, lockDelay: time.Minute}}},
+		{name: "held by another with a lock-delay: held, no delay yet", state: heldWithDelay(other), call: mine.call, want: held(other)},
+		{name: "expired, in its lock-delay", state: delayedAfterExpiry(other), call: mine.call,
+			want: delayedWant(other, span{-time.Second - slack, -time.Second}, aMinuteOn)},
+		{name: "expired, the caller's own, in its lock-delay", state: delayedAfterExpiry(me), call: mine.call,
+			want: delayedWant(me, span{-time.Second - slack, -time.Second}, aMinuteOn)},
+		{name: "expired, in its lock-delay, queued", state: delayedAfterExpiry(other).queued(w1, w2), call: mine.call,
+			want: delayedWant(other, span{-time.Second - slack, -time.Second}, aMinuteOn, w1, w2)},
+		{name: "force-released, in its lock-delay", state: delayedAfterRelease(other), call: mine.call,
+			want: delayedWant(other, span{0, 30 * time.Second}, halfAMinuteOn)},
+		{name: "expired, its lock-delay over", state: delayOver(other), call: mine.call, want: want{
+			outcome: "stolen", owner: me, token: drawnToken, remaining: &span{},
+			row: grant("stolen", other, keptToken),
+			events: []eventWant{{kind: "stolen", owner: me, token: drawnToken, actor: me,
+				prevOwner: other, prevToken: keptToken, detail: map[string]any{}}}}},
+		{name: "free, a force-release's delay over: the grant clears delay_until",
+			state: delayedAfterRelease(other).with(func(r *lockRow) { r.freedAgo, r.delayFor = 2*time.Minute, -time.Minute }),
+			call:  mine.call, want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+				row: grant("acquired", other, keptToken)}},
+
 		{name: "free, the row being changed", state: free(), call: mine.call, during: whileRowLocked, want: want{
-			outcome: "free", owner: other, token: keptToken, remaining: &span{0, 30 * time.Second}, row: untouched}},
+			outcome: "free", owner: other, token: keptToken, remaining: &span{0, 30 * time.Second}, row: untouched, refusal: queueOf(0)}},
 		{name: "expired, the row being changed", state: lapsed(other), call: mine.call, during: whileRowLocked, want: want{
-			outcome: "expired", owner: other, token: keptToken, remaining: &ranOut, row: untouched}},
+			outcome: "expired", owner: other, token: keptToken, remaining: &ranOut, row: untouched, refusal: queueOf(0)}},
 		{name: "no row, a first grant by another committing", state: noRow(), call: mine.call, during: whileFirstGrantCommits, want: want{
 			outcome: "busy", row: rowWant{owner: other, token: drawnToken, expires: about(time.Minute), ttl: time.Minute,
 				kind: "acquired", prevOwner: "earlier", prevToken: drawnToken}}},
@@ -136,5 +181,7 @@ func TestAcquire(t *testing.T) {
 		{name: "negative TTL", state: noRow(), call: withTTL(mine, -time.Second).call, want: want{err: "23514"}},
 		{name: "negative TTL, held by the caller", state: heldBy(me), call: withTTL(mine, -time.Second).call, want: want{err: "23514"}},
 		{name: "metadata an array", state: free(), call: acquireArgs{owner: me, ttl: time.Minute, metadata: `[1]`}.call, want: want{err: "23514"}},
+		{name: "lock-delay over a minute", state: free(), call: withDelay(mine, time.Minute+time.Microsecond).call, want: want{err: "23514"}},
+		{name: "negative lock-delay, no row", state: noRow(), call: withDelay(mine, -time.Second).call, want: want{err: "23514"}},
 	})
 }

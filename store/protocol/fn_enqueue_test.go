@@ -15,14 +15,16 @@ type enqueueArgs struct {
 	metadata         string
 	actor, detail    string
 	logGrants        bool
+	lockDelay        time.Duration
 }
 
 func (a enqueueArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT * FROM distributed_lock_enqueue(key => $1, owner => $2, ttl_us => $3, claim_us => $4,
 		seen_for_us => $5, lease_metadata => $6::jsonb, event_actor => $7, event_detail => $8::jsonb,
-		log_grants => $9)`,
+		log_grants => $9, lock_delay_us => $10)`,
 		[]any{key, a.owner, or(a.ttl, time.Minute).Microseconds(), or(a.claim, 10*time.Second).Microseconds(),
-			or(a.seen, 30*time.Second).Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants}
+			or(a.seen, 30*time.Second).Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants,
+			a.lockDelay.Microseconds()}
 }
 
 func TestEnqueue(t *testing.T) {
@@ -41,8 +43,10 @@ func TestEnqueue(t *testing.T) {
 	// the holder's, and releases keep handing off for twice seen_for.
 	queuedBehind := func(holder string, token tok, row rowWant, ahead ...string) want {
 		return want{outcome: "queued", owner: holder, token: token, waiterID: me, row: row,
-			waiters: append(waiters(ahead...), waiterWant{owner: me, seenFor: 30 * time.Second}), check: dbNowReturned}
+			waiters: append(waiters(ahead...), waiterWant{owner: me, seenFor: 30 * time.Second}), check: dbNowReturned,
+			refusal: placeIn(len(ahead)+1, len(ahead)+1)}
 	}
+	delaying := enqueueArgs{owner: me, lockDelay: 20 * time.Second}
 	heldRow := rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
 		prevOwner: "earlier", prevToken: keptPrevious, wakes: &span{time.Minute - slack, time.Minute}}
 	f.run(t, []fnCase{
@@ -97,7 +101,8 @@ func TestEnqueue(t *testing.T) {
 			state: heldBy(other).queued(w1).withWaiter(waiterRow{owner: me, seenFor: 5 * time.Second, waitedFor: time.Second}).queued(w2),
 			want: func() want {
 				w := want{outcome: "queued", owner: other, token: keptToken, waiterID: me, row: untouched,
-					waiters: []waiterWant{{owner: w1}, {owner: me, seenFor: 30 * time.Second}, {owner: w2}}, check: dbNowReturned}
+					waiters: []waiterWant{{owner: w1}, {owner: me, seenFor: 30 * time.Second}, {owner: w2}}, check: dbNowReturned,
+					refusal: placeIn(2, 3)}
 				w.check = func(t *testing.T, result map[string]any, p prepared, after observed) {
 					dbNowReturned(t, result, p, after)
 					got := after.waiters[1]
@@ -128,6 +133,48 @@ func TestEnqueue(t *testing.T) {
 			}(),
 			eventWant{kind: "stolen", owner: me, token: drawnToken, actor: me, prevOwner: w1, prevToken: keptToken, detail: map[string]any{}})},
 
+		{name: "free, with a lock-delay: the grant carries it", state: free(), call: delaying.call, want: granted("acquired",
+			func() rowWant {
+				w := grantTo(me, "acquired", time.Minute, keptToken)
+				w.prevOwner, w.lockDelay = other, 20*time.Second
+				return w
+			}())},
+		{name: "held by another, with a lock-delay: the record carries it", state: heldBy(other).queued(w1), call: delaying.call,
+			want: func() want {
+				w := queuedBehind(other, keptToken, untouched, w1)
+				w.check = func(t *testing.T, result map[string]any, p prepared, after observed) {
+					dbNowReturned(t, result, p, after)
+					if got := after.waiters[1].LockDelay; got != 20*time.Second {
+						t.Errorf("waiter record's lock_delay %v; want the 20s asked for", got)
+					}
+				}
+				return w
+			}()},
+		{name: "expired, in its lock-delay, queued: not handed to the head", state: delayedAfterExpiry(other).queued(w1), call: mine.call,
+			want: func() want {
+				w := queuedBehind(other, keptToken, untouched, w1)
+				w.refusal.delay = &span{time.Minute - time.Second - slack, time.Minute - time.Second}
+				return w
+			}()},
+		{name: "force-released, in its lock-delay: queued at the head", state: delayedAfterRelease(other), call: mine.call,
+			want: func() want {
+				w := queuedBehind(other, keptToken, rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute,
+					released: stillReleased, kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious,
+					lockDelay: time.Minute, delayUntil: &span{30*time.Second - slack, 30 * time.Second},
+					wakes: &span{time.Minute - slack, time.Minute}})
+				w.refusal.delay = &span{30*time.Second - slack, 30 * time.Second}
+				return w
+			}()},
+		{name: "expired, its lock-delay over, the caller at the head: handed to it with its lock-delay and claimed",
+			state: delayOver(other).withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second}), call: delaying.call, want: func() want {
+				row := handedTo(me, "stolen", other)
+				row.expires, row.renewals, row.lockDelay = about(time.Minute), 1, 20*time.Second
+				w := granted("stolen", row, grantEvent("stolen", me, me, other))
+				w.notify = []notifyWant{handOffTo(me, "stolen")}
+				return w
+			}()},
+
+		{name: "lock-delay over a minute", state: heldBy(other), call: enqueueArgs{owner: me, lockDelay: 2 * time.Minute}.call, want: want{err: "23514"}},
 		{name: "key of 256 bytes", key: keyOf(strings.Repeat("k", 256)), state: noRow(), call: mine.call, want: want{err: "23514"}},
 		{name: "owner of 256 bytes, queued", state: heldBy(other), call: enqueueArgs{owner: strings.Repeat("o", 256)}.call, want: want{err: "23514"}},
 		{name: "negative TTL, queued", state: heldBy(other), call: enqueueArgs{owner: me, ttl: -time.Microsecond}.call, want: want{err: "23514"}},

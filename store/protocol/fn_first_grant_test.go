@@ -7,13 +7,14 @@ import (
 
 // firstGrantArgs are distributed_lock_first_grant's arguments but the key.
 type firstGrantArgs struct {
-	metadata string
+	metadata  string
+	lockDelay time.Duration
 }
 
 func (a firstGrantArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT * FROM distributed_lock_first_grant(key => $1, owner => $2, ttl_us => $3,
-		lease_metadata => $4::jsonb)`,
-		[]any{key, me, time.Minute.Microseconds(), null(a.metadata)}
+		lease_metadata => $4::jsonb, lock_delay_us => $5)`,
+		[]any{key, me, time.Minute.Microseconds(), null(a.metadata), a.lockDelay.Microseconds()}
 }
 
 // A key's first grant inserts its row, and writes no event (acquire logs
@@ -25,6 +26,8 @@ func TestFirstGrant(t *testing.T) {
 	inserted := grantTo(me, "acquired", time.Minute, noToken)
 	withMetadata := inserted
 	withMetadata.metadata = `{"pid": 42}`
+	withDelay := inserted
+	withDelay.lockDelay = 20 * time.Second
 	f.run(t, []fnCase{
 		{name: "no row", state: noRow(), call: firstGrantArgs{}.call, want: want{
 			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: inserted}},
@@ -32,6 +35,9 @@ func TestFirstGrant(t *testing.T) {
 			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: withMetadata}},
 		{name: "a row already: another first grant won", state: heldBy(other), call: firstGrantArgs{}.call, want: want{
 			nullKey: true, row: untouched}},
+		{name: "no row, with a lock-delay", state: noRow(), call: firstGrantArgs{lockDelay: 20 * time.Second}.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: withDelay}},
+		{name: "lock-delay over a minute", state: noRow(), call: firstGrantArgs{lockDelay: 61 * time.Second}.call, want: want{err: "23514"}},
 		{name: "metadata an array", state: noRow(), call: firstGrantArgs{metadata: `[1]`}.call, want: want{err: "23514"}},
 	})
 }

@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,39 @@ func TestForceExpire(t *testing.T) {
 			w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
 			return w
 		}()},
+		{name: "held with a lock-delay: the delay starts now, the event says until when", state: heldWithDelay(other), call: op.call,
+			want: func() want {
+				row := endedNow
+				row.lockDelay = time.Minute
+				return ended(row, "alice", map[string]any{"reason": "stuck job", "delay_until": anyValue})
+			}()},
+		{name: "held with a lock-delay, queued: a wake-up, no hand-off", state: heldWithDelay(other).queued(w1), call: op.call,
+			want: func() want {
+				row := endedNow
+				row.lockDelay, row.wakes = time.Minute, &span{0, time.Minute}
+				w := ended(row, "alice", map[string]any{"reason": "stuck job", "delay_until": anyValue})
+				w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
+				w.check = delayedFor(time.Minute)
+				return w
+			}()},
 		{name: "actor of 256 bytes", state: heldBy(other), call: forceArgs{fn: op.fn, token: keptToken, actor: strings.Repeat("a", 256)}.call,
 			want: want{err: "23514"}},
 	})
+}
+
+// delayedFor: the call's event says the key's lock-delay ends d after the
+// lease did (the row's end).
+func delayedFor(d time.Duration) func(*testing.T, map[string]any, prepared, observed) {
+	return func(t *testing.T, _ map[string]any, _ prepared, after observed) {
+		t.Helper()
+		last := after.events[len(after.events)-1]
+		until, err := time.Parse(time.RFC3339Nano, fmt.Sprint(last.Detail["delay_until"]))
+		ended := after.row.ExpiresAt
+		if after.row.ReleasedAt != nil {
+			ended = *after.row.ReleasedAt
+		}
+		if err != nil || !until.Equal(ended.Add(d)) {
+			t.Errorf("event detail delay_until %v (%v); want %v", last.Detail["delay_until"], err, ended.Add(d))
+		}
+	}
 }

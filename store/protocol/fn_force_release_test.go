@@ -40,6 +40,30 @@ func TestForceRelease(t *testing.T) {
 			w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
 			return w
 		}()},
+		{name: "held with a lock-delay: delay_until set, the event says it", state: heldWithDelay(other), call: op.call, want: func() want {
+			row := freed
+			row.lockDelay, row.delayUntil = time.Minute, &span{time.Minute - slack, time.Minute}
+			w := released(row)
+			w.events[0].detail = map[string]any{"reason": "stuck job", "delay_until": anyValue}
+			w.check = delayedFor(time.Minute)
+			return w
+		}()},
+		{name: "expired with a lock-delay: the delay runs from the expiry", state: delayedAfterExpiry(other), call: op.call, want: func() want {
+			row := freed
+			row.lockDelay, row.delayUntil = time.Minute, &span{time.Minute - time.Second - slack, time.Minute - time.Second}
+			w := released(row)
+			w.events[0].detail = map[string]any{"reason": "stuck job", "delay_until": anyValue}
+			return w
+		}()},
+		{name: "held with a lock-delay, queued: no hand-off inside the delay, a wake-up", state: heldWithDelay(other).queued(w1), call: op.call,
+			want: func() want {
+				row := freed
+				row.lockDelay, row.delayUntil, row.wakes = time.Minute, &span{time.Minute - slack, time.Minute}, &span{0, time.Minute}
+				w := released(row)
+				w.events[0].detail = map[string]any{"reason": "stuck job", "delay_until": anyValue}
+				w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
+				return w
+			}()},
 		{name: "promised to a waiter: handed on", state: promisedTo(w1).queued(w2), call: op.call, want: func() want {
 			w := released(handedTo(w2, "acquired", w1))
 			w.owner = w1

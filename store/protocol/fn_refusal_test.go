@@ -15,5 +15,10 @@ func TestRefusal(t *testing.T) {
 		{name: "free, queued", state: free().queued(w1), call: refusal, want: isQueued("queued", w1)},
 		{name: "expired, queued", state: lapsed(other).queued(w1), call: refusal, want: isQueued("queued", w1)},
 		{name: "promised to a waiter", state: promisedTo(w1), call: refusal, want: is("held")},
+		{name: "expired, in its lock-delay", state: delayedAfterExpiry(other), call: refusal, want: is("delayed")},
+		{name: "expired, in its lock-delay, queued: the delay first", state: delayedAfterExpiry(other).queued(w1), call: refusal,
+			want: isQueued("delayed", w1)},
+		{name: "force-released, in its lock-delay", state: delayedAfterRelease(other), call: refusal, want: is("delayed")},
+		{name: "held with a lock-delay", state: heldWithDelay(other), call: refusal, want: is("held")},
 	})
 }

@@ -25,13 +25,34 @@ func TestWaiterPoll(t *testing.T) {
 		prevOwner: "earlier", prevToken: keptPrevious}
 	stillQueued := func(holder string, token tok, row rowWant, ahead ...string) want {
 		return want{outcome: "queued", owner: holder, token: token, waiterID: me, row: row,
-			waiters: append(waiters(ahead...), waiterWant{owner: me, seenFor: 45 * time.Second}), check: dbNowReturned}
+			waiters: append(waiters(ahead...), waiterWant{owner: me, seenFor: 45 * time.Second}), check: dbNowReturned,
+			refusal: placeIn(len(ahead)+1, len(ahead)+1)}
 	}
 	handedHere := func(kind, from string) want {
 		return want{outcome: kind, owner: me, token: drawnToken, waiterID: me, remaining: &span{10*time.Second - slack, 10 * time.Second},
 			row: handedTo(me, kind, from), notify: []notifyWant{handOffTo(me, kind)}, check: dbNowReturned}
 	}
+	inDelay := func(w want, d time.Duration) want {
+		w.refusal.delay = &span{d - slack, d}
+		return w
+	}
 	f.run(t, []fnCase{
+		{name: "expired, in its lock-delay, the caller at the head: still queued", state: delayedAfterExpiry(other).queued(me),
+			call: mine.call, want: inDelay(stillQueued(other, keptToken, untouched), time.Minute-time.Second)},
+		{name: "force-released, in its lock-delay, the caller second", state: delayedAfterRelease(other).queued(w1, me),
+			call: mine.call, want: inDelay(stillQueued(other, keptToken, untouched, w1), 30*time.Second)},
+		{name: "expired, its lock-delay over, the caller at the head: stolen for it", state: delayOver(other).queued(me), call: mine.call,
+			want: func() want {
+				w := handedHere("stolen", other)
+				w.events = []eventWant{grantEvent("stolen", me, me, other)}
+				return w
+			}()},
+		{name: "handed a lease with a lock-delay", state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, lockDelay: 5 * time.Second}),
+			call: mine.call, want: func() want {
+				w := handedHere("acquired", other)
+				w.row.lockDelay = 5 * time.Second
+				return w
+			}()},
 		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "gone", waiterID: me, row: untouched}},
 		{name: "held by another, queued", state: heldBy(other).queued(me), call: mine.call, want: stillQueued(other, keptToken, untouched)},
 		{name: "held by another, queued, the wake-up running out", state: heldBy(other).with(func(r *lockRow) { r.wakeFor = 5 * time.Second }).queued(me),

@@ -29,26 +29,30 @@ type lockState struct {
 	Metadata      map[string]any `db:"metadata"`
 	WakeUntil     *time.Time     `db:"wake_until"`
 	HandedTo      *int64         `db:"handed_to"`
+	LockDelay     time.Duration  `db:"lock_delay"`
+	DelayUntil    *time.Time     `db:"delay_until"`
 
 	ExpiresIn   time.Duration  `db:"expires_in"`
 	AcquiredAgo time.Duration  `db:"acquired_ago"`
 	ReleasedAgo *time.Duration `db:"released_ago"`
 	RenewedAgo  *time.Duration `db:"renewed_ago"`
 	WakeIn      *time.Duration `db:"wake_in"`
+	DelayIn     *time.Duration `db:"delay_in"`
+	ReadAt      time.Time      `db:"read_at"` // the database's clock at the read
 }
 
 func (l lockState) String() string {
 	return fmt.Sprintf("{owner %s, token %d, expires %v (in %v), ttl %v, acquired %v, renewed %s ×%d, released %s, "+
-		"kind %s, previous %s/%s, metadata %v, wake_until %s, handed_to %s}",
+		"kind %s, previous %s/%s, metadata %v, wake_until %s, handed_to %s, lock_delay %v, delay_until %s}",
 		l.Owner, l.Token, l.ExpiresAt, l.ExpiresIn, l.TTL, l.AcquiredAt, show(l.RenewedAt), l.RenewCount,
 		show(l.ReleasedAt), l.GrantKind, show(l.PreviousOwner), show(l.PreviousToken), l.Metadata,
-		show(l.WakeUntil), show(l.HandedTo))
+		show(l.WakeUntil), show(l.HandedTo), l.LockDelay, show(l.DelayUntil))
 }
 
 // stored is the row without its clock-relative fields: what "untouched"
 // compares.
 func (l lockState) stored() lockState {
-	l.ExpiresIn, l.AcquiredAgo, l.ReleasedAgo, l.RenewedAgo, l.WakeIn = 0, 0, nil, nil, nil
+	l.ExpiresIn, l.AcquiredAgo, l.ReleasedAgo, l.RenewedAgo, l.WakeIn, l.DelayIn, l.ReadAt = 0, 0, nil, nil, nil, nil, time.Time{}
 	return l
 }
 
@@ -62,6 +66,7 @@ type waiterState struct {
 	LogGrants bool           `db:"log_grants"`
 	Actor     *string        `db:"actor"`
 	WaitedFor time.Duration  `db:"waited_for"`
+	LockDelay time.Duration  `db:"lock_delay"`
 }
 
 type eventState struct {
@@ -79,15 +84,15 @@ const (
 	readLockSQL = `
 SELECT l.owner_id, l.fence_token, l.expires_at, l.ttl, l.acquired_at, l.renewed_at, l.renew_count,
        l.released_at, l.grant_kind, l.previous_owner, l.previous_token, l.metadata, l.wake_until,
-       l.handed_to,
+       l.handed_to, l.lock_delay, l.delay_until, l.delay_until - c.ts AS delay_in,
        l.expires_at - c.ts AS expires_in, c.ts - l.acquired_at AS acquired_ago,
        c.ts - l.released_at AS released_ago, c.ts - l.renewed_at AS renewed_ago,
-       l.wake_until - c.ts AS wake_in
+       l.wake_until - c.ts AS wake_in, c.ts AS read_at
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE l.lock_key = $1`
 	readWaitersSQL = `
 SELECT w.waiter_id, w.owner_id, w.seen_until - c.ts AS seen_in, w.ttl, w.claim_window, w.metadata,
-       w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for
+       w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for, w.lock_delay
 FROM distributed_lock_waiter w, (SELECT clock_timestamp() AS ts) c
 WHERE w.lock_key = $1 ORDER BY w.waiter_id`
 	readEventsSQL = `

@@ -17,13 +17,15 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 	t.Parallel()
 	reports := map[string][]string{
 		"distributed_lock_acquire": {lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeRenewed,
-			lockdb.OutcomeHeld, lockdb.OutcomeQueued, lockdb.OutcomeFree, lockdb.OutcomeExpired, lockdb.OutcomeBusy},
+			lockdb.OutcomeHeld, lockdb.OutcomeQueued, lockdb.OutcomeFree, lockdb.OutcomeExpired, lockdb.OutcomeBusy,
+			lockdb.OutcomeDelayed},
 		"distributed_lock_renew":         {lockdb.OutcomeRenewed, lockdb.OutcomeNotHeld},
 		"distributed_lock_release":       {lockdb.OutcomeReleased, lockdb.OutcomeNotHeld},
 		"distributed_lock_waiter_poll":   {lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeQueued, lockdb.OutcomeGone},
 		"distributed_lock_waiter_leave":  {lockdb.LeftQueue, lockdb.PassedOn, lockdb.LeftNone},
 		"distributed_lock_force_expire":  {lockdb.OutcomeForceExpired, lockdb.OutcomeNotHeld},
 		"distributed_lock_force_release": {lockdb.OutcomeForceReleased, lockdb.OutcomeNotHeld},
+		"distributed_lock_end_delay":     {lockdb.OutcomeDelayEnded, lockdb.OutcomeNotDelayed},
 	}
 	for fn, outcomes := range reports {
 		documented := documentedOutcomes(t, fn)
@@ -36,7 +38,8 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 
 	domains := map[string][]string{
 		"distributed_lock_event_kind": {lockdb.EventAcquired, lockdb.EventStolen, lockdb.EventReleased,
-			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected},
+			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected,
+			lockdb.EventDelayEnded},
 		"distributed_lock_grant_kind": {lockdb.OutcomeAcquired, lockdb.OutcomeStolen},
 	}
 	word := regexp.MustCompile(`'([a-z_]+)'`)

@@ -41,6 +41,10 @@ type want struct {
 	waiterID  string // the waiter_id column: that waiter's id (by owner); "": NULL
 	value     any    // a scalar function's result, when set
 	nullKey   bool   // the lock_key column is NULL (first_grant's lost race)
+	// refusal is what a refusal says beyond the holder (queue_length,
+	// queue_position, delay_until), for a function with those columns;
+	// nil: all NULL (a grant, or no refusal).
+	refusal *refusalWant
 
 	row     rowWant
 	events  []eventWant
@@ -174,6 +178,9 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	notes := l.collect(t, f.db, key)
 	chk.tokenAbove = lastToken(t, f.db)
 	after := observe(t, f.db, key)
+	if after.row != nil {
+		chk.readAt = after.row.ReadAt
+	}
 
 	w := c.want
 	if w.err != "" {
@@ -245,6 +252,9 @@ func (f *fixture) result(t *testing.T, chk checker, key string, result map[strin
 		if d, ok := asDuration(result["remaining"]); !ok || !w.remaining.holds(d) {
 			t.Errorf("remaining %v; want within [%v, %v]", result["remaining"], w.remaining.lo, w.remaining.hi)
 		}
+	}
+	if _, has := result["queue_length"]; has {
+		chk.refusal(result, w.refusal)
 	}
 	if id, has := result["waiter_id"]; has {
 		var wantID any

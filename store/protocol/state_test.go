@@ -29,6 +29,8 @@ type lockRow struct {
 	handed    bool          // handed_to names a waiter whose record the hand-off consumed
 	wakeFor   time.Duration // wake_until − now; 0: NULL (nobody ever waited)
 	metadata  string        // JSON object; "": {}
+	lockDelay time.Duration // the lease's lock-delay
+	delayFor  time.Duration // delay_until − now (a force-release's delay); 0: NULL
 }
 
 // waiterRow is one distributed_lock_waiter row, queued in the order given.
@@ -41,6 +43,7 @@ type waiterRow struct {
 	logGrants bool
 	actor     string // "": NULL
 	metadata  string // "": {}
+	lockDelay time.Duration
 }
 
 // state is what a key holds before the call.
@@ -62,6 +65,28 @@ func heldBy(owner string) state {
 
 func lapsed(owner string) state {
 	return state{row: &lockRow{owner: owner, expiresIn: -time.Second}}
+}
+
+// delayedAfterExpiry is a lease of owner's that ran out a second ago, with
+// a lock-delay of a minute; delayedAfterRelease one force-released a second
+// ago, whose delay (delay_until) runs for another 30 s; delayOver one whose
+// lock-delay has run out.
+func delayedAfterExpiry(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: -time.Second, lockDelay: time.Minute}}
+}
+
+func delayedAfterRelease(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: 30 * time.Second, freedAgo: time.Second,
+		lockDelay: time.Minute, delayFor: 30 * time.Second}}
+}
+
+func delayOver(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: -2 * time.Minute, lockDelay: time.Minute}}
+}
+
+// heldWithDelay is a running lease of owner's with a lock-delay of a minute.
+func heldWithDelay(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: 50 * time.Second, lockDelay: time.Minute}}
 }
 
 // promisedTo is a key a release handed to waiter owner, whose claim window
@@ -132,21 +157,23 @@ WITH c AS (SELECT clock_timestamp() AS now, nextval('distributed_lock_fence_seq'
      t AS (SELECT c.*, nextval('distributed_lock_fence_seq') AS token FROM c)
 INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at,
     renewed_at, renew_count, released_at, grant_kind, previous_owner, previous_token,
-    metadata, wake_until, handed_to)
+    metadata, wake_until, handed_to, lock_delay, delay_until)
 SELECT $1, $2, t.token, t.now + $3 * interval '1 microsecond', $4 * interval '1 microsecond',
        t.now + ($3 - $4) * interval '1 microsecond',
        CASE WHEN $6::int > 0 THEN t.now - interval '1 second' END, $6::int,
        CASE WHEN $5::bigint > 0 THEN t.now - $5 * interval '1 microsecond' END,
        $7, 'earlier', t.prev, $8::jsonb,
-       CASE WHEN $9::bigint <> 0 THEN t.now + $9 * interval '1 microsecond' END, $10
+       CASE WHEN $9::bigint <> 0 THEN t.now + $9 * interval '1 microsecond' END, $10,
+       $11 * interval '1 microsecond',
+       CASE WHEN $12::bigint <> 0 THEN t.now + $12 * interval '1 microsecond' END
 FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl,
-    claim_window, metadata, log_grants, actor)
+    claim_window, metadata, log_grants, actor, lock_delay)
 VALUES ($1, $2, clock_timestamp() - $3 * interval '1 microsecond',
         clock_timestamp() + $4 * interval '1 microsecond', $5 * interval '1 microsecond',
-        $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''))
+        $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''), $10 * interval '1 microsecond')
 RETURNING waiter_id`
 	// A waiter id as the queue would have drawn it, for a hand-off whose
 	// waiter record is consumed.
@@ -171,6 +198,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertLockSQL, key, r.owner, r.expiresIn.Microseconds(),
 			or(r.ttl, time.Minute).Microseconds(), r.freedAgo.Microseconds(), r.renewals,
 			orString(r.kind, "acquired"), orString(r.metadata, "{}"), r.wakeFor.Microseconds(), handed,
+			r.lockDelay.Microseconds(), r.delayFor.Microseconds(),
 		).Scan(&p.token, &p.previousToken)
 		if err != nil {
 			t.Fatalf("prepare the row of %q: %v", key, err)
@@ -181,6 +209,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),
 			w.seenFor.Microseconds(), or(w.ttl, time.Minute).Microseconds(),
 			or(w.claim, 10*time.Second).Microseconds(), orString(w.metadata, "{}"), w.logGrants, w.actor,
+			w.lockDelay.Microseconds(),
 		).Scan(&id)
 		if err != nil {
 			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)

@@ -27,6 +27,24 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
+-- distributed_lock_queue_length: how many live waiters are queued for key;
+-- distributed_lock_queue_position: waiter id's place among them (1: the
+-- head), NULL when its record is not live. What a refusal says, read only
+-- on refusal paths.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_length(key text, ts timestamptz)
+RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
+END $$;
+
+CREATE OR REPLACE FUNCTION distributed_lock_queue_position(key text, id bigint, ts timestamptz)
+RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM distributed_lock_waiter w
+            WHERE w.lock_key = key AND w.waiter_id <= id AND w.seen_until > ts
+            HAVING bool_or(w.waiter_id = id));
+END $$;
+
 -- distributed_lock_promised: l is kept for the live waiters queued for it,
 -- whom only a hand-off may grant it to. wake_until is NULL on a key nobody
 -- waited for, and NULL AND x would evaluate x: hence the coalesce.
@@ -35,11 +53,29 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT coalesce(l.wake_until > ts, false) AND distributed_lock_queue_live(l.lock_key, ts)
 $$;
 
+-- distributed_lock_delay_end: when the lock-delay of l's last lease ends
+-- (NULL: it has none). A lease that ran out or was force-expired (never
+-- released) is followed by its lock_delay from expires_at; a force-release
+-- writes delay_until; a clean release writes none, so it starts no delay.
+CREATE OR REPLACE FUNCTION distributed_lock_delay_end(l distributed_lock)
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN l.released_at IS NULL THEN l.expires_at + l.lock_delay ELSE l.delay_until END
+$$;
+
+-- distributed_lock_delayed: nobody holds l, but its last lease's lock-delay
+-- still runs: a holder that was only slow may still be writing, so nobody
+-- is granted the key until then (waiters keep their place).
+CREATE OR REPLACE FUNCTION distributed_lock_delayed(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) > ts, false)
+$$;
+
 -- distributed_lock_may_grant: l may be granted anew now: it is free or
--- lapsed and not promised to waiters.
+-- lapsed, past its lock-delay, and not promised to waiters.
 CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_promised(l, ts)
+    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+           AND NOT distributed_lock_promised(l, ts)
 $$;
 
 -- distributed_lock_may_take, the grant rule: owner may take l now. It is
@@ -50,12 +86,15 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
--- 'queued' (free or lapsed, but promised to waiters), 'held' (another's
--- running lease, or the caller's own row locked by its own transaction),
--- or 'free'/'expired' (another transaction had the row locked).
+-- 'delayed' (free or lapsed, in its lock-delay: waiters or not, nobody gets
+-- it before the delay ends), 'queued' (free or lapsed, but promised to
+-- waiters), 'held' (another's running lease, or the caller's own row locked
+-- by its own transaction), or 'free'/'expired' (another transaction had the
+-- row locked).
 CREATE OR REPLACE FUNCTION distributed_lock_refusal(l distributed_lock, ts timestamptz)
 RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN distributed_lock_open(l, ts) AND distributed_lock_promised(l, ts) THEN 'queued'
+    SELECT CASE WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
+                WHEN distributed_lock_open(l, ts) AND distributed_lock_promised(l, ts) THEN 'queued'
                 WHEN l.released_at IS NOT NULL THEN 'free'
                 WHEN l.expires_at <= ts THEN 'expired'
                 ELSE 'held' END

@@ -5,7 +5,9 @@
 --   outcome  'acquired' (a new or free row), 'stolen' (another owner's
 --            expired lease), 'renewed' (owner already held it: same token,
 --            later expiry) when granted; 'held' when another owner's lease
---            runs (remaining says how long); 'queued' when the row is free
+--            runs (remaining says how long); 'delayed' when the row is
+--            free or lapsed but its last lease's lock-delay still runs
+--            (delay_until says until when); 'queued' when the row is free
 --            or lapsed but promised to the waiters queued for it (see
 --            distributed_lock_enqueue); 'free', 'expired' or 'busy' when
 --            another transaction was changing or creating the key's row at
@@ -13,6 +15,11 @@
 --            set).
 --   lock_key, owner_id, fence_token, expires_at, ttl: the grant, or the
 --            row that refused it.
+--   queue_length, delay_until: on a refusal only (NULL on a grant), how
+--            many live waiters are queued for the key, and when a lock-delay
+--            ends ('delayed' only).
+-- A new grant carries lock_delay_us: when its lease ends without a release
+-- by its holder, nobody is granted the key for that long (02_rules.sql).
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
@@ -30,8 +37,10 @@
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
+    lock_delay_us bigint DEFAULT 0,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval)
+    OUT ttl interval, OUT outcome text, OUT remaining interval,
+    OUT queue_length integer, OUT delay_until timestamptz)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -54,6 +63,8 @@ BEGIN
         previous_owner = l.owner_id,
         previous_token = l.fence_token,
         metadata       = coalesce(lease_metadata, '{}'),
+        lock_delay     = lock_delay_us * interval '1 microsecond',
+        delay_until    = NULL,
         handed_to      = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
@@ -75,7 +86,7 @@ BEGIN
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata) f;
+        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us) f;
         IF lock_key IS NULL THEN
             -- Another transaction's first grant of the key won the insert.
             lock_key := key;
@@ -90,6 +101,10 @@ BEGIN
     expires_at := r.expires_at; ttl := r.ttl; remaining := r.expires_at - ts;
     IF NOT distributed_lock_held(r, owner, ts) THEN
         outcome := distributed_lock_refusal(r, ts);
+        queue_length := distributed_lock_queue_length(key, ts);
+        IF outcome = 'delayed' THEN
+            delay_until := distributed_lock_delay_end(r);
+        END IF;
         RETURN;
     END IF;
     -- owner holds the key: a renewal, same token, unless another
@@ -109,6 +124,7 @@ BEGIN
         remaining := interval '0';
     ELSE
         outcome := 'held';
+        queue_length := distributed_lock_queue_length(key, ts);
     END IF;
 END $$;
 
@@ -119,7 +135,7 @@ END $$;
 -- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
 -- the insert, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
-    key text, owner text, ttl_us bigint, lease_metadata jsonb,
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval)
 RETURNS record
@@ -130,10 +146,10 @@ DECLARE
 BEGIN
     PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
-    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata)
+    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond', ts,
-            coalesce(lease_metadata, '{}'))
+            coalesce(lease_metadata, '{}'), lock_delay_us * interval '1 microsecond')
     ON CONFLICT (lock_key) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;

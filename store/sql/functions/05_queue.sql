@@ -16,7 +16,8 @@
 -- when the waiter logs grants). It commits durably whatever the caller set:
 -- a grant lost in a crash after its NOTIFY went out could see its token
 -- drawn again. Returns the waiter's id, or NULL when no live waiter is
--- queued. Internal.
+-- queued or the key is in its lock-delay (the queue keeps its place; a
+-- waiter's poll at the delay's end hands it off). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -25,6 +26,9 @@ DECLARE
     w distributed_lock_waiter%ROWTYPE;
     g record;
 BEGIN
+    IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND distributed_lock_delayed(l, ts)) THEN
+        RETURN NULL;
+    END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
     ORDER BY x.waiter_id LIMIT 1
@@ -45,6 +49,8 @@ BEGIN
         previous_owner = l.owner_id,
         previous_token = l.fence_token,
         metadata = coalesce(w.metadata, '{}'),
+        lock_delay = w.lock_delay,
+        delay_until = NULL,
         handed_to = w.waiter_id
     WHERE l.lock_key = key
     RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
@@ -101,15 +107,18 @@ END $$;
 -- lapsed and handed to that record is the caller's at once (claimed,
 -- outcome the hand-off's grant kind). db_now is the database's clock as the
 -- call returns (the client relates a later hand-off's acquired_us to its
--- own clock with it). outcome
+-- own clock with it). A queued caller is told its queue_position (1: the
+-- head), the queue_length, and delay_until when the key is in its
+-- lock-delay; the lease it waits for carries lock_delay_us. outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
 -- try again.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false,
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz)
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -122,8 +131,10 @@ BEGIN
         EXIT WHEN FOUND;
         -- No row yet: a first grant creates it. When another transaction's
         -- first grant wins the insert, its row exists once that commits.
-        SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+        SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                      lock_delay_us) a;
         IF outcome IN ('acquired', 'stolen', 'renewed') THEN
             db_now := clock_timestamp();
             RETURN;
@@ -137,8 +148,10 @@ BEGIN
     ts := clock_timestamp();
     IF distributed_lock_may_take(r, owner, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
-        SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+        SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                      lock_delay_us) a;
         db_now := clock_timestamp();
         RETURN;
     END IF;
@@ -148,7 +161,8 @@ BEGIN
     UPDATE distributed_lock_waiter w SET
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
-        log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, '')
+        log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
+        lock_delay = lock_delay_us * interval '1 microsecond'
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts)
     RETURNING w.waiter_id INTO waiter_id;
@@ -156,8 +170,10 @@ BEGIN
         IF distributed_lock_hand_off(key, ts) = waiter_id THEN
             -- Handed to the caller's own record: it is here to claim it (a
             -- renewal), and gets it as the grant it is.
-            SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants);
+            SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                          lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key;
             waiter_id := NULL;
             db_now := clock_timestamp();
@@ -166,14 +182,18 @@ BEGIN
     END IF;
     IF waiter_id IS NULL THEN
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor)
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay)
         VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''))
+                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+                lock_delay_us * interval '1 microsecond')
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts,
+           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
+           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
+         queue_position, queue_length, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
 END $$;
 
@@ -183,13 +203,16 @@ END $$;
 --            remaining = time left of its claim window; waiter_id = id);
 --   'queued': still waiting (the holder's row); its record is refreshed for
 --            seen_for_us, and a key found free or lapsed is first handed to
---            the head of the queue, which may be this waiter;
+--            the head of the queue, which may be this waiter (not while the
+--            key is in its lock-delay: delay_until says until when);
+--            queue_position and queue_length say where it stands;
 --   'gone':   its record is gone and no grant is its (it lapsed, or its
 --            claim window ran out unclaimed): enqueue again.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz)
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -221,9 +244,15 @@ BEGIN
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
-           l.expires_at - ts, id, ts
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now
+           l.expires_at - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
+    IF outcome = 'queued' THEN
+        queue_position := distributed_lock_queue_position(key, id, ts);
+        queue_length := distributed_lock_queue_length(key, ts);
+    ELSE
+        delay_until := NULL;
+    END IF;
 END $$;
 
 -- distributed_lock_waiter_heartbeat keeps the waiter records ids visible for

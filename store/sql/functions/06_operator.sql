@@ -3,10 +3,13 @@
 -- hands after the operator looked is left alone. One row: outcome
 -- 'force_expired' / 'force_released' with the row after the action, or
 -- 'not_held' (only lock_key set). An event records event_actor (default:
--- the role that logged in) and reason. Waiters are woken.
+-- the role that logged in) and reason. Waiters are woken. Either action
+-- ends the lease without its holder's release, so the lease's lock-delay
+-- starts (02_rules.sql); the event's detail says until when.
 
 -- distributed_lock_force_expire ends the lease now without freeing the row:
--- the next acquirer takes it over as a steal, with a new token.
+-- the next acquirer takes it over as a steal, with a new token, once the
+-- lock-delay from the new expires_at has passed.
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -16,11 +19,12 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     wake timestamptz;
+    delay interval;
 BEGIN
     UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
     WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
@@ -28,14 +32,16 @@ BEGIN
     END IF;
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
-            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+            jsonb_strip_nulls(jsonb_build_object('reason', reason,
+                'delay_until', CASE WHEN delay > interval '0' THEN expires_at + delay END)));
     IF wake > expires_at THEN
         PERFORM pg_notify('distributed_lock', key);
     END IF;
 END $$;
 
 -- distributed_lock_force_release frees the row as if its holder had
--- released it.
+-- released it, but starts the lease's lock-delay (delay_until) from the
+-- release, or from its expiry if it had already run out.
 CREATE OR REPLACE FUNCTION distributed_lock_force_release(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -46,26 +52,70 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
     wake timestamptz;
+    delay interval;
+    delay_end timestamptz;
 BEGIN
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until, l.released_at
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
+              l.released_at, l.lock_delay
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
         RETURN;
     END IF;
+    IF delay > interval '0' THEN
+        delay_end := least(expires_at, ts) + delay;
+        UPDATE distributed_lock l SET delay_until = delay_end WHERE l.lock_key = key;
+    END IF;
     INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (ts, key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
-            jsonb_strip_nulls(jsonb_build_object('reason', reason)));
+            jsonb_strip_nulls(jsonb_build_object('reason', reason, 'delay_until', delay_end)));
     IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
 END $$;
 
+-- distributed_lock_end_delay ends key's lock-delay now, as an operator
+-- who knows the last holder has stopped writing: the key is passed on to
+-- the head of its queue (or its waiters are woken) in the same transaction.
+-- One row: outcome 'delay_ended' with the row and the delay_until it cut
+-- short, or 'not_delayed' (only lock_key set) when the key is not in a
+-- lock-delay. A 'delay_ended' event records event_actor (default: the
+-- role that logged in), reason and that delay_until.
+CREATE OR REPLACE FUNCTION distributed_lock_end_delay(
+    key text, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT delay_until timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    IF r.lock_key IS NULL OR NOT distributed_lock_delayed(r, ts) THEN
+        lock_key := key;
+        outcome := 'not_delayed';
+        RETURN;
+    END IF;
+    UPDATE distributed_lock l SET lock_delay = interval '0', delay_until = NULL WHERE l.lock_key = key;
+    lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
+    expires_at := r.expires_at; ttl := r.ttl; outcome := 'delay_ended';
+    delay_until := distributed_lock_delay_end(r);
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (ts, key, 'delay_ended', r.owner_id, r.fence_token, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('reason', reason, 'delay_until', distributed_lock_delay_end(r))));
+    IF r.wake_until > ts THEN
+        PERFORM distributed_lock_pass_on(key, ts);
+    END IF;
+END $$;
+
 -- distributed_lock_prune deletes lock rows free (released, or expired and
--- never released) for longer than free_for_us, waiter records of processes
+-- never released) for longer than free_for_us and past their lock-delay, waiter records of processes
 -- that died waiting, and, unless events_older_us is NULL, events older
 -- than that. One row: how many of each it deleted.
 --
@@ -93,7 +143,8 @@ BEGIN
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
     DELETE FROM distributed_lock l
-    WHERE coalesce(l.released_at, l.expires_at) < ts - free_for_us * interval '1 microsecond';
+    WHERE coalesce(l.released_at, l.expires_at) < ts - free_for_us * interval '1 microsecond'
+      AND NOT distributed_lock_delayed(l, ts);
     GET DIAGNOSTICS locks = ROW_COUNT;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;

@@ -37,10 +37,14 @@ INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0);
 CREATE DOMAIN distributed_lock_name AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 255);
 CREATE DOMAIN distributed_lock_token AS bigint CHECK (VALUE > 0);
 CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
+-- A lease's lock-delay (locker.Config.LockDelay): at most a minute, as
+-- Consul caps its own, so a key left by a dead holder is idle a bounded time.
+CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
 CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
-    'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected'));
+    'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
+    'delay_ended'));
 
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
@@ -56,6 +60,7 @@ CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
 CREATE TABLE distributed_lock (
     lock_key       distributed_lock_name       PRIMARY KEY,
     ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
+    lock_delay     distributed_lock_delay      NOT NULL DEFAULT '0', -- the grant's lock-delay (02_rules.sql)
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
     grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     owner_id       distributed_lock_name       NOT NULL, -- holder, or last holder when free
@@ -67,6 +72,7 @@ CREATE TABLE distributed_lock (
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
     released_at    timestamptz,                          -- set: the lock is free (expires_at is then the old lease's)
+    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
     wake_until     timestamptz                           -- someone may wait for the key until then: a release hands off or NOTIFYs
 ) WITH (fillfactor = 80);
@@ -124,6 +130,7 @@ CREATE TABLE distributed_lock_waiter (
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
     claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
+    lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text
