@@ -32,10 +32,11 @@ func soakDuration(t *testing.T) time.Duration {
 
 // TestConcurrentHistory runs many clients against 4 hot keys and many cold
 // ones — TryAcquire and waiting Acquire with a Notifier, renewals, releases,
-// zombies that pause past their TTL, an operator force-expiring hot keys, a
-// pruner deleting free rows — with every holder making fenced writes, and
-// checks the recorded history and the database's records with
-// history.Check (internal/workload, whose tests show the check failing on
+// half the leases with a lock-delay, zombies that pause past their TTL, an
+// operator force-expiring and force-releasing hot keys and ending
+// lock-delays early, a pruner deleting free rows — with every holder making
+// fenced writes, and checks the recorded history and the database's records
+// with history.Check (internal/workload, whose tests show the check failing on
 // broken clients). Parallel with the other tests: its checks are of
 // correctness, not timing, and the only latency test (TestAcquireWakesOnRelease)
 // runs alone before the parallel ones start.
@@ -46,6 +47,7 @@ func TestConcurrentHistory(t *testing.T) {
 		Workers: 24, HotKeys: 4, ColdKeys: 64,
 		Duration: soakDuration(t), TTL: 150 * time.Millisecond,
 		PauseOneIn: 10, Operator: true, Pruner: true, HoldWrites: 4,
+		LockDelay: 100 * time.Millisecond,
 	}.Run(t, pool)
 	st := res.Report.Stats
 	t.Logf("%s; %d rows pruned", st, res.Pruned)
@@ -56,7 +58,8 @@ func TestConcurrentHistory(t *testing.T) {
 	// The run must have exercised what it claims to have checked.
 	switch {
 	case st.Grants < 20, st.Steals == 0, st.FencedWrites < 20, st.RejectedWrites == 0,
-		st.ForceExpires == 0, st.Held == 0, res.Pruned == 0:
+		st.ForceExpires == 0, st.Held == 0, res.Pruned == 0,
+		st.DelayedGrants == 0, st.DelaysEnded == 0, st.GrantsAfterCleanRelease == 0:
 		t.Fatalf("the run did not exercise every path: %s; %d pruned", st, res.Pruned)
 	}
 	for _, op := range res.Ops {

@@ -30,6 +30,9 @@ type Config struct {
 	// TTL of every lease. Defaults to 1s; keepalives renew every TTL/4 and
 	// stop trusting a lease TTL/4 before it expires.
 	TTL time.Duration
+	// LockDelay is the lock-delay of the odd-numbered workers' leases
+	// (locker's Config.LockDelay). Defaults to TTL/4; negative: none.
+	LockDelay time.Duration
 	// Kinds of fault to inject. Defaults to AllKinds.
 	Kinds []string
 	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
@@ -70,6 +73,9 @@ func (c *Config) defaults() {
 	}
 	if c.TTL == 0 {
 		c.TTL = time.Second
+	}
+	if c.LockDelay == 0 {
+		c.LockDelay = c.TTL / 4
 	}
 	if c.Kinds == nil {
 		c.Kinds = AllKinds
@@ -118,11 +124,14 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		keys = append(keys, fmt.Sprintf("cold-%d", i))
 	}
 	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
-	lk, err := locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: cfg.TTL / 4,
-		WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults",
-		LogGrants: true}) // the checker reads every grant back from the event log; releases stay lazy (worker.release)
-	if err != nil {
-		return Summary{}, err
+	lockers := map[time.Duration]*locker.Locker{}
+	for _, delay := range []time.Duration{0, max(0, cfg.LockDelay)} {
+		lockers[delay], err = locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: cfg.TTL / 4,
+			WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults", LockDelay: delay,
+			LogGrants: true}) // the checker reads every grant back from the event log; releases stay lazy (worker.release)
+		if err != nil {
+			return Summary{}, err
+		}
 	}
 
 	var pools []*pgxpool.Pool
@@ -133,8 +142,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}()
 	workers := make([]*worker, cfg.Workers)
 	for i := range workers {
-		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lk, ttl: cfg.TTL,
-			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
+		var delay time.Duration
+		if i%2 == 1 {
+			delay = max(0, cfg.LockDelay)
+		}
+		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lockers[delay], ttl: cfg.TTL,
+			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, delay: delay,
+			rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
 		timeout := w.timeoutMs.Load
 		var kaPool *pgxpool.Pool
 		for _, p := range []struct {

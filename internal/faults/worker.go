@@ -25,6 +25,7 @@ type worker struct {
 	keys   []string
 	hot    int // keys[:hot] are hot
 	unsafe bool
+	delay  time.Duration // the lock-delay of this worker's leases (lk's Config.LockDelay)
 	rec    *history.Recorder
 	counts *counts
 	opSeq  *atomic.Int64 // numbers the fenced writes of all workers
@@ -65,7 +66,7 @@ func (w *worker) run(ctx context.Context) {
 // grant takes key for owner, at once or waiting up to two TTLs, and records
 // the attempt.
 func (w *worker) grant(ctx context.Context, key, owner string, wait bool) (locker.Lease, error) {
-	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Call: w.rec.Now()}
+	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, LockDelay: w.delay, Call: w.rec.Now()}
 	var lease locker.Lease
 	var err error
 	if wait {

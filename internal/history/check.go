@@ -234,7 +234,7 @@ func (c *checker) checkLog() {
 	c.releasedLog = map[leaseID]bool{}
 	c.delayCut = map[leaseID]bool{}
 	for _, ev := range c.obs.Events {
-		if ev.Kind == eventDelayEnded {
+		if ev.Kind == lockdb.EventDelayEnded {
 			// An operator ended the key's lock-delay: it may name the
 			// lease whose delay it was, or nothing.
 			c.stats.DelaysEnded++

@@ -7,10 +7,6 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// eventDelayEnded is the event of an operator ending a key's lock-delay
-// early.
-const eventDelayEnded = "delay_ended"
-
 // learnDelays collects the lock-delay each lease was granted with, from
 // the grant's reply. (A lease whose grant reply was lost has no expiry any
 // client knew of, so only a delay the database declared bounds it.)

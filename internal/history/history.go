@@ -24,12 +24,13 @@ import (
 type Kind string
 
 const (
-	Grant       Kind = "grant"        // TryAcquire or Acquire
-	Renew       Kind = "renew"        // Renew of a lease the client held
-	Release     Kind = "release"      // Release of a lease the client held
-	Write       Kind = "write"        // one fenced transaction: Fence, guarded write, commit
-	ForceExpire Kind = "force_expire" // an operator's ForceExpire
-	Crash       Kind = "crash"        // the server was killed without a shutdown checkpoint
+	Grant        Kind = "grant"         // TryAcquire or Acquire, or one key of a TryAcquireAll or AcquireAll (Op.Set)
+	Renew        Kind = "renew"         // Renew of a lease the client held
+	Release      Kind = "release"       // Release of a lease the client held, or one key of a ReleaseAll
+	Write        Kind = "write"         // one fenced transaction: Fence, guarded write, commit
+	ForceExpire  Kind = "force_expire"  // an operator's ForceExpire
+	ForceRelease Kind = "force_release" // an operator's ForceRelease
+	Crash        Kind = "crash"         // the server was killed without a shutdown checkpoint
 )
 
 // Result is how an operation ended, as the client saw it.

@@ -78,6 +78,90 @@ func TestCheckerCatchesUnfencedWrites(t *testing.T) {
 	}
 }
 
+// TestCheckerCatchesSplitSets proves the set check can fail: a multi-key
+// acquire that takes its keys one TryAcquire at a time (giving back what it
+// took when a key is refused) grants each key in a transaction of its own,
+// and holds one alone meanwhile; the checker must report a partial grant.
+func TestCheckerCatchesSplitSets(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	lk, err := locker.New(locker.Config{TTL: 100 * time.Millisecond, LogGrants: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := workload.Workload{Workers: 8, HotKeys: 4, ColdKeys: 8, Duration: 1500 * time.Millisecond, TTL: 100 * time.Millisecond,
+		Client: splitSets{lk}, SetOneIn: 2, HoldWrites: 1}.Run(t, pool)
+	for _, v := range res.Report.Violations {
+		if strings.HasPrefix(v, "partial grant of a set") {
+			t.Logf("%d sets granted, %d violations, e.g. %s", res.Report.Stats.SetGrants, len(res.Report.Violations), v)
+			return
+		}
+	}
+	t.Fatalf("the checker found no partial grant among %d sets taken one key at a time (%d violations: %q)",
+		res.Report.Stats.SetGrants, len(res.Report.Violations), res.Report.Violations)
+}
+
+// TestCheckerCatchesIgnoredLockDelay proves the lock-delay check can fail:
+// the naive upsert lock knows nothing of lock-delays, so when a lease that
+// asked for one expires (its holder paused past its TTL), the next grant
+// takes the key at once; the checker must report a grant inside the delay.
+// The run repeats on fresh schemas until it does, for at most 20s.
+func TestCheckerCatchesIgnoredLockDelay(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(20 * time.Second)
+	for run := 1; ; run++ {
+		pool := testdb.New(t)
+		real, err := locker.New(locker.Config{TTL: 100 * time.Millisecond, LogGrants: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := workload.Workload{Workers: 8, HotKeys: 4, Duration: 1500 * time.Millisecond, TTL: 100 * time.Millisecond,
+			Client: &naiveLocker{real: real, ttl: 100 * time.Millisecond}, LockDelay: 300 * time.Millisecond,
+			PauseOneIn: 4, HoldWrites: 1}.Run(t, pool)
+		for _, v := range res.Report.Violations {
+			if strings.HasPrefix(v, "grant inside a lock-delay") {
+				t.Logf("run %d: %d violations, e.g. %s", run, len(res.Report.Violations), v)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the checker found no grant inside a lock-delay in %d runs of a client that ignores them", run)
+		}
+	}
+}
+
+// splitSets is the broken multi-key acquire: one key at a time.
+type splitSets struct{ *locker.Locker }
+
+func (s splitSets) TryAcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error) {
+	var leases []locker.Lease
+	for _, k := range keys {
+		lease, err := s.TryAcquire(ctx, db, k, owner)
+		if err != nil {
+			for _, l := range leases {
+				_, _ = s.Release(ctx, db, l)
+			}
+			return nil, err
+		}
+		leases = append(leases, lease)
+	}
+	return leases, nil
+}
+
+func (s splitSets) AcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error) {
+	return s.TryAcquireAll(ctx, db, keys, owner)
+}
+
+func (s splitSets) ReleaseAll(ctx context.Context, db locker.DBTX, leases []locker.Lease) error {
+	var first error
+	for _, l := range leases {
+		if _, err := s.Release(ctx, db, l); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // naiveLocker is the broken acquire the checker must catch: one upsert whose
 // token comes from VALUES, release by DELETE. Renew is the real one.
 type naiveLocker struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,10 +24,16 @@ func opCtx() (context.Context, context.CancelFunc) {
 func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic.Bool, id int) {
 	r := rand.New(rand.NewPCG(uint64(id), uint64(time.Now().UnixNano())))
 	owner := fmt.Sprintf("w%02d", id)
+	c := w.clientOf(id)
 	var writeSeq int64
-	for !stop.Load() {
+	for set := 1; !stop.Load(); {
+		if w.SetOneIn > 0 && r.IntN(w.SetOneIn) == 0 {
+			w.holdSet(pool, rec, r, id, c, fmt.Sprintf("%s.set%d", owner, set), &writeSeq)
+			set++
+			continue
+		}
 		key := w.pickKey(r)
-		lease, ok := w.grant(pool, rec, r, id, key, owner)
+		lease, ok := w.grant(pool, rec, r, id, c, key, owner)
 		if !ok {
 			continue
 		}
@@ -49,7 +56,23 @@ func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic
 	}
 }
 
-func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, key, owner string) (locker.Lease, bool) {
+// workerClient is the client a worker takes its keys with, and the
+// lock-delay its leases carry.
+type workerClient struct {
+	Client
+	delay time.Duration
+}
+
+// clientOf is worker id's client: odd-numbered workers' leases carry
+// LockDelay.
+func (w Workload) clientOf(id int) workerClient {
+	if w.LockDelay > 0 && id%2 == 1 {
+		return workerClient{w.delayed, w.LockDelay}
+	}
+	return workerClient{w.Client, 0}
+}
+
+func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, key, owner string) (locker.Lease, bool) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	wait := r.IntN(2) == 0
@@ -57,13 +80,13 @@ func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand,
 		ctx, cancel = context.WithTimeout(ctx, 3*w.TTL)
 		defer cancel()
 	}
-	op := history.Op{Client: id, Kind: history.Grant, Key: key, Owner: owner, Call: rec.Now()}
+	op := history.Op{Client: id, Kind: history.Grant, Key: key, Owner: owner, LockDelay: c.delay, Call: rec.Now()}
 	var lease locker.Lease
 	var err error
 	if wait {
-		lease, err = w.Client.Acquire(ctx, pool, key, owner)
+		lease, err = c.Acquire(ctx, pool, key, owner)
 	} else {
-		lease, err = w.Client.TryAcquire(ctx, pool, key, owner)
+		lease, err = c.TryAcquire(ctx, pool, key, owner)
 	}
 	op.Return = rec.Now()
 	op.Result, op.Err = history.GrantResultOf(err)
@@ -134,22 +157,123 @@ func (w Workload) fencedWrite(pool *pgxpool.Pool, rec *history.Recorder, id int,
 	return op.Result
 }
 
-// operator force-expires the current lease of a random hot key now and then,
-// with the token it read, as the console's operator would.
-func (w Workload) operator(pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder, stop *atomic.Bool) {
+// operator force-expires or force-releases the current lease of a random
+// hot key now and then, with the token it read, as the console's operator
+// would, and ends a key's lock-delay early when it finds one.
+func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder, stop *atomic.Bool) {
 	r := rand.New(rand.NewPCG(99, uint64(time.Now().UnixNano())))
 	for !stop.Load() {
-		time.Sleep(time.Duration(50+r.IntN(100)) * time.Millisecond)
+		time.Sleep(time.Duration(25+r.IntN(50)) * time.Millisecond)
 		key := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
 		ctx, cancel := opCtx()
 		row, found, err := lk.Get(ctx, pool, key)
-		if err == nil && found && row.State() != locker.StateFree {
+		switch {
+		case err != nil || !found:
+		case row.State() == locker.StateDelayed:
+			w.endDelay(t, ctx, pool, lk, key)
+		case row.State() != locker.StateFree:
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
-			_, err = lk.ForceExpire(ctx, pool, key, row.Token)
+			if r.IntN(2) == 0 {
+				_, err = lk.ForceExpire(ctx, pool, key, row.Token)
+			} else {
+				op.Kind = history.ForceRelease
+				_, err = lk.ForceRelease(ctx, pool, key, row.Token)
+			}
 			op.Return = rec.Now()
 			op.Result, op.Err = history.ResultOf(err)
 			rec.Add(op)
+			if err == nil && r.IntN(2) == 0 {
+				// Half the delays a force starts are ended at once, as an
+				// operator who knows the holder is gone would.
+				w.endDelay(t, ctx, pool, lk, key)
+			}
 		}
 		cancel()
+	}
+}
+
+// holdSet takes 2 or 3 keys at once for owner (a name of its own: a set's
+// owner holds nothing else, so every grant to it is the set's), makes
+// fenced writes to each under its lease, renewing them now and then, and
+// gives them back with one ReleaseAll. Every key of a set call is recorded
+// as an op of its own, named by the call.
+func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, owner string, writeSeq *int64) {
+	sc := c.Client.(SetClient)
+	keys := w.pickSet(r, 2+r.IntN(2))
+	ctx, cancel := opCtx()
+	defer cancel()
+	wait := r.IntN(2) == 0
+	if wait {
+		ctx, cancel = context.WithTimeout(ctx, 3*w.TTL)
+		defer cancel()
+	}
+	call := rec.Now()
+	var leases []locker.Lease
+	var err error
+	if wait {
+		leases, err = sc.AcquireAll(ctx, pool, keys, owner)
+	} else {
+		leases, err = sc.TryAcquireAll(ctx, pool, keys, owner)
+	}
+	ret := rec.Now()
+	res, msg := history.GrantResultOf(err)
+	for i, key := range keys {
+		op := history.Op{Client: id, Kind: history.Grant, Key: key, Owner: owner, Set: owner, LockDelay: c.delay,
+			Result: res, Err: msg, Call: call, Return: ret}
+		if err == nil {
+			op.Granted(leases[i])
+		}
+		rec.Add(op)
+	}
+	if err != nil {
+		return
+	}
+	for i := range 1 + r.IntN(max(1, w.HoldWrites)) {
+		if w.PauseOneIn > 0 && r.IntN(w.PauseOneIn) == 0 {
+			time.Sleep(w.TTL * 3 / 2)
+		}
+		lost := false
+		for j := range leases {
+			*writeSeq++
+			lost = lost || w.fencedWrite(pool, rec, id, leases[j], *writeSeq) != history.OK
+			if !lost && i%2 == 1 {
+				leases[j], lost = w.renewLost(pool, rec, id, leases[j])
+			}
+		}
+		if lost {
+			break
+		}
+	}
+	w.releaseSet(pool, rec, id, sc, owner, leases)
+}
+
+// renewLost is renew, reporting whether the lease was lost.
+func (w Workload) renewLost(pool *pgxpool.Pool, rec *history.Recorder, id int, lease locker.Lease) (locker.Lease, bool) {
+	renewed, ok := w.renew(pool, rec, id, lease)
+	return renewed, !ok
+}
+
+// releaseSet gives a set back with one ReleaseAll (even when some leases
+// were lost: the others are released all the same), recorded per key.
+func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, sc SetClient, set string, leases []locker.Lease) {
+	ctx, cancel := opCtx()
+	defer cancel()
+	call := rec.Now()
+	err := sc.ReleaseAll(ctx, pool, leases)
+	ret := rec.Now()
+	// ErrNotHeld: some leases were not current (the error names the
+	// first) and the others were released; which is not said, so every
+	// key is recorded as refused, which claims nothing about the log.
+	res, msg := history.ResultOf(err)
+	for _, lease := range leases {
+		rec.Add(history.Op{Client: id, Kind: history.Release, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
+			Set: set, Result: res, Err: msg, Call: call, Return: ret})
+	}
+}
+
+// endDelay ends key's lock-delay, if it is in one.
+func (w Workload) endDelay(t testing.TB, ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, key string) {
+	if _, err := lk.EndDelay(ctx, pool, key, "workload"); err != nil && !errors.Is(err, locker.ErrNotDelayed) {
+		t.Errorf("end the delay of %q: %v", key, err)
 	}
 }

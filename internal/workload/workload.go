@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,14 @@ type Client interface {
 	Release(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
 }
 
+// SetClient is the part of *locker.Locker that takes and gives back several
+// keys at once, all or none.
+type SetClient interface {
+	TryAcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error)
+	AcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error)
+	ReleaseAll(ctx context.Context, db locker.DBTX, leases []locker.Lease) error
+}
+
 // Workload is many clients contending for a few hot keys and many cold ones.
 type Workload struct {
 	Workers  int
@@ -49,16 +58,32 @@ type Workload struct {
 	// PauseOneIn: one hold in this many pauses for 1.5×TTL before a write,
 	// as a GC pause or a frozen VM would, so the writer becomes a zombie.
 	PauseOneIn int
-	// Operator force-expires a hot key's current lease now and then.
+	// Operator force-expires or force-releases a hot key's current lease
+	// now and then, and ends a lock-delay early when it finds one.
 	Operator bool
 	// Pruner deletes free rows continually (FreeFor 1ms), so grants also
 	// take the new-row path while releases and prunes race with them.
 	Pruner bool
 	// HoldWrites is the most fenced writes per hold (at least 1).
 	HoldWrites int
+	// LockDelay: the leases of odd-numbered workers carry this lock-delay
+	// (locker's Config.LockDelay): when one ends without its holder's
+	// release (it expires, an operator force-expires it), nobody may be
+	// granted its key for that long. With the default Client they use a
+	// Locker of their own; a given Client serves them as it is, and their
+	// leases are recorded as carrying the delay all the same, so a client
+	// that ignores it is caught.
+	LockDelay time.Duration
+	// SetOneIn: one hold in this many takes a set of 2 or 3 keys at once
+	// (TryAcquireAll or a waiting AcquireAll), writes to each under its
+	// lease and gives them back with ReleaseAll. The Client must be a
+	// SetClient.
+	SetOneIn int
 	// Listen is where the Notifier connects. Defaults to the pool's
 	// server; a pool through a transaction pooler needs a direct one.
 	Listen *pgx.ConnConfig
+
+	delayed Client // the client of the workers whose leases carry LockDelay
 }
 
 // Result is what a run recorded and its check against what the database kept.
@@ -84,8 +109,21 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.delayed = w.Client
 	if w.Client == nil {
 		w.Client = lk
+		w.delayed = lk
+		if w.LockDelay > 0 {
+			if w.delayed, err = locker.New(locker.Config{TTL: w.TTL, Notifier: n, WaitRecheck: time.Second, Actor: "operator",
+				LogGrants: true, LockDelay: w.LockDelay}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, c := range []Client{w.Client, w.delayed} {
+		if _, ok := c.(SetClient); w.SetOneIn > 0 && !ok {
+			t.Fatalf("workload: SetOneIn needs a Client that takes sets (%T does not)", c)
+		}
 	}
 	rec := history.NewRecorder()
 	var stop atomic.Bool
@@ -94,7 +132,7 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		wg.Go(func() { w.worker(pool, rec, &stop, id) })
 	}
 	if w.Operator {
-		wg.Go(func() { w.operator(pool, lk, rec, &stop) })
+		wg.Go(func() { w.operator(t, pool, lk, rec, &stop) })
 	}
 	var pruned atomic.Int64
 	if w.Pruner {
@@ -127,4 +165,22 @@ func (w Workload) pickKey(r *rand.Rand) string {
 		return fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
 	}
 	return fmt.Sprintf("cold-%03d", r.IntN(w.ColdKeys))
+}
+
+// pickSet picks a set of n distinct keys: one as pickKey does, the others
+// cold (when there are cold keys): a waiting set keeps every key it heads
+// the queue of promised to it until it can have them all, so sets of hot
+// keys alone would idle the hot keys most of the run.
+func (w Workload) pickSet(r *rand.Rand, n int) []string {
+	keys := []string{w.pickKey(r)}
+	for try := 0; len(keys) < n && try < 4*n; try++ {
+		k := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
+		if w.ColdKeys > 0 {
+			k = fmt.Sprintf("cold-%03d", r.IntN(w.ColdKeys))
+		}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys
 }
