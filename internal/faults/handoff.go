@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/lockdb"
-	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -96,8 +95,7 @@ func (in *injector) restartMidHandOff(ctx context.Context) (bool, error) {
 		if waiting {
 			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 			defer rcancel()
-			in.rec.Add(history.Op{Kind: history.Crash, Call: in.rec.Now()})
-			return true, in.inst.Restart(rctx, pgtemp.Immediate)
+			return true, in.crashRestart(rctx)
 		}
 		sleepCtx(wctx, 2*time.Millisecond)
 	}

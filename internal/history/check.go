@@ -404,11 +404,12 @@ func (c *checker) checkClientGrants() {
 	}
 }
 
-// crashedAfter reports whether the server crashed after t: a release
-// acknowledged before a crash but not yet on disk is lost with it.
+// crashedAfter reports whether the server may have crashed after t: a
+// release acknowledged before a crash but not yet on disk is lost with it.
+// A crash happened somewhere between its op's Call and Return.
 func (c *checker) crashedAfter(t time.Duration) bool {
 	for _, op := range c.ops {
-		if op.Kind == Crash && op.Call >= t {
+		if op.Kind == Crash && max(op.Call, op.Return) >= t {
 			return true
 		}
 	}

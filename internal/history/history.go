@@ -30,7 +30,7 @@ const (
 	Write        Kind = "write"         // one fenced transaction: Fence, guarded write, commit
 	ForceExpire  Kind = "force_expire"  // an operator's ForceExpire
 	ForceRelease Kind = "force_release" // an operator's ForceRelease
-	Crash        Kind = "crash"         // the server was killed without a shutdown checkpoint
+	Crash        Kind = "crash"         // the server was killed without a shutdown checkpoint, between Call and Return
 )
 
 // Result is how an operation ended, as the client saw it.
