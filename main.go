@@ -28,6 +28,7 @@ func newRoot() *cobra.Command {
 		cli.ReleaseCommand(),
 		cli.ExpireCommand(),
 		cli.ForceReleaseCommand(),
+		cli.EndDelayCommand(),
 		cli.MetricsCommand(),
 		cli.MigrateCommand(),
 		cli.GrantCommand(),

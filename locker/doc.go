@@ -37,9 +37,9 @@
 //
 // # The lease model
 //
-// A key is free, held, or expired. Every grant gives the new holder a
-// fencing token, drawn from one sequence, larger than every token granted on
-// that key before:
+// A key is free, held, expired or delayed. Every grant gives the new
+// holder a fencing token, drawn from one sequence, larger than every token
+// granted on that key before:
 //
 //	             TryAcquire / Acquire: new token
 //	┌──────┐ ──────────────────────────────────▶ ┌──────┐ ──┐ Renew, Keepalive:
@@ -53,6 +53,23 @@
 //	   │         ForceRelease (operator)          ┌─────────┐
 //	   └───────────────────────────────────────── │ expired │
 //	                                              └─────────┘
+//
+// A lease may carry a lock-delay (Config.LockDelay, at most MaxLockDelay).
+// When it ends without its holder's Release — it expires, or an operator
+// force-expires or force-releases it — the key is delayed until its end
+// plus the delay: nobody is granted it, not the next TryAcquire, not a
+// waiter, not its own last owner, so a holder that was only slow has that
+// long to notice and stop writing to a resource that cannot check tokens.
+// A clean Release starts none. Waiters keep their place; the head is
+// granted the key when the delay ends (or when an operator ends it early
+// with [Locker.EndDelay]):
+//
+//	held ──expires_at passes, ForceExpire──▶ delayed ──delay ends──▶ expired
+//	held ──ForceRelease──────────────────▶ delayed ──delay ends──▶ free
+//	held ──Release───────────────────────────────────────────────▶ free
+//
+// A refused try says why: a [*HeldError] with the holder and its time
+// left, the QueueLength, and DelayUntil for a delayed key.
 //
 // Only the database's clock is used: expires_at is set from the
 // database's clock by the function that grants or renews, and "expired"

@@ -39,6 +39,14 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	state := live(row, m.advance()).state
+	if key.Matches(msg, k.EndDelay) {
+		if state != locker.StateDelayed {
+			m.flash = flash{fmt.Sprintf("%s is not in a lock-delay (%s): nothing to end", safe(row.Key), state), flashError}
+			return m, nil
+		}
+		m.confirm = &confirmModel{kind: actEndDelay, key: row.Key, owner: row.Owner, token: row.Token}
+		return m, nil
+	}
 	if state == locker.StateFree {
 		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
 		return m, nil
@@ -79,9 +87,19 @@ func nowHolder(l locker.LockInfo) string {
 		return fmt.Sprintf("now expired, last held by %s (token %s)", owner, token(l.Token))
 	case locker.StateFree:
 		return fmt.Sprintf("now free, released by %s (token %s)", owner, token(l.Token))
+	case locker.StateDelayed:
+		return fmt.Sprintf("now in its lock-delay, last held by %s (token %s)", owner, token(l.Token))
 	default:
 		return fmt.Sprintf("now held by %s (token %s)", owner, token(l.Token))
 	}
+}
+
+// queued is "; N queued" for a queue of n, "" for none.
+func queued(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d queued", n)
 }
 
 func actionResult(msg actionDoneMsg) flash {
@@ -104,9 +122,14 @@ func actionResult(msg actionDoneMsg) flash {
 			text = fmt.Sprintf("✗ %s refused: token %s is %s now — %s", msg.kind, token(msg.token), c.State(), key)
 		}
 		return flash{text, flashError}
+	case errors.As(msg.err, &held) && held.DelayUntil != nil:
+		return flash{fmt.Sprintf("✗ not acquired: in its lock-delay for %s more, last held by %s (token %s)%s — %s",
+			shortDur(held.DelayLeft), safe(held.Owner), token(held.Token), queued(held.QueueLength), key), flashError}
 	case errors.As(msg.err, &held):
-		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s — %s",
-			safe(held.Owner), token(held.Token), shortDur(held.Remaining), key), flashError}
+		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s%s — %s",
+			safe(held.Owner), token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
+	case errors.Is(msg.err, locker.ErrNotDelayed):
+		return flash{fmt.Sprintf("✗ end-delay refused: the lock-delay is over already — %s", key), flashError}
 	case errors.Is(msg.err, locker.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}
 	case msg.err != nil:
@@ -120,6 +143,9 @@ func actionResult(msg actionDoneMsg) flash {
 		return flash{fmt.Sprintf("✓ renewed %s (token %s) for another %s", key, token(l.Token), shortDur(l.TTL)), flashOK}
 	case actExpire:
 		return flash{fmt.Sprintf("✓ force-expired %s (token %s of %s): the next acquirer takes it over", key, token(l.Token), safe(l.Owner)), flashOK}
+	case actEndDelay:
+		return flash{fmt.Sprintf("✓ ended the lock-delay of %s (last held by %s): its queue's head, or the next acquirer, gets it",
+			key, safe(msg.ended.Owner)), flashOK}
 	default:
 		return flash{fmt.Sprintf("✓ force-released %s (token %s of %s): it is free", key, token(l.Token), safe(l.Owner)), flashOK}
 	}

@@ -128,6 +128,8 @@ func unheldWhy(st locker.State) string {
 		return "its lease expired"
 	case locker.StateFree:
 		return "released"
+	case locker.StateDelayed:
+		return "in its lock-delay"
 	default:
 		return "no lock row"
 	}

@@ -84,6 +84,8 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done fu
 			res.lease, res.err = lk.ForceExpire(ctx, db, req.key, req.token)
 		case actRelease:
 			res.lease, res.err = lk.ForceRelease(ctx, db, req.key, req.token)
+		case actEndDelay:
+			res.ended, res.err = lk.EndDelay(ctx, db, req.key, "")
 		}
 		return res
 	}

@@ -21,17 +21,31 @@ type confirmModel struct {
 }
 
 func (c confirmModel) verb() string {
-	if c.kind == actExpire {
+	switch c.kind {
+	case actExpire:
 		return "Force-expire"
+	case actEndDelay:
+		return "End the lock-delay of"
 	}
 	return "Force-release"
 }
 
 func (c confirmModel) consequence() string {
-	if c.kind == actExpire {
+	switch c.kind {
+	case actExpire:
 		return "Its lease ends now: the holder's renewals and fenced writes fail,\nand the next acquirer takes the key over with a new token."
+	case actEndDelay:
+		return "The key goes now to the head of its queue, or the next acquirer:\ndo it only if its last holder has surely stopped writing."
 	}
 	return "The lock is freed now, as if its holder had released it;\nthe holder's renewals and fenced writes fail."
+}
+
+// guard says when nothing happens: what the action is fenced by.
+func (c confirmModel) guard() string {
+	if c.kind == actEndDelay {
+		return "Nothing happens if the delay has ended meanwhile."
+	}
+	return fmt.Sprintf("Nothing happens if token %s is no longer the current grant.", token(c.token))
 }
 
 func (c confirmModel) view(s Styles, termW, bodyH int) string {
@@ -39,10 +53,14 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 	field := func(name, value string) string {
 		return s.Label.Render(fmt.Sprintf("%-7s", name)) + s.Value.Render(clip(value, w-10))
 	}
-	yes := s.Button.Render(fmt.Sprintf("Yes, %s (y)", strings.ToLower(c.verb())))
+	yesText := fmt.Sprintf("Yes, %s (y)", strings.ToLower(c.verb()))
+	if c.kind == actEndDelay {
+		yesText = "Yes, end it (y)"
+	}
+	yes := s.Button.Render(yesText)
 	no := s.Focused.Render("No (n/esc)")
 	if c.yesFocus {
-		yes = s.Focused.Render(fmt.Sprintf("Yes, %s (y)", strings.ToLower(c.verb())))
+		yes = s.Focused.Render(yesText)
 		no = s.Button.Render("No (n/esc)")
 	}
 	buttons := lipgloss.JoinHorizontal(lipgloss.Top, no, "  ", yes)
@@ -51,7 +69,7 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 	if bodyH >= 16 { // room to explain
 		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?"), ""}, fields...),
 			"", s.Muted.Render(c.consequence()),
-			s.Muted.Render(fmt.Sprintf("Nothing happens if token %s is no longer the current grant.", token(c.token))),
+			s.Muted.Render(c.guard()),
 			"", buttons)
 	} else { // small terminal: what and which, then the buttons
 		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?")}, fields...), buttons)

@@ -133,6 +133,8 @@ func (p *detailPage) content() string {
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
 	case r.state == locker.StateExpired:
 		st += s.Muted.Render(fmt.Sprintf("  expired %s ago; the next acquirer steals it", shortDur(-r.Remaining)))
+	case r.state == locker.StateDelayed:
+		st += s.Muted.Render(fmt.Sprintf("  %s more: nobody is granted it before then", shortDur(delayLeft(r.ListedLock, p.c.advance))))
 	}
 	field("state", st)
 	owner := safe(r.Owner)
@@ -159,6 +161,15 @@ func (p *detailPage) content() string {
 		return strings.Join(lines, "\n")
 	}
 	field("TTL", shortDur(r.TTL))
+	switch {
+	case r.DelayUntil != nil:
+		field("lock-delay", shortDur(r.LockDelay)+s.Muted.Render("  until ")+utcFull(*r.DelayUntil))
+	case r.LockDelay > 0:
+		field("lock-delay", shortDur(r.LockDelay)+s.Muted.Render("  after the lease ends without a release"))
+	default:
+		field("lock-delay", s.Muted.Render("none"))
+	}
+	field("queue", plural(int64(len(d.Waiters)), "waiter", "waiters"))
 	field("acquired at", utcFull(r.AcquiredAt)+s.Muted.Render("  held for "+shortDur(r.HeldFor)))
 	if r.RenewedAt != nil {
 		field("renewed at", utcFull(*r.RenewedAt)+s.Muted.Render(fmt.Sprintf("  %s", plural(int64(r.RenewCount), "renewal", "renewals"))))

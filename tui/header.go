@@ -242,7 +242,7 @@ func countState(t *lockview.Totals, st locker.State, d int64) {
 	case locker.StateExpiring:
 		t.Held += d
 		t.Expiring += d
-	case locker.StateExpired:
+	case locker.StateExpired, locker.StateDelayed:
 		t.Expired += d
 	case locker.StateFree:
 		t.Free += d

@@ -74,6 +74,7 @@ func (p *helpPage) content() string {
 		st(s.Expiring, "expiring soon", "held, under a fifth of its TTL and under 10s left: the holder should renew now"),
 		st(s.Expired, "expired, stealable", "the TTL ran out without a renewal or release; the next acquirer takes it"),
 		st(s.Free, "free (released)", "released; OWNER shows the last holder"),
+		st(s.Delayed, "delayed, no grants", "its lease ended without a release; nobody gets it until its lock-delay ends (u ends it)"),
 		s.Muted.Render("  Remaining TTL comes from the database's clock and counts down between refreshes."),
 		s.Muted.Render("  WAITERS: how many callers wait in Acquire for the key · how long the first has waited."),
 	}

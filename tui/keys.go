@@ -29,6 +29,7 @@ type KeyMap struct {
 	Renew    key.Binding
 	Expire   key.Binding
 	Release  key.Binding
+	EndDelay key.Binding
 
 	// In dialogs and forms.
 	Yes     key.Binding
@@ -62,6 +63,7 @@ func DefaultKeyMap() KeyMap {
 		Renew:    key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "renew selected (extend its TTL)")),
 		Expire:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "force-expire selected (asks first)")),
 		Release:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release selected (asks first)")),
+		EndDelay: key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "end the lock-delay (asks first)")),
 		Yes:      key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes, do it")),
 		No:       key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "no, cancel")),
 		Switch:   key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "next field")),
@@ -71,19 +73,21 @@ func DefaultKeyMap() KeyMap {
 
 // withActions enables or disables the actions.
 func (k KeyMap) withActions(on bool) KeyMap {
-	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release} {
+	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release, &k.EndDelay} {
 		b.SetEnabled(on)
 	}
 	return k
 }
 
 // withCapabilities enables the actions the role may do and disables the
-// rest: acquire and renew need Hold, force-expire and force-release Force.
+// rest: acquire and renew need Hold, force-expire and force-release Force,
+// ending a lock-delay EndDelay.
 func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
 	k.Acquire.SetEnabled(c.Hold)
 	k.Renew.SetEnabled(c.Hold)
 	k.Expire.SetEnabled(c.Force)
 	k.Release.SetEnabled(c.Force)
+	k.EndDelay.SetEnabled(c.EndDelay)
 	return k
 }
 
@@ -106,6 +110,6 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
 		{k.Detail, k.Events, k.Blocking, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
-		{k.Expire, k.Release, k.Renew, k.Acquire},
+		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire},
 	}
 }

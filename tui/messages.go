@@ -24,10 +24,11 @@ type pageLoadedMsg struct {
 type actionKind string
 
 const (
-	actAcquire actionKind = "acquire"
-	actRenew   actionKind = "renew"
-	actExpire  actionKind = "force-expire"
-	actRelease actionKind = "force-release"
+	actAcquire  actionKind = "acquire"
+	actRenew    actionKind = "renew"
+	actExpire   actionKind = "force-expire"
+	actRelease  actionKind = "force-release"
+	actEndDelay actionKind = "end-delay"
 )
 
 // actionDoneMsg is the result of an action; seq matches the request.
@@ -37,6 +38,7 @@ type actionDoneMsg struct {
 	key   string
 	token int64 // the token the operator acted on (0 for acquire)
 	lease locker.Lease
+	ended locker.EndedDelay // end-delay's
 	err   error
 }
 

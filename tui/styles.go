@@ -23,6 +23,7 @@ type Styles struct {
 	Expiring lipgloss.Style
 	Expired  lipgloss.Style
 	Free     lipgloss.Style
+	Delayed  lipgloss.Style // a key in its lock-delay: nobody holds it, nobody may take it
 	Header   lipgloss.Style // table column titles
 	Selected lipgloss.Style // the cursor row
 	Spark    lipgloss.Style
@@ -42,6 +43,7 @@ func newStyles(isDark bool) Styles {
 	ld := lipgloss.LightDark(isDark)
 	c := func(light, dark string) color.Color { return ld(lipgloss.Color(light), lipgloss.Color(dark)) }
 	green, yellow, red := c("#1A7F37", "#3FB950"), c("#9A6700", "#D29922"), c("#CF222E", "#F85149")
+	purple := c("#8250DF", "#BC8CFF")
 	muted, text, accent := c("#6E7781", "#8B949E"), c("#1F2328", "#E6EDF3"), c("#0969DA", "#58A6FF")
 	selBg := c("#DDF4FF", "#1F3A5F")
 	keyStyle := lipgloss.NewStyle().Foreground(accent).Bold(true)
@@ -63,6 +65,7 @@ func newStyles(isDark bool) Styles {
 		Expiring: lipgloss.NewStyle().Foreground(yellow).Bold(true),
 		Expired:  lipgloss.NewStyle().Foreground(red).Bold(true),
 		Free:     lipgloss.NewStyle().Foreground(muted),
+		Delayed:  lipgloss.NewStyle().Foreground(purple).Bold(true),
 		Header:   lipgloss.NewStyle().Foreground(muted).Bold(true).Underline(true),
 		Selected: lipgloss.NewStyle().Background(selBg).Bold(true),
 		Spark:    lipgloss.NewStyle().Foreground(accent),

@@ -25,11 +25,15 @@ type liveRow struct {
 	state locker.State
 }
 
-// live advances r by elapsed since its snapshot arrived.
+// live advances r by elapsed since its snapshot arrived. A lock-delay
+// that ran out meanwhile is over: the row is expired or free again.
 func live(r lockview.ListedLock, elapsed time.Duration) liveRow {
 	if r.ReleasedAt == nil {
 		r.Remaining -= elapsed
 		r.HeldFor += elapsed
+	}
+	if r.DelayUntil != nil && !r.DelayUntil.After(r.DBNow.Add(elapsed)) {
+		r.DelayUntil = nil
 	}
 	if r.Waiters > 0 {
 		r.OldestWait += elapsed
@@ -193,9 +197,20 @@ func (s Styles) stateStyle(st locker.State) lipgloss.Style {
 		return s.Expired
 	case locker.StateFree:
 		return s.Free
+	case locker.StateDelayed:
+		return s.Delayed
 	default:
 		return s.Held
 	}
+}
+
+// delayLeft is what is left of a delayed row's lock-delay, counted from
+// the poll's instant plus elapsed.
+func delayLeft(r lockview.ListedLock, elapsed time.Duration) time.Duration {
+	if r.DelayUntil == nil {
+		return 0
+	}
+	return r.DelayUntil.Sub(r.DBNow.Add(elapsed))
 }
 
 // stateLabel says what a state means for an operator.
@@ -207,6 +222,8 @@ func stateLabel(st locker.State, wide bool) string {
 		return "expired, stealable"
 	case st == locker.StateFree && wide:
 		return "free (released)"
+	case st == locker.StateDelayed && wide:
+		return "delayed, no grants"
 	}
 	return string(st)
 }
@@ -273,6 +290,13 @@ func (p *locksPage) ttlCell(r liveRow, w int, selected bool) string {
 	switch r.state {
 	case locker.StateFree:
 		return s.Muted.Inherit(textStyle).Render(fit("—", w))
+	case locker.StateDelayed:
+		// The bar and the time are the lock-delay's.
+		left := delayLeft(r.ListedLock, p.c.advance)
+		label = shortDur(left)
+		if r.LockDelay > 0 {
+			frac = float64(left) / float64(r.LockDelay)
+		}
 	case locker.StateExpired:
 		label = "-" + shortDur(-r.Remaining)
 	case locker.StateHeld, locker.StateExpiring:

@@ -176,7 +176,7 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.togglePause()
 	case key.Matches(msg, k.Slower, k.Faster):
 		return m.changeInterval(key.Matches(msg, k.Slower))
-	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release):
+	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay):
 		return m.startAction(msg)
 	}
 	for _, nav := range m.navigation() {

@@ -29,6 +29,7 @@ func AcquireCommand() *cobra.Command {
 	OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id, printed)")
 	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length")
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
+	LockDelayVar(fs, &o.LockDelay)
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -40,6 +41,9 @@ type AcquireOptions struct {
 	TTL   time.Duration // lease length
 	Wait  time.Duration // 0: one attempt; >0: wait up to this long
 	JSON  bool
+	// LockDelay keeps the key from everyone that long after the lease
+	// ends without a release (locker.Config.LockDelay).
+	LockDelay time.Duration
 }
 
 // Acquire takes opts.Key for opts.Owner, or renews it when that owner
@@ -80,7 +84,7 @@ func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, i
 	if err != nil {
 		return nil, env.Fail(err)
 	}
-	cfg := locker.Config{TTL: opts.TTL, LogGrants: true}
+	cfg := locker.Config{TTL: opts.TTL, LogGrants: true, LockDelay: opts.LockDelay}
 	lk, err := locker.New(cfg)
 	if err != nil {
 		pool.Close()
@@ -120,8 +124,7 @@ func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pg
 		if row, found, gerr := lk.Get(ctx, pool, opts.Key); gerr == nil && found {
 			holder = &row
 			if waitedOut {
-				err = &locker.HeldError{Key: row.Key, Owner: row.Owner, Token: row.Token,
-					ExpiresAt: row.ExpiresAt, Remaining: row.Remaining}
+				err = waitedOutRefusal(err, row)
 			}
 		}
 	}
@@ -146,6 +149,9 @@ func (o AcquireOptions) check() error {
 	}
 	if o.Wait < 0 {
 		return usagef("invalid --wait %s: must not be negative", o.Wait)
+	}
+	if o.LockDelay < 0 || o.LockDelay > locker.MaxLockDelay {
+		return usagef("invalid --lock-delay %s: must be between 0 and %s", o.LockDelay, formatDuration(locker.MaxLockDelay))
 	}
 	return nil
 }

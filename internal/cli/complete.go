@@ -170,7 +170,8 @@ func fromKeyRow(cmd *cobra.Command, args []string, pick func(locker.LockInfo) st
 	}
 	return fromDatabase(cmd, func(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 		l, found, err := store.Get[locker.LockInfo](ctx, pool, args[0])
-		if err != nil || !found || l.State() == locker.StateFree || l.State() == locker.StateExpired {
+		if err != nil || !found || l.State() == locker.StateFree || l.State() == locker.StateExpired ||
+			l.State() == locker.StateDelayed {
 			return nil, err
 		}
 		return []string{pick(l)}, nil

@@ -26,7 +26,7 @@ var completionCases = []struct {
 	{"lockctl help rel", []string{"release"}},
 	{"lockctl bench --qu", nil}, // --queue-worker is hidden
 	{"lockctl grant r --as ", []string{"operator", "service", "viewer"}},
-	{"lockctl ls --state ", []string{"expired", "expiring", "free", "held"}},
+	{"lockctl ls --state ", []string{"delayed", "expired", "expiring", "free", "held"}},
 }
 
 func requireShell(t *testing.T, shell string) {
@@ -122,7 +122,8 @@ func TestShellCompletion(t *testing.T) {
 
 // In every shell, KEY of a lease command completes to the keys held in the
 // database the command line would use ($DATABASE_URL here), and --owner
-// and --token to that key's lease.
+// and --token to that key's lease; end-delay's KEY to the keys in their
+// lock-delay.
 func TestShellCompletionFromDatabase(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
@@ -131,6 +132,8 @@ func TestShellCompletionFromDatabase(t *testing.T) {
 	d.expect(0, "acquire", "reports", "--owner", "bob", "--ttl", "1h")
 	d.expect(0, "acquire", "stale", "--owner", "carol")
 	d.expireLease("stale")
+	d.expect(0, "acquire", "resting", "--owner", "dave", "--lock-delay", "1m")
+	d.expireLease("resting")
 	cases := []struct {
 		line string
 		want []string
@@ -139,6 +142,7 @@ func TestShellCompletionFromDatabase(t *testing.T) {
 		{"lockctl expire re", []string{"reports"}},
 		{"lockctl renew deploy --owner ", []string{"alice"}},
 		{"lockctl force-release deploy --token ", []string{tokenArg(lease.Token)}},
+		{"lockctl end-delay ", []string{"resting"}},
 	}
 	for _, sh := range completionShells {
 		t.Run(sh.shell, func(t *testing.T) {

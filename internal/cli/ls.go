@@ -32,7 +32,7 @@ func LsCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Prefix, "prefix", "", "only keys that start with this `text`")
-	EnumListVar(fs, &o.States, "state", LockStates, "only locks in these `states` (held, expiring, expired, free; comma-separated)")
+	EnumListVar(fs, &o.States, "state", LockStates, "only locks in these `states` (held, expiring, expired, delayed, free; comma-separated)")
 	fs.BoolVar(&o.Watch, "watch", false, "list again every --interval until interrupted")
 	DurationVar(fs, &o.Interval, "interval", 2*time.Second, "how often --watch lists")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array (with --watch: one a line)")
@@ -40,7 +40,8 @@ func LsCommand() *cobra.Command {
 }
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
-var LockStates = []string{string(locker.StateHeld), string(locker.StateExpiring), string(locker.StateExpired), string(locker.StateFree)}
+var LockStates = []string{string(locker.StateHeld), string(locker.StateExpiring), string(locker.StateExpired),
+	string(locker.StateDelayed), string(locker.StateFree)}
 
 // LsOptions are ls's flags.
 type LsOptions struct {
@@ -72,6 +73,9 @@ type lockRow struct {
 	PreviousOwner *string        `json:"previous_owner"`
 	PreviousToken *int64         `json:"previous_token"`
 	Metadata      map[string]any `json:"metadata"`
+	// DelayUntil is set while the key is in its lock-delay (state
+	// delayed): nobody is granted it before then.
+	DelayUntil *time.Time `json:"delay_until,omitempty"`
 }
 
 func toLockRow(l lockview.Lock) lockRow {
@@ -81,6 +85,7 @@ func toLockRow(l lockview.Lock) lockRow {
 		HeldForMs: l.HeldFor.Milliseconds(), AcquiredAt: utc(l.AcquiredAt), RenewedAt: utcPtr(l.RenewedAt),
 		RenewCount: l.RenewCount, ReleasedAt: utcPtr(l.ReleasedAt), GrantKind: l.GrantKind,
 		PreviousOwner: l.PreviousOwner, PreviousToken: l.PreviousToken, Metadata: l.Metadata,
+		DelayUntil: utcPtr(l.DelayUntil),
 	}
 }
 
@@ -253,6 +258,9 @@ func (p *lockPrinter) add(l lockview.Lock) error {
 		remaining, heldFor = formatDuration(l.Remaining), formatDuration(l.HeldFor)
 	case locker.StateExpired:
 		heldFor = formatDuration(l.HeldFor)
+	case locker.StateDelayed:
+		// What is left is the lock-delay's, not a lease's.
+		remaining = "delay " + formatDuration(l.DelayUntil.Sub(l.DBNow))
 	}
 	return wrapOutput(p.table.add([]string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),
 		strconv.FormatInt(l.Token, 10), string(l.State()), remaining, heldFor}))

@@ -28,6 +28,7 @@ type lsRow struct {
 	PreviousOwner *string        `json:"previous_owner"`
 	PreviousToken *int64         `json:"previous_token"`
 	Metadata      map[string]any `json:"metadata"`
+	DelayUntil    *time.Time     `json:"delay_until"`
 }
 
 func lsJSON(t *testing.T, d db) []lsRow {
@@ -194,7 +195,7 @@ func TestLsFilters(t *testing.T) {
 		}
 	}
 	r := d.expect(2, "ls", "--state", "held,stuck")
-	if !strings.Contains(r.stderr, `invalid --state "held,stuck": "stuck" is not one of held, expiring, expired, free`) {
+	if !strings.Contains(r.stderr, `invalid --state "held,stuck": "stuck" is not one of held, expiring, expired, delayed, free`) {
 		t.Errorf("ls --state held,stuck: %s", r)
 	}
 }

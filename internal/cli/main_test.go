@@ -157,6 +157,20 @@ type jsonResult struct {
 	RequestedOwner string  `json:"requested_owner"`
 	RequestedToken int64   `json:"requested_token"`
 	Detail         string  `json:"detail"`
+
+	// acquire's refusal (exit 3)
+	Error       string       `json:"error"`
+	Holders     []holderJSON `json:"holders"`
+	QueueLength *int         `json:"queue_length"`
+	Position    *int         `json:"position"`
+	DelayUntil  *time.Time   `json:"delay_until"`
+}
+
+type holderJSON struct {
+	Owner       string    `json:"owner"`
+	Token       int64     `json:"token"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	RemainingMs int64     `json:"remaining_ms"`
 }
 
 // decode parses r's stdout as exactly one JSON value into v.

@@ -113,11 +113,9 @@ func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder
 	switch {
 	case errors.As(err, &held):
 		if asJSON {
-			return env.emitCode(heldResult(requestedOwner, held, holder), ExitHeld), true
+			return env.emitCode(refusalOf(requestedOwner, held, holder), ExitHeld), true
 		}
-		env.printLine(fmt.Sprintf("%s: %s is held by %s (token %d) for another %s",
-			env.Prog, textsafe.Escape(held.Key), textsafe.Escape(held.Owner), held.Token,
-			formatDuration(held.Remaining)))
+		env.printLine(refusalLine(env.Prog, held))
 		return ExitHeld, true
 	case errors.As(err, &notHeld):
 		why := notHeldReason(notHeld)

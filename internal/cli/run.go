@@ -40,13 +40,14 @@ func RunCommand() *cobra.Command {
 	OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id)")
 	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length; renewed every third of it while CMD runs")
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
+	LockDelayVar(fs, &o.LockDelay)
 	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
 	return cmd
 }
 
 // RunOptions are run's flags and arguments.
 type RunOptions struct {
-	AcquireOptions               // Key, Owner, TTL, Wait (JSON is unused)
+	AcquireOptions               // Key, Owner, TTL, Wait, LockDelay (JSON is unused)
 	Grace          time.Duration // after SIGTERM on a lost lease, how long before SIGKILL
 	Command        []string      // the command and its arguments, after "--"
 }

@@ -32,3 +32,26 @@ func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]s
 	}
 	return keys, nil
 }
+
+// delayedKeysSQL reads, in key order, the keys in their lock-delay
+// (locker.StateDelayed) that start with $1, at most $2 of them.
+const delayedKeysSQL = `
+SELECT l.lock_key
+FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+WHERE starts_with(l.lock_key, $1) AND (` + store.DelayUntilColumn + `) IS NOT NULL
+ORDER BY l.lock_key
+LIMIT $2`
+
+// DelayedKeys lists up to limit keys in their lock-delay that start with
+// prefix, in key order: what completion offers for `lockctl end-delay`.
+func DelayedKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]string, error) {
+	rows, err := db.Query(ctx, delayedKeysSQL, prefix, limit)
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, store.Interpret(err)
+	}
+	return keys, nil
+}

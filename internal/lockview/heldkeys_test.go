@@ -41,3 +41,28 @@ func TestHeldKeys(t *testing.T) {
 		}
 	}
 }
+
+// DelayedKeys offers the keys in their lock-delay only: not a held one with
+// a lock-delay to come, not one whose delay is over, nor a released one.
+func TestDelayedKeys(t *testing.T) {
+	t.Parallel()
+	pool := testdb.New(t)
+	ctx := context.Background()
+	lk := testdb.Locker(t, locker.Config{LockDelay: locker.MaxLockDelay})
+	for _, key := range []string{"job:b", "job:a", "held", "over", "released"} {
+		testdb.MustAcquire(t, lk, pool, key, "w1")
+	}
+	for _, key := range []string{"job:b", "job:a", "over"} {
+		testdb.ExpireLease(t, pool, key)
+	}
+	testdb.AgeLock(t, pool, "over", locker.MaxLockDelay)
+	if _, err := lk.Release(ctx, pool, testdb.MustAcquire(t, lk, pool, "released", "w1")); err != nil {
+		t.Fatal(err)
+	}
+	for prefix, want := range map[string][]string{"": {"job:a", "job:b"}, "job:b": {"job:b"}, "held": nil} {
+		got, err := lockview.DelayedKeys(ctx, pool, prefix, 10)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("DelayedKeys(%q) = %q, %v; want %q", prefix, got, err, want)
+		}
+	}
+}

@@ -18,10 +18,12 @@ type LockFilter struct {
 }
 
 // stateSQL is a row's locker.State over lock row l and clock reading c(ts),
-// by the rule of locker.LockInfo.State: Remaining is l.expires_at - c.ts, and
-// "less than a fifth of the TTL" is written as 5 × remaining < ttl, which
-// is exact in microseconds where ttl / 5 would round.
+// by the rule of locker.LockInfo.State: delayed while delay_until (as read)
+// is set, Remaining is l.expires_at - c.ts, and "less than a fifth of the
+// TTL" is written as 5 × remaining < ttl, which is exact in microseconds
+// where ttl / 5 would round.
 const stateSQL = `(CASE
+    WHEN (` + store.DelayUntilColumn + `) IS NOT NULL THEN 'delayed'
     WHEN l.released_at IS NOT NULL THEN 'free'
     WHEN l.expires_at <= c.ts THEN 'expired'
     WHEN (l.expires_at - c.ts) * 5 < l.ttl AND l.expires_at - c.ts < interval '10 seconds' THEN 'expiring'
