@@ -116,6 +116,12 @@ func TestEndDelayConfirmedHandsTheKeyOn(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("no delay_ended event by %s: %+v, %v", actor, evs, err)
 	}
+	for _, e := range evs {
+		started := e.Kind == lockdb.EventForceExpired || e.Kind == lockdb.EventDelayEnded
+		if line := eventLine(m.styles, e, false); started && !strings.Contains(line, "lock-delay until ") {
+			t.Errorf("event line %q does not say the lock-delay's end", line)
+		}
+	}
 }
 
 // u on a key in no lock-delay asks nothing and says why.
@@ -141,3 +147,33 @@ func TestEndDelayFollowsTheRole(t *testing.T) {
 }
 
 var _ tea.Msg = actionDoneMsg{}
+
+// A force-released key whose lock-delay ends between polls stays counted
+// as free, as the server counted it: the totals do not move.
+func TestDelayEndingKeepsTheTotals(t *testing.T) {
+	pool := testdb.New(t)
+	ctx := context.Background()
+	lk, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease, err := lk.TryAcquire(ctx, pool, "k", "worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.ForceRelease(ctx, pool, "k", lease.Token); err != nil {
+		t.Fatal(err)
+	}
+	m := dbModel(t, pool, Options{}, 120, 35)
+	before := m.liveTotals()
+	if before.Free != 1 || m.snap.Page.Rows[0].State() != locker.StateDelayed {
+		t.Fatalf("totals %+v, state %s; want 1 free, delayed", before, m.snap.Page.Rows[0].State())
+	}
+	m.snap.ReadAt = m.snap.ReadAt.Add(-2 * time.Second) // the delay has ended on screen
+	if st := live(m.snap.Page.Rows[0], m.advance()).state; st != locker.StateFree {
+		t.Fatalf("on screen 2s later the row is %s; want free", st)
+	}
+	if after := m.liveTotals(); after != before {
+		t.Fatalf("totals after the delay's end %+v; want %+v", after, before)
+	}
+}

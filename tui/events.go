@@ -3,6 +3,7 @@ package tui
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
@@ -129,6 +130,8 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 		kind = s.Warning.Render(kind)
 	case lockdb.EventReleased:
 		kind = s.Free.Render(kind)
+	case lockdb.EventDelayEnded:
+		kind = s.Delayed.Render(kind)
 	default:
 		kind = s.Held.Render(kind)
 	}
@@ -151,6 +154,15 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	}
 	if w, ok := e.Detail["waited_ms"]; ok {
 		parts = append(parts, s.Muted.Render(fmt.Sprintf("after waiting %vms", w)))
+	}
+	if d, ok := e.Detail["delay_until"]; ok {
+		// A force action that started a lock-delay, or the delay an
+		// operator ended.
+		until := safe(fmt.Sprint(d))
+		if t, err := time.Parse(time.RFC3339Nano, fmt.Sprint(d)); err == nil {
+			until = utcClock(t)
+		}
+		parts = append(parts, s.Delayed.Render("lock-delay until "+until))
 	}
 	if r, ok := e.Detail["reason"]; ok {
 		parts = append(parts, s.Muted.Render("reason "+safe(fmt.Sprint(r))))

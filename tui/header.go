@@ -225,13 +225,25 @@ func (m Model) liveTotals() lockview.Totals {
 	t := m.snap.Page.Totals
 	adv := m.advance()
 	for _, r := range m.snap.Page.Rows {
-		was, now := r.State(), live(r, adv).state
+		was, now := countedAs(r, r.State()), countedAs(r, live(r, adv).state)
 		if was != now {
 			countState(&t, was, -1)
 			countState(&t, now, +1)
 		}
 	}
 	return t
+}
+
+// countedAs is the state the totals count r under: a delayed row is
+// counted as the server counts it, expired or free (released).
+func countedAs(r lockview.ListedLock, st locker.State) locker.State {
+	switch {
+	case st != locker.StateDelayed:
+		return st
+	case r.ReleasedAt != nil:
+		return locker.StateFree
+	}
+	return locker.StateExpired
 }
 
 // countState adds d to st's count; Held includes Expiring.
@@ -242,7 +254,7 @@ func countState(t *lockview.Totals, st locker.State, d int64) {
 	case locker.StateExpiring:
 		t.Held += d
 		t.Expiring += d
-	case locker.StateExpired, locker.StateDelayed:
+	case locker.StateExpired:
 		t.Expired += d
 	case locker.StateFree:
 		t.Free += d

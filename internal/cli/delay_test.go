@@ -103,3 +103,23 @@ func TestRefusalSaysTheQueue(t *testing.T) {
 		t.Fatalf("wait that ran out = %+v; want held, queued 2 of 2", got)
 	}
 }
+
+// A force action on a lease with a lock-delay says that it started one, and
+// until when; on a lease without one it says nothing of a delay.
+func TestForceActionsSayTheLockDelayTheyStart(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.json(0, "acquire", "slow", "--owner", "a", "--lock-delay", "20s")
+	d.json(0, "acquire", "plain", "--owner", "a")
+	freed := d.json(0, "force-release", "slow", "--actor", "alice@ops")
+	if freed.DelayUntil == nil || time.Until(*freed.DelayUntil) < 10*time.Second || time.Until(*freed.DelayUntil) > 21*time.Second {
+		t.Fatalf("force-release of a lease with a 20s lock-delay = %+v; want delay_until about 20s away", freed)
+	}
+	if plain := d.json(0, "force-release", "plain"); plain.DelayUntil != nil {
+		t.Fatalf("force-release of a lease without a lock-delay = %+v; want no delay_until", plain)
+	}
+	d.json(0, "acquire", "slow2", "--owner", "a", "--lock-delay", "20s")
+	if r := d.expect(0, "expire", "slow2"); !strings.Contains(r.stdout, "in its lock-delay until ") {
+		t.Fatalf("expire of a lease with a lock-delay printed %s", r)
+	}
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -79,7 +80,12 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 		}
 		return env.Fail(err)
 	}
-	return printLease(env, opts.JSON, lease, env.Actor)
+	// The action may have started the lease's lock-delay: say until when.
+	var delayUntil *time.Time
+	if row, found, err := lk.Get(ctx, pool, opts.Key); err == nil && found && row.Token == lease.Token {
+		delayUntil = row.DelayUntil
+	}
+	return printLeaseDelayed(env, opts.JSON, lease, env.Actor, delayUntil)
 }
 
 // check validates what the flag types cannot, before connecting.

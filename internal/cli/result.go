@@ -27,6 +27,9 @@ type result struct {
 	State       string     `json:"state"` // held, expiring, expired, free; "none": no row
 	RemainingMs *int64     `json:"remaining_ms,omitempty"`
 	Actor       string     `json:"actor,omitempty"` // operator actions
+	// DelayUntil: a force action started the lease's lock-delay, which
+	// ends then.
+	DelayUntil *time.Time `json:"delay_until,omitempty"`
 
 	RequestedOwner string `json:"requested_owner,omitempty"`
 	RequestedToken int64  `json:"requested_token,omitempty"`
@@ -77,9 +80,15 @@ func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockI
 
 // printLease reports a successful operation: JSON on Stdout, or one line.
 func printLease(env Env, asJSON bool, l locker.Lease, actor string) int {
+	return printLeaseDelayed(env, asJSON, l, actor, nil)
+}
+
+// printLeaseDelayed is printLease for a force action, which says when the
+// lock-delay it started ends (delayUntil; nil: it started none).
+func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delayUntil *time.Time) int {
 	if asJSON {
 		r := leaseResult(l)
-		r.Actor = actor
+		r.Actor, r.DelayUntil = actor, utcPtr(delayUntil)
 		return env.emit(r)
 	}
 	key, owner := textsafe.Escape(l.Key), textsafe.Escape(l.Owner)
@@ -98,6 +107,10 @@ func printLease(env Env, asJSON bool, l locker.Lease, actor string) int {
 			key, l.Token, owner, textsafe.Escape(actor))
 	default:
 		line = fmt.Sprintf("%s %s token=%d owner=%s", l.Outcome, key, l.Token, owner)
+	}
+	if delayUntil != nil {
+		line += fmt.Sprintf("; in its lock-delay until %s: nobody gets it before then (end-delay ends it)",
+			utc(*delayUntil).Format(time.RFC3339Nano))
 	}
 	fmt.Fprintln(env.Stdout, line)
 	return ExitOK
