@@ -130,6 +130,7 @@ func TestMetricsAfterLockActivity(t *testing.T) {
 	s.want(t, 0, "lockctl_locks", "state=expiring")
 	s.want(t, 1, "lockctl_locks", "state=expired")
 	s.want(t, 1, "lockctl_locks", "state=free")
+	s.want(t, 0, "lockctl_locks", "state=delayed")
 	s.want(t, 4, "lockctl_waiters")
 	s.want(t, 3, "lockctl_waited_keys")
 	s.want(t, 2, "lockctl_key_waiters", "key=held")

@@ -10,11 +10,12 @@ import (
 // Gauges is the state of the lock table that the metrics endpoint reports
 // on each scrape, read with one clock reading.
 type Gauges struct {
-	// By state, as `ls` shows them: Held excludes Expiring, so the four
-	// add up to every row.
+	// By state, as `ls` shows them: Held excludes Expiring, and Expired
+	// and Free exclude Delayed, so the five add up to every row.
 	Held     int64 `db:"held"`
 	Expiring int64 `db:"expiring"`
 	Expired  int64 `db:"expired"`
+	Delayed  int64 `db:"delayed"`
 	Free     int64 `db:"free"`
 	// OldestHeld is how long the longest-held live lease has been held
 	// (since its grant, renewals included); 0 without live leases.
@@ -27,7 +28,8 @@ type Gauges struct {
 }
 
 // gaugesSQL counts the table by state and reads the oldest grant and the
-// longest wait. The expiring rule is locker.LockInfo.State's.
+// longest wait. The expiring rule is locker.LockInfo.State's; a row in its
+// lock-delay counts as delayed only.
 const gaugesSQL = `
 WITH c AS (SELECT clock_timestamp() AS ts),
 w AS (
@@ -38,8 +40,10 @@ SELECT
         AND NOT (l.expires_at < c.ts + interval '10 seconds' AND l.expires_at - c.ts < l.ttl / 5)) AS held,
     count(l.lock_key) FILTER (WHERE l.released_at IS NULL AND l.expires_at > c.ts
         AND l.expires_at < c.ts + interval '10 seconds' AND l.expires_at - c.ts < l.ttl / 5) AS expiring,
-    count(l.lock_key) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= c.ts) AS expired,
-    count(l.lock_key) FILTER (WHERE l.released_at IS NOT NULL) AS free,
+    count(l.lock_key) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= c.ts
+        AND (` + store.DelayUntilColumn + `) IS NULL) AS expired,
+    count(l.lock_key) FILTER (WHERE (` + store.DelayUntilColumn + `) IS NOT NULL) AS delayed,
+    count(l.lock_key) FILTER (WHERE l.released_at IS NOT NULL AND (` + store.DelayUntilColumn + `) IS NULL) AS free,
     coalesce(max(c.ts - l.acquired_at) FILTER (WHERE l.released_at IS NULL AND l.expires_at > c.ts),
         interval '0') AS oldest_held,
     (SELECT n FROM w) AS waiters,

@@ -69,6 +69,9 @@ INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, 
   ('expiring', 'o', 2, clock_timestamp() + interval '2 seconds', interval '1 minute', clock_timestamp() - interval '1 minute', NULL),
   ('expired',  'o', 3, clock_timestamp() - interval '1 second', interval '1 minute', clock_timestamp() - interval '2 hours', NULL),
   ('free',     'o', 4, clock_timestamp() - interval '1 second', interval '1 minute', clock_timestamp() - interval '3 hours', clock_timestamp());
+INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at, lock_delay, delay_until) VALUES
+  ('delayed after expiry', 'o', 5, clock_timestamp() - interval '1 second', interval '1 minute', clock_timestamp() - interval '1 minute', NULL, interval '1 minute', NULL),
+  ('delayed after a force-release', 'o', 6, clock_timestamp() + interval '1 second', interval '1 minute', clock_timestamp() - interval '1 minute', clock_timestamp(), interval '1 minute', clock_timestamp() + interval '1 minute');
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until) VALUES
   ('held', 'w1', clock_timestamp() - interval '90 seconds', clock_timestamp() + interval '1 minute'),
   ('held', 'w2', clock_timestamp() - interval '5 seconds', clock_timestamp() + interval '1 minute'),
@@ -80,8 +83,8 @@ INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_unt
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g.Held != 1 || g.Expiring != 1 || g.Expired != 1 || g.Free != 1 || g.Waiters != 3 || g.WaitedKeys != 2 {
-		t.Fatalf("gauges = %+v; want one lock in each state, 3 live waiters on 2 keys", g)
+	if g.Held != 1 || g.Expiring != 1 || g.Expired != 1 || g.Free != 1 || g.Delayed != 2 || g.Waiters != 3 || g.WaitedKeys != 2 {
+		t.Fatalf("gauges = %+v; want one lock in each state but two delayed, 3 live waiters on 2 keys", g)
 	}
 	// The oldest live grant is held's (an hour); expired's two hours do not count.
 	if g.OldestHeld < time.Hour || g.OldestHeld > time.Hour+time.Minute {

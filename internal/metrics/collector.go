@@ -55,7 +55,7 @@ var (
 	scrapeDesc = prometheus.NewDesc("lockctl_scrape_duration_seconds",
 		"How long the last scrape's database reads took.", nil, nil)
 	locksDesc = prometheus.NewDesc("lockctl_locks",
-		"Lock rows by state: held (not yet expiring), expiring (under a fifth of the TTL and 10s left), expired (not released, past expiry), free (released).",
+		"Lock rows by state: held (not yet expiring), expiring (under a fifth of the TTL and 10s left), expired (not released, past expiry), delayed (in its lock-delay: not grantable until it ends), free (released).",
 		[]string{"state"}, nil)
 	oldestHeldDesc = prometheus.NewDesc("lockctl_oldest_held_lock_age_seconds",
 		"How long the longest-held live lease has been held since its grant (renewals included); 0 without live leases.", nil, nil)
@@ -126,6 +126,7 @@ func (c *Collector) collectGauges(ctx context.Context, ch chan<- prometheus.Metr
 	ch <- gauge(locksDesc, float64(g.Held), string(locker.StateHeld))
 	ch <- gauge(locksDesc, float64(g.Expiring), string(locker.StateExpiring))
 	ch <- gauge(locksDesc, float64(g.Expired), string(locker.StateExpired))
+	ch <- gauge(locksDesc, float64(g.Delayed), string(locker.StateDelayed))
 	ch <- gauge(locksDesc, float64(g.Free), string(locker.StateFree))
 	ch <- gauge(oldestHeldDesc, g.OldestHeld.Seconds())
 	ch <- gauge(waitersDesc, float64(g.Waiters))
