@@ -242,12 +242,19 @@ CREATE TABLE distributed_lock_waiter (
     lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
-    actor         text
+    actor         text,
+    group_id      bigint                     -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
 -- arrival); a hand-off reads its head by this index, and every other read
 -- of one key's waiters uses it too.
 CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_key, waiter_id);
+-- An owner's waits: the deadlock search (09_deadlock.sql) walks from a
+-- holder to the keys it waits for, and the lock table has no index but its
+-- key, so this is how it finds them without a scan.
+CREATE INDEX distributed_lock_waiter_owner_idx ON distributed_lock_waiter (owner_id);
+-- A multi-key acquire's records, found from any one of them (a hand-off).
+CREATE INDEX distributed_lock_waiter_group_idx ON distributed_lock_waiter (group_id) WHERE group_id IS NOT NULL;
 -- Adopting the reference service's table, part 2 of 2 (part 1 says what and
 -- why): after migration 1, in its transaction, the rows set aside move into
 -- lockctl's table, and the reference table is dropped. expires_at is read in
@@ -828,18 +835,17 @@ END $$;
 -- from ts, so a waiter that died after its last heartbeat blocks the key
 -- that long at most (its client renews it to the full TTL, the claim). The
 -- grant is logged as the waiter's own would be ('stolen' always, 'acquired'
--- when the waiter logs grants). It commits durably whatever the caller set:
--- a grant lost in a crash after its NOTIFY went out could see its token
--- drawn again. Returns the waiter's id, or NULL when no live waiter is
--- queued or the key is in its lock-delay (the queue keeps its place; a
--- waiter's poll at the delay's end hands it off). Internal.
+-- when the waiter logs grants). Returns the waiter's id, or NULL when no
+-- live waiter is queued or the key is in its lock-delay (the queue keeps
+-- its place; a waiter's poll at the delay's end hands it off). A head that
+-- is one record of a multi-key acquire is served by
+-- distributed_lock_hand_off_group (08_multi.sql), which returns NULL when
+-- the group cannot have every key yet. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-#variable_conflict use_column
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
-    g record;
 BEGIN
     IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND distributed_lock_delayed(l, ts)) THEN
         RETURN NULL;
@@ -851,6 +857,26 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
+    IF w.group_id IS NOT NULL THEN
+        RETURN distributed_lock_hand_off_group(key, w, ts);
+    END IF;
+    RETURN distributed_lock_grant_waiter(w, ts);
+END $$;
+
+-- distributed_lock_grant_waiter grants w's key, whose row the caller has
+-- locked, to waiter record w (which the caller has locked): the grant of a
+-- hand-off (see distributed_lock_hand_off), the record consumed, the event,
+-- the NOTIFY. It commits durably whatever the caller set: a grant lost in a
+-- crash after its NOTIFY went out could see its token drawn again. Returns
+-- w's id. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_waiter(w distributed_lock_waiter, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := w.lock_key;
+    g record;
+BEGIN
     UPDATE distributed_lock l SET
         owner_id = w.owner_id,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
@@ -926,14 +952,16 @@ END $$;
 -- head), the queue_length, and delay_until when the key is in its
 -- lock-delay; the lease it waits for carries lock_delay_us. outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
--- try again.
+-- try again. outcome 'deadlock': queueing would close a cycle of waits
+-- (09_deadlock.sql) whose youngest record is the caller's: it is not
+-- queued, and cycle says who waits for what.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
     log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
-    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -979,7 +1007,8 @@ BEGIN
         log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
         lock_delay = lock_delay_us * interval '1 microsecond'
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
-                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts)
+                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
+                           AND x.group_id IS NULL)
     RETURNING w.waiter_id INTO waiter_id;
     IF distributed_lock_open(r, ts) THEN
         IF distributed_lock_hand_off(key, ts) = waiter_id THEN
@@ -1004,12 +1033,17 @@ BEGIN
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts,
+    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, l.expires_at - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
          queue_position, queue_length, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
+    IF cycle IS NOT NULL THEN
+        waiter_id := NULL;
+    END IF;
 END $$;
 
 -- distributed_lock_waiter_poll is a queued waiter's check, for when it
@@ -1022,18 +1056,22 @@ END $$;
 --            key is in its lock-delay: delay_until says until when);
 --            queue_position and queue_length say where it stands;
 --   'gone':   its record is gone and no grant is its (it lapsed, or its
---            claim window ran out unclaimed): enqueue again.
+--            claim window ran out unclaimed): enqueue again;
+--   'deadlock': its wait closes a cycle (09_deadlock.sql) of which its
+--            record is the youngest: the record is removed, cycle says
+--            who waits for what.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
-    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
     ts timestamptz;
+    waiting text;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := clock_timestamp();
@@ -1046,16 +1084,23 @@ BEGIN
     -- A lapsed record is not revived: its waiter is gone.
     IF r.handed_to IS DISTINCT FROM id THEN
         UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
+        RETURNING w.owner_id INTO waiting;
         IF FOUND THEN
             IF distributed_lock_open(r, ts) THEN
                 PERFORM distributed_lock_hand_off(key, ts);
             END IF;
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+            -- Still waiting: two waits that closed a cycle at the same
+            -- time did not see each other at enqueue.
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
+                cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts);
+            END IF;
         END IF;
     END IF;
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-           CASE WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
+           CASE WHEN cycle IS NOT NULL THEN 'deadlock'
+                WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
@@ -1289,6 +1334,515 @@ BEGIN
     PERFORM set_config('lock_timeout', caller_lock_timeout, true);
 END $$;
 
+-- Several keys at once, all or none (locker.TryAcquireAll, AcquireAll;
+-- docs/queue.md, "Several keys at once"). Every function here locks a key
+-- set's rows in one order, the keys sorted (distributed_lock_key_set), so
+-- two callers with overlapping sets never wait for each other's rows in
+-- opposite orders. A waiting set has one waiter record per key, all
+-- sharing a group_id, and is granted every key at once or none.
+
+-- distributed_lock_key_set: keys sorted, the order every set is locked in.
+-- A set that is empty, names a key twice or has more than 64 keys is
+-- refused (22023). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_key_set(keys text[])
+RETURNS text[]
+LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF coalesce(cardinality(keys), 0) NOT BETWEEN 1 AND 64
+       OR (SELECT count(DISTINCT k) FROM unnest(keys) k) <> cardinality(keys) THEN
+        RAISE EXCEPTION 'a key set must name 1 to 64 distinct keys' USING ERRCODE = '22023';
+    END IF;
+    RETURN ARRAY(SELECT k FROM unnest(keys) k ORDER BY k);
+END $$;
+
+-- distributed_lock_acquire_all makes one attempt to take every key of keys
+-- for owner, all or none, never waiting: each key in key order as
+-- distributed_lock_acquire takes it. Granted: one row per key, in key
+-- order, with acquire's outcome for it ('acquired', 'stolen', 'renewed').
+-- Refused: one row, the first key that could not be granted, with
+-- acquire's refusal (and its queue_length, delay_until); the grants made
+-- before it are undone (they ran in a subtransaction), so nothing is held,
+-- no row is created and no event written. Every lease carries
+-- lock_delay_us.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire_all(
+    keys text[], owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
+    event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
+    lock_delay_us bigint DEFAULT 0)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
+               ttl interval, outcome text, remaining interval, queue_length integer, delay_until timestamptz)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ks text[] := distributed_lock_key_set(keys);
+    k text;
+    outs text[] := '{}';
+    a record;
+BEGIN
+    BEGIN
+        FOREACH k IN ARRAY ks LOOP
+            SELECT x.lock_key, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining,
+                   x.queue_length, x.delay_until INTO a
+            FROM distributed_lock_acquire(k, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                          lock_delay_us) x;
+            IF a.outcome NOT IN ('acquired', 'stolen', 'renewed') THEN
+                RAISE EXCEPTION 'refused' USING ERRCODE = 'LK001';
+            END IF;
+            outs := outs || a.outcome;
+        END LOOP;
+    EXCEPTION WHEN SQLSTATE 'LK001' THEN
+        -- a keeps the refusal: variables are not rolled back.
+        RETURN QUERY SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at::timestamptz,
+                            a.ttl::interval, a.outcome::text, a.remaining::interval, a.queue_length::integer,
+                            a.delay_until::timestamptz;
+        RETURN;
+    END;
+    RETURN QUERY
+        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+               o.outcome, interval '0', NULL::integer, NULL::timestamptz
+        FROM unnest(ks, outs) WITH ORDINALITY o(k, outcome, n)
+        JOIN distributed_lock l ON l.lock_key = o.k
+        ORDER BY o.n;
+END $$;
+
+-- distributed_lock_create_free gives key, which has no row, a free one
+-- (released as it is created; owner_id the waiter that needs it, which never
+-- held it; its token drawn under the prune gate, as a first grant draws
+-- one), so a waiting set can queue on the key and keep it promised. A
+-- concurrent insert wins quietly. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_create_free(key text, owner text, ttl_us bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    ts timestamptz;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    ts := clock_timestamp();
+    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
+    VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+            ts, ttl_us * interval '1 microsecond', ts, ts)
+    ON CONFLICT (lock_key) DO NOTHING;
+END $$;
+
+-- distributed_lock_lock_set locks the rows of ks (a sorted key set) in
+-- that order, waiting for each; a key without a row gets a free one
+-- first. Returns the first key whose row it could not lock (pruned again
+-- at every try), NULL when it locked them all. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lock_set(ks text[], owner text, ttl_us bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+    locked boolean;
+BEGIN
+    FOREACH k IN ARRAY ks LOOP
+        locked := false;
+        FOR attempt IN 1..3 LOOP
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+            locked := FOUND;
+            EXIT WHEN locked;
+            PERFORM distributed_lock_create_free(k, owner, ttl_us);
+        END LOOP;
+        IF NOT locked THEN
+            RETURN k;
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END $$;
+
+-- distributed_lock_enqueue_all is a waiting set's first call, one
+-- transaction. It locks every key's row in key order (a key without one
+-- gets a free row) and, when owner may take every key now
+-- (distributed_lock_may_take), grants them all (distributed_lock_acquire_all:
+-- one row per key, waiter_id NULL). Otherwise it hands the keys found free
+-- or lapsed to their queues' heads (as distributed_lock_enqueue does),
+-- queues one waiter record per key, sharing a new group_id, with the lease
+-- asked for (lock_delay_us too), keeps releases of every key handing off,
+-- and returns one row per key in key order: the key's row, outcome 'queued', and that key's
+-- record as waiter_id. A queued set holds nothing: a key it heads the
+-- queue of stays free, promised to it, until it can have every key
+-- (distributed_lock_hand_off_group). 'deadlock': its wait would close a
+-- cycle (09_deadlock.sql): no record is left, and cycle says who waits for
+-- what. 'busy' (one row): a key's row could not be locked; try again.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_all(
+    keys text[], owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
+    lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz, cycle jsonb)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ks text[] := distributed_lock_key_set(keys);
+    k text;
+    ts timestamptz;
+    g bigint;
+    ids bigint[];
+    found_cycle jsonb;
+BEGIN
+    k := distributed_lock_lock_set(ks, owner, ttl_us);
+    IF k IS NOT NULL THEN
+        RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
+                            NULL::interval, NULL::bigint, clock_timestamp(), NULL::jsonb;
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
+        -- The rows are this transaction's, which SKIP LOCKED does not skip.
+        RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
+                            NULL::bigint, clock_timestamp(), NULL::jsonb
+        FROM distributed_lock_acquire_all(ks, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                          lock_delay_us) a;
+        RETURN;
+    END IF;
+    FOREACH k IN ARRAY ks LOOP
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+            PERFORM distributed_lock_hand_off(k, ts);
+        END IF;
+    END LOOP;
+    g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
+    WITH added AS (
+        INSERT INTO distributed_lock_waiter AS w
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id)
+        SELECT s.k, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+               claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'),
+               distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
+               lock_delay_us * interval '1 microsecond', g
+        FROM unnest(ks) s(k)
+        RETURNING w.waiter_id)
+    SELECT array_agg(a.waiter_id) INTO ids FROM added a;
+    FOREACH k IN ARRAY ks LOOP
+        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
+    END LOOP;
+    found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts);
+    RETURN QUERY
+        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, l.expires_at - ts,
+               w.waiter_id, ts, found_cycle
+        FROM distributed_lock l
+        LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
+        WHERE l.lock_key = ANY (ks)
+        ORDER BY l.lock_key;
+END $$;
+
+-- distributed_lock_hand_off_group is the hand-off of key (its row locked by
+-- the caller, free or lapsed) whose queue's head is head, one record of a
+-- waiting set. The set gets every key at once or none: each of its
+-- records live and at the head of its key's queue, and every other key's
+-- row free or lapsed and past its lock-delay (or the set's owner's own
+-- lease). The other rows and
+-- records are locked SKIP LOCKED: the caller holds key's row, and waiting
+-- for a row out of key order could deadlock. When it can, every key is
+-- granted to its record (distributed_lock_grant_waiter; the set's waiter
+-- claims them together) and head's id is returned. Otherwise NULL: key
+-- stays free and promised to the set, whose turn comes with the hand-off
+-- of the key it lacks; when only a locked row or record stood in the way,
+-- a NOTIFY of key wakes the set's waiter to check (its check locks the
+-- rows in key order and waits for them). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off_group(key text, head distributed_lock_waiter, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    rec distributed_lock_waiter;
+    r distributed_lock;
+    n integer := 0;
+BEGIN
+    FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id
+               ORDER BY x.waiter_id FOR UPDATE SKIP LOCKED LOOP
+        n := n + 1;
+        IF rec.seen_until <= ts OR EXISTS (
+               SELECT 1 FROM distributed_lock_waiter a
+               WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
+                 AND a.waiter_id < rec.waiter_id) THEN
+            RETURN NULL;
+        END IF;
+        CONTINUE WHEN rec.lock_key = key;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
+        IF NOT FOUND THEN
+            PERFORM pg_notify('distributed_lock', key);
+            RETURN NULL;
+        END IF;
+        IF NOT ((distributed_lock_open(r, ts) AND NOT distributed_lock_delayed(r, ts))
+                OR distributed_lock_held(r, rec.owner_id, ts)) THEN
+            RETURN NULL;
+        END IF;
+    END LOOP;
+    IF n <> (SELECT count(*) FROM distributed_lock_waiter x WHERE x.group_id = head.group_id) THEN
+        PERFORM pg_notify('distributed_lock', key);
+        RETURN NULL;
+    END IF;
+    FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id ORDER BY x.lock_key LOOP
+        PERFORM distributed_lock_grant_waiter(rec, ts);
+    END LOOP;
+    RETURN head.waiter_id;
+END $$;
+
+-- distributed_lock_set_handed: every key of keys was handed to its record
+-- of ids (the same order) and the grant still runs. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_set_handed(keys text[], ids bigint[], ts timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT bool_and(coalesce(l.handed_to = s.id AND NOT distributed_lock_open(l, ts), false))
+    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k
+$$;
+
+-- distributed_lock_waiter_poll_all is a waiting set's check, for when it
+-- missed or has no NOTIFY: ids are its records, one per key of keys (the
+-- same order), as distributed_lock_enqueue_all returned them. It locks the
+-- rows in key order and returns one row per key, in key order, as
+-- distributed_lock_waiter_poll does for one: each key's grant kind when
+-- the set was handed every key (remaining: what is left of the claim
+-- window); 'queued' while its records are live (refreshed for seen_for_us;
+-- keys found free or lapsed are first handed to their queues' heads, which
+-- may grant the set); 'gone' when its records are gone with no grant;
+-- 'deadlock' when its wait closes a cycle of which it is the youngest (its
+-- records removed; cycle says who waits for what).
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll_all(keys text[], ids bigint[], seen_for_us bigint)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz, cycle jsonb)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ks text[] := distributed_lock_key_set(keys);
+    k text;
+    ts timestamptz;
+    waiting text;
+    live integer;
+    found_cycle jsonb;
+BEGIN
+    IF cardinality(ids) IS DISTINCT FROM cardinality(keys) THEN
+        RAISE EXCEPTION 'one waiter id per key' USING ERRCODE = '22023';
+    END IF;
+    FOREACH k IN ARRAY ks LOOP
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+    END LOOP;
+    ts := clock_timestamp();
+    IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
+        WITH seen AS (
+            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
+            RETURNING w.owner_id)
+        SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
+        IF live = cardinality(ids) THEN
+            FOREACH k IN ARRAY ks LOOP
+                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+                    PERFORM distributed_lock_hand_off(k, ts);
+                END IF;
+                PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
+            END LOOP;
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
+                found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts);
+            END IF;
+        END IF;
+    END IF;
+    RETURN QUERY
+        SELECT s.k, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+               CASE WHEN found_cycle IS NOT NULL THEN 'deadlock'
+                    WHEN distributed_lock_set_handed(keys, ids, ts) THEN l.grant_kind::text
+                    WHEN w.seen_until > ts THEN 'queued'
+                    ELSE 'gone' END,
+               l.expires_at - ts, s.id, ts, found_cycle
+        FROM unnest(keys, ids) s(k, id)
+        LEFT JOIN distributed_lock l ON l.lock_key = s.k
+        LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id
+        ORDER BY s.k;
+END $$;
+
+-- distributed_lock_waiter_leave_all takes a waiting set out of its queues
+-- (its AcquireAll gave up): its records ids (one per key of keys) go, keys
+-- handed to it and unclaimed are released (with log_release, logged as
+-- released by event_actor), and every key left free with waiters is
+-- passed on, once all the set's records are gone, so a set queued behind
+-- it can have them all. Returns 'passed_on' (it had been handed its keys),
+-- 'left' (it was queued) or 'none'.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave_all(
+    keys text[], ids bigint[], log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    ks text[] := distributed_lock_key_set(keys);
+    k text;
+    ts timestamptz;
+    r distributed_lock;
+    s record;
+    left_queue boolean;
+    passed boolean := false;
+BEGIN
+    FOREACH k IN ARRAY ks LOOP
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+    END LOOP;
+    ts := clock_timestamp();
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids);
+    left_queue := FOUND;
+    FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
+        IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+            UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k;
+            IF log_release THEN
+                INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+                VALUES (ts, s.k, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
+                        '{"unclaimed": true}');
+            END IF;
+            passed := true;
+        END IF;
+    END LOOP;
+    FOREACH k IN ARRAY ks LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k;
+        IF FOUND AND distributed_lock_open(r, ts) AND r.wake_until > ts THEN
+            PERFORM distributed_lock_pass_on(k, ts);
+        END IF;
+    END LOOP;
+    RETURN CASE WHEN passed THEN 'passed_on' WHEN left_queue THEN 'left' ELSE 'none' END;
+END $$;
+
+-- distributed_lock_renew_all renews owner's leases of keys, granted with
+-- tokens (the same order), each as distributed_lock_renew does, in key
+-- order: one statement for a set's keepalive. One row per key, in key
+-- order: 'renewed', or 'not_held' for a lease no longer current (the
+-- others are renewed all the same).
+CREATE OR REPLACE FUNCTION distributed_lock_renew_all(keys text[], owner text, tokens bigint[], ttl_us bigint)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval, outcome text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    s record;
+BEGIN
+    PERFORM distributed_lock_key_set(keys);
+    IF cardinality(tokens) IS DISTINCT FROM cardinality(keys) THEN
+        RAISE EXCEPTION 'one token per key' USING ERRCODE = '22023';
+    END IF;
+    FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
+        RETURN QUERY SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, r.outcome
+                     FROM distributed_lock_renew(s.k, owner, s.t, ttl_us) r;
+    END LOOP;
+END $$;
+
+-- distributed_lock_release_all releases owner's leases of keys, granted
+-- with tokens (the same order), each as distributed_lock_release does
+-- (handing each on to its waiters), in key order. One row per key, in key
+-- order: 'released' or 'not_held'. lazy_commit as for one release; a
+-- hand-off among them still commits durably.
+CREATE OR REPLACE FUNCTION distributed_lock_release_all(
+    keys text[], owner text, tokens bigint[], lazy_commit boolean DEFAULT false,
+    log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval, outcome text)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    s record;
+BEGIN
+    PERFORM distributed_lock_key_set(keys);
+    IF cardinality(tokens) IS DISTINCT FROM cardinality(keys) THEN
+        RAISE EXCEPTION 'one token per key' USING ERRCODE = '22023';
+    END IF;
+    -- Set once, before the releases: each release is asked for a durable
+    -- commit, so none turns lazy again after a hand-off made it durable.
+    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+    FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
+        RETURN QUERY SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, r.outcome
+                     FROM distributed_lock_release(s.k, owner, s.t, false, log_release, event_actor) r;
+    END LOOP;
+END $$;
+
+-- Deadlock detection (locker.ErrDeadlock; docs/queue.md, "Deadlocks"). The
+-- wait-for graph has owners as nodes. A live waiter record of owner W on
+-- key K is an edge from W to K's holder and one to the owner of the live
+-- record just ahead of W's in K's queue, who waits in turn for the one
+-- ahead of it: so W reaches every waiter ahead of it and the holder, as
+-- PostgreSQL's soft edges do, with at most two edges per record. A waiting
+-- set's records are one waiter's edges. Only a new wait can close a cycle,
+-- so the search runs from the owner that queues, and from a waiter's check
+-- for two waits that raced (neither saw the other's record at enqueue).
+
+-- distributed_lock_wait_cycle finds the shortest cycle of waits through
+-- start: cycle is a JSON array of steps {"owner", "key"}, the first
+-- start's (owner waits for key, which the next step's owner holds or is
+-- queued ahead for; the last step's owner waits for start), and youngest
+-- the highest waiter id on it; both NULL when there is none. Breadth-first
+-- over owners, each visited once, so its cost grows with the owners
+-- reachable, not with the paths: an owner's waits are found by the owner
+-- index, a key's holder by its primary key; it never scans the lock table.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
+RETURNS record
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+DECLARE
+    frontier text[] := ARRAY[start];
+    seen text[] := ARRAY[start];
+    reached jsonb := '{}';  -- owner → the step that reached it
+    nxt text[];
+    e record;
+    o text;
+    step jsonb;
+BEGIN
+    FOR depth IN 1..64 LOOP
+        EXIT WHEN cardinality(frontier) = 0;
+        nxt := '{}';
+        FOR e IN
+            SELECT DISTINCT ON (n.next) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id, n.next
+            FROM distributed_lock_waiter w
+            CROSS JOIN LATERAL (
+                SELECT l.owner_id::text AS next FROM distributed_lock l
+                WHERE l.lock_key = w.lock_key AND NOT distributed_lock_open(l, ts)
+                UNION ALL
+                (SELECT a.owner_id::text FROM distributed_lock_waiter a
+                 WHERE a.lock_key = w.lock_key AND a.seen_until > ts AND a.waiter_id < w.waiter_id
+                 ORDER BY a.waiter_id DESC LIMIT 1)) n
+            WHERE w.owner_id = ANY (frontier) AND w.seen_until > ts AND n.next <> w.owner_id
+            ORDER BY n.next, w.waiter_id DESC
+        LOOP
+            IF e.next = start THEN
+                cycle := jsonb_build_array(jsonb_build_object('owner', e.waiter, 'key', e.lock_key));
+                youngest := e.waiter_id;
+                o := e.waiter;
+                WHILE o <> start LOOP
+                    step := reached -> o;
+                    cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
+                    youngest := greatest(youngest, (step ->> 'id')::bigint);
+                    o := step ->> 'owner';
+                END LOOP;
+                RETURN;
+            END IF;
+            IF NOT e.next = ANY (seen) THEN
+                seen := seen || e.next;
+                nxt := nxt || e.next;
+                reached := reached || jsonb_build_object(e.next,
+                    jsonb_build_object('owner', e.waiter, 'key', e.lock_key, 'id', e.waiter_id));
+            END IF;
+        END LOOP;
+        frontier := nxt;
+    END LOOP;
+END $$;
+
+-- distributed_lock_refuse_deadlock refuses the wait of owner's records ids
+-- (one waiter: one record, or a waiting set's) when it closes a cycle and
+-- one of them is the youngest record on it, as PostgreSQL's lock manager
+-- fails the wait that closes a cycle; the others on the cycle keep
+-- waiting. The records are removed, and each of their keys that is free
+-- is handed on to its next waiter (the caller holds those keys' rows).
+-- Returns the cycle (distributed_lock_wait_cycle), NULL when the wait
+-- stands. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_refuse_deadlock(owner text, ids bigint[], ts timestamptz)
+RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    c record;
+    k text;
+BEGIN
+    SELECT * INTO c FROM distributed_lock_wait_cycle(owner, ts);
+    IF c.cycle IS NULL OR NOT c.youngest = ANY (ids) THEN
+        RETURN NULL;
+    END IF;
+    FOR k IN WITH gone AS (DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) RETURNING w.lock_key)
+             SELECT g.lock_key FROM gone g ORDER BY 1 LOOP
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+            PERFORM distributed_lock_hand_off(k, ts);
+        END IF;
+    END LOOP;
+    RETURN c.cycle;
+END $$;
+
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
 -- gives EXECUTE to PUBLIC on every new function. The internal ones and the
 -- rules are granted to nobody; the protocol functions run them as their
@@ -1311,6 +1865,20 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_poll(text, bigint, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
+    distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
+    distributed_lock_key_set(text[]),
+    distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_create_free(text, text, bigint),
+    distributed_lock_lock_set(text[], text, bigint),
+    distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_hand_off_group(text, distributed_lock_waiter, timestamptz),
+    distributed_lock_set_handed(text[], bigint[], timestamptz),
+    distributed_lock_waiter_poll_all(text[], bigint[], bigint),
+    distributed_lock_waiter_leave_all(text[], bigint[], boolean, text),
+    distributed_lock_renew_all(text[], text, bigint[], bigint),
+    distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
+    distributed_lock_wait_cycle(text, timestamptz),
+    distributed_lock_refuse_deadlock(text, bigint[], timestamptz),
     distributed_lock_timeline(),
     distributed_lock_advance_epoch(),
     distributed_lock_next_token(),

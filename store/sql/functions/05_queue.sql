@@ -13,18 +13,17 @@
 -- from ts, so a waiter that died after its last heartbeat blocks the key
 -- that long at most (its client renews it to the full TTL, the claim). The
 -- grant is logged as the waiter's own would be ('stolen' always, 'acquired'
--- when the waiter logs grants). It commits durably whatever the caller set:
--- a grant lost in a crash after its NOTIFY went out could see its token
--- drawn again. Returns the waiter's id, or NULL when no live waiter is
--- queued or the key is in its lock-delay (the queue keeps its place; a
--- waiter's poll at the delay's end hands it off). Internal.
+-- when the waiter logs grants). Returns the waiter's id, or NULL when no
+-- live waiter is queued or the key is in its lock-delay (the queue keeps
+-- its place; a waiter's poll at the delay's end hands it off). A head that
+-- is one record of a multi-key acquire is served by
+-- distributed_lock_hand_off_group (08_multi.sql), which returns NULL when
+-- the group cannot have every key yet. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-#variable_conflict use_column
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
-    g record;
 BEGIN
     IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND distributed_lock_delayed(l, ts)) THEN
         RETURN NULL;
@@ -36,6 +35,26 @@ BEGIN
     IF NOT FOUND THEN
         RETURN NULL;
     END IF;
+    IF w.group_id IS NOT NULL THEN
+        RETURN distributed_lock_hand_off_group(key, w, ts);
+    END IF;
+    RETURN distributed_lock_grant_waiter(w, ts);
+END $$;
+
+-- distributed_lock_grant_waiter grants w's key, whose row the caller has
+-- locked, to waiter record w (which the caller has locked): the grant of a
+-- hand-off (see distributed_lock_hand_off), the record consumed, the event,
+-- the NOTIFY. It commits durably whatever the caller set: a grant lost in a
+-- crash after its NOTIFY went out could see its token drawn again. Returns
+-- w's id. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_waiter(w distributed_lock_waiter, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := w.lock_key;
+    g record;
+BEGIN
     UPDATE distributed_lock l SET
         owner_id = w.owner_id,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
@@ -111,14 +130,16 @@ END $$;
 -- head), the queue_length, and delay_until when the key is in its
 -- lock-delay; the lease it waits for carries lock_delay_us. outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
--- try again.
+-- try again. outcome 'deadlock': queueing would close a cycle of waits
+-- (09_deadlock.sql) whose youngest record is the caller's: it is not
+-- queued, and cycle says who waits for what.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
     log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
-    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -164,7 +185,8 @@ BEGIN
         log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
         lock_delay = lock_delay_us * interval '1 microsecond'
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
-                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts)
+                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
+                           AND x.group_id IS NULL)
     RETURNING w.waiter_id INTO waiter_id;
     IF distributed_lock_open(r, ts) THEN
         IF distributed_lock_hand_off(key, ts) = waiter_id THEN
@@ -189,12 +211,17 @@ BEGIN
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'queued', l.expires_at - ts, ts,
+    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, l.expires_at - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
          queue_position, queue_length, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
+    IF cycle IS NOT NULL THEN
+        waiter_id := NULL;
+    END IF;
 END $$;
 
 -- distributed_lock_waiter_poll is a queued waiter's check, for when it
@@ -207,18 +234,22 @@ END $$;
 --            key is in its lock-delay: delay_until says until when);
 --            queue_position and queue_length say where it stands;
 --   'gone':   its record is gone and no grant is its (it lapsed, or its
---            claim window ran out unclaimed): enqueue again.
+--            claim window ran out unclaimed): enqueue again;
+--   'deadlock': its wait closes a cycle (09_deadlock.sql) of which its
+--            record is the youngest: the record is removed, cycle says
+--            who waits for what.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
-    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz)
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
     ts timestamptz;
+    waiting text;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := clock_timestamp();
@@ -231,16 +262,23 @@ BEGIN
     -- A lapsed record is not revived: its waiter is gone.
     IF r.handed_to IS DISTINCT FROM id THEN
         UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
+        RETURNING w.owner_id INTO waiting;
         IF FOUND THEN
             IF distributed_lock_open(r, ts) THEN
                 PERFORM distributed_lock_hand_off(key, ts);
             END IF;
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+            -- Still waiting: two waits that closed a cycle at the same
+            -- time did not see each other at enqueue.
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
+                cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts);
+            END IF;
         END IF;
     END IF;
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-           CASE WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
+           CASE WHEN cycle IS NOT NULL THEN 'deadlock'
+                WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,

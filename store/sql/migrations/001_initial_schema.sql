@@ -133,9 +133,16 @@ CREATE TABLE distributed_lock_waiter (
     lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
-    actor         text
+    actor         text,
+    group_id      bigint                     -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
 -- arrival); a hand-off reads its head by this index, and every other read
 -- of one key's waiters uses it too.
 CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_key, waiter_id);
+-- An owner's waits: the deadlock search (09_deadlock.sql) walks from a
+-- holder to the keys it waits for, and the lock table has no index but its
+-- key, so this is how it finds them without a scan.
+CREATE INDEX distributed_lock_waiter_owner_idx ON distributed_lock_waiter (owner_id);
+-- A multi-key acquire's records, found from any one of them (a hand-off).
+CREATE INDEX distributed_lock_waiter_group_idx ON distributed_lock_waiter (group_id) WHERE group_id IS NOT NULL;
