@@ -50,8 +50,14 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		}
 		return lease, nil
 	}
+	return Lease{}, heldError(g, found)
+}
+
+// heldError is the *HeldError of a refused attempt's row (found: the key
+// had a row when the attempt started).
+func heldError(g store.Grant, found bool) error {
 	if found && (g.Outcome == lockdb.OutcomeQueued || g.Outcome == lockdb.OutcomeDelayed) {
-		return Lease{}, refusal(g)
+		return refusal(g)
 	}
 	remaining := g.Remaining
 	if !found || g.Outcome != lockdb.OutcomeHeld {
@@ -63,7 +69,7 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 		// after a short pause).
 		remaining = 0
 	}
-	return Lease{}, &HeldError{Key: key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining,
+	return &HeldError{Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining,
 		QueueLength: g.QueueLength}
 }
 

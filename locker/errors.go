@@ -3,6 +3,8 @@ package locker
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
@@ -26,8 +28,14 @@ var (
 	// ErrLeaseLost: a Keepalive lost its lease, and cancelled its context
 	// with a *LeaseLostError saying why.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrDeadlock: a waiting Acquire or AcquireAll was refused because its
+	// wait would close a cycle of waits (A holds X and waits for Y while B
+	// holds Y and waits for X; any length, across processes). The error is
+	// a *DeadlockError naming the cycle.
+	ErrDeadlock = errors.New("deadlock")
 	// ErrInvalidKey, ErrInvalidOwner and ErrInvalidTTL report bad arguments
-	// before anything is sent to the database.
+	// before anything is sent to the database; ErrInvalidKeys a key set
+	// that is empty, names a key twice or has more than MaxKeys keys.
 	ErrInvalidKey   = errors.New("invalid lock key")
 	ErrInvalidOwner = errors.New("invalid owner id")
 	ErrInvalidTTL   = errors.New("invalid TTL")
@@ -36,7 +44,8 @@ var (
 	ErrInvalidLockDelay = errors.New("invalid lock-delay")
 	// ErrNotDelayed: EndDelay found the key in no lock-delay (it never had
 	// one, it ran out, or the key has been granted since).
-	ErrNotDelayed = errors.New("not in a lock-delay")
+	ErrNotDelayed  = errors.New("not in a lock-delay")
+	ErrInvalidKeys = errors.New("invalid key set")
 )
 
 // Database errors: a driver error is mapped to one of these (and stays
@@ -240,3 +249,47 @@ func (e *GaveUpError) Error() string {
 }
 
 func (e *GaveUpError) Unwrap() error { return e.Err }
+
+// DeadlockError: a waiting acquire was refused because its wait would close
+// a cycle of waits. Of the waits on a cycle, the youngest is refused (the
+// one that closed it, as PostgreSQL's lock manager refuses the wait that
+// closes a cycle); the others keep waiting. It matches ErrDeadlock.
+type DeadlockError struct {
+	Keys  []string // the keys the refused call waited for
+	Owner string   // its owner
+	// Cycle is the cycle of waits, the refused owner's first: each step's
+	// Owner waits for its Key, which the next step's owner holds or is
+	// queued ahead for; the last step's owner waits for the first's.
+	Cycle []DeadlockStep
+}
+
+// DeadlockStep is one wait of a deadlock's cycle.
+type DeadlockStep struct {
+	Owner string
+	Key   string
+}
+
+func (e *DeadlockError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "locker: acquire %s: deadlock: ", quoteKeys(e.Keys))
+	for i, s := range e.Cycle {
+		next := e.Cycle[(i+1)%len(e.Cycle)].Owner
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q waits for %q (held or queued ahead by %q)", s.Owner, s.Key, next)
+	}
+	fmt.Fprintf(&b, "; the wait of %q closed the cycle and was refused", e.Owner)
+	return b.String()
+}
+
+// Is makes errors.Is(err, ErrDeadlock) true.
+func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
+
+func quoteKeys(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = strconv.Quote(k)
+	}
+	return strings.Join(q, ", ")
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -15,8 +16,8 @@ type Keepalive struct {
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
-	mu    sync.Mutex
-	lease Lease
+	mu     sync.Mutex
+	leases []Lease // one, or a set's (KeepaliveAll)
 }
 
 // errStopped is the cause after Stop.
@@ -37,7 +38,25 @@ var errStopped = errors.New("locker: keepalive stopped")
 // Do the guarded work under Context; call Stop when done, then Release.
 func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive {
 	kctx, cancel := context.WithCancelCause(ctx)
-	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), lease: lease}
+	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: []Lease{lease}}
+	go k.run(l, db)
+	return k
+}
+
+// KeepaliveAll is Keepalive for a set of leases of one owner (from
+// TryAcquireAll or AcquireAll): one renewal statement per interval renews
+// them all (distributed_lock_renew_all), and Context is cancelled with a
+// *LeaseLostError as soon as any one of them is lost or cannot be proven
+// in time: the set is held only while every lease is. Leases returns them
+// as last renewed. Stop it, then ReleaseAll.
+func (l *Locker) KeepaliveAll(ctx context.Context, db DBTX, leases []Lease) *Keepalive {
+	kctx, cancel := context.WithCancelCause(ctx)
+	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: slices.Clone(leases)}
+	if err := validLeases(leases); err != nil {
+		cancel(&LeaseLostError{Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
+		close(k.done)
+		return k
+	}
 	go k.run(l, db)
 	return k
 }
@@ -45,11 +64,19 @@ func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive
 // Context ends when the lease is lost, Stop is called, or the parent ends.
 func (k *Keepalive) Context() context.Context { return k.ctx }
 
-// Lease is the lease as last renewed.
+// Lease is the lease as last renewed (a set's first).
 func (k *Keepalive) Lease() Lease {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.lease
+	return k.leases[0]
+}
+
+// Leases are the leases as last renewed: one, or every lease of a set
+// (KeepaliveAll), in the order given.
+func (k *Keepalive) Leases() []Lease {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return slices.Clone(k.leases)
 }
 
 // Err is nil while the lease is kept, and why it is no longer kept after.
@@ -69,7 +96,8 @@ func (k *Keepalive) Stop() {
 
 func (k *Keepalive) run(l *Locker, db DBTX) {
 	defer close(k.done)
-	lease := k.Lease()
+	set := k.Leases()
+	lease := earliest(set)
 	ttl := lease.TTL
 	if ttl == 0 {
 		ttl = l.cfg.TTL
@@ -118,19 +146,25 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 		// The window as a timeout, not a deadline: it is measured on the
 		// Locker's clock, which a context's deadline is not.
 		rctx, cancel := context.WithTimeout(k.ctx, trustUntil.Sub(now))
-		renewed, err := l.Renew(rctx, db, lease)
+		renewedSet, err := l.renewSet(rctx, db, set)
 		cancel()
 		switch {
 		case err == nil:
+			set = renewedSet
+			renewed := earliest(set)
 			lease = renewed
 			k.mu.Lock()
-			k.lease = renewed
+			k.leases = set
 			k.mu.Unlock()
 			trustUntil = renewed.sentAt.Add(renewed.TTL - margin)
 			next = renewed.sentAt.Add(every)
 			lastErr = nil
 		case errors.Is(err, ErrNotHeld):
-			k.cancel(&LeaseLostError{Key: lease.Key, Reason: err.Error(), Err: err})
+			lost := lease.Key
+			if nh := (*NotHeldError)(nil); errors.As(err, &nh) {
+				lost = nh.Key // of a set: the one lost
+			}
+			k.cancel(&LeaseLostError{Key: lost, Reason: err.Error(), Err: err})
 			return
 		default:
 			// Unknown state: retry soon, but never trust past trustUntil.
@@ -138,4 +172,25 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 			next = l.clock.Now().Add(min(every/4, time.Second))
 		}
 	}
+}
+
+// renewSet renews one lease (Renew) or a set (one statement).
+func (l *Locker) renewSet(ctx context.Context, db DBTX, set []Lease) ([]Lease, error) {
+	if len(set) == 1 {
+		renewed, err := l.Renew(ctx, db, set[0])
+		return []Lease{renewed}, err
+	}
+	return l.renewAll(ctx, db, set)
+}
+
+// earliest is the lease of set trusted the shortest: the set is kept only
+// while every lease is.
+func earliest(set []Lease) Lease {
+	first := set[0]
+	for _, lease := range set[1:] {
+		if lease.sentAt.Add(lease.length()).Before(first.sentAt.Add(first.length())) {
+			first = lease
+		}
+	}
+	return first
 }

@@ -104,6 +104,9 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 		}
 		return lease, true, nil
 	}
+	if found && q.Outcome == lockdb.OutcomeDeadlock {
+		return Lease{}, true, deadlockError([]string{key}, owner, q.Cycle)
+	}
 	if !found || q.Outcome != lockdb.OutcomeQueued {
 		// The key's first grant by another transaction was in flight.
 		return Lease{}, false, l.sleepCtx(ctx, 10*time.Millisecond)
@@ -157,6 +160,8 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 	}()
 	holder, holderEnds := q.Owner, l.clock.Now().Add(untilFree(q))
 	last := q
+	// checked: the first check, DeadlockCheck after the enqueue, has run.
+	checked := false
 	for {
 		var wake, retime <-chan struct{}
 		var handoffs <-chan store.HandOff
@@ -165,6 +170,9 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			wake, retime, handoffs = w.wake, w.retime, w.handoff
 		}
 		sleep := l.waitFor(holderEnds.Sub(l.clock.Now()), listening)
+		if !checked {
+			sleep = min(sleep, DeadlockCheck)
+		}
 		if w != nil {
 			w.sleepUntil.Store(time.Now().Add(sleep).UnixNano())
 		}
@@ -187,7 +195,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		case <-wake:
 			stopTimer()
 		case <-timer:
-			if w != nil && listening {
+			if w != nil && listening && checked {
 				// The key changed hands meanwhile: sleep on until the new
 				// lease's end, with no statement.
 				if ends := time.Unix(0, w.expiresAt.Load()); ends.After(holderEnds) && ends.After(time.Now()) {
@@ -196,6 +204,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 				}
 			}
 		}
+		checked = true
 		polledAt := l.clock.Now()
 		p, err := store.Poll(ctx, db, key, id, seenFor)
 		switch {
@@ -211,6 +220,9 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			return lease, true, err
 		case p.Outcome == lockdb.OutcomeQueued:
 			holder, holderEnds, last = p.Owner, l.clock.Now().Add(untilFree(p)), p
+		case p.Outcome == lockdb.OutcomeDeadlock:
+			handed = true // its record is gone: nothing to leave
+			return Lease{}, true, deadlockError([]string{key}, owner, p.Cycle)
 		default:
 			// Its record is gone: it lapsed (this process paused longer than
 			// the record lives), or the key was handed to it and the claim
@@ -233,6 +245,13 @@ func untilFree(q store.Queued) time.Duration {
 	}
 	return q.Remaining
 }
+
+// DeadlockCheck is how long after it queued a waiting Acquire or
+// AcquireAll checks its place once, whatever else wakes it: two waits that
+// close a cycle at the same moment do not see each other's record as they
+// queue, and this check finds the cycle, so a deadlock is reported within
+// about twice this of the wait that closed it.
+const DeadlockCheck = 500 * time.Millisecond
 
 // clockRef pairs a reading of this process's clock with a later reading of
 // the database's.

@@ -100,6 +100,11 @@ func TestAcquireWakesAtExpiry(t *testing.T) {
 	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
+	// First the one early check for a deadlock that raced its enqueue.
+	if first := clk.waitTimer(t); first != locker.DeadlockCheck {
+		t.Fatalf("waiter's first check after %s; want after DeadlockCheck (%s)", first, locker.DeadlockCheck)
+	}
+	clk.Advance(locker.DeadlockCheck)
 	sleep := clk.waitTimer(t)
 	// The holder's time left when the waiter asked, at most the whole TTL,
 	// plus at most 50ms of jitter and a millisecond.

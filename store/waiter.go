@@ -15,12 +15,12 @@ import (
 const (
 	enqueueSQL = `
 SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
-       e.queue_position, e.queue_length, e.delay_until
+       e.queue_position, e.queue_length, e.delay_until, e.cycle
 FROM distributed_lock_enqueue($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean,
                               $10::bigint) e`
 	pollSQL = `
 SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now,
-       p.queue_position, p.queue_length, p.delay_until
+       p.queue_position, p.queue_length, p.delay_until, p.cycle
 FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
@@ -41,7 +41,8 @@ type QueueParams struct {
 }
 
 // Queued is the answer of Enqueue or Poll: a grant (Granted), or the key's
-// row while the caller waits (lockdb.OutcomeQueued, WaiterID set), or lockdb.OutcomeGone.
+// row while the caller waits (lockdb.OutcomeQueued, WaiterID set),
+// lockdb.OutcomeGone, or lockdb.OutcomeDeadlock (Cycle set).
 type Queued struct {
 	Grant
 	WaiterID int64
@@ -50,6 +51,17 @@ type Queued struct {
 	// Position is the waiter's place in the queue (1: the head) while
 	// queued; Grant.QueueLength and Grant.DelayUntil say the rest.
 	Position int
+	// Cycle is the cycle of waits a deadlock refusal names, the caller's
+	// step first.
+	Cycle []CycleStep
+}
+
+// CycleStep is one wait of a deadlock's cycle: Owner waits for Key, which
+// the next step's owner holds or is queued ahead for (the last step's
+// owner waits for the first's).
+type CycleStep struct {
+	Owner string `json:"owner"`
+	Key   string `json:"key"`
 }
 
 // Enqueue grants p's key or queues p, in one transaction (see
@@ -70,14 +82,7 @@ func Poll(ctx context.Context, db DBTX, key string, id int64, seenFor time.Durat
 }
 
 func scanQueued(row pgx.Row) (q Queued, found bool, err error) {
-	var token *int64
-	var owner *string
-	var expires, now *time.Time
-	var ttl, remaining *time.Duration
-	var id *int64
-	var position, length *int32
-	err = row.Scan(&q.Key, &owner, &token, &expires, &ttl, &q.Outcome, &remaining, &id, &now,
-		&position, &length, &q.DelayUntil)
+	q, err = scanQueuedRow(row)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Queued{}, false, nil
 	}
@@ -87,10 +92,25 @@ func scanQueued(row pgx.Row) (q Queued, found bool, err error) {
 	if q.Outcome == lockdb.OutcomeBusy {
 		return Queued{}, false, nil
 	}
+	return q, true, nil
+}
+
+// scanQueuedRow reads one row of enqueue's or a waiter check's columns.
+func scanQueuedRow(row pgx.Row) (q Queued, err error) {
+	var token *int64
+	var owner *string
+	var expires, now *time.Time
+	var ttl, remaining *time.Duration
+	var id *int64
+	var position, length *int32
+	if err = row.Scan(&q.Key, &owner, &token, &expires, &ttl, &q.Outcome, &remaining, &id, &now,
+		&position, &length, &q.DelayUntil, &q.Cycle); err != nil {
+		return Queued{}, err
+	}
 	q.Owner, q.Token, q.ExpiresAt, q.TTL = deref(owner), deref(token), deref(expires), deref(ttl)
 	q.Remaining, q.WaiterID, q.DBNow = deref(remaining), deref(id), deref(now)
 	q.Position, q.QueueLength = int(deref(position)), int(deref(length))
-	return q, true, nil
+	return q, nil
 }
 
 func deref[T any](p *T) T {

@@ -22,6 +22,10 @@ const (
 	OutcomeExpired = "expired"
 	OutcomeBusy    = "busy"
 	OutcomeGone    = "gone" // a waiter's record is gone with no grant for it: enqueue again
+	// A waiter's wait would close a cycle of waits of which it is the
+	// youngest: it is refused, its records removed (_enqueue, _enqueue_all,
+	// _waiter_poll, _waiter_poll_all).
+	OutcomeDeadlock = "deadlock"
 
 	// Ends of a lease (distributed_lock_release, _force_expire,
 	// _force_release), and their refusal.

@@ -29,7 +29,7 @@ func (a enqueueArgs) call(key string, _ prepared) (string, []any) {
 
 func TestEnqueue(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, "distributed_lock_enqueue")
+	f := newWaitsFixture(t, "distributed_lock_enqueue")
 	mine := enqueueArgs{owner: me}
 	asking := enqueueArgs{owner: me, ttl: 2 * time.Minute, claim: 5 * time.Second, metadata: `{"pid": 42}`, actor: "svc", logGrants: true}
 	granted := func(outcome string, row rowWant, events ...eventWant) want {
@@ -132,6 +132,26 @@ func TestEnqueue(t *testing.T) {
 				return w
 			}(),
 			eventWant{kind: "stolen", owner: me, token: drawnToken, actor: me, prevOwner: w1, prevToken: keptToken, detail: map[string]any{}})},
+
+		{name: "held by another who waits for a key the caller holds: deadlock, not queued",
+			state: heldBy(other).and(also{name: "b", state: heldBy(me).queued(other)}), call: mine.call, want: want{
+				outcome: "deadlock", owner: other, token: keptToken, row: heldRow, refusal: queueOf(0),
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					dbNowReturned(t, result, p, after)
+					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					if !sameJSON(result["cycle"], want) {
+						t.Errorf("cycle %v; want %v", result["cycle"], want)
+					}
+				}}},
+		{name: "held by another who waits behind the caller's set: deadlock",
+			state: heldBy(other).and(also{name: "b", state: free().queuedSet(me).queued(other)}), call: mine.call, want: want{
+				outcome: "deadlock", owner: other, token: keptToken, row: heldRow, refusal: queueOf(0),
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					if !sameJSON(result["cycle"], want) {
+						t.Errorf("cycle %v; want %v", result["cycle"], want)
+					}
+				}}},
 
 		{name: "free, with a lock-delay: the grant carries it", state: free(), call: delaying.call, want: granted("acquired",
 			func() rowWant {

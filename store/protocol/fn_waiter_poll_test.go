@@ -19,7 +19,7 @@ func (a pollArgs) call(key string, p prepared) (string, []any) {
 
 func TestWaiterPoll(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, "distributed_lock_waiter_poll")
+	f := newWaitsFixture(t, "distributed_lock_waiter_poll")
 	mine := pollArgs{waiter: me, seen: 45 * time.Second}
 	heldRow := rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
 		prevOwner: "earlier", prevToken: keptPrevious}
@@ -54,6 +54,16 @@ func TestWaiterPoll(t *testing.T) {
 				return w
 			}()},
 		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "gone", waiterID: me, row: untouched}},
+		{name: "queued behind a holder who waits for a key the caller holds, the younger wait: deadlock",
+			state: heldBy(other).queued(me).and(also{name: "b", state: heldBy(me).queued(other)}), call: mine.call, want: want{
+				outcome: "deadlock", owner: other, token: keptToken, waiterID: me, row: untouched,
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					if !sameJSON(result["cycle"], want) {
+						t.Errorf("cycle %v; want %v", result["cycle"], want)
+					}
+					otherIs(t, p, "b", me, true, other) // the older wait stands
+				}}},
 		{name: "held by another, queued", state: heldBy(other).queued(me), call: mine.call, want: stillQueued(other, keptToken, untouched)},
 		{name: "held by another, queued, the wake-up running out", state: heldBy(other).with(func(r *lockRow) { r.wakeFor = 5 * time.Second }).queued(me),
 			call: mine.call, want: func() want {

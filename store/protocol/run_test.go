@@ -65,6 +65,10 @@ type fixture struct {
 
 	mu   sync.Mutex
 	seen map[string]bool
+
+	// serial: the cases run one at a time, and each one's waiter records
+	// are deleted after it (newWaitsFixture).
+	serial bool
 }
 
 // newFixture sets up fn's table test on the package's shared schema, where
@@ -81,6 +85,17 @@ func newFixture(t *testing.T, fn string) *fixture {
 func newIsolatedFixture(t *testing.T, fn string) *fixture {
 	t.Helper()
 	return fixtureOn(t, fn, testdb.New(t))
+}
+
+// newWaitsFixture is newIsolatedFixture for a function that looks for
+// deadlocks: the wait-for graph spans every key of a schema and the cases
+// share owner names, so the cases run one at a time and leave no waiter
+// record behind for the next one to see.
+func newWaitsFixture(t *testing.T, fn string) *fixture {
+	t.Helper()
+	f := newIsolatedFixture(t, fn)
+	f.serial = true
+	return f
 }
 
 func fixtureOn(t *testing.T, fn string, db *pgxpool.Pool) *fixture {
@@ -138,6 +153,9 @@ var unreachable = map[string]map[string]string{
 	"distributed_lock_enqueue": {
 		"busy": "the key must lose its row three times in a row between enqueue's look and its grant",
 	},
+	"distributed_lock_enqueue_all": {
+		"busy": "a key must lose its row three times in a row between the set's insert and its lock",
+	},
 }
 
 // run runs the cases in parallel, each on its own key.
@@ -145,7 +163,16 @@ func (f *fixture) run(t *testing.T, cases []fnCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+			if !f.serial {
+				t.Parallel()
+				f.runCase(t, c)
+				return
+			}
+			defer func() {
+				if _, err := f.db.Exec(context.Background(), `DELETE FROM distributed_lock_waiter`); err != nil {
+					t.Errorf("clear the waiters after the case: %v", err)
+				}
+			}()
 			f.runCase(t, c)
 		})
 	}
@@ -158,7 +185,10 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	if c.key != nil {
 		key = *c.key
 	}
+	set := prepareSet(t, f.db, key, c.state) // first: the other keys' records are the older
 	p := prepare(t, f.db, key, c.state)
+	p.set = set
+	groupSets(t, f.db, p)
 	before := observe(t, f.db, key)
 	chk := checker{t: t, p: p, before: before.row, tokenBelow: lastToken(t, f.db)}
 	l := listen(t, f.db)

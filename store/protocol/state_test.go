@@ -44,12 +44,17 @@ type waiterRow struct {
 	actor     string // "": NULL
 	metadata  string // "": {}
 	lockDelay time.Duration
+	// inSet: one record of owner's waiting key set; its records on the
+	// set's keys share a group (sets_test.go).
+	inSet bool
 }
 
-// state is what a key holds before the call.
+// state is what a key holds before the call, and for a key set's
+// functions what the set's other keys hold (sets_test.go).
 type state struct {
 	row     *lockRow
 	waiters []waiterRow
+	also    []also
 }
 
 // The states that matter, by name.
@@ -139,6 +144,10 @@ type prepared struct {
 	token, previousToken int64
 	handedTo             int64 // the waiter id a promised row names
 	waiterIDs            map[string]int64
+	// set is the case's key set, with what was prepared for its other
+	// keys (sets_test.go); nil for a one-key case.
+	set    *keySet
+	setIDs []setID // the records of waiting sets, grouped by prepareSet
 }
 
 // waiter is the id of the prepared waiter owner, or of the consumed waiter
@@ -215,6 +224,9 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)
 		}
 		p.waiterIDs[w.owner] = id
+		if w.inSet {
+			p.setIDs = append(p.setIDs, setID{owner: w.owner, id: id})
+		}
 	}
 	return p
 }

@@ -132,7 +132,8 @@ CREATE OR REPLACE FUNCTION distributed_lock_enqueue_all(
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
     log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
-               outcome text, remaining interval, waiter_id bigint, db_now timestamptz, cycle jsonb)
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
@@ -146,14 +147,15 @@ BEGIN
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
-                            NULL::interval, NULL::bigint, clock_timestamp(), NULL::jsonb;
+                            NULL::interval, NULL::bigint, clock_timestamp(), NULL::integer, NULL::integer,
+                            NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
     ts := clock_timestamp();
     IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
-                            NULL::bigint, clock_timestamp(), NULL::jsonb
+                            NULL::bigint, clock_timestamp(), NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
         FROM distributed_lock_acquire_all(ks, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
         RETURN;
@@ -181,7 +183,9 @@ BEGIN
     RETURN QUERY
         SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
                CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, l.expires_at - ts,
-               w.waiter_id, ts, found_cycle
+               w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
+               distributed_lock_queue_length(l.lock_key, ts),
+               CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
         FROM distributed_lock l
         LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
         WHERE l.lock_key = ANY (ks)
@@ -244,7 +248,7 @@ END $$;
 -- of ids (the same order) and the grant still runs. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_set_handed(keys text[], ids bigint[], ts timestamptz)
 RETURNS boolean
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT bool_and(coalesce(l.handed_to = s.id AND NOT distributed_lock_open(l, ts), false))
     FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k
 $$;
@@ -262,7 +266,8 @@ $$;
 -- records removed; cycle says who waits for what).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll_all(keys text[], ids bigint[], seen_for_us bigint)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
-               outcome text, remaining interval, waiter_id bigint, db_now timestamptz, cycle jsonb)
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
@@ -299,16 +304,21 @@ BEGIN
         END IF;
     END IF;
     RETURN QUERY
-        SELECT s.k, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-               CASE WHEN found_cycle IS NOT NULL THEN 'deadlock'
-                    WHEN distributed_lock_set_handed(keys, ids, ts) THEN l.grant_kind::text
-                    WHEN w.seen_until > ts THEN 'queued'
-                    ELSE 'gone' END,
-               l.expires_at - ts, s.id, ts, found_cycle
-        FROM unnest(keys, ids) s(k, id)
-        LEFT JOIN distributed_lock l ON l.lock_key = s.k
-        LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id
-        ORDER BY s.k;
+        SELECT x.k, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining, x.id, ts,
+               CASE WHEN x.outcome = 'queued' THEN distributed_lock_queue_position(x.k, x.id, ts) END,
+               CASE WHEN x.outcome = 'queued' THEN distributed_lock_queue_length(x.k, ts) END,
+               CASE WHEN x.outcome = 'queued' THEN x.delay_end END, found_cycle
+        FROM (SELECT s.k, s.id, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
+                     CASE WHEN found_cycle IS NOT NULL THEN 'deadlock'
+                          WHEN distributed_lock_set_handed(keys, ids, ts) THEN l.grant_kind::text
+                          WHEN w.seen_until > ts THEN 'queued'
+                          ELSE 'gone' END AS outcome,
+                     l.expires_at - ts AS remaining,
+                     CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
+              FROM unnest(keys, ids) s(k, id)
+              LEFT JOIN distributed_lock l ON l.lock_key = s.k
+              LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id) x
+        ORDER BY x.k;
 END $$;
 
 -- distributed_lock_waiter_leave_all takes a waiting set out of its queues

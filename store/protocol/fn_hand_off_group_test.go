@@ -1,0 +1,73 @@
+package protocol_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The owner calls the internal function directly, with the head record of
+// the case's key (owner me's, a waiting set's).
+func handOffGroupCall(key string, p prepared) (string, []any) {
+	return `SELECT distributed_lock_hand_off_group(key => $1, head => w, ts => clock_timestamp()) AS result
+		FROM distributed_lock_waiter w WHERE w.waiter_id = $2`, []any{key, p.waiter(me)}
+}
+
+// whileOtherRowLocked makes the call while another transaction holds the
+// row of the set's key "b" locked.
+func whileOtherRowLocked(t *testing.T, db *pgxpool.Pool, key string, call func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT FROM distributed_lock WHERE lock_key = $1 FOR UPDATE`, key+"/b"); err != nil {
+		t.Fatal(err)
+	}
+	call()
+}
+
+func TestHandOffGroup(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, "distributed_lock_hand_off_group")
+	bHeldByMe := func(t *testing.T, result map[string]any, p prepared, after observed) {
+		handedBy(me)(t, result, p, after)
+		otherIs(t, p, "b", me, true)
+	}
+	notGranted := func(t *testing.T, result map[string]any, p prepared, after observed) {
+		handedBy("")(t, result, p, after)
+	}
+	f.run(t, []fnCase{
+		{name: "every key free, the set first on each: every key granted",
+			state: free().queuedSet(me).and(also{name: "b", state: free().queuedSet(me)}), call: handOffGroupCall,
+			want: want{row: handedTo(me, "acquired", other), notify: []notifyWant{handOffTo(me, "acquired")}, check: bHeldByMe}},
+		{name: "the set's owner holds the other key: granted anew",
+			state: free().queuedSet(me).and(also{name: "b", state: heldBy(me).queuedSet(me)}), call: handOffGroupCall,
+			want: want{row: handedTo(me, "acquired", other), notify: []notifyWant{handOffTo(me, "acquired")}, check: bHeldByMe}},
+		{name: "another key held: nothing granted, the key kept for the set",
+			state: free().queuedSet(me).and(also{name: "b", state: heldBy(other).queuedSet(me)}), call: handOffGroupCall,
+			want: want{row: untouched, waiters: waiters(me), check: func(t *testing.T, r map[string]any, p prepared, a observed) {
+				notGranted(t, r, p, a)
+				otherIs(t, p, "b", other, true, me)
+			}}},
+		{name: "another key in its lock-delay: nothing granted",
+			state: free().queuedSet(me).and(also{name: "b", state: delayedAfterExpiry(other).queuedSet(me)}), call: handOffGroupCall,
+			want: want{row: untouched, waiters: waiters(me), check: notGranted}},
+		{name: "every key free, the set's records asking for a lock-delay: every grant carries it",
+			state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, lockDelay: 20 * time.Second}).and(
+				also{name: "b", state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, lockDelay: 20 * time.Second})}),
+			call: handOffGroupCall, want: want{
+				row: func() rowWant { w := handedTo(me, "acquired", other); w.lockDelay = 20 * time.Second; return w }(),
+				notify: []notifyWant{handOffTo(me, "acquired")}, check: bHeldByMe}},
+		{name: "another waits ahead of the set on another key: nothing granted",
+			state: free().queuedSet(me).and(also{name: "b", state: free().queued(w1).queuedSet(me)}), call: handOffGroupCall,
+			want: want{row: untouched, waiters: waiters(me), check: notGranted}},
+		{name: "another key's row locked: nothing granted, the set woken to check",
+			state: free().queuedSet(me).and(also{name: "b", state: free().queuedSet(me)}), call: handOffGroupCall, during: whileOtherRowLocked,
+			want: want{row: untouched, waiters: waiters(me), notify: []notifyWant{wakeUp}, check: notGranted}},
+	})
+}
