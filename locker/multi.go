@@ -170,19 +170,18 @@ func (l *Locker) renewAll(ctx context.Context, db DBTX, leases []Lease) ([]Lease
 		refs[i] = lease.ref()
 	}
 	sentAt := l.clock.Now()
-	notHeld, err := store.RenewAll(ctx, db, refs, ttl)
+	rows, lost, err := store.RenewAll(ctx, db, refs, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("locker: renew %s: %w", quoteKeys(leaseKeys(leases)), err)
 	}
-	if err := l.notHeldOf(ctx, db, leases, notHeld); err != nil {
+	if err := l.notHeldOf(ctx, db, leases, lost); err != nil {
 		return nil, err
 	}
-	renewed := make([]Lease, len(leases))
-	for i, lease := range leases {
-		lease.sentAt, lease.TTL, lease.valid, lease.claim = sentAt, ttl, 0, nil
-		renewed[i] = lease
+	renewed := make([]Lease, len(rows))
+	for i, row := range rows {
+		renewed[i] = leaseFrom(row, Renewed, sentAt)
 	}
-	return renewed, nil
+	return inKeyOrder(leaseKeys(leases), renewed), nil
 }
 
 // notHeldOf is the *NotHeldError of the first key in lost, nil when it is

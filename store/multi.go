@@ -26,7 +26,7 @@ SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.
        p.queue_position, p.queue_length, p.delay_until, p.cycle
 FROM distributed_lock_waiter_poll_all($1::text[], $2::bigint[], $3::bigint) p`
 	leaveAllSQL   = `SELECT distributed_lock_waiter_leave_all($1::text[], $2::bigint[], $3::boolean, $4)`
-	renewAllSQL   = `SELECT r.lock_key, r.outcome FROM distributed_lock_renew_all($1::text[], $2, $3::bigint[], $4::bigint) r`
+	renewAllSQL   = `SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, r.outcome FROM distributed_lock_renew_all($1::text[], $2, $3::bigint[], $4::bigint) r`
 	releaseAllSQL = `SELECT r.lock_key, r.outcome FROM distributed_lock_release_all($1::text[], $2, $3::bigint[], $4::boolean, $5::boolean, $6) r`
 )
 
@@ -94,13 +94,31 @@ func LeaveAll(ctx context.Context, db DBTX, keys []string, ids []int64, log bool
 	return did, nil
 }
 
-// RenewAll renews owner's leases refs (one owner) by ttl, in one statement,
-// and returns the keys whose lease was no longer current (the others are
-// renewed).
-func RenewAll(ctx context.Context, db DBTX, refs []LeaseRef, ttl time.Duration) (notHeld []string, err error) {
+// RenewAll renews owner's leases refs (one owner) by ttl, in one statement:
+// the leases renewed, in key order, and the keys whose lease was no longer
+// current (the others are renewed all the same).
+func RenewAll(ctx context.Context, db DBTX, refs []LeaseRef, ttl time.Duration) (renewed []LeaseRow, notHeld []string, err error) {
 	keys, owner, tokens := splitRefs(refs)
 	rows, err := db.Query(ctx, renewAllSQL, keys, owner, tokens, ttl.Microseconds())
-	return keysNot(rows, err, lockdb.OutcomeRenewed)
+	if err != nil {
+		return nil, nil, Interpret(err)
+	}
+	var r LeaseRow
+	var ownerID *string
+	var token *int64
+	var expires *time.Time
+	var length *time.Duration
+	var outcome string
+	_, err = pgx.ForEachRow(rows, []any{&r.Key, &ownerID, &token, &expires, &length, &outcome}, func() error {
+		if outcome != lockdb.OutcomeRenewed {
+			notHeld = append(notHeld, r.Key)
+			return nil
+		}
+		r.Owner, r.Token, r.ExpiresAt, r.TTL = deref(ownerID), deref(token), deref(expires), deref(length)
+		renewed = append(renewed, r)
+		return nil
+	})
+	return renewed, notHeld, Interpret(err)
 }
 
 // ReleaseAll frees the leases refs (one owner), in one statement,

@@ -60,6 +60,12 @@ var functionCalls = map[string]string{
 	"waiter poll":      `SELECT * FROM distributed_lock_waiter_poll('held', 1, 1000000)`,
 	"waiter heartbeat": `SELECT * FROM distributed_lock_waiter_heartbeat(ARRAY[1::bigint], 1000000)`,
 	"waiter leave":     `SELECT distributed_lock_waiter_leave('held', 1)`,
+	"acquire all":      `SELECT * FROM distributed_lock_acquire_all(ARRAY['held', 'x'], 'x', 60000000)`,
+	"enqueue all":      `SELECT * FROM distributed_lock_enqueue_all(ARRAY['held', 'x'], 'x', 60000000, 1000000, 1000000)`,
+	"waiter poll all":  `SELECT * FROM distributed_lock_waiter_poll_all(ARRAY['held', 'x'], ARRAY[1, 2]::bigint[], 1000000)`,
+	"waiter leave all": `SELECT distributed_lock_waiter_leave_all(ARRAY['held', 'x'], ARRAY[1, 2]::bigint[])`,
+	"renew all":        `SELECT * FROM distributed_lock_renew_all(ARRAY['held'], 'admin-owner', ARRAY[$TOKEN]::bigint[], 60000000)`,
+	"release all":      `SELECT * FROM distributed_lock_release_all(ARRAY['held'], 'admin-owner', ARRAY[$TOKEN]::bigint[])`,
 	"force expire":     `SELECT * FROM distributed_lock_force_expire('held', $TOKEN)`,
 	"force release":    `SELECT * FROM distributed_lock_force_release('held', $TOKEN)`,
 	"end delay":        `SELECT * FROM distributed_lock_end_delay('delayed')`,
@@ -71,9 +77,11 @@ var functionCalls = map[string]string{
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
 	roles.Viewer: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "force expire", "force release", "end delay", "prune", "next token", "advance epoch"},
+		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
+		"renew all", "release all", "force expire", "force release", "end delay", "prune", "next token", "advance epoch"},
 	roles.Operator: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "next token", "advance epoch"},
+		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
+		"renew all", "release all", "next token", "advance epoch"},
 	roles.Service: {"force expire", "force release", "end delay", "prune", "next token", "advance epoch"},
 }
 

@@ -8,9 +8,9 @@
 //     prune functions (force-expire, force-release, prune).
 //   - Service is what an application embedding locker needs: the owner's
 //     protocol functions (acquire, renew, release, fence, report a stale
-//     write, the waiter bookkeeping of a waiting Acquire) and a read of the
-//     lock table (Locker.Get, and the current holder a lost lease's
-//     NotHeldError names).
+//     write, the waiter bookkeeping of a waiting Acquire, and the same for
+//     a set of keys) and a read of the lock table (Locker.Get, and the
+//     current holder a lost lease's NotHeldError names).
 //
 // No kind gets INSERT, UPDATE, DELETE or TRUNCATE on any lock table, or any
 // privilege on the token sequence: every write goes through the SECURITY
@@ -93,6 +93,12 @@ var ownerFunctions = []string{
 	"distributed_lock_waiter_poll(text, bigint, bigint)",
 	"distributed_lock_waiter_heartbeat(bigint[], bigint)",
 	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
+	"distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint)",
+	"distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint)",
+	"distributed_lock_waiter_poll_all(text[], bigint[], bigint)",
+	"distributed_lock_waiter_leave_all(text[], bigint[], boolean, text)",
+	"distributed_lock_renew_all(text[], text, bigint[], bigint)",
+	"distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on

@@ -52,6 +52,9 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err := queuedWait(ctx, db, admin); err != nil {
 		return err
 	}
+	if err := setWorkload(ctx, db, admin, holder, lk); err != nil {
+		return err
+	}
 	if lease, err = lk.Renew(ctx, db, lease); err != nil {
 		return err
 	}
@@ -213,4 +216,44 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// setWorkload takes, keeps and releases a set of keys, waits for a set
+// (queued, checked, handed its keys), and gives up waiting for one.
+func setWorkload(ctx context.Context, db, admin *pgxpool.Pool, holder, lk *locker.Locker) error {
+	set, err := lk.TryAcquireAll(ctx, db, []string{"svc-set-a", "svc-set-b"}, "service")
+	if err != nil {
+		return err
+	}
+	ka := lk.KeepaliveAll(ctx, db, set)
+	testdb.Within(10*time.Second, func() bool {
+		return !ka.Leases()[1].ExpiresAt.Equal(set[1].ExpiresAt) || ka.Err() != nil
+	})
+	kept := ka.Leases()
+	ka.Stop()
+	if kept[1].ExpiresAt.Equal(set[1].ExpiresAt) {
+		return fmt.Errorf("keepalive of a set did not renew")
+	}
+	if err := lk.ReleaseAll(ctx, db, kept); err != nil {
+		return err
+	}
+	if _, err := holder.TryAcquire(ctx, admin, "svc-set-a", "other-service"); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if _, err := lk.AcquireAll(ctx, db, []string{"svc-set-a", "svc-set-b"}, "service"); err != nil {
+		return fmt.Errorf("waiting for a set: %w", err)
+	}
+	if _, err := holder.TryAcquire(ctx, admin, "svc-set-c", "other-service"); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := lk.AcquireAll(wctx, db, []string{"svc-set-c", "svc-set-d"}, "service"); !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("a set giving up = %v; want its deadline", err)
+	}
+	var left int
+	if err := admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key LIKE 'svc-set-%'`).Scan(&left); err != nil || left != 0 {
+		return fmt.Errorf("%w: %d waiter records of a set left behind (%v)", errWaiterLeft, left, err)
+	}
+	return nil
 }

@@ -61,7 +61,7 @@ func TestHandOffGroup(t *testing.T) {
 			state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, lockDelay: 20 * time.Second}).and(
 				also{name: "b", state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, lockDelay: 20 * time.Second})}),
 			call: handOffGroupCall, want: want{
-				row: func() rowWant { w := handedTo(me, "acquired", other); w.lockDelay = 20 * time.Second; return w }(),
+				row:    func() rowWant { w := handedTo(me, "acquired", other); w.lockDelay = 20 * time.Second; return w }(),
 				notify: []notifyWant{handOffTo(me, "acquired")}, check: bHeldByMe}},
 		{name: "another waits ahead of the set on another key: nothing granted",
 			state: free().queuedSet(me).and(also{name: "b", state: free().queued(w1).queuedSet(me)}), call: handOffGroupCall,

@@ -1,0 +1,180 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// process is one service process: its own pool on the schema and its own
+// Notifier, as two processes on two hosts would have.
+func process(t *testing.T, db *pgxpool.Pool) (*locker.Locker, *pgxpool.Pool) {
+	t.Helper()
+	pool, err := pgxpool.NewWithConfig(context.Background(), db.Config().Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, pool), WaitRecheck: 30 * time.Second}), pool
+}
+
+// A holds x and waits for y; B holds y and then waits for x: B's wait
+// closes the cycle and is refused at once, naming it; A keeps waiting and
+// gets y when B gives it up.
+func TestDeadlockRefusesTheWaitThatClosesTheCycle(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := testdb.New(t)
+	lkA, poolA := process(t, db)
+	lkB, poolB := process(t, db)
+	testdb.MustAcquire(t, lkA, poolA, "x", "A")
+	y := testdb.MustAcquire(t, lkB, poolB, "y", "B")
+
+	a := testdb.AcquireAsync(ctx, lkA, poolA, "y", "A")
+	testdb.WaitForWaiter(t, db, "y", "A")
+	started := time.Now()
+	_, err := lkB.Acquire(ctx, poolB, "x", "B")
+	took := time.Since(started)
+	var de *locker.DeadlockError
+	if !errors.As(err, &de) || !errors.Is(err, locker.ErrDeadlock) {
+		t.Fatalf("B waiting for x = %v; want a DeadlockError", err)
+	}
+	want := []locker.DeadlockStep{{Owner: "B", Key: "x"}, {Owner: "A", Key: "y"}}
+	if fmt.Sprint(de.Cycle) != fmt.Sprint(want) || de.Owner != "B" {
+		t.Errorf("cycle %+v of %q; want %+v of B", de.Cycle, de.Owner, want)
+	}
+	for _, s := range []string{`"B" waits for "x"`, `"A" waits for "y"`} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("message %q does not say %s", err, s)
+		}
+	}
+	if took > time.Second {
+		t.Errorf("the deadlock was reported %s after the wait that closed it; want within 1s", took)
+	}
+	t.Logf("reported after %s", took)
+	if n := waiterRows(t, db, "x"); n != 0 {
+		t.Errorf("%d waiter records on x after the refusal; want none", n)
+	}
+	select {
+	case r := <-a:
+		t.Fatalf("A's wait ended when B's was refused: %+v, %v", r.Lease, r.Err)
+	default:
+	}
+	if _, err := lkB.Release(ctx, poolB, y); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-a; r.Err != nil || r.Lease.Key != "y" {
+		t.Fatalf("A after B gave y up = %+v, %v; want y", r.Lease, r.Err)
+	}
+}
+
+// A and B, in two processes, each hold one key and wait for the other's at
+// the same moment: their enqueues may not see each other's record, and the
+// check a waiter makes DeadlockCheck after it queued finds the cycle. One
+// is refused within a second of the later wait, the other is granted once
+// the refused one gives its key up.
+func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	db := testdb.New(t)
+	lkA, poolA := process(t, db)
+	lkB, poolB := process(t, db)
+	for round := range 5 {
+		x, y := fmt.Sprintf("x%d", round), fmt.Sprintf("y%d", round)
+		held := map[string]locker.Lease{
+			"A": testdb.MustAcquire(t, lkA, poolA, x, "A"),
+			"B": testdb.MustAcquire(t, lkB, poolB, y, "B"),
+		}
+		type result struct {
+			owner string
+			lease locker.Lease
+			err   error
+			took  time.Duration
+		}
+		results := make(chan result, 2)
+		var ready sync.WaitGroup
+		ready.Add(2)
+		start := make(chan struct{})
+		var startedAt time.Time
+		for _, w := range []struct {
+			owner, key string
+			lk         *locker.Locker
+			pool       *pgxpool.Pool
+		}{{"A", y, lkA, poolA}, {"B", x, lkB, poolB}} {
+			go func() {
+				ready.Done()
+				<-start
+				lease, err := w.lk.Acquire(ctx, w.pool, w.key, w.owner)
+				results <- result{w.owner, lease, err, time.Since(startedAt)}
+			}()
+		}
+		ready.Wait()
+		startedAt = time.Now()
+		close(start)
+		first := <-results
+		var de *locker.DeadlockError
+		if !errors.As(first.err, &de) {
+			t.Fatalf("round %d: first to return: %s %+v, %v; want a DeadlockError", round, first.owner, first.lease, first.err)
+		}
+		if first.took > time.Second {
+			t.Errorf("round %d: the deadlock was reported %s after both waits began; want within 1s", round, first.took)
+		}
+		lk, pool := lkA, poolA
+		if first.owner == "B" {
+			lk, pool = lkB, poolB
+		}
+		if _, err := lk.Release(ctx, pool, held[first.owner]); err != nil {
+			t.Fatal(err)
+		}
+		second := <-results
+		if second.err != nil || second.owner == first.owner {
+			t.Fatalf("round %d: the other waiter = %s %+v, %v; want granted once %s gave its key up", round, second.owner, second.lease, second.err, first.owner)
+		}
+		t.Logf("round %d: %s refused after %s", round, first.owner, first.took)
+	}
+}
+
+// A waiting set is one waiter of the cycle: refused as a whole, none of its
+// records left.
+func TestDeadlockRefusesAWaitingSet(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := testdb.New(t)
+	lkA, poolA := process(t, db)
+	lkB, poolB := process(t, db)
+	testdb.MustAcquire(t, lkA, poolA, "x", "A")
+	testdb.MustAcquire(t, lkB, poolB, "y", "B")
+	a := testdb.AcquireAsync(ctx, lkA, poolA, "y", "A")
+	testdb.WaitForWaiter(t, db, "y", "A")
+
+	_, err := lkB.AcquireAll(ctx, poolB, []string{"z", "x"}, "B")
+	var de *locker.DeadlockError
+	if !errors.As(err, &de) || fmt.Sprint(de.Keys) != "[x z]" {
+		t.Fatalf("B's set = %v; want a DeadlockError for x and z", err)
+	}
+	for _, k := range []string{"x", "z"} {
+		if n := waiterRows(t, db, k); n != 0 {
+			t.Errorf("%d waiter records on %s after the set was refused; want none", n, k)
+		}
+		if h := holding(t, db, k); h == "B" {
+			t.Errorf("%s held by B after its set was refused", k)
+		}
+	}
+	select {
+	case r := <-a:
+		t.Fatalf("A's wait ended: %+v, %v", r.Lease, r.Err)
+	default:
+	}
+}
