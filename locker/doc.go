@@ -89,6 +89,10 @@
 //     across processes (see "Fair queue" below). A TryAcquire does not jump
 //     the queue: a free or lapsed key that live waiters are queued for is
 //     refused with [HeldError.Queued].
+//   - [Locker.TryAcquireAll] and [Locker.AcquireAll] take a set of keys for
+//     one owner, all or none (see "Several keys at once" below);
+//     [Locker.ReleaseAll] and [Locker.KeepaliveAll] release and keep the
+//     set, one statement each.
 //   - [Locker.Renew] extends a lease only while owner and token still match
 //     and it has not expired; [Locker.Keepalive] renews in the background and
 //     cancels the holder's context when the lease is lost or cannot be proven.
@@ -178,6 +182,53 @@
 //   - Crash safety: a hand-off commits durably even when the release was a
 //     lazy one, since it is a grant whose token must never be drawn again.
 //
+// # Several keys at once
+//
+// [Locker.TryAcquireAll] takes up to [MaxKeys] keys in one transaction:
+// every key, or none. It tries each key as TryAcquire would, the keys in
+// sorted order, inside a subtransaction; the first key that cannot be
+// taken rolls it back, so on a refusal no key is granted or renewed, no row
+// is created and no event is written, and the [*HeldError] names that key.
+// [Locker.AcquireAll] waits for the set: its one transaction locks the
+// keys' rows in sorted order, and either grants them all or queues the set
+// as one waiter, a record per key. The set is granted only when it can have
+// every key at once: a release of one of its keys hands it every key in
+// that transaction when it heads each key's queue and each other key is
+// free (the other rows are locked SKIP LOCKED, so a hand-off never waits
+// for a row out of order); until then a key it heads stays free and
+// promised to it. What it guarantees:
+//
+//   - No partial hold, whatever fails or is cancelled: a grant of a set is
+//     one transaction, and a set that gives up (ctx, a deadlock, an error)
+//     takes its records out and releases keys handed to it and not yet
+//     claimed; the keys it was first in line for pass to the next waiters.
+//     A database restart mid-acquire rolls the transaction back whole.
+//   - No ordering deadlocks among sets: every call locks rows in sorted key
+//     order whatever order the keys are named in, and queue places are
+//     drawn in one transaction, so two sets never wait for each other in a
+//     cycle of queue places either.
+//   - FIFO per key, as for single keys: a set does not jump a queue, and
+//     nobody jumps the set's place in one.
+//
+// Config.LockDelay applies to every lease of a set. A set's keys are
+// separate leases with tokens of their own; [Locker.KeepaliveAll] renews
+// them together and cancels its context when any one is lost.
+//
+// # Deadlocks
+//
+// A waiting Acquire or AcquireAll whose wait would close a cycle of waits
+// (A holds X and waits for Y while B holds Y and waits for X; any length,
+// across processes) fails with a [*DeadlockError] ([ErrDeadlock]) naming
+// the cycle, owners and keys in order. The wait-for graph has owners as
+// nodes: a waiter waits for its key's holder and for the waiter just ahead
+// of it in the key's queue; a waiting set is one waiter. Of the waits on a
+// cycle the youngest is refused, the one that closed it, as PostgreSQL's
+// lock manager refuses the wait that closes a cycle; the others keep
+// waiting. A cycle closed by one wait is found as it queues. Two waits
+// that close one together may not see each other as they queue, so every
+// waiter checks once [DeadlockCheck] (half a second) after it queued: a
+// deadlock is reported within a second of the wait that closed it.
+//
 // # Failover
 //
 // Tokens also rise across a promotion, with no step by an operator, even
@@ -247,15 +298,17 @@
 // # Errors
 //
 // Branch with errors.Is on [ErrHeld], [ErrNotHeld], [ErrQueueLost],
-// [ErrLeaseLost], [ErrInvalidKey], [ErrInvalidOwner], [ErrInvalidTTL], and
-// on the database errors a driver error is mapped to: [ErrNotMigrated],
-// [ErrReadOnly], [ErrPermissionDenied], [ErrLockTimeout],
-// [ErrStatementTimeout], [ErrUnavailable], [ErrInvalidValue],
-// [ErrPoolerStatements], [ErrPoolerStartupParameter]; [Migrate] also fails
+// [ErrLeaseLost], [ErrDeadlock], [ErrInvalidKey], [ErrInvalidKeys],
+// [ErrInvalidOwner], [ErrInvalidTTL], and on the database errors a driver
+// error is mapped to: [ErrNotMigrated], [ErrReadOnly],
+// [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
+// [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
+// [ErrPoolerStartupParameter]; [Migrate] also fails
 // with [ErrCannotAdopt] or [ErrSchemaNewer]. The typed errors [*HeldError]
 // and [*NotHeldError] carry the current holder; [*LeaseLostError] says why a
-// Keepalive lost its lease, and [*GaveUpError] whether a waiting Acquire
-// that gave up may have been handed a lease; [Locker.Get] reads a key's row.
+// Keepalive lost its lease, [*DeadlockError] the cycle a refused wait
+// would have closed, and [*GaveUpError] whether a waiting Acquire that gave
+// up may have been handed a lease; [Locker.Get] reads a key's row.
 //
 // # Behind a connection pooler
 //

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
@@ -61,11 +62,22 @@ func deadlockAndChain(t *testing.T, waits ...[2]string) *pgxpool.Pool {
 	acquire(t, pool, "y", "owner-b", time.Minute)
 	acquire(t, pool, "billing:nightly", "root-holder", time.Minute)
 	for _, w := range waits {
-		if _, _, err := store.Enqueue(context.Background(), pool, store.QueueParams{
+		q, _, err := store.Enqueue(context.Background(), pool, store.QueueParams{
 			GrantParams: store.GrantParams{Key: w[0], Owner: w[1], TTL: time.Minute},
 			ClaimWindow: time.Second, SeenFor: time.Minute,
-		}); err != nil {
+		})
+		if err != nil {
 			t.Fatal(err)
+		}
+		if q.Outcome == lockdb.OutcomeDeadlock {
+			// The protocol refuses the wait that closes the cycle; a waiter
+			// whose check has not run yet, or a client that never checks,
+			// leaves its record as this.
+			if _, err := pool.Exec(context.Background(), `INSERT INTO distributed_lock_waiter
+				(lock_key, owner_id, seen_until, ttl, claim_window) VALUES ($1, $2, clock_timestamp() + interval '1 minute',
+				interval '1 minute', interval '1 second')`, w[0], w[1]); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return pool
