@@ -144,6 +144,15 @@ func (m Model) connLine() string {
 	return strings.Join(parts, s.Muted.Render(" · "))
 }
 
+// delayedCount is " · delayed N" after the expired count, when keys sit
+// in their lock-delay (a state of its own: neither expired nor free).
+func delayedCount(s Styles, n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return s.Muted.Render(" · ") + s.Label.Render("delayed ") + s.Delayed.Render(fmt.Sprint(n))
+}
+
 func (m Model) totalsLine() string {
 	s := m.styles
 	if !m.hasSnap {
@@ -164,7 +173,7 @@ func (m Model) totalsLine() string {
 	parts := []string{
 		s.Label.Render("locks ") + s.Value.Render(fmt.Sprint(t.All)),
 		s.Label.Render("held ") + num(s.Held, t.Held) + s.Muted.Render(" (") + num(s.Expiring, t.Expiring) + s.Muted.Render(" expiring)"),
-		s.Label.Render("expired ") + num(s.Expired, t.Expired),
+		s.Label.Render("expired ") + num(s.Expired, t.Expired) + delayedCount(s, t.Delayed),
 		s.Label.Render("free ") + num(s.Free, t.Free),
 		s.Label.Render("waiting ") + s.Value.Render(fmt.Sprint(t.Waiting)) + s.Muted.Render(" on "+plural(t.WaitedKeys, "key", "keys")),
 	}
@@ -225,25 +234,13 @@ func (m Model) liveTotals() lockview.Totals {
 	t := m.snap.Page.Totals
 	adv := m.advance()
 	for _, r := range m.snap.Page.Rows {
-		was, now := countedAs(r, r.State()), countedAs(r, live(r, adv).state)
+		was, now := r.State(), live(r, adv).state
 		if was != now {
 			countState(&t, was, -1)
 			countState(&t, now, +1)
 		}
 	}
 	return t
-}
-
-// countedAs is the state the totals count r under: a delayed row is
-// counted as the server counts it, expired or free (released).
-func countedAs(r lockview.ListedLock, st locker.State) locker.State {
-	switch {
-	case st != locker.StateDelayed:
-		return st
-	case r.ReleasedAt != nil:
-		return locker.StateFree
-	}
-	return locker.StateExpired
 }
 
 // countState adds d to st's count; Held includes Expiring.
@@ -256,6 +253,8 @@ func countState(t *lockview.Totals, st locker.State, d int64) {
 		t.Expiring += d
 	case locker.StateExpired:
 		t.Expired += d
+	case locker.StateDelayed:
+		t.Delayed += d
 	case locker.StateFree:
 		t.Free += d
 	}

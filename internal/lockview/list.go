@@ -103,6 +103,7 @@ type Totals struct {
 	Held     int64 `db:"held"` // unexpired, unreleased (Expiring included)
 	Expiring int64 `db:"expiring"`
 	Expired  int64 `db:"expired"`
+	Delayed  int64 `db:"delayed"` // in a lock-delay (counted in neither Expired nor Free)
 	Free     int64 `db:"free"`
 	// Waiting counts live waiters, on WaitedKeys distinct keys.
 	Waiting    int64 `db:"waiting"`
@@ -238,7 +239,7 @@ func ListLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, error) {
 	page := Page{Anchor: -1, Matching: counts.Matching, InRecovery: st.InRecovery,
 		ServerVersion: st.ServerVersion, DBNow: st.DBNow, Counts: counts,
 		Totals: Totals{All: counts.All, Held: counts.Held, Expiring: counts.Expiring, Expired: counts.Expired,
-			Free: counts.Free, Waiting: st.Waiting, WaitedKeys: st.WaitedKeys}}
+			Delayed: counts.Delayed, Free: counts.Free, Waiting: st.Waiting, WaitedKeys: st.WaitedKeys}}
 	if counts.Matching == 0 && fresh {
 		return page, nil
 	}

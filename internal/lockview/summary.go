@@ -2,6 +2,7 @@ package lockview
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/store"
@@ -74,6 +75,10 @@ var countSQL = map[Sort]string{
 	SortWaiters: countWithRank(`l.lock_key < $1::text`),
 }
 
+// countDelayed is a row in its lock-delay (store.DelayUntilColumn) as the
+// count statement reads its clock.
+var countDelayed = `((` + strings.ReplaceAll(store.DelayUntilColumn, "c.ts", "(SELECT ts FROM c)") + `) IS NOT NULL)`
+
 // countWithRank is the count statement counting rows before the anchor
 // with rankCond. It joins constants only.
 func countWithRank(rankCond string) string {
@@ -85,8 +90,9 @@ SELECT
     count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at > (SELECT ts FROM c)
         AND l.expires_at < (SELECT ts FROM c) + interval '10 seconds'
         AND (l.expires_at - (SELECT ts FROM c)) * 5 < l.ttl) AS expiring,
-    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= (SELECT ts FROM c)) AS expired,
-    count(*) FILTER (WHERE l.released_at IS NOT NULL) AS free,
+    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= (SELECT ts FROM c) AND NOT ` + countDelayed + `) AS expired,
+    count(*) FILTER (WHERE ` + countDelayed + `) AS delayed,
+    count(*) FILTER (WHERE l.released_at IS NOT NULL AND NOT ` + countDelayed + `) AS free,
     count(*) FILTER (WHERE ` + matchCond + `) AS matching,
     count(*) FILTER (WHERE ` + matchCond + ` AND ` + rankCond + `) AS scan_rank,
     (SELECT ts FROM c) AS taken_at
@@ -98,6 +104,7 @@ type countRow struct {
 	Held     int64     `db:"held"`
 	Expiring int64     `db:"expiring"`
 	Expired  int64     `db:"expired"`
+	Delayed  int64     `db:"delayed"`
 	Free     int64     `db:"free"`
 	Matching int64     `db:"matching"`
 	ScanRank int64     `db:"scan_rank"`
@@ -123,7 +130,7 @@ func countArgs(s Sort, a *anchorRow, pattern string) []any {
 // back as ListQuery.Counts, they are reused until due, so a poll of a
 // large table does not pay that pass every time.
 type Counts struct {
-	All, Held, Expiring, Expired, Free int64
+	All, Held, Expiring, Expired, Delayed, Free int64
 	// Matching counts rows that pass the filter the counts were taken under.
 	Matching int64
 	// TakenAt is the database's clock when they were counted; Took is how
@@ -162,6 +169,6 @@ func counted(ctx context.Context, db store.DBTX, s Sort, a *anchorRow, pattern s
 	if err != nil {
 		return Counts{}, 0, err
 	}
-	return Counts{All: r.Total, Held: r.Held, Expiring: r.Expiring, Expired: r.Expired, Free: r.Free,
+	return Counts{All: r.Total, Held: r.Held, Expiring: r.Expiring, Expired: r.Expired, Delayed: r.Delayed, Free: r.Free,
 		Matching: r.Matching, TakenAt: r.TakenAt, Took: time.Since(start), pattern: pattern, sort: s}, r.ScanRank, nil
 }
