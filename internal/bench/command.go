@@ -19,6 +19,7 @@ import (
 func Command() *cobra.Command {
 	var o Options
 	var q QueueOptions
+	var k KeysOptions
 	var asJSON, queueWorker bool
 	var keepaliveLocks int
 	var scenario string
@@ -53,8 +54,14 @@ func Command() *cobra.Command {
 				}
 				q.Progress = env.Stderr
 				return runQueue(ctx, env, q, asJSON)
+			case scenario == ScenarioKeys:
+				if cmd.Flags().Changed("workers") {
+					k.Workers = o.Workers
+				}
+				k.Duration, k.Rounds, k.Progress = o.Duration, o.Rounds, env.Stderr
+				return runKeys(ctx, env, k, asJSON)
 			case scenario != ScenarioCycles:
-				return env.Usagef("--scenario must be %s, %s or %s, got %q", ScenarioCycles, ScenarioQueue, ScenarioPooler, scenario)
+				return env.Usagef("--scenario must be %s, %s, %s or %s, got %q", ScenarioCycles, ScenarioQueue, ScenarioPooler, ScenarioKeys, scenario)
 			}
 			o.KeepaliveLocks = keepaliveLocks
 			if keepaliveLocks == 0 {
@@ -76,11 +83,14 @@ func Command() *cobra.Command {
 	cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
 	cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
-	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler`: acquire+release cost, "+
-		"many waiters handing one key over against pg_advisory_lock, or lock cycles and one-row UPDATEs through PgBouncer against direct")
+	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler|keys`: acquire+release cost, "+
+		"many waiters handing one key over against pg_advisory_lock, lock cycles and one-row UPDATEs through PgBouncer against direct, "+
+		"or a set of keys taken at once against one by one and how fast a deadlock is reported")
 	fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
 	fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
 	cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
+	fs.IntVar(&k.Keys, "keys", 4, "keys scenario: keys in each set")
+	fs.IntVar(&k.Deadlocks, "deadlocks", 10, "keys scenario: deadlocks closed each way (one wait after the other, two at once)")
 	fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
 	_ = fs.MarkHidden(queueWorkerFlag)
 	return cmd
@@ -91,6 +101,7 @@ const (
 	ScenarioCycles = "cycles"
 	ScenarioQueue  = "queue"
 	ScenarioPooler = "pooler"
+	ScenarioKeys   = "keys"
 )
 
 // queueWorkerFlag marks a worker process of the queue scenario, which the
@@ -113,6 +124,15 @@ func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int
 	settings := "max_connections=" + QueueServerSettings["max_connections"]
 	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
 		return RunQueue(ctx, dsn, q)
+	})
+}
+
+func runKeys(ctx context.Context, env cli.Env, k KeysOptions, asJSON bool) int {
+	if _, err := k.withDefaults(); err != nil {
+		return refusedOptions(env, err)
+	}
+	return withServer(ctx, env, nil, "default settings", asJSON, func(dsn string) (markdownReport, error) {
+		return RunKeys(ctx, dsn, k)
 	})
 }
 
