@@ -1355,6 +1355,56 @@ BEGIN
     RETURN ARRAY(SELECT k FROM unnest(keys) k ORDER BY k);
 END $$;
 
+-- distributed_lock_grant_set grants owner, in one statement, every key of
+-- ks (a sorted key set) whose row may be granted anew now
+-- (distributed_lock_may_grant), its rows locked in key order, SKIP LOCKED,
+-- each with the columns distributed_lock_acquire's grant writes and a token
+-- drawn under its lock; steals (every grant with log_grants) are logged.
+-- Returns the rows granted, in key order. What it did not grant (no row,
+-- the caller's own lease, refused, locked) is the caller's to handle.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_set(
+    ks text[], owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint)
+RETURNS distributed_lock[]
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz := clock_timestamp();
+    granted distributed_lock[];
+BEGIN
+    WITH g AS (
+        UPDATE distributed_lock l SET
+            owner_id       = owner,
+            fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+            expires_at     = ts + ttl_us * interval '1 microsecond',
+            ttl            = ttl_us * interval '1 microsecond',
+            acquired_at    = ts,
+            renewed_at     = NULL,
+            renew_count    = 0,
+            released_at    = NULL,
+            grant_kind     = distributed_lock_grant_kind(l, owner),
+            previous_owner = l.owner_id,
+            previous_token = l.fence_token,
+            metadata       = coalesce(lease_metadata, '{}'),
+            lock_delay     = lock_delay_us * interval '1 microsecond',
+            delay_until    = NULL,
+            handed_to      = NULL
+        WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
+                             WHERE x.lock_key = ANY (ks) AND distributed_lock_may_grant(x, ts)
+                             ORDER BY x.lock_key
+                             FOR NO KEY UPDATE SKIP LOCKED)
+        RETURNING l AS r)
+    SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
+    INSERT INTO distributed_lock_event
+        (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+    SELECT x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
+           x.previous_owner, x.previous_token, coalesce(event_detail, '{}')
+    FROM unnest(granted) x
+    WHERE x.grant_kind = 'stolen' OR log_grants;
+    RETURN coalesce(granted, '{}');
+END $$;
+
 -- distributed_lock_acquire_all makes one attempt to take every key of keys
 -- for owner, all or none, never waiting: each key in key order as
 -- distributed_lock_acquire takes it. Granted: one row per key, in key
@@ -1364,6 +1414,11 @@ END $$;
 -- before it are undone (they ran in a subtransaction), so nothing is held,
 -- no row is created and no event written. Every lease carries
 -- lock_delay_us.
+--
+-- The common case, every key with a row that may be granted anew, is one
+-- statement (distributed_lock_grant_set) rather than a call of acquire per
+-- key: a set then costs about what one key does. Only when that grants
+-- less than the whole set is it undone and the keys taken one by one.
 CREATE OR REPLACE FUNCTION distributed_lock_acquire_all(
     keys text[], owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -1377,7 +1432,21 @@ DECLARE
     k text;
     outs text[] := '{}';
     a record;
+    granted distributed_lock[];
 BEGIN
+    BEGIN
+        granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us);
+        IF cardinality(granted) = cardinality(ks) THEN
+            RETURN QUERY SELECT g.lock_key::text, g.owner_id::text, g.fence_token::bigint, g.expires_at, g.ttl::interval,
+                                g.grant_kind::text, interval '0', NULL::integer, NULL::timestamptz
+                         FROM unnest(granted) g ORDER BY g.lock_key;
+            RETURN;
+        END IF;
+        RAISE EXCEPTION 'partial' USING ERRCODE = 'LK002';
+    EXCEPTION WHEN SQLSTATE 'LK002' THEN
+        NULL; -- undone: the keys are taken one by one below
+    END;
     BEGIN
         FOREACH k IN ARRAY ks LOOP
             SELECT x.lock_key, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining,
@@ -1727,10 +1796,11 @@ BEGIN
 END $$;
 
 -- distributed_lock_release_all releases owner's leases of keys, granted
--- with tokens (the same order), each as distributed_lock_release does
--- (handing each on to its waiters), in key order. One row per key, in key
--- order: 'released' or 'not_held'. lazy_commit as for one release; a
--- hand-off among them still commits durably.
+-- with tokens (the same order), each as distributed_lock_release does, in
+-- key order, in one call; a key someone may wait for is then passed on
+-- (distributed_lock_pass_on). One row per key, in key order: 'released'
+-- or 'not_held'. lazy_commit as for one release; a hand-off among them
+-- still commits durably (it is asked for after the lazy setting).
 CREATE OR REPLACE FUNCTION distributed_lock_release_all(
     keys text[], owner text, tokens bigint[], lazy_commit boolean DEFAULT false,
     log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
@@ -1738,21 +1808,43 @@ RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at time
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    ks text[] := distributed_lock_key_set(keys);
+    freed distributed_lock[] := '{}';
+    r distributed_lock;
     s record;
 BEGIN
-    PERFORM distributed_lock_key_set(keys);
     IF cardinality(tokens) IS DISTINCT FROM cardinality(keys) THEN
         RAISE EXCEPTION 'one token per key' USING ERRCODE = '22023';
     END IF;
-    -- Set once, before the releases: each release is asked for a durable
-    -- commit, so none turns lazy again after a hand-off made it durable.
+    -- One UPDATE per key, in key order: a statement over the whole set
+    -- would take its row locks in whatever order its plan reads the rows,
+    -- or need a locking read first, whose lock is a WAL record per row.
+    FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
+        UPDATE distributed_lock l SET released_at = clock_timestamp()
+        WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
+        RETURNING l.* INTO r;
+        IF FOUND THEN
+            freed := freed || r;
+        END IF;
+    END LOOP;
     IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
         PERFORM set_config('synchronous_commit', 'off', true);
     END IF;
-    FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
-        RETURN QUERY SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, r.outcome
-                     FROM distributed_lock_release(s.k, owner, s.t, false, log_release, event_actor) r;
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+        SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
+        FROM unnest(freed) x;
+    END IF;
+    FOREACH r IN ARRAY freed LOOP
+        IF r.wake_until > r.released_at THEN
+            PERFORM distributed_lock_pass_on(r.lock_key, r.released_at);
+        END IF;
     END LOOP;
+    RETURN QUERY
+        SELECT k.k::text, x.owner_id::text, x.fence_token::bigint, x.expires_at, x.ttl::interval,
+               CASE WHEN x.lock_key IS NULL THEN 'not_held' ELSE 'released' END
+        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k
+        ORDER BY k.k;
 END $$;
 
 -- Deadlock detection (locker.ErrDeadlock; docs/queue.md, "Deadlocks"). The
@@ -1878,6 +1970,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
     distributed_lock_key_set(text[]),
     distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_grant_set(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_create_free(text, text, bigint),
     distributed_lock_lock_set(text[], text, bigint),
     distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint),

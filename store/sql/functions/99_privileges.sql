@@ -23,6 +23,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
     distributed_lock_key_set(text[]),
     distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_grant_set(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_create_free(text, text, bigint),
     distributed_lock_lock_set(text[], text, bigint),
     distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint),
