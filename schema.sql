@@ -1296,6 +1296,12 @@ END $$;
 -- that died waiting, and, unless events_older_us is NULL, events older
 -- than that. One row: how many of each it deleted.
 --
+-- It skips a free row another transaction has locked (that key is in use,
+-- and a later prune gets it): holding the gate, it must never wait for a
+-- row, since a waiting key set locks several rows and may then wait for
+-- the gate to give another of its keys a row (distributed_lock_lock_set),
+-- and each would wait for the other.
+--
 -- It first takes the gate exclusively: it waits until no grant is between
 -- drawing a token and writing it (a key's first grant holds the gate
 -- shared, see distributed_lock_first_grant), and keeps new ones out until
@@ -1320,8 +1326,10 @@ BEGIN
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
     DELETE FROM distributed_lock l
-    WHERE coalesce(l.released_at, l.expires_at) < ts - free_for_us * interval '1 microsecond'
-      AND NOT distributed_lock_delayed(l, ts);
+    WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
+                         WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
+                           AND NOT distributed_lock_delayed(x, ts)
+                         FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS locks = ROW_COUNT;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;

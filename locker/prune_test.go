@@ -87,3 +87,63 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 		t.Fatal("prune with a negative FreeFor succeeded")
 	}
 }
+
+// TestPruneDoesNotDeadlockAWaitingSet: a waiting set locks its keys' rows in
+// key order and gives a key without a row a free one under the prune gate
+// (taken shared). A prune holds the gate exclusively while it deletes free
+// rows; had it waited there for a row the set had locked, each would wait
+// for the other and PostgreSQL would fail one of them (40P01). A gate held
+// by someone else lines the two up that way: the prune queues for the gate
+// first, the set locks "a" and queues for the gate behind it.
+func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testdb.WithParam(testdb.DSN(t), "application_name", "prune-vs-set")
+	db := testdb.Pool(t, dsn)
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	free := testdb.MustAcquire(t, lk, db, "a", "x")
+	if _, err := lk.Release(ctx, db, free); err != nil {
+		t.Fatal(err)
+	}
+	testdb.AgeLock(t, db, "a", time.Second) // "b" has no row
+
+	gate, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gate.Rollback(ctx)
+	if _, err := gate.Exec(ctx, `SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)`); err != nil {
+		t.Fatal(err)
+	}
+	waiting := func(call string) func() bool {
+		return func() bool {
+			var n int
+			err := db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+				WHERE application_name = 'prune-vs-set' AND wait_event = 'advisory' AND query LIKE '%' || $1 || '(%'`, call).Scan(&n)
+			return err == nil && n > 0
+		}
+	}
+	pruned := make(chan error, 1)
+	go func() {
+		_, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Second / 2})
+		pruned <- err
+	}()
+	testdb.Eventually(t, 10*time.Second, "the prune queued for the gate", waiting("distributed_lock_prune"))
+	granted := make(chan error, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err := lk.AcquireAll(actx, db, []string{"a", "b"}, "s")
+		granted <- err
+	}()
+	testdb.Eventually(t, 10*time.Second, "the set queued for the gate", waiting("distributed_lock_enqueue_all"))
+	if err := gate.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-pruned; err != nil {
+		t.Errorf("prune: %v", err)
+	}
+	if err := <-granted; err != nil {
+		t.Errorf("AcquireAll of a and b: %v", err)
+	}
+}
