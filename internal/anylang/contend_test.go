@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,13 +30,16 @@ import (
 // TestJavaContendsWithGo runs the Java client (Contend.java, through
 // DistributedLock.java) as a separate process while Go lockers take the same
 // keys on the same schema, both sides renewing, making fenced writes to the
-// guarded table and sometimes outliving their leases. The history of both,
-// with the event log and the guarded table, must pass history.Check: tokens
-// strictly increase on every key across both languages, no two leases
-// overlap, grants come in real-time order, stale writes are refused. The
-// Java client connects as a role with the service grants only.
+// guarded table and sometimes outliving their leases; one Java hold in
+// three takes two keys at once, all or none (distributed_lock_acquire_all),
+// and gives both back in one call. The history of both, with the event log
+// and the guarded table, must pass history.Check: tokens strictly increase
+// on every key across both languages, no two leases overlap, grants come in
+// real-time order, stale writes are refused, and a set's keys are granted
+// in one transaction, never one without the other. The Java client
+// connects as a role with the service grants only.
 func TestJavaContendsWithGo(t *testing.T) {
-	res := contention{pauseOneIn: 8}.run(t, compileJava(t))
+	res := contention{pauseOneIn: 8, javaSetOneIn: 3}.run(t, compileJava(t))
 	report := res.report
 	t.Logf("%s", report.Stats)
 	report.LogViolations(t)
@@ -69,6 +73,20 @@ func TestJavaContendsWithGo(t *testing.T) {
 			t.Errorf("the %s clients made %d grants and %d fenced writes; the run did not exercise them", name, s.grants, s.writes)
 		}
 	}
+	javaSets := map[history.Result]map[string]bool{}
+	for _, op := range res.ops {
+		if op.Kind == history.Grant && op.Set != "" && side(op.Owner) == "java" {
+			if javaSets[op.Result] == nil {
+				javaSets[op.Result] = map[string]bool{}
+			}
+			javaSets[op.Result][op.Set] = true
+		}
+	}
+	t.Logf("Java sets of two keys: %d granted, %d refused", len(javaSets[history.OK]), len(javaSets[history.Held]))
+	if len(javaSets[history.OK]) == 0 || report.Stats.SetGrants != len(javaSets[history.OK]) {
+		t.Errorf("the Java client was granted %d sets, the checker checked %d; the run did not exercise them",
+			len(javaSets[history.OK]), report.Stats.SetGrants)
+	}
 	if handoffs["go→java"] == 0 || handoffs["java→go"] == 0 {
 		t.Errorf("no key passed between the languages in both directions: %v", handoffs)
 	}
@@ -95,10 +113,33 @@ func TestCheckerCatchesJavaWithoutFence(t *testing.T) {
 	}
 }
 
+// TestCheckerCatchesJavaSplitSets proves the set check can fail across the
+// languages: a Java multi-key acquire that takes its keys one call at a
+// time grants them in separate transactions, and the checker must report
+// the partial grant. Runs repeat on fresh schemas for at most 30s.
+func TestCheckerCatchesJavaSplitSets(t *testing.T) {
+	client := compileJava(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for run := 1; ; run++ {
+		res := contention{javaSetOneIn: 2, javaSplitsSets: true}.run(t, client)
+		for _, v := range res.report.Violations {
+			if strings.HasPrefix(v, "partial grant of a set") {
+				t.Logf("run %d: %d violations, e.g. %s", run, len(res.report.Violations), v)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no partial grant found in %d runs of a Java client that splits its sets", run)
+		}
+	}
+}
+
 // contention is one run of Java and Go clients on the same keys.
 type contention struct {
 	pauseOneIn     int  // one hold in N outlives its lease, on both sides
+	javaSetOneIn   int  // one Java hold in N takes two keys at once
 	javaSkipsFence bool // the Java side writes without fencing
+	javaSplitsSets bool // the Java side takes a set's keys one call at a time
 }
 
 type contentionResult struct {
@@ -149,11 +190,16 @@ func (c contention) runWith(t *testing.T, client javaClient, pool *pgxpool.Pool,
 		period  = 3 * time.Second
 	)
 	keys := []string{"anylang-0", "anylang-1", "anylang-2"}
+	// Sets are drawn from one more key, which only sets take: with every
+	// client taking single keys as soon as they are free, two of those
+	// are rarely free at once.
+	setKeys := append(slices.Clone(keys), "anylang-3")
 	cmd := exec.CommandContext(ctx, client.java, "-cp", client.classpath, "Contend",
 		"url="+jdbc, "clients="+strconv.Itoa(perSide), "client_base=100", "owner_prefix=java",
 		"keys="+strings.Join(keys, ","), "duration_ms="+strconv.FormatInt(period.Milliseconds(), 10),
 		"ttl_ms="+strconv.FormatInt(ttl.Milliseconds(), 10), "hold_ms="+strconv.FormatInt(hold.Milliseconds(), 10),
-		"pause_one_in="+strconv.Itoa(c.pauseOneIn), "seed=1", "skip_fence="+strconv.FormatBool(c.javaSkipsFence))
+		"pause_one_in="+strconv.Itoa(c.pauseOneIn), "set_one_in="+strconv.Itoa(c.javaSetOneIn), "set_keys="+strings.Join(setKeys, ","), "seed=1", "skip_fence="+strconv.FormatBool(c.javaSkipsFence),
+		"split_sets="+strconv.FormatBool(c.javaSplitsSets))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

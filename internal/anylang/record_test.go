@@ -27,7 +27,7 @@ func (c wallClock) now() time.Duration { return time.Now().Round(0).Sub(c.base) 
 func (c wallClock) at(unixNano int64) time.Duration { return time.Unix(0, unixNano).Sub(c.base) }
 
 // javaFields are the columns of a line Contend.java prints per operation.
-const javaFields = 13
+const javaFields = 14
 
 // parseJavaOps reads the operations Contend.java printed after its "ready"
 // line, as history ops on clock.
@@ -76,7 +76,7 @@ func parseJavaOp(line string, clock wallClock) (history.Op, error) {
 	op := history.Op{
 		Client: int(n[0]), Kind: kind, Key: f[2], Owner: f[3], Token: n[1], Result: result,
 		Outcome: f[6], TTL: time.Duration(n[3]), WriterSeq: n[4],
-		Call: clock.at(n[5]), Return: clock.at(n[6]), Err: f[12],
+		Call: clock.at(n[5]), Return: clock.at(n[6]), Err: f[12], Set: f[13],
 	}
 	if n[2] != 0 {
 		op.ExpiresAt = time.Unix(0, n[2])

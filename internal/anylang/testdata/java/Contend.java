@@ -22,19 +22,27 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Arguments are name=value: url, clients (threads), client_base (the
  * first client number), owner_prefix, keys (comma-separated), duration_ms,
  * ttl_ms, hold_ms, pause_one_in (one hold in N outlives its lease), seed;
- * skip_fence=true writes without fencing, so a test can show that the
- * checker catches the stale writes that follow.
+ * set_one_in=N makes one hold in N take two keys at once, all or none
+ * ({@link DistributedLock#tryAcquireAll}), under an owner of its own,
+ * drawn from set_keys (comma-separated; default: keys);
+ * skip_fence=true writes without fencing, and split_sets=true takes a
+ * set's keys one call at a time (giving back what it took when a key is
+ * refused), so a test can show that the checker catches the stale writes
+ * and the partial grants that follow.
  *
  * <p>Each thread loops: tryAcquire a random key (refused: pause up to a
  * quarter of hold_ms); on a grant hold it up to hold_ms, renew, hold again,
- * make one fenced write to the test's guarded table, release. A paused hold sleeps past the TTL before its write, so its
- * fence must refuse it if another owner took the key meanwhile.
+ * make one fenced write to the test's guarded table, release. A set's hold
+ * does the same with each of its keys and releases them in one call. A
+ * paused hold sleeps past the TTL before its write, so its fence must
+ * refuse it if another owner took the key meanwhile.
  *
  * <p>Output: "ready" once every connection is open (the run starts then),
  * then, when the run ends, one tab-separated line per operation: kind,
  * client, key, owner, token, result, outcome, expires_at and ttl (ns),
  * writer_seq, call and return (ns since the Unix epoch: one clock with the
- * Go side, which is another process), error.
+ * Go side, which is another process), error, set (the set call a key's
+ * operation belongs to; empty for one key).
  */
 public final class Contend {
 
@@ -72,6 +80,9 @@ public final class Contend {
         int pauseOneIn = Integer.parseInt(need(a, "pause_one_in"));
         SplittableRandom seeds = new SplittableRandom(Long.parseLong(need(a, "seed")));
         boolean skipFence = Boolean.parseBoolean(a.getOrDefault("skip_fence", "false"));
+        boolean splitSets = Boolean.parseBoolean(a.getOrDefault("split_sets", "false"));
+        int setOneIn = Integer.parseInt(a.getOrDefault("set_one_in", "0"));
+        String[] setKeys = a.getOrDefault("set_keys", String.join(",", keys)).split(",");
 
         DistributedLock lock = new DistributedLock(ttl, true);
         List<Connection> conns = new ArrayList<>();
@@ -91,7 +102,7 @@ public final class Contend {
         });
         for (int i = 0; i < clients; i++) {
             Worker w = new Worker(lock, conns.get(i), clientBase + i, ownerPrefix + "-" + i, keys,
-                ttl, holdMs, pauseOneIn, skipFence, seeds.split(), deadline);
+                ttl, holdMs, pauseOneIn, setOneIn, setKeys, skipFence, splitSets, seeds.split(), deadline);
             Thread t = new Thread(w::run);
             t.start();
             threads.add(t);
@@ -126,13 +137,21 @@ public final class Contend {
     }
 
     private record Worker(DistributedLock lock, Connection c, int client, String owner, String[] keys,
-                          Duration ttl, long holdMs, int pauseOneIn, boolean skipFence,
+                          Duration ttl, long holdMs, int pauseOneIn, int setOneIn, String[] setKeys, boolean skipFence, boolean splitSets,
                           SplittableRandom rnd, long deadline) {
 
         void run() {
             long writerSeq = 0;
+            int sets = 0;
             try {
                 while (System.nanoTime() < deadline) {
+                    if (setOneIn > 0 && setKeys.length > 1 && rnd.nextInt(setOneIn) == 0) {
+                        writerSeq = holdSet(owner + "-set" + (++sets), writerSeq);
+                        if (writerSeq < 0) {
+                            return;
+                        }
+                        continue;
+                    }
                     String key = keys[rnd.nextInt(keys.length)];
                     long call = now();
                     Optional<DistributedLock.Lease> got;
@@ -187,6 +206,102 @@ public final class Contend {
             }
         }
 
+        /**
+         * A hold of two distinct keys taken at once for setOwner: as a hold
+         * of one, with each key, and one release of both. Returns the last
+         * writer_seq used, or -1 after an error (recorded).
+         */
+        private long holdSet(String setOwner, long writerSeq) throws InterruptedException {
+            int i = rnd.nextInt(setKeys.length);
+            int j = (i + 1 + rnd.nextInt(setKeys.length - 1)) % setKeys.length;
+            List<String> set = List.of(setKeys[i], setKeys[j]);
+            long call = now();
+            Optional<List<DistributedLock.Lease>> got;
+            try {
+                got = splitSets ? tryAcquireOneByOne(set, setOwner) : lock.tryAcquireAll(c, set, setOwner);
+            } catch (SQLException e) {
+                long ret = now();
+                for (String k : set) {
+                    record("grant", k, setOwner, setOwner, 0, "unknown", "", null, call, ret, e);
+                }
+                return -1;
+            }
+            long ret = now();
+            if (got.isEmpty()) {
+                for (String k : set) {
+                    record("grant", k, setOwner, setOwner, 0, "held", "", null, call, ret, null);
+                }
+                Thread.sleep(rnd.nextLong(holdMs / 4 + 1));
+                return writerSeq;
+            }
+            List<DistributedLock.Lease> leases = got.get();
+            for (DistributedLock.Lease lease : leases) {
+                record("grant", lease.key(), setOwner, setOwner, lease.token(), "ok", lease.outcome(), lease, call, ret, null);
+            }
+
+            Thread.sleep(rnd.nextLong(holdMs + 1));
+            for (DistributedLock.Lease lease : leases) {
+                call = now();
+                Optional<DistributedLock.Lease> renewed;
+                try {
+                    renewed = lock.renew(c, lease);
+                } catch (SQLException e) {
+                    record("renew", lease.key(), setOwner, "", lease.token(), "unknown", "", null, call, now(), e);
+                    return -1;
+                }
+                record("renew", lease.key(), setOwner, "", lease.token(), renewed.isPresent() ? "ok" : "not_held", "",
+                    renewed.orElse(null), call, now(), null);
+            }
+            Thread.sleep(rnd.nextLong(holdMs + 1));
+            if (pauseOneIn > 0 && rnd.nextInt(pauseOneIn) == 0) {
+                Thread.sleep(ttl.toMillis() * 3 / 2);
+            }
+            for (DistributedLock.Lease lease : leases) {
+                if (!fencedWrite(lease, ++writerSeq)) {
+                    return -1;
+                }
+            }
+
+            call = now();
+            boolean released;
+            try {
+                released = lock.releaseAll(c, leases);
+            } catch (SQLException e) {
+                ret = now();
+                for (DistributedLock.Lease lease : leases) {
+                    record("release", lease.key(), setOwner, setOwner, lease.token(), "unknown", "", null, call, ret, e);
+                }
+                return -1;
+            }
+            ret = now();
+            for (DistributedLock.Lease lease : leases) {
+                record("release", lease.key(), setOwner, setOwner, lease.token(), released ? "ok" : "not_held", "",
+                    null, call, ret, null);
+            }
+            return writerSeq;
+        }
+
+        /**
+         * The broken multi-key acquire: each key in its own call, so the
+         * keys are granted in separate transactions, and one is held alone
+         * until the next is granted or refused.
+         */
+        private Optional<List<DistributedLock.Lease>> tryAcquireOneByOne(List<String> set, String setOwner)
+                throws SQLException {
+            List<DistributedLock.Lease> leases = new ArrayList<>();
+            for (String k : set) {
+                Optional<DistributedLock.Lease> got = lock.tryAcquire(c, k, setOwner);
+                if (got.isEmpty()) {
+                    for (DistributedLock.Lease lease : leases) {
+                        lock.release(c, lease);
+                    }
+                    return Optional.empty();
+                }
+                leases.add(got.get());
+            }
+            return Optional.of(leases);
+        }
+
         /** One transaction: fence, guarded write, commit. False after an error (recorded). */
         private boolean fencedWrite(DistributedLock.Lease lease, long writerSeq) {
             long call = now();
@@ -210,7 +325,7 @@ public final class Contend {
                 try (PreparedStatement s = c.prepareStatement(GUARDED_WRITE)) {
                     s.setString(1, lease.key());
                     s.setLong(2, lease.token());
-                    s.setString(3, owner);
+                    s.setString(3, lease.owner());
                     s.setLong(4, writerSeq);
                     s.setLong(5, n);
                     s.setString(6, lease.key());
@@ -228,13 +343,18 @@ public final class Contend {
         }
 
         private void recordWrite(DistributedLock.Lease lease, long writerSeq, String result, long call, SQLException e) {
-            records.add(String.join("\t", "write", Integer.toString(client), lease.key(), owner,
+            records.add(String.join("\t", "write", Integer.toString(client), lease.key(), lease.owner(),
                 Long.toString(lease.token()), result, "", "0", "0", Long.toString(writerSeq),
-                Long.toString(call), Long.toString(now()), e == null ? "" : oneLine(e)));
+                Long.toString(call), Long.toString(now()), e == null ? "" : oneLine(e), ""));
         }
 
         private void record(String kind, String key, long token, String result, String outcome,
                             DistributedLock.Lease lease, long call, long ret, SQLException e) {
+            record(kind, key, owner, "", token, result, outcome, lease, call, ret, e);
+        }
+
+        private void record(String kind, String key, String owner, String set, long token, String result,
+                            String outcome, DistributedLock.Lease lease, long call, long ret, SQLException e) {
             long expires = 0;
             if (lease != null) {
                 Instant x = lease.expiresAt().toInstant();
@@ -242,7 +362,7 @@ public final class Contend {
             }
             records.add(String.join("\t", kind, Integer.toString(client), key, owner, Long.toString(token),
                 result, outcome, Long.toString(expires), Long.toString(lease == null ? 0 : ttl.toNanos()), "0",
-                Long.toString(call), Long.toString(ret), e == null ? "" : oneLine(e)));
+                Long.toString(call), Long.toString(ret), e == null ? "" : oneLine(e), set));
         }
 
         private static String oneLine(Exception e) {

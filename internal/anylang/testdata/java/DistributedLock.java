@@ -1,9 +1,12 @@
+import java.sql.Array;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.OffsetDateTime;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 
@@ -42,6 +45,12 @@ public final class DistributedLock {
     private static final String RELEASE =
         "SELECT outcome FROM distributed_lock_release("
             + "key => ?, owner => ?, token => ?, log_release => ?, lazy_commit => ?)";
+    private static final String ACQUIRE_ALL =
+        "SELECT lock_key, fence_token, expires_at, outcome FROM distributed_lock_acquire_all("
+            + "keys => ?, owner => ?, ttl_us => ?, log_grants => ?)";
+    private static final String RELEASE_ALL =
+        "SELECT outcome FROM distributed_lock_release_all("
+            + "keys => ?, owner => ?, tokens => ?, lazy_commit => ?, log_release => ?)";
     private static final String FENCE =
         "SELECT distributed_lock_fence(key => ?, owner => ?, token => ?)";
 
@@ -71,6 +80,72 @@ public final class DistributedLock {
             s.setLong(3, ttlMicros);
             s.setBoolean(4, logGrants);
             return grant(s, key, owner);
+        }
+    }
+
+    /**
+     * One attempt to take every key of keys for owner, all or none, in one
+     * call; never waits. The database locks the keys' rows in sorted order,
+     * so callers asking for overlapping sets in any order never deadlock.
+     * Granted: one lease per key, in sorted key order. Empty when any key
+     * was refused: then nothing is held.
+     */
+    public Optional<List<Lease>> tryAcquireAll(Connection c, List<String> keys, String owner) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(ACQUIRE_ALL)) {
+            Array ks = c.createArrayOf("text", keys.toArray());
+            s.setArray(1, ks);
+            s.setString(2, owner);
+            s.setLong(3, ttlMicros);
+            s.setBoolean(4, logGrants);
+            List<Lease> leases = new ArrayList<>();
+            try (ResultSet r = s.executeQuery()) {
+                while (r.next()) {
+                    String outcome = r.getString("outcome");
+                    if (!GRANTED.contains(outcome)) {
+                        return Optional.empty(); // the one row of a refusal: the key that refused
+                    }
+                    leases.add(new Lease(r.getString("lock_key"), owner, r.getLong("fence_token"),
+                        r.getObject("expires_at", OffsetDateTime.class), outcome));
+                }
+            } finally {
+                ks.free();
+            }
+            if (leases.size() != keys.size()) {
+                throw new SQLException(leases.size() + " grants for " + keys.size() + " keys");
+            }
+            return Optional.of(leases);
+        }
+    }
+
+    /**
+     * Frees a set of leases of one owner in one call. False if any was no
+     * longer current (the others are freed all the same).
+     */
+    public boolean releaseAll(Connection c, List<Lease> leases) throws SQLException {
+        String[] keys = new String[leases.size()];
+        Long[] tokens = new Long[leases.size()];
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = leases.get(i).key();
+            tokens[i] = leases.get(i).token();
+        }
+        try (PreparedStatement s = c.prepareStatement(RELEASE_ALL)) {
+            Array ks = c.createArrayOf("text", keys);
+            Array ts = c.createArrayOf("bigint", tokens);
+            s.setArray(1, ks);
+            s.setString(2, leases.get(0).owner());
+            s.setArray(3, ts);
+            s.setBoolean(4, c.getAutoCommit());
+            s.setBoolean(5, logGrants);
+            boolean all = true;
+            try (ResultSet r = s.executeQuery()) {
+                while (r.next()) {
+                    all &= "released".equals(r.getString("outcome"));
+                }
+            } finally {
+                ks.free();
+                ts.free();
+            }
+            return all;
         }
     }
 
