@@ -837,7 +837,10 @@ END $$;
 -- grant is logged as the waiter's own would be ('stolen' always, 'acquired'
 -- when the waiter logs grants). Returns the waiter's id, or NULL when no
 -- live waiter is queued or the key is in its lock-delay (the queue keeps
--- its place; a waiter's poll at the delay's end hands it off). A head that
+-- its place; a waiter's poll at the delay's end hands it off), or when the
+-- key is no longer free or lapsed: a caller passing on several keys (a
+-- set's release) may find one already granted, by the hand-off of another
+-- of them to a waiting set, and must not overwrite that grant. A head that
 -- is one record of a multi-key acquire is served by
 -- distributed_lock_hand_off_group (08_multi.sql), which returns NULL when
 -- the group cannot have every key yet. Internal.
@@ -847,7 +850,8 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
 BEGIN
-    IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND distributed_lock_delayed(l, ts)) THEN
+    IF EXISTS (SELECT 1 FROM distributed_lock l
+               WHERE l.lock_key = key AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x

@@ -44,6 +44,11 @@ func TestReleaseAll(t *testing.T) {
 		{name: "queued: handed to the head", state: heldBy(me).queued(w1).and(also{name: "b", state: heldBy(me)}),
 			call: releaseAllArgs{owner: me}.call, want: want{outcome: "released", owner: me, token: keptToken,
 				row: handedTo(w1, "acquired", me), notify: []notifyWant{handOffTo(w1, "acquired")}, check: otherFreed("b")}},
+		{name: "a set queued on every key, another behind it on one: the set handed every key, the other still waits",
+			state: heldBy(me).queuedSet(other).and(also{name: "b", state: heldBy(me).queuedSet(other).queued(w1)}),
+			call:  releaseAllArgs{owner: me}.call, want: want{outcome: "released", owner: me, token: keptToken,
+				row: handedTo(other, "acquired", me), notify: []notifyWant{handOffTo(other, "acquired")},
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", other, true, w1) }}},
 		{name: "another's lease: not held, the other released all the same", state: heldBy(other).and(also{name: "b", state: heldBy(me)}),
 			call: releaseAllArgs{owner: me}.call, want: want{outcome: "not_held", row: untouched, check: otherFreed("b")}},
 	})
