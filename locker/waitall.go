@@ -149,7 +149,7 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 	kick := make(chan struct{}, 1)
 	stopFanIn := fanIn(ws, kick)
 	defer stopFanIn()
-	holder, holderEnds := setHolder(l, qs)
+	longest, holderEnds := setHolder(l, qs)
 	checked := false
 	for {
 		listening := ws != nil && l.cfg.Notifier.Live()
@@ -161,7 +161,8 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 		select {
 		case <-ctx.Done():
 			stopTimer()
-			return nil, true, &GaveUpError{Key: keys[0], Holder: holder, Waited: l.since(started), Err: ctx.Err()}
+			return nil, true, &GaveUpError{Key: longest.Key, Holder: longest.Owner, Waited: l.since(started), Err: ctx.Err(),
+				Position: longest.Position, QueueLength: longest.QueueLength}
 		case <-kick:
 			stopTimer()
 		case <-timer:
@@ -203,7 +204,7 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 			}
 			return claimed, true, nil
 		case ps[0].Outcome == lockdb.OutcomeQueued:
-			holder, holderEnds = setHolder(l, ps)
+			longest, holderEnds = setHolder(l, ps)
 		default:
 			return nil, true, fmt.Errorf("locker: acquire %s: %w after %s", quoteKeys(keys), ErrQueueLost,
 				l.since(started).Round(time.Millisecond))
@@ -211,17 +212,17 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 	}
 }
 
-// setHolder is the holder a waiting set waits for longest, and when its
-// key may be handed on (untilFree): the set can be granted no earlier.
-func setHolder(l *Locker, qs []store.Queued) (string, time.Time) {
-	var holder string
-	var longest time.Duration
-	for _, q := range qs {
-		if d := untilFree(q); d > longest || holder == "" {
-			holder, longest = q.Owner, d
+// setHolder is the key a waiting set waits for longest, as its check saw
+// it, and when that key may be handed on (untilFree): the set can be
+// granted no earlier.
+func setHolder(l *Locker, qs []store.Queued) (store.Queued, time.Time) {
+	longest := qs[0]
+	for _, q := range qs[1:] {
+		if untilFree(q) > untilFree(longest) {
+			longest = q
 		}
 	}
-	return holder, l.clock.Now().Add(longest)
+	return longest, l.clock.Now().Add(untilFree(longest))
 }
 
 // fanIn signals kick whenever any of ws is handed a key, woken or retimed:

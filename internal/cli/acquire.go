@@ -17,11 +17,11 @@ import (
 func AcquireCommand() *cobra.Command {
 	var o AcquireOptions
 	cmd := &cobra.Command{
-		Use:        "acquire KEY",
-		Short:      "take KEY for --owner, or renew it if --owner already holds it (exit 3: held by another owner)",
+		Use:        "acquire KEY…",
+		Short:      "take KEY for --owner, or renew it if --owner already holds it; several keys: all or none (exit 3: held by another owner, 5: deadlock)",
 		SuggestFor: []string{"lock", "take", "get"},
 		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
-			o.Key = args[0]
+			o.Key, o.Keys = args[0], args
 			return Acquire(ctx, env, o)
 		}),
 	}
@@ -34,9 +34,12 @@ func AcquireCommand() *cobra.Command {
 	return cmd
 }
 
-// AcquireOptions are acquire's flags and argument.
+// AcquireOptions are acquire's flags and arguments.
 type AcquireOptions struct {
-	Key   string
+	Key string
+	// Keys, when it names more than one, are taken all or none
+	// (acquireset.go); Key is then the first.
+	Keys  []string
 	Owner string        // "": a new locker.NewOwnerID(), printed
 	TTL   time.Duration // lease length
 	Wait  time.Duration // 0: one attempt; >0: wait up to this long
@@ -47,13 +50,17 @@ type AcquireOptions struct {
 }
 
 // Acquire takes opts.Key for opts.Owner, or renews it when that owner
-// already holds it (same token). With Wait it waits for the holder to
-// release or expire, woken by NOTIFY. Exit 3 when another owner holds it
-// (after Wait, if given). A signal while waiting exits 128+signal (130 for
+// already holds it (same token); several opts.Keys all or none. With Wait
+// it waits for the holder to release or expire, woken by NOTIFY. Exit 3
+// when another owner holds it (after Wait, if given), 5 when the wait
+// would close a cycle of waits. A signal while waiting exits 128+signal (130 for
 // SIGINT, 143 for SIGTERM), as a shell reports a process the signal ended.
 func Acquire(ctx context.Context, env Env, opts AcquireOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
+	}
+	if len(opts.Keys) > 1 {
+		return acquireSet(ctx, env, opts)
 	}
 	held, code := takeLease(ctx, env, opts)
 	if held == nil {
@@ -136,8 +143,8 @@ func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pg
 
 // check validates what the flag types cannot, before connecting.
 func (o AcquireOptions) check() error {
-	if err := locker.ValidateKey(o.Key); err != nil {
-		return usagef("invalid KEY: %w", err)
+	if err := checkKeys(o.Key, o.Keys); err != nil {
+		return err
 	}
 	if o.Owner != "" {
 		if err := locker.ValidateOwner(o.Owner); err != nil {

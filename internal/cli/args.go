@@ -13,10 +13,12 @@ import (
 
 // usage is what a command's Use line says about its arguments:
 // "run KEY [NAME] -- CMD ARGS…" names required KEY, optional NAME, and
-// arguments after "--" (at least one) that help calls CMD ARGS….
+// arguments after "--" (at least one) that help calls CMD ARGS…; a last
+// required argument written "KEY…" may be given more than once.
 type usage struct {
 	args, optional []string
 	trailing       string
+	variadic       bool
 }
 
 func parseUse(cmd *cobra.Command) usage {
@@ -31,6 +33,7 @@ func parseUse(cmd *cobra.Command) usage {
 			u.optional = append(u.optional, strings.Trim(w, "[]"))
 		default:
 			u.args = append(u.args, w)
+			u.variadic = strings.HasSuffix(w, "…")
 		}
 	}
 	return u
@@ -55,7 +58,7 @@ func checkArgs(cmd *cobra.Command, args []string) error {
 	if u.trailing != "" {
 		dash := cmd.ArgsLenAtDash()
 		switch {
-		case dash < 0 && len(args) > len(u.args)+len(u.optional):
+		case dash < 0 && !u.variadic && len(args) > len(u.args)+len(u.optional):
 			n := len(u.args) + len(u.optional)
 			example := append(append(slices.Clone(args[:n]), "--"), args[n:]...)
 			return usageErrorf("put -- before the command: %s %s", cmd.CommandPath(), textsafe.Escape(strings.Join(example, " ")))
@@ -67,7 +70,7 @@ func checkArgs(cmd *cobra.Command, args []string) error {
 	if len(positional) < len(u.args) {
 		return usageErrorf("missing %s", strings.Join(u.args[len(positional):], " "))
 	}
-	if len(positional) > len(u.args)+len(u.optional) {
+	if !u.variadic && len(positional) > len(u.args)+len(u.optional) {
 		return usageErrorf("unexpected argument %q", positional[len(u.args)+len(u.optional)])
 	}
 	return nil

@@ -22,10 +22,10 @@ import (
 // from the kernel rather than run on unguarded. (The kernel ties that signal
 // to the thread that started the command; no goroutine here locks a thread,
 // so the Go runtime never ends it.)
-func startChild(env Env, argv []string, lease locker.Lease, tty int) (*exec.Cmd, error) {
+func startChild(env Env, argv []string, leases []locker.Lease, tty int) (*exec.Cmd, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
-	cmd.Env = childEnv(lease)
+	cmd.Env = childEnv(leases)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	if tty >= 0 {
 		// The child sets itself in the foreground before exec, with its

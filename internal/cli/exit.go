@@ -7,4 +7,6 @@ const (
 	ExitUsage   = 2 // unknown command or flag, missing or extra argument, bad value
 	ExitHeld    = 3 // another owner holds the lock
 	ExitNotHeld = 4 // the named lease is not current: lost, wrong owner or token
+	// ExitDeadlock: a wait would have closed a cycle of waits (locker.ErrDeadlock).
+	ExitDeadlock = 5
 )

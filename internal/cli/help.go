@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 )
 
-const exitCodesHelp = "Exit codes: 0 done, 1 error, 2 usage, 3 held by another owner, 4 not held (lost, wrong owner or token), 128+signal a wait interrupted (129 SIGHUP, 130 SIGINT, 143 SIGTERM)."
+const exitCodesHelp = "Exit codes: 0 done, 1 error, 2 usage, 3 held by another owner, 4 not held (lost, wrong owner or token), 5 deadlock (the wait would close a cycle of waits), 128+signal a wait interrupted (129 SIGHUP, 130 SIGINT, 143 SIGTERM)."
 
 const connectionHelp = "Connection: --dsn, else $DATABASE_URL, else libpq's PG* variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...)."
 

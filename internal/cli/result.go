@@ -116,14 +116,21 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 	return ExitOK
 }
 
-// printRefusal reports err when it is a held or not-held refusal and
-// returns its exit code; ok is false for any other error. In text mode the
+// printRefusal reports err when it is a held or not-held refusal or a
+// deadlock and returns its exit code; ok is false for any other error. In text mode the
 // explanation goes to Stderr; with --json the result goes to Stdout.
 // holder, if not nil, is the key's row read after a held refusal.
 func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder *locker.LockInfo) (code int, ok bool) {
 	var held *locker.HeldError
 	var notHeld *locker.NotHeldError
+	var dead *locker.DeadlockError
 	switch {
+	case errors.As(err, &dead):
+		if asJSON {
+			return env.emitCode(deadlockOf(dead), ExitDeadlock), true
+		}
+		env.printLine(deadlockLine(env.Prog, dead))
+		return ExitDeadlock, true
 	case errors.As(err, &held):
 		if asJSON {
 			return env.emitCode(refusalOf(requestedOwner, held, holder), ExitHeld), true

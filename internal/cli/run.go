@@ -21,13 +21,17 @@ import (
 func RunCommand() *cobra.Command {
 	var o RunOptions
 	cmd := &cobra.Command{
-		Use:        "run KEY -- CMD ARGS…",
-		Short:      "run CMD while holding KEY: renew the lease while it runs, release it when it ends, exit with its status (exit 4: lease lost, CMD stopped)",
+		Use:        "run KEY… -- CMD ARGS…",
+		Short:      "run CMD while holding KEY (several: all of them): renew the leases while it runs, release them when it ends, exit with its status (exit 4: a lease lost, CMD stopped)",
 		SuggestFor: []string{"exec"},
-		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
-			o.Key, o.Command = args[0], args[1:]
-			return Run(ctx, env, o)
-		}),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// checkArgs has made sure of KEY… before "--" and CMD after it.
+			dash := cmd.ArgsLenAtDash()
+			return RunE(func(ctx context.Context, env Env, args []string) int {
+				o.Key, o.Keys, o.Command = args[0], args[:dash], args[dash:]
+				return Run(ctx, env, o)
+			})(cmd, args)
+		},
 		// After "--" the words are CMD's: the shell's own (file) completion.
 		ValidArgsFunction: func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if cmd.ArgsLenAtDash() >= 0 {
@@ -56,27 +60,28 @@ type RunOptions struct {
 // database cannot hold up the exit (the lease then expires at its TTL).
 const releaseTimeout = 5 * time.Second
 
-// Run takes opts.Key (waiting up to opts.Wait), runs opts.Command while a
-// Keepalive renews the lease, releases the lease when the command ends and
-// returns the command's exit status (128+signal if a signal ended it).
+// Run takes opts.Key, or every key of opts.Keys all or none (waiting up to
+// opts.Wait), runs opts.Command while a Keepalive renews the leases,
+// releases them when the command ends and returns the command's exit
+// status (128+signal if a signal ended it).
 //
 // The command gets LOCKCTL_KEY, LOCKCTL_OWNER and LOCKCTL_TOKEN (the fencing
-// token) in its environment and runs in its own process group: SIGINT,
+// token), and for several keys each key's (childEnv), in its environment and runs in its own process group: SIGINT,
 // SIGTERM and SIGHUP sent to lockctl are passed on to that group once each.
 // On a terminal lockctl has in the foreground, that group gets the
 // terminal for as long as it runs (foreground.go).
-// If the lease is lost (force-expired, or renewals failed until it could
+// If a lease is lost (force-expired, or renewals failed until it could
 // expire), the group gets SIGTERM, then SIGKILL after opts.Grace, and Run
 // returns ExitNotHeld with a message saying so.
 func Run(ctx context.Context, env Env, opts RunOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	held, code := takeLease(ctx, env, opts.AcquireOptions)
+	held, code := takeLeases(ctx, env, opts.AcquireOptions)
 	if held == nil {
 		return code
 	}
-	pool, lk, lease := held.pool, held.lk, held.lease
+	pool, lk, leases := held.pool, held.lk, held.leases
 	defer pool.Close()
 
 	// From here on a signal is the command's to handle: lockctl passes it
@@ -88,7 +93,7 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 	release := func() {
 		rctx, cancel := context.WithTimeout(bg, releaseTimeout)
 		defer cancel()
-		if _, err := lk.Release(rctx, pool, lease); err != nil {
+		if err := releaseLeases(rctx, lk, pool, leases); err != nil {
 			env.printLine(fmt.Sprintf("%s: warning: releasing %s: %s", env.Prog,
 				textsafe.Escape(opts.Key), textsafe.Escape(err.Error())))
 		}
@@ -99,9 +104,9 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		return interruptedCode(ctx)
 	}
 
-	keep := lk.Keepalive(bg, pool, lease)
+	keep := lk.KeepaliveAll(bg, pool, leases)
 	tty, onTerminal := foregroundTerminal(env.Stdin)
-	child, err := startChild(env, opts.Command, lease, tty)
+	child, err := startChild(env, opts.Command, leases, tty)
 	if err != nil {
 		keep.Stop()
 		release()
@@ -117,8 +122,9 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		release()
 		return end.code
 	}
+	lease := lostLease(leases, end.lost)
 	env.printLine(fmt.Sprintf("%s: lost the lease on %s (token %d): %s; %s",
-		env.Prog, textsafe.Escape(opts.Key), lease.Token, textsafe.Escape(leaseLossReason(bg, pool, lease, end.lost)), end.stopped))
+		env.Prog, textsafe.Escape(lease.Key), lease.Token, textsafe.Escape(leaseLossReason(bg, pool, lease, end.lost)), end.stopped))
 	return ExitNotHeld
 }
 
@@ -133,12 +139,58 @@ func (o RunOptions) check() error {
 	return nil
 }
 
-// childEnv is the command's environment: lockctl's own, plus the lease.
-func childEnv(lease locker.Lease) []string {
-	return append(os.Environ(),
-		"LOCKCTL_KEY="+lease.Key,
-		"LOCKCTL_OWNER="+lease.Owner,
-		"LOCKCTL_TOKEN="+strconv.FormatInt(lease.Token, 10))
+// childEnv is the command's environment: lockctl's own, plus the leases:
+// LOCKCTL_KEY, LOCKCTL_OWNER and LOCKCTL_TOKEN of the first key named, and
+// with several keys LOCKCTL_KEY_COUNT (how many) and LOCKCTL_KEY_n,
+// LOCKCTL_TOKEN_n for each, n from 1 in the order named.
+func childEnv(leases []locker.Lease) []string {
+	env := append(os.Environ(),
+		"LOCKCTL_KEY="+leases[0].Key,
+		"LOCKCTL_OWNER="+leases[0].Owner,
+		"LOCKCTL_TOKEN="+strconv.FormatInt(leases[0].Token, 10))
+	if len(leases) == 1 {
+		return env
+	}
+	env = append(env, "LOCKCTL_KEY_COUNT="+strconv.Itoa(len(leases)))
+	for i, l := range leases {
+		n := strconv.Itoa(i + 1)
+		env = append(env, "LOCKCTL_KEY_"+n+"="+l.Key, "LOCKCTL_TOKEN_"+n+"="+strconv.FormatInt(l.Token, 10))
+	}
+	return env
+}
+
+// takeLeases is takeLease for run: one key, or several all or none.
+func takeLeases(ctx context.Context, env Env, opts AcquireOptions) (*heldSet, int) {
+	if len(opts.Keys) > 1 {
+		return takeSet(ctx, env, opts)
+	}
+	held, code := takeLease(ctx, env, opts)
+	if held == nil {
+		return nil, code
+	}
+	return &heldSet{pool: held.pool, lk: held.lk, leases: []locker.Lease{held.lease}}, code
+}
+
+// releaseLeases releases one lease, or a set in one statement.
+func releaseLeases(ctx context.Context, lk *locker.Locker, pool locker.DBTX, leases []locker.Lease) error {
+	if len(leases) == 1 {
+		_, err := lk.Release(ctx, pool, leases[0])
+		return err
+	}
+	return lk.ReleaseAll(ctx, pool, leases)
+}
+
+// lostLease is the lease of leases a Keepalive's loss names.
+func lostLease(leases []locker.Lease, lost error) locker.Lease {
+	var e *locker.LeaseLostError
+	if errors.As(lost, &e) {
+		for _, l := range leases {
+			if l.Key == e.Key {
+				return l
+			}
+		}
+	}
+	return leases[0]
 }
 
 // childStartCode is the shell's code for a command that could not start:
