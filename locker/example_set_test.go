@@ -27,7 +27,7 @@ func ExampleLocker_AcquireAll() {
 		panic(err)
 	}
 	ka := lk.KeepaliveAll(ctx, pool, leases)
-	fmt.Println(leases[0].Key, leases[1].Key, leases[0].Token < leases[1].Token || leases[0].Token > leases[1].Token)
+	fmt.Println(leases[0].Key, leases[1].Key, leases[0].Owner)
 
 	// Another transfer on one of the same accounts is refused, and takes
 	// nothing: not even the account that was free.
@@ -42,7 +42,7 @@ func ExampleLocker_AcquireAll() {
 		panic(err)
 	}
 	// Output:
-	// account:42 account:7 true
+	// account:42 account:7 transfer-1
 	// true account:7
 	// true
 }

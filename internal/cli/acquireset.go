@@ -144,10 +144,10 @@ func refusingKey(err error, keys []string) string {
 // deadlockResult is the --json object of a wait refused as a deadlock
 // (exit 5).
 type deadlockResult struct {
-	Error          string          `json:"error"`
-	Outcome        string          `json:"outcome"`
-	Keys           []string        `json:"keys"`
-	RequestedOwner string          `json:"requested_owner"`
+	Error          string             `json:"error"`
+	Outcome        string             `json:"outcome"`
+	Keys           []string           `json:"keys"`
+	RequestedOwner string             `json:"requested_owner"`
 	Cycle          []deadlockStepJSON `json:"cycle"`
 }
 

@@ -58,7 +58,9 @@ func checkArgs(cmd *cobra.Command, args []string) error {
 	if u.trailing != "" {
 		dash := cmd.ArgsLenAtDash()
 		switch {
-		case dash < 0 && !u.variadic && len(args) > len(u.args)+len(u.optional):
+		case dash < 0 && len(args) > len(u.args)+len(u.optional):
+			// With KEY… the words cannot tell keys from the command: the
+			// likelier mistake is one key and a command without "--".
 			n := len(u.args) + len(u.optional)
 			example := append(append(slices.Clone(args[:n]), "--"), args[n:]...)
 			return usageErrorf("put -- before the command: %s %s", cmd.CommandPath(), textsafe.Escape(strings.Join(example, " ")))

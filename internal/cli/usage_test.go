@@ -33,7 +33,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"acquire", "k", "--bogus"}, `lockctl acquire: unknown flag --bogus`},
 		{[]string{"acquire", "k", "-x"}, `unknown flag -x`},
 		{[]string{"acquire"}, `lockctl acquire: missing KEY`},
-		{[]string{"acquire", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"acquire", "a", "b", "a"}, `KEY a is named twice`},
+		{[]string{"end-delay", "a", "b"}, `unexpected argument "b"`},
 		{[]string{"ls", "extra"}, `unexpected argument "extra"`},
 		{[]string{"acquire", "k", "--ttl", "abc"}, `invalid --ttl "abc"`},
 		{[]string{"acquire", "k", "--ttl", "-1s"}, `invalid --ttl "-1s": must be positive`},
@@ -82,11 +83,11 @@ func TestHelp(t *testing.T) {
 	if top.code != 0 {
 		t.Fatalf("--help: %s", top)
 	}
-	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--json]",
+	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--json]",
 		"lockctl renew KEY --owner id --token token", "lockctl release KEY", "lockctl expire KEY [--token token]",
 		"lockctl migrate", "lockctl prune [--older duration] [--events-older duration]",
-		"lockctl run KEY [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--grace duration] -- CMD ARGS…",
-		"--dsn string", "--actor name", "(default \"", "DATABASE_URL", "Exit codes: 0 done, 1 error, 2 usage, 3 held", "128+signal a wait interrupted (129 SIGHUP, 130 SIGINT, 143 SIGTERM)"} {
+		"lockctl run KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--grace duration] -- CMD ARGS…",
+		"--dsn string", "--actor name", "(default \"", "DATABASE_URL", "Exit codes: 0 done, 1 error, 2 usage, 3 held", "5 deadlock", "128+signal a wait interrupted (129 SIGHUP, 130 SIGINT, 143 SIGTERM)"} {
 		if !strings.Contains(top.stdout, want) {
 			t.Errorf("lockctl --help lacks %q:\n%s", want, top.stdout)
 		}
