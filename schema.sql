@@ -1296,9 +1296,12 @@ BEGIN
 END $$;
 
 -- distributed_lock_prune deletes lock rows free (released, or expired and
--- never released) for longer than free_for_us and past their lock-delay, waiter records of processes
--- that died waiting, and, unless events_older_us is NULL, events older
--- than that. One row: how many of each it deleted.
+-- never released) for longer than free_for_us, past their lock-delay and
+-- not promised to live waiters, waiter records of processes that died
+-- waiting, and, unless events_older_us is NULL, events older than that.
+-- One row: how many of each it deleted. A promised row stays because a
+-- waiting set keeps a key it heads free until it can have its other keys,
+-- however long that takes, and a hand-off can grant only a key with a row.
 --
 -- It skips a free row another transaction has locked (that key is in use,
 -- and a later prune gets it): holding the gate, it must never wait for a
@@ -1332,7 +1335,7 @@ BEGIN
     DELETE FROM distributed_lock l
     WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
                          WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
-                           AND NOT distributed_lock_delayed(x, ts)
+                           AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
                          FOR UPDATE SKIP LOCKED);
     GET DIAGNOSTICS locks = ROW_COUNT;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';

@@ -147,3 +147,44 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 		t.Errorf("AcquireAll of a and b: %v", err)
 	}
 }
+
+// TestPruneKeepsAKeyPromisedToAWaitingSet: a waiting set keeps a key it
+// heads free, promised to it, for as long as another of its keys is held.
+// A prune that deleted that row, free for longer than FreeFor, would leave
+// the set queued on a key without a row, which no hand-off can grant: the
+// set would wait for ever, and keep the held key promised once released.
+func TestPruneKeepsAKeyPromisedToAWaitingSet(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+
+	held := testdb.MustAcquire(t, lk, db, "b", "holder")
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	type result struct {
+		leases []locker.Lease
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		leases, err := lk.AcquireAll(actx, db, []string{"a", "b"}, "set")
+		done <- result{leases, err}
+	}()
+	testdb.WaitForWaiter(t, db, "a", "set")
+	testdb.WaitForWaiter(t, db, "b", "set")
+	testdb.AgeLock(t, db, "a", time.Hour)
+	if _, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Release(ctx, db, held); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("AcquireAll after a prune and the release of its held key: %v; want both keys", r.err)
+	}
+	if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+		t.Fatal(err)
+	}
+}

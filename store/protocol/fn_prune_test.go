@@ -14,13 +14,17 @@ import (
 // free or lapsed for two hours or for a minute, a held lease, and its
 // waiters, live, lapsed for 30 s and dead for two minutes, and a lease
 // that ran out a second ago into a lock-delay of a minute, which stays
-// until its delay is over whatever free_for_us says.
+// until its delay is over whatever free_for_us says, and a row free for two
+// hours that is promised to a live waiter (a waiting set keeps a key it
+// heads free until it can have its other keys), which stays while it is.
 var pruneKeys = map[string]state{
 	"free for 2h":       {row: &lockRow{owner: other, expiresIn: -2*time.Hour + time.Second, freedAgo: 2 * time.Hour}},
 	"free for 1m":       {row: &lockRow{owner: other, expiresIn: -time.Minute + time.Second, freedAgo: time.Minute}},
 	"lapsed for 2h":     lapsed(other).with(func(r *lockRow) { r.expiresIn = -2 * time.Hour }),
 	"lapsed for 1m":     lapsed(other).with(func(r *lockRow) { r.expiresIn = -time.Minute }),
 	"in its lock-delay": delayedAfterExpiry(other),
+	"promised for 2h": state{row: &lockRow{owner: other, expiresIn: -2*time.Hour + time.Second, freedAgo: 2 * time.Hour}}.
+		queued("waiting"),
 	"held": heldBy(other).
 		withWaiter(waiterRow{owner: "live", seenFor: 30 * time.Second}).
 		withWaiter(waiterRow{owner: "lapsed for 30s", seenFor: -30 * time.Second}).
@@ -49,8 +53,8 @@ func TestPrune(t *testing.T) {
 	t.Parallel()
 	f := newIsolatedFixture(t, "distributed_lock_prune")
 	type counts struct{ locks, waiters, events int64 }
-	all := []string{"free for 1m", "free for 2h", "held", "in its lock-delay", "lapsed for 1m", "lapsed for 2h"}
-	allWaiters := []string{"dead for 2m", "lapsed for 30s", "live"}
+	all := []string{"free for 1m", "free for 2h", "held", "in its lock-delay", "lapsed for 1m", "lapsed for 2h", "promised for 2h"}
+	allWaiters := []string{"dead for 2m", "lapsed for 30s", "live", "waiting"}
 	for _, c := range []struct {
 		name          string
 		freeFor       time.Duration
@@ -63,11 +67,11 @@ func TestPrune(t *testing.T) {
 		events      int64
 	}{
 		{name: "free for longer than an hour", freeFor: time.Hour,
-			deleted: counts{2, 1, 0}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m"}, queue: []string{"lapsed for 30s", "live"}, events: 2},
+			deleted: counts{2, 1, 0}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 2},
 		{name: "free at all, but not in its lock-delay", freeFor: 0,
-			deleted: counts{4, 1, 0}, keys: []string{"held", "in its lock-delay"}, queue: []string{"lapsed for 30s", "live"}, events: 2},
+			deleted: counts{4, 1, 0}, keys: []string{"held", "in its lock-delay", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 2},
 		{name: "and events older than an hour", freeFor: time.Hour, eventsOlder: ptr(time.Hour),
-			deleted: counts{2, 1, 1}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m"}, queue: []string{"lapsed for 30s", "live"}, events: 1},
+			deleted: counts{2, 1, 1}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 1},
 		{name: "a grant in flight past gate_wait_ms: nothing", freeFor: 0, eventsOlder: ptr(time.Duration(0)), grantInFlight: true,
 			err: "55P03", keys: all, queue: allWaiters, events: 2},
 	} {
