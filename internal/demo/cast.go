@@ -13,10 +13,21 @@ const (
 	keyMailer    = "mailer:leader"
 	keyLedger    = "ledger:balance"
 	keyStuck     = "reports:stuck"
+	keyBackup    = "backup:nightly"
+
+	keyInventoryEU = "inventory:eu"
+	keyInventoryUS = "inventory:us"
 
 	ownerReportGen   = "report-gen"
 	ownerReportRetry = "report-retry"
+	ownerBackup      = "backup-1"
+	ownerStandby     = "backup-2"
+	ownerSyncEU      = "sync-eu"
+	ownerSyncUS      = "sync-us"
 )
+
+// tellers is how many single-account workers contend with the transfer.
+const tellers = 2
 
 func hotKey(i int) string { return fmt.Sprintf("orders:shard-%d", i) }
 
@@ -26,6 +37,14 @@ const (
 	hotTTL    = 6 * time.Second
 	ledgerTTL = 4 * time.Second
 	reportTTL = 10 * time.Second
+	// accountTTL is the lease of the transfer and the tellers.
+	accountTTL = 6 * time.Second
+	// backupTTL and backupDelay: the crashed backup's lease runs out within
+	// backupTTL, then its key sits out backupDelay.
+	backupTTL   = 5 * time.Second
+	backupDelay = 10 * time.Second
+	// inventoryTTL is the syncers' lease, renewed while they hold and wait.
+	inventoryTTL = 8 * time.Second
 )
 
 // cast lists every worker of the story as a function that runs until ctx
@@ -46,6 +65,15 @@ func (s *Sim) cast() []func(context.Context) {
 	scenes = append(scenes,
 		func(ctx context.Context) { s.reportGen(ctx, hung, done) },
 		func(ctx context.Context) { s.reportRetry(ctx, hung, done) })
+	scenes = append(scenes, func(ctx context.Context) { s.transfer(ctx, 0) })
+	for i := range tellers {
+		scenes = append(scenes, func(ctx context.Context) { s.teller(ctx, i) })
+	}
+	backupHeld, backupDone := make(chan struct{}), make(chan struct{})
+	scenes = append(scenes,
+		func(ctx context.Context) { s.backupRunner(ctx, backupHeld, backupDone) },
+		func(ctx context.Context) { s.backupStandby(ctx, backupHeld, backupDone) },
+		s.inventorySync)
 	return scenes
 }
 

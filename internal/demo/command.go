@@ -18,7 +18,8 @@ func Command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "demo",
 		Short: "the console on a private throwaway PostgreSQL with simulated workers: hand-offs, " +
-			"steals, a refused zombie write, a stuck lock to free with x (--dsn: schema " + Schema + " of that database)",
+			"steals, a refused zombie write, a two-key transfer, a lock-delay, a deadlock reported, " +
+			"a stuck lock to free with x (--dsn: schema " + Schema + " of that database)",
 		RunE: cli.RunE(func(ctx context.Context, env cli.Env, _ []string) int {
 			if err := flagsValid(o); err != nil {
 				return env.Usagef("%v", err)

@@ -10,8 +10,9 @@ import (
 // value is valid: every field has a documented default.
 type Config struct {
 	// Workers is how many contenders queue on the hot keys (besides the
-	// fixed cast of leaders, ledger writers and the stuck report). Defaults
-	// to 8; at most MaxWorkers.
+	// fixed cast: leaders, ledger writers, the stuck report, the transfer
+	// and its tellers, the backups, the inventory syncers). Defaults to 8;
+	// at most MaxWorkers.
 	Workers int
 	// HotKeys is how many keys the contenders fight over. Defaults to 4; at
 	// most MaxHotKeys.

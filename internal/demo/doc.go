@@ -26,6 +26,26 @@
 //   - A report generator takes "reports:stuck" with a one-hour TTL and hangs;
 //     a retry job waits behind it. Only an operator frees it (force-expire,
 //     `x` in the console); the waiter takes it at once.
+//   - A transfer ("transfer-1") moves money between two accounts of the
+//     demo_account table: it takes both keys ("accounts:alice",
+//     "accounts:bob", "accounts:carol") in one all-or-nothing
+//     locker.AcquireAll, waiting until it can have both, renews them with
+//     one KeepaliveAll, moves the money in a transaction that fences both
+//     leases, and releases both with ReleaseAll. Two tellers post to one
+//     account at a time under its key alone, and contend with it.
+//   - A nightly backup ("backup-1") holds "backup:nightly" with a
+//     lock-delay (Config.LockDelay) and crashes every time; "backup-2"
+//     queues behind it. The crashed lease runs out, then the key is
+//     delayed — nobody is granted it, as the crashed holder may only be
+//     slow and still writing somewhere no token is checked — and the
+//     waiter, keeping its place, gets it when the delay ends, backs up and
+//     releases cleanly (which starts no delay).
+//   - Two inventory syncers ("sync-eu", "sync-us") each take their own
+//     region's key ("inventory:eu", "inventory:us") and then, one after
+//     the other, wait for the other's: a deadlock. The wait that closes
+//     the cycle fails at once with locker.ErrDeadlock naming it; that
+//     syncer counts it (the header's deadlocks), gives up its key, and the
+//     other, handed the key, reconciles under both and releases them.
 //
 // Start runs the cast on a pool (headless: tests use it); Run adds the
 // server, the schema and the console, and tears all of it down on exit.

@@ -139,8 +139,13 @@ func (term *terminal) waitExit(within time.Duration) int {
 var exitRe = regexp.MustCompile(`\[exit (\d+)\]`)
 
 var (
-	stealsRe  = regexp.MustCompile(`steals (\d+)`)
-	refusedRe = regexp.MustCompile(`fenced writes (\d+) ok, (\d+) refused`)
+	stealsRe    = regexp.MustCompile(`steals (\d+)`)
+	refusedRe   = regexp.MustCompile(`fenced writes (\d+) ok, (\d+) refused`)
+	deadlocksRe = regexp.MustCompile(`deadlocks (\d+)`)
+	// A table row of an account key held by the transfer.
+	transferRowRe = regexp.MustCompile(`(?m)^. accounts:(alice|bob|carol) +transfer-1 `)
+	// The backup key's row in state delayed, with the delay left.
+	delayedRowRe = regexp.MustCompile(`(?m)^. backup:nightly +(last: )?backup-1\S* .*delayed`)
 )
 
 // counter reads a number the status line shows; -1 when not on screen.
@@ -230,6 +235,37 @@ func TestDemoInTerminalQuitWithQ(t *testing.T) {
 		t.Errorf("lockctl demo exited %d after q, want 0:\n%s", code, term.screen())
 	}
 	assertNothingLeft(t, dir, postmaster)
+}
+
+// The scenes of several keys at once, lock-delay and deadlock detection,
+// read off the screen: the transfer holding two account keys at once,
+// backup:nightly delayed after its holder crashed, then the standby holding
+// it, and a deadlock counted in the header; on quitting, the deadlock's
+// cycle is printed.
+func TestDemoInTerminalTransferDelayDeadlock(t *testing.T) {
+	t.Parallel()
+	term := openTerminal(t, "demo", "--seed", "7", "--speed", "2")
+	consoleUp(term)
+	term.waitScreen(30*time.Second, "transfer-1 holding two account keys at once", func(s string) bool {
+		return len(transferRowRe.FindAllString(s, -1)) == 2
+	})
+	term.waitScreen(30*time.Second, "backup:nightly delayed", delayedRowRe.MatchString)
+	term.waitScreen(30*time.Second, "backup-2 holding backup:nightly after the delay", func(s string) bool {
+		return regexp.MustCompile(`(?m)^. backup:nightly +backup-2 .* held`).MatchString(s)
+	})
+	term.waitScreen(30*time.Second, "a deadlock counted in the status line", func(s string) bool {
+		return counter(s, deadlocksRe, 1) >= 1
+	})
+	term.tmux("send-keys", "-t", term.name, "q")
+	if code := term.waitExit(20 * time.Second); code != 0 {
+		t.Errorf("lockctl demo exited %d after q, want 0", code)
+	}
+	// The line wraps at the pane's width.
+	after := strings.ReplaceAll(term.transcript(), "\n", "")
+	if !strings.Contains(after, "Latest deadlock") || !strings.Contains(after, `"sync-eu" waits for "inventory:us"`) ||
+		!strings.Contains(after, `"sync-us" waits for "inventory:eu"`) {
+		t.Errorf("no deadlock cycle of the two syncers on the terminal after quitting:\n%s", after)
+	}
 }
 
 func TestDemoInTerminalSIGTERM(t *testing.T) {

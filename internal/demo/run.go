@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -109,7 +110,7 @@ func run(ctx context.Context, o Options) error {
 		// Said before anything is created, with time to cancel.
 		warn = func(server string) error {
 			fmt.Fprintf(o.Stderr, "lockctl demo: WARNING: simulated workers will take locks on %s, in schema %s only\n"+
-				"  (created if missing: lock tables and a demo_resource table; remove it with DROP SCHEMA %s CASCADE).\n"+
+				"  (created if missing: lock tables and the demo_resource and demo_account tables; remove them with DROP SCHEMA %s CASCADE).\n"+
 				"  Starting in %s; ctrl+c to cancel.\n",
 				server, Schema, Schema, o.WarnPause)
 			if !sleep(ctx, o.WarnPause) {
@@ -147,8 +148,13 @@ func run(ctx context.Context, o Options) error {
 		refresh: o.Refresh, readOnly: o.ReadOnly, status: sim.Status,
 	})
 	sim.Stop()
-	fmt.Fprintf(o.Stderr, "lockctl demo: workers stopped, their locks released. %s\n"+
-		"  Replay this story with: lockctl demo --seed %d\n", sim.Status(), sim.Seed())
+	fmt.Fprintf(o.Stderr, "lockctl demo: workers stopped, their locks released. %s\n", sim.Status())
+	if d, ok := sim.LastDeadlock(); ok {
+		// The cycle's owners and keys come from the database.
+		fmt.Fprintf(o.Stderr, "  Latest deadlock, reported %s after the wait that closed it: %s\n",
+			d.After.Round(time.Millisecond), textsafe.Escape(d.Err.Error()))
+	}
+	fmt.Fprintf(o.Stderr, "  Replay this story with: lockctl demo --seed %d\n", sim.Seed())
 	return err
 }
 
@@ -180,8 +186,9 @@ func open(ctx context.Context, dsn string, workers int, inSchema func(server str
 	}
 	probe.Close()
 	// Every worker renews and writes on this pool; a pool too small would
-	// make renewals queue for a connection past their lease.
-	cfg.MaxConns = int32(min(64, 16+workers))
+	// make renewals queue for a connection past their lease. The fixed
+	// cast is 14 workers.
+	cfg.MaxConns = int32(min(64, 24+workers))
 	cfg.ConnConfig.RuntimeParams["application_name"] = "lockctl demo"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

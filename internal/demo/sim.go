@@ -23,6 +23,8 @@ type Sim struct {
 
 	stats   counters
 	holding leases
+
+	lastDeadlock atomic.Pointer[Deadlock]
 }
 
 // Stats is what the cast has done so far.
@@ -31,20 +33,24 @@ type Stats struct {
 	Stolen        int64 // grants of another owner's expired lease
 	HandOffs      int64 // grants to a worker that had found the key held and waited
 	Released      int64
-	Crashes       int64 // contenders that stopped renewing without releasing
+	Crashes       int64 // holders that stopped renewing without releasing
 	Freezes       int64 // ledger writers that froze past their TTL
 	WritesOK      int64 // fenced writes that committed
 	WritesRefused int64 // fenced writes refused: stale token or lost lease
 	OperatorFreed int64 // times the stuck report was taken after an operator freed it
+	Transfers     int64 // transfers that moved money under both accounts' keys
+	Deadlocks     int64 // waits refused with locker.ErrDeadlock
 	Errors        int64 // database errors the cast backed off from
 }
 
 type counters struct {
 	acquired, stolen, handOffs, released, crashes, freezes atomic.Int64
 	writesOK, writesRefused, operatorFreed, errors         atomic.Int64
+	transfers, deadlocks                                   atomic.Int64
 }
 
-// Start migrates nothing and creates nothing but the demo_resource table:
+// Start migrates nothing and creates nothing but the demo_resource and
+// demo_account tables:
 // pool must already hold lockctl's schema (locker.Migrate). The cast runs
 // until ctx ends or Stop is called.
 func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
@@ -53,6 +59,9 @@ func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
 	}
 	cfg = cfg.withDefaults()
 	if err := createResource(ctx, pool); err != nil {
+		return nil, err
+	}
+	if err := createAccounts(ctx, pool); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -100,20 +109,45 @@ func (s *Sim) Stats() Stats {
 		Acquired: c.acquired.Load(), Stolen: c.stolen.Load(), HandOffs: c.handOffs.Load(),
 		Released: c.released.Load(), Crashes: c.crashes.Load(), Freezes: c.freezes.Load(),
 		WritesOK: c.writesOK.Load(), WritesRefused: c.writesRefused.Load(),
-		OperatorFreed: c.operatorFreed.Load(), Errors: c.errors.Load(),
+		OperatorFreed: c.operatorFreed.Load(), Transfers: c.transfers.Load(), Deadlocks: c.deadlocks.Load(),
+		Errors: c.errors.Load(),
 	}
 }
 
 // Status is the console's extra header line: cheap (atomic reads only) and
-// safe to call from any goroutine. It fits 120 columns with room to spare.
+// safe to call from any goroutine. It fits 120 columns with room to spare;
+// hand-offs, which it leaves out, are on the console's own rates line.
 func (s *Sim) Status() string {
 	st := s.Stats()
-	line := fmt.Sprintf("seed %d · fenced writes %d ok, %d refused · steals %d · hand-offs %d · crashes %d · operator frees %d",
-		s.cfg.Seed, st.WritesOK, st.WritesRefused, st.Stolen, st.HandOffs, st.Crashes, st.OperatorFreed)
+	line := fmt.Sprintf("seed %d · fenced writes %d ok, %d refused · steals %d · crashes %d · operator frees %d · transfers %d · deadlocks %d",
+		s.cfg.Seed, st.WritesOK, st.WritesRefused, st.Stolen, st.Crashes, st.OperatorFreed, st.Transfers, st.Deadlocks)
 	if st.Errors > 0 {
 		line += fmt.Sprintf(" · db errors %d", st.Errors)
 	}
 	return line
+}
+
+// Deadlock is a wait of the cast refused with locker.ErrDeadlock.
+type Deadlock struct {
+	Owner string        // the owner whose wait closed the cycle
+	Key   string        // the key it asked for
+	After time.Duration // from its Acquire call to the refusal
+	Err   error         // the *locker.DeadlockError, naming the cycle
+}
+
+// LastDeadlock is the latest wait refused with ErrDeadlock; false before
+// the first.
+func (s *Sim) LastDeadlock() (Deadlock, bool) {
+	if d := s.lastDeadlock.Load(); d != nil {
+		return *d, true
+	}
+	return Deadlock{}, false
+}
+
+// deadlocked logs a wait of sy refused with ErrDeadlock after took.
+func (s *Sim) deadlocked(sy syncer, err error, took time.Duration) {
+	s.lastDeadlock.Store(&Deadlock{Owner: sy.owner, Key: sy.other, After: took, Err: err})
+	s.stats.deadlocks.Add(1)
 }
 
 // leases tracks what the cast holds, so Stop can give it all back.

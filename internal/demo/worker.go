@@ -18,6 +18,10 @@ const (
 	roleContender
 	roleLedger
 	roleStuck
+	roleTransfer
+	roleTeller
+	roleDelay
+	roleDeadlock
 )
 
 func (s *Sim) rng(role uint64, index int) *rand.Rand {
@@ -46,21 +50,30 @@ func sleep(ctx context.Context, d time.Duration) bool {
 // locker default at speed 1, shorter when the story runs faster.
 const waitRecheck = 5 * time.Second
 
-// locker returns a Locker granting ttl of real time that wakes waiters
-// through the sim's Notifier, rechecks every recheck at most, and labels its
-// rows with role, which the console's detail pane shows. Most of the cast
-// passes story times scaled with s.cfg.scale.
-func (s *Sim) locker(ttl, recheck time.Duration, role string) *locker.Locker {
-	lk, err := locker.New(locker.Config{
+// lockerConfig is the Config of a Locker granting ttl of real time that
+// wakes waiters through the sim's Notifier, rechecks every recheck at most,
+// and labels its rows with role, which the console's detail pane shows.
+// Most of the cast passes story times scaled with s.cfg.scale.
+func (s *Sim) lockerConfig(ttl, recheck time.Duration, role string) locker.Config {
+	return locker.Config{
 		TTL:         ttl,
 		Notifier:    s.notify,
 		WaitRecheck: max(50*time.Millisecond, recheck),
 		Metadata:    map[string]any{"demo": role, "pid": os.Getpid()},
 		LogGrants:   true, // the demo is there to show what happens
-	})
+	}
+}
+
+// locker is a Locker with lockerConfig's settings.
+func (s *Sim) locker(ttl, recheck time.Duration, role string) *locker.Locker {
+	return mustLocker(s.lockerConfig(ttl, recheck, role))
+}
+
+func mustLocker(cfg locker.Config) *locker.Locker {
+	lk, err := locker.New(cfg)
 	if err != nil {
-		// Only a TTL out of bounds fails, and the cast's TTLs are fixed
-		// and scaled within bounds (see Config.Validate).
+		// Only a TTL or lock-delay out of bounds fails, and the cast's are
+		// fixed and scaled within bounds (see Config.Validate).
 		panic(err)
 	}
 	return lk
@@ -85,6 +98,33 @@ func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (l
 		return locker.Lease{}, s.failed(ctx, err)
 	}
 	s.holding.hold(lease)
+	s.count(lease, waited)
+	return lease, nil
+}
+
+// takeAll gets every key of keys for owner at once, all or none, waiting
+// (locker.AcquireAll) until it can have them all, and counts the grants as
+// take does. The error is ctx's, or a database error the caller backs off
+// from.
+func (s *Sim) takeAll(ctx context.Context, lk *locker.Locker, keys []string, owner string) ([]locker.Lease, error) {
+	leases, err := lk.TryAcquireAll(ctx, s.pool, keys, owner)
+	waited := errors.Is(err, locker.ErrHeld)
+	if waited {
+		leases, err = lk.AcquireAll(ctx, s.pool, keys, owner)
+	}
+	if err != nil {
+		return nil, s.failed(ctx, err)
+	}
+	for _, lease := range leases {
+		s.holding.hold(lease)
+		s.count(lease, waited)
+	}
+	return leases, nil
+}
+
+// count adds a grant to the counters: a steal, or an acquire that ended a
+// wait (a hand-off) or found the key free.
+func (s *Sim) count(lease locker.Lease, waited bool) {
 	switch {
 	case lease.Outcome == locker.Stolen:
 		s.stats.stolen.Add(1)
@@ -94,7 +134,6 @@ func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (l
 	default:
 		s.stats.acquired.Add(1)
 	}
-	return lease, nil
 }
 
 // holdFor keeps lease alive with a Keepalive for d. lost is true when the
@@ -122,6 +161,20 @@ func (s *Sim) give(ctx context.Context, lk *locker.Locker, lease locker.Lease) {
 		s.stats.errors.Add(1)
 	}
 	s.holding.drop(lease)
+}
+
+// giveAll releases leases, taken together by takeAll, together.
+func (s *Sim) giveAll(ctx context.Context, lk *locker.Locker, leases []locker.Lease) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := lk.ReleaseAll(rctx, s.pool, leases); err == nil {
+		s.stats.released.Add(int64(len(leases)))
+	} else if !errors.Is(err, locker.ErrNotHeld) {
+		s.stats.errors.Add(1)
+	}
+	for _, lease := range leases {
+		s.holding.drop(lease)
+	}
 }
 
 // failed counts a database error and backs off a little before the caller
