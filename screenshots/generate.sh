@@ -112,7 +112,28 @@ keys g # the first row: the selection stays on the key that came first
 sleep 2
 shot console.png
 
-# 2. The detail pane of ledger:balance: its waiters and its history, with a
+# 2. Several keys at once, lock-delay and a deadlock: two account rows held
+#    by transfer-1 together, backup:nightly delayed after its holder
+#    crashed (backup-2 queued behind it), and the header's count of
+#    deadlocks reported.
+deadline=$((SECONDS + 120))
+until (($(screen | grep -cE '^. accounts:[a-z]+ +transfer-1 ') == 2)) &&
+	screen | grep -Eq '^. backup:nightly .*delayed' && screen | grep -Eq 'deadlocks [1-9]'; do
+	((SECONDS < deadline)) || { echo "generate.sh: no transfer, delayed key and deadlock together in 120s; the screen:" >&2; screen >&2; exit 1; }
+	sleep 0.2
+done
+shot scenes.png
+
+# 3. The detail pane of backup:nightly in its lock-delay: the crashed
+#    holder, the delay's length and end, backup-2 first in the queue.
+keys / ; t send-keys -t demo -l backup:nightly; keys Enter
+wait_for '^. backup:nightly .*delayed' 90
+keys Enter
+wait_for 'state +delayed, no grants'
+shot delay-detail.png
+keys Escape; keys Escape
+
+# 4. The detail pane of ledger:balance: its waiters and its history, with a
 #    steal and the zombie's refused write.
 keys / ; t send-keys -t demo -l ledger; keys Enter
 keys Enter
@@ -120,14 +141,14 @@ wait_for 'stale_write_rejected'
 shot detail.png
 keys Escape; keys Escape
 
-# 3. The force-expire confirmation on the stuck lock.
+# 5. The force-expire confirmation on the stuck lock.
 keys / ; t send-keys -t demo -l reports:stuck; keys Enter
 wait_for 'reports:stuck +report-gen'
 keys x
 wait_for 'Force-expire this lock\?'
 shot confirm-expire.png
 
-# 4. Free it, then the event log: the operator's force_expired, the waiter
+# 6. Free it, then the event log: the operator's force_expired, the waiter
 #    taking the key at once, and a refused fenced write. The log scrolls by
 #    several events a second, so the key is freed just after a zombie's
 #    write is refused, while that event is still among the newest.
@@ -152,10 +173,12 @@ quit_demo() {
 }
 quit_demo
 
-# 5. The blocking page, on a smaller cast so every chain fits: beside the
-#    demo's own queues, a chain two waits deep under its root blocker and
-#    a deadlock between two migrators, staged with lockctl acquire on the
-#    demo's server (the header names it; it trusts local connections).
+# 7. The blocking page, on a smaller cast so every chain fits: beside the
+#    demo's own queues, a chain two waits deep under its root blocker,
+#    staged with lockctl acquire on the demo's server (the header names it;
+#    it trusts local connections). Two migrators each hold a key and wait
+#    for the other's: the second wait would close the cycle and is refused
+#    at once (exit 5), so the first waits on under its root blocker.
 t new-session -d -s demo -x 120 -y 35 "exec '$work/lockctl' demo --seed $seed --workers 3 --keys 2"
 wait_for 'private demo server.*● live'
 dsn="postgres://postgres@$(screen | sed -nE '1s/^lockctl · ([^ ]+) \(private demo server\).*/\1/p')"
@@ -163,14 +186,17 @@ for hold in deploy:api=ci-runner-7 config:prod=release-bot schema:orders=migrato
 	"$work/lockctl" acquire "${hold%%=*}" --owner "${hold#*=}" --ttl 10m --dsn "$dsn" >/dev/null
 done
 waiters=()
-for wait in deploy:api=release-bot config:prod=web-2 config:prod=web-3 schema:users=migrator-a schema:orders=migrator-b; do
+for wait in deploy:api=release-bot config:prod=web-2 config:prod=web-3 schema:users=migrator-a; do
 	"$work/lockctl" acquire "${wait%%=*}" --owner "${wait#*=}" --ttl 10m --wait 10m --dsn "$dsn" >/dev/null 2>&1 &
 	waiters+=($!)
 	sleep 2
 done
+refused=0
+"$work/lockctl" acquire schema:orders --owner migrator-b --ttl 10m --wait 10m --dsn "$dsn" >/dev/null 2>&1 || refused=$?
+((refused == 5)) || { echo "generate.sh: migrator-b's wait closing the cycle exited $refused, want 5 (deadlock)" >&2; exit 1; }
 sleep 20 # waits long enough to read as waits
 keys b
-wait_for_all 10 'deadlock: migrator-a → migrator-b → migrator-a' 'ci-runner-7 +root blocker'
+wait_for_all 10 'ci-runner-7 +root blocker' 'migrator-b +root blocker'
 shot blocking.png
 kill "${waiters[@]}" 2>/dev/null || true
 quit_demo
