@@ -162,6 +162,7 @@ func (w Workload) fencedWrite(pool *pgxpool.Pool, rec *history.Recorder, id int,
 // would, and ends a key's lock-delay early when it finds one.
 func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder, stop *atomic.Bool) {
 	r := rand.New(rand.NewPCG(99, uint64(time.Now().UnixNano())))
+	endNext := false
 	for !stop.Load() {
 		time.Sleep(time.Duration(25+r.IntN(50)) * time.Millisecond)
 		key := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
@@ -173,19 +174,22 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, 
 			w.endDelay(t, ctx, pool, lk, key)
 		case row.State() != locker.StateFree:
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
-			if r.IntN(2) == 0 {
+			if r.IntN(4) != 0 {
 				_, err = lk.ForceExpire(ctx, pool, key, row.Token)
-			} else {
+			} else { // one force in four is a release
 				op.Kind = history.ForceRelease
 				_, err = lk.ForceRelease(ctx, pool, key, row.Token)
 			}
 			op.Return = rec.Now()
 			op.Result, op.Err = history.ResultOf(err)
 			rec.Add(op)
-			if err == nil && r.IntN(2) == 0 {
-				// Half the delays a force starts are ended at once, as an
-				// operator who knows the holder is gone would.
-				w.endDelay(t, ctx, pool, lk, key)
+			if err == nil && row.LockDelay > 0 {
+				// Every other delay a force starts (the first one first) is
+				// ended at once, as by an operator who knows the holder is
+				// gone; the others run their course.
+				if endNext = !endNext; endNext {
+					w.endDelay(t, ctx, pool, lk, key)
+				}
 			}
 		}
 		cancel()
