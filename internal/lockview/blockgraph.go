@@ -10,11 +10,18 @@ import (
 // deadlocks among them: the owners that wait, through one another, for
 // themselves. Pure: ReadBlocking feeds it one read of the database.
 func AnalyzeBlocking(waits []Wait) Blocking {
-	ws := append([]Wait{}, waits...)
-	for i := range ws {
-		if ws[i].Holders == nil {
-			ws[i].Holders = []string{}
+	ws := make([]Wait, 0, len(waits))
+	for _, w := range waits {
+		// A waiting key set has a record on each of its keys, those its
+		// owner already holds too (they are renewed when the set is
+		// granted): such a record waits for nobody.
+		if len(w.Holders) == 1 && w.Holders[0] == w.Waiter {
+			continue
 		}
+		if w.Holders == nil {
+			w.Holders = []string{}
+		}
+		ws = append(ws, w)
 	}
 	slices.SortStableFunc(ws, func(a, b Wait) int {
 		return cmp.Or(cmp.Compare(b.Waited, a.Waited), cmp.Compare(a.Waiter, b.Waiter), cmp.Compare(a.Key, b.Key))
@@ -37,8 +44,7 @@ func waitsFor(waits []Wait) map[string][]string {
 }
 
 // deadlocks are the strongly connected parts of the owner graph that hold
-// a cycle (two owners or more, or one that waits for a key it holds
-// itself), found with Tarjan's algorithm. Each is listed from its smallest
+// a cycle of two owners or more, found with Tarjan's algorithm. Each is listed from its smallest
 // owner along wait edges, so a ring reads in wait order; sorted by that
 // first owner.
 func deadlocks(waits []Wait) [][]string {
@@ -74,7 +80,7 @@ func deadlocks(waits []Wait) [][]string {
 				break
 			}
 		}
-		if len(part) > 1 || slices.Contains(g[o], o) {
+		if len(part) > 1 {
 			found = append(found, ringOrder(part, g))
 		}
 	}

@@ -95,10 +95,13 @@ func TestAnalyzeBlocking(t *testing.T) {
 			trees:     "[1 [a c b]]\na\n  b for ka 3s\n    e for kb 8s\n    c for kb 2s\n      a for kc 1s CYCLE\n",
 		},
 		{
-			name:      "an owner waiting for a key it holds is a deadlock of one",
-			waits:     []lockview.Wait{wait("a", "x", "a", 2)},
-			deadlocks: [][]string{{"a"}},
-			trees:     "[1 [a]]\na\n  a for x 2s CYCLE\n",
+			// a's set waits for y, held by b, and has a record on x, which
+			// a holds already: that record waits for nobody.
+			name:      "a waiting set's record on a key its owner holds is no wait",
+			waits:     []lockview.Wait{wait("a", "x", "a", 2), wait("a", "y", "b", 2)},
+			roots:     []string{"b"},
+			deadlocks: [][]string{},
+			trees:     "[0 []]\nb\n  a for y 2s\n",
 		},
 		{
 			name:      "a wait for a key nobody holds has no blocker",
