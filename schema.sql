@@ -942,7 +942,11 @@ END $$;
 -- owner (a waiter row with the lease it wants: ttl_us, claim_us,
 -- lease_metadata, log_grants, event_actor, visible for seen_for_us unless
 -- refreshed), keeps releases of the key handing off (wake_until), and
--- returns the holder's row with outcome 'queued' and the waiter's id. A key
+-- returns the holder's row with outcome 'queued' and the waiter's id
+-- (remaining: what is left of the holder's lease, none once it was
+-- released: a waiter of a key that is free or lapsed and past its
+-- lock-delay, but not handed to it, waits for the queue ahead, not for a
+-- time; as in every waiter's answer). A key
 -- free or lapsed with live waiters ahead is first handed to the head. It
 -- waits for the key's row lock (a release or grant in flight), which orders
 -- it with releases: a release either sees the new waiter or has committed
@@ -1039,7 +1043,7 @@ BEGIN
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, l.expires_at - ts, ts,
+           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(l.expires_at, l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
@@ -1108,7 +1112,7 @@ BEGIN
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
-           l.expires_at - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+           least(l.expires_at, l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
     IF outcome = 'queued' THEN
@@ -1602,7 +1606,7 @@ BEGIN
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts);
     RETURN QUERY
         SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, l.expires_at - ts,
+               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(l.expires_at, l.released_at) - ts,
                w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
                distributed_lock_queue_length(l.lock_key, ts),
                CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
@@ -1733,7 +1737,7 @@ BEGIN
                           WHEN distributed_lock_set_handed(keys, ids, ts) THEN l.grant_kind::text
                           WHEN w.seen_until > ts THEN 'queued'
                           ELSE 'gone' END AS outcome,
-                     l.expires_at - ts AS remaining,
+                     least(l.expires_at, l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
               LEFT JOIN distributed_lock l ON l.lock_key = s.k

@@ -283,3 +283,47 @@ func TestRefusalSaysTheQueue(t *testing.T) {
 		t.Fatalf("Acquire that gave up = %v (%+v); want queued 3 of 3", err, gaveUp)
 	}
 }
+
+// A waiting set whose one key was released early (promised to it since)
+// and whose other key then went into its lock-delay is served when the
+// delay ends: the released key's lease no longer runs, so its old expiry
+// is no reason to sleep on, and nothing else wakes the set at the delay's
+// end.
+func TestWaitingSetIsServedWhenTheLockDelayEnds(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	const delay = 700 * time.Millisecond
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: delay, Notifier: startNotifier(t, db),
+		WaitRecheck: 30 * time.Second})
+	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	// Far less than the minute the released lease had left.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	a := testdb.MustAcquire(t, lk, db, "a", "ha")
+	b := testdb.MustAcquire(t, lk, db, "b", "hb")
+	type result struct {
+		leases []locker.Lease
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		leases, err := lk.AcquireAll(ctx, db, []string{"a", "b"}, "set")
+		done <- result{leases, err}
+	}()
+	testdb.WaitForWaiter(t, db, "a", "set")
+	testdb.WaitForWaiter(t, db, "b", "set")
+	if _, err := lk.Release(ctx, db, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := op.ForceRelease(ctx, db, "a", a.Token); err != nil {
+		t.Fatal(err)
+	}
+	info := delayedRow(t, lk, db, "a", 0, delay)
+	r := <-done
+	if r.err != nil {
+		t.Fatalf("AcquireAll: %v; want both keys once a's delay ended (%v)", r.err, *info.DelayUntil)
+	}
+	if err := lk.ReleaseAll(context.Background(), db, r.leases); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -158,7 +158,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			err = fmt.Errorf("%w (its record was gone: a lease handed to it may have lapsed unclaimed)", err)
 		}
 	}()
-	holder, holderEnds := q.Owner, l.clock.Now().Add(untilFree(q))
+	holder, holderEnds := q.Owner, l.checkAgainAt(untilFree(q))
 	last := q
 	// checked: the first check, DeadlockCheck after the enqueue, has run.
 	checked := false
@@ -219,7 +219,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			lease, err = l.claim(ctx, db, lease)
 			return lease, true, err
 		case p.Outcome == lockdb.OutcomeQueued:
-			holder, holderEnds, last = p.Owner, l.clock.Now().Add(untilFree(p)), p
+			holder, holderEnds, last = p.Owner, l.checkAgainAt(untilFree(p)), p
 		case p.Outcome == lockdb.OutcomeDeadlock:
 			handed = true // its record is gone: nothing to leave
 			return Lease{}, true, deadlockError([]string{key}, owner, p.Cycle)
@@ -237,13 +237,26 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 // untilFree is how long from q's answer until the key may be handed on:
 // the holder's lease's end or, when nobody holds it but it is in its
 // lock-delay, the delay's end (a hand-off waits for it; the waiter's poll
-// then hands the key to the queue's head). A force-released row's
-// remaining time is its old lease's, which no longer counts.
+// then hands the key to the queue's head). A released lease has none left.
 func untilFree(q store.Queued) time.Duration {
 	if q.DelayUntil != nil {
 		return q.DelayUntil.Sub(q.DBNow)
 	}
 	return q.Remaining
+}
+
+// checkAgainAt is when a waiter still queued after an answer whose key may
+// be handed on in d (untilFree) checks again, unless woken first. With
+// d <= 0 the key is free or lapsed and past its lock-delay but was not
+// handed to the waiter (every answer hands such a key to its queue's
+// head): it waits for the queue ahead of it, or a set for its other keys,
+// and a hand-off or release wakes it; it checks every WaitRecheck, for a
+// waiter ahead that lapsed, rather than at once and again.
+func (l *Locker) checkAgainAt(d time.Duration) time.Time {
+	if d <= 0 {
+		d = l.cfg.WaitRecheck
+	}
+	return l.clock.Now().Add(d)
 }
 
 // DeadlockCheck is how long after it queued a waiting Acquire or

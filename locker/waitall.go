@@ -213,8 +213,8 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 }
 
 // setHolder is the key a waiting set waits for longest, as its check saw
-// it, and when that key may be handed on (untilFree): the set can be
-// granted no earlier.
+// it, and when the set checks again (checkAgainAt): it can be granted no
+// earlier than that key may be handed on (untilFree).
 func setHolder(l *Locker, qs []store.Queued) (store.Queued, time.Time) {
 	longest := qs[0]
 	for _, q := range qs[1:] {
@@ -222,7 +222,7 @@ func setHolder(l *Locker, qs []store.Queued) (store.Queued, time.Time) {
 			longest = q
 		}
 	}
-	return longest, l.clock.Now().Add(untilFree(longest))
+	return longest, l.checkAgainAt(untilFree(longest))
 }
 
 // fanIn signals kick whenever any of ws is handed a key, woken or retimed:
