@@ -25,7 +25,9 @@
 //     monotonic send time of the last renewal plus TTL) and before the
 //     database's expires_at of that renewal, and before any steal of it;
 //   - no token was handed out twice, tokens only go up per key, and the
-//     event log and the workers agree on every grant.
+//     event log and the workers agree on every grant;
+//   - no grant came inside the lock-delay of a lease that ended without its
+//     holder's release (half the workers' leases carry one).
 //
 // The suite runs on its own throwaway server (pgtemp), never a shared one,
 // because it restarts it. Run it with `go test ./internal/faults/`; see

@@ -219,6 +219,8 @@ func (w *worker) classify(op string, err error) {
 		what = "held"
 	case errors.Is(err, locker.ErrNotHeld):
 		what = "not_held"
+	case errors.Is(err, locker.ErrQueueLost):
+		what = "queue_lost"
 	case errors.Is(err, locker.ErrStatementTimeout):
 		what = "statement_timeout"
 	case errors.Is(err, locker.ErrLockTimeout):

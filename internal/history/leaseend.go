@@ -96,7 +96,8 @@ func (c *checker) checkLeaseEnds() {
 // the moment the client saw the cancellation, and how late timers fired.
 func (e LeaseEnd) diagnosis() string {
 	if e.CallStart.IsZero() {
-		return "no keepalive call recorded"
+		return fmt.Sprintf("no keepalive call recorded; %s of the lease left when the grant returned; worst timer delay in the second before: %s",
+			e.OnArrival.Round(time.Millisecond), e.SchedLag.Round(time.Millisecond))
 	}
 	end := "had not returned"
 	if !e.CallEnd.IsZero() {
