@@ -1619,9 +1619,10 @@ END $$;
 -- distributed_lock_hand_off_group is the hand-off of key (its row locked by
 -- the caller, free or lapsed) whose queue's head is head, one record of a
 -- waiting set. The set gets every key at once or none: each of its
--- records live and at the head of its key's queue, and every other key's
--- row free or lapsed and past its lock-delay (or the set's owner's own
--- lease). The other rows and
+-- records live, and every other key either the set's owner's own running
+-- lease (which it may take again whoever is queued, as acquire renews it)
+-- or free or lapsed, past its lock-delay, with the set's record at the
+-- head of its queue. The other rows and
 -- records are locked SKIP LOCKED: the caller holds key's row, and waiting
 -- for a row out of key order could deadlock. When it can, every key is
 -- granted to its record (distributed_lock_grant_waiter; the set's waiter
@@ -1641,20 +1642,24 @@ BEGIN
     FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id
                ORDER BY x.waiter_id FOR UPDATE SKIP LOCKED LOOP
         n := n + 1;
-        IF rec.seen_until <= ts OR EXISTS (
-               SELECT 1 FROM distributed_lock_waiter a
-               WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                 AND a.waiter_id < rec.waiter_id) THEN
+        IF rec.seen_until <= ts THEN
             RETURN NULL;
         END IF;
+        -- key's record is head, the head of key's queue.
         CONTINUE WHEN rec.lock_key = key;
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
             PERFORM pg_notify('distributed_lock', key);
             RETURN NULL;
         END IF;
-        IF NOT ((distributed_lock_open(r, ts) AND NOT distributed_lock_delayed(r, ts))
-                OR distributed_lock_held(r, rec.owner_id, ts)) THEN
+        -- The owner's own running lease it may take again at once, as
+        -- acquire renews it, whoever is queued for it: they wait for the
+        -- owner, and making the set wait for them would deadlock it.
+        CONTINUE WHEN distributed_lock_held(r, rec.owner_id, ts);
+        IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
+               SELECT 1 FROM distributed_lock_waiter a
+               WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
+                 AND a.waiter_id < rec.waiter_id) THEN
             RETURN NULL;
         END IF;
     END LOOP;
@@ -1872,7 +1877,9 @@ END $$;
 -- record just ahead of W's in K's queue, who waits in turn for the one
 -- ahead of it: so W reaches every waiter ahead of it and the holder, as
 -- PostgreSQL's soft edges do, with at most two edges per record. A waiting
--- set's records are one waiter's edges. Only a new wait can close a cycle,
+-- set's records are one waiter's edges. A set's record on a key its owner
+-- holds waits for nobody: the owner may take its own lease again at once
+-- (distributed_lock_hand_off_group). Only a new wait can close a cycle,
 -- so the search runs from the owner that queues, and from a waiter's check
 -- for two waits that raced (neither saw the other's record at enqueue).
 
@@ -1909,6 +1916,9 @@ BEGIN
                 UNION ALL
                 (SELECT a.owner_id::text FROM distributed_lock_waiter a
                  WHERE a.lock_key = w.lock_key AND a.seen_until > ts AND a.waiter_id < w.waiter_id
+                   AND NOT (w.group_id IS NOT NULL AND EXISTS (
+                                SELECT 1 FROM distributed_lock h
+                                WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
                  ORDER BY a.waiter_id DESC LIMIT 1)) n
             WHERE w.owner_id = ANY (frontier) AND w.seen_until > ts AND n.next <> w.owner_id
             ORDER BY n.next, w.waiter_id DESC

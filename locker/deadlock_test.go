@@ -178,3 +178,63 @@ func TestDeadlockRefusesAWaitingSet(t *testing.T) {
 	default:
 	}
 }
+
+// An owner that holds a key may take it again at once, a renewal, even with
+// others queued for it: so a set that names a key its owner holds does not
+// wait for the waiters queued for that key (who wait for the owner), and
+// is no deadlock. It is granted when its other key is free.
+func TestWaitingSetWithAKeyItsOwnerHoldsIsNoDeadlock(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	mine := testdb.MustAcquire(t, lk, db, "a", "o")
+	other := testdb.MustAcquire(t, lk, db, "b", "h")
+	waiter := testdb.AcquireAsync(ctx, lk, db, "a", "p")
+	testdb.WaitForWaiter(t, db, "a", "p")
+	type result struct {
+		leases []locker.Lease
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		leases, err := lk.AcquireAll(ctx, db, []string{"a", "b"}, "o")
+		done <- result{leases, err}
+	}()
+	var r result
+	answered := false
+	testdb.Eventually(t, 10*time.Second, "the set queued on b", func() bool {
+		select {
+		case r = <-done:
+			answered = true
+			return true
+		default:
+		}
+		var n int
+		if err := db.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'b' AND owner_id = 'o'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n > 0
+	})
+	if answered {
+		t.Fatalf("AcquireAll while b is held: %+v, %v; want it to wait", r.leases, r.err)
+	}
+	if _, err := lk.Release(ctx, db, other); err != nil {
+		t.Fatal(err)
+	}
+	r = <-done
+	if r.err != nil {
+		t.Fatalf("AcquireAll of a held key and one released: %v; want both", r.err)
+	}
+	if r.leases[0].Key != "a" || r.leases[0].Owner != "o" {
+		t.Fatalf("granted %+v", r.leases)
+	}
+	_ = mine
+	if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-waiter; got.Err != nil {
+		t.Fatalf("p after the set's release: %v", got.Err)
+	}
+}

@@ -48,6 +48,13 @@ func TestHandOffGroup(t *testing.T) {
 		{name: "the set's owner holds the other key: granted anew",
 			state: free().queuedSet(me).and(also{name: "b", state: heldBy(me).queuedSet(me)}), call: handOffGroupCall,
 			want: want{row: handedTo(me, "acquired", other), notify: []notifyWant{handOffTo(me, "acquired")}, check: bHeldByMe}},
+		{name: "the set's owner holds the other key, another queued ahead of the set on it: granted anew, the other still waits",
+			state: free().queuedSet(me).and(also{name: "b", state: heldBy(me).queued(w1).queuedSet(me)}), call: handOffGroupCall,
+			want: want{row: handedTo(me, "acquired", other), notify: []notifyWant{handOffTo(me, "acquired")},
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					handedBy(me)(t, result, p, after)
+					otherIs(t, p, "b", me, true, w1)
+				}}},
 		{name: "another key held: nothing granted, the key kept for the set",
 			state: free().queuedSet(me).and(also{name: "b", state: heldBy(other).queuedSet(me)}), call: handOffGroupCall,
 			want: want{row: untouched, waiters: waiters(me), check: func(t *testing.T, r map[string]any, p prepared, a observed) {

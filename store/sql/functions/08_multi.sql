@@ -264,9 +264,10 @@ END $$;
 -- distributed_lock_hand_off_group is the hand-off of key (its row locked by
 -- the caller, free or lapsed) whose queue's head is head, one record of a
 -- waiting set. The set gets every key at once or none: each of its
--- records live and at the head of its key's queue, and every other key's
--- row free or lapsed and past its lock-delay (or the set's owner's own
--- lease). The other rows and
+-- records live, and every other key either the set's owner's own running
+-- lease (which it may take again whoever is queued, as acquire renews it)
+-- or free or lapsed, past its lock-delay, with the set's record at the
+-- head of its queue. The other rows and
 -- records are locked SKIP LOCKED: the caller holds key's row, and waiting
 -- for a row out of key order could deadlock. When it can, every key is
 -- granted to its record (distributed_lock_grant_waiter; the set's waiter
@@ -286,20 +287,24 @@ BEGIN
     FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id
                ORDER BY x.waiter_id FOR UPDATE SKIP LOCKED LOOP
         n := n + 1;
-        IF rec.seen_until <= ts OR EXISTS (
-               SELECT 1 FROM distributed_lock_waiter a
-               WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                 AND a.waiter_id < rec.waiter_id) THEN
+        IF rec.seen_until <= ts THEN
             RETURN NULL;
         END IF;
+        -- key's record is head, the head of key's queue.
         CONTINUE WHEN rec.lock_key = key;
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
         IF NOT FOUND THEN
             PERFORM pg_notify('distributed_lock', key);
             RETURN NULL;
         END IF;
-        IF NOT ((distributed_lock_open(r, ts) AND NOT distributed_lock_delayed(r, ts))
-                OR distributed_lock_held(r, rec.owner_id, ts)) THEN
+        -- The owner's own running lease it may take again at once, as
+        -- acquire renews it, whoever is queued for it: they wait for the
+        -- owner, and making the set wait for them would deadlock it.
+        CONTINUE WHEN distributed_lock_held(r, rec.owner_id, ts);
+        IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
+               SELECT 1 FROM distributed_lock_waiter a
+               WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
+                 AND a.waiter_id < rec.waiter_id) THEN
             RETURN NULL;
         END IF;
     END LOOP;

@@ -4,7 +4,9 @@
 -- record just ahead of W's in K's queue, who waits in turn for the one
 -- ahead of it: so W reaches every waiter ahead of it and the holder, as
 -- PostgreSQL's soft edges do, with at most two edges per record. A waiting
--- set's records are one waiter's edges. Only a new wait can close a cycle,
+-- set's records are one waiter's edges. A set's record on a key its owner
+-- holds waits for nobody: the owner may take its own lease again at once
+-- (distributed_lock_hand_off_group). Only a new wait can close a cycle,
 -- so the search runs from the owner that queues, and from a waiter's check
 -- for two waits that raced (neither saw the other's record at enqueue).
 
@@ -41,6 +43,9 @@ BEGIN
                 UNION ALL
                 (SELECT a.owner_id::text FROM distributed_lock_waiter a
                  WHERE a.lock_key = w.lock_key AND a.seen_until > ts AND a.waiter_id < w.waiter_id
+                   AND NOT (w.group_id IS NOT NULL AND EXISTS (
+                                SELECT 1 FROM distributed_lock h
+                                WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
                  ORDER BY a.waiter_id DESC LIMIT 1)) n
             WHERE w.owner_id = ANY (frontier) AND w.seen_until > ts AND n.next <> w.owner_id
             ORDER BY n.next, w.waiter_id DESC
