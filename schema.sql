@@ -1873,25 +1873,36 @@ END $$;
 
 -- Deadlock detection (locker.ErrDeadlock; docs/queue.md, "Deadlocks"). The
 -- wait-for graph has owners as nodes. A live waiter record of owner W on
--- key K is an edge from W to K's holder and one to the owner of the live
--- record just ahead of W's in K's queue, who waits in turn for the one
--- ahead of it: so W reaches every waiter ahead of it and the holder, as
--- PostgreSQL's soft edges do, with at most two edges per record. A waiting
--- set's records are one waiter's edges. A set's record on a key its owner
--- holds waits for nobody: the owner may take its own lease again at once
--- (distributed_lock_hand_off_group). Only a new wait can close a cycle,
+-- key K is an edge from W to K's holder and to the owner of every live
+-- record ahead of W's in K's queue, as PostgreSQL's soft edges are. A
+-- waiting set's records are one waiter's edges. A set's record on a key
+-- its owner holds waits for nobody: the owner may take its own lease again
+-- at once (distributed_lock_hand_off_group). Only a new wait can close a cycle,
 -- so the search runs from the owner that queues, and from a waiter's check
 -- for two waits that raced (neither saw the other's record at enqueue).
+
+-- distributed_lock_waits: waiter record w waits at ts: it is live, and it
+-- is not a waiting set's record on a key its owner holds (which waits for
+-- nobody). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_waits(w distributed_lock_waiter, ts timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
+        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
+$$;
 
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
 -- start: cycle is a JSON array of steps {"owner", "key"}, the first
 -- start's (owner waits for key, which the next step's owner holds or is
 -- queued ahead for; the last step's owner waits for start), and youngest
 -- the highest waiter id on it; both NULL when there is none. Breadth-first
--- over owners, each visited once, so its cost grows with the owners
--- reachable, not with the paths: an owner's waits are found by the owner
--- index, a key's holder by its primary key; it never scans the lock table.
--- Internal.
+-- over owners, each visited once; a waiter reaches its key's holder and
+-- every live waiter ahead of it in one step. Each part of a key's queue
+-- is read once (expanded: key → the waiter id whose waiters ahead were
+-- read; a waiter ahead of that one reaches nobody new), so the search
+-- costs a statement per hop between keys, not per waiter of a queue. An
+-- owner's waits are found by the owner index, a key's holder by its
+-- primary key; it never scans the lock table. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
 RETURNS record
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -1899,6 +1910,7 @@ DECLARE
     frontier text[] := ARRAY[start];
     seen text[] := ARRAY[start];
     reached jsonb := '{}';  -- owner → the step that reached it
+    expanded jsonb := '{}'; -- key → the waiter id its queue was read up to
     nxt text[];
     e record;
     o text;
@@ -1908,20 +1920,23 @@ BEGIN
         EXIT WHEN cardinality(frontier) = 0;
         nxt := '{}';
         FOR e IN
-            SELECT DISTINCT ON (n.next) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id, n.next
-            FROM distributed_lock_waiter w
+            WITH src AS (
+                SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
+                       coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
+                FROM distributed_lock_waiter w
+                WHERE w.owner_id = ANY (frontier) AND distributed_lock_waits(w, ts)
+                ORDER BY w.lock_key, w.waiter_id DESC)
+            SELECT DISTINCT ON (n.next) s.waiter, s.lock_key, s.waiter_id, n.next
+            FROM src s
             CROSS JOIN LATERAL (
                 SELECT l.owner_id::text AS next FROM distributed_lock l
-                WHERE l.lock_key = w.lock_key AND NOT distributed_lock_open(l, ts)
+                WHERE s.done = 0 AND l.lock_key = s.lock_key AND NOT distributed_lock_open(l, ts)
                 UNION ALL
-                (SELECT a.owner_id::text FROM distributed_lock_waiter a
-                 WHERE a.lock_key = w.lock_key AND a.seen_until > ts AND a.waiter_id < w.waiter_id
-                   AND NOT (w.group_id IS NOT NULL AND EXISTS (
-                                SELECT 1 FROM distributed_lock h
-                                WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
-                 ORDER BY a.waiter_id DESC LIMIT 1)) n
-            WHERE w.owner_id = ANY (frontier) AND w.seen_until > ts AND n.next <> w.owner_id
-            ORDER BY n.next, w.waiter_id DESC
+                SELECT a.owner_id::text FROM distributed_lock_waiter a
+                WHERE a.lock_key = s.lock_key AND a.seen_until > ts
+                  AND a.waiter_id < s.waiter_id AND a.waiter_id >= s.done) n
+            WHERE s.waiter_id > s.done AND n.next <> s.waiter
+            ORDER BY n.next, s.waiter_id DESC
         LOOP
             IF e.next = start THEN
                 cycle := jsonb_build_array(jsonb_build_object('owner', e.waiter, 'key', e.lock_key));
@@ -1942,6 +1957,10 @@ BEGIN
                     jsonb_build_object('owner', e.waiter, 'key', e.lock_key, 'id', e.waiter_id));
             END IF;
         END LOOP;
+        SELECT expanded || coalesce(jsonb_object_agg(x.k, greatest(x.m, coalesce((expanded ->> x.k)::bigint, 0))), '{}')
+        INTO expanded
+        FROM (SELECT w.lock_key::text AS k, max(w.waiter_id) AS m FROM distributed_lock_waiter w
+              WHERE w.owner_id = ANY (frontier) AND distributed_lock_waits(w, ts) GROUP BY 1) x;
         frontier := nxt;
     END LOOP;
 END $$;
@@ -2009,6 +2028,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_leave_all(text[], bigint[], boolean, text),
     distributed_lock_renew_all(text[], text, bigint[], bigint),
     distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
+    distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
     distributed_lock_refuse_deadlock(text, bigint[], timestamptz),
     distributed_lock_timeline(),

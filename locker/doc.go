@@ -220,8 +220,8 @@
 // (A holds X and waits for Y while B holds Y and waits for X; any length,
 // across processes) fails with a [*DeadlockError] ([ErrDeadlock]) naming
 // the cycle, owners and keys in order. The wait-for graph has owners as
-// nodes: a waiter waits for its key's holder and for the waiter just ahead
-// of it in the key's queue; a waiting set is one waiter. Of the waits on a
+// nodes: a waiter waits for its key's holder and for every waiter ahead of
+// it in the key's queue; a waiting set is one waiter. Of the waits on a
 // cycle the youngest is refused, the one that closed it, as PostgreSQL's
 // lock manager refuses the wait that closes a cycle; the others keep
 // waiting. A cycle closed by one wait is found as it queues. Two waits

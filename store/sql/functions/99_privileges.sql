@@ -33,6 +33,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_leave_all(text[], bigint[], boolean, text),
     distributed_lock_renew_all(text[], text, bigint[], bigint),
     distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
+    distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
     distributed_lock_refuse_deadlock(text, bigint[], timestamptz),
     distributed_lock_timeline(),
