@@ -42,21 +42,16 @@ func soakDuration(t *testing.T) time.Duration {
 // runs alone before the parallel ones start.
 func TestConcurrentHistory(t *testing.T) {
 	t.Parallel()
-	pool := testdb.New(t)
-	res := workload.Workload{
+	runCovering(t, workload.Workload{
 		Workers: 24, HotKeys: 4, ColdKeys: 64,
 		Duration: soakDuration(t), TTL: 150 * time.Millisecond,
 		PauseOneIn: 10, Operator: true, Pruner: true, HoldWrites: 4,
 		LockDelay: 100 * time.Millisecond,
-	}.Run(t, pool)
-	st := checkHistory(t, res)
-	// The run must have exercised what it claims to have checked.
-	switch {
-	case st.Grants < 20, st.Steals == 0, st.FencedWrites < 20, st.RejectedWrites == 0,
-		st.ForceExpires == 0, st.Held == 0, res.Pruned == 0,
-		st.DelayedGrants == 0, st.GrantsAfterCleanRelease == 0:
-		t.Fatalf("the run did not exercise every path: %s; %d pruned", st, res.Pruned)
-	}
+	}, func(st history.Stats, res workload.Result) bool {
+		return st.Grants >= 20 && st.Steals > 0 && st.FencedWrites >= 20 && st.RejectedWrites > 0 &&
+			st.ForceExpires > 0 && st.Held > 0 && res.Pruned > 0 &&
+			st.DelayedGrants > 0 && st.GrantsAfterCleanRelease > 0
+	})
 }
 
 // TestConcurrentHistoryWithSets is the same run with one hold in four a set
@@ -69,16 +64,34 @@ func TestConcurrentHistory(t *testing.T) {
 // TestConcurrentHistory, each would have half the machine, too little for
 // the other's paths.
 func TestConcurrentHistoryWithSets(t *testing.T) {
-	pool := testdb.New(t)
-	res := workload.Workload{
+	runCovering(t, workload.Workload{
 		Workers: 24, HotKeys: 4, ColdKeys: 64,
 		Duration: soakDuration(t), TTL: 150 * time.Millisecond,
 		PauseOneIn: 10, Pruner: true, HoldWrites: 4,
 		SetOneIn: 4, LockDelay: 100 * time.Millisecond,
-	}.Run(t, pool)
-	st := checkHistory(t, res)
-	if st.Grants < 20 || st.SetGrants == 0 || st.SetsRefused == 0 || st.DelayedGrants == 0 {
-		t.Fatalf("the run did not exercise every path: %s; %d pruned", st, res.Pruned)
+	}, func(st history.Stats, _ workload.Result) bool {
+		return st.Grants >= 20 && st.SetGrants > 0 && st.SetsRefused > 0 && st.DelayedGrants > 0
+	})
+}
+
+// runCovering runs w on a schema of its own and checks its history; the
+// run must also have exercised what it claims to have checked (covered).
+// A machine loaded by other tests can end a run before it has: then it
+// runs again, on a fresh schema, for twice as long, at most twice. Every
+// run's history is checked all the same.
+func runCovering(t *testing.T, w workload.Workload, covered func(history.Stats, workload.Result) bool) {
+	t.Helper()
+	for try := 1; ; try++ {
+		res := w.Run(t, testdb.New(t))
+		st := checkHistory(t, res)
+		if covered(st, res) {
+			return
+		}
+		if try == 3 {
+			t.Fatalf("the run did not exercise every path in %s: %s; %d pruned", w.Duration, st, res.Pruned)
+		}
+		t.Logf("the run did not exercise every path in %s; running again for %s", w.Duration, 2*w.Duration)
+		w.Duration *= 2
 	}
 }
 
