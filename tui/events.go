@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // eventsPage is the event log of all locks, newest first, as it grows:
@@ -119,6 +120,17 @@ func (p *eventsPage) content() string {
 	return strings.Join(lines, "\n")
 }
 
+// cycleWords is a refused wait's cycle, "cycle A waits for x → B waits for
+// y → A" (each owner waits for its key, which the next holds or is queued
+// ahead for), owners and keys escaped.
+func cycleWords(cycle []locker.DeadlockStep) string {
+	parts := make([]string, 0, len(cycle)+1)
+	for _, st := range cycle {
+		parts = append(parts, safe(st.Owner)+" waits for "+safe(st.Key))
+	}
+	return "cycle " + strings.Join(append(parts, safe(cycle[0].Owner)), " → ")
+}
+
 // eventLine is one event: time, kind, key (when withKey), owner, token,
 // actor and what the detail adds.
 func eventLine(s Styles, e lockview.Event, withKey bool) string {
@@ -132,6 +144,8 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 		kind = s.Free.Render(kind)
 	case lockdb.EventDelayEnded:
 		kind = s.Delayed.Render(kind)
+	case lockdb.EventDeadlockRefused:
+		kind = s.Error.Render(kind)
 	default:
 		kind = s.Held.Render(kind)
 	}
@@ -163,6 +177,9 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 			until = utcClock(t)
 		}
 		parts = append(parts, s.Delayed.Render("lock-delay until "+until))
+	}
+	if cycle, ok := e.DeadlockCycle(); ok {
+		parts = append(parts, s.Error.Render(cycleWords(cycle)))
 	}
 	if r, ok := e.Detail["reason"]; ok {
 		parts = append(parts, s.Muted.Render("reason "+safe(fmt.Sprint(r))))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,7 @@ func EventsCommand() *cobra.Command {
 	var o EventsOptions
 	cmd := &cobra.Command{
 		Use:        "events [KEY]",
-		Short:      "print the newest events (grants, steals, releases, operator actions, rejected stale writes), of KEY or of every key, oldest first",
+		Short:      "print the newest events (grants, steals, releases, operator actions, rejected stale writes, waits refused as deadlocks), of KEY or of every key, oldest first",
 		SuggestFor: []string{"log", "logs", "history"},
 		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
 			if len(args) > 0 {
@@ -97,7 +98,7 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 		}
 		rows = append(rows, []string{utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, textsafe.Escape(e.Key),
 			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), textsafe.Escape(e.Actor),
-			textsafe.Escape(before), textsafe.Escape(detailText(e.Detail))})
+			textsafe.Escape(before), textsafe.Escape(eventDetail(e))})
 	}
 	header := []string{"TIME", "EVENT", "KEY", "OWNER", "TOKEN", "ACTOR", "BEFORE", "DETAIL"}
 	if err := writeTable(env.Stdout, "no events", header, rows); err != nil {
@@ -122,6 +123,26 @@ func tokenText(t *int64) string {
 		return "-"
 	}
 	return strconv.FormatInt(*t, 10)
+}
+
+// eventDetail is the DETAIL cell: a refused deadlock's cycle in words (its
+// JSON, a list of steps, reads poorly in a column), else the detail as
+// compact JSON.
+func eventDetail(e lockview.Event) string {
+	if cycle, ok := e.DeadlockCycle(); ok {
+		return cycleText(cycle)
+	}
+	return detailText(e.Detail)
+}
+
+// cycleText is "cycle A waits for x → B waits for y → A": each owner waits
+// for its key, which the next one holds or is queued ahead for.
+func cycleText(cycle []locker.DeadlockStep) string {
+	parts := make([]string, 0, len(cycle)+1)
+	for _, s := range cycle {
+		parts = append(parts, s.Owner+" waits for "+s.Key)
+	}
+	return "cycle " + strings.Join(append(parts, cycle[0].Owner), " → ")
 }
 
 // detailText is an event's detail as compact JSON, "-" when empty.

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -124,5 +125,36 @@ func TestEventsUsage(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("lockctl %s: %s\nwant exit 2 and %q", strings.Join(c.args, " "), r, c.want)
 		}
+	}
+}
+
+// A wait refused as a deadlock is in the history, on the key it waited
+// for: by the refused owner, the cycle in its detail (--json) and in words
+// (the table).
+func TestEventsShowADeadlockRefusal(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.expect(0, "acquire", "x", "--owner", "A", "--ttl", "1h")
+	d.expect(0, "acquire", "y", "--owner", "B", "--ttl", "1h")
+	d.waitInBackground("y", "A")
+	d.expect(5, "acquire", "x", "--owner", "B", "--wait", "30s")
+
+	got := eventsJSON(t, d, "x")
+	if kinds(got) != "x:acquired x:deadlock_refused" {
+		t.Fatalf("events x = %s; want the grant and the refusal", kinds(got))
+	}
+	refused := got[1]
+	wantCycle := []any{map[string]any{"owner": "B", "key": "x"}, map[string]any{"owner": "A", "key": "y"}}
+	if refused.Owner == nil || *refused.Owner != "B" || refused.Actor != "B" || refused.Token != nil ||
+		!reflect.DeepEqual(refused.Detail, map[string]any{"cycle": wantCycle}) {
+		t.Errorf("deadlock_refused event = %+v; want B's, no token, detail the cycle %v", refused, wantCycle)
+	}
+	if other := eventsJSON(t, d, "y"); kinds(other) != "y:acquired" {
+		t.Errorf("events y = %s; want no refusal on the key the standing wait is for", kinds(other))
+	}
+
+	r := d.expect(0, "events", "x")
+	if !strings.Contains(r.stdout, "deadlock_refused") || !strings.Contains(r.stdout, "cycle B waits for x → A waits for y → B") {
+		t.Errorf("events x printed\n%s\nwant the refusal with its cycle in words", r.stdout)
 	}
 }

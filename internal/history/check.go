@@ -66,6 +66,10 @@ type Stats struct {
 	// delay's end), delays an operator ended early, and grants that came,
 	// rightly, within the delay of a lease its holder released.
 	DelayedGrants, DelaysEnded, GrantsAfterCleanRelease int
+	// DeadlocksRefused counts deadlock_refused events: a waiter's record
+	// on a key removed because its wait closed a cycle (a set's refusal
+	// has one per key).
+	DeadlocksRefused int
 }
 
 func (s Stats) String() string {
@@ -73,8 +77,8 @@ func (s Stats) String() string {
 		s.ClientOps, s.Grants, s.Steals, s.Renewals, s.Releases, s.ForceExpires, s.Held, s.GaveUp, s.FencedWrites, s.WritesSeen,
 		s.RejectedWrites, s.Failed, s.Unknown, s.LeaseEnds, s.LeasesLost, s.UntrustedOnArrival, s.StealsOfEndedLeases,
 		s.LazyReleasesLost) +
-		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease",
-			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease)
+		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease; %d waits refused as deadlocks (records)",
+			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused)
 }
 
 // Report is the result of Check.
@@ -241,6 +245,12 @@ func (c *checker) checkLog() {
 			if p := cur[ev.Key]; p != nil && p.delayEnded.IsZero() {
 				p.delayEnded = ev.OccurredAt
 			}
+			continue
+		}
+		if ev.Kind == lockdb.EventDeadlockRefused {
+			// A waiter's record left the queue: no lease began or ended,
+			// so it names no token and changes no key's grants.
+			c.stats.DeadlocksRefused++
 			continue
 		}
 		if ev.Token == nil {

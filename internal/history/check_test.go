@@ -61,6 +61,29 @@ func TestCleanHistoryPasses(t *testing.T) {
 	}
 }
 
+// A wait refused as a deadlock is logged with no token: the checker counts
+// it and holds the key's grants around it to the usual rules.
+func TestDeadlockRefusalsPass(t *testing.T) {
+	ops, obs := clean()
+	c, stale := "c", int64(1)
+	refused := lockview.Event{ID: 5, Key: "k", Kind: "deadlock_refused", Owner: &c, Actor: c, OccurredAt: t0.Add(160 * ms),
+		Detail: map[string]any{"cycle": []any{map[string]any{"owner": "c", "key": "k"}, map[string]any{"owner": "b", "key": "j"}}}}
+	obs.Events = append(obs.Events[:2:2], append([]lockview.Event{refused}, obs.Events[2:]...)...)
+	r := Check(ops, cleanEnds(), obs)
+	if !r.OK() {
+		t.Fatalf("violations in a correct history: %v", r.Violations)
+	}
+	if r.Stats.DeadlocksRefused != 1 || r.Stats.Grants != 3 {
+		t.Fatalf("stats = %+v", r.Stats)
+	}
+	// The events around it are still checked: b's release after it must
+	// name the key's current grant.
+	obs.Events[3].Token = &stale
+	if r := Check(ops, cleanEnds(), obs); r.OK() {
+		t.Fatal("a release of a token not current passed beside a deadlock refusal")
+	}
+}
+
 func TestCheckerFlags(t *testing.T) {
 	cases := []struct {
 		name   string

@@ -45,7 +45,7 @@ const (
 )
 
 // Kinds of the events in distributed_lock_event: the outcomes that change a
-// lease, and a refused stale write.
+// lease, a refused stale write, and a wait refused as a deadlock.
 const (
 	EventAcquired           = OutcomeAcquired
 	EventStolen             = OutcomeStolen
@@ -54,4 +54,8 @@ const (
 	EventForceReleased      = OutcomeForceReleased
 	EventStaleWriteRejected = "stale_write_rejected"
 	EventDelayEnded         = OutcomeDelayEnded
+	// A waiter's records removed because its wait closed a cycle
+	// (OutcomeDeadlock): one event per key it waited for, detail
+	// {"cycle": [{"owner", "key"}, …]} as the refusal returned it.
+	EventDeadlockRefused = "deadlock_refused"
 )

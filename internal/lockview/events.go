@@ -6,6 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -21,6 +23,29 @@ type Event struct {
 	PreviousOwner *string        `db:"previous_owner"`
 	PreviousToken *int64         `db:"previous_token"`
 	Detail        map[string]any `db:"detail"`
+}
+
+// DeadlockCycle is the cycle a deadlock_refused event records, the refused
+// owner's wait first (each step's owner waits for its key, which the next
+// step's owner holds or is queued ahead for; the last waits for the
+// first's); false for another kind of event, or a detail without a cycle
+// of that shape.
+func (e Event) DeadlockCycle() ([]locker.DeadlockStep, bool) {
+	steps, ok := e.Detail["cycle"].([]any)
+	if e.Kind != lockdb.EventDeadlockRefused || !ok || len(steps) == 0 {
+		return nil, false
+	}
+	cycle := make([]locker.DeadlockStep, 0, len(steps))
+	for _, s := range steps {
+		m, _ := s.(map[string]any)
+		owner, isOwner := m["owner"].(string)
+		key, isKey := m["key"].(string)
+		if !isOwner || !isKey {
+			return nil, false
+		}
+		cycle = append(cycle, locker.DeadlockStep{Owner: owner, Key: key})
+	}
+	return cycle, true
 }
 
 const eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,

@@ -86,13 +86,18 @@ func TestEnqueueAll(t *testing.T) {
 			state: heldBy(other).and(also{name: "b", state: heldBy(me).queued(other)}),
 			call:  enqueueAllArgs{owner: me, keys: func(key string) []string { return []string{key, key + "/c"} }}.call,
 			want: want{outcome: "deadlock", owner: other, token: keptToken, row: heldRowWaking, refusal: queueOf(0),
+				events: []eventWant{refusedWait(me, me)},
 				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
 					t.Helper()
-					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					want := cycleOf(p, me, "", other, "b")
 					if !sameJSON(result["cycle"], want) {
 						t.Errorf("cycle %v; want %v", result["cycle"], want)
 					}
 					otherIs(t, p, "b", me, true, other)
+					// Logged on each key the set waited for.
+					cycleLogged(t, p.set.main, after.events, me, me, want)
+					c := p.set.main + "/c"
+					cycleLogged(t, c, observe(t, p.set.db, c).events, me, me, want)
 				}}},
 
 		{name: "a key named twice", state: free(), call: enqueueAllArgs{owner: me, keys: func(key string) []string {

@@ -133,24 +133,32 @@ func TestEnqueue(t *testing.T) {
 			}(),
 			eventWant{kind: "stolen", owner: me, token: drawnToken, actor: me, prevOwner: w1, prevToken: keptToken, detail: map[string]any{}})},
 
-		{name: "held by another who waits for a key the caller holds: deadlock, not queued",
+		{name: "held by another who waits for a key the caller holds: deadlock, not queued, the refusal logged",
 			state: heldBy(other).and(also{name: "b", state: heldBy(me).queued(other)}), call: mine.call, want: want{
 				outcome: "deadlock", owner: other, token: keptToken, row: heldRow, refusal: queueOf(0),
+				events: []eventWant{refusedWait(me, me)},
 				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
 					dbNowReturned(t, result, p, after)
-					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					want := cycleOf(p, me, "", other, "b")
 					if !sameJSON(result["cycle"], want) {
 						t.Errorf("cycle %v; want %v", result["cycle"], want)
+					}
+					cycleLogged(t, p.set.main, after.events, me, me, want)
+					if evs := p.other(t, "b").events; len(evs) != 0 {
+						t.Errorf("b has events %+v; want none", evs)
 					}
 				}}},
-		{name: "held by another who waits behind the caller's set: deadlock",
-			state: heldBy(other).and(also{name: "b", state: free().queuedSet(me).queued(other)}), call: mine.call, want: want{
+		{name: "held by another who waits behind the caller's set: deadlock, logged by the caller's actor",
+			state: heldBy(other).and(also{name: "b", state: free().queuedSet(me).queued(other)}),
+			call:  enqueueArgs{owner: me, actor: "svc"}.call, want: want{
 				outcome: "deadlock", owner: other, token: keptToken, row: heldRow, refusal: queueOf(0),
+				events: []eventWant{refusedWait(me, "svc")},
 				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
-					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					want := cycleOf(p, me, "", other, "b")
 					if !sameJSON(result["cycle"], want) {
 						t.Errorf("cycle %v; want %v", result["cycle"], want)
 					}
+					cycleLogged(t, p.set.main, after.events, me, "svc", want)
 				}}},
 
 		{name: "free, with a lock-delay: the grant carries it", state: free(), call: delaying.call, want: granted("acquired",

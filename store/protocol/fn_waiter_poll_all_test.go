@@ -64,10 +64,17 @@ func TestWaiterPollAll(t *testing.T) {
 				also{name: "b", state: free().queuedSet(me)}),
 			call: pollAllArgs{waiter: me, names: []string{"b"}}.call,
 			want: want{outcome: "deadlock", owner: other, token: keptToken, waiterID: me, row: untouched,
-				check: func(t *testing.T, result map[string]any, p prepared, _ observed) {
-					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["c"]}}
+				events: []eventWant{refusedWait(me, me)},
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					want := cycleOf(p, me, "", other, "c")
 					if !sameJSON(result["cycle"], want) {
 						t.Errorf("cycle %v; want %v", result["cycle"], want)
+					}
+					// Logged on each key the set waited for, and on no other.
+					cycleLogged(t, p.set.main, after.events, me, me, want)
+					cycleLogged(t, p.set.keys["b"], p.other(t, "b").events, me, me, want)
+					if evs := p.other(t, "c").events; len(evs) != 0 {
+						t.Errorf("c has events %+v; want none", evs)
 					}
 					otherIs(t, p, "b", other, false) // its records are gone from every key
 					otherIs(t, p, "c", me, true, other)

@@ -57,11 +57,13 @@ func TestWaiterPoll(t *testing.T) {
 		{name: "queued behind a holder who waits for a key the caller holds, the younger wait: deadlock",
 			state: heldBy(other).queued(me).and(also{name: "b", state: heldBy(me).queued(other)}), call: mine.call, want: want{
 				outcome: "deadlock", owner: other, token: keptToken, waiterID: me, row: untouched,
+				events: []eventWant{refusedWait(me, me)},
 				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
-					want := []any{map[string]any{"owner": me, "key": p.set.main}, map[string]any{"owner": other, "key": p.set.keys["b"]}}
+					want := cycleOf(p, me, "", other, "b")
 					if !sameJSON(result["cycle"], want) {
 						t.Errorf("cycle %v; want %v", result["cycle"], want)
 					}
+					cycleLogged(t, p.set.main, after.events, me, me, want)
 					otherIs(t, p, "b", me, true, other) // the older wait stands
 				}}},
 		{name: "held by another, queued", state: heldBy(other).queued(me), call: mine.call, want: stillQueued(other, keptToken, untouched)},

@@ -96,23 +96,34 @@ END $$;
 -- (one waiter: one record, or a waiting set's) when it closes a cycle and
 -- one of them is the youngest record on it, as PostgreSQL's lock manager
 -- fails the wait that closes a cycle; the others on the cycle keep
--- waiting. The records are removed, and each of their keys that is free
--- is handed on to its next waiter (the caller holds those keys' rows).
--- Returns the cycle (distributed_lock_wait_cycle), NULL when the wait
--- stands. Internal.
+-- waiting. The records are removed, each with a 'deadlock_refused' event
+-- on its key (actor: the record's, else its owner; detail: the cycle), so
+-- the history says why the waiter left the queue; each of their keys that
+-- is free is then handed on to its next waiter (the caller holds those
+-- keys' rows). Returns the cycle (distributed_lock_wait_cycle), NULL when
+-- the wait stands. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_refuse_deadlock(owner text, ids bigint[], ts timestamptz)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     c record;
+    ks text[];
     k text;
 BEGIN
     SELECT * INTO c FROM distributed_lock_wait_cycle(owner, ts);
     IF c.cycle IS NULL OR NOT c.youngest = ANY (ids) THEN
         RETURN NULL;
     END IF;
-    FOR k IN WITH gone AS (DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) RETURNING w.lock_key)
-             SELECT g.lock_key FROM gone g ORDER BY 1 LOOP
+    WITH gone AS (DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)
+                  RETURNING w.lock_key, w.owner_id, w.actor),
+         logged AS (
+             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, detail)
+             SELECT ts, g.lock_key, 'deadlock_refused', g.owner_id, coalesce(g.actor, g.owner_id),
+                    jsonb_build_object('cycle', c.cycle)
+             FROM gone g ORDER BY g.lock_key
+             RETURNING lock_key)
+    SELECT array_agg(x.lock_key::text ORDER BY x.lock_key) INTO ks FROM logged x;
+    FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
         IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
             PERFORM distributed_lock_hand_off(k, ts);
         END IF;

@@ -44,7 +44,7 @@ CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', '
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended'));
+    'delay_ended', 'deadlock_refused'));
 
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
@@ -86,9 +86,10 @@ CREATE TABLE distributed_lock (
 -- wants index-backed console sorts on millions of locks can create them
 -- (docs/operations.md, "Large tables").
 
--- Append-only history: grants, steals, releases, operator actions and
--- rejected stale writes. Renewals are not logged (they are counted in
--- distributed_lock.renew_count) so keepalive traffic stays cheap.
+-- Append-only history: grants, steals, releases, operator actions,
+-- rejected stale writes and waits refused as deadlocks. Renewals are not
+-- logged (they are counted in distributed_lock.renew_count) so keepalive
+-- traffic stays cheap.
 CREATE TABLE distributed_lock_event (
     event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
