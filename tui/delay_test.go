@@ -7,6 +7,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
@@ -179,5 +180,29 @@ func TestDelayEndingMovesTheTotals(t *testing.T) {
 	}
 	if after := m.liveTotals(); after.Delayed != 0 || after.Free != 1 || after.All != 1 {
 		t.Fatalf("totals after the delay's end %+v; want the key free", after)
+	}
+}
+
+// The footer offers u on a delayed key, to a role that may end a delay:
+// not on another key, not to a role without the grant, not read-only.
+func TestFooterOffersEndDelayOnADelayedKey(t *testing.T) {
+	footer := func(m Model) string { return ansi.Strip(m.footer()) }
+	m := withSnapshot(t, testModel(t, Options{}, 120, 30), delayedSnapshot())
+	if f := footer(m); !strings.Contains(f, "u end delay") {
+		t.Errorf("footer on a delayed key: %q; want u", f)
+	}
+	if f := footer(press(t, m, "enter")); !strings.Contains(f, "u end delay") {
+		t.Errorf("detail footer on a delayed key: %q; want u", f)
+	}
+	if f := footer(press(t, m, "j")); strings.Contains(f, "u end delay") {
+		t.Errorf("footer on an expiring key: %q; want no u", f)
+	}
+	noGrant := delayedSnapshot()
+	noGrant.Caps = &store.RoleCapabilities{Hold: true, Force: true}
+	if f := footer(withSnapshot(t, testModel(t, Options{}, 120, 30), noGrant)); strings.Contains(f, "u end delay") || !strings.Contains(f, "x expire") {
+		t.Errorf("footer for a role that may force but not end a delay: %q; want x and no u", f)
+	}
+	if f := footer(withSnapshot(t, testModel(t, Options{ReadOnly: true}, 120, 30), delayedSnapshot())); strings.Contains(f, "u end delay") {
+		t.Errorf("read-only footer: %q; want no u", f)
 	}
 }

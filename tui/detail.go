@@ -95,8 +95,10 @@ func (p *detailPage) View() string { return p.view.View() }
 
 func (p *detailPage) ShortHelp() []key.Binding {
 	k := p.c.keys
-	return []key.Binding{shortHelp(k.Close, "back"), shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"),
-		shortHelp(k.Renew, "renew"), k.Scroll, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit}
+	row, ok := p.selectedLock()
+	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == locker.StateDelayed)...)
+	return append(b, shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"),
+		shortHelp(k.Renew, "renew"), k.Scroll, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
 }
 
 func (p *detailPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }

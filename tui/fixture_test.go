@@ -70,6 +70,18 @@ func fixtureSnapshot() Snapshot {
 	}
 }
 
+// delayedSnapshot is fixtureSnapshot with its first row, selected, in its
+// lock-delay: the lease ran out 5s ago and its 30s delay runs 25s more.
+func delayedSnapshot() Snapshot {
+	s := fixtureSnapshot()
+	r := &s.Page.Rows[0]
+	until := r.DBNow.Add(25 * time.Second)
+	r.Remaining, r.ExpiresAt = -5*time.Second, r.DBNow.Add(-5*time.Second)
+	r.LockDelay, r.DelayUntil = 30*time.Second, &until
+	s.Page.Totals.Held, s.Page.Totals.Delayed = 3, 1
+	return s
+}
+
 func fixtureEvents() []lockview.Event {
 	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
 	return []lockview.Event{

@@ -63,6 +63,18 @@ func TestGolden(t *testing.T) {
 			s.Blocking = fixtureBlocking()
 			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s}), "G", "k")
 		},
+		// The selected key in its lock-delay: the footer offers u.
+		"delayed": func(t *testing.T, w, h int) Model {
+			return withSnapshot(t, testModel(t, Options{}, w, h), delayedSnapshot())
+		},
+		"delayed_detail": func(t *testing.T, w, h int) Model {
+			m := press(t, withSnapshot(t, testModel(t, Options{}, w, h), delayedSnapshot()), "enter")
+			s := delayedSnapshot()
+			row := s.Page.Rows[0]
+			s.Detail = &Detail{Key: row.Key, Lock: &row,
+				Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
 		"help_readonly": func(t *testing.T, w, h int) Model {
 			return press(t, withSnapshot(t, testModel(t, Options{ReadOnly: true}, w, h), fixtureSnapshot()), "?")

@@ -91,18 +91,26 @@ func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
 	return k
 }
 
-// ShortHelp is the one-line help under the table.
-func (k KeyMap) ShortHelp() []key.Binding {
-	short := func(b key.Binding, desc string) key.Binding {
-		b.SetHelp(b.Help().Key, desc)
-		return b
+// ShortHelp is the one-line help under the table; delayed: the selected
+// key is in its lock-delay.
+func (k KeyMap) ShortHelp(delayed bool) []key.Binding {
+	b := []key.Binding{
+		shortHelp(k.Help, "help"), shortHelp(k.Filter, "filter"), shortHelp(k.Sort, "sort"),
+		shortHelp(k.Detail, "detail"), shortHelp(k.Events, "events")}
+	b = append(b, k.delayHelp(delayed)...)
+	return append(b, shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"), shortHelp(k.Renew, "renew"),
+		shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
+}
+
+// delayHelp is u's footer entry on a delayed key: ending the delay is the
+// one action that applies to it, so it comes before the others, which a
+// narrow footer drops first (a role that may not end a delay has u
+// disabled, and the footer leaves it out).
+func (k KeyMap) delayHelp(delayed bool) []key.Binding {
+	if !delayed {
+		return nil
 	}
-	return []key.Binding{
-		short(k.Help, "help"), short(k.Filter, "filter"), short(k.Sort, "sort"),
-		short(k.Detail, "detail"), short(k.Events, "events"),
-		short(k.Expire, "expire"), short(k.Release, "release"), short(k.Renew, "renew"),
-		short(k.Acquire, "acquire"), short(k.Blocking, "blocking"), short(k.Pause, "pause"), short(k.Quit, "quit"),
-	}
+	return []key.Binding{shortHelp(k.EndDelay, "end delay")}
 }
 
 // FullHelp is the `?` screen, in columns.

@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // locksPage is the home page: the table of locks, its sort and filter,
@@ -196,7 +197,8 @@ func (p *locksPage) ShortHelp() []key.Binding {
 	if p.filtering {
 		return []key.Binding{shortHelp(k.Close, "undo filter"), shortHelp(k.Confirm, "keep filter")}
 	}
-	return k.ShortHelp()
+	row, ok := p.selected()
+	return k.ShortHelp(ok && live(row, p.c.advance).state == locker.StateDelayed)
 }
 
 func (p *locksPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
