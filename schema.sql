@@ -1639,39 +1639,52 @@ DECLARE
     rec distributed_lock_waiter;
     r distributed_lock;
     n integer := 0;
+    wake boolean := false;
 BEGIN
-    FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id
-               ORDER BY x.waiter_id FOR UPDATE SKIP LOCKED LOOP
-        n := n + 1;
-        IF rec.seen_until <= ts THEN
-            RETURN NULL;
+    -- The check runs in a subtransaction that a refusal rolls back, which
+    -- lets go of the rows and records it locked: kept to the end of a
+    -- caller that passes on more keys (release_all), they could deadlock
+    -- it with another caller passing keys on in another order.
+    BEGIN
+        FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id
+                   ORDER BY x.waiter_id FOR UPDATE SKIP LOCKED LOOP
+            n := n + 1;
+            IF rec.seen_until <= ts THEN
+                RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
+            END IF;
+            -- key's record is head, the head of key's queue.
+            CONTINUE WHEN rec.lock_key = key;
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
+            IF NOT FOUND THEN
+                wake := true;
+                RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
+            END IF;
+            -- The owner's own running lease it may take again at once, as
+            -- acquire renews it, whoever is queued for it: they wait for the
+            -- owner, and making the set wait for them would deadlock it.
+            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, ts);
+            IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
+                   SELECT 1 FROM distributed_lock_waiter a
+                   WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
+                     AND a.waiter_id < rec.waiter_id) THEN
+                RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
+            END IF;
+        END LOOP;
+        IF n <> (SELECT count(*) FROM distributed_lock_waiter x WHERE x.group_id = head.group_id) THEN
+            wake := true;
+            RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
         END IF;
-        -- key's record is head, the head of key's queue.
-        CONTINUE WHEN rec.lock_key = key;
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
-        IF NOT FOUND THEN
+        FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id ORDER BY x.lock_key LOOP
+            PERFORM distributed_lock_grant_waiter(rec, ts);
+        END LOOP;
+        RETURN head.waiter_id;
+    EXCEPTION WHEN SQLSTATE 'LK003' THEN
+        -- A NOTIFY in a rolled-back subtransaction is not sent: it goes here.
+        IF wake THEN
             PERFORM pg_notify('distributed_lock', key);
-            RETURN NULL;
         END IF;
-        -- The owner's own running lease it may take again at once, as
-        -- acquire renews it, whoever is queued for it: they wait for the
-        -- owner, and making the set wait for them would deadlock it.
-        CONTINUE WHEN distributed_lock_held(r, rec.owner_id, ts);
-        IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
-               SELECT 1 FROM distributed_lock_waiter a
-               WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                 AND a.waiter_id < rec.waiter_id) THEN
-            RETURN NULL;
-        END IF;
-    END LOOP;
-    IF n <> (SELECT count(*) FROM distributed_lock_waiter x WHERE x.group_id = head.group_id) THEN
-        PERFORM pg_notify('distributed_lock', key);
         RETURN NULL;
-    END IF;
-    FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id ORDER BY x.lock_key LOOP
-        PERFORM distributed_lock_grant_waiter(rec, ts);
-    END LOOP;
-    RETURN head.waiter_id;
+    END;
 END $$;
 
 -- distributed_lock_set_handed: every key of keys was handed to its record
