@@ -1143,10 +1143,16 @@ BEGIN
              WHERE w.waiter_id = ANY (ids) ORDER BY 1 LOOP
         PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
     END LOOP;
+    -- The records are locked in key order too, as a release of several
+    -- keys locks each key's head record in turn: in another order (their
+    -- ids'), a heartbeat and such a release could each wait for a record
+    -- the other holds.
     RETURN QUERY
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
+            WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
+                                  WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
+                                  ORDER BY x.lock_key, x.waiter_id FOR UPDATE)
             RETURNING w.waiter_id
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s);
