@@ -1,6 +1,8 @@
 // Package faults is lockctl's fault-injection suite: it runs many workers
-// that hold locks with locker.Keepalive and make fenced writes to a guarded
-// table, while an injector breaks things at seeded random moments —
+// that hold locks with locker.Keepalive — some of them sets of keys taken at
+// once (TryAcquireAll, AcquireAll, KeepaliveAll, ReleaseAll), half of them
+// with a lock-delay — and make fenced writes to a guarded table, while an
+// injector breaks things at seeded random moments —
 // terminated backends (mid-acquire, mid-renew, mid-fenced-write), fast and
 // crash restarts of PostgreSQL, slow statements holding a lock row, statement
 // timeouts on worker connections, holders that freeze past their TTL and
@@ -27,7 +29,8 @@
 //   - no token was handed out twice, tokens only go up per key, and the
 //     event log and the workers agree on every grant;
 //   - no grant came inside the lock-delay of a lease that ended without its
-//     holder's release (half the workers' leases carry one).
+//     holder's release (half the workers' leases carry one), and every set
+//     was granted whole, in one transaction, or not at all.
 //
 // The suite runs on its own throwaway server (pgtemp), never a shared one,
 // because it restarts it. Run it with `go test ./internal/faults/`; see

@@ -63,11 +63,12 @@ func TestFaultInjection(t *testing.T) {
 	// renewals, which workers do not see; they show in the summary when a
 	// worker's own statement was cancelled.)
 	st := s.Report.Stats
-	// Lock-delays too: grants that followed a lease that ended without its
-	// holder's release and carried a lock-delay (each checked against the
-	// delay's end).
+	// Sets and lock-delays too: sets granted whole, and grants that
+	// followed a lease that ended without its holder's release and
+	// carried a lock-delay (each checked against the delay's end).
 	for what, n := range map[string]int{"lost leases": st.LeasesLost, "writes seen to commit": st.WritesSeen,
-		"grants": st.Grants, "steals of kept leases": st.StealsOfEndedLeases, "grants after a lock-delay": st.DelayedGrants} {
+		"grants": st.Grants, "steals of kept leases": st.StealsOfEndedLeases, "set grants": st.SetGrants,
+		"grants after a lock-delay": st.DelayedGrants} {
 		if n == 0 {
 			t.Errorf("checked no %s", what)
 		}

@@ -17,7 +17,10 @@ const (
 	// DeadWaiter queues a waiter on a held hot key and lets it die at once:
 	// its record stays live for a while, so a release hands it the lease,
 	// which nobody claims; the claim window runs out and the next waiter
-	// takes the key over (observed as claim_window_ran_out).
+	// takes the key over (observed as claim_window_ran_out). Every other
+	// dead waiter is a set's: it queues on the held key and one more at
+	// once (AcquireAll's first call), and is handed both together or
+	// neither.
 	DeadWaiter = "dead_waiter"
 	// RestartHandOff crashes the server (immediate restart) while a release
 	// of a key with live waiters, which would hand the lease off, waits for
@@ -40,14 +43,18 @@ func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
 	}
 	in.deadSeq++
 	owner := fmt.Sprintf("dead-waiter-%d", in.deadSeq)
-	op := history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: key, Owner: owner,
-		Result: history.Unknown, Err: "the waiter died in the queue", Call: in.rec.Now()}
-	q, found, err := store.Enqueue(ctx, in.admin, store.QueueParams{
+	params := store.QueueParams{
 		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: in.ttl, Actor: owner, LogGrants: true},
 		// Live long enough to reach the head of the queue and be handed the
 		// key, which then lapses unclaimed.
 		ClaimWindow: in.ttl / 2, SeenFor: 5 * in.ttl,
-	})
+	}
+	if in.deadSeq%2 == 0 {
+		return in.deadSetWaiter(ctx, params)
+	}
+	op := history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: key, Owner: owner,
+		Result: history.Unknown, Err: "the waiter died in the queue", Call: in.rec.Now()}
+	q, found, err := store.Enqueue(ctx, in.admin, params)
 	op.Return = in.rec.Now()
 	in.rec.Add(op)
 	if err != nil {
@@ -56,6 +63,29 @@ func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
 	// Granted at once (the key was released meanwhile): as dead, never
 	// released; it expires at its TTL, as a crashed holder's would.
 	return found && (q.Outcome == lockdb.OutcomeQueued || q.Granted()), nil
+}
+
+// deadSetWaiter queues p's owner, as a set, on p.Key and another key, and
+// lets it die: its records stay live, so it is handed both keys together
+// once it heads both queues and both are free, and they lapse unclaimed.
+func (in *injector) deadSetWaiter(ctx context.Context, p store.QueueParams) (bool, error) {
+	all := in.workers[0].keys
+	other := all[in.rng.IntN(len(all))]
+	for other == p.Key {
+		other = all[in.rng.IntN(len(all))]
+	}
+	keys := []string{p.Key, other}
+	call := in.rec.Now()
+	qs, err := store.EnqueueAll(ctx, in.admin, keys, p)
+	ret := in.rec.Now()
+	for _, k := range keys {
+		in.rec.Add(history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: k, Owner: p.Owner, Set: p.Owner,
+			Result: history.Unknown, Err: "the set's waiter died in the queue", Call: call, Return: ret})
+	}
+	if err != nil {
+		return false, err
+	}
+	return len(qs) == len(keys) && (qs[0].Outcome == lockdb.OutcomeQueued || qs[0].Granted()), nil
 }
 
 // liveQueueSQL finds a key whose release would hand off: one with live

@@ -118,8 +118,9 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		// the event table is what holds it: the grant statement of
 		// distributed_lock_acquire (a first grant or a steal) locks every
 		// table it uses when it starts. pg_stat_activity shows the client's
-		// call of the function.
-		ok, err = in.killWhile(ctx, in.holdEvents, "faults-acq-%", []string{"active"}, "%distributed_lock_acquire(%")
+		// call of the function, or of distributed_lock_acquire_all for a
+		// set (whose grants are then cut off mid-set).
+		ok, err = in.killWhile(ctx, in.holdEvents, "faults-acq-%", []string{"active"}, "%distributed_lock_acquire%(%")
 	case KillRenew:
 		key, _ := in.heldKey()
 		if key == "" {

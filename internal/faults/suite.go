@@ -33,6 +33,10 @@ type Config struct {
 	// LockDelay is the lock-delay of the odd-numbered workers' leases
 	// (locker's Config.LockDelay). Defaults to TTL/4; negative: none.
 	LockDelay time.Duration
+	// SetOneIn: one grant in this many takes two keys at once
+	// (TryAcquireAll or AcquireAll), kept with KeepaliveAll and given back
+	// with ReleaseAll. Defaults to 4; negative: never.
+	SetOneIn int
 	// Kinds of fault to inject. Defaults to AllKinds.
 	Kinds []string
 	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
@@ -76,6 +80,9 @@ func (c *Config) defaults() {
 	}
 	if c.LockDelay == 0 {
 		c.LockDelay = c.TTL / 4
+	}
+	if c.SetOneIn == 0 {
+		c.SetOneIn = 4
 	}
 	if c.Kinds == nil {
 		c.Kinds = AllKinds
@@ -147,7 +154,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			delay = max(0, cfg.LockDelay)
 		}
 		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lockers[delay], ttl: cfg.TTL,
-			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, delay: delay,
+			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, delay: delay, setOneIn: max(0, cfg.SetOneIn),
 			rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
 		timeout := w.timeoutMs.Load
 		var kaPool *pgxpool.Pool

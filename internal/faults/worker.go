@@ -25,12 +25,15 @@ type worker struct {
 	keys   []string
 	hot    int // keys[:hot] are hot
 	unsafe bool
-	delay  time.Duration // the lock-delay of this worker's leases (lk's Config.LockDelay)
-	rec    *history.Recorder
-	counts *counts
-	opSeq  *atomic.Int64 // numbers the fenced writes of all workers
-	ends   *sync.WaitGroup
-	lag    *lagMonitor
+	// delay is the lock-delay of this worker's leases (lk's
+	// Config.LockDelay); one grant in setOneIn takes two keys at once.
+	delay    time.Duration
+	setOneIn int
+	rec      *history.Recorder
+	counts   *counts
+	opSeq    *atomic.Int64 // numbers the fenced writes of all workers
+	ends     *sync.WaitGroup
+	lag      *lagMonitor
 
 	acq, write *pgxpool.Pool
 	ka         *frozenDB
@@ -46,8 +49,12 @@ type worker struct {
 
 func (w *worker) run(ctx context.Context) {
 	for gen := 1; ctx.Err() == nil; gen++ {
-		key := w.pickKey()
 		owner := fmt.Sprintf("w%d.%d", w.id, gen)
+		if w.setOneIn > 0 && w.rng.IntN(w.setOneIn) == 0 {
+			w.takeSet(ctx, owner)
+			continue
+		}
+		key := w.pickKey()
 		lease, err := w.grant(ctx, key, owner, w.rng.IntN(2) == 0)
 		if err != nil {
 			w.classify("acquire", err)
@@ -92,26 +99,97 @@ func (w *worker) pickKey() string {
 	return w.keys[w.hot+w.rng.IntN(len(w.keys)-w.hot)]
 }
 
+// takeSet takes two keys at once for owner (TryAcquireAll, or AcquireAll
+// waiting up to two TTLs), holds them and usually releases them together.
+// Each key of the call is recorded as an op of its own, named by the call.
+func (w *worker) takeSet(ctx context.Context, owner string) {
+	// One key as any grant picks it, the other cold where there is another
+	// cold key: a waiting set keeps the keys it heads the queue of promised
+	// to it until it can have both, and sets of both hot keys would idle
+	// them.
+	first := w.pickKey()
+	var others []string
+	for _, pool := range [][]string{w.keys[w.hot:], w.keys} {
+		for _, k := range pool {
+			if k != first {
+				others = append(others, k)
+			}
+		}
+		if len(others) > 0 {
+			break
+		}
+	}
+	if len(others) == 0 {
+		return // a single key: no set to take
+	}
+	keys := []string{first, others[w.rng.IntN(len(others))]}
+	wait := w.rng.IntN(2) == 0
+	call := w.rec.Now()
+	var leases []locker.Lease
+	var err error
+	if wait {
+		actx, cancel := context.WithTimeout(ctx, 2*w.ttl)
+		leases, err = w.lk.AcquireAll(actx, w.acq, keys, owner)
+		cancel()
+	} else {
+		leases, err = w.lk.TryAcquireAll(ctx, w.acq, keys, owner)
+	}
+	ret := w.rec.Now()
+	res, msg := history.GrantResultOf(err)
+	for i, key := range keys {
+		op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Set: owner, LockDelay: w.delay,
+			Result: res, Err: msg, Call: call, Return: ret}
+		if err == nil {
+			op.Granted(leases[i])
+		}
+		w.rec.Add(op)
+	}
+	if err != nil {
+		w.classify("acquire_set", err)
+		sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
+		return
+	}
+	w.counts.Observe("set_granted")
+	w.holdAll(ctx, leases)
+}
+
 // hold keeps lease while making a few fenced writes, then stops the
-// keepalive and usually releases. The moment the worker stops trusting the
-// lease is recorded from the Keepalive's context.
+// keepalive and usually releases.
 func (w *worker) hold(ctx context.Context, lease locker.Lease) {
-	onArrival := lease.ValidFor()
-	k := lease.Key
+	w.holdAll(ctx, []locker.Lease{lease})
+}
+
+// holdAll keeps leases (one, or a set's) with one Keepalive while making a
+// few fenced writes under them, then stops the keepalive and usually
+// releases them. The moment the worker stops trusting the leases is
+// recorded, per lease, from the Keepalive's context.
+func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
+	onArrival := make([]time.Duration, len(leases))
+	for i, lease := range leases {
+		onArrival[i] = lease.ValidFor()
+	}
+	k := leases[0].Key
 	w.holding.Store(&k)
 	defer w.holding.Store(nil)
-	ka := w.lk.Keepalive(ctx, w.ka, lease)
+	var ka *locker.Keepalive
+	if len(leases) == 1 {
+		ka = w.lk.Keepalive(ctx, w.ka, leases[0])
+	} else {
+		ka = w.lk.KeepaliveAll(ctx, w.ka, leases)
+	}
 	w.ends.Add(1)
 	context.AfterFunc(ka.Context(), func() {
 		defer w.ends.Done()
 		at := time.Now()
-		last := ka.Lease()
+		last := ka.Leases()
 		callStart, callEnd := w.ka.lastCall()
 		cause := context.Cause(ka.Context())
-		w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
-			At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last.ValidFor(),
-			ExpiresAt: last.ExpiresAt, Cause: cause.Error(), OnArrival: onArrival,
-			CallStart: callStart, CallEnd: callEnd, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
+		for i, lease := range leases {
+			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
+				At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last[i].ValidFor(),
+				ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(), OnArrival: onArrival[i],
+				CallStart: callStart, CallEnd: callEnd, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
+		}
 	})
 
 	writes := 1 + w.rng.IntN(4)
@@ -133,13 +211,35 @@ func (w *worker) hold(ctx context.Context, lease locker.Lease) {
 		if w.unsafe || zombie {
 			wctx = ctx
 		}
-		w.fencedWrite(wctx, ka.Lease())
+		w.fencedWrite(wctx, ka.Leases()[w.rng.IntN(len(leases))])
 		sleepCtx(ctx, time.Duration(w.rng.IntN(int(w.ttl/5/time.Millisecond)+1))*time.Millisecond)
 	}
 	lost := ka.Context().Err() != nil
 	ka.Stop()
-	if !lost && ctx.Err() == nil && w.rng.IntN(10) < 8 {
-		w.release(ctx, lease)
+	if lost || ctx.Err() != nil || w.rng.IntN(10) >= 8 {
+		return
+	}
+	if len(leases) == 1 {
+		w.release(ctx, leases[0])
+	} else {
+		w.releaseSet(ctx, leases)
+	}
+}
+
+// releaseSet gives a set back in one ReleaseAll and records it per key.
+func (w *worker) releaseSet(ctx context.Context, leases []locker.Lease) {
+	call := w.rec.Now()
+	err := w.lk.ReleaseAll(ctx, w.acq, leases)
+	ret := w.rec.Now()
+	// ErrNotHeld names the first lease not current; the others were
+	// released, but which is not said, so none is claimed released.
+	res, msg := history.ResultOf(err)
+	for _, lease := range leases {
+		w.rec.Add(history.Op{Client: w.id, Kind: history.Release, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
+			Set: lease.Owner, Lazy: true, Result: res, Err: msg, Call: call, Return: ret})
+	}
+	if err != nil {
+		w.classify("release", err)
 	}
 }
 
