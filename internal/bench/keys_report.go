@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -75,12 +74,7 @@ func (r *KeysReport) judgeDeadlocks() {
 // WriteMarkdown prints the report as Markdown, as BENCHMARKS.md shows it.
 func (r *KeysReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run of %s, took %s. Client: %d CPUs. Server: PostgreSQL %s;", r.Started.UTC().Format(time.RFC3339),
-		r.Took.Round(time.Second), r.NumCPU, r.Server.Version)
-	for _, k := range slices.Sorted(maps.Keys(r.Server.Settings)) {
-		fmt.Fprintf(&b, " %s=%s", k, r.Server.Settings[k])
-	}
-	fmt.Fprintf(&b, ".\nMachine load average (1/5/15 min) before: %s, after: %s.\n", orDash(r.LoadBefore), orDash(r.LoadAfter))
+	writeRunHeader(&b, r.Started, r.Took, r.NumCPU, r.Server, r.LoadBefore, r.LoadAfter)
 	fmt.Fprintf(&b, "Sets of %d keys, each worker on keys of its own; a cycle takes the whole set and gives it back. "+
 		"Each series ran %s per round, %d rounds, interleaved; medians over rounds.\n\n", r.Keys, r.Duration, r.Rounds)
 	b.WriteString("| series | workers | sets/s | rounds min–max | p50 | p99 | round trips/set | WAL/set | CPU/set server+client | violations excl/token/lost | errors |\n")

@@ -75,12 +75,7 @@ func safeRatio(num, den float64) float64 {
 // WriteMarkdown prints the report as Markdown, as BENCHMARKS.md shows it.
 func (r *PoolerReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Run of %s, took %s. Client: %d CPUs. Server: PostgreSQL %s;", r.Started.UTC().Format(time.RFC3339),
-		r.Took.Round(time.Second), r.NumCPU, r.Server.Version)
-	for _, k := range slices.Sorted(maps.Keys(r.Server.Settings)) {
-		fmt.Fprintf(&b, " %s=%s", k, r.Server.Settings[k])
-	}
-	fmt.Fprintf(&b, ".\nMachine load average (1/5/15 min) before: %s, after: %s.\n", orDash(r.LoadBefore), orDash(r.LoadAfter))
+	writeRunHeader(&b, r.Started, r.Took, r.NumCPU, r.Server, r.LoadBefore, r.LoadAfter)
 	fmt.Fprintf(&b, "%d workers, a key each; PgBouncer in transaction mode with %d server connections; "+
 		"pgx default_query_exec_mode=exec on both paths. Each series ran %s per round, %d rounds, interleaved; medians over rounds.\n\n",
 		r.Workers, r.Workers, r.Duration, r.Rounds)
@@ -103,13 +98,21 @@ func (r *PoolerReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "| locker | %.2f | %s |\n", r.LockKept, joinRatios(r.LockKeptByRound))
 	fmt.Fprintf(&b, "| one-row UPDATE | %.2f | %s |\n\n", r.UpdateKept, joinRatios(r.UpdateKeptByRound))
 	t := r.Target
-	met := "yes"
-	if !t.Met {
-		met = "**NO**"
-	}
 	b.WriteString("| target | want | got | each round | rounds that met it | met |\n|---|--:|--:|---|--:|---|\n")
 	fmt.Fprintf(&b, "| %s | ≥ %.2f | %.2f | %s | %d of %d | %s |\n", t.Claim, t.Want, t.Got,
-		joinRatios(t.ByRound), t.RoundsMet(), len(t.ByRound), met)
+		joinRatios(t.ByRound), t.RoundsMet(), len(t.ByRound), yesNo(t.Met))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeRunHeader opens a scenario's report: when the run started and how
+// long it took, the client's cores, the server and its settings, and the
+// machine's load before and after.
+func writeRunHeader(b *strings.Builder, started time.Time, took time.Duration, numCPU int, server ServerInfo, loadBefore, loadAfter string) {
+	fmt.Fprintf(b, "Run of %s, took %s. Client: %d CPUs. Server: PostgreSQL %s;", started.UTC().Format(time.RFC3339),
+		took.Round(time.Second), numCPU, server.Version)
+	for _, k := range slices.Sorted(maps.Keys(server.Settings)) {
+		fmt.Fprintf(b, " %s=%s", k, server.Settings[k])
+	}
+	fmt.Fprintf(b, ".\nMachine load average (1/5/15 min) before: %s, after: %s.\n", orDash(loadBefore), orDash(loadAfter))
 }

@@ -84,20 +84,12 @@ type heldLease struct {
 // not granted it says why (reportNotAcquired), closes the pool and returns
 // nil with the exit code.
 func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, int) {
-	if opts.Owner == "" {
-		opts.Owner = locker.NewOwnerID()
-	}
-	pool, err := Connect(ctx, env.DSN)
-	if err != nil {
-		return nil, env.Fail(err)
-	}
-	cfg := locker.Config{TTL: opts.TTL, LogGrants: true, LockDelay: opts.LockDelay}
-	lk, err := locker.New(cfg)
-	if err != nil {
-		pool.Close()
-		return nil, env.Fail(err)
+	opts, pool, cfg, lk, code := prepareTake(ctx, env, opts)
+	if lk == nil {
+		return nil, code
 	}
 	var lease locker.Lease
+	var err error
 	if opts.Wait == 0 {
 		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
 	} else {
@@ -109,6 +101,27 @@ func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, i
 		return nil, code
 	}
 	return &heldLease{pool: pool, lk: lk, lease: lease}, ExitOK
+}
+
+// prepareTake is what takeLease and takeSet do before they take: an owner
+// (a new locker.NewOwnerID() when opts has none), a pool and the Locker of
+// opts. When it cannot, it says why and returns a nil Locker with the exit
+// code.
+func prepareTake(ctx context.Context, env Env, opts AcquireOptions) (AcquireOptions, *pgxpool.Pool, locker.Config, *locker.Locker, int) {
+	if opts.Owner == "" {
+		opts.Owner = locker.NewOwnerID()
+	}
+	cfg := locker.Config{TTL: opts.TTL, LogGrants: true, LockDelay: opts.LockDelay}
+	pool, err := Connect(ctx, env.DSN)
+	if err != nil {
+		return opts, nil, cfg, nil, env.Fail(err)
+	}
+	lk, err := locker.New(cfg)
+	if err != nil {
+		pool.Close()
+		return opts, nil, cfg, nil, env.Fail(err)
+	}
+	return opts, pool, cfg, lk, ExitOK
 }
 
 // reportNotAcquired explains why opts.Key was not granted and returns the

@@ -81,20 +81,12 @@ func acquireSet(ctx context.Context, env Env, opts AcquireOptions) int {
 // refused, or the cycle of a deadlock), closes the pool and returns nil
 // with the exit code.
 func takeSet(ctx context.Context, env Env, opts AcquireOptions) (*heldSet, int) {
-	if opts.Owner == "" {
-		opts.Owner = locker.NewOwnerID()
-	}
-	pool, err := Connect(ctx, env.DSN)
-	if err != nil {
-		return nil, env.Fail(err)
-	}
-	cfg := locker.Config{TTL: opts.TTL, LogGrants: true, LockDelay: opts.LockDelay}
-	lk, err := locker.New(cfg)
-	if err != nil {
-		pool.Close()
-		return nil, env.Fail(err)
+	opts, pool, cfg, lk, code := prepareTake(ctx, env, opts)
+	if lk == nil {
+		return nil, code
 	}
 	var leases []locker.Lease
+	var err error
 	if opts.Wait == 0 {
 		leases, err = lk.TryAcquireAll(ctx, pool, opts.Keys, opts.Owner)
 	} else {

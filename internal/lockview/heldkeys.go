@@ -22,15 +22,7 @@ LIMIT $2`
 // HeldKeys lists up to limit held keys that start with prefix, in key
 // order: what shell completion offers for a command that acts on a lease.
 func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]string, error) {
-	rows, err := db.Query(ctx, heldKeysSQL, prefix, limit)
-	if err != nil {
-		return nil, store.Interpret(err)
-	}
-	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, store.Interpret(err)
-	}
-	return keys, nil
+	return readKeys(ctx, db, heldKeysSQL, prefix, limit)
 }
 
 // delayedKeysSQL reads, in key order, the keys in their lock-delay
@@ -45,7 +37,13 @@ LIMIT $2`
 // DelayedKeys lists up to limit keys in their lock-delay that start with
 // prefix, in key order: what completion offers for `lockctl end-delay`.
 func DelayedKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]string, error) {
-	rows, err := db.Query(ctx, delayedKeysSQL, prefix, limit)
+	return readKeys(ctx, db, delayedKeysSQL, prefix, limit)
+}
+
+// readKeys runs a key listing (query of $1 the prefix, $2 the limit) and
+// collects its keys.
+func readKeys(ctx context.Context, db store.DBTX, query, prefix string, limit int) ([]string, error) {
+	rows, err := db.Query(ctx, query, prefix, limit)
 	if err != nil {
 		return nil, store.Interpret(err)
 	}
