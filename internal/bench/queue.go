@@ -24,11 +24,20 @@ const (
 	// committing a one-row UPDATE, then holding, again and again. No lock
 	// that records its grant durably can hand off faster on this server.
 	QueueFloor = "durable floor"
+	// QueueNotifyFloor is the durable floor with a NOTIFY in each commit,
+	// on a channel nobody listens on, while a connection in every process
+	// LISTENs on another (queue_notify.go): what the NOTIFY of a hand-off
+	// costs the server before anyone hears it.
+	QueueNotifyFloor = "notify floor"
 )
 
 // queueSeries is every series the queue scenario measures, in the order of
 // the first round (later rounds rotate it, so no series always runs first).
-var queueSeries = []string{QueueAdvisory, QueueLocker, QueueFloor}
+var queueSeries = []string{QueueAdvisory, QueueLocker, QueueFloor, QueueNotifyFloor}
+
+// oneWaiter is whether a series runs one "waiter" whatever the queue
+// length: the floors.
+func oneWaiter(series string) bool { return series == QueueFloor || series == QueueNotifyFloor }
 
 // QueueOptions configure RunQueue: many waiters, spread over several
 // processes, all taking one key in turn and holding it briefly.
@@ -126,6 +135,11 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 		return nil, err
 	}
 	defer t.close(ctx)
+	obs, err := openBackendObserver(ctx, dsn, queueWorkerApp(t.schema))
+	if err != nil {
+		return nil, err
+	}
+	defer obs.close(ctx)
 	rep := &QueueReport{Started: time.Now(), Processes: opts.Processes, Hold: opts.Hold,
 		Duration: opts.Duration, Rounds: opts.Rounds}
 	if rep.Server, err = t.serverInfo(ctx); err != nil {
@@ -137,7 +151,7 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 			for _, s := range rotate(queueSeries, round) {
 				job := queueJob{DSN: dsn, Schema: t.schema, Series: s, Hold: opts.Hold,
 					Key: fmt.Sprintf("queue-%s-%d-%d", s, waiters, round), AdvisoryKey: int64(round*1000 + waiters)}
-				r, err := runQueueSeries(ctx, opts, job, waiters)
+				r, err := runQueueSeries(ctx, opts, obs, job, waiters)
 				if err != nil {
 					return nil, fmt.Errorf("bench: queue %s, %d waiters, round %d: %w", s, waiters, round+1, err)
 				}
@@ -157,31 +171,54 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 // of them begin at one instant.
 const queueStartDelay = 1500 * time.Millisecond
 
-// runQueueSeries runs one series once: waiters spread over the processes.
-func runQueueSeries(ctx context.Context, opts QueueOptions, job queueJob, waiters int) (queueRun, error) {
-	job.Start = time.Now().Add(queueStartDelay)
-	job.Stop = job.Start.Add(opts.Duration)
+// runQueueSeries runs one series once: waiters spread over the processes,
+// with the backend transactions counted around them (obs may be nil).
+func runQueueSeries(ctx context.Context, opts QueueOptions, obs *backendObserver, job queueJob, waiters int) (queueRun, error) {
 	processes, spread := opts.Processes, waiters
-	if job.Series == QueueFloor {
+	switch job.Series {
+	case QueueFloor:
 		processes, spread = 1, 1 // one connection, whatever the queue length
+	case QueueNotifyFloor:
+		spread = 1 // one committer; every process listens
 	}
 	results := make([]queueWorkerResult, processes)
-	errs := make([]error, processes)
-	var wg sync.WaitGroup
-	for p := range processes {
-		j := job
-		j.Process = p
-		j.Waiters = spread / processes
-		if p < spread%processes {
-			j.Waiters++
+	backend, err := obs.measureBackend(ctx, func() (int64, error) {
+		job.Start = time.Now().Add(queueStartDelay)
+		job.Stop = job.Start.Add(opts.Duration)
+		errs := make([]error, processes)
+		var wg sync.WaitGroup
+		for p := range processes {
+			j := job
+			j.Process = p
+			j.Waiters = spread / processes
+			if p < spread%processes {
+				j.Waiters++
+			}
+			wg.Go(func() { results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j) })
 		}
-		wg.Go(func() { results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		wg.Wait()
+		var setup int64
+		for _, r := range results {
+			setup += r.SetupTransactions
+		}
+		return setup, errors.Join(errs...)
+	})
+	if err != nil {
 		return queueRun{}, err
 	}
-	return newQueueRun(job, waiters, results), nil
+	r := newQueueRun(job, waiters, results)
+	r.backendTransactions = backend
+	r.listeners = listenersOf(job.Series, processes)
+	return r, nil
+}
+
+// listenersOf is how many connections LISTEN in a series: a Notifier or a
+// listener per process.
+func listenersOf(series string, processes int) int {
+	if series == QueueLocker || series == QueueNotifyFloor {
+		return processes
+	}
+	return 0
 }
 
 // runWorkerProcess starts one worker process, hands it its job and reads
@@ -226,6 +263,10 @@ func queueConnConfig(job queueJob) (*pgx.ConnConfig, error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg.RuntimeParams["search_path"] = job.Schema
-	cfg.RuntimeParams["application_name"] = job.Schema
+	cfg.RuntimeParams["application_name"] = queueWorkerApp(job.Schema)
 	return cfg, nil
 }
+
+// queueWorkerApp is the application name of the worker processes'
+// connections, by which the backend count knows when they are gone.
+func queueWorkerApp(schema string) string { return schema + "_queue" }

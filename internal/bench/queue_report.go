@@ -32,9 +32,17 @@ type QueueResult struct {
 	HandOffsPerSec float64 `json:"hand_offs_per_sec"`
 	// TransactionsPerHandOff counts every transaction the waiters ran
 	// (grants, releases, waiting bookkeeping, retries) per grant.
-	TransactionsPerHandOff float64       `json:"transactions_per_hand_off"`
-	WaitP50                time.Duration `json:"wait_p50_ns"`
-	WaitP99                time.Duration `json:"wait_p99_ns"`
+	TransactionsPerHandOff float64 `json:"transactions_per_hand_off"`
+	// BackendTransactionsPerHandOff counts every transaction the database's
+	// backends ran per grant (queue_backend.go): the waiters', the
+	// Notifiers', and the listening backends' reads of the notification
+	// queue. -1: not measured (the server could not be observed).
+	BackendTransactionsPerHandOff float64 `json:"backend_transactions_per_hand_off"`
+	// Listeners is how many connections LISTENed (one per process in the
+	// locker and notify floor series).
+	Listeners int           `json:"listeners"`
+	WaitP50   time.Duration `json:"wait_p50_ns"`
+	WaitP99   time.Duration `json:"wait_p99_ns"`
 	// WaitMax counts waits the end of a round cut short (a waiter still
 	// queued had waited at least that long).
 	WaitMax time.Duration `json:"wait_max_ns"`
@@ -58,14 +66,20 @@ type queueRun struct {
 	series          string
 	waiters         int
 	duration        time.Duration
-	grants          []queueGrant
+	stop            time.Time
+	grants          []queueGrant // including the drain's, after stop
 	grantsPerWaiter []int
 	transactions    int64
 	unfinishedWait  time.Duration
+	// backendTransactions is the run's count (-1: not measured); listeners
+	// the connections that LISTENed.
+	backendTransactions int64
+	listeners           int
 }
 
 func newQueueRun(job queueJob, waiters int, results []queueWorkerResult) queueRun {
-	r := queueRun{series: job.Series, waiters: waiters, duration: job.Stop.Sub(job.Start)}
+	r := queueRun{series: job.Series, waiters: waiters, duration: job.Stop.Sub(job.Start), stop: job.Stop,
+		backendTransactions: -1}
 	for _, res := range results {
 		r.grants = append(r.grants, res.Grants...)
 		for _, n := range res.GrantsPerWaiter {
@@ -77,8 +91,15 @@ func newQueueRun(job queueJob, waiters int, results []queueWorkerResult) queueRu
 	return r
 }
 
+// handOffsPerSec counts the grants made before the stop, not the drain's.
 func (r queueRun) handOffsPerSec() float64 {
-	return float64(len(r.grants)) / r.duration.Seconds()
+	n := 0
+	for _, g := range r.grants {
+		if g.Acquired < r.stop.UnixNano() {
+			n++
+		}
+	}
+	return float64(n) / r.duration.Seconds()
 }
 
 // longest is the longest wait of the run, counting waits still unfinished
@@ -155,13 +176,17 @@ func summarizeQueue(runs []queueRun) []QueueResult {
 
 func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult {
 	res := QueueResult{Series: series, Waiters: waiters}
-	var rates, txns, unfair, mins, maxs []float64
+	var rates, txns, backend, unfair, mins, maxs []float64
 	var p50s, p99s, maxWaits []time.Duration
 	for _, r := range runs {
 		rates = append(rates, r.handOffsPerSec())
 		if n := len(r.grants); n > 0 {
 			txns = append(txns, float64(r.transactions)/float64(n))
+			if r.backendTransactions >= 0 {
+				backend = append(backend, float64(r.backendTransactions)/float64(n))
+			}
 		}
+		res.Listeners = r.listeners
 		waits := make([]time.Duration, 0, len(r.grants))
 		for _, g := range r.grants {
 			waits = append(waits, time.Duration(g.WaitNs))
@@ -180,6 +205,10 @@ func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult
 	}
 	res.HandOffsPerSec = median(rates)
 	res.TransactionsPerHandOff = median(txns)
+	res.BackendTransactionsPerHandOff = -1
+	if len(backend) > 0 {
+		res.BackendTransactionsPerHandOff = median(backend)
+	}
 	res.WaitP50 = median(p50s)
 	res.WaitP99 = median(p99s)
 	res.WaitMax = median(maxWaits)
@@ -197,19 +226,23 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(p, "## Queue: one key, waiters in %d processes, hold %s\n\n", r.Processes, r.Hold)
 	fmt.Fprintf(p, "PostgreSQL %s; %d rounds of %s per series, medians over rounds; took %s.\n\n",
 		r.Server.Version, r.Rounds, r.Duration, r.Took.Round(time.Second))
-	fmt.Fprintf(p, "| series | waiters | hand-offs/s | transactions per hand-off | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
-	fmt.Fprintf(p, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(p, "| series | waiters | hand-offs/s | transactions per hand-off | backend transactions per hand-off | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
+	fmt.Fprintf(p, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range r.Results {
 		txns := fmt.Sprintf("%.2f", x.TransactionsPerHandOff)
 		if x.Series == QueueAdvisory {
 			txns = "—" // lock and unlock are statements, but no commit is needed
 		}
+		backend := "—"
+		if x.BackendTransactionsPerHandOff >= 0 {
+			backend = fmt.Sprintf("%.2f", x.BackendTransactionsPerHandOff)
+		}
 		waiters := strconv.Itoa(x.Waiters)
-		if x.Series == QueueFloor {
+		if oneWaiter(x.Series) {
 			waiters = "1"
 		}
-		fmt.Fprintf(p, "| %s | %s | %.0f | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
-			x.Series, waiters, x.HandOffsPerSec, txns, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
+		fmt.Fprintf(p, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
+			x.Series, waiters, x.HandOffsPerSec, txns, backend, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
 			x.GrantsPerWaiterMin, x.GrantsPerWaiterMax, 100*x.Unfairness, x.Overlaps)
 	}
 	fmt.Fprintf(p, "\n")
@@ -223,6 +256,17 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(p, "\n%s: one connection committing a one-row UPDATE durably, then holding %s, whatever the queue length.\n",
 		QueueFloor, r.Hold)
+	for _, x := range r.Results {
+		if x.Series == QueueNotifyFloor && x.BackendTransactionsPerHandOff >= 0 {
+			fmt.Fprintf(p, "%s: the same with a NOTIFY nobody listens for in each commit, while %d connections LISTEN on other channels: "+
+				"%.2f backend transactions per commit (1 + listeners = %d).\n",
+				QueueNotifyFloor, x.Listeners, x.BackendTransactionsPerHandOff, 1+x.Listeners)
+			break
+		}
+	}
+	fmt.Fprintf(p, "Backend transactions: every transaction of the database's backends (pg_stat_database) from the workers' start to their exit, "+
+		"less their connections' start-ups and setup, per grant; the run drains (waiters queued at its end are served), "+
+		"so hand-offs/s counts only the grants before the end.\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -76,10 +76,24 @@ func TestQueueScenario(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	// The floor is one connection: one grant per hold, nobody waiting.
-	if r := got[QueueFloor]; r.TransactionsPerHandOff != 1 || r.GrantsPerWaiterMin != r.GrantsPerWaiterMax {
-		t.Errorf("durable floor: %.2f transactions per hand-off (want 1) or more than one waiter: %+v",
-			r.TransactionsPerHandOff, r)
+	// The floors are one connection: one grant per hold, nobody waiting.
+	for _, s := range []string{QueueFloor, QueueNotifyFloor} {
+		if r := got[s]; r.TransactionsPerHandOff != 1 || r.GrantsPerWaiterMin != r.GrantsPerWaiterMax {
+			t.Errorf("%s: %.2f transactions per hand-off (want 1) or more than one waiter: %+v",
+				s, r.TransactionsPerHandOff, r)
+		}
+	}
+	// The backend counts are lower bounds here: other tests' backends share
+	// the database. Each series' commits count, and the notify floor's
+	// listeners read the queue besides.
+	for _, s := range queueSeries {
+		if r := got[s]; r.BackendTransactionsPerHandOff < 1 {
+			t.Errorf("%s: %.2f backend transactions per hand-off (want at least 1): %+v", s, r.BackendTransactionsPerHandOff, r)
+		}
+	}
+	if r := got[QueueNotifyFloor]; r.Listeners != 2 || r.BackendTransactionsPerHandOff <= 1 {
+		t.Errorf("notify floor: %d listeners (want 2), %.2f backend transactions per commit (want more than 1): %+v",
+			r.Listeners, r.BackendTransactionsPerHandOff, r)
 	}
 	var vsFloor float64
 	for _, q := range rep.Ratios() {
@@ -90,7 +104,7 @@ func TestQueueScenario(t *testing.T) {
 	if vsFloor <= 0 {
 		t.Errorf("no locker ÷ durable floor ratio: %+v", rep.Ratios())
 	}
-	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "| durable floor | 1 |", "locker at 6 waiters:", "× the durable floor's"} {
+	for _, want := range []string{"| pg_advisory_lock | 6 |", "| locker | 6 |", "| durable floor | 1 |", "| notify floor | 1 |", "locker at 6 waiters:", "× the durable floor's", "1 + listeners = 3"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
 		}

@@ -50,8 +50,12 @@ type queueWorkerResult struct {
 	GrantsPerWaiter map[string]int `json:"grants_per_waiter"`
 	// Transactions counts statements run outside a transaction block (each
 	// its own transaction) and transaction blocks begun, on the waiters'
-	// connections.
+	// connections, from the start.
 	Transactions int64 `json:"transactions"`
+	// SetupTransactions counts the transactions of all the process's
+	// connections that the backend count leaves out: those before the
+	// start, and statements' preparations.
+	SetupTransactions int64 `json:"setup_transactions"`
 	// UnfinishedWaitNs is the longest wait that the end of the run cut
 	// short: a waiter still queued then has waited at least that long.
 	UnfinishedWaitNs int64  `json:"unfinished_wait_ns"`
@@ -83,9 +87,16 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 	if err != nil {
 		return queueWorkerResult{}, err
 	}
-	var txns atomic.Int64
+	// txns: the waiters' transactions, as the client-side count reports
+	// them; side: those of the process's other connections (a Notifier's, a
+	// listener's); setup: what the backend count leaves out (see
+	// queue_backend.go): every transaction before the start, and every
+	// statement's preparation.
+	var txns, side, setup atomic.Int64
 	counted := cfg.Copy()
-	counted.Tracer = transactionCounter{n: &txns}
+	counted.Tracer = transactionCounter{n: &txns, prepared: &setup}
+	sideCfg := cfg.Copy()
+	sideCfg.Tracer = transactionCounter{n: &side, prepared: &setup}
 
 	var acquirers []acquireFunc
 	var cleanup func()
@@ -93,30 +104,35 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 	case QueueAdvisory:
 		acquirers, cleanup, err = advisoryWaiters(ctx, counted, job)
 	case QueueLocker:
-		acquirers, cleanup, err = lockerWaiters(ctx, cfg, counted, job)
+		acquirers, cleanup, err = lockerWaiters(ctx, sideCfg, counted, job)
 	case QueueFloor:
 		acquirers, cleanup, err = floorWaiter(ctx, counted, job)
+	case QueueNotifyFloor:
+		acquirers, cleanup, err = notifyFloorWaiters(ctx, sideCfg, counted, job)
 	default:
 		err = fmt.Errorf("unknown queue series %q", job.Series)
 	}
 	if err != nil {
 		return queueWorkerResult{}, err
 	}
-	defer cleanup()
 
 	res := queueWorkerResult{GrantsPerWaiter: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	errs := make([]error, len(acquirers))
 	time.Sleep(time.Until(job.Start))
-	txns.Store(0) // setup statements are not part of the measurement
-	stopCtx, cancel := context.WithDeadline(ctx, job.Stop)
+	// Setup statements are not part of the measurement.
+	setup.Add(txns.Swap(0) + side.Swap(0))
+	// The run drains: no acquisition begins after the stop, and one in
+	// flight then is served (nobody gives up, so the backend count holds
+	// only hand-overs); queueDrainLimit bounds it.
+	drainCtx, cancel := context.WithDeadline(ctx, job.Stop.Add(queueDrainLimit))
 	defer cancel()
 	for i, acquire := range acquirers {
 		name := fmt.Sprintf("p%d-w%d", job.Process, i)
 		res.GrantsPerWaiter[name] = 0
 		wg.Go(func() {
-			grants, unfinished, err := runWaiter(stopCtx, name, acquire, job.Hold)
+			grants, unfinished, err := runWaiter(drainCtx, job.Stop, name, acquire, job.Hold)
 			errs[i] = err
 			mu.Lock()
 			res.Grants = append(res.Grants, grants...)
@@ -126,15 +142,21 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		})
 	}
 	wg.Wait()
+	cleanup()
 	res.Transactions = txns.Load()
+	res.SetupTransactions = setup.Load()
 	return res, errors.Join(errs...)
 }
 
+// queueDrainLimit bounds how long after the stop the acquisitions in
+// flight may take to be served.
+const queueDrainLimit = 10 * time.Second
+
 // runWaiter takes the lock, holds it, releases it, again and again until
-// ctx ends. An acquire cut short by the end is not an error: unfinished is
-// how long it had waited by then.
-func runWaiter(ctx context.Context, name string, acquire acquireFunc, hold time.Duration) (grants []queueGrant, unfinished time.Duration, err error) {
-	for ctx.Err() == nil {
+// stop. An acquire ctx cuts short is not an error: unfinished is how long it
+// had waited by then.
+func runWaiter(ctx context.Context, stop time.Time, name string, acquire acquireFunc, hold time.Duration) (grants []queueGrant, unfinished time.Duration, err error) {
+	for time.Now().Before(stop) {
 		began := time.Now()
 		token, release, err := acquire(ctx)
 		if err != nil {
@@ -225,7 +247,7 @@ const queueLockTTL = 30 * time.Second
 
 // lockerWaiters share one pool and one Notifier per process, as a service
 // would.
-func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
+func lockerWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
 	poolCfg, err := pgxpool.ParseConfig("")
 	if err != nil {
 		return nil, nil, err
@@ -238,7 +260,7 @@ func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queu
 		return nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
 	}
 	nctx, stopNotifier := context.WithCancel(ctx)
-	notifier := locker.NewNotifier(locker.ConnectWith(plain))
+	notifier := locker.NewNotifier(locker.ConnectWith(side))
 	notifierDone := make(chan struct{})
 	go func() {
 		defer close(notifierDone)
@@ -254,7 +276,8 @@ func lockerWaiters(ctx context.Context, plain, counted *pgx.ConnConfig, job queu
 		cleanup()
 		return nil, nil, err
 	}
-	if err := pool.Ping(ctx); err != nil {
+	// Not pool.Ping, whose statement the counters would not see.
+	if _, err := pool.Exec(ctx, ";"); err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
 	}
@@ -290,22 +313,41 @@ func leaseAcquirers(job queueJob, prefix string, lk *locker.Locker, pool *pgxpoo
 // statement outside a transaction block is one, a transaction block
 // (counted at its BEGIN) is one however many statements it holds. A
 // statement counts when it returns without error, so the one the run's end
-// cuts short, which grants nothing, is not counted either.
-type transactionCounter struct{ n *atomic.Int64 }
+// cuts short, which grants nothing, is not counted either. With prepared
+// set, it also counts there each statement's preparation outside a
+// transaction block (pgx's statement cache prepares a statement on a
+// connection's first use of it, in a transaction of its own).
+type transactionCounter struct{ n, prepared *atomic.Int64 }
 
 // startsTransaction marks, in a query's context, that the connection was
 // idle when it began.
 type startsTransaction struct{}
 
 func (transactionCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	if conn.PgConn().TxStatus() == 'I' {
-		return context.WithValue(ctx, startsTransaction{}, true)
-	}
-	return ctx
+	return markIdle(ctx, conn)
 }
 
 func (c transactionCounter) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
 	if data.Err == nil && ctx.Value(startsTransaction{}) != nil {
 		c.n.Add(1)
 	}
+}
+
+func (transactionCounter) TracePrepareStart(ctx context.Context, conn *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	return markIdle(ctx, conn)
+}
+
+// TracePrepareEnd counts a preparation that reached the server, whether
+// it failed or not (a rollback is a transaction too).
+func (c transactionCounter) TracePrepareEnd(ctx context.Context, _ *pgx.Conn, data pgx.TracePrepareEndData) {
+	if c.prepared != nil && !data.AlreadyPrepared && ctx.Value(startsTransaction{}) != nil {
+		c.prepared.Add(1)
+	}
+}
+
+func markIdle(ctx context.Context, conn *pgx.Conn) context.Context {
+	if conn.PgConn().TxStatus() == 'I' {
+		return context.WithValue(ctx, startsTransaction{}, true)
+	}
+	return ctx
 }
