@@ -82,9 +82,10 @@ type PruneOptions struct {
 
 // PruneResult counts what Prune deleted.
 type PruneResult struct {
-	Locks   int64
-	Events  int64
-	Waiters int64 // records of processes that died waiting
+	Locks    int64
+	Events   int64
+	Waiters  int64 // records of processes that died waiting
+	Sessions int64 // sessions that lapsed (Session)
 }
 
 // Prune deletes lock rows that have been free for longer than opts.FreeFor.
@@ -108,5 +109,5 @@ func (l *Locker) Prune(ctx context.Context, db TxStarter, opts PruneOptions) (Pr
 	if err != nil {
 		return PruneResult{}, fmt.Errorf("locker: prune: %w", err)
 	}
-	return PruneResult{Locks: res.Locks, Events: res.Events, Waiters: res.Waiters}, nil
+	return PruneResult{Locks: res.Locks, Events: res.Events, Waiters: res.Waiters, Sessions: res.Sessions}, nil
 }

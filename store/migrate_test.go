@@ -73,6 +73,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_grant_waiter": true, "distributed_lock_hand_off_group": true,
 	"distributed_lock_key_set": true, "distributed_lock_grant_set": true, "distributed_lock_create_free": true, "distributed_lock_lock_set": true,
 	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
+	"distributed_lock_session_lock": true,
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql and the
@@ -84,6 +85,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
+	"distributed_lock_session_live": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol

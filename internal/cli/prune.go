@@ -35,9 +35,10 @@ type PruneOptions struct {
 
 // pruneResult is prune's --json object.
 type pruneResult struct {
-	Locks   int64 `json:"locks"`
-	Events  int64 `json:"events"`
-	Waiters int64 `json:"waiters"`
+	Locks    int64 `json:"locks"`
+	Events   int64 `json:"events"`
+	Waiters  int64 `json:"waiters"`
+	Sessions int64 `json:"sessions"`
 }
 
 // Prune deletes lock rows free (released, or expired and never released)
@@ -62,10 +63,10 @@ func Prune(ctx context.Context, env Env, opts PruneOptions) int {
 		return env.Fail(err)
 	}
 	if opts.JSON {
-		return env.emit(pruneResult{Locks: res.Locks, Events: res.Events, Waiters: res.Waiters})
+		return env.emit(pruneResult{Locks: res.Locks, Events: res.Events, Waiters: res.Waiters, Sessions: res.Sessions})
 	}
-	fmt.Fprintf(env.Stdout, "pruned %d lock rows free for more than %s, %d events, %d dead waiter records\n",
-		res.Locks, formatDuration(opts.Older), res.Events, res.Waiters)
+	fmt.Fprintf(env.Stdout, "pruned %d lock rows free for more than %s, %d events, %d dead waiter records, %d lapsed sessions\n",
+		res.Locks, formatDuration(opts.Older), res.Events, res.Waiters, res.Sessions)
 	return ExitOK
 }
 

@@ -21,7 +21,7 @@ const (
 	OutcomeFree    = "free"
 	OutcomeExpired = "expired"
 	OutcomeBusy    = "busy"
-	OutcomeGone    = "gone" // a waiter's record is gone with no grant for it: enqueue again
+	OutcomeGone    = "gone" // a waiter's record is gone with no grant for it (enqueue again); a session is gone
 	// A waiter's wait would close a cycle of waits of which it is the
 	// youngest: it is refused, its records removed (_enqueue, _enqueue_all,
 	// _waiter_poll, _waiter_poll_all).
@@ -37,6 +37,14 @@ const (
 	// What distributed_lock_end_delay did.
 	OutcomeDelayEnded = "delay_ended" // the key's lock-delay was ended early
 	OutcomeNotDelayed = "not_delayed" // the key was not in a lock-delay
+
+	// What the session functions did (10_session.sql): a heartbeat renews
+	// (OutcomeRenewed), a bind binds, a close closes, an operator's end
+	// ends; a session that lapsed is OutcomeExpired, one that does not
+	// exist (closed, ended, pruned, or another owner's) OutcomeGone.
+	OutcomeBound  = "bound"
+	OutcomeClosed = "closed"
+	OutcomeEnded  = "ended"
 
 	// What distributed_lock_waiter_leave did.
 	LeftQueue = "left"      // took the waiter out of the queue
@@ -58,4 +66,8 @@ const (
 	// (OutcomeDeadlock): one event per key it waited for, detail
 	// {"cycle": [{"owner", "key"}, …]} as the refusal returned it.
 	EventDeadlockRefused = "deadlock_refused"
+	// An operator ended a session (distributed_lock_end_session): no key,
+	// detail {"session_id", "host", "pid", "leases", "reason"}; each lease
+	// it ended has its own force_expired event.
+	EventSessionEnded = "session_ended"
 )

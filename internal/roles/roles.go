@@ -2,14 +2,15 @@
 // of database user, as SQL a DBA runs once per role (or `lockctl grant`
 // runs):
 //
-//   - Viewer watches: it reads the three tables and nothing else (the
+//   - Viewer watches: it reads the lock tables and nothing else (the
 //     console with --read-only, `lockctl ls`).
 //   - Operator frees stuck locks: a viewer that may also call the force and
-//     prune functions (force-expire, force-release, prune).
+//     prune functions (force-expire, force-release, end a delay, end a
+//     session, prune).
 //   - Service is what an application embedding locker needs: the owner's
 //     protocol functions (acquire, renew, release, fence, report a stale
-//     write, the waiter bookkeeping of a waiting Acquire, and the same for
-//     a set of keys) and a read of the lock table (Locker.Get, and the
+//     write, the waiter bookkeeping of a waiting Acquire, the same for a
+//     set of keys, and its own sessions: open, heartbeat, bind, close) and a read of the lock table (Locker.Get, and the
 //     current holder a lost lease's NotHeldError names).
 //
 // No kind gets INSERT, UPDATE, DELETE or TRUNCATE on any lock table, or any
@@ -17,7 +18,7 @@
 // DEFINER functions of schema.sql, which run as the role that migrated. So
 // no role can forge or rewind a token, revive a lease, change an owner, or
 // write or delete an event except as the protocol does. Each set starts by
-// revoking whatever the role held on the three lock tables, the sequence and
+// revoking whatever the role held on the lock tables, the sequence and
 // the callable protocol functions, so granting also takes back a wider set
 // granted before (another kind, or an earlier version of lockctl).
 //
@@ -54,20 +55,20 @@ var Kinds = []Kind{Viewer, Operator, Service}
 // %[2]s the quoted role; nothing else is ever substituted.
 var (
 	// revokeAll takes back every privilege the role holds on the objects a
-	// grant set can reach: the three lock tables, the token sequence and
+	// grant set can reach: the lock tables, the token sequence and
 	// every function a set grants. So on those objects a role has exactly
 	// the set that follows, whatever it had before. It leaves alone what no
 	// set ever grants and the schema already closes to PUBLIC: the epoch
 	// table, the internal functions and the rules (store/sql/functions); a
 	// privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
-		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
+		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
 		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions)), ", ") + ` FROM %[2]s`,
 	}
 
 	viewerGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter TO %[2]s`,
+		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
 	})
 
 	operatorGrants = slices.Concat(viewerGrants, []string{
@@ -99,6 +100,10 @@ var ownerFunctions = []string{
 	"distributed_lock_waiter_leave_all(text[], bigint[], boolean, text)",
 	"distributed_lock_renew_all(text[], text, bigint[], bigint)",
 	"distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text)",
+	"distributed_lock_open_session(text, bigint, text, integer, jsonb)",
+	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[])",
+	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
+	"distributed_lock_close_session(bigint, text)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on
@@ -108,6 +113,7 @@ var operatorFunctions = []string{
 	"distributed_lock_force_release(text, bigint, text, text)",
 	"distributed_lock_end_delay(text, text, text)",
 	"distributed_lock_prune(bigint, bigint, bigint)",
+	"distributed_lock_end_session(bigint, text, text)",
 }
 
 // qualified prefixes each function with the schema placeholder.

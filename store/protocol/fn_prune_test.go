@@ -38,13 +38,18 @@ const (
 	insertEventSQL = `
 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
 VALUES (clock_timestamp() - $2 * interval '1 microsecond', $1, 'acquired', 'other', 1, 'other')`
-	emptySQL = `TRUNCATE distributed_lock, distributed_lock_waiter, distributed_lock_event`
+	emptySQL = `TRUNCATE distributed_lock, distributed_lock_waiter, distributed_lock_event, distributed_lock_session CASCADE`
+	// Sessions that lapsed 2 minutes and 30 seconds ago, and one that runs.
+	insertSessionsSQL = `INSERT INTO distributed_lock_session (owner_id, ttl, opened_at, expires_at)
+SELECT o, interval '10 seconds', clock_timestamp() - interval '1 hour', clock_timestamp() + a
+FROM (VALUES ('lapsed for 2m', interval '-2 minutes'), ('lapsed for 30s', interval '-30 seconds'), ('live', interval '10 seconds')) v(o, a)`
 	pruneSQL = `SELECT * FROM distributed_lock_prune(free_for_us => $1, events_older_us => $2, gate_wait_ms => $3)`
 	// What a grant in flight holds, between drawing a token and writing it.
 	grantGateSQL = `SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)`
 	leftSQL      = `SELECT (SELECT coalesce(array_agg(lock_key ORDER BY lock_key), '{}') FROM distributed_lock),
 		(SELECT coalesce(array_agg(owner_id::text ORDER BY owner_id), '{}') FROM distributed_lock_waiter),
-		(SELECT count(*) FROM distributed_lock_event)`
+		(SELECT count(*) FROM distributed_lock_event),
+		(SELECT coalesce(array_agg(owner_id::text ORDER BY owner_id), '{}') FROM distributed_lock_session)`
 )
 
 // Prune deletes across keys, so the cases take turns on a schema of their
@@ -52,9 +57,11 @@ VALUES (clock_timestamp() - $2 * interval '1 microsecond', $1, 'acquired', 'othe
 func TestPrune(t *testing.T) {
 	t.Parallel()
 	f := newIsolatedFixture(t, "distributed_lock_prune")
-	type counts struct{ locks, waiters, events int64 }
+	type counts struct{ locks, waiters, events, sessions int64 }
 	all := []string{"free for 1m", "free for 2h", "held", "in its lock-delay", "lapsed for 1m", "lapsed for 2h", "promised for 2h"}
 	allWaiters := []string{"dead for 2m", "lapsed for 30s", "live", "waiting"}
+	allSessions := []string{"lapsed for 2m", "lapsed for 30s", "live"}
+	leftSessions := []string{"lapsed for 30s", "live"}
 	for _, c := range []struct {
 		name          string
 		freeFor       time.Duration
@@ -65,15 +72,16 @@ func TestPrune(t *testing.T) {
 		deleted     counts
 		keys, queue []string // what is left
 		events      int64
+		sessions    []string
 	}{
 		{name: "free for longer than an hour", freeFor: time.Hour,
-			deleted: counts{2, 1, 0}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 2},
+			deleted: counts{2, 1, 0, 1}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 2, sessions: leftSessions},
 		{name: "free at all, but not in its lock-delay", freeFor: 0,
-			deleted: counts{4, 1, 0}, keys: []string{"held", "in its lock-delay", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 2},
+			deleted: counts{4, 1, 0, 1}, keys: []string{"held", "in its lock-delay", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 2, sessions: leftSessions},
 		{name: "and events older than an hour", freeFor: time.Hour, eventsOlder: ptr(time.Hour),
-			deleted: counts{2, 1, 1}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 1},
+			deleted: counts{2, 1, 1, 1}, keys: []string{"free for 1m", "held", "in its lock-delay", "lapsed for 1m", "promised for 2h"}, queue: []string{"lapsed for 30s", "live", "waiting"}, events: 1, sessions: leftSessions},
 		{name: "a grant in flight past gate_wait_ms: nothing", freeFor: 0, eventsOlder: ptr(time.Duration(0)), grantInFlight: true,
-			err: "55P03", keys: all, queue: allWaiters, events: 2},
+			err: "55P03", keys: all, queue: allWaiters, events: 2, sessions: allSessions},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -82,6 +90,9 @@ func TestPrune(t *testing.T) {
 			}
 			for key, s := range pruneKeys {
 				prepare(t, f.db, key, s)
+			}
+			if _, err := f.db.Exec(ctx, insertSessionsSQL); err != nil {
+				t.Fatal(err)
 			}
 			for _, ago := range pruneEvents {
 				if _, err := f.db.Exec(ctx, insertEventSQL, "held", ago.Microseconds()); err != nil {
@@ -103,7 +114,7 @@ func TestPrune(t *testing.T) {
 				older = c.eventsOlder.Microseconds()
 			}
 			var got counts
-			err := f.db.QueryRow(ctx, pruneSQL, c.freeFor.Microseconds(), older, 1).Scan(&got.locks, &got.waiters, &got.events)
+			err := f.db.QueryRow(ctx, pruneSQL, c.freeFor.Microseconds(), older, 1).Scan(&got.locks, &got.waiters, &got.events, &got.sessions)
 			var pgErr *pgconn.PgError
 			switch {
 			case c.err != "":
@@ -118,13 +129,16 @@ func TestPrune(t *testing.T) {
 			case got != c.deleted:
 				t.Errorf("deleted %+v; want %+v", got, c.deleted)
 			}
-			var keys, queue []string
+			var keys, queue, sessions []string
 			var events int64
-			if err := f.db.QueryRow(ctx, leftSQL).Scan(&keys, &queue, &events); err != nil {
+			if err := f.db.QueryRow(ctx, leftSQL).Scan(&keys, &queue, &events, &sessions); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(keys, c.keys) || !slices.Equal(queue, c.queue) || events != c.events {
 				t.Errorf("left keys %v, waiters %v, %d events; want %v, %v, %d", keys, queue, events, c.keys, c.queue, c.events)
+			}
+			if !slices.Equal(sessions, c.sessions) {
+				t.Errorf("left sessions %v; want %v", sessions, c.sessions)
 			}
 		})
 	}

@@ -39,7 +39,7 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 	domains := map[string][]string{
 		"distributed_lock_event_kind": {lockdb.EventAcquired, lockdb.EventStolen, lockdb.EventReleased,
 			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected,
-			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused},
+			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded},
 		"distributed_lock_grant_kind": {lockdb.OutcomeAcquired, lockdb.OutcomeStolen},
 	}
 	word := regexp.MustCompile(`'([a-z_]+)'`)

@@ -117,7 +117,7 @@ END $$;
 -- distributed_lock_prune deletes lock rows free (released, or expired and
 -- never released) for longer than free_for_us, past their lock-delay and
 -- not promised to live waiters, waiter records of processes that died
--- waiting, and, unless events_older_us is NULL, events older than that.
+-- waiting and sessions that lapsed (both a minute after), and, unless events_older_us is NULL, events older than that.
 -- One row: how many of each it deleted. A promised row stays because a
 -- waiting set keeps a key it heads free until it can have its other keys,
 -- however long that takes, and a hand-off can grant only a key with a row.
@@ -141,7 +141,7 @@ END $$;
 -- SQLSTATE 55P03 and deletes nothing. Its now is read after the gate.
 CREATE OR REPLACE FUNCTION distributed_lock_prune(
     free_for_us bigint, events_older_us bigint DEFAULT NULL, gate_wait_ms bigint DEFAULT 5000,
-    OUT locks bigint, OUT waiters bigint, OUT events bigint)
+    OUT locks bigint, OUT waiters bigint, OUT events bigint, OUT sessions bigint)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
@@ -159,6 +159,8 @@ BEGIN
     GET DIAGNOSTICS locks = ROW_COUNT;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;
+    DELETE FROM distributed_lock_session s WHERE s.expires_at < ts - interval '1 minute';
+    GET DIAGNOSTICS sessions = ROW_COUNT;
     events := 0;
     IF events_older_us IS NOT NULL THEN
         DELETE FROM distributed_lock_event e

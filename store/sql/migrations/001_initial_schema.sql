@@ -44,7 +44,7 @@ CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', '
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused'));
+    'delay_ended', 'deadlock_refused', 'session_ended'));
 
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
@@ -147,3 +147,35 @@ CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_
 CREATE INDEX distributed_lock_waiter_owner_idx ON distributed_lock_waiter (owner_id);
 -- A multi-key acquire's records, found from any one of them (a hand-off).
 CREATE INDEX distributed_lock_waiter_group_idx ON distributed_lock_waiter (group_id) WHERE group_id IS NOT NULL;
+
+-- Sessions (10_session.sql): a process's one heartbeat for many leases. A
+-- session lives until expires_at; each heartbeat moves expires_at to ttl
+-- from the database's now, and every lease bound to it along. A session
+-- whose expires_at passed is lapsed for good: nothing revives it, and its
+-- leases lapsed at the same instant. Rows of lapsed sessions are deleted by
+-- distributed_lock_prune.
+CREATE TABLE distributed_lock_session (
+    session_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    owner_id   distributed_lock_name     NOT NULL, -- who opened it; its heartbeat names it
+    host       text                      NOT NULL DEFAULT '',
+    pid        integer                   NOT NULL DEFAULT 0,
+    metadata   distributed_lock_metadata NOT NULL DEFAULT '{}',
+    ttl        distributed_lock_ttl      NOT NULL,
+    opened_at  timestamptz               NOT NULL,
+    renewed_at timestamptz,
+    expires_at timestamptz               NOT NULL -- database clock
+);
+
+-- Which grants a session keeps: one row per bound lease, named by key and
+-- token, so a binding can only ever extend the grant it was made for (a
+-- later grant of the key has another token). A binding whose lease ended
+-- (released, expired, stolen, forced) is dropped by the session's next
+-- heartbeat; the lock table itself carries no session, so a grant,
+-- renewal or release of a key never writes here.
+CREATE TABLE distributed_lock_session_lease (
+    lock_key    distributed_lock_name NOT NULL,
+    fence_token bigint                NOT NULL,
+    session_id  bigint                NOT NULL REFERENCES distributed_lock_session ON DELETE CASCADE,
+    PRIMARY KEY (lock_key, fence_token)
+);
+CREATE INDEX distributed_lock_session_lease_session_idx ON distributed_lock_session_lease (session_id);

@@ -1,0 +1,249 @@
+-- Sessions (locker.Session; docs/design.md, "Sessions"): one heartbeat for
+-- every lease a process keeps. A session is opened once, leases are bound to
+-- it (distributed_lock_session_bind), and each heartbeat moves the session's
+-- expires_at and every bound lease's expires_at to the same instant, so the
+-- leases of a process that stops heartbeating all lapse together, each as
+-- an expiry (its lock-delay follows, the next grant is a steal). A bound
+-- lease stays an ordinary row of distributed_lock: ls, the console, renew,
+-- fence and every grant rule read its expires_at as they read any lease's.
+--
+-- Lock order: the session's row, then the bound leases' rows in key order,
+-- as every function locking several keys does (08_multi.sql).
+
+-- distributed_lock_session_live: s is owner's session and runs at ts.
+CREATE OR REPLACE FUNCTION distributed_lock_session_live(s distributed_lock_session, owner text, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT s.owner_id = owner AND s.expires_at > ts
+$$;
+
+-- distributed_lock_open_session opens a session for owner that lasts ttl_us
+-- from the database's now unless a heartbeat extends it; host, pid and
+-- session_metadata (a JSON object) say which process holds it (lockctl
+-- sessions). One row: the session's id, expires_at and ttl.
+CREATE OR REPLACE FUNCTION distributed_lock_open_session(
+    owner text, ttl_us bigint, host text DEFAULT '', pid integer DEFAULT 0, session_metadata jsonb DEFAULT NULL,
+    OUT session_id bigint, OUT expires_at timestamptz, OUT ttl interval)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz := clock_timestamp();
+BEGIN
+    INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
+    VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
+            ttl_us * interval '1 microsecond', ts, ts + ttl_us * interval '1 microsecond')
+    RETURNING s.session_id, s.expires_at, s.ttl INTO session_id, expires_at, ttl;
+END $$;
+
+-- distributed_lock_session_lock locks session's row, then the rows of its
+-- bound leases in key order, and returns the session as it is then (NULL
+-- columns: no such session). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_session_lock(session bigint)
+RETURNS distributed_lock_session
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    s distributed_lock_session;
+BEGIN
+    SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR NO KEY UPDATE;
+    PERFORM 1 FROM distributed_lock l
+        JOIN distributed_lock_session_lease b ON b.lock_key = l.lock_key AND b.fence_token = l.fence_token
+    WHERE b.session_id = session
+    ORDER BY l.lock_key
+    FOR NO KEY UPDATE OF l;
+    RETURN s;
+END $$;
+
+-- distributed_lock_session_heartbeat keeps owner's session: expires_at moves
+-- to its ttl from the database's now, and every lease bound to it that is
+-- still held moves with it (one statement for any number of leases). The
+-- bindings named by drop_keys and drop_tokens (leases the caller stopped
+-- keeping) are dropped first. One row:
+--   outcome  'renewed'; 'expired' when the session had lapsed (nothing is
+--            revived: its leases lapsed with it); 'gone' when there is no
+--            such session of owner's (closed, ended by an operator, pruned).
+--   expires_at, ttl: the session's, when renewed.
+--   leases   how many bound leases it kept.
+--   lost     the bindings whose lease had ended (released, lapsed, taken,
+--            forced), as [{"key", "token"}], dropped: the session keeps
+--            them no longer.
+CREATE OR REPLACE FUNCTION distributed_lock_session_heartbeat(
+    session bigint, owner text, drop_keys text[] DEFAULT NULL, drop_tokens bigint[] DEFAULT NULL,
+    OUT outcome text, OUT expires_at timestamptz, OUT ttl interval, OUT leases integer, OUT lost jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    s distributed_lock_session;
+    ts timestamptz;
+    bound integer;
+BEGIN
+    leases := 0;
+    lost := '[]';
+    s := distributed_lock_session_lock(session);
+    ts := clock_timestamp();
+    IF s.session_id IS NULL OR s.owner_id <> owner THEN
+        outcome := 'gone';
+        RETURN;
+    END IF;
+    DELETE FROM distributed_lock_session_lease b
+    WHERE b.session_id = session
+      AND (b.lock_key, b.fence_token) IN (SELECT d.k, d.t FROM unnest(drop_keys, drop_tokens) AS d(k, t));
+    IF NOT distributed_lock_session_live(s, owner, ts) THEN
+        outcome := 'expired';
+        RETURN;
+    END IF;
+    UPDATE distributed_lock_session x SET expires_at = ts + x.ttl, renewed_at = ts
+    WHERE x.session_id = session
+    RETURNING x.expires_at, x.ttl INTO expires_at, ttl;
+    UPDATE distributed_lock l SET
+        expires_at = distributed_lock_session_heartbeat.expires_at,
+        ttl = distributed_lock_session_heartbeat.ttl,
+        renewed_at = ts,
+        renew_count = l.renew_count + 1
+    FROM distributed_lock_session_lease b
+    WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+      AND distributed_lock_held(l, l.owner_id, ts);
+    GET DIAGNOSTICS leases = ROW_COUNT;
+    SELECT count(*) INTO bound FROM distributed_lock_session_lease b WHERE b.session_id = session;
+    IF bound > leases THEN
+        -- Every binding the update did not reach is of a lease that ended.
+        WITH gone AS (
+            DELETE FROM distributed_lock_session_lease b
+            WHERE b.session_id = session
+              AND NOT EXISTS (SELECT 1 FROM distributed_lock l
+                              WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+                                AND distributed_lock_held(l, l.owner_id, ts))
+            RETURNING b.lock_key, b.fence_token)
+        SELECT coalesce(jsonb_agg(jsonb_build_object('key', g.lock_key, 'token', g.fence_token)
+                                  ORDER BY g.lock_key), '[]')
+        INTO lost FROM gone g;
+    END IF;
+    outcome := 'renewed';
+END $$;
+
+-- distributed_lock_session_bind binds lease_owner's leases of keys, granted
+-- with tokens (one each, in step), to session_owner's session: each now
+-- ends when the session does (its expires_at and ttl become the session's,
+-- which may shorten it) and is kept by the session's heartbeats. All or
+-- none. It also claims a lease handed off from a queue. One row:
+--   outcome   'bound'; 'not_held' when a lease is not lease_owner's current,
+--             running grant (not_held names the first such key; nothing is
+--             bound); 'expired' or 'gone' for the session, as the heartbeat.
+--   expires_at, ttl: the session's, when bound.
+CREATE OR REPLACE FUNCTION distributed_lock_session_bind(
+    session bigint, session_owner text, lease_owner text, keys text[], tokens bigint[],
+    OUT outcome text, OUT expires_at timestamptz, OUT ttl interval, OUT not_held text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    s distributed_lock_session;
+    ts timestamptz;
+BEGIN
+    IF cardinality(keys) IS DISTINCT FROM cardinality(tokens) THEN
+        RAISE EXCEPTION 'distributed_lock_session_bind: % keys but % tokens', cardinality(keys), cardinality(tokens)
+            USING ERRCODE = '22023';
+    END IF;
+    SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    IF s.session_id IS NULL OR s.owner_id <> session_owner THEN
+        outcome := 'gone';
+        RETURN;
+    END IF;
+    IF NOT distributed_lock_session_live(s, session_owner, ts) THEN
+        outcome := 'expired';
+        RETURN;
+    END IF;
+    SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
+    WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, ts))
+    ORDER BY d.k LIMIT 1;
+    IF FOUND THEN
+        outcome := 'not_held';
+        RETURN;
+    END IF;
+    UPDATE distributed_lock l SET expires_at = s.expires_at, ttl = s.ttl, renewed_at = ts, renew_count = l.renew_count + 1
+    FROM unnest(keys, tokens) AS d(k, t)
+    WHERE l.lock_key = d.k AND l.fence_token = d.t;
+    INSERT INTO distributed_lock_session_lease AS b (lock_key, fence_token, session_id)
+    SELECT DISTINCT d.k, d.t, session FROM unnest(keys, tokens) AS d(k, t)
+    ON CONFLICT (lock_key, fence_token) DO UPDATE SET session_id = excluded.session_id;
+    outcome := 'bound';
+    expires_at := s.expires_at;
+    ttl := s.ttl;
+END $$;
+
+-- distributed_lock_close_session ends owner's session as its process does
+-- on the way out: every bound lease still unreleased is released, as its
+-- holder's distributed_lock_release would (a clean release: no lock-delay;
+-- a waiter is handed the key), in key order, and the session is deleted.
+-- One row: outcome 'closed' with how many leases were released, or
+-- 'gone' when owner has no such session.
+CREATE OR REPLACE FUNCTION distributed_lock_close_session(
+    session bigint, owner text, OUT outcome text, OUT released integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    s distributed_lock_session;
+    b record;
+BEGIN
+    released := 0;
+    s := distributed_lock_session_lock(session);
+    IF s.session_id IS NULL OR s.owner_id <> owner THEN
+        outcome := 'gone';
+        RETURN;
+    END IF;
+    FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
+                 JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
+             WHERE x.session_id = session AND l.released_at IS NULL
+             ORDER BY l.lock_key LOOP
+        IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token) r) = 'released' THEN
+            released := released + 1;
+        END IF;
+    END LOOP;
+    DELETE FROM distributed_lock_session x WHERE x.session_id = session;
+    outcome := 'closed';
+END $$;
+
+-- distributed_lock_end_session is the operator's end of a session (a
+-- process that hangs but heartbeats, or one an operator wants gone now):
+-- every bound lease still running is force-expired (distributed_lock_
+-- force_expire: its event, its lock-delay, its waiters woken), in key
+-- order, the session is deleted, and a 'session_ended' event (no key)
+-- records event_actor (default: the role that logged in), reason and what
+-- ended. One row: outcome 'ended' with how many leases were expired, or
+-- 'gone' when there is no such session.
+CREATE OR REPLACE FUNCTION distributed_lock_end_session(
+    session bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
+    OUT outcome text, OUT expired integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    s distributed_lock_session;
+    ts timestamptz;
+    b record;
+    why text;
+BEGIN
+    expired := 0;
+    s := distributed_lock_session_lock(session);
+    IF s.session_id IS NULL THEN
+        outcome := 'gone';
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    why := coalesce(reason, format('session %s ended', session));
+    FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
+                 JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
+        expired := expired + 1;
+    END LOOP;
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, detail)
+    VALUES (ts, '', 'session_ended', s.owner_id, coalesce(event_actor, session_user),
+            jsonb_strip_nulls(jsonb_build_object('session_id', session, 'host', s.host, 'pid', s.pid,
+                                                 'leases', expired, 'reason', reason)));
+    DELETE FROM distributed_lock_session x WHERE x.session_id = session;
+    outcome := 'ended';
+END $$;
