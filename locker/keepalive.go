@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lockctl/lockctl/store"
 )
 
 // Keepalive renews a lease in the background and tells its holder, by
@@ -18,6 +20,8 @@ type Keepalive struct {
 
 	mu     sync.Mutex
 	leases []Lease // one, or a set's (KeepaliveAll)
+
+	session *Session // kept by this session's heartbeat (Session.Keepalive); nil: renewed on its own
 }
 
 // errStopped is the cause after Stop.
@@ -88,10 +92,25 @@ func (k *Keepalive) Err() error {
 }
 
 // Stop stops renewing (it does not release) and waits for the renewer to
-// exit. Context is cancelled.
+// exit. Context is cancelled. A session's Keepalive (Session.Keepalive) is
+// unbound: the session keeps its leases no longer after its next heartbeat.
 func (k *Keepalive) Stop() {
 	k.cancel(errStopped)
 	<-k.done
+	if k.session != nil {
+		k.session.unbind(k)
+	}
+}
+
+// setLeases gives k's leases the expiry of the session that keeps them, as
+// of a heartbeat (or binding) sent at sentAt.
+func (k *Keepalive) setLeases(row store.SessionRow, sentAt time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i := range k.leases {
+		lease := &k.leases[i]
+		lease.ExpiresAt, lease.TTL, lease.sentAt, lease.valid, lease.claim = row.ExpiresAt, row.TTL, sentAt, 0, nil
+	}
 }
 
 func (k *Keepalive) run(l *Locker, db DBTX) {

@@ -1,0 +1,234 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// The session tests run on the real clock with a short TTL: a session of
+// 1.5 s heartbeats every 300 ms, so a lease kept by it outlives its TTL
+// several times over in a few seconds.
+const (
+	sessTTL   = 1500 * time.Millisecond
+	sessEvery = 300 * time.Millisecond
+)
+
+func sessionLocker(t *testing.T) *locker.Locker {
+	return testdb.Locker(t, locker.Config{TTL: sessTTL, RenewEvery: sessEvery})
+}
+
+func openSession(t *testing.T, lk *locker.Locker, db *pgxpool.Pool, owner string) *locker.Session {
+	t.Helper()
+	s, err := lk.OpenSession(context.Background(), db, owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s
+}
+
+// sessionExpiry is the session's expires_at as the database has it.
+func sessionExpiry(t *testing.T, db *pgxpool.Pool, id int64) time.Time {
+	t.Helper()
+	var at time.Time
+	if err := db.QueryRow(context.Background(),
+		`SELECT expires_at FROM distributed_lock_session WHERE session_id = $1`, id).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	return at
+}
+
+// A hundred leases, each bound by a Keepalive of its own, to one session outlive their TTL many times over
+// on the session's heartbeat alone, every one ending when the session does,
+// and Close releases them all.
+func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("job:%03d", i)
+	}
+	kas := make([]*locker.Keepalive, len(keys))
+	for i, key := range keys {
+		kas[i] = s.Keepalive(context.Background(), testdb.MustAcquire(t, lk, db, key, "worker-1"))
+	}
+	time.Sleep(3 * sessTTL)
+	for _, ka := range kas {
+		if err := ka.Err(); err != nil {
+			t.Fatalf("keepalive ended: %v", err)
+		}
+	}
+	at := sessionExpiry(t, db, s.ID())
+	for _, key := range keys {
+		row := liveRow(t, db, key)
+		if row.State() != locker.StateHeld || !row.ExpiresAt.Equal(at) {
+			t.Fatalf("%s: %s until %v; want held until the session's %v", key, row.State(), row.ExpiresAt, at)
+		}
+	}
+	if got := kas[0].Lease().ExpiresAt; got.Before(at.Add(-sessEvery)) {
+		t.Errorf("Keepalive's lease says %v; the session runs until %v", got, at)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, ka := range kas {
+		waitDone(t, ka.Context(), time.Second)
+	}
+	for _, key := range keys {
+		if row := liveRow(t, db, key); row.State() != locker.StateFree {
+			t.Fatalf("%s after Close: %s; want free", key, row.State())
+		}
+	}
+}
+
+// One bound lease taken away (an operator force-expires it) ends that
+// Keepalive at the next heartbeat; the session and its other leases go on.
+func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
+	kaA, kaB := s.Keepalive(context.Background(), a), s.Keepalive(context.Background(), b)
+	time.Sleep(sessEvery)
+	if _, err := lk.ForceExpire(context.Background(), db, "a", a.Token); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, kaA.Context(), 2*sessTTL)
+	if err := kaA.Err(); !errors.Is(err, locker.ErrLeaseLost) || errors.Is(err, locker.ErrSessionLost) {
+		t.Fatalf("a's keepalive ended with %v; want a lost lease, not a lost session", err)
+	}
+	time.Sleep(2 * sessTTL)
+	if kaB.Err() != nil || s.Err() != nil {
+		t.Fatalf("b's keepalive %v, session %v; want both running", kaB.Err(), s.Err())
+	}
+	if row := liveRow(t, db, "a"); row.State() == locker.StateHeld {
+		t.Errorf("the force-expired lease was revived: %+v", row)
+	}
+}
+
+// An operator's end of a session force-expires every lease bound to it,
+// and each Keepalive learns the session is lost.
+func TestEndSessionExpiresItsLeases(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
+	ka := s.KeepaliveAll(context.Background(), []locker.Lease{a})
+	kb := s.Keepalive(context.Background(), b)
+	time.Sleep(sessEvery)
+	op := testdb.Locker(t, locker.Config{Actor: "alice"})
+	n, err := op.EndSession(context.Background(), db, s.ID(), "stuck worker")
+	if err != nil || n != 2 {
+		t.Fatalf("EndSession: %d leases, %v; want 2", n, err)
+	}
+	for _, k := range []*locker.Keepalive{ka, kb} {
+		waitDone(t, k.Context(), 2*sessTTL)
+		if !errors.Is(k.Err(), locker.ErrSessionLost) {
+			t.Errorf("keepalive ended with %v; want ErrSessionLost", k.Err())
+		}
+	}
+	if !errors.Is(s.Err(), locker.ErrSessionLost) {
+		t.Errorf("session: %v; want ErrSessionLost", s.Err())
+	}
+	for _, key := range []string{"a", "b"} {
+		if row := liveRow(t, db, key); row.State() == locker.StateHeld {
+			t.Errorf("%s still held after its session ended", key)
+		}
+	}
+	if _, err := op.EndSession(context.Background(), db, s.ID(), ""); !errors.Is(err, locker.ErrNoSession) {
+		t.Errorf("ending it again: %v; want ErrNoSession", err)
+	}
+}
+
+// Stop of a bound Keepalive unbinds its lease: the session keeps it no
+// longer, and it runs out at the expiry it had.
+func TestStoppedKeepaliveIsNoLongerKeptBySession(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	ka := s.Keepalive(context.Background(), testdb.MustAcquire(t, lk, db, "a", "worker-1"))
+	time.Sleep(sessEvery)
+	ka.Stop()
+	time.Sleep(2 * sessTTL)
+	if row := liveRow(t, db, "a"); row.State() == locker.StateHeld {
+		t.Fatalf("a still held %v after its keepalive stopped", row.ExpiresAt)
+	}
+	if s.Err() != nil {
+		t.Fatalf("session: %v", s.Err())
+	}
+}
+
+// A lease that is not the caller's any more cannot be bound: its
+// Keepalive ends at once with ErrNotHeld, and nothing is kept.
+func TestBindingALeaseNotHeldFails(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
+	if _, err := lk.Release(context.Background(), db, lease); err != nil {
+		t.Fatal(err)
+	}
+	ka := s.Keepalive(context.Background(), lease)
+	waitDone(t, ka.Context(), 2*sessTTL)
+	if !errors.Is(ka.Err(), locker.ErrNotHeld) {
+		t.Fatalf("keepalive ended with %v; want ErrNotHeld", ka.Err())
+	}
+}
+
+// A session whose heartbeats stop (its process hung, or lost the database)
+// lapses with every lease bound to it at one instant, and a heartbeat
+// after that does not revive them.
+func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	leases, err := lk.TryAcquireAll(context.Background(), db, []string{"a", "b", "c"}, "worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := s.KeepaliveAll(context.Background(), leases)
+	time.Sleep(sessEvery)
+	// Freeze the session's row as a hung process would leave it: its
+	// heartbeats wait for the row lock until the session has lapsed.
+	tx, err := db.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(context.Background(),
+		`SELECT 1 FROM distributed_lock_session WHERE session_id = $1 FOR UPDATE`, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	at := sessionExpiry(t, db, s.ID())
+	waitDone(t, ka.Context(), 3*sessTTL)
+	_ = tx.Rollback(context.Background())
+	// The client gives up a safety margin before the database's expiry.
+	time.Sleep(at.Sub(testdb.DBNow(t, db)) + 50*time.Millisecond)
+	if !errors.Is(ka.Err(), locker.ErrSessionLost) {
+		t.Fatalf("keepalive ended with %v; want ErrSessionLost", ka.Err())
+	}
+	for _, key := range []string{"a", "b", "c"} {
+		row := liveRow(t, db, key)
+		if row.State() == locker.StateHeld || !row.ExpiresAt.Equal(at) {
+			t.Errorf("%s: %s until %v; want lapsed at the session's %v", key, row.State(), row.ExpiresAt, at)
+		}
+	}
+	stolen := testdb.MustAcquire(t, lk, db, "a", "worker-2")
+	if stolen.Outcome != locker.Stolen || stolen.Token <= leases[0].Token {
+		t.Errorf("next grant of a: %s with token %d; want a steal above %d", stolen.Outcome, stolen.Token, leases[0].Token)
+	}
+}
