@@ -12,7 +12,7 @@ import (
 // MaxKeys is the most keys one TryAcquireAll or AcquireAll takes: a set is
 // one statement that locks a row per key, and the database refuses larger
 // sets too.
-const MaxKeys = 64
+const MaxKeys = 128
 
 // validKeys checks a key set before any SQL: 1 to MaxKeys valid keys, none
 // named twice. It returns the keys sorted, the order the set is locked in.

@@ -95,12 +95,12 @@ func TestAcquireKeySetUsage(t *testing.T) {
 		t.Errorf("stderr %q; want it to say a is named twice", r.stderr)
 	}
 	many := []string{"acquire"}
-	for i := range 65 {
+	for i := range 129 {
 		many = append(many, fmt.Sprintf("k%d", i))
 	}
 	r = d.expect(2, many...)
-	if !strings.Contains(r.stderr, "65 keys: at most 64") {
-		t.Errorf("stderr %q; want it to say at most 64 keys", r.stderr)
+	if !strings.Contains(r.stderr, "129 keys: at most 128") {
+		t.Errorf("stderr %q; want it to say at most 128 keys", r.stderr)
 	}
 	if h := d.holders("a", "b", "k0"); h["a"] != "" || h["b"] != "" || h["k0"] != "" {
 		t.Errorf("holders %v after usage errors; want none", h)

@@ -139,7 +139,7 @@ func TestPrune(t *testing.T) {
 	makeStates(t, d)
 
 	// Nothing has been free for an hour.
-	var counts struct{ Locks, Events, Waiters int64 }
+	var counts struct{ Locks, Events, Waiters, Sessions int64 }
 	decode(t, d.expect(0, "prune", "--older", "1h", "--json"), &counts)
 	if counts.Locks != 0 || len(lsJSON(t, d)) != 3 {
 		t.Fatalf("prune --older 1h deleted %d rows; want none", counts.Locks)
@@ -153,7 +153,7 @@ func TestPrune(t *testing.T) {
 	}
 
 	r := d.expect(0, "prune", "--older", "1ms", "--events-older", "1ms")
-	if !regexp.MustCompile(`^pruned 0 lock rows free for more than 1ms, [1-9]\d* events, 0 dead waiter records\n$`).MatchString(r.stdout) {
+	if !regexp.MustCompile(`^pruned 0 lock rows free for more than 1ms, [1-9]\d* events, 0 dead waiter records, 0 lapsed sessions\n$`).MatchString(r.stdout) {
 		t.Fatalf("prune printed %q", r.stdout)
 	}
 }

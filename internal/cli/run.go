@@ -61,7 +61,8 @@ type RunOptions struct {
 const releaseTimeout = 5 * time.Second
 
 // Run takes opts.Key, or every key of opts.Keys all or none (waiting up to
-// opts.Wait), runs opts.Command while a Keepalive renews the leases,
+// opts.Wait), runs opts.Command while a session (locker.Session) keeps the
+// leases with one heartbeat per interval,
 // releases them when the command ends and returns the command's exit
 // status (128+signal if a signal ended it).
 //
@@ -104,12 +105,25 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		return interruptedCode(ctx)
 	}
 
-	keep := lk.KeepaliveAll(bg, pool, leases)
+	// One session keeps every key: one heartbeat per interval however many
+	// keys the command holds, and if lockctl dies they all lapse together.
+	session, err := lk.OpenSession(bg, pool, leases[0].Owner)
+	if err != nil {
+		release()
+		return env.Fail(err)
+	}
+	closeSession := func() {
+		cctx, cancel := context.WithTimeout(bg, releaseTimeout)
+		defer cancel()
+		_ = session.Close(cctx) // a session it cannot close lapses at its TTL, bound to nothing
+	}
+	keep := session.KeepaliveAll(bg, leases)
 	tty, onTerminal := foregroundTerminal(env.Stdin)
 	child, err := startChild(env, opts.Command, leases, tty)
 	if err != nil {
 		keep.Stop()
 		release()
+		closeSession()
 		env.printLine(env.Prog + ": " + textsafe.Escape(err.Error()))
 		return childStartCode(err)
 	}
@@ -120,8 +134,10 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 	keep.Stop()
 	if end.lost == nil {
 		release()
+		closeSession()
 		return end.code
 	}
+	closeSession()
 	lease := lostLease(leases, end.lost)
 	env.printLine(fmt.Sprintf("%s: lost the lease on %s (token %d): %s; %s",
 		env.Prog, textsafe.Escape(lease.Key), lease.Token, textsafe.Escape(leaseLossReason(bg, pool, lease, end.lost)), end.stopped))

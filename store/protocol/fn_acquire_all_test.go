@@ -99,6 +99,6 @@ func TestAcquireAll(t *testing.T) {
 		}}.call, want: want{err: "22023"}},
 		{name: "no keys", state: free(), call: acquireAllArgs{owner: me, keys: func(string) []string { return []string{} }}.call,
 			want: want{err: "22023"}},
-		{name: "65 keys", state: free(), call: acquireAllArgs{owner: me, keys: manyKeys(65)}.call, want: want{err: "22023"}},
+		{name: "129 keys", state: free(), call: acquireAllArgs{owner: me, keys: manyKeys(129)}.call, want: want{err: "22023"}},
 	})
 }

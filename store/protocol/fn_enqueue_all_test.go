@@ -103,6 +103,6 @@ func TestEnqueueAll(t *testing.T) {
 		{name: "a key named twice", state: free(), call: enqueueAllArgs{owner: me, keys: func(key string) []string {
 			return []string{key, key}
 		}}.call, want: want{err: "22023"}},
-		{name: "65 keys", state: free(), call: enqueueAllArgs{owner: me, keys: manyKeys(65)}.call, want: want{err: "22023"}},
+		{name: "129 keys", state: free(), call: enqueueAllArgs{owner: me, keys: manyKeys(129)}.call, want: want{err: "22023"}},
 	})
 }

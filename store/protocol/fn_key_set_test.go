@@ -22,6 +22,6 @@ func TestKeySet(t *testing.T) {
 			}}},
 		{name: "a key named twice", state: noRow(), call: keySetCall(func(string) []string { return []string{"a", "b", "a"} }), want: want{err: "22023"}},
 		{name: "no keys", state: noRow(), call: keySetCall(func(string) []string { return []string{} }), want: want{err: "22023"}},
-		{name: "65 keys", state: noRow(), call: keySetCall(manyKeys(65)), want: want{err: "22023"}},
+		{name: "129 keys", state: noRow(), call: keySetCall(manyKeys(129)), want: want{err: "22023"}},
 	})
 }

@@ -6,15 +6,15 @@
 -- sharing a group_id, and is granted every key at once or none.
 
 -- distributed_lock_key_set: keys sorted, the order every set is locked in.
--- A set that is empty, names a key twice or has more than 64 keys is
+-- A set that is empty, names a key twice or has more than 128 keys is
 -- refused (22023). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_key_set(keys text[])
 RETURNS text[]
 LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
 BEGIN
-    IF coalesce(cardinality(keys), 0) NOT BETWEEN 1 AND 64
+    IF coalesce(cardinality(keys), 0) NOT BETWEEN 1 AND 128
        OR (SELECT count(DISTINCT k) FROM unnest(keys) k) <> cardinality(keys) THEN
-        RAISE EXCEPTION 'a key set must name 1 to 64 distinct keys' USING ERRCODE = '22023';
+        RAISE EXCEPTION 'a key set must name 1 to 128 distinct keys' USING ERRCODE = '22023';
     END IF;
     RETURN ARRAY(SELECT k FROM unnest(keys) k ORDER BY k);
 END $$;
