@@ -103,6 +103,8 @@
 //     take the token the operator saw and act only if it is still current, so
 //     a lock that changed hands meanwhile is not touched; each writes an event
 //     naming [Config.Actor].
+//   - [Locker.OpenSession] opens a [Session] that keeps any number of
+//     leases with one heartbeat (see "Sessions" below).
 //   - [Locker.Prune] deletes rows that have stayed free past a retention.
 //   - [Migrate] creates or updates the tables (idempotent; at start-up is
 //     fine), and [Locker.Get] reads one key's row as a [LockInfo].
@@ -213,6 +215,30 @@
 // Config.LockDelay applies to every lease of a set. A set's keys are
 // separate leases with tokens of their own; [Locker.KeepaliveAll] renews
 // them together and cancels its context when any one is lost.
+//
+// # Sessions
+//
+// A process that keeps many leases opens one [Session] ([Locker.OpenSession])
+// and binds its leases to it ([Session.Keepalive], [Session.KeepaliveAll]):
+// one heartbeat statement per interval then keeps every one of them, as
+// etcd's leases and Consul's sessions do, instead of a renewal per lease.
+// Each heartbeat moves the session's expiry and every bound lease's to the
+// same instant, so when the process dies, hangs or loses the database for
+// the session's TTL, all of its leases lapse together, each as an
+// expiry: its lock-delay follows, the next grant is a steal with a larger
+// token. A bound lease is an ordinary lease row: [Locker.Renew],
+// [Locker.Release], [Fence], ls and the console read it as any.
+//
+//	sess, err := lk.OpenSession(ctx, pool, owner)
+//	defer sess.Close(ctx) // releases what is still bound
+//	ka := sess.Keepalive(ctx, lease) // binds; ka.Context() ends if the lease or the session is lost
+//
+// A lease bound to a session is kept only while both are: the heartbeat
+// reports a bound lease that ended (released, force-expired, taken) and that
+// Keepalive's Context ends with a [*LeaseLostError]; a session that could
+// not heartbeat within its trust window, or that an operator ended
+// ([Locker.EndSession], `lockctl end-session`), ends every bound Keepalive
+// with [ErrSessionLost]. `lockctl run` holds its keys in one session.
 //
 // # Deadlocks
 //

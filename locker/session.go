@@ -103,22 +103,33 @@ func (s *Session) Err() error {
 // errSessionClosed is the cause after Close.
 var errSessionClosed = fmt.Errorf("locker: %w: closed", ErrSessionLost)
 
-// Close stops the heartbeat, releases every lease still bound to the
-// session (a clean release each: no lock-delay, waiters served, in key
-// order) and deletes the session, in one statement. Every bound
-// Keepalive's Context is cancelled.
+// Close stops the heartbeat, releases every lease the session still keeps
+// (a clean release each: no lock-delay, waiters served, in key order; not
+// those whose Keepalive was stopped) and deletes the session, in one
+// statement. Every bound Keepalive's Context is cancelled.
 func (s *Session) Close(ctx context.Context) error {
 	s.cancel(errSessionClosed)
 	<-s.done
 	s.loseAll(errSessionClosed)
+	s.mu.Lock()
+	drop := s.drop
+	s.mu.Unlock()
+	if len(drop) > 0 {
+		// Leases whose Keepalive was stopped are the caller's to release,
+		// not Close's: unbind them first.
+		if _, err := store.SessionHeartbeat(ctx, s.db, s.ref, drop); err != nil {
+			return fmt.Errorf("locker: close session %d: %w", s.ref.ID, err)
+		}
+	}
 	if _, _, err := store.CloseSession(ctx, s.db, s.ref); err != nil {
 		return fmt.Errorf("locker: close session %d: %w", s.ref.ID, err)
 	}
 	return nil
 }
 
-// Keepalive binds lease to the session and keeps it with the session's
-// heartbeat instead of renewals of its own; it returns at once. Its Context
+// Keepalive binds lease to the session (one statement, before it returns)
+// and keeps it with the session's heartbeat instead of renewals of its
+// own. Its Context
 // is cancelled with a *LeaseLostError when the lease ends (released,
 // forced, taken), when the binding is refused (the lease was no longer
 // held), or when the session is lost (then it wraps ErrSessionLost). The
@@ -138,7 +149,7 @@ func (s *Session) KeepaliveAll(ctx context.Context, leases []Lease) *Keepalive {
 		close(k.done)
 		return k
 	}
-	go k.bind(s)
+	k.bind(s)
 	return k
 }
 

@@ -215,9 +215,11 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	}
 	at := sessionExpiry(t, db, s.ID())
 	waitDone(t, ka.Context(), 3*sessTTL)
-	_ = tx.Rollback(context.Background())
-	// The client gives up a safety margin before the database's expiry.
+	// The client gave up a safety margin before the database's expiry; a
+	// heartbeat still in flight then would renew the session, so let go of
+	// the row only once it has lapsed.
 	time.Sleep(at.Sub(testdb.DBNow(t, db)) + 50*time.Millisecond)
+	_ = tx.Rollback(context.Background())
 	if !errors.Is(ka.Err(), locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want ErrSessionLost", ka.Err())
 	}

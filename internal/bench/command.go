@@ -20,6 +20,7 @@ func Command() *cobra.Command {
 	var o Options
 	var q QueueOptions
 	var k KeysOptions
+	var sess SessionsOptions
 	var asJSON, queueWorker bool
 	var keepaliveLocks int
 	var scenario string
@@ -60,8 +61,15 @@ func Command() *cobra.Command {
 				}
 				k.Duration, k.Rounds, k.Progress = o.Duration, o.Rounds, env.Stderr
 				return runKeys(ctx, env, k, asJSON)
+			case scenario == ScenarioSessions:
+				sess.TTL, sess.Progress = o.KeepaliveTTL, env.Stderr
+				if cmd.Flags().Changed("keepalive-for") {
+					sess.For = o.KeepaliveFor
+				}
+				return runSessions(ctx, env, sess, asJSON)
 			case scenario != ScenarioCycles:
-				return env.Usagef("--scenario must be %s, %s, %s or %s, got %q", ScenarioCycles, ScenarioQueue, ScenarioPooler, ScenarioKeys, scenario)
+				return env.Usagef("--scenario must be %s, %s, %s, %s or %s, got %q",
+					ScenarioCycles, ScenarioQueue, ScenarioPooler, ScenarioKeys, ScenarioSessions, scenario)
 			}
 			o.KeepaliveLocks = keepaliveLocks
 			if keepaliveLocks == 0 {
@@ -83,9 +91,11 @@ func Command() *cobra.Command {
 	cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
 	cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
-	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler|keys`: acquire+release cost, "+
+	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler|keys|sessions`: acquire+release cost, "+
 		"many waiters handing one key over against pg_advisory_lock, lock cycles and one-row UPDATEs through PgBouncer against direct, "+
-		"or a set of keys taken at once against one by one and how fast a deadlock is reported")
+		"a set of keys taken at once against one by one and how fast a deadlock is reported, "+
+		"or many leases kept by one session against a keepalive each")
+	fs.IntSliceVar(&sess.Leases, "leases", []int{100, 10000}, "sessions scenario: numbers of leases kept (a list measures each)")
 	fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
 	fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
 	cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
@@ -102,6 +112,9 @@ const (
 	ScenarioQueue  = "queue"
 	ScenarioPooler = "pooler"
 	ScenarioKeys   = "keys"
+	// ScenarioSessions keeps many leases with one session beside one
+	// keepalive per lease (sessions.go).
+	ScenarioSessions = "sessions"
 )
 
 // queueWorkerFlag marks a worker process of the queue scenario, which the
@@ -124,6 +137,15 @@ func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int
 	settings := "max_connections=" + QueueServerSettings["max_connections"]
 	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
 		return RunQueue(ctx, dsn, q)
+	})
+}
+
+func runSessions(ctx context.Context, env cli.Env, o SessionsOptions, asJSON bool) int {
+	if _, err := o.withDefaults(); err != nil {
+		return refusedOptions(env, err)
+	}
+	return withServer(ctx, env, nil, "default settings", asJSON, func(dsn string) (markdownReport, error) {
+		return RunSessions(ctx, dsn, o)
 	})
 }
 
