@@ -175,12 +175,14 @@ var wakeUp = notifyWant{}
 
 // checker resolves a case's symbolic wants against what was prepared.
 type checker struct {
-	t          *testing.T
-	p          prepared
-	before     *lockState
-	tokenBelow int64 // the sequence's last token before the call
-	tokenAbove int64 // and after
-	readAt     time.Time
+	t      *testing.T
+	p      prepared
+	before *lockState
+	// sessionsBefore are the prepared sessions as prepared.
+	sessionsBefore []*sessionState
+	tokenBelow     int64 // the sequence's last token before the call
+	tokenAbove     int64 // and after
+	readAt         time.Time
 }
 
 func (c checker) token(name string, got *int64, want tok) {

@@ -107,6 +107,9 @@ type observed struct {
 	row     *lockState // nil: no row
 	waiters []waiterState
 	events  []eventState
+	// sessions are the case's prepared sessions (nil: deleted), read by
+	// runCase, not observe.
+	sessions []*sessionState
 }
 
 func observe(t *testing.T, db *pgxpool.Pool, key string) observed {

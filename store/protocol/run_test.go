@@ -51,6 +51,10 @@ type want struct {
 	waiters []waiterWant
 	notify  []notifyWant
 
+	// sessions is each prepared session after the call, in the state's
+	// order; nil: every one untouched (session_expect_test.go).
+	sessions []sessionWant
+
 	// check, when set, looks at anything else.
 	check func(t *testing.T, result map[string]any, p prepared, after observed)
 }
@@ -185,12 +189,10 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	if c.key != nil {
 		key = *c.key
 	}
-	set := prepareSet(t, f.db, key, c.state) // first: the other keys' records are the older
-	p := prepare(t, f.db, key, c.state)
-	p.set = set
-	groupSets(t, f.db, p)
+	p := prepareCase(t, f.db, key, c.state)
 	before := observe(t, f.db, key)
-	chk := checker{t: t, p: p, before: before.row, tokenBelow: lastToken(t, f.db)}
+	chk := checker{t: t, p: p, before: before.row, sessionsBefore: observeSessions(t, f.db, p.sessions),
+		tokenBelow: lastToken(t, f.db)}
 	l := listen(t, f.db)
 
 	sql, args := c.call(key, p)
@@ -208,6 +210,7 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	notes := l.collect(t, f.db, key)
 	chk.tokenAbove = lastToken(t, f.db)
 	after := observe(t, f.db, key)
+	after.sessions = observeSessions(t, f.db, p.sessions)
 	if after.row != nil {
 		chk.readAt = after.row.ReadAt
 	}
@@ -234,9 +237,22 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	chk.events(after.events, w.events)
 	chk.waiters(after.waiters, w.waiters)
 	chk.notifications(notes, w.notify, key, f.schema, after.row)
+	chk.sessions(after.sessions, w.sessions)
 	if w.check != nil && err == nil {
 		w.check(t, result, p, after)
 	}
+}
+
+// prepareCase writes s for key: the set's other keys first (their waiter
+// records are the older), then the key, then the sessions binding them.
+func prepareCase(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
+	t.Helper()
+	set := prepareSet(t, db, key, s)
+	p := prepare(t, db, key, s)
+	p.set = set
+	groupSets(t, db, p)
+	p.sessions = prepareSessions(t, db, s.sessions, p)
+	return p
 }
 
 // result checks the columns of the call's row that the function has.

@@ -40,6 +40,7 @@ type keySet struct {
 	main     string
 	keys     map[string]string   // by also name
 	prepared map[string]prepared // by also name
+	before   map[string]observed // by also name, as prepared
 }
 
 // setID is one record of a waiting set, as prepared.
@@ -54,10 +55,12 @@ func prepareSet(t *testing.T, db *pgxpool.Pool, main string, s state) *keySet {
 	if len(s.also) == 0 {
 		return nil
 	}
-	ks := &keySet{db: db, main: main, keys: map[string]string{}, prepared: map[string]prepared{}}
+	ks := &keySet{db: db, main: main, keys: map[string]string{}, prepared: map[string]prepared{},
+		before: map[string]observed{}}
 	for _, a := range s.also {
 		ks.keys[a.name] = a.key(main)
 		ks.prepared[a.name] = prepare(t, db, a.key(main), a.state)
+		ks.before[a.name] = observe(t, db, a.key(main))
 	}
 	return ks
 }

@@ -55,6 +55,9 @@ type state struct {
 	row     *lockRow
 	waiters []waiterRow
 	also    []also
+	// sessions, the case's own first, with the grants bound to them
+	// (session_state_test.go).
+	sessions []sessionRow
 }
 
 // The states that matter, by name.
@@ -141,6 +144,7 @@ func (s state) with(change func(*lockRow)) state {
 // from the token sequence, so later grants must draw larger ones) and the
 // waiter ids.
 type prepared struct {
+	key                  string
 	token, previousToken int64
 	handedTo             int64 // the waiter id a promised row names
 	waiterIDs            map[string]int64
@@ -148,6 +152,8 @@ type prepared struct {
 	// keys (sets_test.go); nil for a one-key case.
 	set    *keySet
 	setIDs []setID // the records of waiting sets, grouped by prepareSet
+	// sessions are the ids of the state's sessions, in its order.
+	sessions []int64
 }
 
 // waiter is the id of the prepared waiter owner, or of the consumed waiter
@@ -193,7 +199,7 @@ RETURNING waiter_id`
 func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 	t.Helper()
 	ctx := context.Background()
-	p := prepared{waiterIDs: map[string]int64{}}
+	p := prepared{key: key, waiterIDs: map[string]int64{}}
 	if r := s.row; r != nil {
 		if r.handed {
 			if err := db.QueryRow(ctx, drawWaiterIDSQL).Scan(&p.handedTo); err != nil {
