@@ -81,7 +81,8 @@ BEGIN
     lost := '[]';
     s := distributed_lock_session_lock(session);
     ts := clock_timestamp();
-    IF s.session_id IS NULL OR s.owner_id <> owner THEN
+    -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
+    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -147,7 +148,7 @@ BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := clock_timestamp();
-    IF s.session_id IS NULL OR s.owner_id <> session_owner THEN
+    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM session_owner THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -190,7 +191,7 @@ DECLARE
 BEGIN
     released := 0;
     s := distributed_lock_session_lock(session);
-    IF s.session_id IS NULL OR s.owner_id <> owner THEN
+    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
         outcome := 'gone';
         RETURN;
     END IF;
