@@ -95,11 +95,16 @@ func docFunctions(t *testing.T) map[string]docFunction {
 			fns[name] = d
 			continue
 		}
-		for _, q := range quotedRE.FindAllStringSubmatch(outcomes, -1) {
-			if wordRE.MatchString(q[1]) && !strings.HasPrefix(q[1], "distributed_lock") &&
-				!slices.Contains(d.columns, q[1]) && !slices.Contains(argNames(d.args), q[1]) &&
-				!slices.Contains(d.outcomes, q[1]) {
-				d.outcomes = append(d.outcomes, q[1])
+		for _, q := range quotedRE.FindAllStringSubmatchIndex(outcomes, -1) {
+			word := outcomes[q[2]:q[3]]
+			// A column the cell gives as an outcome, explained in
+			// parentheses, is one too: bind's not_held column names the
+			// key of its not_held outcome.
+			column := slices.Contains(d.columns, word) && !strings.HasPrefix(outcomes[q[1]:], " (")
+			if wordRE.MatchString(word) && !strings.HasPrefix(word, "distributed_lock") &&
+				!column && !slices.Contains(argNames(d.args), word) &&
+				!slices.Contains(d.outcomes, word) {
+				d.outcomes = append(d.outcomes, word)
 			}
 		}
 		fns[name] = d
