@@ -144,6 +144,7 @@ func (s state) with(change func(*lockRow)) state {
 // from the token sequence, so later grants must draw larger ones) and the
 // waiter ids.
 type prepared struct {
+	db                   *pgxpool.Pool
 	key                  string
 	token, previousToken int64
 	handedTo             int64 // the waiter id a promised row names
@@ -199,7 +200,7 @@ RETURNING waiter_id`
 func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 	t.Helper()
 	ctx := context.Background()
-	p := prepared{key: key, waiterIDs: map[string]int64{}}
+	p := prepared{db: db, key: key, waiterIDs: map[string]int64{}}
 	if r := s.row; r != nil {
 		if r.handed {
 			if err := db.QueryRow(ctx, drawWaiterIDSQL).Scan(&p.handedTo); err != nil {
