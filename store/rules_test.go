@@ -32,6 +32,9 @@ func TestRulesAreInlined(t *testing.T) {
 		{`SELECT distributed_lock_delayed(l, c.ts), distributed_lock_delay_end(l)
 		  FROM distributed_lock l, (SELECT now() AS ts OFFSET 0) c`,
 			[]string{"distributed_lock_delayed", "distributed_lock_delay_end", "distributed_lock_open"}, "lock_delay"},
+		{`SELECT distributed_lock_session_live(s, 'o', c.ts)
+		  FROM distributed_lock_session s, (SELECT now() AS ts OFFSET 0) c`,
+			[]string{"distributed_lock_session_live"}, "expires_at"},
 		{`SELECT distributed_lock_draw_token(e.timeline) FROM distributed_lock_epoch e`,
 			[]string{"distributed_lock_draw_token", "distributed_lock_timeline"}, "nextval"},
 	} {
