@@ -178,7 +178,7 @@ type checker struct {
 	t      *testing.T
 	p      prepared
 	before *lockState
-	// sessionsBefore are the prepared sessions as prepared.
+	// sessionsBefore are the case's sessions as prepared.
 	sessionsBefore []*sessionState
 	tokenBelow     int64 // the sequence's last token before the call
 	tokenAbove     int64 // and after

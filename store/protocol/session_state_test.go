@@ -80,6 +80,8 @@ func (p prepared) ref(b binding) (string, int64) {
 	return key, tokenArg(q, b.token)
 }
 
+// A prepared session was opened an hour ago with metadata {"app":
+// "billing"}, and never renewed.
 const (
 	insertSessionSQL = `
 INSERT INTO distributed_lock_session (owner_id, host, pid, metadata, ttl, opened_at, expires_at)

@@ -144,7 +144,7 @@ func (s state) with(change func(*lockRow)) state {
 // from the token sequence, so later grants must draw larger ones) and the
 // waiter ids.
 type prepared struct {
-	db                   *pgxpool.Pool
+	db                   *pgxpool.Pool // where it was written
 	key                  string
 	token, previousToken int64
 	handedTo             int64 // the waiter id a promised row names
