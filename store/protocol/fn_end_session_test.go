@@ -93,9 +93,9 @@ func forcedOf(actor string, names ...string) check {
 
 // An operator's end of a session force-expires every lease it keeps
 // running, with their events and lock-delays, deletes it, and logs a
-// session_ended event. That event names no key (lock_key ''), so the cases
-// have a schema of their own: on the shared one a case of the key '' would
-// see them.
+// session_ended event. That event names no key (its lock_key is empty), so
+// the cases have a schema of their own: on the shared one, the case of the
+// empty key would see it as its key's.
 func TestEndSession(t *testing.T) {
 	t.Parallel()
 	f := newIsolatedFixture(t, "distributed_lock_end_session")
