@@ -2236,9 +2236,11 @@ BEGIN
 END $$;
 
 -- distributed_lock_close_session ends owner's session as its process does
--- on the way out: every bound lease still unreleased is released, as its
+-- on the way out: every bound lease still running is released, as its
 -- holder's distributed_lock_release would (a clean release: no lock-delay;
--- a waiter is handed the key), in key order, and the session is deleted.
+-- a waiter is handed the key), in key order, and the session is deleted. A
+-- bound lease that already lapsed (force-expired) is left as it is: a
+-- release would end the lock-delay its lapse started.
 -- One row: outcome 'closed' with how many leases were released, or
 -- 'gone' when owner has no such session.
 CREATE OR REPLACE FUNCTION distributed_lock_close_session(
@@ -2246,6 +2248,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_close_session(
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
+    ts timestamptz;
     s distributed_lock_session;
     b record;
 BEGIN
@@ -2255,9 +2258,10 @@ BEGIN
         outcome := 'gone';
         RETURN;
     END IF;
+    ts := clock_timestamp();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND l.released_at IS NULL
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token) r) = 'released' THEN
             released := released + 1;

@@ -40,9 +40,10 @@ func releasedNowOf(names ...string) check {
 	}
 }
 
-// Closing a session is its process's way out: each bound lease it still
-// has is released as its holder would (no lock-delay, the key handed to its
-// queue), and the session and its bindings are gone.
+// Closing a session is its process's way out: each bound lease still
+// running is released as its holder would (no lock-delay, the key handed to
+// its queue), a lapsed one left to its lapse, and the session and its
+// bindings are gone.
 func TestCloseSession(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_close_session")
@@ -72,8 +73,10 @@ func TestCloseSession(t *testing.T) {
 		{name: "two leases: both released",
 			state: heldBy(me).and(also{name: "b", state: heldBy(me)}).inSession(liveSession(theGrant, grantOf("b"))), call: mine.call,
 			want: closed(freed, 2, releasedNowOf("b"))},
-		{name: "a lease run out: released all the same", state: lapsed(me).inSession(liveSession(theGrant)), call: mine.call,
-			want: closed(freed, 1)},
+		{name: "a lease run out: left to its lapse", state: lapsed(me).inSession(liveSession(theGrant)), call: mine.call,
+			want: closed(untouched, 0)},
+		{name: "a lease run out in its lock-delay: the delay runs on", state: delayedAfterExpiry(me).inSession(liveSession(theGrant)),
+			call: mine.call, want: closed(untouched, 0)},
 		{name: "a lease released already: left as it was", state: free().with(func(r *lockRow) { r.owner = me }).inSession(liveSession(theGrant)),
 			call: mine.call, want: closed(untouched, 0)},
 		{name: "its key granted to another since: the new lease left alone", state: heldBy(other).inSession(liveSession(olderGrant)),
@@ -86,8 +89,8 @@ func TestCloseSession(t *testing.T) {
 				w.sessions = []sessionWant{goneSession, untouchedSession}
 				return w
 			}()},
-		{name: "the session lapsed: closed, its lease released", state: lapsed(me).inSession(lapsedSession(theGrant)), call: mine.call,
-			want: closed(freed, 1)},
+		{name: "the session lapsed: closed, its lapsed lease left as it is", state: lapsed(me).inSession(lapsedSession(theGrant)), call: mine.call,
+			want: closed(untouched, 0)},
 		{name: "another owner's session: gone, nothing released", state: heldBy(other).inSession(liveSession(theGrant).of(other)),
 			call: mine.call, want: gone},
 		{name: "no owner named: gone, nothing released", state: heldBy(me).inSession(liveSession(theGrant)), call: closeArgs{}.call, want: gone},
