@@ -128,6 +128,8 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 		t.Fatalf("waiting acquire = %+v, %v; want b's lease", r.Lease, r.Err)
 	}
 
+	exerciseSession(t, db)
+
 	// What the console reads.
 	evs, err := lockview.KeyEvents(ctx, db, "k", 100)
 	if err != nil || len(evs) < 3 {
@@ -135,12 +137,12 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	}
 	for _, sort := range lockview.Sorts {
 		page, err := lockview.ListLocks(ctx, db, lockview.ListQuery{Sort: sort, After: 10})
-		if err != nil || page.Matching != 4 || len(page.Rows) != 4 {
-			t.Fatalf("list by %s: %d of %d rows, %v; want 4 locks", sort, len(page.Rows), page.Matching, err)
+		if err != nil || page.Matching != 6 || len(page.Rows) != 6 {
+			t.Fatalf("list by %s: %d of %d rows, %v; want 6 locks", sort, len(page.Rows), page.Matching, err)
 		}
 	}
-	if all, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(all) != 4 {
-		t.Fatalf("list all = %d rows, %v; want 4", len(all), err)
+	if all, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(all) != 6 {
+		t.Fatalf("list all = %d rows, %v; want 6", len(all), err)
 	}
 	if recent, err := lockview.RecentEvents(ctx, db, 0, 100); err != nil || len(recent) < len(evs) {
 		t.Fatalf("recent events = %d, %v; want at least k's %d", len(recent), err, len(evs))
@@ -153,5 +155,38 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	}
 	if _, err := lk.Prune(ctx, db, locker.PruneOptions{}); err != nil {
 		t.Fatalf("prune: %v", err)
+	}
+}
+
+// exerciseSession keeps two leases with a session past their TTL, through
+// the same connections: the session's open, binding, heartbeats and close
+// are statements like any other, so a transaction pooler passes them.
+func exerciseSession(t *testing.T, db *pgxpool.Pool) {
+	ctx := context.Background()
+	const ttl = time.Second
+	lk := testdb.Locker(t, locker.Config{TTL: ttl, RenewEvery: 150 * time.Millisecond})
+	s, err := lk.OpenSession(ctx, db, "a")
+	if err != nil {
+		t.Fatalf("open session: %v", err)
+	}
+	leases, err := lk.TryAcquireAll(ctx, db, []string{"session-1", "session-2"}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := s.KeepaliveAll(ctx, leases)
+	time.Sleep(2 * ttl)
+	if ka.Err() != nil || s.Err() != nil {
+		t.Fatalf("after two TTLs: keepalive %v, session %v; want both kept", ka.Err(), s.Err())
+	}
+	for _, key := range []string{"session-1", "session-2"} {
+		if _, err := lk.TryAcquire(ctx, db, key, "b"); !errors.Is(err, locker.ErrHeld) {
+			t.Fatalf("%s after two TTLs: %v; want still held by the session", key, err)
+		}
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatalf("close session: %v", err)
+	}
+	if got := testdb.MustAcquire(t, lk, db, "session-1", "b"); got.Outcome != locker.Acquired {
+		t.Fatalf("session-1 after Close: %+v; want a free key acquired", got)
 	}
 }

@@ -16,8 +16,8 @@ import (
 )
 
 // operatorWorkload is what an operator does from the console and the CLI:
-// watch, force-expire, force-release, end a lock-delay, prune (with old
-// events).
+// watch, force-expire, force-release, end a lock-delay, end a session,
+// prune (with old events).
 func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	svc, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
@@ -64,12 +64,27 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if _, err := op.EndDelay(ctx, db, "c", "its holder is gone"); err != nil {
 		return err
 	}
+	sess, err := svc.OpenSession(ctx, admin, "svc")
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	d, err := svc.TryAcquire(ctx, admin, "d", "svc")
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if err := sess.Keepalive(ctx, d).Err(); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if n, err := op.EndSession(ctx, db, sess.ID(), "hung worker"); err != nil || n != 1 {
+		return fmt.Errorf("end session: %d leases, %w", n, err)
+	}
+	_ = sess.Close(ctx)
 	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
 	if err != nil {
 		return err
 	}
-	if res.Locks != 3 {
-		return fmt.Errorf("pruned %d locks, want 3", res.Locks)
+	if res.Locks != 4 { // a, b, c and d, which ended with its session
+		return fmt.Errorf("pruned %d locks, want 4", res.Locks)
 	}
 	return nil
 }
@@ -96,6 +111,7 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_release(text, bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_end_delay(text, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_prune(bigint, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_end_session(bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},
 	}
 	for _, c := range cases {
 		t.Run(caseName(c.revoke), func(t *testing.T) {

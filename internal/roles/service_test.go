@@ -55,6 +55,9 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err := setWorkload(ctx, db, admin, holder, lk); err != nil {
 		return err
 	}
+	if err := sessionWorkload(ctx, db, lk); err != nil {
+		return err
+	}
 	if lease, err = lk.Renew(ctx, db, lease); err != nil {
 		return err
 	}
@@ -165,10 +168,41 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	return nil
 }
 
+// sessionWorkload opens a session, binds a lease to it, waits for a
+// heartbeat to move the lease on, and closes the session (which releases
+// the lease).
+func sessionWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) error {
+	s, err := lk.OpenSession(ctx, db, "service")
+	if err != nil {
+		return err
+	}
+	lease, err := lk.TryAcquire(ctx, db, "svc-session", "service")
+	if err != nil {
+		return err
+	}
+	ka := s.Keepalive(ctx, lease)
+	if err := ka.Err(); err != nil {
+		return err
+	}
+	bound := ka.Lease()
+	testdb.Within(5*time.Second, func() bool { return ka.Lease().ExpiresAt.After(bound.ExpiresAt) || ka.Err() != nil })
+	if ka.Err() != nil || !ka.Lease().ExpiresAt.After(bound.ExpiresAt) {
+		return fmt.Errorf("%w (%v)", errNoSessionHeartbeat, ka.Err())
+	}
+	if err := s.Close(ctx); err != nil {
+		return err
+	}
+	if _, err := lk.TryAcquire(ctx, db, "svc-session", "other"); err != nil {
+		return fmt.Errorf("after Close: %w", err)
+	}
+	return nil
+}
+
 var (
-	errNoHeartbeat = errors.New("the notifier's heartbeat did not keep the waiter record live")
-	errWaiterLeft  = errors.New("waiter record left behind")
-	errNoCurrent   = errors.New("a lost lease's error does not show the key's current row")
+	errNoSessionHeartbeat = errors.New("the session's heartbeat did not keep the bound lease")
+	errNoHeartbeat        = errors.New("the notifier's heartbeat did not keep the waiter record live")
+	errWaiterLeft         = errors.New("waiter record left behind")
+	errNoCurrent          = errors.New("a lost lease's error does not show the key's current row")
 )
 
 // TestServiceGrantsAreMinimal removes one privilege at a time from the
@@ -197,6 +231,12 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		// being refreshed, or one left behind.
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_heartbeat(bigint[], bigint) FROM %[2]s`, errNoHeartbeat},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_leave(text, bigint, boolean, text) FROM %[2]s`, errWaiterLeft},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_open_session(text, bigint, text, integer, jsonb) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_bind(bigint, text, text, text[], bigint[]) FROM %[2]s`, locker.ErrPermissionDenied},
+		// A heartbeat refused is retried until the session can no longer
+		// be trusted: the bound lease is not moved on.
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_heartbeat(bigint, text, text[], bigint[]) FROM %[2]s`, errNoSessionHeartbeat},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_close_session(bigint, text) FROM %[2]s`, locker.ErrPermissionDenied},
 	}
 	for _, c := range cases {
 		t.Run(caseName(c.revoke), func(t *testing.T) {
