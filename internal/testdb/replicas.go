@@ -14,7 +14,14 @@ import (
 // that is installed but does not start fails the test.
 func Server(t testing.TB) *pgtemp.Instance {
 	t.Helper()
-	in, err := pgtemp.Start(context.Background(), pgtemp.Options{Fast: true, HandleSignals: true})
+	return ServerWith(t, nil)
+}
+
+// ServerWith is Server with extra postgresql.conf settings (e.g.
+// shared_preload_libraries).
+func ServerWith(t testing.TB, settings map[string]string) *pgtemp.Instance {
+	t.Helper()
+	in, err := pgtemp.Start(context.Background(), pgtemp.Options{Fast: true, HandleSignals: true, Settings: settings})
 	if errors.Is(err, pgtemp.ErrNoServer) {
 		Unavailable(t, "no PostgreSQL: %v", err)
 	}
