@@ -151,6 +151,10 @@ CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
 CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
 CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
+-- A process's wake-up channel (locker.Notifier; docs/queue.md): a lower-case
+-- identifier within NAMEDATALEN (63 bytes), so that LISTEN, quoted or not,
+-- and pg_notify name the same channel, and pg_notify never refuses it.
+CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
     'delay_ended', 'deadlock_refused', 'session_ended'));
@@ -244,7 +248,8 @@ CREATE TABLE distributed_lock_waiter (
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text,
-    group_id      bigint                     -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
+    group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
+    wake_channel  distributed_lock_channel   -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
 -- arrival); a hand-off reads its head by this index, and every other read
@@ -743,17 +748,19 @@ END $$;
 
 -- distributed_lock_pass_on wakes the waiters of key, whose row the caller
 -- has locked and freed at ts: it hands the lease to the head of the key's
--- queue (distributed_lock_hand_off) or, with no live waiter queued, NOTIFYs
--- distributed_lock with the key. Call it only when the row's wake_until is
--- after ts (someone may wait): a NOTIFY serialises the commits of every
--- notifying transaction in the cluster, a cost releases nobody waits for
--- should not pay. Internal.
+-- queue (distributed_lock_hand_off) or, when it hands nothing off (no live
+-- waiter queued, a lock-delay, a set that cannot have all its keys yet),
+-- wakes the processes that wait for the key (distributed_lock_wake). Call
+-- it only when the row's wake_until is after ts (someone may wait): a
+-- NOTIFY serialises the commits of every notifying transaction in the
+-- cluster, a cost releases nobody waits for should not pay, and reading
+-- the queue costs a release too. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_pass_on(key text, ts timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM pg_notify('distributed_lock', key);
+        PERFORM distributed_lock_wake(key);
     END IF;
 END $$;
 
@@ -857,9 +864,9 @@ END $$;
 -- waiter rows (seen_until in the future) in waiter_id order. A waiter
 -- enqueues once, with the lease it wants; a release (or a waiter finding
 -- the key free or lapsed) hands the lease to the head in its own
--- transaction and NOTIFYs distributed_lock_handoff with everything the
--- waiter needs to hold it. Lock order, everywhere: the key's lock row, then
--- waiter rows.
+-- transaction and NOTIFYs the channel the waiter's record names
+-- (07_wake.sql) with everything the waiter needs to hold it. Lock order,
+-- everywhere: the key's lock row, then waiter rows.
 
 -- distributed_lock_hand_off grants key, whose row the caller has locked and
 -- which is free or lapsed at ts, to the head of its queue: new token (drawn
@@ -903,7 +910,7 @@ END $$;
 -- distributed_lock_grant_waiter grants w's key, whose row the caller has
 -- locked, to waiter record w (which the caller has locked): the grant of a
 -- hand-off (see distributed_lock_hand_off), the record consumed, the event,
--- the NOTIFY. It commits durably whatever the caller set: a grant lost in a
+-- the NOTIFY (distributed_lock_announce). It commits durably whatever the caller set: a grant lost in a
 -- crash after its NOTIFY went out could see its token drawn again. Returns
 -- w's id. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_waiter(w distributed_lock_waiter, ts timestamptz)
@@ -946,7 +953,7 @@ BEGIN
     -- NOTIFY channels are per database, and a database may hold several
     -- lock schemas: the payload names this one (the pinned search_path's
     -- first schema), whose waiter ids these are.
-    PERFORM pg_notify('distributed_lock_handoff', json_build_object(
+    PERFORM distributed_lock_announce(w, ts, json_build_object(
         'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
         'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
@@ -974,7 +981,9 @@ END $$;
 -- when owner may take it (distributed_lock_may_take); otherwise it queues
 -- owner (a waiter row with the lease it wants: ttl_us, claim_us,
 -- lease_metadata, log_grants, event_actor, visible for seen_for_us unless
--- refreshed), keeps releases of the key handing off (wake_until), and
+-- refreshed, and the wake_channel its process LISTENs on, NULL for the
+-- shared ones; a channel that is not a lower-case identifier of at most 63
+-- bytes is refused, 23514, whatever the call would have done), keeps releases of the key handing off (wake_until), and
 -- returns the holder's row with outcome 'queued' and the waiter's id
 -- (remaining: what is left of the holder's lease, none once it was
 -- released: a waiter of a key that is free or lapsed and past its
@@ -999,7 +1008,7 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0,
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
     OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
@@ -1009,6 +1018,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
+    -- The domain checks it here, before anything is granted or queued.
+    channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
     FOR attempt IN 1..3 LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
@@ -1046,7 +1057,7 @@ BEGIN
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
-        lock_delay = lock_delay_us * interval '1 microsecond'
+        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
                            AND x.group_id IS NULL)
@@ -1067,10 +1078,10 @@ BEGIN
     END IF;
     IF waiter_id IS NULL THEN
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay)
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
         VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
                 claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-                lock_delay_us * interval '1 microsecond')
+                lock_delay_us * interval '1 microsecond', channel)
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
@@ -1259,7 +1270,7 @@ BEGIN
             jsonb_strip_nulls(jsonb_build_object('reason', reason,
                 'delay_until', CASE WHEN delay > interval '0' THEN expires_at + delay END)));
     IF wake > expires_at THEN
-        PERFORM pg_notify('distributed_lock', key);
+        PERFORM distributed_lock_wake(key);
     END IF;
 END $$;
 
@@ -1392,6 +1403,72 @@ BEGIN
         GET DIAGNOSTICS events = ROW_COUNT;
     END IF;
     PERFORM set_config('lock_timeout', caller_lock_timeout, true);
+END $$;
+
+-- Wake-ups reach the processes that wait, not every listener (docs/queue.md,
+-- "Who hears a wake-up"). A waiter record names the channel its process
+-- LISTENs on (wake_channel; locker.Notifier has one of its own); a record
+-- without one, a client that passed none, is woken on the shared channels:
+-- distributed_lock_handoff for hand-offs and distributed_lock, with the key
+-- as payload, for wake-ups. On a named channel every payload is JSON that
+-- names the lock schema (channels are per database, waiter ids per schema):
+-- a hand-off's grant, or {"schema", "key"} for a wake-up, which names no
+-- waiter.
+
+-- distributed_lock_wake_channel wakes the waiters of key that listen on
+-- channel (a record's wake_channel; NULL: the shared distributed_lock) to
+-- check the queue. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_wake_channel(channel text, key text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF channel IS NULL THEN
+        PERFORM pg_notify('distributed_lock', key);
+    ELSE
+        PERFORM pg_notify(channel, json_build_object('schema', current_schema(), 'key', key)::text);
+    END IF;
+END $$;
+
+-- distributed_lock_wake wakes the processes waiting for key to check the
+-- queue (a release with nobody to hand to, a key in its lock-delay, an
+-- operator's action): one NOTIFY per channel its waiter records name, live
+-- or lapsed (a process whose record lapsed while it waited learns so at its
+-- check, rather than at its next timer), in channel order, the shared one
+-- last. A key with no record sends nothing: nobody waits for it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_wake(key text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    channel text;
+BEGIN
+    FOR channel IN SELECT DISTINCT w.wake_channel FROM distributed_lock_waiter w WHERE w.lock_key = key ORDER BY 1 LOOP
+        PERFORM distributed_lock_wake_channel(channel, key);
+    END LOOP;
+END $$;
+
+-- distributed_lock_announce sends the hand-off payload of key's grant to
+-- waiter record w (consumed by the grant) to w's process and to the process
+-- of the record now at the head of key's queue, the next to be served, when
+-- that is another channel: the head learns when the new lease ends at the
+-- latest (its claim window), so it wakes then if the new holder died
+-- without claiming it, and takes the key over. Waiters behind the head
+-- hear nothing: they are not served before it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_announce(w distributed_lock_waiter, ts timestamptz, payload text)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    mine text := coalesce(w.wake_channel, 'distributed_lock_handoff');
+    head text;
+BEGIN
+    PERFORM pg_notify(mine, payload);
+    SELECT coalesce(x.wake_channel, 'distributed_lock_handoff') INTO head
+    FROM distributed_lock_waiter x
+    WHERE x.lock_key = w.lock_key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1;
+    IF head <> mine THEN
+        PERFORM pg_notify(head, payload);
+    END IF;
 END $$;
 
 -- Several keys at once, all or none (locker.TryAcquireAll, AcquireAll;
@@ -1585,7 +1662,8 @@ END $$;
 -- one row per key, waiter_id NULL). Otherwise it hands the keys found free
 -- or lapsed to their queues' heads (as distributed_lock_enqueue does),
 -- queues one waiter record per key, sharing a new group_id, with the lease
--- asked for (lock_delay_us too), keeps releases of every key handing off,
+-- asked for (lock_delay_us too) and wake_channel (as for one key: NULL, the
+-- shared channels; a bad name refused, 23514), keeps releases of every key handing off,
 -- and returns one row per key in key order: the key's row, outcome 'queued', and that key's
 -- record as waiter_id. A queued set holds nothing: a key it heads the
 -- queue of stays free, promised to it, until it can have every key
@@ -1595,13 +1673,15 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_all(
     keys text[], owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0)
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
                outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
                queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    -- The domain checks it here, before anything is granted or queued.
+    channel distributed_lock_channel := distributed_lock_enqueue_all.wake_channel;
     ks text[] := distributed_lock_key_set(keys);
     k text;
     ts timestamptz;
@@ -1633,11 +1713,12 @@ BEGIN
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id)
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id,
+             wake_channel)
         SELECT s.k, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
-               lock_delay_us * interval '1 microsecond', g
+               lock_delay_us * interval '1 microsecond', g, channel
         FROM unnest(ks) s(k)
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
@@ -1670,8 +1751,8 @@ END $$;
 -- claims them together) and head's id is returned. Otherwise NULL: key
 -- stays free and promised to the set, whose turn comes with the hand-off
 -- of the key it lacks; when only a locked row or record stood in the way,
--- a NOTIFY of key wakes the set's waiter to check (its check locks the
--- rows in key order and waits for them). Internal.
+-- a wake-up of key on the set's channel wakes its waiter to check (its
+-- check locks the rows in key order and waits for them). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off_group(key text, head distributed_lock_waiter, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -1721,7 +1802,7 @@ BEGIN
     EXCEPTION WHEN SQLSTATE 'LK003' THEN
         -- A NOTIFY in a rolled-back subtransaction is not sent: it goes here.
         IF wake THEN
-            PERFORM pg_notify('distributed_lock', key);
+            PERFORM distributed_lock_wake_channel(head.wake_channel, key);
         END IF;
         RETURN NULL;
     END;
@@ -2338,17 +2419,20 @@ REVOKE ALL ON FUNCTION
     distributed_lock_session_live(distributed_lock_session, text, timestamptz),
     distributed_lock_hand_off(text, timestamptz),
     distributed_lock_keep_waking(text, timestamptz, bigint),
-    distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
     distributed_lock_waiter_poll(text, bigint, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
+    distributed_lock_wake_channel(text, text),
+    distributed_lock_wake(text),
+    distributed_lock_announce(distributed_lock_waiter, timestamptz, text),
     distributed_lock_key_set(text[]),
     distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_grant_set(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_create_free(text, text, bigint),
     distributed_lock_lock_set(text[], text, bigint),
-    distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
     distributed_lock_hand_off_group(text, distributed_lock_waiter, timestamptz),
     distributed_lock_set_handed(text[], bigint[], timestamptz),
     distributed_lock_waiter_poll_all(text[], bigint[], bigint),

@@ -50,8 +50,9 @@ SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl
 FROM distributed_lock_release($1, $2, $3, $4::boolean, $5::boolean, $6) r WHERE r.outcome = '` + lockdb.OutcomeReleased + `'`
 
 // NotifyChannel is the LISTEN channel on which releases and operator actions
-// (the functions in schema.sql) announce a key that waiters may now take;
-// the payload is the key.
+// (the functions in schema.sql) wake the waiters of a key whose records name
+// no wake channel; the payload is the key. A record that names one is woken
+// there (see WakeChannel).
 const NotifyChannel = "distributed_lock"
 
 // ReleaseParams is one release of a lease by its owner.

@@ -20,7 +20,7 @@ FROM distributed_lock_acquire_all($1::text[], $2, $3::bigint, $4::jsonb, $5, $6:
 SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
        e.queue_position, e.queue_length, e.delay_until, e.cycle
 FROM distributed_lock_enqueue_all($1::text[], $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean,
-                                  $10::bigint) e`
+                                  $10::bigint, $11) e`
 	pollAllSQL = `
 SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now,
        p.queue_position, p.queue_length, p.delay_until, p.cycle
@@ -62,7 +62,7 @@ func TryGrantAll(ctx context.Context, db DBTX, keys []string, p GrantParams) ([]
 func EnqueueAll(ctx context.Context, db DBTX, keys []string, p QueueParams) ([]Queued, error) {
 	return collectQueued(db.Query(ctx, enqueueAllSQL, keys, p.Owner, p.TTL.Microseconds(),
 		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants,
-		p.LockDelay.Microseconds()))
+		p.LockDelay.Microseconds(), channelArg(p.WakeChannel)))
 }
 
 // PollAll checks a waiting set, whose records ids are one per key of keys

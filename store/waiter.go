@@ -17,7 +17,7 @@ const (
 SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
        e.queue_position, e.queue_length, e.delay_until, e.cycle
 FROM distributed_lock_enqueue($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean,
-                              $10::bigint) e`
+                              $10::bigint, $11) e`
 	pollSQL = `
 SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now,
        p.queue_position, p.queue_length, p.delay_until, p.cycle
@@ -27,7 +27,8 @@ FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
 )
 
 // HandOffChannel is the LISTEN channel on which a hand-off announces its
-// grant to the waiter it was made for (payload: HandOff as JSON).
+// grant to a waiter whose record names no wake channel (payload: HandOff
+// as JSON); a record that names one is announced there (see WakeChannel).
 const HandOffChannel = "distributed_lock_handoff"
 
 // QueueParams is one waiting acquirer's entry into a key's queue.
@@ -38,6 +39,11 @@ type QueueParams struct {
 	ClaimWindow time.Duration
 	// SeenFor is how long the waiter record stays live unless refreshed.
 	SeenFor time.Duration
+	// WakeChannel is the channel the waiter's process LISTENs on, which its
+	// record names: hand-offs to it and wake-ups of its key are sent there
+	// (NewWakeChannel). "": the shared channels, HandOffChannel and
+	// NotifyChannel.
+	WakeChannel string
 }
 
 // Queued is the answer of Enqueue or Poll: a grant (Granted), or the key's
@@ -70,7 +76,7 @@ type CycleStep struct {
 func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool, err error) {
 	return scanQueued(db.QueryRow(ctx, enqueueSQL, p.Key, p.Owner, p.TTL.Microseconds(),
 		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants,
-		p.LockDelay.Microseconds()))
+		p.LockDelay.Microseconds(), channelArg(p.WakeChannel)))
 }
 
 // Poll checks waiter id of key: granted (handed to it, or taken now as the

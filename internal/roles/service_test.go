@@ -224,7 +224,7 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_release(text, text, bigint, boolean, boolean, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_fence(text, text, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_report_stale_write(text, text, bigint, text, jsonb) FROM %[2]s`, locker.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_poll(text, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		// The Notifier's heartbeat and Acquire's leaving are best-effort and
 		// report no failure: a missing grant shows as a record that stops

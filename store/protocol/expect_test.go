@@ -148,10 +148,12 @@ type waiterRef string
 var anyValue = struct{ any }{}
 
 // waiterWant is one waiter row left on the key, in queue order; seenFor,
-// when set, is how long it must stay live (refreshed by the call).
+// when set, is how long it must stay live (refreshed by the call); channel
+// is the wake channel it names ("": NULL).
 type waiterWant struct {
 	owner   string
 	seenFor time.Duration
+	channel string
 }
 
 func waiters(owners ...string) []waiterWant {
@@ -163,15 +165,23 @@ func waiters(owners ...string) []waiterWant {
 }
 
 // notifyWant is one NOTIFY about the key: a wake-up, or a hand-off to a
-// waiter (by owner) with the lease's kind, TTL and first window.
+// waiter (by owner) with the lease's kind, TTL and first window, on the
+// shared channel for its kind or on a waiter's wake channel.
 type notifyWant struct {
-	handOffTo string // "": a wake-up on distributed_lock
+	handOffTo string // "": a wake-up
 	kind      string
 	ttl       time.Duration
 	window    time.Duration
+	channel   string // "": distributed_lock (a wake-up), distributed_lock_handoff (a hand-off)
 }
 
 var wakeUp = notifyWant{}
+
+// on is n sent on a waiter's wake channel.
+func (n notifyWant) on(channel string) notifyWant {
+	n.channel = channel
+	return n
+}
 
 // checker resolves a case's symbolic wants against what was prepared.
 type checker struct {
@@ -342,6 +352,9 @@ func (c checker) waiters(got []waiterState, want []waiterWant) {
 		if w.seenFor != 0 && !about(w.seenFor).holds(got[i].SeenIn) {
 			c.t.Errorf("waiter %s seen for %v more; want about %v", w.owner, got[i].SeenIn, w.seenFor)
 		}
+		if show(got[i].Channel) != orString(w.channel, "NULL") {
+			c.t.Errorf("waiter %s names wake channel %s; want %s", w.owner, show(got[i].Channel), orString(w.channel, "NULL"))
+		}
 	}
 }
 
@@ -353,18 +366,36 @@ func (c checker) notifications(got []notification, want []notifyWant, key, schem
 	}
 	for i, w := range want {
 		g := got[i]
-		if w.handOffTo == "" {
+		switch {
+		case w.handOffTo == "" && w.channel == "":
 			if g.channel != wakeChannel || g.payload != key {
 				c.t.Errorf("notification %d: %s %q; want %s %q", i, g.channel, g.payload, wakeChannel, key)
 			}
 			continue
+		case w.handOffTo == "":
+			// On a wake channel a wake-up names its schema and key, and no
+			// waiter: JSON, as a hand-off there is.
+			want := fmt.Sprintf(`{"schema": %q, "key": %q}`, schema, key)
+			if g.channel != w.channel || !sameJSON(jsonOf(g.payload), want) {
+				c.t.Errorf("notification %d: %s %q; want %s %s", i, g.channel, g.payload, w.channel, want)
+			}
+			continue
 		}
-		if g.channel != handOffChannel {
-			c.t.Errorf("notification %d on %s; want %s", i, g.channel, handOffChannel)
+		if wantChannel := orString(w.channel, handOffChannel); g.channel != wantChannel {
+			c.t.Errorf("notification %d on %s; want %s", i, g.channel, wantChannel)
 			continue
 		}
 		c.handOff(g.payload, w, key, schema, row)
 	}
+}
+
+// jsonOf decodes a JSON payload; nil when it is not JSON.
+func jsonOf(payload string) any {
+	var v any
+	if json.Unmarshal([]byte(payload), &v) != nil {
+		return nil
+	}
+	return v
 }
 
 // handOffFields is the documented payload (docs/protocol.md, "The fair

@@ -8,8 +8,9 @@ import (
 // enqueueAllArgs call distributed_lock_enqueue_all for owner on the case's
 // key set (or keys(key)) and read the row of the case's key.
 type enqueueAllArgs struct {
-	owner string
-	keys  func(key string) []string
+	owner   string
+	keys    func(key string) []string
+	channel string // the wake channel; "": NULL
 }
 
 func (a enqueueAllArgs) call(key string, p prepared) (string, []any) {
@@ -21,9 +22,11 @@ func (a enqueueAllArgs) call(key string, p prepared) (string, []any) {
 		keys = a.keys(key)
 	}
 	return `SELECT e.* FROM distributed_lock_enqueue_all(keys => $1, owner => $2, ttl_us => $3, claim_us => $4,
-		seen_for_us => $5, lease_metadata => NULL, event_actor => NULL, event_detail => NULL, log_grants => false) e
+		seen_for_us => $5, lease_metadata => NULL, event_actor => NULL, event_detail => NULL, log_grants => false,
+		wake_channel => $7) e
 		ORDER BY e.lock_key = $6 DESC LIMIT 1`,
-		[]any{keys, a.owner, time.Minute.Microseconds(), (10 * time.Second).Microseconds(), (30 * time.Second).Microseconds(), key}
+		[]any{keys, a.owner, time.Minute.Microseconds(), (10 * time.Second).Microseconds(), (30 * time.Second).Microseconds(), key,
+			null(a.channel)}
 }
 
 // sameSet: the caller's records on the case's key and on other key name
@@ -100,6 +103,25 @@ func TestEnqueueAll(t *testing.T) {
 					cycleLogged(t, c, observe(t, p.set.db, c).events, me, me, want)
 				}}},
 
+		{name: "free, another key held, with a wake channel: every record of the set names it",
+			state: free().and(also{name: "b", state: heldBy(w1)}), call: enqueueAllArgs{owner: me, channel: chanA}.call,
+			want: func() want {
+				w := queuedHere(other, keptToken, freeRowWaking, "b")
+				w.waiters[0].channel = chanA
+				same := w.check
+				w.check = func(t *testing.T, result map[string]any, p prepared, after observed) {
+					same(t, result, p, after)
+					var channel *string
+					if err := p.set.db.QueryRow(t.Context(), `SELECT wake_channel FROM distributed_lock_waiter WHERE waiter_id = $1`,
+						p.otherWaiter(t, "b", me)).Scan(&channel); err != nil || show(channel) != chanA {
+						t.Errorf("the set's record on b names wake channel %s (%v); want %s", show(channel), err, chanA)
+					}
+				}
+				return w
+			}()},
+		{name: "a wake channel that is no identifier, every key free: refused, nothing granted",
+			state: free().and(also{name: "b", state: free()}), call: enqueueAllArgs{owner: me, channel: "1wake"}.call,
+			want: want{err: "23514"}},
 		{name: "a key named twice", state: free(), call: enqueueAllArgs{owner: me, keys: func(key string) []string {
 			return []string{key, key}
 		}}.call, want: want{err: "22023"}},

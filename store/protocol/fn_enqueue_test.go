@@ -16,15 +16,16 @@ type enqueueArgs struct {
 	actor, detail    string
 	logGrants        bool
 	lockDelay        time.Duration
+	channel          string // the wake channel; "": NULL
 }
 
 func (a enqueueArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT * FROM distributed_lock_enqueue(key => $1, owner => $2, ttl_us => $3, claim_us => $4,
 		seen_for_us => $5, lease_metadata => $6::jsonb, event_actor => $7, event_detail => $8::jsonb,
-		log_grants => $9, lock_delay_us => $10)`,
+		log_grants => $9, lock_delay_us => $10, wake_channel => $11)`,
 		[]any{key, a.owner, or(a.ttl, time.Minute).Microseconds(), or(a.claim, 10*time.Second).Microseconds(),
 			or(a.seen, 30*time.Second).Microseconds(), null(a.metadata), null(a.actor), null(a.detail), a.logGrants,
-			a.lockDelay.Microseconds()}
+			a.lockDelay.Microseconds(), null(a.channel)}
 }
 
 func TestEnqueue(t *testing.T) {
@@ -202,6 +203,30 @@ func TestEnqueue(t *testing.T) {
 				return w
 			}()},
 
+		{name: "held by another, with a wake channel: the record names it", state: heldBy(other).queued(w1),
+			call: enqueueArgs{owner: me, channel: chanA}.call, want: func() want {
+				w := queuedBehind(other, keptToken, untouched, w1)
+				w.waiters[1].channel = chanA
+				return w
+			}()},
+		{name: "held by another, the caller queued: its record taken over, naming the caller's wake channel now",
+			state: heldBy(other).withWaiter(waiterRow{owner: me, seenFor: 5 * time.Second, channel: chanB}),
+			call:  enqueueArgs{owner: me, channel: chanA}.call, want: want{outcome: "queued", owner: other, token: keptToken,
+				waiterID: me, row: untouched, waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second, channel: chanA}},
+				check: dbNowReturned, refusal: placeIn(1, 1)}},
+		{name: "free, queued, the caller with a wake channel: the head's hand-off on its own channel",
+			state: free().queuedOn(chanB, w1), call: enqueueArgs{owner: me, channel: chanA}.call, want: func() want {
+				w := queuedBehind(w1, drawnToken, handedTo(w1, "acquired", other))
+				w.waiters[0].channel = chanA
+				// The caller queues after the hand-off: its answer, not a
+				// NOTIFY, tells it of the new lease.
+				w.notify = []notifyWant{handOffTo(w1, "acquired").on(chanB)}
+				return w
+			}()},
+
+		{name: "wake channel in upper case, queued", state: heldBy(other), call: enqueueArgs{owner: me, channel: "Distributed_lock_w_1"}.call, want: want{err: "23514"}},
+		{name: "wake channel of 64 bytes, free: refused, not granted", state: free(), call: enqueueArgs{owner: me, channel: strings.Repeat("w", 64)}.call, want: want{err: "23514"}},
+		{name: "wake channel not an identifier, no row", state: noRow(), call: enqueueArgs{owner: me, channel: "wake; up"}.call, want: want{err: "23514"}},
 		{name: "lock-delay over a minute", state: heldBy(other), call: enqueueArgs{owner: me, lockDelay: 2 * time.Minute}.call, want: want{err: "23514"}},
 		{name: "key of 256 bytes", key: keyOf(strings.Repeat("k", 256)), state: noRow(), call: mine.call, want: want{err: "23514"}},
 		{name: "owner of 256 bytes, queued", state: heldBy(other), call: enqueueArgs{owner: strings.Repeat("o", 256)}.call, want: want{err: "23514"}},

@@ -61,6 +61,15 @@ func TestForceExpire(t *testing.T) {
 			w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
 			return w
 		}()},
+		{name: "queued on wake channels: each waiting process woken once", state: heldBy(other).queuedOn(chanB, w1).queuedOn(chanA, w2).queuedOn(chanB, me),
+			call: op.call, want: func() want {
+				row := endedNow
+				row.wakes = &span{0, time.Minute}
+				w := ended(row, "alice", map[string]any{"reason": "stuck job"})
+				w.waiters = []waiterWant{{owner: w1, channel: chanB}, {owner: w2, channel: chanA}, {owner: me, channel: chanB}}
+				w.notify = []notifyWant{wakeUp.on(chanA), wakeUp.on(chanB)}
+				return w
+			}()},
 		{name: "held with a lock-delay: the delay starts now, the event says until when", state: heldWithDelay(other), call: op.call,
 			want: func() want {
 				row := endedNow

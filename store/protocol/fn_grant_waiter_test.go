@@ -15,6 +15,10 @@ func TestGrantWaiter(t *testing.T) {
 		{name: "free", state: free().queued(w1, w2), call: grantWaiterCall, want: want{
 			row: handedTo(w1, "acquired", other), waiters: waiters(w2),
 			notify: []notifyWant{handOffTo(w1, "acquired")}, check: handedBy(w1)}},
+		{name: "on wake channels: the waiter's, and the next in line's", state: free().queuedOn(chanA, w1).queuedOn(chanB, w2).queuedOn(chanC, me),
+			call: grantWaiterCall, want: want{
+				row: handedTo(w1, "acquired", other), waiters: []waiterWant{{owner: w2, channel: chanB}, {owner: me, channel: chanC}},
+				notify: []notifyWant{handOffTo(w1, "acquired").on(chanA), handOffTo(w1, "acquired").on(chanB)}, check: handedBy(w1)}},
 		{name: "expired: a steal, logged", state: lapsed(other).queued(w1), call: grantWaiterCall, want: want{
 			row: handedTo(w1, "stolen", other), events: []eventWant{grantEvent("stolen", w1, w1, other)},
 			notify: []notifyWant{handOffTo(w1, "stolen")}, check: handedBy(w1)}},

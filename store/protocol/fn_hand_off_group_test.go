@@ -76,5 +76,11 @@ func TestHandOffGroup(t *testing.T) {
 		{name: "another key's row locked: nothing granted, the set woken to check",
 			state: free().queuedSet(me).and(also{name: "b", state: free().queuedSet(me)}), call: handOffGroupCall, during: whileOtherRowLocked,
 			want: want{row: untouched, waiters: waiters(me), notify: []notifyWant{wakeUp}, check: notGranted}},
+		{name: "another key's row locked, the set on a wake channel: woken there alone",
+			state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, channel: chanA}).queuedOn(chanB, w1).and(
+				also{name: "b", state: free().withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, channel: chanA})}),
+			call: handOffGroupCall, during: whileOtherRowLocked,
+			want: want{row: untouched, waiters: []waiterWant{{owner: me, channel: chanA}, {owner: w1, channel: chanB}},
+				notify: []notifyWant{wakeUp.on(chanA)}, check: notGranted}},
 	})
 }

@@ -34,16 +34,20 @@ func TestWaiterLeave(t *testing.T) {
 			outcome: "left", row: untouched, waiters: waiters(w1)}},
 		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "none", row: untouched}},
 		{name: "held by another, the record gone", state: heldBy(other), call: mine.call, want: want{outcome: "none", row: untouched}},
-		{name: "promised to the caller, nobody queued: released, a wake-up", state: promisedTo(me), call: mine.call, want: want{
-			outcome: "passed_on", row: givenBack(rowWant{}), notify: []notifyWant{wakeUp}}},
+		{name: "promised to the caller, nobody queued: released, nobody to wake", state: promisedTo(me), call: mine.call, want: want{
+			outcome: "passed_on", row: givenBack(rowWant{})}},
 		{name: "promised to the caller, logged", state: promisedTo(me), call: leaveArgs{waiter: me, logRelease: true, actor: "svc"}.call, want: want{
-			outcome: "passed_on", row: givenBack(rowWant{}), notify: []notifyWant{wakeUp},
+			outcome: "passed_on", row: givenBack(rowWant{}),
 			events: []eventWant{{kind: "released", owner: me, token: keptToken, actor: "svc", detail: map[string]any{"unclaimed": true}}}}},
 		{name: "promised to the caller, queued: handed to the next", state: promisedTo(me).queued(w2), call: mine.call, want: want{
 			outcome: "passed_on", row: handedTo(w2, "acquired", me), notify: []notifyWant{handOffTo(w2, "acquired")}}},
 		{name: "promised to the caller, claimed: kept", state: promisedTo(me).with(func(r *lockRow) { r.renewals = 1 }), call: mine.call, want: want{
 			outcome: "none", row: untouched}},
 		{name: "lapsed hand-off to the caller: released", state: lapsedHandOffTo(me), call: mine.call, want: want{
-			outcome: "passed_on", row: givenBack(rowWant{}), notify: []notifyWant{wakeUp}}},
+			outcome: "passed_on", row: givenBack(rowWant{})}},
+		{name: "promised to the caller, a lapsed waiter on a wake channel: released, that process woken",
+			state: promisedTo(me).withWaiter(waiterRow{owner: w2, seenFor: -time.Second, channel: chanB}), call: mine.call, want: want{
+				outcome: "passed_on", row: givenBack(rowWant{}), waiters: []waiterWant{{owner: w2, channel: chanB}},
+				notify: []notifyWant{wakeUp.on(chanB)}}},
 	})
 }

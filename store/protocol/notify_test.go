@@ -6,15 +6,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// The channels the functions NOTIFY: a key's wake-up (payload: the key) and
-// a hand-off's grant (payload: JSON).
+// The channels the functions NOTIFY for waiter records that name none: a
+// key's wake-up (payload: the key) and a hand-off's grant (payload: JSON).
 const (
 	wakeChannel    = "distributed_lock"
 	handOffChannel = "distributed_lock_handoff"
 )
+
+// Wake channels the cases' waiter records name, as processes' Notifiers
+// would (a wake-up or a hand-off there: JSON naming the key).
+const (
+	chanA = "distributed_lock_w_test_a"
+	chanB = "distributed_lock_w_test_b"
+	chanC = "distributed_lock_w_test_c"
+)
+
+var listened = []string{wakeChannel, handOffChannel, chanA, chanB, chanC}
 
 // notification is one NOTIFY a call sent about its key.
 type notification struct {
@@ -22,8 +33,8 @@ type notification struct {
 	payload string
 }
 
-// listener LISTENs on both channels on a connection of its own, as a
-// waiting client does.
+// listener LISTENs on the shared channels and the cases' wake channels on
+// a connection of its own, as waiting clients do.
 type listener struct {
 	conn *pgxpool.Conn
 }
@@ -35,9 +46,11 @@ func listen(t *testing.T, db *pgxpool.Pool) *listener {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+handOffChannel); err != nil {
-		conn.Release()
-		t.Fatalf("listen: %v", err)
+	for _, channel := range listened {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+			conn.Release()
+			t.Fatalf("listen: %v", err)
+		}
 	}
 	return &listener{conn: conn}
 }
@@ -68,7 +81,7 @@ func (l *listener) collect(t *testing.T, db *pgxpool.Pool, key string) []notific
 		if n.Channel == wakeChannel && n.Payload == marker {
 			return got
 		}
-		if n.Channel == wakeChannel && n.Payload == key || n.Channel == handOffChannel && handOffKey(n.Payload) == key {
+		if n.Channel == wakeChannel && n.Payload == key || n.Channel != wakeChannel && handOffKey(n.Payload) == key {
 			got = append(got, notification{channel: n.Channel, payload: n.Payload})
 		}
 	}

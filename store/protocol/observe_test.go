@@ -67,6 +67,7 @@ type waiterState struct {
 	Actor     *string        `db:"actor"`
 	WaitedFor time.Duration  `db:"waited_for"`
 	LockDelay time.Duration  `db:"lock_delay"`
+	Channel   *string        `db:"wake_channel"`
 }
 
 type eventState struct {
@@ -92,7 +93,7 @@ FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE l.lock_key = $1`
 	readWaitersSQL = `
 SELECT w.waiter_id, w.owner_id, w.seen_until - c.ts AS seen_in, w.ttl, w.claim_window, w.metadata,
-       w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for, w.lock_delay
+       w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for, w.lock_delay, w.wake_channel
 FROM distributed_lock_waiter w, (SELECT clock_timestamp() AS ts) c
 WHERE w.lock_key = $1 ORDER BY w.waiter_id`
 	readEventsSQL = `

@@ -46,7 +46,8 @@ type waiterRow struct {
 	lockDelay time.Duration
 	// inSet: one record of owner's waiting key set; its records on the
 	// set's keys share a group (sets_test.go).
-	inSet bool
+	inSet   bool
+	channel string // its wake channel (notify_test.go); "": NULL, the shared ones
 }
 
 // state is what a key holds before the call, and for a key set's
@@ -113,6 +114,16 @@ func lapsedHandOffTo(owner string) state {
 func (s state) queued(owners ...string) state {
 	for _, o := range owners {
 		s.waiters = append(s.waiters, waiterRow{owner: o, seenFor: 30 * time.Second, waitedFor: 2 * time.Second})
+	}
+	return s.waking()
+}
+
+// queuedOn adds live waiters as queued does, whose records name the wake
+// channel their process LISTENs on.
+func (s state) queuedOn(channel string, owners ...string) state {
+	for _, o := range owners {
+		s.waiters = append(s.waiters, waiterRow{owner: o, seenFor: 30 * time.Second, waitedFor: 2 * time.Second,
+			channel: channel})
 	}
 	return s.waking()
 }
@@ -186,10 +197,11 @@ FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl,
-    claim_window, metadata, log_grants, actor, lock_delay)
+    claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
 VALUES ($1, $2, clock_timestamp() - $3 * interval '1 microsecond',
         clock_timestamp() + $4 * interval '1 microsecond', $5 * interval '1 microsecond',
-        $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''), $10 * interval '1 microsecond')
+        $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''), $10 * interval '1 microsecond',
+        nullif($11, ''))
 RETURNING waiter_id`
 	// A waiter id as the queue would have drawn it, for a hand-off whose
 	// waiter record is consumed.
@@ -225,7 +237,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),
 			w.seenFor.Microseconds(), or(w.ttl, time.Minute).Microseconds(),
 			or(w.claim, 10*time.Second).Microseconds(), orString(w.metadata, "{}"), w.logGrants, w.actor,
-			w.lockDelay.Microseconds(),
+			w.lockDelay.Microseconds(), w.channel,
 		).Scan(&id)
 		if err != nil {
 			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)

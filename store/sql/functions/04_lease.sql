@@ -39,17 +39,19 @@ END $$;
 
 -- distributed_lock_pass_on wakes the waiters of key, whose row the caller
 -- has locked and freed at ts: it hands the lease to the head of the key's
--- queue (distributed_lock_hand_off) or, with no live waiter queued, NOTIFYs
--- distributed_lock with the key. Call it only when the row's wake_until is
--- after ts (someone may wait): a NOTIFY serialises the commits of every
--- notifying transaction in the cluster, a cost releases nobody waits for
--- should not pay. Internal.
+-- queue (distributed_lock_hand_off) or, when it hands nothing off (no live
+-- waiter queued, a lock-delay, a set that cannot have all its keys yet),
+-- wakes the processes that wait for the key (distributed_lock_wake). Call
+-- it only when the row's wake_until is after ts (someone may wait): a
+-- NOTIFY serialises the commits of every notifying transaction in the
+-- cluster, a cost releases nobody waits for should not pay, and reading
+-- the queue costs a release too. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_pass_on(key text, ts timestamptz)
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM pg_notify('distributed_lock', key);
+        PERFORM distributed_lock_wake(key);
     END IF;
 END $$;
 

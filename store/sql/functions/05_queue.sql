@@ -2,9 +2,9 @@
 -- waiter rows (seen_until in the future) in waiter_id order. A waiter
 -- enqueues once, with the lease it wants; a release (or a waiter finding
 -- the key free or lapsed) hands the lease to the head in its own
--- transaction and NOTIFYs distributed_lock_handoff with everything the
--- waiter needs to hold it. Lock order, everywhere: the key's lock row, then
--- waiter rows.
+-- transaction and NOTIFYs the channel the waiter's record names
+-- (07_wake.sql) with everything the waiter needs to hold it. Lock order,
+-- everywhere: the key's lock row, then waiter rows.
 
 -- distributed_lock_hand_off grants key, whose row the caller has locked and
 -- which is free or lapsed at ts, to the head of its queue: new token (drawn
@@ -48,7 +48,7 @@ END $$;
 -- distributed_lock_grant_waiter grants w's key, whose row the caller has
 -- locked, to waiter record w (which the caller has locked): the grant of a
 -- hand-off (see distributed_lock_hand_off), the record consumed, the event,
--- the NOTIFY. It commits durably whatever the caller set: a grant lost in a
+-- the NOTIFY (distributed_lock_announce). It commits durably whatever the caller set: a grant lost in a
 -- crash after its NOTIFY went out could see its token drawn again. Returns
 -- w's id. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_waiter(w distributed_lock_waiter, ts timestamptz)
@@ -91,7 +91,7 @@ BEGIN
     -- NOTIFY channels are per database, and a database may hold several
     -- lock schemas: the payload names this one (the pinned search_path's
     -- first schema), whose waiter ids these are.
-    PERFORM pg_notify('distributed_lock_handoff', json_build_object(
+    PERFORM distributed_lock_announce(w, ts, json_build_object(
         'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
         'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
@@ -119,7 +119,9 @@ END $$;
 -- when owner may take it (distributed_lock_may_take); otherwise it queues
 -- owner (a waiter row with the lease it wants: ttl_us, claim_us,
 -- lease_metadata, log_grants, event_actor, visible for seen_for_us unless
--- refreshed), keeps releases of the key handing off (wake_until), and
+-- refreshed, and the wake_channel its process LISTENs on, NULL for the
+-- shared ones; a channel that is not a lower-case identifier of at most 63
+-- bytes is refused, 23514, whatever the call would have done), keeps releases of the key handing off (wake_until), and
 -- returns the holder's row with outcome 'queued' and the waiter's id
 -- (remaining: what is left of the holder's lease, none once it was
 -- released: a waiter of a key that is free or lapsed and past its
@@ -144,7 +146,7 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0,
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
     OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
@@ -154,6 +156,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
+    -- The domain checks it here, before anything is granted or queued.
+    channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
     FOR attempt IN 1..3 LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
@@ -191,7 +195,7 @@ BEGIN
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
-        lock_delay = lock_delay_us * interval '1 microsecond'
+        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
                            AND x.group_id IS NULL)
@@ -212,10 +216,10 @@ BEGIN
     END IF;
     IF waiter_id IS NULL THEN
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay)
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
         VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
                 claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-                lock_delay_us * interval '1 microsecond')
+                lock_delay_us * interval '1 microsecond', channel)
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);

@@ -35,7 +35,7 @@ BEGIN
             jsonb_strip_nulls(jsonb_build_object('reason', reason,
                 'delay_until', CASE WHEN delay > interval '0' THEN expires_at + delay END)));
     IF wake > expires_at THEN
-        PERFORM pg_notify('distributed_lock', key);
+        PERFORM distributed_lock_wake(key);
     END IF;
 END $$;
 

@@ -189,7 +189,8 @@ END $$;
 -- one row per key, waiter_id NULL). Otherwise it hands the keys found free
 -- or lapsed to their queues' heads (as distributed_lock_enqueue does),
 -- queues one waiter record per key, sharing a new group_id, with the lease
--- asked for (lock_delay_us too), keeps releases of every key handing off,
+-- asked for (lock_delay_us too) and wake_channel (as for one key: NULL, the
+-- shared channels; a bad name refused, 23514), keeps releases of every key handing off,
 -- and returns one row per key in key order: the key's row, outcome 'queued', and that key's
 -- record as waiter_id. A queued set holds nothing: a key it heads the
 -- queue of stays free, promised to it, until it can have every key
@@ -199,13 +200,15 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_all(
     keys text[], owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0)
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
                outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
                queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    -- The domain checks it here, before anything is granted or queued.
+    channel distributed_lock_channel := distributed_lock_enqueue_all.wake_channel;
     ks text[] := distributed_lock_key_set(keys);
     k text;
     ts timestamptz;
@@ -237,11 +240,12 @@ BEGIN
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id)
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id,
+             wake_channel)
         SELECT s.k, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
-               lock_delay_us * interval '1 microsecond', g
+               lock_delay_us * interval '1 microsecond', g, channel
         FROM unnest(ks) s(k)
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
@@ -274,8 +278,8 @@ END $$;
 -- claims them together) and head's id is returned. Otherwise NULL: key
 -- stays free and promised to the set, whose turn comes with the hand-off
 -- of the key it lacks; when only a locked row or record stood in the way,
--- a NOTIFY of key wakes the set's waiter to check (its check locks the
--- rows in key order and waits for them). Internal.
+-- a wake-up of key on the set's channel wakes its waiter to check (its
+-- check locks the rows in key order and waits for them). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off_group(key text, head distributed_lock_waiter, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -325,7 +329,7 @@ BEGIN
     EXCEPTION WHEN SQLSTATE 'LK003' THEN
         -- A NOTIFY in a rolled-back subtransaction is not sent: it goes here.
         IF wake THEN
-            PERFORM pg_notify('distributed_lock', key);
+            PERFORM distributed_lock_wake_channel(head.wake_channel, key);
         END IF;
         RETURN NULL;
     END;

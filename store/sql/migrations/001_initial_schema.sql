@@ -42,6 +42,10 @@ CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
 CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
 CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
+-- A process's wake-up channel (locker.Notifier; docs/queue.md): a lower-case
+-- identifier within NAMEDATALEN (63 bytes), so that LISTEN, quoted or not,
+-- and pg_notify name the same channel, and pg_notify never refuses it.
+CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
     'delay_ended', 'deadlock_refused', 'session_ended'));
@@ -135,7 +139,8 @@ CREATE TABLE distributed_lock_waiter (
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text,
-    group_id      bigint                     -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
+    group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
+    wake_channel  distributed_lock_channel   -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
 -- arrival); a hand-off reads its head by this index, and every other read
