@@ -151,18 +151,21 @@
 //   - Direct hand-off: a release (and force-release) that finds live
 //     waiters grants the lease to the head in its own transaction, under the
 //     row lock: new token, owner and lease from the waiter row (which it
-//     consumes), the event a grant writes, and one NOTIFY on
-//     distributed_lock_handoff whose payload carries key, waiter id, owner,
-//     token and expiry. A [Notifier] gives it to that waiter alone, which
-//     holds the lease with no further round trip; the process's other
-//     waiters of the key only learn the new expiry. Because enqueue and
-//     release both lock the key's row, a waiter is either in the queue when
-//     a release looks, or arrives after it and finds the key held or free.
+//     consumes), the event a grant writes, and a NOTIFY whose payload
+//     carries key, waiter id, owner, token and expiry, on the channel the
+//     waiter's record names: its process's [Notifier.Channel]. The
+//     Notifier gives it to that waiter alone, which holds the lease with no
+//     further round trip; the process's other waiters of the key only learn
+//     the new expiry. The process of the waiter now first in line hears it
+//     too, and no other (docs/queue.md, "Who hears a wake-up"). Because
+//     enqueue and release both lock the key's row, a waiter is either in the
+//     queue when a release looks, or arrives after it and finds the key held
+//     or free.
 //   - The claim window: a handed lease first runs for [Config.ClaimWindow]
 //     (at most the TTL), so a waiter that died after its last heartbeat
-//     blocks the key that long at most; the waiters asleep on the key wake
-//     at that expiry, and the first to check hands the key to the next live
-//     head. The claim is lazy: Acquire returns the handed lease at once (its
+//     blocks the key that long at most; the waiter now first in line wakes
+//     at that expiry, and its check hands the key to the next live head.
+//     The claim is lazy: Acquire returns the handed lease at once (its
 //     ExpiresAt is the end of the window, and [Lease.ValidFor] says so) and
 //     the Locker renews it to the TTL after half the window only if it is
 //     still held then; a Release or Renew (a Keepalive's first renewal)

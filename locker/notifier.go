@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,16 +17,19 @@ import (
 )
 
 // Notifier serves the queued Acquire calls of this process on one dedicated
-// connection: it LISTENs for hand-offs and gives each to the one waiter it
-// was made for (the others of the key only learn the new expiry, without
-// checking), and keeps all of their waiter records live with one heartbeat
-// statement per interval, so the cost of waiting does not grow with the
-// number of waiters. LISTEN needs a session of its own (a pooled connection
-// or a transaction would lose it), so the Notifier opens one with connect
-// and reconnects when it breaks. Its connection must use the lock schema
-// (search_path) of the pool its waiters queue through: it only takes
-// hand-offs of that schema, and its heartbeat refreshes that schema's waiter
-// records. One Notifier per lock schema.
+// connection: it LISTENs on a channel of its own (Channel), which every
+// waiter record of this process names, so hand-offs and wake-ups reach this
+// process only when they concern its waiters. It gives each hand-off to the
+// one waiter it was made for (the others of the key only learn the new
+// expiry, without checking: this process hears another waiter's hand-off
+// when one of its own is now first in line), and keeps all of their waiter
+// records live with one heartbeat statement per interval, so the cost of
+// waiting does not grow with the number of waiters. LISTEN needs a session
+// of its own (a pooled connection or a transaction would lose it), so the
+// Notifier opens one with connect and reconnects when it breaks. Its
+// connection must use the lock schema (search_path) of the pool its waiters
+// queue through: it only takes hand-offs of that schema, and its heartbeat
+// refreshes that schema's waiter records. One Notifier per lock schema.
 //
 // LISTEN through a transaction pooler (PgBouncer's transaction mode)
 // succeeds and then hears nothing. So a Notifier with a Probe proves
@@ -34,7 +38,8 @@ import (
 // not arrive within ProbeTimeout, the Notifier logs one warning, and waiters
 // wake at the holder's expiry and every Config.WaitRecheck instead.
 type Notifier struct {
-	cfg NotifierConfig
+	cfg     NotifierConfig
+	channel string // the wake channel this process's waiter records name
 
 	state  atomic.Int32 // a WakeState
 	warned atomic.Bool
@@ -42,6 +47,10 @@ type Notifier struct {
 	mu     sync.Mutex
 	subs   map[string]map[*waiting]struct{} // by key
 	schema string                           // the LISTEN connection's lock schema
+
+	// heard, when set (by tests, before Run), sees every notification the
+	// LISTEN connection receives, before it is read.
+	heard func(*pgconn.Notification)
 }
 
 // waiting is one queued Acquire's subscription.
@@ -101,8 +110,13 @@ func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
 	if cfg.Logf == nil {
 		cfg.Logf = log.Printf
 	}
-	return &Notifier{cfg: cfg, subs: map[string]map[*waiting]struct{}{}}
+	return &Notifier{cfg: cfg, channel: store.NewWakeChannel(), subs: map[string]map[*waiting]struct{}{}}
 }
+
+// Channel is the channel this Notifier LISTENs on, which the waiter records
+// of the Acquire calls it serves name (their wake_channel): fixed for its
+// lifetime, across reconnections.
+func (n *Notifier) Channel() string { return n.channel }
 
 // WakeState is what a Notifier knows about the delivery of releases.
 type WakeState int32
@@ -128,9 +142,10 @@ func (n *Notifier) Live() bool { return n.State() == WakeLive }
 
 func (n *Notifier) setState(s WakeState) { n.state.Store(int32(s)) }
 
-// probeChannel carries the delivery probe, apart from the release channel
-// so no key's waiters see it.
-const probeChannel = store.NotifyChannel + "_probe"
+// probePrefix starts a delivery probe's payload, sent on the Notifier's own
+// channel (so it proves the path its hand-offs take, and no other process
+// hears it); every other payload there is a JSON object.
+const probePrefix = "probe:"
 
 // ConnectWith returns a connect function for NewNotifier that opens a new
 // connection from cfg.
@@ -190,10 +205,8 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	n.mu.Lock()
 	n.schema = schema
 	n.mu.Unlock()
-	for _, channel := range []string{store.NotifyChannel, store.HandOffChannel, probeChannel} {
-		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-			return listened
-		}
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{n.channel}.Sanitize()); err != nil {
+		return listened
 	}
 	listened = true
 	n.wakeAll()
@@ -227,8 +240,8 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			if probeDeadline.IsZero() {
 				probeDeadline = time.Now().Add(n.cfg.ProbeTimeout)
 			}
-			probe = newProbeID()
-			if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, probeChannel, probe); err != nil && ctx.Err() == nil {
+			probe = probePrefix + newProbeID()
+			if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, probe); err != nil && ctx.Err() == nil {
 				n.setState(WakeNotLive)
 				n.warn("could not send the probe NOTIFY: %v", err)
 				probe = ""
@@ -241,6 +254,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		note, err := conn.WaitForNotification(wctx)
 		cancel()
+		n.hear(note)
 		switch {
 		case err != nil && ctx.Err() == nil && pgconn.Timeout(err) && !conn.IsClosed():
 			if probe != "" && !time.Now().Before(probeDeadline) {
@@ -251,7 +265,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			continue // time for the heartbeat, or the probe's deadline
 		case err != nil:
 			return listened
-		case note.Channel == probeChannel:
+		case strings.HasPrefix(note.Payload, probePrefix):
 			if note.Payload == probe {
 				probe = ""
 				n.setState(WakeLive)
@@ -270,12 +284,19 @@ func (n *Notifier) dispatchBuffered(conn *pgx.Conn) {
 	cancel() // only what is already buffered; nothing is read from the server
 	for {
 		note, _ := conn.WaitForNotification(done)
+		n.hear(note)
 		switch {
 		case note == nil:
 			return
-		case note.Channel != probeChannel:
+		case !strings.HasPrefix(note.Payload, probePrefix):
 			n.dispatch(note)
 		}
+	}
+}
+
+func (n *Notifier) hear(note *pgconn.Notification) {
+	if note != nil && n.heard != nil {
+		n.heard(note)
 	}
 }
 
@@ -341,24 +362,28 @@ func (n *Notifier) heartbeat(ctx context.Context, conn *pgx.Conn) (time.Duration
 }
 
 func (n *Notifier) dispatch(note *pgconn.Notification) {
-	if note.Channel != store.HandOffChannel {
-		// A release or operator action with no queued waiter to hand to:
-		// the key's waiters check.
-		n.wake(note.Payload)
-		return
-	}
-	h, err := store.ParseHandOff(note.Payload)
+	h, err := store.ParseWake(note.Payload)
 	if err != nil {
 		return // not ours to read; the waiters' own checks cover it
 	}
-	// The new lease ends within its claim window, as measured from now
-	// (it was granted before the NOTIFY arrived).
-	ends := time.Now().Add(h.Row().ExpiresAt.Sub(h.AcquiredAt())).UnixNano()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if h.Schema != n.schema {
 		return // another lock namespace in the same database
 	}
+	if h.WaiterID == 0 {
+		// A release or operator action with no queued waiter to hand to:
+		// the key's waiters check.
+		for w := range n.subs[h.Key] {
+			signal(w.wake)
+		}
+		return
+	}
+	// A hand-off, to one of this process's waiters, or to another waiter
+	// while one of this process's is first in line. The new lease ends
+	// within its claim window, as measured from now (it was granted before
+	// the NOTIFY arrived).
+	ends := time.Now().Add(h.Row().ExpiresAt.Sub(h.AcquiredAt())).UnixNano()
 	for w := range n.subs[h.Key] {
 		if w.id == 0 {
 			if len(w.early) < maxEarly {
@@ -416,14 +441,6 @@ func (n *Notifier) queued(w *waiting, id int64) {
 		}
 	}
 	w.early = nil
-}
-
-func (n *Notifier) wake(key string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for w := range n.subs[key] {
-		signal(w.wake)
-	}
 }
 
 func (n *Notifier) wakeAll() {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // ownerRecordsSQL lists owner's waiter records on a key, in queue order.
@@ -64,8 +63,9 @@ func TestAcquireAgainAfterBrokenConnectionKeepsOnePlace(t *testing.T) {
 	if _, err := db.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatal(err)
 	}
-	// Wake it: its check of the queue runs on the dead connection.
-	if _, err := db.Exec(ctx, `SELECT pg_notify($1, 'k')`, store.NotifyChannel); err != nil {
+	// Wake it, as a release with nobody to hand to would: its check of the
+	// queue runs on the dead connection.
+	if _, err := db.Exec(ctx, `SELECT distributed_lock_wake('k')`); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-first; r.Err == nil || errors.Is(r.Err, locker.ErrQueueLost) {

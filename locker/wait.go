@@ -86,6 +86,7 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 		var stop func()
 		w, stop = n.await(key, seenFor)
 		defer stop()
+		params.WakeChannel = n.Channel()
 	}
 	// Under knownOutcome: once the call has queued the caller, its answer
 	// (the waiter id) is what lets the record be taken out again, so a ctx

@@ -87,6 +87,7 @@ func (l *Locker) acquireAllOrQueue(ctx context.Context, db DBTX, keys []string, 
 			defer stop()
 			ws = append(ws, w)
 		}
+		params.WakeChannel = n.Channel()
 	}
 	ectx, done := knownOutcome(ctx)
 	sentAt := l.clock.Now()

@@ -8,7 +8,9 @@ import (
 
 // HandOff is the NOTIFY payload of a hand-off (distributed_lock_hand_off in
 // schema.sql): the grant, for the waiter it was made for, which then holds
-// the lease without another round trip. Times are the database's clock.
+// the lease without another round trip, and which the waiter now first in
+// line hears too (it learns when the new lease ends at the latest). Times
+// are the database's clock.
 type HandOff struct {
 	// Schema is the lock schema (namespace) of the hand-off: NOTIFY
 	// channels are per database, waiter ids per schema.
@@ -23,14 +25,17 @@ type HandOff struct {
 	TTLUs      int64  `json:"ttl_us"`
 }
 
-// ParseHandOff decodes a hand-off payload.
-func ParseHandOff(payload string) (HandOff, error) {
+// ParseWake decodes a NOTIFY payload on a wake channel (QueueParams.
+// WakeChannel) or HandOffChannel: a hand-off (WaiterID set: the grant to
+// that waiter) or, on a wake channel, a wake-up of the key's waiters
+// (WaiterID 0, only Schema and Key set).
+func ParseWake(payload string) (HandOff, error) {
 	var h HandOff
 	if err := json.Unmarshal([]byte(payload), &h); err != nil {
-		return HandOff{}, fmt.Errorf("store: hand-off payload: %w", err)
+		return HandOff{}, fmt.Errorf("store: wake-up payload: %w", err)
 	}
-	if h.Key == "" || h.WaiterID == 0 || h.Token == 0 {
-		return HandOff{}, fmt.Errorf("store: hand-off payload without key, waiter or token")
+	if h.Key == "" || h.WaiterID != 0 && h.Token == 0 {
+		return HandOff{}, fmt.Errorf("store: wake-up payload without key, or a hand-off without token")
 	}
 	return h, nil
 }
