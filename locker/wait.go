@@ -17,10 +17,11 @@ import (
 // Its first call (distributed_lock_enqueue) either grants the key, as
 // TryAcquire would, or queues the caller: one transaction. A release then
 // hands the lease to the head of the queue in the release's own
-// transaction and announces it to that waiter alone (with Config.Notifier:
-// the NOTIFY carries the lease, so the waiter holds it without another
-// round trip; without one, the waiter finds its grant when it next checks,
-// every WaitRecheck at most). A handed-off lease first runs for
+// transaction and announces it to that waiter's process alone, and to the
+// process of the waiter now first in line (with Config.Notifier, whose
+// channel the waiter's record names: the NOTIFY carries the lease, so the
+// waiter holds it without another round trip; without one, the waiter finds
+// its grant when it next checks, every WaitRecheck at most). A handed-off lease first runs for
 // Config.ClaimWindow only, and Lease.ExpiresAt says so; the Locker claims it
 // (renews it to the TTL) in the background after half the window if it is
 // still held, or at once when db is not a pool. Lease.ValidFor counts
