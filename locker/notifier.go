@@ -324,7 +324,9 @@ const (
 
 // heartbeat refreshes every waiter record of this process in one statement
 // and wakes the waiters whose record it did not find (handed a lease whose
-// NOTIFY they may have missed, or gone). It returns when to beat next.
+// NOTIFY they may have missed, or gone) or found at the head of a key nobody
+// holds (the process the hand-off before told may have died with its
+// waiter). It returns when to beat next.
 func (n *Notifier) heartbeat(ctx context.Context, conn *pgx.Conn) (time.Duration, error) {
 	n.mu.Lock()
 	var ids []int64

@@ -246,3 +246,52 @@ func TestEnqueueRefusesABadWakeChannel(t *testing.T) {
 		t.Errorf("the key was granted by a refused enqueue (%v, %v)", found, err)
 	}
 }
+
+// A hand-off is heard by the granted waiter's process and the next in
+// line's. When both have died (the granted lease unclaimed, the next one's
+// record still live for a while), no NOTIFY is left to wake the waiter
+// behind them: its Notifier's heartbeat finds it at the head of a key
+// nobody holds, and its check takes the key, long before the end of the
+// lease it last saw.
+func TestNextInLineServedWhenTheTwoAheadDied(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	holder := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	held := testdb.MustAcquire(t, holder, db, "k", "holder")
+	// Two waiters whose processes are gone: records naming channels nobody
+	// listens on; the second lapses soon after the first is handed the key.
+	for _, dead := range []struct {
+		owner   string
+		seenFor time.Duration
+	}{{"dead-first", 30 * time.Second}, {"dead-next", 2 * time.Second}} {
+		if _, _, err := store.Enqueue(ctx, db, store.QueueParams{
+			GrantParams: store.GrantParams{Key: "k", Owner: dead.owner, TTL: time.Minute},
+			ClaimWindow: 500 * time.Millisecond, SeenFor: dead.seenFor, WakeChannel: store.NewWakeChannel(),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startProcess(t, db)
+	// A heartbeat every 1.5 s; a NOTIFY would wake it at once, and its own
+	// timer only at the end of the holder's lease, a minute away.
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: p.n, WaitRecheck: 3 * time.Second})
+	waitCtx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "alive")
+	testdb.WaitForWaiter(t, db, "k", "alive")
+	time.Sleep(locker.DeadlockCheck + 100*time.Millisecond) // past its one early check
+	if _, err := holder.Release(ctx, db, held); err != nil {
+		t.Fatal(err)
+	}
+	released := time.Now()
+	r := <-got
+	if r.Err != nil || r.Lease.Owner != "alive" {
+		t.Fatalf("the live waiter got %+v, %v; want the key", r.Lease, r.Err)
+	}
+	if waited := r.At.Sub(released); waited > 15*time.Second {
+		t.Fatalf("the live waiter got the key %s after the release; want it soon after the dead ones' claim window and record ran out", waited)
+	} else {
+		t.Logf("served %s after the release", waited.Round(time.Millisecond))
+	}
+}

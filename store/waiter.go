@@ -128,7 +128,9 @@ func deref[T any](p *T) T {
 }
 
 // Heartbeat keeps the waiter records ids live for another seenFor, in one
-// statement, and returns the ids it did not find (handed a lease, or gone).
+// statement, and returns the ids it did not find (handed a lease, or gone)
+// and those at the head of a key nobody holds, which no release will hand
+// on: each of them should check (Poll).
 func Heartbeat(ctx context.Context, db DBTX, ids []int64, seenFor time.Duration) ([]int64, error) {
 	rows, err := db.Query(ctx, heartbeatSQL, ids, seenFor.Microseconds())
 	if err != nil {

@@ -19,7 +19,7 @@ func (a heartbeatArgs) call(_ string, p prepared) (string, []any) {
 }
 
 // missing: the call returns the ids of these waiters (by owner), the ones
-// it did not find.
+// it did not find or that must check.
 func missing(owners ...string) func(*testing.T, map[string]any, prepared, observed) {
 	return func(t *testing.T, result map[string]any, p prepared, _ observed) {
 		t.Helper()
@@ -56,5 +56,17 @@ func TestWaiterHeartbeat(t *testing.T) {
 		{name: "one handed a lease meanwhile", state: promisedTo(w1).queued(me), call: heartbeatArgs{[]string{me, w1}}.call, want: want{
 			row: untouched, waiters: refreshed(me), check: missing(w1)}},
 		{name: "none", state: heldBy(other), call: heartbeatArgs{}.call, want: want{row: untouched, check: missing()}},
+		{name: "at the head of a free key: to check", state: free().queued(me, w1), call: heartbeatArgs{[]string{me, w1}}.call, want: want{
+			row: untouched, waiters: refreshed(me, w1), check: missing(me)}},
+		{name: "at the head of a lapsed key: to check", state: lapsed(other).queued(me), call: heartbeatArgs{[]string{me}}.call, want: want{
+			row: untouched, waiters: refreshed(me), check: missing(me)}},
+		{name: "at the head of a free key, a lapsed record ahead: to check",
+			state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}).queued(me), call: heartbeatArgs{[]string{me}}.call,
+			want: want{row: untouched, waiters: []waiterWant{{owner: w1}, {owner: me, seenFor: 45 * time.Second}}, check: missing(me)}},
+		{name: "at the head of a key in its lock-delay: nothing to check", state: delayedAfterExpiry(other).queued(me),
+			call: heartbeatArgs{[]string{me}}.call, want: want{row: untouched, waiters: refreshed(me), check: missing()}},
+		{name: "a set's record at the head of a free key: nothing to check (it waits for its other keys)",
+			state: free().queuedSet(me).and(also{name: "b", state: heldBy(other).queuedSet(me)}),
+			call:  heartbeatArgs{[]string{me}}.call, want: want{row: untouched, waiters: refreshed(me), check: missing()}},
 	})
 }

@@ -309,7 +309,13 @@ END $$;
 -- another seen_for_us, in one statement for all the waiters of a process
 -- (locker.Notifier), and releases of their keys handing off. Returns the
 -- ids it did not find live: handed a lease (the waiter may have missed
--- the NOTIFY) or gone (a lapsed record is not revived). Its ts is read first, before any row lock: wake_until
+-- the NOTIFY) or gone (a lapsed record is not revived); and the ids of
+-- records that head the queue of a key nobody holds (free or lapsed, past
+-- its lock-delay), which their check takes: no release will hand them that
+-- key, and the hand-off that made them head may have gone to a process
+-- that died with its waiter (07_wake.sql tells only the next in line). A
+-- set's record is left out: a set heading a free key waits for its other
+-- keys. Its ts is read first, before any row lock: wake_until
 -- (ts + 2 seen_for_us) must stay after every seen_until it writes
 -- (ts + seen_for_us), however long it waits; it judges no lease.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
@@ -334,9 +340,13 @@ BEGIN
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
                                   ORDER BY x.lock_key, x.waiter_id FOR UPDATE)
-            RETURNING w.waiter_id
+            RETURNING w.waiter_id, w.lock_key, w.group_id
         )
-        SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s);
+        SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)
+        UNION ALL
+        SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key
+        WHERE s.group_id IS NULL AND distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+          AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
 -- distributed_lock_waiter_leave takes waiter id out of key's queue (its
