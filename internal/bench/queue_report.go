@@ -54,6 +54,13 @@ type QueueResult struct {
 	GrantsPerWaiterMax int     `json:"grants_per_waiter_max"`
 	Unfairness         float64 `json:"unfairness"`
 
+	// ReleaseP50 is the release call's round trip (median); HandOverP50
+	// the time from one holder's release returning to the next holder's
+	// hold (median over consecutive grants; on one connection, the floors,
+	// the next grant's round trip): a hand-over costs the hold and both.
+	ReleaseP50  time.Duration `json:"release_p50_ns"`
+	HandOverP50 time.Duration `json:"hand_over_p50_ns"`
+
 	Grants int64 `json:"grants"`
 	// Overlaps counts consecutive grants whose holds overlapped (the next
 	// acquire returned before the previous release was called) or whose
@@ -128,6 +135,22 @@ func (r queueRun) overlaps() int64 {
 	return n
 }
 
+// handOverTimes are, over consecutive grants, the release calls' round
+// trips and the times from a release's return to the next hold, sorted.
+func (r queueRun) handOverTimes() (release, handOver []time.Duration) {
+	gs := slices.Clone(r.grants)
+	slices.SortFunc(gs, func(a, b queueGrant) int { return cmp.Compare(a.Acquired, b.Acquired) })
+	for i, g := range gs {
+		release = append(release, time.Duration(g.Released-g.Releasing))
+		if i > 0 {
+			handOver = append(handOver, time.Duration(g.Acquired-gs[i-1].Released))
+		}
+	}
+	slices.Sort(release)
+	slices.Sort(handOver)
+	return release, handOver
+}
+
 // unfairness is the largest distance of a waiter's grant count from the
 // mean, as a share of the mean.
 func unfairness(counts []int) float64 {
@@ -177,7 +200,7 @@ func summarizeQueue(runs []queueRun) []QueueResult {
 func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult {
 	res := QueueResult{Series: series, Waiters: waiters}
 	var rates, txns, backend, unfair, mins, maxs []float64
-	var p50s, p99s, maxWaits []time.Duration
+	var p50s, p99s, maxWaits, releases, handOvers []time.Duration
 	for _, r := range runs {
 		rates = append(rates, r.handOffsPerSec())
 		if n := len(r.grants); n > 0 {
@@ -195,6 +218,9 @@ func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult
 		p50s = append(p50s, percentile(waits, 0.50))
 		p99s = append(p99s, percentile(waits, 0.99))
 		maxWaits = append(maxWaits, r.longest())
+		release, handOver := r.handOverTimes()
+		releases = append(releases, percentile(release, 0.5))
+		handOvers = append(handOvers, percentile(handOver, 0.5))
 		unfair = append(unfair, unfairness(r.grantsPerWaiter))
 		if len(r.grantsPerWaiter) > 0 {
 			mins = append(mins, float64(slices.Min(r.grantsPerWaiter)))
@@ -212,6 +238,8 @@ func summarizeQueueRuns(series string, waiters int, runs []queueRun) QueueResult
 	res.WaitP50 = median(p50s)
 	res.WaitP99 = median(p99s)
 	res.WaitMax = median(maxWaits)
+	res.ReleaseP50 = median(releases)
+	res.HandOverP50 = median(handOvers)
 	res.Unfairness = median(unfair)
 	res.GrantsPerWaiterMin = int(median(mins))
 	res.GrantsPerWaiterMax = int(median(maxs))
@@ -226,8 +254,8 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(p, "## Queue: one key, waiters in %d processes, hold %s\n\n", r.Processes, r.Hold)
 	fmt.Fprintf(p, "PostgreSQL %s; %d rounds of %s per series, medians over rounds; took %s.\n\n",
 		r.Server.Version, r.Rounds, r.Duration, r.Took.Round(time.Second))
-	fmt.Fprintf(p, "| series | waiters | hand-offs/s | transactions per hand-off | backend transactions per hand-off | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
-	fmt.Fprintf(p, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(p, "| series | waiters | hand-offs/s | transactions per hand-off | backend transactions per hand-off | release call p50 | then next hold p50 | wait p50 | wait p99 | longest wait | grants per waiter (min–max) | unfairness | overlaps |\n")
+	fmt.Fprintf(p, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range r.Results {
 		txns := fmt.Sprintf("%.2f", x.TransactionsPerHandOff)
 		if x.Series == QueueAdvisory {
@@ -241,8 +269,9 @@ func (r *QueueReport) WriteMarkdown(w io.Writer) error {
 		if oneWaiter(x.Series) {
 			waiters = "1"
 		}
-		fmt.Fprintf(p, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
-			x.Series, waiters, x.HandOffsPerSec, txns, backend, ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
+		fmt.Fprintf(p, "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %s | %d–%d | ±%.0f%% | %d |\n",
+			x.Series, waiters, x.HandOffsPerSec, txns, backend, ms(x.ReleaseP50), ms(x.HandOverP50),
+			ms(x.WaitP50), ms(x.WaitP99), ms(x.WaitMax),
 			x.GrantsPerWaiterMin, x.GrantsPerWaiterMax, 100*x.Unfairness, x.Overlaps)
 	}
 	fmt.Fprintf(p, "\n")

@@ -40,6 +40,7 @@ type queueGrant struct {
 	WaitNs    int64  `json:"wait_ns"`         // from the call to the grant
 	Acquired  int64  `json:"acquired"`        // Unix ns when the acquire returned
 	Releasing int64  `json:"releasing"`       // Unix ns when the release was called
+	Released  int64  `json:"released"`        // Unix ns when it returned
 }
 
 // queueWorkerResult is what one worker process reports.
@@ -172,7 +173,7 @@ func runWaiter(ctx context.Context, stop time.Time, name string, acquire acquire
 			return grants, 0, fmt.Errorf("waiter %s: release: %w", name, err)
 		}
 		grants = append(grants, queueGrant{Waiter: name, Token: token, WaitNs: int64(acquired.Sub(began)),
-			Acquired: acquired.UnixNano(), Releasing: releasing.UnixNano()})
+			Acquired: acquired.UnixNano(), Releasing: releasing.UnixNano(), Released: time.Now().UnixNano()})
 	}
 	return grants, 0, nil
 }
