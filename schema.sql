@@ -358,7 +358,8 @@ INSERT INTO distributed_lock_migration (version) VALUES (1);
 --
 -- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
 -- the call holds the key's row lock (distributed_lock_acquire, which never
--- waits for one, reads it as it takes the lock). Never statement_timestamp()
+-- waits for one, reads it as it takes the lock; a waiter's check that
+-- takes none reads it after its last wait). Never statement_timestamp()
 -- or now(): a call that waited for a row lock would judge a lease with the
 -- time from before the wait. A call's events carry that now too, so a
 -- release and the hand-off it made share one instant.
@@ -1112,6 +1113,17 @@ END $$;
 --   'deadlock': its wait closes a cycle (09_deadlock.sql) of which its
 --            record is the youngest: the record is removed, cycle says
 --            who waits for what.
+-- A check that finds the key held, by its own grant or by another while
+-- its record is live and closes no cycle, locks nothing of the key: it
+-- reads the row without locking it and refreshes its record. A row lock is
+-- held through the commit, and a queue's waiters all check; locking, they
+-- would stand in line with the release that hands the key on, each holding
+-- it for a commit, and a hand-off delayed by their checks makes them check
+-- more (a waiter handed the key while in that line could see its claim
+-- window run out). Such a check is ordered before a release in flight, as
+-- if it had taken the lock first; it judges with a ts read after its last
+-- wait (00_search_path.sql), and a lease it reports as granted was read
+-- committed. Every other check takes the row lock first, as everywhere.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1124,29 +1136,55 @@ DECLARE
     r distributed_lock;
     ts timestamptz;
     waiting text;
+    unlocked boolean := false;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
-    IF r.lock_key IS NULL THEN
-        lock_key := key;
-        waiter_id := id;
-        outcome := 'gone';
-        RETURN;
+    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) THEN
+        IF r.handed_to = id THEN
+            unlocked := true;
+        ELSE
+            SELECT w.owner_id INTO waiting FROM distributed_lock_waiter w
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+            unlocked := waiting IS NOT NULL
+                AND (SELECT c.youngest FROM distributed_lock_wait_cycle(waiting, ts) c) IS DISTINCT FROM id;
+        END IF;
     END IF;
-    -- A lapsed record is not revived: its waiter is gone.
-    IF r.handed_to IS DISTINCT FROM id THEN
-        UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
-        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
-        RETURNING w.owner_id INTO waiting;
-        IF FOUND THEN
-            IF distributed_lock_open(r, ts) THEN
-                PERFORM distributed_lock_hand_off(key, ts);
-            END IF;
+    IF unlocked THEN
+        IF waiting IS NOT NULL THEN
+            -- The key's row before the record, as everywhere: keep_waking
+            -- locks it only when it writes.
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-            -- Still waiting: two waits that closed a cycle at the same
-            -- time did not see each other at enqueue.
-            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
-                cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts);
+            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+            -- The update may have waited for a hand-off to this record:
+            -- judge the answer after it.
+            ts := clock_timestamp();
+        END IF;
+    ELSE
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        ts := clock_timestamp();
+        IF r.lock_key IS NULL THEN
+            lock_key := key;
+            waiter_id := id;
+            outcome := 'gone';
+            RETURN;
+        END IF;
+        -- A lapsed record is not revived: its waiter is gone.
+        IF r.handed_to IS DISTINCT FROM id THEN
+            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
+            RETURNING w.owner_id INTO waiting;
+            IF FOUND THEN
+                IF distributed_lock_open(r, ts) THEN
+                    PERFORM distributed_lock_hand_off(key, ts);
+                END IF;
+                PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+                -- Still waiting: two waits that closed a cycle at the same
+                -- time did not see each other at enqueue.
+                IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
+                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts);
+                END IF;
             END IF;
         END IF;
     END IF;

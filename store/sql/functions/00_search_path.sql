@@ -23,7 +23,8 @@
 --
 -- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
 -- the call holds the key's row lock (distributed_lock_acquire, which never
--- waits for one, reads it as it takes the lock). Never statement_timestamp()
+-- waits for one, reads it as it takes the lock; a waiter's check that
+-- takes none reads it after its last wait). Never statement_timestamp()
 -- or now(): a call that waited for a row lock would judge a lease with the
 -- time from before the wait. A call's events carry that now too, so a
 -- release and the hand-off it made share one instant.
