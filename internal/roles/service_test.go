@@ -23,7 +23,7 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err != nil {
 		return err
 	}
-	lk, err := locker.New(locker.Config{TTL: 2 * time.Second, WaitRecheck: 80 * time.Millisecond,
+	lk, err := locker.New(locker.Config{TTL: 10 * time.Second, WaitRecheck: 250 * time.Millisecond,
 		RenewEvery: 100 * time.Millisecond})
 	if err != nil {
 		return err
@@ -116,11 +116,11 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if !testdb.Within(5*time.Second, n.Live) {
 		return errors.New("notifier did not start listening")
 	}
-	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 60 * time.Millisecond})
+	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 150 * time.Millisecond})
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 600*time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
@@ -128,11 +128,11 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 		done <- err
 	}()
 	// The record's seen_until moves on while the waiter sleeps: the
-	// Notifier's heartbeat (every 50ms here).
+	// Notifier's heartbeat (every 75ms here: a sixth of 3×WaitRecheck).
 	const seenSQL = `SELECT max(seen_until) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`
 	var first, last time.Time
 	var readErr error
-	testdb.Within(400*time.Millisecond, func() bool {
+	testdb.Within(1500*time.Millisecond, func() bool {
 		var seen *time.Time
 		if readErr = admin.QueryRow(ctx, seenSQL).Scan(&seen); readErr != nil {
 			return true
