@@ -166,7 +166,7 @@ func (k *Keepalive) bind(s *Session) {
 	sentAt := s.sentAt
 	s.mu.Unlock()
 	bound, err := store.BindSession(k.ctx, s.db, s.ref, refs)
-	key := quoteKeys(leaseKeys(set))
+	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
 	switch {
 	case err != nil:
 		// The binding may have committed all the same (a reply lost, or
@@ -303,7 +303,7 @@ func (s *Session) heartbeat(ctx context.Context) (time.Time, error) {
 	}
 	for k, keys := range lost {
 		s.forgetLocked(k)
-		k.cancel(&LeaseLostError{Key: quoteKeys(keys),
+		k.cancel(&LeaseLostError{Key: keys[0],
 			Reason: fmt.Sprintf("%s ended while bound to session %d (released, expired, taken or forced)", quoteKeys(keys), s.ref.ID)})
 	}
 	return sentAt, nil
@@ -330,8 +330,10 @@ func (s *Session) loseAll(cause error) {
 	kept := s.kept
 	s.kept = map[store.BoundRef]*Keepalive{}
 	s.mu.Unlock()
-	for ref, k := range kept {
-		k.cancel(leaseLostWithSession(quoteKeys([]string{ref.Key}), cause))
+	for _, k := range kept {
+		// A set's bindings all lead to its one Keepalive: the first cancel
+		// counts, so name the set's first key, whatever the map's order.
+		k.cancel(leaseLostWithSession(k.Leases()[0].Key, cause))
 	}
 }
 

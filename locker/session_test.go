@@ -108,6 +108,11 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	if err := kaA.Err(); !errors.Is(err, locker.ErrLeaseLost) || errors.Is(err, locker.ErrSessionLost) {
 		t.Fatalf("a's keepalive ended with %v; want a lost lease, not a lost session", err)
 	}
+	// The key as given, as a Keepalive of its own names it: lockctl run
+	// finds the lease it lost by it.
+	if lost := (*locker.LeaseLostError)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
+		t.Errorf("a's loss names key %+v; want a", lost)
+	}
 	time.Sleep(2 * sessTTL)
 	if kaB.Err() != nil || s.Err() != nil {
 		t.Fatalf("b's keepalive %v, session %v; want both running", kaB.Err(), s.Err())
@@ -137,6 +142,9 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 		waitDone(t, k.Context(), 2*sessTTL)
 		if !errors.Is(k.Err(), locker.ErrSessionLost) {
 			t.Errorf("keepalive ended with %v; want ErrSessionLost", k.Err())
+		}
+		if lost := (*locker.LeaseLostError)(nil); !errors.As(k.Err(), &lost) || lost.Key != k.Leases()[0].Key {
+			t.Errorf("loss names key %+v; want %s", lost, k.Leases()[0].Key)
 		}
 	}
 	if !errors.Is(s.Err(), locker.ErrSessionLost) {
