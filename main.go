@@ -29,6 +29,8 @@ func newRoot() *cobra.Command {
 		cli.ExpireCommand(),
 		cli.ForceReleaseCommand(),
 		cli.EndDelayCommand(),
+		cli.SessionsCommand(),
+		cli.EndSessionCommand(),
 		cli.MetricsCommand(),
 		cli.MigrateCommand(),
 		cli.GrantCommand(),

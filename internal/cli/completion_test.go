@@ -1,14 +1,18 @@
 package cli_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/testdb"
+	"github.com/lockctl/lockctl/store"
 )
 
 // completionCases are command lines being typed (a trailing space: a new
@@ -134,6 +138,7 @@ func TestShellCompletionFromDatabase(t *testing.T) {
 	d.expireLease("stale")
 	d.expect(0, "acquire", "resting", "--owner", "dave", "--lock-delay", "1m")
 	d.expireLease("resting")
+	live, _ := openSessions(t, d)
 	cases := []struct {
 		line string
 		want []string
@@ -143,6 +148,7 @@ func TestShellCompletionFromDatabase(t *testing.T) {
 		{"lockctl renew deploy --owner ", []string{"alice"}},
 		{"lockctl force-release deploy --token ", []string{tokenArg(lease.Token)}},
 		{"lockctl end-delay ", []string{"resting"}},
+		{"lockctl end-session ", []string{live}},
 	}
 	for _, sh := range completionShells {
 		t.Run(sh.shell, func(t *testing.T) {
@@ -209,6 +215,47 @@ func TestCompleteHeldKeys(t *testing.T) {
 	}
 	if got := completions(t, env, "release", "job:a", "extra"); len(got) != 0 {
 		t.Errorf("__complete after KEY = %q; want nothing", got)
+	}
+}
+
+// openSessions opens a live session and one that has lapsed, and returns
+// their ids.
+func openSessions(t *testing.T, d db) (live, lapsed string) {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.Pool(t, d.dsn)
+	var opened []store.SessionRow
+	for _, ttl := range []time.Duration{time.Hour, time.Millisecond} {
+		s, err := store.OpenSession(ctx, pool, store.SessionParams{Owner: "svc", TTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened = append(opened, s)
+	}
+	testdb.WaitUntilPast(t, pool, opened[1].ExpiresAt)
+	return strconv.FormatInt(opened[0].ID, 10), strconv.FormatInt(opened[1].ID, 10)
+}
+
+// end-session's ID completes to the live sessions, not a lapsed one
+// (listed by sessions until pruned, but nothing to end).
+func TestCompleteLiveSessions(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	live, lapsed := openSessions(t, d)
+	env := cleanEnv("DATABASE_URL="+d.dsn, slowMachine)
+	if got := completions(t, env, "end-session", ""); !slices.Equal(got, []string{live}) {
+		t.Errorf("__complete end-session \"\" = %q; want the live session %s", got, live)
+	}
+	if got := completions(t, env, "end-session", live, ""); len(got) != 0 {
+		t.Errorf("__complete after ID = %q; want nothing", got)
+	}
+	rows := sessionsJSON(t, d)
+	if len(rows) != 2 || strconv.FormatInt(rows[1].ID, 10) != lapsed || rows[1].State != "lapsed" || rows[1].RemainingMs != 0 {
+		t.Fatalf("sessions --json = %+v; want the lapsed session %s listed as such", rows, lapsed)
+	}
+	out := d.expect(0, "sessions").stdout
+	if !strings.Contains(out, "lapsed") || !strings.Contains(out, "live") {
+		t.Errorf("sessions printed:\n%s\nwant a live and a lapsed session", out)
 	}
 }
 

@@ -19,7 +19,7 @@ func EventsCommand() *cobra.Command {
 	var o EventsOptions
 	cmd := &cobra.Command{
 		Use:        "events [KEY]",
-		Short:      "print the newest events (grants, steals, releases, operator actions, rejected stale writes, waits refused as deadlocks), of KEY or of every key, oldest first",
+		Short:      "print the newest events (grants, steals, releases, operator actions, sessions ended, rejected stale writes, waits refused as deadlocks), of KEY or of every key, oldest first",
 		SuggestFor: []string{"log", "logs", "history"},
 		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
 			if len(args) > 0 {
@@ -96,7 +96,7 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 		if e.PreviousOwner != nil || e.PreviousToken != nil {
 			before = orDash(e.PreviousOwner) + " " + tokenText(e.PreviousToken)
 		}
-		rows = append(rows, []string{utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, textsafe.Escape(e.Key),
+		rows = append(rows, []string{utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, eventSubject(e),
 			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), textsafe.Escape(e.Actor),
 			textsafe.Escape(before), textsafe.Escape(eventDetail(e))})
 	}
@@ -105,6 +105,18 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 		return env.Errorf("write output: %v", err)
 	}
 	return ExitOK
+}
+
+// eventSubject is the KEY cell: the key, or for an event of no one key
+// (session_ended) what it is of, "session 12".
+func eventSubject(e lockview.Event) string {
+	if id, ok := e.SessionID(); ok {
+		return "session " + strconv.FormatInt(id, 10)
+	}
+	if e.Key == "" {
+		return "-"
+	}
+	return textsafe.Escape(e.Key)
 }
 
 // eventTimeLayout is RFC 3339 in UTC with milliseconds: events a few

@@ -63,7 +63,7 @@ type globals struct {
 func defineGlobals(fs *pflag.FlagSet) {
 	fs.String("dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else libpq's PG* variables")
 	fs.String("notify-dsn", "", "connection `string` waiting commands LISTEN on for releases (default: --dsn); behind a transaction pooler, give a direct or session-pooled one")
-	fs.String("actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, end-delay, prune)")
+	fs.String("actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, end-delay, end-session, prune)")
 	fs.BoolP("help", "h", false, "show help")
 }
 

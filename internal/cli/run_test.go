@@ -213,6 +213,23 @@ func TestRunStopsCommandWhenLeaseIsLost(t *testing.T) {
 	}
 }
 
+// With several keys, losing one names that one: the message and the
+// reason are the key's that was force-expired, not the first key's.
+func TestRunNamesTheKeyItLost(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	dir := t.TempDir()
+	p := d.start(append([]string{"run", "k1", "k2", "--ttl", "3s", "--grace", "20s", "--"},
+		script(dir, `trap 'exit 9' TERM; touch $DIR/started; while :; do sleep 0.1; done`)...)...)
+	p.waitForFile(filepath.Join(dir, "started"))
+	d.json(0, "expire", "k2", "--actor", "ops")
+
+	r := p.wait()
+	if r.code != 4 || !strings.Contains(r.stderr, "lost the lease on k2") || !strings.Contains(r.stderr, "force-expired by ops") {
+		t.Fatalf("%s\nwant exit 4 naming k2, force-expired by ops", r)
+	}
+}
+
 // A command that ignores SIGTERM is killed after --grace, with everything
 // it started (its process group).
 func TestRunKillsCommandThatIgnoresTerm(t *testing.T) {

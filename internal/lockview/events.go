@@ -2,6 +2,7 @@ package lockview
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,21 @@ func (e Event) DeadlockCycle() ([]locker.DeadlockStep, bool) {
 		cycle = append(cycle, locker.DeadlockStep{Owner: owner, Key: key})
 	}
 	return cycle, true
+}
+
+// SessionID is the session a session_ended event ended: such an event
+// has no key (it is of no one key), and this is what names it; false for
+// another kind of event.
+func (e Event) SessionID() (int64, bool) {
+	if e.Kind != lockdb.EventSessionEnded {
+		return 0, false
+	}
+	// JSON numbers decode as float64; a session id is well below 2^53.
+	id, ok := e.Detail["session_id"].(float64)
+	if !ok || id <= 0 || id != math.Trunc(id) {
+		return 0, false
+	}
+	return int64(id), true
 }
 
 const eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
