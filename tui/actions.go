@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -59,6 +60,25 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: row.Owner, token: row.Token}
 	case key.Matches(msg, k.Release):
 		m.confirm = &confirmModel{kind: actRelease, key: row.Key, owner: row.Owner, token: row.Token}
+	}
+	return m, nil
+}
+
+// startEndSession asks before ending the session p selects: a live one;
+// a lapsed session's leases lapsed with it, and prune deletes it.
+func (m Model) startEndSession(p sessionSelector) (Model, tea.Cmd) {
+	if m.hasSnap && m.snap.Page.InRecovery {
+		m.flash = flash{replicaRefusal, flashError}
+		return m, nil
+	}
+	s, ok := p.selectedSession()
+	switch {
+	case !ok:
+		m.flash = flash{"no session selected", flashError}
+	case s.StateAfter(m.advance()) == lockview.SessionLapsed:
+		m.flash = flash{fmt.Sprintf("session %d has lapsed: its leases lapsed with it, nothing to end (prune deletes it)", s.ID), flashError}
+	default:
+		m.confirm = &confirmModel{kind: actEndSession, session: &s}
 	}
 	return m, nil
 }
@@ -130,6 +150,8 @@ func actionResult(msg actionDoneMsg) flash {
 			safe(held.Owner), token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
 	case errors.Is(msg.err, locker.ErrNotDelayed):
 		return flash{fmt.Sprintf("✗ end-delay refused: the lock-delay is over already — %s", key), flashError}
+	case errors.Is(msg.err, locker.ErrNoSession):
+		return flash{fmt.Sprintf("✗ end-session refused: %s is gone already (closed by its process, ended, or pruned)", key), flashError}
 	case errors.Is(msg.err, locker.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}
 	case msg.err != nil:
@@ -143,6 +165,9 @@ func actionResult(msg actionDoneMsg) flash {
 		return flash{fmt.Sprintf("✓ renewed %s (token %s) for another %s", key, token(l.Token), shortDur(l.TTL)), flashOK}
 	case actExpire:
 		return flash{fmt.Sprintf("✓ force-expired %s (token %s of %s): the next acquirer takes it over", key, token(l.Token), safe(l.Owner)), flashOK}
+	case actEndSession:
+		return flash{fmt.Sprintf("✓ ended %s: %s force-expired; its process loses them at its next heartbeat",
+			key, plural(int64(msg.expired), "lease", "leases")), flashOK}
 	case actEndDelay:
 		return flash{fmt.Sprintf("✓ ended the lock-delay of %s (last held by %s): its queue's head, or the next acquirer, gets it",
 			key, safe(msg.ended.Owner)), flashOK}

@@ -112,6 +112,7 @@ func New(opts Options) Model {
 		pageDetail:   newDetailPage(),
 		pageEvents:   newEventsPage(),
 		pageBlocking: newBlockingPage(),
+		pageSessions: newSessionsPage(),
 		pageHelp:     newHelpPage(),
 	}
 	m.keys = m.actionKeys()

@@ -55,6 +55,8 @@ type actionRequest struct {
 	owner string
 	token int64
 	ttl   time.Duration
+	// session is end-session's session (key says "session N").
+	session int64
 }
 
 // runAction performs one operator action through the locker: every action
@@ -67,7 +69,7 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done fu
 		if done != nil {
 			defer done()
 		}
-		res := actionDoneMsg{seq: req.seq, kind: req.kind, key: req.key, token: req.token}
+		res := actionDoneMsg{seq: req.seq, kind: req.kind, key: req.key, token: req.token, session: req.session}
 		switch req.kind {
 		case actAcquire:
 			l, err := lk.WithTTL(req.ttl)
@@ -86,6 +88,8 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done fu
 			res.lease, res.err = lk.ForceRelease(ctx, db, req.key, req.token)
 		case actEndDelay:
 			res.ended, res.err = lk.EndDelay(ctx, db, req.key, "")
+		case actEndSession:
+			res.expired, res.err = lk.EndSession(ctx, db, req.session, "")
 		}
 		return res
 	}

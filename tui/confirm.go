@@ -7,16 +7,20 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"charm.land/lipgloss/v2"
+
+	"github.com/lockctl/lockctl/internal/lockview"
 )
 
 // confirmModel asks before a destructive action. It names the key, owner
-// and token the operator saw; the action applies only to that token. Its
+// and token the operator saw; the action applies only to that token. Ending
+// a session names the session instead (an id is never reused). Its
 // default is No: enter without moving the focus cancels.
 type confirmModel struct {
 	kind     actionKind
 	key      string
 	owner    string
 	token    int64
+	session  *lockview.Session // actEndSession's
 	yesFocus bool
 }
 
@@ -26,6 +30,8 @@ func (c confirmModel) verb() string {
 		return "Force-expire"
 	case actEndDelay:
 		return "End the lock-delay of"
+	case actEndSession:
+		return "End session"
 	}
 	return "Force-release"
 }
@@ -36,14 +42,19 @@ func (c confirmModel) consequence() string {
 		return "Its lease ends now: the holder's renewals and fenced writes fail,\nand the next acquirer takes the key over with a new token."
 	case actEndDelay:
 		return "The key goes now to the head of its queue, or the next acquirer:\ndo it only if its last holder has surely stopped writing."
+	case actEndSession:
+		return "Every lease it keeps is force-expired now (each with its lock-delay):\nits process's renewals and fenced writes fail, and it learns at\nits next heartbeat that it lost them."
 	}
 	return "The lock is freed now, as if its holder had released it;\nthe holder's renewals and fenced writes fail."
 }
 
 // guard says when nothing happens: what the action is fenced by.
 func (c confirmModel) guard() string {
-	if c.kind == actEndDelay {
+	switch c.kind {
+	case actEndDelay:
 		return "Nothing happens if the delay has ended meanwhile."
+	case actEndSession:
+		return "Nothing happens if the session has ended meanwhile."
 	}
 	return fmt.Sprintf("Nothing happens if token %s is no longer the current grant.", token(c.token))
 }
@@ -54,7 +65,7 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 		return s.Label.Render(fmt.Sprintf("%-7s", name)) + s.Value.Render(clip(value, w-10))
 	}
 	yesText := fmt.Sprintf("Yes, %s (y)", strings.ToLower(c.verb()))
-	if c.kind == actEndDelay {
+	if c.kind == actEndDelay || c.kind == actEndSession {
 		yesText = "Yes, end it (y)"
 	}
 	yes := s.Button.Render(yesText)
@@ -65,14 +76,20 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 	}
 	buttons := lipgloss.JoinHorizontal(lipgloss.Top, no, "  ", yes)
 	fields := []string{field("key", safe(c.key)), field("owner", safe(c.owner)), field("token", fmt.Sprintf("%s  (%d)", token(c.token), c.token))}
+	title := c.verb() + " this lock?"
+	if ss := c.session; ss != nil {
+		fields = []string{field("id", fmt.Sprint(ss.ID)), field("owner", safe(ss.Owner)),
+			field("host", fmt.Sprintf("%s  pid %d", safe(ss.Host), ss.PID)), field("leases", fmt.Sprint(ss.Leases))}
+		title = "End this session?"
+	}
 	var lines []string
 	if bodyH >= 16 { // room to explain
-		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?"), ""}, fields...),
+		lines = append(append([]string{s.Danger.Render(title), ""}, fields...),
 			"", s.Muted.Render(c.consequence()),
 			s.Muted.Render(c.guard()),
 			"", buttons)
 	} else { // small terminal: what and which, then the buttons
-		lines = append(append([]string{s.Danger.Render(c.verb() + " this lock?")}, fields...), buttons)
+		lines = append(append([]string{s.Danger.Render(title)}, fields...), buttons)
 	}
 	body := strings.Join(lines, "\n")
 	return s.Dialog.Width(w).Render(body)
@@ -107,6 +124,11 @@ func (m Model) confirmKey(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 
 func (m Model) confirmed(c confirmModel) (Model, tea.Cmd) {
 	m.confirm = nil
+	if ss := c.session; ss != nil {
+		subject := fmt.Sprintf("session %d", ss.ID)
+		m.flash = flash{"ending " + subject + "…", flashInfo}
+		return m, m.send(actionRequest{kind: c.kind, key: subject, session: ss.ID})
+	}
 	m.flash = flash{fmt.Sprintf("%s %s (token %s)…", strings.ToLower(c.verb()), safe(c.key), token(c.token)), flashInfo}
 	return m, m.send(actionRequest{kind: c.kind, key: c.key, owner: c.owner, token: c.token})
 }

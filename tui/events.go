@@ -136,7 +136,7 @@ func cycleWords(cycle []locker.DeadlockStep) string {
 func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	kind := fmt.Sprintf("%-20s", e.Kind)
 	switch e.Kind {
-	case lockdb.EventStolen, lockdb.EventForceExpired, lockdb.EventForceReleased:
+	case lockdb.EventStolen, lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventSessionEnded:
 		kind = s.Expired.Render(kind)
 	case lockdb.EventStaleWriteRejected:
 		kind = s.Warning.Render(kind)
@@ -150,7 +150,10 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 		kind = s.Held.Render(kind)
 	}
 	parts := []string{s.Muted.Render(utcClock(e.OccurredAt)), kind}
-	if withKey {
+	if id, ok := e.SessionID(); ok {
+		// Of no one key: the session it ended stands where the key would.
+		parts = append(parts, s.Value.Render(fmt.Sprintf("session %d", id)))
+	} else if withKey {
 		parts = append(parts, s.Value.Render(safe(e.Key)))
 	}
 	if e.Owner != nil {
@@ -180,6 +183,10 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	}
 	if cycle, ok := e.DeadlockCycle(); ok {
 		parts = append(parts, s.Error.Render(cycleWords(cycle)))
+	}
+	if _, ok := e.SessionID(); ok {
+		parts = append(parts, s.Muted.Render(fmt.Sprintf("host %s pid %v, %v leases force-expired",
+			safe(fmt.Sprint(e.Detail["host"])), e.Detail["pid"], e.Detail["leases"])))
 	}
 	if r, ok := e.Detail["reason"]; ok {
 		parts = append(parts, s.Muted.Render("reason "+safe(fmt.Sprint(r))))

@@ -95,6 +95,21 @@ func fixtureEvents() []lockview.Event {
 	}
 }
 
+// fixtureSessions has a run holding keys, a service with many leases and
+// hostile owner and host text, and one that lapsed.
+func fixtureSessions() []lockview.Session {
+	dbNow := t0.Add(-20 * time.Millisecond)
+	s := func(id int64, owner, host string, pid, leases int, remaining, ttl time.Duration) lockview.Session {
+		return lockview.Session{ID: id, Owner: owner, Host: host, PID: pid, Leases: leases, TTL: ttl,
+			Remaining: max(remaining, 0), ExpiresAt: dbNow.Add(remaining), OpenedAt: dbNow.Add(-time.Hour)}
+	}
+	return []lockview.Session{
+		s(3, "worker-3:8812:ab12cd34", "web-1", 8812, 2, 22*time.Second, 30*time.Second),
+		s(7, "bad\x1b[31mowner", "evil\x1b]2;owned\x07", 4242, 120, 50*time.Second, time.Minute),
+		s(12, "cron-7:1:deadbeef", "batch-2", 1, 0, -20*time.Second, 30*time.Second),
+	}
+}
+
 // fixtureBlocking has a chain two waits deep under a root blocker, a
 // deadlock between owners full of terminal escapes, and a wait for a lapsed
 // lease.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 )
 
@@ -47,7 +48,9 @@ func TestGolden(t *testing.T) {
 		"events": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "e")
 			s := fixtureSnapshot()
-			s.Events = fixtureEvents()
+			s.Events = append(fixtureEvents(), lockview.Event{ID: 4, OccurredAt: t0.Add(-80 * time.Second),
+				Kind: lockdb.EventSessionEnded, Owner: ptr("batch-runner:9:0badf00d"), Actor: "alice@ops",
+				Detail: map[string]any{"session_id": float64(12), "host": "batch-2", "pid": float64(9), "leases": float64(3), "reason": "hung job"}})
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"blocking": func(t *testing.T, w, h int) Model {
@@ -74,6 +77,18 @@ func TestGolden(t *testing.T) {
 			s.Detail = &Detail{Key: row.Key, Lock: &row,
 				Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		"sessions": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "S")
+			s := fixtureSnapshot()
+			s.Sessions = fixtureSessions()
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		"confirm_end_session": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "S")
+			s := fixtureSnapshot()
+			s.Sessions = fixtureSessions()
+			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s}), "j", "x")
 		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
 		"help_readonly": func(t *testing.T, w, h int) Model {

@@ -22,6 +22,7 @@ type KeyMap struct {
 	Detail   key.Binding
 	Events   key.Binding
 	Blocking key.Binding
+	Sessions key.Binding
 	Help     key.Binding
 	Close    key.Binding
 	Quit     key.Binding
@@ -30,6 +31,9 @@ type KeyMap struct {
 	Expire   key.Binding
 	Release  key.Binding
 	EndDelay key.Binding
+	// EndSession is x on the sessions page, where x has no lock to expire:
+	// ending a session force-expires every lease it keeps.
+	EndSession key.Binding
 
 	// In dialogs and forms.
 	Yes     key.Binding
@@ -56,6 +60,7 @@ func DefaultKeyMap() KeyMap {
 		Detail:   key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "details, waiters, history")),
 		Events:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "event log (all locks)")),
 		Blocking: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "who waits for whom (blocking)")),
+		Sessions: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sessions (processes keeping leases)")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close / back")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
@@ -68,12 +73,14 @@ func DefaultKeyMap() KeyMap {
 		No:       key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "no, cancel")),
 		Switch:   key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "next field")),
 		Confirm:  key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "choose / submit")),
+		EndSession: key.NewBinding(key.WithKeys("x"),
+			key.WithHelp("x", "end session (on the sessions page)")),
 	}
 }
 
 // withActions enables or disables the actions.
 func (k KeyMap) withActions(on bool) KeyMap {
-	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release, &k.EndDelay} {
+	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release, &k.EndDelay, &k.EndSession} {
 		b.SetEnabled(on)
 	}
 	return k
@@ -81,13 +88,14 @@ func (k KeyMap) withActions(on bool) KeyMap {
 
 // withCapabilities enables the actions the role may do and disables the
 // rest: acquire and renew need Hold, force-expire and force-release Force,
-// ending a lock-delay EndDelay.
+// ending a lock-delay EndDelay, ending a session EndSession.
 func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
 	k.Acquire.SetEnabled(c.Hold)
 	k.Renew.SetEnabled(c.Hold)
 	k.Expire.SetEnabled(c.Force)
 	k.Release.SetEnabled(c.Force)
 	k.EndDelay.SetEnabled(c.EndDelay)
+	k.EndSession.SetEnabled(c.EndSession)
 	return k
 }
 
@@ -99,7 +107,8 @@ func (k KeyMap) ShortHelp(delayed bool) []key.Binding {
 		shortHelp(k.Detail, "detail"), shortHelp(k.Events, "events")}
 	b = append(b, k.delayHelp(delayed)...)
 	return append(b, shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"), shortHelp(k.Renew, "renew"),
-		shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
+		shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
+		shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
 }
 
 // delayHelp is u's footer entry on a delayed key: ending the delay is the
@@ -117,7 +126,7 @@ func (k KeyMap) delayHelp(delayed bool) []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
-		{k.Detail, k.Events, k.Blocking, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
-		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire},
+		{k.Detail, k.Events, k.Blocking, k.Sessions, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
 	}
 }

@@ -29,6 +29,9 @@ const (
 	actExpire   actionKind = "force-expire"
 	actRelease  actionKind = "force-release"
 	actEndDelay actionKind = "end-delay"
+	// actEndSession ends a session, not a key's lease: its request and
+	// result name "session N" where the others name a key.
+	actEndSession actionKind = "end-session"
 )
 
 // actionDoneMsg is the result of an action; seq matches the request.
@@ -39,7 +42,11 @@ type actionDoneMsg struct {
 	token int64 // the token the operator acted on (0 for acquire)
 	lease locker.Lease
 	ended locker.EndedDelay // end-delay's
-	err   error
+	// session is the session end-session ended, expired how many leases
+	// that took.
+	session int64
+	expired int
+	err     error
 }
 
 // commonMsg carries the root's common to a page; onScreen says whether

@@ -49,6 +49,11 @@ type (
 	keySelector interface {
 		selectedKey() (string, bool)
 	}
+	// sessionSelector is a page that selects a session (the sessions
+	// page): x ends it, after a confirmation.
+	sessionSelector interface {
+		selectedSession() (lockview.Session, bool)
+	}
 	// capturer is a page whose text input has the keyboard: the root passes
 	// it every key (q is a letter there, not quit).
 	capturer interface {
@@ -78,6 +83,7 @@ const (
 	pageDetail
 	pageEvents
 	pageBlocking
+	pageSessions
 	pageHelp
 	pageCount // the size of Model.pages
 )

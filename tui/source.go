@@ -33,6 +33,8 @@ type PollRequest struct {
 	DetailKey string
 	// Blocking asks for who waits for whom (lockview.ReadBlocking).
 	Blocking bool
+	// Sessions asks for every session (lockview.ReadSessions).
+	Sessions bool
 	// Caps asks for the role's capabilities.
 	Caps bool
 	// Shape checks the table's shape first (store.TableShape).
@@ -50,6 +52,7 @@ type Snapshot struct {
 	Events   []lockview.Event        // newest first
 	Detail   *Detail                 // DetailKey's
 	Blocking *lockview.Blocking      // who waits for whom
+	Sessions []lockview.Session      // every session, oldest first; nil: not asked (or the reference's table)
 	Caps     *store.RoleCapabilities // the role's
 	// ReadAt is this process's clock (with its monotonic reading) when the
 	// read finished: remaining TTLs and the data's age count from it, so a
@@ -160,6 +163,11 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Sna
 			return snap, err
 		}
 		snap.Blocking = &b
+	}
+	if req.Sessions {
+		if snap.Sessions, err = lockview.ReadSessions(ctx, db); err != nil {
+			return snap, err
+		}
 	}
 	if req.DetailKey != "" {
 		if snap.Detail, err = readDetail(ctx, db, req.DetailKey, snap.Page.Rows); err != nil {

@@ -153,15 +153,7 @@ func (p *locksPage) tableView() string {
 	cols = fitTokens(cols, p.page.Rows, p.c.reference)
 	s := p.c.styles
 	var b strings.Builder
-	titles := make([]string, len(cols))
-	for i, c := range cols {
-		if c.right {
-			titles[i] = fitRight(c.title, c.width)
-		} else {
-			titles[i] = fit(c.title, c.width)
-		}
-	}
-	b.WriteString("  " + s.Header.Render(strings.Join(titles, " ")))
+	b.WriteString("  " + s.Header.Render(titlesLine(cols)))
 	if !p.c.hasSnap && p.c.failing {
 		b.WriteString("\n\n  " + s.Muted.Render("no data yet: the database has not answered; retrying (see above)"))
 		return b.String()
@@ -186,6 +178,19 @@ func (p *locksPage) tableView() string {
 		b.WriteString(p.rowView(live(rows[i], elapsed), cols, wide, i == p.cursor))
 	}
 	return b.String()
+}
+
+// titlesLine is the titles of cols, aligned as their cells.
+func titlesLine(cols []column) string {
+	titles := make([]string, len(cols))
+	for i, c := range cols {
+		if c.right {
+			titles[i] = fitRight(c.title, c.width)
+		} else {
+			titles[i] = fit(c.title, c.width)
+		}
+	}
+	return strings.Join(titles, " ")
 }
 
 // stateStyle is the colour of a state.

@@ -96,6 +96,7 @@ func (m Model) navigation() []navEntry {
 		{binding: k.Detail, page: pageDetail, needsKey: true, returns: true},
 		{binding: k.Events, page: pageEvents},
 		{binding: k.Blocking, page: pageBlocking},
+		{binding: k.Sessions, page: pageSessions},
 		{binding: k.Help, page: pageHelp, toggle: true},
 	}
 }
@@ -176,6 +177,8 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.togglePause()
 	case key.Matches(msg, k.Slower, k.Faster):
 		return m.changeInterval(key.Matches(msg, k.Slower))
+	case key.Matches(msg, k.EndSession) && m.sessions() != nil:
+		return m.startEndSession(m.sessions())
 	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay):
 		return m.startAction(msg)
 	}
@@ -197,6 +200,12 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m, m.openPage(nav)
 	}
 	return m, m.toPage(m.active, msg)
+}
+
+// sessions is the page on screen when it selects sessions, else nil.
+func (m Model) sessions() sessionSelector {
+	s, _ := m.pages[m.active].(sessionSelector)
+	return s
 }
 
 func (m Model) place(box string, h int) string {

@@ -22,7 +22,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 	e := newEnv(t)
 	want := map[roles.Kind]store.RoleCapabilities{
 		roles.Viewer:   {},
-		roles.Operator: {Force: true, EndDelay: true, Prune: true},
+		roles.Operator: {Force: true, EndDelay: true, EndSession: true, Prune: true},
 		roles.Service:  {Hold: true},
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
@@ -56,15 +56,26 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 		}
 		_, err = lk.EndDelay(ctx, db, delayed.Key, "")
 		endDelay := can(err)
+		// No such session: the role may end one, or it is refused first.
+		_, err = lk.EndSession(ctx, db, 1<<40, "")
+		endSession := can(ignore(err, locker.ErrNoSession))
 		_, err = lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Hour})
 		prune := can(err)
-		if did := (store.RoleCapabilities{Hold: hold, Force: force, EndDelay: endDelay, Prune: prune}); did != got {
+		if did := (store.RoleCapabilities{Hold: hold, Force: force, EndDelay: endDelay, EndSession: endSession, Prune: prune}); did != got {
 			t.Errorf("%s: capabilities say %+v, the role could do %+v", kind, got, did)
 		}
 	}
-	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, Prune: true}) {
+	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, EndSession: true, Prune: true}) {
 		t.Errorf("table owner: capabilities %+v, %v; want all", got, err)
 	}
+}
+
+// ignore is err, or nil when it is target.
+func ignore(err, target error) error {
+	if errors.Is(err, target) {
+		return nil
+	}
+	return err
 }
 
 // On a database without the lock tables, Capabilities says to migrate.
