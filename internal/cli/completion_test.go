@@ -131,6 +131,7 @@ func TestShellCompletion(t *testing.T) {
 func TestShellCompletionFromDatabase(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
+	live, _ := openSessions(t, d)
 	// Leases outlast the test: the shells take their time on a loaded machine.
 	lease := d.json(0, "acquire", "deploy", "--owner", "alice", "--ttl", "1h")
 	d.expect(0, "acquire", "reports", "--owner", "bob", "--ttl", "1h")
@@ -138,7 +139,6 @@ func TestShellCompletionFromDatabase(t *testing.T) {
 	d.expireLease("stale")
 	d.expect(0, "acquire", "resting", "--owner", "dave", "--lock-delay", "1m")
 	d.expireLease("resting")
-	live, _ := openSessions(t, d)
 	cases := []struct {
 		line string
 		want []string

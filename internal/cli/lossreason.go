@@ -22,9 +22,9 @@ func leaseLossReason(ctx context.Context, db locker.DBTX, lease locker.Lease, ca
 		for _, e := range events {
 			switch {
 			case e.Kind == lockdb.EventForceExpired && e.Token != nil && *e.Token == lease.Token:
-				return "force-expired by " + e.Actor
+				return "force-expired by " + e.Actor + reasonOf(e)
 			case e.Kind == lockdb.EventForceReleased && e.Token != nil && *e.Token == lease.Token:
-				return "force-released by " + e.Actor
+				return "force-released by " + e.Actor + reasonOf(e)
 			case e.Kind == lockdb.EventStolen && e.PreviousToken != nil && *e.PreviousToken == lease.Token:
 				return fmt.Sprintf("taken over by %s (token %s)", orDash(e.Owner), tokenText(e.Token))
 			}
@@ -35,4 +35,13 @@ func leaseLossReason(ctx context.Context, db locker.DBTX, lease locker.Lease, ca
 		return lost.Reason
 	}
 	return cause.Error()
+}
+
+// reasonOf is " (why)" when the operator's event says why (an ended
+// session's says which session, unless the operator gave a reason), "".
+func reasonOf(e lockview.Event) string {
+	if r, ok := e.Detail["reason"].(string); ok && r != "" {
+		return " (" + r + ")"
+	}
+	return ""
 }

@@ -77,7 +77,7 @@ func TestEndSessionStopsRun(t *testing.T) {
 		t.Fatalf("end-session printed %q; want %q", r.stdout, want)
 	}
 	ran := p.wait()
-	if ran.code != 4 || !strings.Contains(ran.stderr, "lost the lease on k1") || !strings.Contains(ran.stderr, "force-expired by alice@ops") ||
+	if ran.code != 4 || !strings.Contains(ran.stderr, "lost the lease on k1") || !strings.Contains(ran.stderr, "force-expired by alice@ops (hung job)") ||
 		!strings.Contains(ran.stderr, "exited (status 9) after SIGTERM") {
 		t.Fatalf("run after its session ended: %s\nwant exit 4, the loss explained, the command stopped", ran)
 	}
