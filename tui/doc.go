@@ -22,7 +22,8 @@
 // the page on screen. Each page is a Component (page.go) in its own file
 // set: the locks table (locks.go, table.go, nav.go), one lock's detail
 // (detail.go), the event log (events.go), who waits for whom (blocking.go,
-// blockinglines.go, blockingnav.go) and the help (helpview.go). A page adds what it needs to each poll
+// blockinglines.go, blockingnav.go), the sessions (sessions.go) and the
+// help (helpview.go). A page adds what it needs to each poll
 // (askPoll), takes its part of the snapshot, and asks the root for a poll
 // or a message through its outbox.
 // Polls go through a Source (source.go): NewPoolSource reads the database;

@@ -68,6 +68,11 @@ func (p *sessionsPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case commonMsg:
 		q.c = msg.common
 	case pageOpenedMsg:
+		if !msg.returned {
+			// What it read when last on screen is old, and the countdown
+			// counts from the newest poll: wait for this one's.
+			q.sessions = nil
+		}
 		q.out.poll = true
 	case snapshotMsg:
 		if msg.snap.Sessions != nil {

@@ -147,6 +147,11 @@ func TestSessionsCountDownAndLapse(t *testing.T) {
 	if m.confirm != nil || !strings.Contains(m.flash.text, "has lapsed") {
 		t.Fatalf("x on a lapsed session: confirm %v, flash %q", m.confirm, m.flash.text)
 	}
+	// Opened again later, it waits for a fresh read rather than count
+	// down what it read then from the newest poll.
+	if got := screen(press(t, m, "esc", "S")); !strings.Contains(got, "reading the sessions…") || strings.Contains(got, "worker-3") {
+		t.Fatalf("sessions page opened again:\n%s", got)
+	}
 }
 
 // x ends a session only for a role that may, and never read-only, where
