@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
@@ -190,4 +192,22 @@ func TestEndSessionFollowsTheRole(t *testing.T) {
 	if !key.Matches(keyMsg("S"), keys.Sessions) {
 		t.Error("S does not open the sessions page")
 	}
+}
+
+// The whole program: S shows the session a process keeps its keys with,
+// x then y ends it, and the page, refreshed, no longer lists it.
+func TestProgramEndsASession(t *testing.T) {
+	pool := testdb.New(t)
+	heldSession(t, pool, "svc-runner:1:feed", "job:a", "job:b")
+	tm := startProgram(t, pool, 200*time.Millisecond)
+	waitOutput(t, tm, "job:a", 10*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: 'S', Text: "S"})
+	waitOutput(t, tm, "svc-runner:1:feed", 10*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: 'x', Text: "x"})
+	waitOutput(t, tm, "End this session?", 10*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
+	waitOutput(t, tm, "2 leases force-expired", 10*time.Second)
+	waitOutput(t, tm, "no sessions", 10*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
 }
