@@ -92,7 +92,7 @@ func (p *helpPage) content() string {
 		lines = append(lines, "", s.Muted.Render("Read-only: this is the reference service's table, not migrated. "+
 			"lockctl migrate adopts it (every lease kept); then the actions are on."))
 	} else if p.c.readOnly {
-		lines = append(lines, "", s.Muted.Render("Read-only console (--read-only): acquire, renew, expire and release are off."))
+		lines = append(lines, "", s.Muted.Render("Read-only console (--read-only): acquire, renew, expire, release and ending a session are off."))
 	} else {
 		lines = append(lines, "", s.Muted.Render("Your database role may not force-expire or force-release locks: those keys are off."))
 	}
