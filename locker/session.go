@@ -104,9 +104,10 @@ func (s *Session) Err() error {
 var errSessionClosed = fmt.Errorf("locker: %w: closed", ErrSessionLost)
 
 // Close stops the heartbeat, releases every lease the session still keeps
-// (a clean release each: no lock-delay, waiters served, in key order; not
-// those whose Keepalive was stopped) and deletes the session, in one
-// statement. Every bound Keepalive's Context is cancelled.
+// (a clean release each: no lock-delay, waiters served, in key order,
+// logged as Release logs with Config.LogGrants; not those whose Keepalive
+// was stopped) and deletes the session, in one statement. Every bound
+// Keepalive's Context is cancelled.
 func (s *Session) Close(ctx context.Context) error {
 	s.cancel(errSessionClosed)
 	<-s.done
@@ -121,7 +122,7 @@ func (s *Session) Close(ctx context.Context) error {
 			return fmt.Errorf("locker: close session %d: %w", s.ref.ID, err)
 		}
 	}
-	if _, _, err := store.CloseSession(ctx, s.db, s.ref); err != nil {
+	if _, _, err := store.CloseSession(ctx, s.db, s.ref, s.l.cfg.LogGrants, s.l.ownerActor(s.ref.Owner)); err != nil {
 		return fmt.Errorf("locker: close session %d: %w", s.ref.ID, err)
 	}
 	return nil

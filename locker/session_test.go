@@ -242,3 +242,38 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 		t.Errorf("next grant of a: %s with token %d; want a steal above %d", stolen.Outcome, stolen.Token, leases[0].Token)
 	}
 }
+
+// With Config.LogGrants every release is logged, Close's too: each lease
+// still bound is released with a "released" event naming its token and the
+// owner, as Release would log it, so the log does not show the leases held
+// on until a later grant.
+func TestCloseLogsItsReleasesWithLogGrants(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := testdb.Locker(t, locker.Config{TTL: sessTTL, RenewEvery: sessEvery, LogGrants: true})
+	s := openSession(t, lk, db, "worker-1")
+	leases, err := lk.TryAcquireAll(context.Background(), db, []string{"a", "b"}, "worker-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka := s.KeepaliveAll(context.Background(), leases)
+	testdb.Eventually(t, 2*sessTTL, "the leases bound", func() bool {
+		return liveRow(t, db, "a").ExpiresAt.Equal(sessionExpiry(t, db, s.ID()))
+	})
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, ka.Context(), time.Second)
+	for _, lease := range leases {
+		var n int
+		if err := db.QueryRow(context.Background(), `
+SELECT count(*) FROM distributed_lock_event
+WHERE lock_key = $1 AND kind = 'released' AND fence_token = $2 AND owner_id = 'worker-1' AND actor = 'worker-1'`,
+			lease.Key, lease.Token).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("%s: %d released events for token %d after Close; want 1", lease.Key, n, lease.Token)
+		}
+	}
+}

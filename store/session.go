@@ -122,12 +122,14 @@ func BindSession(ctx context.Context, db DBTX, s SessionRef, refs []LeaseRef) (B
 	return b, nil
 }
 
-const closeSessionSQL = `SELECT c.outcome, c.released FROM distributed_lock_close_session($1::bigint, $2) c`
+const closeSessionSQL = `SELECT c.outcome, c.released FROM distributed_lock_close_session($1::bigint, $2, $3, $4) c`
 
-// CloseSession releases every lease still bound to s and deletes s.
-// outcome is lockdb.OutcomeClosed, or OutcomeGone when s did not exist.
-func CloseSession(ctx context.Context, db DBTX, s SessionRef) (outcome string, released int, err error) {
-	err = db.QueryRow(ctx, closeSessionSQL, s.ID, s.Owner).Scan(&outcome, &released)
+// CloseSession releases every lease still bound to s and deletes s; with
+// log each release is logged as a "released" event under actor (empty: the
+// owner), as Release logs. outcome is lockdb.OutcomeClosed, or OutcomeGone
+// when s did not exist.
+func CloseSession(ctx context.Context, db DBTX, s SessionRef, log bool, actor string) (outcome string, released int, err error) {
+	err = db.QueryRow(ctx, closeSessionSQL, s.ID, s.Owner, log, nullIfEmpty(actor)).Scan(&outcome, &released)
 	return outcome, released, Interpret(err)
 }
 

@@ -103,7 +103,7 @@ var ownerFunctions = []string{
 	"distributed_lock_open_session(text, bigint, text, integer, jsonb)",
 	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[])",
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
-	"distributed_lock_close_session(bigint, text)",
+	"distributed_lock_close_session(bigint, text, boolean, text)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on

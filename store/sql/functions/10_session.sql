@@ -178,13 +178,15 @@ END $$;
 -- distributed_lock_close_session ends owner's session as its process does
 -- on the way out: every bound lease still running is released, as its
 -- holder's distributed_lock_release would (a clean release: no lock-delay;
--- a waiter is handed the key), in key order, and the session is deleted. A
--- bound lease that already lapsed (force-expired) is left as it is: a
--- release would end the lock-delay its lapse started.
--- One row: outcome 'closed' with how many leases were released, or
--- 'gone' when owner has no such session.
+-- a waiter is handed the key; with log_release a "released" event under
+-- event_actor, default the owner), in key order, and the session is
+-- deleted. A bound lease that already lapsed (force-expired) is left as it
+-- is: a release would end the lock-delay its lapse started. One row:
+-- outcome 'closed' with how many leases were released, or 'gone' when
+-- owner has no such session.
 CREATE OR REPLACE FUNCTION distributed_lock_close_session(
-    session bigint, owner text, OUT outcome text, OUT released integer)
+    session bigint, owner text, log_release boolean DEFAULT false, event_actor text DEFAULT NULL,
+    OUT outcome text, OUT released integer)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
@@ -203,7 +205,9 @@ BEGIN
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
              WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
              ORDER BY l.lock_key LOOP
-        IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token) r) = 'released' THEN
+        IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
+                                                    log_release => log_release, event_actor => event_actor) r)
+           = 'released' THEN
             released := released + 1;
         END IF;
     END LOOP;

@@ -18,7 +18,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_session_lock(bigint),
     distributed_lock_session_heartbeat(bigint, text, text[], bigint[]),
     distributed_lock_session_bind(bigint, text, text, text[], bigint[]),
-    distributed_lock_close_session(bigint, text),
+    distributed_lock_close_session(bigint, text, boolean, text),
     distributed_lock_end_session(bigint, text, text),
     distributed_lock_session_live(distributed_lock_session, text, timestamptz),
     distributed_lock_hand_off(text, timestamptz),
