@@ -223,10 +223,11 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	}
 	at := sessionExpiry(t, db, s.ID())
 	waitDone(t, ka.Context(), 3*sessTTL)
-	// The client gave up a safety margin before the database's expiry; a
-	// heartbeat still in flight then would renew the session, so let go of
-	// the row only once it has lapsed.
-	time.Sleep(at.Sub(testdb.DBNow(t, db)) + 50*time.Millisecond)
+	// The client gives up a safety margin before the database's expiry,
+	// while its last heartbeat may still wait for the row: let it go only
+	// once the session has lapsed, or it renews the session as a heartbeat
+	// sent in time does.
+	testdb.WaitUntilPast(t, db, at)
 	_ = tx.Rollback(context.Background())
 	if !errors.Is(ka.Err(), locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want ErrSessionLost", ka.Err())
