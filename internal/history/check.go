@@ -31,6 +31,8 @@ type Observed struct {
 	// it (pg_current_xact_id(), recorded by a trigger CreateGuarded adds):
 	// the events of one transaction became visible together.
 	EventTx map[int64]int64
+	// Sessions is every session the database kept, by id (sessions.go).
+	Sessions map[int64]*ObservedSession
 }
 
 // Stats counts what a check covered.
@@ -70,6 +72,10 @@ type Stats struct {
 	// on a key removed because its wait closed a cycle (a set's refusal
 	// has one per key).
 	DeadlocksRefused int
+	// Sessions: processes killed while a session kept their leases, the
+	// leases those sessions kept (each checked against the session's
+	// expiry), and how many of them were stolen after it.
+	KilledSessions, KilledSessionLeases, KilledLeasesStolen int
 }
 
 func (s Stats) String() string {
@@ -78,7 +84,9 @@ func (s Stats) String() string {
 		s.RejectedWrites, s.Failed, s.Unknown, s.LeaseEnds, s.LeasesLost, s.UntrustedOnArrival, s.StealsOfEndedLeases,
 		s.LazyReleasesLost) +
 		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease; %d waits refused as deadlocks (records)",
-			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused)
+			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused) +
+		fmt.Sprintf("; %d killed sessions kept %d leases (%d stolen after the session's expiry)",
+			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen)
 }
 
 // Report is the result of Check.
@@ -154,6 +162,9 @@ type leaseFacts struct {
 //     every transaction that granted keys to a set's owner granted whole
 //     sets it asked for, so no key of a set is ever visible granted
 //     without the rest.
+//  8. Sessions (ops of Kind SessionKill): every lease a killed process's
+//     session kept (bound to it in the database) was granted to nobody
+//     before the session's last expires_at plus the lease's lock-delay.
 func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 	c := checker{ops: ops, ends: ends, obs: obs, leases: map[leaseID]*leaseFacts{}}
 	c.learnLeases()
@@ -164,6 +175,7 @@ func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 	c.checkRealTimeOrder()
 	c.checkWrites()
 	c.checkLeaseEnds()
+	c.checkKilledSessions()
 	c.countOps()
 	return Report{Violations: c.violations, Stats: c.stats}
 }

@@ -86,8 +86,8 @@ func WriteGuarded(ctx context.Context, tx pgx.Tx, key string, token int64, write
 	return nil
 }
 
-// Observe reads what the database kept: the event log in event_id order and
-// the guarded table.
+// Observe reads what the database kept: the event log in event_id order,
+// the guarded table, and the sessions with their bindings.
 func Observe(ctx context.Context, db store.DBTX) (Observed, error) {
 	var obs Observed
 	rows, err := db.Query(ctx, eventLogSQL)
@@ -121,5 +121,5 @@ func Observe(ctx context.Context, db store.DBTX) (Observed, error) {
 	if err != nil {
 		return obs, fmt.Errorf("history: read the guarded table: %w", err)
 	}
-	return obs, nil
+	return obs, observeSessions(ctx, db, &obs)
 }

@@ -79,7 +79,9 @@ type Op struct {
 	// LockDelay is the lock-delay a Grant asked for (locker's
 	// Config.LockDelay): when the lease ends without its holder's release,
 	// nobody may be granted the key for that long.
-	LockDelay    time.Duration
+	LockDelay time.Duration
+	// Session names the session of a SessionKill.
+	Session      int64
 	Call, Return time.Duration
 	Err          string
 }
