@@ -166,8 +166,18 @@ func (k *Keepalive) bind(s *Session) {
 	s.mu.Lock()
 	sentAt := s.sentAt
 	s.mu.Unlock()
-	bound, err := store.BindSession(k.ctx, s.db, s.ref, refs)
 	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
+	// Until the binding is made nothing keeps the leases but their grants:
+	// trust them no longer than a Keepalive of their own would, and give
+	// the binding up then.
+	window := bindWindow(s.l, earliest(set))
+	if window <= 0 {
+		k.cancel(&LeaseLostError{Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
+		return
+	}
+	bctx, cancel := context.WithTimeout(k.ctx, window)
+	bound, err := store.BindSession(bctx, s.db, s.ref, refs)
+	cancel()
 	switch {
 	case err != nil:
 		// The binding may have committed all the same (a reply lost, or
@@ -208,6 +218,26 @@ func (k *Keepalive) bind(s *Session) {
 		}
 		s.kept[ref] = k
 	}
+}
+
+// bindWindow is how much longer lease is trusted before it is bound to a
+// session: as Keepalive.run trusts it, to a safety margin short of the end
+// of its grant (of its claim window, handed off and not yet claimed; from
+// now, when nothing says when it was granted).
+func bindWindow(l *Locker, lease Lease) time.Duration {
+	ttl := lease.TTL
+	if ttl == 0 {
+		ttl = l.cfg.TTL
+	}
+	margin := l.safetyMargin(ttl)
+	if lease.sentAt.IsZero() {
+		return ttl - margin
+	}
+	length := lease.length()
+	if lease.valid > 0 {
+		margin = min(margin, length/2)
+	}
+	return lease.sentAt.Add(length - margin).Sub(l.clock.Now())
 }
 
 // unbind is Stop of a session's Keepalive: the session no longer keeps its

@@ -278,3 +278,38 @@ WHERE lock_key = $1 AND kind = 'released' AND fence_token = $2 AND owner_id = 'w
 		}
 	}
 }
+
+// Until its binding is made, nothing keeps a lease but its own grant: a
+// binding held up (here by a lock on the session's row) past the lease's
+// trust window ends the Keepalive before the lease's local deadline, as a
+// renewal held up does a Keepalive of its own.
+func TestBindingHeldUpEndsTheKeepaliveBeforeTheLeasesDeadline(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	tx, err := db.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(context.Background(),
+		`SELECT 1 FROM distributed_lock_session WHERE session_id = $1 FOR UPDATE`, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
+	deadline := time.Now().Add(lease.ValidFor())
+	ka := s.Keepalive(context.Background(), lease)
+	select {
+	case <-ka.Context().Done():
+	case <-time.After(time.Until(deadline) + time.Second):
+	}
+	ended := time.Now()
+	_ = tx.Rollback(context.Background())
+	if ka.Context().Err() == nil || !ended.Before(deadline) {
+		t.Fatalf("the keepalive still trusted the lease %v past its local deadline, its binding held up", ended.Sub(deadline))
+	}
+	if !errors.Is(ka.Err(), locker.ErrLeaseLost) {
+		t.Fatalf("keepalive ended with %v; want a lost lease", ka.Err())
+	}
+}
