@@ -69,6 +69,12 @@ func (in *injector) run(ctx context.Context) {
 			first[0], first[i] = first[i], first[0]
 		}
 	}
+	// The promotion next: it happens once, in the first round, and a
+	// loaded machine may not get through a round of every kind before the
+	// run ends.
+	if i := slices.Index(first, Promote); i > 1 {
+		first = slices.Insert(slices.Delete(first, i, i+1), 1, Promote)
+	}
 	for _, kind := range first {
 		start, injected := time.Now(), false
 		for try := 0; try < 20 && ctx.Err() == nil && !injected; try++ {
