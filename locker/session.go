@@ -168,15 +168,20 @@ func (k *Keepalive) bind(s *Session) {
 	s.mu.Unlock()
 	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
 	// Until the binding is made nothing keeps the leases but their grants:
-	// trust them no longer than a Keepalive of their own would, and give
-	// the binding up then.
+	// trust them no longer than a Keepalive of their own would, nor than
+	// the session, whose expiry the binding gives them (it may be the
+	// earlier: a binding that commits while its reply is held up ends the
+	// leases with the session, or with a heartbeat after it). Give the
+	// binding up when either ends.
 	window := bindWindow(s.l, earliest(set))
 	if window <= 0 {
 		k.cancel(&LeaseLostError{Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
 		return
 	}
 	bctx, cancel := context.WithTimeout(k.ctx, window)
+	stop := context.AfterFunc(s.ctx, cancel)
 	bound, err := store.BindSession(bctx, s.db, s.ref, refs)
+	stop()
 	cancel()
 	switch {
 	case err != nil:

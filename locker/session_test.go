@@ -52,7 +52,10 @@ func sessionExpiry(t *testing.T, db *pgxpool.Pool, id int64) time.Time {
 func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	lk := sessionLocker(t)
+	// Twice the other tests' TTL: a hundred bindings at once, each within
+	// its lease's trust window, take a while on a loaded machine.
+	const sessTTL = 2 * sessTTL
+	lk := testdb.Locker(t, locker.Config{TTL: sessTTL, RenewEvery: sessEvery})
 	s := openSession(t, lk, db, "worker-1")
 	keys := make([]string, 100)
 	for i := range keys {
@@ -311,5 +314,39 @@ func TestBindingHeldUpEndsTheKeepaliveBeforeTheLeasesDeadline(t *testing.T) {
 	}
 	if !errors.Is(ka.Err(), locker.ErrLeaseLost) {
 		t.Fatalf("keepalive ended with %v; want a lost lease", ka.Err())
+	}
+}
+
+// A binding gives the lease the session's expiry, which may be earlier
+// than its grant's: while the binding is on its way, the lease is trusted
+// no longer than the session is, or a binding that commits while its
+// reply is held up would leave the holder trusting a lease the database
+// ends sooner.
+func TestBindingInFlightIsTrustedNoLongerThanTheSession(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	tx, err := db.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(context.Background(),
+		`SELECT 1 FROM distributed_lock_session WHERE session_id = $1 FOR UPDATE`, s.ID()); err != nil {
+		t.Fatal(err)
+	}
+	// The session's heartbeats wait for its row now: by the time the lease
+	// is granted, the session ends well before the grant would.
+	at := sessionExpiry(t, db, s.ID())
+	time.Sleep(sessTTL / 2)
+	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
+	if !lease.ExpiresAt.After(at) {
+		t.Fatalf("the grant ends at %v, not after the session's %v", lease.ExpiresAt, at)
+	}
+	ka := s.Keepalive(context.Background(), lease)
+	testdb.WaitUntilPast(t, db, at)
+	if ka.Context().Err() == nil {
+		t.Fatalf("the keepalive still trusts the lease after the session's expiry %v, which its binding may give it", at)
 	}
 }
