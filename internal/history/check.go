@@ -134,6 +134,8 @@ type leaseFacts struct {
 //     an operator's force-expire if earlier — comparing database times only.
 //     The same on the local clock for steals: the stealer's reply cannot come
 //     before the victim's last successful renewal was sent plus the TTL.
+//     Not for a lease bound to a session (Op.Bound), whose end is the
+//     session's: property 5 checks its holder, 8 a killed process's.
 //  3. The log and the clients agree: every grant a client was told about is
 //     in the log with its kind, and every logged grant was asked for; every
 //     successful release is logged; grants on one key that do not overlap
@@ -211,6 +213,9 @@ func (c *checker) learnLeases() {
 		if f == nil {
 			f = &leaseFacts{owner: op.Owner}
 			c.leases[id] = f
+		}
+		if op.Bound {
+			continue // its expiry is its session's: known to nobody here
 		}
 		if !f.known || op.ExpiresAt.After(f.maxExpiry) {
 			f.maxExpiry = op.ExpiresAt

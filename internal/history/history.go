@@ -81,7 +81,13 @@ type Op struct {
 	// nobody may be granted the key for that long.
 	LockDelay time.Duration
 	// Session names the session of a SessionKill.
-	Session      int64
+	Session int64
+	// Bound marks a Grant whose lease the client then bound to a session
+	// (locker.Session): from the binding on the lease ends when the session
+	// does, perhaps before the grant's expiry, so that expiry is no bound
+	// on the lease's end (properties 2 and 6 do not use it; 5 and 8 check
+	// such leases).
+	Bound        bool
 	Call, Return time.Duration
 	Err          string
 }

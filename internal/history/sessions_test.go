@@ -94,3 +94,19 @@ func TestKilledSessionLeaseReleasedFirstIsNotChecked(t *testing.T) {
 		}
 	}
 }
+
+// A lease bound to a session takes the session's expiry, which may be
+// earlier than its grant's: a steal before the grant's expiry is no overlap
+// then (the holder's keepalive, property 5, is what must have ended).
+func TestBoundLeaseMayEndBeforeItsGrantsExpiry(t *testing.T) {
+	ops, obs := killed()
+	ops[0].ExpiresAt = t0.Add(400 * ms) // the grant said 400ms; the binding made it the session's 300ms
+	ops[0].Bound = true
+	if r := Check(ops, nil, obs); !r.OK() {
+		t.Fatalf("violations: %q", r.Violations)
+	}
+	ops[0].Bound = false
+	if r := Check(ops, nil, obs); r.OK() {
+		t.Fatal("a steal before an unbound lease's expiry passed")
+	}
+}
