@@ -1,10 +1,15 @@
 // Package faults is lockctl's fault-injection suite: it runs many workers
 // that hold locks with locker.Keepalive — some of them sets of keys taken at
 // once (TryAcquireAll, AcquireAll, KeepaliveAll, ReleaseAll), half of them
-// with a lock-delay — and make fenced writes to a guarded table, while an
-// injector breaks things at seeded random moments —
-// terminated backends (mid-acquire, mid-renew, mid-fenced-write), fast and
-// crash restarts of PostgreSQL, slow statements holding a lock row, statement
+// with a lock-delay — and session workers whose processes keep two to four
+// leases each with one locker.Session (Session.Keepalive, KeepaliveAll,
+// Close), and make fenced writes to a guarded table, while an injector
+// breaks things at seeded random moments —
+// terminated backends (mid-acquire, mid-renew, mid-heartbeat,
+// mid-fenced-write), fast and crash restarts of PostgreSQL (a crash while a
+// session's heartbeat waits for a lease's row when a session keeps one),
+// session processes killed as SIGKILL would (nothing of them reaches the
+// database after), slow statements holding a lock row, statement
 // timeouts on worker connections, holders that freeze past their TTL and
 // then resume (zombies), and the fair queue's failures: a waiter that dies
 // while queued (the lease handed to it lapses unclaimed at the end of its
@@ -30,7 +35,12 @@
 //     event log and the workers agree on every grant;
 //   - no grant came inside the lock-delay of a lease that ended without its
 //     holder's release (half the workers' leases carry one), and every set
-//     was granted whole, in one transaction, or not at all.
+//     was granted whole, in one transaction, or not at all;
+//   - every lease a killed process's session kept was granted to nobody
+//     before the session's last expires_at (plus the lease's lock-delay).
+//
+// The run lasts its Duration, or up to twice as long until the injector has
+// tried every kind of fault once.
 //
 // The suite runs on its own throwaway server (pgtemp), never a shared one,
 // because it restarts it. Run it with `go test ./internal/faults/`; see

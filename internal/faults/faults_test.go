@@ -68,7 +68,11 @@ func TestFaultInjection(t *testing.T) {
 	// carried a lock-delay (each checked against the delay's end).
 	for what, n := range map[string]int{"lost leases": st.LeasesLost, "writes seen to commit": st.WritesSeen,
 		"grants": st.Grants, "steals of kept leases": st.StealsOfEndedLeases, "set grants": st.SetGrants,
-		"grants after a lock-delay": st.DelayedGrants} {
+		"grants after a lock-delay": st.DelayedGrants,
+		// Sessions: processes killed while their session kept leases, and
+		// those leases taken by others, each after the session's expiry.
+		"killed sessions": st.KilledSessions, "leases of killed sessions": st.KilledSessionLeases,
+		"steals of a killed session's leases": st.KilledLeasesStolen} {
 		if n == 0 {
 			t.Errorf("checked no %s", what)
 		}
@@ -77,7 +81,8 @@ func TestFaultInjection(t *testing.T) {
 	// other faults around it; TestZombieWrite shows that step by step.)
 	// The queue's faults bit too: leases handed down the queue, and a dead
 	// waiter's handed lease taken over once its claim window ran out.
-	for _, what := range []string{"zombie_froze", "grant_stolen", "hand_off", "claim_window_ran_out"} {
+	// Sessions closed by their process, as well as killed.
+	for _, what := range []string{"zombie_froze", "grant_stolen", "hand_off", "claim_window_ran_out", "session_closed"} {
 		if s.Observed[what] == 0 {
 			t.Errorf("workers never saw %s", what)
 		}

@@ -31,29 +31,34 @@ const (
 
 // AllKinds is every fault the injector knows.
 var AllKinds = []string{KillAcquire, KillRenew, KillWrite, RestartFast, RestartCrash,
-	SlowStatement, StatementTimeout, Zombie, DeadWaiter, RestartHandOff}
+	SlowStatement, StatementTimeout, Zombie, DeadWaiter, RestartHandOff,
+	KillSession, KillHeartbeat}
 
 // weight of each kind after the first round; restarts are rarer because
 // every lease is lost in one.
 var weight = map[string]int{KillAcquire: 3, KillRenew: 3, KillWrite: 3, RestartFast: 1,
-	RestartCrash: 1, SlowStatement: 3, StatementTimeout: 2, Zombie: 3, DeadWaiter: 3, RestartHandOff: 1}
+	RestartCrash: 1, SlowStatement: 3, StatementTimeout: 2, Zombie: 3, DeadWaiter: 3, RestartHandOff: 1,
+	KillSession: 6, KillHeartbeat: 2}
 
 // once are the kinds the injector makes only in its first round.
 var once = map[string]bool{Promote: true}
 
 type injector struct {
-	inst    *pgtemp.Instance // the primary: restarts act on it
-	standby *pgtemp.Instance // synchronous standby, until Promote
-	admin   *pgxpool.Pool
-	rng     *rand.Rand
-	counts  *counts
-	workers []*worker
-	hot     []string
-	ttl     time.Duration
-	kinds   []string
-	logf    func(string, ...any)
-	rec     *history.Recorder // where crashes and the dead waiters' grant attempts are recorded, for the checker
-	deadSeq int
+	firstDone chan struct{}    // closed when the first round has tried every kind
+	inst      *pgtemp.Instance // the primary: restarts act on it
+	standby   *pgtemp.Instance // synchronous standby, until Promote
+	admin     *pgxpool.Pool
+	rng       *rand.Rand
+	counts    *counts
+	workers   []*worker
+	// sessions are the session workers, whose processes KillSession kills.
+	sessions []*sessionWorker
+	hot      []string
+	ttl      time.Duration
+	kinds    []string
+	logf     func(string, ...any)
+	rec      *history.Recorder // where crashes and the dead waiters' grant attempts are recorded, for the checker
+	deadSeq  int
 }
 
 // run injects faults until ctx ends: first every kind once (the zombie
@@ -75,18 +80,8 @@ func (in *injector) run(ctx context.Context) {
 	if i := slices.Index(first, Promote); i > 1 {
 		first = slices.Insert(slices.Delete(first, i, i+1), 1, Promote)
 	}
-	for _, kind := range first {
-		start, injected := time.Now(), false
-		for try := 0; try < 20 && ctx.Err() == nil && !injected; try++ {
-			if injected = in.inject(ctx, kind); !injected {
-				sleepCtx(ctx, in.ttl/10) // e.g. nobody holds a key yet
-			}
-		}
-		if !injected && ctx.Err() == nil {
-			in.logf("fault %s: no chance to inject it in %s of its first round", kind, time.Since(start).Round(time.Millisecond))
-		}
-		in.pause(ctx)
-	}
+	in.firstRound(ctx, first)
+	close(in.firstDone)
 	var again []string
 	total := 0
 	for _, k := range in.kinds {
@@ -107,6 +102,42 @@ func (in *injector) run(ctx context.Context) {
 		}
 		in.inject(ctx, kind)
 		in.pause(ctx)
+	}
+}
+
+// firstRound injects every kind once, in order, a quarter TTL apart. A
+// kind that finds no target within two TTLs (nobody holds a key yet, no
+// statement to catch in the act) waits for another pass, up to three, so
+// that it does not hold up the kinds after it: on a loaded machine, where
+// each restart takes seconds, the round may otherwise not reach them
+// before the run ends.
+func (in *injector) firstRound(ctx context.Context, kinds []string) {
+	start := time.Now()
+	pending := kinds
+	for pass := 0; pass < 3 && len(pending) > 0 && ctx.Err() == nil; pass++ {
+		var missed []string
+		for _, kind := range pending {
+			if ctx.Err() != nil {
+				missed = append(missed, kind)
+				continue
+			}
+			tried, injected := time.Now(), false
+			for try := 0; try < 20 && time.Since(tried) < 2*in.ttl && ctx.Err() == nil && !injected; try++ {
+				if injected = in.inject(ctx, kind); !injected {
+					sleepCtx(ctx, in.ttl/10) // e.g. nobody holds a key yet
+				}
+			}
+			if !injected {
+				missed = append(missed, kind)
+			}
+			sleepCtx(ctx, in.ttl/4)
+		}
+		pending = missed
+	}
+	if len(pending) > 0 {
+		in.logf("faults %v: no chance to inject them in the first round (%s)", pending, time.Since(start).Round(time.Millisecond))
+	} else {
+		in.logf("first round: %d kinds in %s", len(kinds), time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -144,7 +175,14 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		// checker needs the server back.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		if kind == RestartCrash {
-			err = in.crashRestart(rctx)
+			// Caught mid-heartbeat when a session keeps leases (sessions.go),
+			// else wherever the workers are.
+			var caught bool
+			if caught, err = in.restartMidHeartbeat(ctx); caught {
+				in.counts.Observe("restart_mid_heartbeat")
+			} else if err == nil {
+				err = in.crashRestart(rctx)
+			}
 		} else {
 			err = in.inst.Restart(rctx, mode)
 		}
@@ -170,6 +208,10 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		ok, err = in.restartMidHandOff(ctx)
 	case Promote:
 		ok, err = in.promote(ctx)
+	case KillSession:
+		ok = in.killSession(ctx)
+	case KillHeartbeat:
+		ok, err = in.killHeartbeat(ctx)
 	case Zombie:
 		_, w := in.heldKey()
 		if w == nil {

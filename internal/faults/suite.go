@@ -20,7 +20,8 @@ import (
 
 // Config is one run of the suite.
 type Config struct {
-	// Duration of the workload. Defaults to 10s.
+	// Duration of the workload. Defaults to 10s. The run goes on, up to
+	// twice as long, until the injector has tried every kind once.
 	Duration time.Duration
 	// Seed makes the fault schedule and the workers' choices reproducible
 	// (timing still varies from run to run).
@@ -37,6 +38,10 @@ type Config struct {
 	// (TryAcquireAll or AcquireAll), kept with KeepaliveAll and given back
 	// with ReleaseAll. Defaults to 4; negative: never.
 	SetOneIn int
+	// SessionWorkers is how many more workers keep their leases with a
+	// locker.Session, two to four keys a process (sessionWorker), beside
+	// Workers. Defaults to 3; negative: none.
+	SessionWorkers int
 	// Kinds of fault to inject. Defaults to AllKinds.
 	Kinds []string
 	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
@@ -83,6 +88,9 @@ func (c *Config) defaults() {
 	}
 	if c.SetOneIn == 0 {
 		c.SetOneIn = 4
+	}
+	if c.SessionWorkers == 0 {
+		c.SessionWorkers = 3
 	}
 	if c.Kinds == nil {
 		c.Kinds = AllKinds
@@ -147,8 +155,10 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			p.Close()
 		}
 	}()
-	workers := make([]*worker, cfg.Workers)
-	for i := range workers {
+	// newWorker makes worker i with its pools, named for the injector:
+	// faults-acq-wN, faults-write-wN, and faults-ka-wN (keepalives) or
+	// faults-sess-wN (a session worker's sessions).
+	newWorker := func(i int, session bool) (*worker, *pgxpool.Pool, error) {
 		var delay time.Duration
 		if i%2 == 1 {
 			delay = max(0, cfg.LockDelay)
@@ -156,40 +166,64 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lockers[delay], ttl: cfg.TTL,
 			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, delay: delay, setOneIn: max(0, cfg.SetOneIn),
 			rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
-		timeout := w.timeoutMs.Load
-		var kaPool *pgxpool.Pool
+		keep := "ka"
+		if session {
+			keep = "sess"
+		}
+		var keepPool *pgxpool.Pool
 		for _, p := range []struct {
 			dst  **pgxpool.Pool
 			name string
 			max  int32
-		}{{&w.acq, "acq", 2}, {&kaPool, "ka", 2}, {&w.write, "write", 1}} {
-			pool, err := workerPool(ctx, dsn, fmt.Sprintf("faults-%s-w%d", p.name, i), p.max, timeout)
+		}{{&w.acq, "acq", 2}, {&keepPool, keep, 2}, {&w.write, "write", 1}} {
+			pool, err := workerPool(ctx, dsn, fmt.Sprintf("faults-%s-w%d", p.name, i), p.max, w.timeoutMs.Load)
 			if err != nil {
-				return Summary{}, err
+				return nil, nil, err
 			}
 			pools = append(pools, pool)
 			*p.dst = pool
 		}
+		return w, keepPool, nil
+	}
+	workers := make([]*worker, cfg.Workers)
+	for i := range workers {
+		w, kaPool, err := newWorker(i, false)
+		if err != nil {
+			return Summary{}, err
+		}
 		w.ka = &frozenDB{db: kaPool}
 		workers[i] = w
+	}
+	sessions := make([]*sessionWorker, max(0, cfg.SessionWorkers))
+	for i := range sessions {
+		w, sessPool, err := newWorker(cfg.Workers+i, true)
+		if err != nil {
+			return Summary{}, err
+		}
+		w.bound = true
+		sessions[i] = &sessionWorker{worker: w, sess: sessPool}
 	}
 	admin, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return Summary{}, err
 	}
 	pools = append(pools, admin)
-	inj := &injector{inst: inst, standby: standby, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
-		workers: workers, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
+	inj := &injector{firstDone: make(chan struct{}), inst: inst, standby: standby, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
+		workers: workers, sessions: sessions, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
 
 	started := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go endRun(ctx, cancel, cfg, inj.firstDone)
 	var wg sync.WaitGroup
 	nctx, stopNotifier := context.WithCancel(ctx)
 	defer stopNotifier()
 	go func() { _ = notifier.Run(nctx) }()
 	go lag.run(nctx)
 	for _, w := range workers {
+		wg.Go(func() { w.run(runCtx) })
+	}
+	for _, w := range sessions {
 		wg.Go(func() { w.run(runCtx) })
 	}
 	wg.Go(func() { inj.run(runCtx) })
@@ -227,7 +261,38 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	for _, w := range workers {
 		s.OtherErrors = append(s.OtherErrors, w.otherErrs...)
 	}
+	for _, w := range sessions {
+		s.OtherErrors = append(s.OtherErrors, w.otherErrs...)
+	}
 	return s, nil
+}
+
+// endRun ends the run (cancel) after cfg.Duration, or later, up to twice
+// as long, if the injector's first round, which tries every kind of fault
+// once, has not ended by then (firstDone): on a loaded machine each
+// restart takes seconds, and a run that ended before it tried every kind
+// would not have checked what it claims to.
+func endRun(ctx context.Context, cancel context.CancelFunc, cfg Config, firstDone <-chan struct{}) {
+	defer cancel()
+	timer := time.NewTimer(cfg.Duration)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-timer.C:
+	}
+	select {
+	case <-firstDone:
+		return
+	default:
+	}
+	cfg.Logf("the first round of faults is not over after %s: the run goes on until it is, for up to %s more", cfg.Duration, cfg.Duration)
+	timer.Reset(cfg.Duration)
+	select {
+	case <-ctx.Done():
+	case <-firstDone:
+	case <-timer.C:
+	}
 }
 
 // startSyncStandby starts a synchronous standby of primary and returns it

@@ -29,11 +29,14 @@ type worker struct {
 	// Config.LockDelay); one grant in setOneIn takes two keys at once.
 	delay    time.Duration
 	setOneIn int
-	rec      *history.Recorder
-	counts   *counts
-	opSeq    *atomic.Int64 // numbers the fenced writes of all workers
-	ends     *sync.WaitGroup
-	lag      *lagMonitor
+	// bound: this worker binds what it is granted to a session
+	// (sessionWorker), which gives the lease the session's expiry.
+	bound  bool
+	rec    *history.Recorder
+	counts *counts
+	opSeq  *atomic.Int64 // numbers the fenced writes of all workers
+	ends   *sync.WaitGroup
+	lag    *lagMonitor
 
 	acq, write *pgxpool.Pool
 	ka         *frozenDB
@@ -73,7 +76,8 @@ func (w *worker) run(ctx context.Context) {
 // grant takes key for owner, at once or waiting up to two TTLs, and records
 // the attempt.
 func (w *worker) grant(ctx context.Context, key, owner string, wait bool) (locker.Lease, error) {
-	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, LockDelay: w.delay, Call: w.rec.Now()}
+	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, LockDelay: w.delay, Bound: w.bound,
+		Call: w.rec.Now()}
 	var lease locker.Lease
 	var err error
 	if wait {
@@ -123,7 +127,20 @@ func (w *worker) takeSet(ctx context.Context, owner string) {
 		return // a single key: no set to take
 	}
 	keys := []string{first, others[w.rng.IntN(len(others))]}
-	wait := w.rng.IntN(2) == 0
+	leases, err := w.grantSet(ctx, keys, owner, owner, w.rng.IntN(2) == 0)
+	if err != nil {
+		w.classify("acquire_set", err)
+		sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
+		return
+	}
+	w.counts.Observe("set_granted")
+	w.holdAll(ctx, leases)
+}
+
+// grantSet takes keys at once for owner (TryAcquireAll, or AcquireAll
+// waiting up to two TTLs) and records each key as an op of its own, named
+// by the call (set, unique to it in the history).
+func (w *worker) grantSet(ctx context.Context, keys []string, owner, set string, wait bool) ([]locker.Lease, error) {
 	call := w.rec.Now()
 	var leases []locker.Lease
 	var err error
@@ -137,20 +154,14 @@ func (w *worker) takeSet(ctx context.Context, owner string) {
 	ret := w.rec.Now()
 	res, msg := history.GrantResultOf(err)
 	for i, key := range keys {
-		op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Set: owner, LockDelay: w.delay,
-			Result: res, Err: msg, Call: call, Return: ret}
+		op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Set: set, LockDelay: w.delay,
+			Bound: w.bound, Result: res, Err: msg, Call: call, Return: ret}
 		if err == nil {
 			op.Granted(leases[i])
 		}
 		w.rec.Add(op)
 	}
-	if err != nil {
-		w.classify("acquire_set", err)
-		sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
-		return
-	}
-	w.counts.Observe("set_granted")
-	w.holdAll(ctx, leases)
+	return leases, err
 }
 
 // hold keeps lease while making a few fenced writes, then stops the
