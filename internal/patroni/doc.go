@@ -18,10 +18,12 @@
 //     so a commit is acknowledged only once the standby has it;
 //   - the held leases renew on the new primary with the same token, and
 //     every waiter gets the key in the end;
-//   - the console reads from the new primary and names it.
-//
-// Sessions (one heartbeat for many leases, issue 26) do not exist yet, so
-// the lockers here keep their leases one renewal each.
+//   - the console reads from the new primary and names it;
+//   - the processes keeping several leases with one locker.Session carry
+//     on as docs/failover.md ("Sessions") says: heartbeats refused during
+//     the change are retried, one reaches the new primary within the
+//     session's trust window, and the session goes on there with its
+//     leases under their tokens; no session or Keepalive ends.
 //
 // Without etcd, Patroni or PostgreSQL the test skips, saying what to
 // install; under CI=true it fails instead. The package has no code of its

@@ -50,6 +50,10 @@ func TestSwitchoverAndFailover(t *testing.T) {
 		held[i] = cl.hold(work, keyFor("held", i), keyFor("holder", i))
 	}
 	queueHolder := cl.hold(work, "queue", "queue-holder")
+	sessions := make([]*sessionHolder, sessionProcs)
+	for i := range sessions {
+		sessions[i] = cl.keepInSession(work, keyFor("session", i))
+	}
 
 	// The waiters' records must outlive the outage (3×WaitRecheck), and
 	// their Notifier follows the primary through the same DSN.
@@ -79,11 +83,16 @@ func TestSwitchoverAndFailover(t *testing.T) {
 					renewed = append(renewed, h.key)
 				}
 			}
-			return len(renewed) == len(renewing) && j.grantsSince(done) >= cyclers && watcher.namedSince(done, server)
+			for _, s := range sessions {
+				if s.beatSince(done) {
+					renewed = append(renewed, s.owner)
+				}
+			}
+			return len(renewed) == len(renewing)+len(sessions) && j.grantsSince(done) >= cyclers && watcher.namedSince(done, server)
 		}
 		if !testdb.Within(30*time.Second, followed) {
-			t.Fatalf("after the %s: within 30s, %d grants, renewed %v of %d leases, the console on %s (want %s)",
-				change, j.grantsSince(done), renewed, len(renewing), watcher.describe(), server)
+			t.Fatalf("after the %s: within 30s, %d grants, renewed %v of %d leases and %d sessions, the console on %s (want %s)",
+				change, j.grantsSince(done), renewed, len(renewing), len(sessions), watcher.describe(), server)
 		}
 	}
 	expectAfter("start", start, "node1")
@@ -93,9 +102,13 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	c.switchover(ctx, "node1", "node2")
 	c.waitFor(ctx, 60*time.Second, "node2 leading after the switchover", func(s clusterState) bool { return s.leader() == "node2" })
 	done := time.Now()
-	j.changed(change{what: "switchover to node2", began: began, done: done})
+	switchover := change{what: "switchover to node2", began: began, done: done}
+	j.changed(switchover)
 	expectAfter("switchover", done, "node2")
-	step("switchover: node2 leads; grants, renewals and the console followed")
+	for _, s := range sessions {
+		s.carriedOn(ctx, t, switchover, false)
+	}
+	step("switchover: node2 leads; grants, renewals, sessions and the console followed")
 
 	// Only a synchronous standby may take over without losing what the
 	// primary acknowledged; commits made after it became one prove it
@@ -113,9 +126,13 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	c.crash(c.node("node2"))
 	c.waitFor(ctx, 90*time.Second, "node1 leading after node2 died", func(s clusterState) bool { return s.leader() == "node1" })
 	done = time.Now()
-	j.changed(change{what: "failover to node1", began: began, done: done})
+	failover := change{what: "failover to node1", began: began, done: done}
+	j.changed(failover)
 	expectAfter("failover", done, "node1")
-	step("failover: node2's Patroni and PostgreSQL killed, node1 leads; grants, renewals and the console followed")
+	for _, s := range sessions {
+		s.carriedOn(ctx, t, failover, true)
+	}
+	step("failover: node2's Patroni and PostgreSQL killed, node1 leads; grants, renewals, sessions and the console followed")
 
 	// The hand-offs reach the waiters through the Notifier, which must
 	// have found node1 too; without it they would find their grants only
@@ -139,6 +156,9 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	for _, h := range held {
 		close(h.letGo)
 		<-h.released
+	}
+	for _, s := range sessions {
+		s.close(ctx, t, j)
 	}
 	stopWork()
 	cl.wg.Wait()
