@@ -133,7 +133,8 @@ func (s *Session) Close(ctx context.Context) error {
 // own. Its Context
 // is cancelled with a *LeaseLostError when the lease ends (released,
 // forced, taken), when the binding is refused (the lease was no longer
-// held), or when the session is lost (then it wraps ErrSessionLost). The
+// held) or not made while the lease and the session were both still
+// trusted, or when the session is lost (then it wraps ErrSessionLost). The
 // lease's ExpiresAt becomes the session's (which may shorten it). Stop
 // unbinds it at the next heartbeat; then Release it (or release first).
 func (s *Session) Keepalive(ctx context.Context, lease Lease) *Keepalive {
