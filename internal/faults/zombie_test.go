@@ -47,12 +47,18 @@ func TestZombieWrite(t *testing.T) {
 			rec, tally := history.NewRecorder(), newCounts()
 			var opSeq atomic.Int64
 			opSeq.Store(map[bool]int64{false: 0, true: 1000}[unsafe])
+			// A's lease is short, to lapse soon; B's long enough that its
+			// write after the steal is in time on a loaded machine.
 			lk, err := locker.New(locker.Config{TTL: 300 * time.Millisecond, Actor: "zombie-test", LogGrants: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			newWorker := func(id int) *worker {
-				w := &worker{id: id, rng: rand.New(rand.NewPCG(1, uint64(id))), lk: lk, ttl: 300 * time.Millisecond, unsafe: unsafe, rec: rec, counts: tally, opSeq: &opSeq}
+			lkB, err := locker.New(locker.Config{TTL: 5 * time.Second, Actor: "zombie-test", LogGrants: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			newWorker := func(id int, lk *locker.Locker) *worker {
+				w := &worker{id: id, rng: rand.New(rand.NewPCG(1, uint64(id))), lk: lk, ttl: lk.TTL(), unsafe: unsafe, rec: rec, counts: tally, opSeq: &opSeq}
 				for _, dst := range []**pgxpool.Pool{&w.acq, &w.write} {
 					p, err := workerPool(ctx, inst.DSN(""), name, 2, func() int64 { return 0 })
 					if err != nil {
@@ -64,7 +70,7 @@ func TestZombieWrite(t *testing.T) {
 				w.ka = &frozenDB{db: w.acq}
 				return w
 			}
-			a, b := newWorker(1), newWorker(2)
+			a, b := newWorker(1, lk), newWorker(2, lkB)
 
 			leaseA, err := a.grant(ctx, key, name+"-A", false)
 			if err != nil {
