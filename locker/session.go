@@ -206,16 +206,19 @@ func (k *Keepalive) bind(s *Session) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sentAt.Before(sentAt) {
-		// A heartbeat ran meanwhile; the binding's expiry is the one it
-		// read, so time the leases from before that heartbeat.
-		sentAt = s.sentAt
+	row := bound.Session
+	if s.sentAt.After(sentAt) {
+		// A heartbeat was acknowledged meanwhile. The two serialize on the
+		// session's row: either it saw the binding and moved the leases
+		// too, or the binding read the expiry it set. Either way the leases
+		// run to its expiry at least, so time them from it, as the session.
+		row, sentAt = s.row, s.sentAt
 	}
 	if err := s.ctx.Err(); err != nil {
 		k.cancel(leaseLostWithSession(key, context.Cause(s.ctx)))
 		return
 	}
-	k.setLeases(bound.Session, sentAt)
+	k.setLeases(row, sentAt)
 	for _, lease := range set {
 		ref := store.BoundRef{Key: lease.Key, Token: lease.Token}
 		if k.ctx.Err() != nil {
