@@ -209,6 +209,16 @@ func TestCheckerFlagsLeaseEnds(t *testing.T) {
 	if r := Check(ops, ends, obs); !r.OK() || r.Stats.UntrustedOnArrival != 1 {
 		t.Fatalf("untrusted on arrival: %q, %+v", r.Violations, r.Stats)
 	}
+	// So is one that arrived inside its keepalive's safety margin: its
+	// trust window had passed, and the keepalive cancels at its first look.
+	ends[0].OnArrival, ends[0].Margin = 8*ms, 25*ms
+	if r := Check(ops, ends, obs); !r.OK() || r.Stats.UntrustedOnArrival != 1 {
+		t.Fatalf("arrived inside its safety margin: %q, %+v", r.Violations, r.Stats)
+	}
+	ends[0].Margin = 0 // the margin unknown: held to its deadline
+	if r := Check(ops, ends, obs); r.OK() {
+		t.Fatal("a keepalive cancelled after its lease's local deadline passed")
+	}
 }
 
 // A lazy release (committed without waiting for the disk) may be lost

@@ -28,11 +28,16 @@ type LeaseEnd struct {
 	// knew of; the lease cannot be stolen before it.
 	ExpiresAt time.Time
 	Cause     string
-	// OnArrival is the lease's ValidFor() when the grant returned. Zero or
-	// less: the grant statement took a whole TTL (it waited for the row), so
-	// the lease was past its local deadline before the client held it, and
-	// no keepalive can cancel before that deadline.
+	// OnArrival is the lease's ValidFor() when the grant returned, and
+	// Margin the keepalive's safety margin (locker.Config.SafetyMargin; 0:
+	// unknown). No more than Margin: the lease's trust window had passed
+	// before the client held it (its grant statement waited for the row),
+	// so its keepalive cancels at its first look, which a busy machine may
+	// schedule after the lease's local deadline: such a lease is counted as
+	// untrusted on arrival, and checked against the database expiry and
+	// steals only.
 	OnArrival time.Duration
+	Margin    time.Duration
 	// Diagnosis, printed with a violation: the keepalive's last database
 	// call (start and end on this clock; end zero if it had not returned)
 	// and the worst scheduling delay this process saw in the second before.
@@ -67,7 +72,7 @@ func (c *checker) checkLeaseEnds() {
 		c.stats.LeaseEnds++
 		if e.Lost {
 			c.stats.LeasesLost++
-			if e.OnArrival <= 0 {
+			if e.OnArrival <= e.Margin {
 				// Untrusted from the start: only the database expiry (below)
 				// can be checked. Counted, and reported as a finding.
 				c.stats.UntrustedOnArrival++
@@ -103,6 +108,6 @@ func (e LeaseEnd) diagnosis() string {
 	if !e.CallEnd.IsZero() {
 		end = fmt.Sprintf("returned %s before", e.At.Sub(e.CallEnd).Round(time.Millisecond))
 	}
-	return fmt.Sprintf("last keepalive call started %s before the cancellation and %s; worst timer delay in the second before: %s",
-		e.At.Sub(e.CallStart).Round(time.Millisecond), end, e.SchedLag.Round(time.Millisecond))
+	return fmt.Sprintf("last keepalive call started %s before the cancellation and %s; %s of the lease left when the grant returned; worst timer delay in the second before: %s",
+		e.At.Sub(e.CallStart).Round(time.Millisecond), end, e.OnArrival.Round(time.Millisecond), e.SchedLag.Round(time.Millisecond))
 }
