@@ -181,7 +181,7 @@ func (w *sessionWorker) recordEnd(ka *locker.Keepalive, leases []locker.Lease, p
 		for i, lease := range leases {
 			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
 				At: at, Lost: lost, Remaining: last[i].ValidFor(), ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(),
-				OnArrival: onArrival[i], SchedLag: w.lag.maxSince(at.Add(-time.Second))})
+				OnArrival: onArrival[i], Margin: w.margin, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
 		}
 	})
 }

@@ -140,8 +140,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
 	lockers := map[time.Duration]*locker.Locker{}
+	margin := cfg.TTL / 4 // the keepalives' and sessions' safety margin
 	for _, delay := range []time.Duration{0, max(0, cfg.LockDelay)} {
-		lockers[delay], err = locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: cfg.TTL / 4,
+		lockers[delay], err = locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: margin,
 			WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults", LockDelay: delay,
 			LogGrants: true}) // the checker reads every grant back from the event log; releases stay lazy (worker.release)
 		if err != nil {
@@ -165,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		}
 		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lockers[delay], ttl: cfg.TTL,
 			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, delay: delay, setOneIn: max(0, cfg.SetOneIn),
-			rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
+			margin: margin, rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
 		keep := "ka"
 		if session {
 			keep = "sess"

@@ -29,6 +29,8 @@ type worker struct {
 	// Config.LockDelay); one grant in setOneIn takes two keys at once.
 	delay    time.Duration
 	setOneIn int
+	// margin is the lockers' safety margin (Config.SafetyMargin).
+	margin time.Duration
 	// bound: this worker binds what it is granted to a session
 	// (sessionWorker), which gives the lease the session's expiry.
 	bound  bool
@@ -198,7 +200,7 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 		for i, lease := range leases {
 			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
 				At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last[i].ValidFor(),
-				ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(), OnArrival: onArrival[i],
+				ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(), OnArrival: onArrival[i], Margin: w.margin,
 				CallStart: callStart, CallEnd: callEnd, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
 		}
 	})
@@ -332,6 +334,8 @@ func (w *worker) classify(op string, err error) {
 		what = "not_held"
 	case errors.Is(err, locker.ErrQueueLost):
 		what = "queue_lost"
+	case errors.Is(err, locker.ErrDeadlock):
+		what = "deadlock" // a waiting set's wait refused: it would have closed a cycle
 	case errors.Is(err, locker.ErrStatementTimeout):
 		what = "statement_timeout"
 	case errors.Is(err, locker.ErrLockTimeout):
