@@ -2074,6 +2074,26 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
         SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
 $$;
 
+-- distributed_lock_awaited: someone waits for owner at ts: another owner's
+-- waiting record on a key owner holds, or behind a live record of owner's
+-- in a queue. A cycle through owner needs such a wait, so without one the
+-- search need not run: the common case of a waiter that holds nothing and
+-- queues at a queue's tail costs two index probes instead of a walk over
+-- the queue. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_awaited(owner text, ts timestamptz)
+RETURNS boolean
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT EXISTS (
+        SELECT 1 FROM distributed_lock_waiter r
+        JOIN distributed_lock_waiter a ON a.lock_key = r.lock_key AND a.waiter_id > r.waiter_id
+        WHERE r.owner_id = owner AND r.seen_until > ts AND a.owner_id <> owner AND distributed_lock_waits(a, ts))
+    OR EXISTS (
+        SELECT 1 FROM (SELECT DISTINCT a.lock_key FROM distributed_lock_waiter a
+                       WHERE a.seen_until > ts AND a.owner_id <> owner) k
+        JOIN distributed_lock l ON l.lock_key = k.lock_key
+        WHERE l.owner_id = owner AND NOT distributed_lock_open(l, ts))
+$$;
+
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
 -- start: cycle is a JSON array of steps {"owner", "key"}, the first
 -- start's (owner waits for key, which the next step's owner holds or is
@@ -2085,7 +2105,8 @@ $$;
 -- read; a waiter ahead of that one reaches nobody new), so the search
 -- costs a statement per hop between keys, not per waiter of a queue. An
 -- owner's waits are found by the owner index, a key's holder by its
--- primary key; it never scans the lock table. Internal.
+-- primary key; it never scans the lock table. It first asks whether anyone
+-- waits for start at all (distributed_lock_awaited). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
 RETURNS record
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -2099,6 +2120,9 @@ DECLARE
     o text;
     step jsonb;
 BEGIN
+    IF NOT distributed_lock_awaited(start, ts) THEN
+        RETURN; -- nobody waits for start: no cycle runs through it
+    END IF;
     FOR depth IN 1..64 LOOP
         EXIT WHEN cardinality(frontier) = 0;
         nxt := '{}';
@@ -2493,6 +2517,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
     distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
+    distributed_lock_awaited(text, timestamptz),
     distributed_lock_refuse_deadlock(text, bigint[], timestamptz),
     distributed_lock_timeline(),
     distributed_lock_advance_epoch(),
