@@ -103,6 +103,17 @@ const shareRowSQL = `SELECT 1 FROM distributed_lock WHERE lock_key = $1 FOR SHAR
 // restartMidHandOff holds a queued key's row so that its holder's release
 // (and hand-off) waits for it, and crashes the server once it does.
 func (in *injector) restartMidHandOff(ctx context.Context) (bool, error) {
+	if ok, err := in.restartMidWorkersHandOff(ctx); ok || err != nil {
+		return ok, err
+	}
+	// No queue right now, or its holder did not come to its release in
+	// time (hand-offs are quick, and a held row stops renewals too): stage
+	// one.
+	return in.restartMidOwnHandOff(ctx)
+}
+
+// restartMidWorkersHandOff is restartMidHandOff on a queue of the workers'.
+func (in *injector) restartMidWorkersHandOff(ctx context.Context) (bool, error) {
 	var key string
 	if err := in.admin.QueryRow(ctx, liveQueueSQL).Scan(&key); err != nil {
 		return false, nil // no queue right now
@@ -115,21 +126,7 @@ func (in *injector) restartMidHandOff(ctx context.Context) (bool, error) {
 		_ = in.hold(wctx, in.ttl, shareRowSQL, key)
 	}()
 	defer func() { cancel(); <-held }()
-	for wctx.Err() == nil {
-		var waiting bool
-		if err := in.admin.QueryRow(wctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-			WHERE query LIKE '%distributed\_lock\_release(%' AND wait_event_type = 'Lock'
-			  AND pid <> pg_backend_pid())`).Scan(&waiting); err != nil {
-			return false, nil
-		}
-		if waiting {
-			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer rcancel()
-			return true, in.crashRestart(rctx)
-		}
-		sleepCtx(wctx, 2*time.Millisecond)
-	}
-	return false, nil
+	return in.crashWhenReleaseWaits(ctx, wctx)
 }
 
 // countHandOffs counts, from the event log, the hand-offs to waiters (grants
@@ -150,4 +147,86 @@ FROM distributed_lock_event WHERE kind IN ('acquired', 'stolen')`).Scan(&handOff
 		c.Observe("claim_window_ran_out")
 	}
 	return nil
+}
+
+// handOffClient is the history's client number of the injector's own
+// holder, whose grant and release around a crash are unknown.
+const handOffClient = -2
+
+// restartMidOwnHandOff stages what restartMidHandOff waits for when the
+// workers have no queue: the injector takes a key of its own, queues a
+// dead waiter behind itself, holds the key's row and starts the release
+// that would hand the key to the waiter, and crashes the server once that
+// release waits for the row.
+func (in *injector) restartMidOwnHandOff(ctx context.Context) (bool, error) {
+	in.deadSeq++
+	key := fmt.Sprintf("faults-handoff-%d", in.deadSeq)
+	holder := "faults-handoff-holder"
+	grantOp := history.Op{Client: handOffClient, Kind: history.Grant, Key: key, Owner: holder,
+		Result: history.Unknown, Err: "the injector's own lease, crashed in its release", Call: in.rec.Now()}
+	g, found, err := store.TryGrant(ctx, in.admin, store.GrantParams{Key: key, Owner: holder, TTL: 5 * in.ttl,
+		Actor: holder, LogGrants: true})
+	grantOp.Return = in.rec.Now()
+	in.rec.Add(grantOp)
+	if err != nil || !found || !g.Granted() {
+		return false, err
+	}
+	waiter := fmt.Sprintf("dead-waiter-%d", in.deadSeq)
+	waitOp := history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: key, Owner: waiter,
+		Result: history.Unknown, Err: "the waiter died in the queue", Call: in.rec.Now()}
+	_, _, err = store.Enqueue(ctx, in.admin, store.QueueParams{
+		GrantParams: store.GrantParams{Key: key, Owner: waiter, TTL: in.ttl, Actor: waiter, LogGrants: true},
+		ClaimWindow: in.ttl / 2, SeenFor: 5 * in.ttl,
+	})
+	waitOp.Return = in.rec.Now()
+	in.rec.Add(waitOp)
+	if err != nil {
+		return false, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, in.ttl)
+	defer cancel()
+	held := make(chan struct{})
+	go func() {
+		defer close(held)
+		_ = in.hold(wctx, in.ttl, shareRowSQL, key)
+	}()
+	released := make(chan struct{})
+	releaseOp := history.Op{Client: handOffClient, Kind: history.Release, Key: key, Owner: holder, Token: g.Token,
+		Result: history.Unknown, Err: "crashed while waiting for the row", Call: in.rec.Now()}
+	go func() {
+		defer close(released)
+		// Behind the row lock held above; the crash cuts it off.
+		time.Sleep(20 * time.Millisecond)
+		_, _, _ = store.Release(wctx, in.admin, store.ReleaseParams{
+			LeaseRef: store.LeaseRef{Key: key, Owner: holder, Token: g.Token}, Log: true, Actor: holder})
+	}()
+	defer func() {
+		cancel()
+		<-held
+		<-released
+		releaseOp.Return = in.rec.Now()
+		in.rec.Add(releaseOp)
+	}()
+	return in.crashWhenReleaseWaits(ctx, wctx)
+}
+
+// crashWhenReleaseWaits crashes the server (immediate restart) as soon as a
+// release waits for a row lock, watching until wctx ends; it says whether
+// it did.
+func (in *injector) crashWhenReleaseWaits(ctx, wctx context.Context) (bool, error) {
+	for wctx.Err() == nil {
+		var waiting bool
+		if err := in.admin.QueryRow(wctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE query LIKE '%distributed\_lock\_release(%' AND wait_event_type = 'Lock'
+			  AND pid <> pg_backend_pid())`).Scan(&waiting); err != nil {
+			return false, nil
+		}
+		if waiting {
+			rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer rcancel()
+			return true, in.crashRestart(rctx)
+		}
+		sleepCtx(wctx, 2*time.Millisecond)
+	}
+	return false, nil
 }
