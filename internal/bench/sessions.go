@@ -187,14 +187,15 @@ func keep(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, series, ow
 	var session *locker.Session
 	stop := func() {
 		bg := context.WithoutCancel(ctx)
-		for _, k := range kas {
-			k.Stop()
-		}
 		if session != nil {
-			_ = session.Close(bg) // releases every lease bound to it
+			// Close releases every lease the session keeps and ends its
+			// Keepalives (a Keepalive stopped first would be unbound, and
+			// its lease left held).
+			_ = session.Close(bg)
 			return
 		}
 		for _, k := range kas {
+			k.Stop()
 			_, _ = lk.Release(bg, pool, k.Lease())
 		}
 	}

@@ -16,7 +16,8 @@ import (
 func TestSessionsScenario(t *testing.T) {
 	srv := testdb.Server(t)
 	const leases = 40
-	rep, err := RunSessions(context.Background(), srv.DSN(""), SessionsOptions{Leases: []int{leases},
+	// Two counts: the second series takes the keys the first gave back.
+	rep, err := RunSessions(context.Background(), srv.DSN(""), SessionsOptions{Leases: []int{leases, leases + 10},
 		TTL: 600 * time.Millisecond, For: 600 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
