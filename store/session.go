@@ -77,10 +77,7 @@ func SessionHeartbeat(ctx context.Context, db DBTX, s SessionRef, drop []BoundRe
 	if err != nil {
 		return SessionBeat{}, Interpret(err)
 	}
-	h.Session.ID = s.ID
-	if expiresAt != nil && ttl != nil {
-		h.Session.ExpiresAt, h.Session.TTL = *expiresAt, *ttl
-	}
+	h.Session = sessionRow(s.ID, expiresAt, ttl)
 	if err := json.Unmarshal(lost, &h.Lost); err != nil {
 		return SessionBeat{}, fmt.Errorf("store: heartbeat's lost leases: %w", err)
 	}
@@ -112,10 +109,7 @@ func BindSession(ctx context.Context, db DBTX, s SessionRef, refs []LeaseRef) (B
 	if err != nil {
 		return Bound{}, Interpret(err)
 	}
-	b.Session.ID = s.ID
-	if expiresAt != nil && ttl != nil {
-		b.Session.ExpiresAt, b.Session.TTL = *expiresAt, *ttl
-	}
+	b.Session = sessionRow(s.ID, expiresAt, ttl)
 	if notHeld != nil {
 		b.NotHeld = *notHeld
 	}
@@ -191,4 +185,14 @@ func ListSessions(ctx context.Context, db DBTX) ([]SessionInfo, error) {
 		return s, err
 	})
 	return out, Interpret(err)
+}
+
+// sessionRow is session id as a heartbeat or binding returned it: its
+// expiry and TTL, NULL (zero) when the call did not renew it.
+func sessionRow(id int64, expiresAt *time.Time, ttl *time.Duration) SessionRow {
+	row := SessionRow{ID: id}
+	if expiresAt != nil && ttl != nil {
+		row.ExpiresAt, row.TTL = *expiresAt, *ttl
+	}
+	return row
 }

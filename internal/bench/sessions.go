@@ -125,7 +125,7 @@ func RunSessions(ctx context.Context, dsn string, opts SessionsOptions) (*Sessio
 func measureKeep(ctx context.Context, t *target, probe *pgx.Conn, series string, n int, opts SessionsOptions) (KeepResult, error) {
 	res := KeepResult{Series: series, Leases: n}
 	var sent atomic.Int64
-	pool, err := t.openCountedPool(ctx, statementCounter{n: &sent})
+	pool, err := t.openPoolTraced(ctx, 4, statementCounter{n: &sent})
 	if err != nil {
 		return res, err
 	}
@@ -213,23 +213,4 @@ func keep(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, series, ow
 		kas = append(kas, session.KeepaliveAll(ctx, leases[start:min(start+locker.MaxKeys, len(leases))]))
 	}
 	return kas, stop, nil
-}
-
-// openCountedPool is a pool of a few connections on the target's schema
-// whose statements tracer counts.
-func (t *target) openCountedPool(ctx context.Context, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(t.dsn)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = t.schema
-	cfg.ConnConfig.RuntimeParams["application_name"] = t.appName
-	cfg.ConnConfig.Tracer = tracer
-	cfg.MaxConns = 4
-	cfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > time.Minute }
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	return pool, nil
 }

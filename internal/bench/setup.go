@@ -82,13 +82,18 @@ func openTargetRTT(ctx context.Context, dsn string, conns int, rtt time.Duration
 // openPool opens a pool of conns connections confined to the target's
 // schema, each statement counted (and delayed by rtt) by roundTripCounter.
 func (t *target) openPool(ctx context.Context, conns int) (*pgxpool.Pool, error) {
+	return t.openPoolTraced(ctx, conns, roundTripCounter{delay: t.rtt})
+}
+
+// openPoolTraced is openPool whose statements go through tracer instead.
+func (t *target) openPoolTraced(ctx context.Context, conns int, tracer pgx.QueryTracer) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(t.dsn)
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = t.schema
 	cfg.ConnConfig.RuntimeParams["application_name"] = t.appName
-	cfg.ConnConfig.Tracer = roundTripCounter{delay: t.rtt}
+	cfg.ConnConfig.Tracer = tracer
 	cfg.MaxConns = int32(conns)
 	// Ping only connections that sat idle for long, as in production; the
 	// default's pings between series would be uncounted round trips.
