@@ -42,6 +42,7 @@ func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	in.deadSeq++
+	in.deadWaiters++
 	owner := fmt.Sprintf("dead-waiter-%d", in.deadSeq)
 	params := store.QueueParams{
 		GrantParams: store.GrantParams{Key: key, Owner: owner, TTL: in.ttl, Actor: owner, LogGrants: true},
@@ -49,7 +50,10 @@ func (in *injector) deadWaiter(ctx context.Context) (bool, error) {
 		// key, which then lapses unclaimed.
 		ClaimWindow: in.ttl / 2, SeenFor: 5 * in.ttl,
 	}
-	if in.deadSeq%2 == 0 {
+	// Counted apart from the staged hand-offs' waiters, so that the first
+	// dead waiter of a run is always a single key's, whose take-over is
+	// the likelier to come within the run.
+	if in.deadWaiters%2 == 0 {
 		return in.deadSetWaiter(ctx, params)
 	}
 	op := history.Op{Client: deadWaiterClient, Kind: history.Grant, Key: key, Owner: owner,

@@ -58,7 +58,10 @@ type injector struct {
 	kinds    []string
 	logf     func(string, ...any)
 	rec      *history.Recorder // where crashes and the dead waiters' grant attempts are recorded, for the checker
-	deadSeq  int
+	deadSeq  int               // numbers the dead waiters' owners and the staged hand-offs' keys
+	// deadWaiters counts DeadWaiter faults, which alternate a single key's
+	// waiter and a set's.
+	deadWaiters int
 }
 
 // run injects faults until ctx ends: first every kind once (the zombie
