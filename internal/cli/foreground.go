@@ -73,10 +73,24 @@ func childStopped(pid int) bool {
 func suspendWithChild(fd, childPgrp int) {
 	own := unix.Getpgrp()
 	giveTerminal(fd, own)
-	_ = unix.Kill(0, unix.SIGSTOP)
+	stopOwnGroup()
 	// Continued: by fg (the terminal is lockctl's again) or by bg.
 	if pgrp, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pgrp == own {
 		giveTerminal(fd, childPgrp)
 	}
 	_ = unix.Kill(-childPgrp, unix.SIGCONT)
+}
+
+// stopOwnGroup stops lockctl's process group (lockctl, and whatever shares
+// its job, such as the rest of a pipeline), as Ctrl-Z would have, and
+// returns once lockctl is continued. kill(0, SIGSTOP) returns before the
+// stop takes hold (the kernel hands a process-directed signal to one of
+// lockctl's threads, not necessarily the caller), so rather than go on from
+// there, and race the shell's fg for the terminal, it waits for the SIGCONT.
+func stopOwnGroup() {
+	cont := make(chan os.Signal, 1)
+	signal.Notify(cont, syscall.SIGCONT)
+	defer signal.Stop(cont)
+	_ = unix.Kill(0, unix.SIGSTOP)
+	<-cont
 }

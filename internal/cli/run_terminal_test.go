@@ -48,15 +48,21 @@ func TestRunSuspendAndResumeOnTerminal(t *testing.T) {
 	d := newDB(t)
 	sendKeys, waitFor := tmuxRun(t, "suspend", "PS1='$ ' exec bash --norc --noprofile -i\n")
 	waitFor(regexp.MustCompile(`(?m)^\$`))
-	sendKeys(fmt.Sprintf("%s run deploy --dsn %s -- bash -c 'read -p \"name? \" x; echo \"hello $x\"; exit 5'",
+	// The prompt is computed, so that the typed command line (which the
+	// shell echoes, and prints again on fg) never matches it: Ctrl-Z sent
+	// before the command runs would reach the interactive shell, which
+	// ignores it.
+	sendKeys(fmt.Sprintf("%s run deploy --dsn %s -- bash -c 'read -p \"name$((6*7))? \" x; echo \"hello $x\"; exit 5'",
 		shellQuote(binary), shellQuote(d.dsn)), "Enter")
-	waitFor(regexp.MustCompile(`name\?`))
+	prompt := regexp.MustCompile(`name42\?`)
+	waitFor(prompt)
 	sendKeys("C-z")
 	waitFor(regexp.MustCompile(`Stopped`))
 	sendKeys("clear", "Enter")
 	waitFor(regexp.MustCompile(`^\$`))
+	// fg prints the job's command line; read does not prompt again.
 	sendKeys("fg", "Enter")
-	waitFor(regexp.MustCompile(`name\?`))
+	waitFor(regexp.MustCompile(`(?m)^\$ fg\n.*run deploy`))
 	sendKeys("alice", "Enter")
 	waitFor(regexp.MustCompile(`hello alice`))
 	sendKeys(`echo "exit=$?"`, "Enter")
