@@ -6,10 +6,11 @@
 -- variables, not volatile expressions such as clock_timestamp(), which
 -- would stop the inlining. ts is the call's now (00_search_path.sql).
 
--- distributed_lock_held: l is owner's running lease.
+-- distributed_lock_held: l is owner's running exclusive lease (a shared or
+-- semaphore key's row is its group's, whose owner is nobody's: 11_shared.sql).
 CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > ts
+    SELECT l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > ts AND l.lock_mode = 'exclusive'
 $$;
 
 -- distributed_lock_open: nobody holds l: released, or its lease lapsed.

@@ -51,6 +51,7 @@ DECLARE
     r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
+        lock_mode      = 'exclusive',
         owner_id       = owner,
         fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at     = ts + ttl_us * interval '1 microsecond',
@@ -95,6 +96,28 @@ BEGIN
             INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (key, outcome, owner_id, fence_token, coalesce(event_actor, owner), coalesce(event_detail, '{}'));
         END IF;
+        RETURN;
+    END IF;
+    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
+        -- A group's row (11_shared.sql): granted once its group has ended,
+        -- here if its last holders lapsed (the row for update, SKIP LOCKED
+        -- as above; a holder's fence or grant keeps it).
+        IF distributed_lock_live_holders(key, ts) = 0
+           AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key FOR NO KEY UPDATE SKIP LOCKED)
+           AND distributed_lock_settle(key, ts) THEN
+            SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
+                   a.queue_length, a.delay_until
+            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, queue_length, delay_until
+            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                          log_grants, lock_delay_us) a;
+            RETURN;
+        END IF;
+        lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;
+        expires_at := coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
+                                WHERE h.lock_key = key AND h.released_at IS NULL), ts);
+        remaining := greatest(expires_at - ts, interval '0');
+        outcome := 'held';
+        queue_length := distributed_lock_queue_length(key, ts);
         RETURN;
     END IF;
     lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;

@@ -32,6 +32,12 @@ BEGIN
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
     IF NOT FOUND THEN
+        -- A shared or semaphore holder's lease (11_shared.sql)?
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
+    END IF;
+    IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
     END IF;
@@ -91,8 +97,16 @@ DECLARE
 BEGIN
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
+      AND l.lock_mode = 'exclusive'
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
+    IF NOT FOUND THEN
+        -- A shared or semaphore holder's lease (11_shared.sql): its group
+        -- ends, and is passed on, with its last holder.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp()
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
+        FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+    END IF;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
@@ -121,8 +135,10 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_fence(key text, owner text, token bigint)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    held boolean;
 BEGIN
-    RETURN coalesce((
+    held := coalesce((
         SELECT distributed_lock_held(c.r, owner, c.ts)
         FROM (SELECT k.r, clock_timestamp() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
@@ -130,6 +146,11 @@ BEGIN
                       AND z.released_at IS NULL
                     FOR SHARE) k
               OFFSET 0) c), false);
+    IF NOT held THEN
+        -- A shared or semaphore holder's lease (11_shared.sql).
+        held := distributed_lock_fence_holder(key, owner, token);
+    END IF;
+    RETURN held;
 END $$;
 
 -- distributed_lock_report_stale_write records that a write made with

@@ -60,6 +60,7 @@ DECLARE
     g record;
 BEGIN
     UPDATE distributed_lock l SET
+        lock_mode = 'exclusive',
         owner_id = w.owner_id,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = ts + least(w.claim_window, w.ttl),
@@ -277,7 +278,9 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
-    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) THEN
+    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts)
+       -- A group whose holders all lapsed is ended here, under the lock.
+       AND (r.lock_mode = 'exclusive' OR distributed_lock_live_holders(key, ts) > 0) THEN
         IF r.handed_to = id THEN
             unlocked := true;
         ELSE
@@ -306,6 +309,10 @@ BEGIN
             waiter_id := id;
             outcome := 'gone';
             RETURN;
+        END IF;
+        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
+            -- Ended here, it is passed on, to the head of the queue.
+            PERFORM distributed_lock_settle(key, ts);
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN

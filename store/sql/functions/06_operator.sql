@@ -22,12 +22,13 @@ DECLARE
     delay interval;
 BEGIN
     UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
-    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
+    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL AND l.lock_mode = 'exclusive'
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay;
     IF NOT FOUND THEN
-        lock_key := key;
-        outcome := 'not_held';
+        SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_force_holders(key, token, 'expire', event_actor, reason) f;
         RETURN;
     END IF;
     INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
@@ -56,13 +57,14 @@ DECLARE
     delay_end timestamptz;
 BEGIN
     UPDATE distributed_lock l SET released_at = clock_timestamp()
-    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL
+    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL AND l.lock_mode = 'exclusive'
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
     IF NOT FOUND THEN
-        lock_key := key;
-        outcome := 'not_held';
+        SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_force_holders(key, token, 'release', event_actor, reason) f;
         RETURN;
     END IF;
     IF delay > interval '0' THEN

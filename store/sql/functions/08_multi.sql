@@ -39,6 +39,7 @@ DECLARE
 BEGIN
     WITH g AS (
         UPDATE distributed_lock l SET
+            lock_mode      = 'exclusive',
             owner_id       = owner,
             fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             expires_at     = ts + ttl_us * interval '1 microsecond',

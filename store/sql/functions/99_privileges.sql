@@ -63,6 +63,17 @@ REVOKE ALL ON FUNCTION
     distributed_lock_may_take(distributed_lock, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text),
+    distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
+    distributed_lock_group_end(),
+    distributed_lock_live_holders(text, timestamptz),
+    distributed_lock_settle(text, timestamptz),
+    distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text),
+    distributed_lock_take_slot(text, text, bigint, integer, jsonb, timestamptz),
+    distributed_lock_refuse(distributed_lock, timestamptz),
+    distributed_lock_renew_holder(text, text, bigint, bigint),
+    distributed_lock_end_holders(text, text, bigint, text),
+    distributed_lock_fence_holder(text, text, bigint),
+    distributed_lock_force_holders(text, bigint, text, text, text),
     distributed_lock_event_immutable()
 FROM PUBLIC;
 

@@ -41,6 +41,10 @@ CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
 -- Consul caps its own, so a key left by a dead holder is idle a bounded time.
 CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
 CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
+-- How a key is held (11_shared.sql): by one owner, by any number of shared
+-- holders, or by at most permits holders of a semaphore.
+CREATE DOMAIN distributed_lock_mode AS text CHECK (VALUE IN ('exclusive', 'shared', 'semaphore'));
+CREATE DOMAIN distributed_lock_permits AS integer CHECK (VALUE BETWEEN 1 AND 1000);
 CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
 -- A process's wake-up channel (locker.Notifier; docs/queue.md): a lower-case
 -- identifier within NAMEDATALEN (63 bytes), so that LISTEN, quoted or not,
@@ -48,7 +52,7 @@ CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'o
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed'));
 
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
@@ -63,6 +67,8 @@ CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
 -- are HOT updates: a heap write with no index writes.
 CREATE TABLE distributed_lock (
     lock_key       distributed_lock_name       PRIMARY KEY,
+    lock_mode      distributed_lock_mode       NOT NULL DEFAULT 'exclusive', -- 'shared'/'semaphore': held by its holders (11_shared.sql)
+    permits        distributed_lock_permits,             -- a semaphore's N, kept while the key is free
     ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
     lock_delay     distributed_lock_delay      NOT NULL DEFAULT '0', -- the grant's lock-delay (02_rules.sql)
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
@@ -152,6 +158,30 @@ CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_
 CREATE INDEX distributed_lock_waiter_owner_idx ON distributed_lock_waiter (owner_id);
 -- A multi-key acquire's records, found from any one of them (a hand-off).
 CREATE INDEX distributed_lock_waiter_group_idx ON distributed_lock_waiter (group_id) WHERE group_id IS NOT NULL;
+
+-- The holders of a shared or semaphore key (11_shared.sql): one row per
+-- slot, each slot a lease of its own (owner, token, expiry), reused once
+-- its lease was released or ran out. A semaphore's slots are numbered 1 to
+-- its permits, so it never has more holders than permits; a shared key's
+-- are numbered as they are needed. While any slot may be held, the key's
+-- lock row is held by the group (lock_mode, owner '*'), until at least the
+-- last expiry of any slot, so every rule about the lock row (a grant, the
+-- queue, prune) sees the key as held without reading this table.
+CREATE TABLE distributed_lock_holder (
+    lock_key    distributed_lock_name       NOT NULL,
+    slot        integer                     NOT NULL,
+    owner_id    distributed_lock_name       NOT NULL,
+    fence_token distributed_lock_token      NOT NULL,
+    grant_kind  distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+    metadata    distributed_lock_metadata   NOT NULL DEFAULT '{}',
+    ttl         distributed_lock_ttl        NOT NULL,
+    acquired_at timestamptz                 NOT NULL,
+    expires_at  timestamptz                 NOT NULL,
+    renew_count integer                     NOT NULL DEFAULT 0,
+    renewed_at  timestamptz,
+    released_at timestamptz,
+    PRIMARY KEY (lock_key, slot)
+) WITH (fillfactor = 80);
 
 -- Sessions (10_session.sql): a process's one heartbeat for many leases. A
 -- session lives until expires_at; each heartbeat moves expires_at to ttl

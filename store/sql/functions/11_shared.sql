@@ -1,0 +1,426 @@
+-- Shared leases and semaphores (docs/design.md, "Shared leases and
+-- semaphores"). A key taken shared has any number of holders at once, a
+-- semaphore key at most its permits; each holder has a lease of its own,
+-- a slot of distributed_lock_holder (owner, token, TTL), renewed, released,
+-- fenced and forced by its token through the same functions as an
+-- exclusive lease (04_lease.sql, 06_operator.sql).
+--
+-- While a key has, or may have, holders, its lock row is the group's:
+-- lock_mode 'shared' or 'semaphore', owner '*', its own token, unreleased
+-- and expiring only in the far future. Every rule about the lock row
+-- therefore sees the key held, and an exclusive grant, a set, a hand-off or
+-- prune never reads the slots. The group ends (distributed_lock_settle)
+-- once no slot is held: the release or force that ends the last lease ends
+-- it, and an exclusive acquire or a waiter's check ends a group whose last
+-- holders lapsed. Its row is then free, and keeps lock_mode and permits.
+--
+-- Lock order: the lock row, then slots. A holder's grant and renewal lock
+-- the group's row FOR SHARE, so they run side by side; what changes the
+-- group (forming it, a release, a force, ending it) locks it FOR NO KEY
+-- UPDATE. A holder's fence locks the row FOR SHARE as well as its slot, so
+-- neither an exclusive grant (which must lock the row for update) nor the
+-- re-grant of its slot commits before the fenced writes.
+--
+-- Tokens: every slot's token is drawn from the one sequence while the grant
+-- holds the row, and an exclusive grant can take the row only after every
+-- transaction that drew one ended, so an exclusive grant's token is above
+-- every holder's before it, and a holder's above every exclusive grant's.
+
+-- distributed_lock_group_end: the far-future expiry of a group's row.
+CREATE OR REPLACE FUNCTION distributed_lock_group_end()
+RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
+    SELECT timestamptz '9999-01-01 00:00:00+00'
+$$;
+
+-- distributed_lock_live_holders: how many slots of key hold a lease at ts.
+CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
+RETURNS integer LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT count(*) FROM distributed_lock_holder h
+            WHERE h.lock_key = key AND h.released_at IS NULL AND h.expires_at > ts);
+END $$;
+
+-- distributed_lock_settle ends key's group when no slot holds a lease at
+-- ts: the row is released (keeping lock_mode and permits) and passed on to
+-- the head of the queue. The caller holds the row FOR NO KEY UPDATE; the
+-- count is a statement of its own, so it sees every holder committed
+-- before that lock. Returns whether it ended the group. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_settle(key text, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    wake timestamptz;
+BEGIN
+    IF distributed_lock_live_holders(key, ts) > 0 THEN
+        RETURN false;
+    END IF;
+    UPDATE distributed_lock l SET released_at = ts, expires_at = ts
+    WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+    RETURNING l.wake_until INTO wake;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    IF wake > ts THEN
+        PERFORM distributed_lock_pass_on(key, ts);
+    END IF;
+    RETURN true;
+END $$;
+
+-- distributed_lock_form_group makes key's row, which the caller has locked
+-- FOR NO KEY UPDATE (or just inserted) and which no lease holds, the row of
+-- a group of mode with permits n (NULL for shared): owner '*', a token of
+-- its own. A semaphore whose permits change is recorded
+-- ('permits_changed'). Returns whether it ended a lease that ran out
+-- unreleased (its first holder's grant is then a steal). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_form_group(
+    r distributed_lock, mode text, n integer, ts timestamptz, ttl_us bigint, actor text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    UPDATE distributed_lock l SET
+        lock_mode = mode, permits = n,
+        owner_id = '*',
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = distributed_lock_group_end(), ttl = ttl_us * interval '1 microsecond',
+        acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
+        grant_kind = distributed_lock_grant_kind(l, '*'),
+        previous_owner = l.owner_id, previous_token = l.fence_token,
+        metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
+    WHERE l.lock_key = r.lock_key;
+    IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, detail)
+        VALUES (ts, r.lock_key, 'permits_changed', NULL, actor,
+                jsonb_build_object('permits', n, 'previous_permits', r.permits));
+    END IF;
+    RETURN r.released_at IS NULL;
+END $$;
+
+-- distributed_lock_take_slot grants owner a slot of key's group (whose row
+-- the caller holds): a slot whose lease was released or ran out, the lowest
+-- first (SKIP LOCKED: a slot another transaction has locked, such as its
+-- lapsed holder's fence, is passed over), else a new slot if the group has
+-- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
+-- columns when none is free (h.slot NULL) or a concurrent grant created the
+-- same new slot (h.slot -1). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
+    key text, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+RETURNS distributed_lock_holder
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    next integer;
+BEGIN
+    UPDATE distributed_lock_holder s SET
+        owner_id = owner,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        grant_kind = CASE WHEN s.released_at IS NULL THEN 'stolen' ELSE 'acquired' END,
+        metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
+        acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
+        renew_count = 0, renewed_at = NULL, released_at = NULL
+    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
+                                  WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
+                                    AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
+                                  ORDER BY x.slot LIMIT 1
+                                  FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING s.* INTO h;
+    IF FOUND THEN
+        RETURN h;
+    END IF;
+    next := (SELECT coalesce(max(x.slot), 0) + 1 FROM distributed_lock_holder x WHERE x.lock_key = key);
+    IF n IS NOT NULL AND next > n THEN
+        RETURN h;
+    END IF;
+    INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
+    VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+            coalesce(lease_metadata, '{}'), ttl_us * interval '1 microsecond', ts,
+            ts + ttl_us * interval '1 microsecond')
+    ON CONFLICT DO NOTHING
+    RETURNING s.* INTO h;
+    IF NOT FOUND THEN
+        h.slot := -1;
+    END IF;
+    RETURN h;
+END $$;
+
+-- distributed_lock_acquire_shared makes one attempt to take key shared
+-- (permits NULL) or as one of the permits of a semaphore, for owner, for
+-- ttl_us microseconds from the database's clock. One row, always:
+--   outcome  'acquired' (a free slot, or a new one), 'stolen' (the slot of
+--            a holder whose lease ran out), 'renewed' (owner already held a
+--            slot of the key: same token, later expiry) when granted;
+--            'held' when an exclusive lease runs, or every permit is held
+--            (remaining: until the first of them ends); 'delayed' in an
+--            exclusive lease's lock-delay; 'queued' when waiters are queued
+--            for the key (a queued writer is not overtaken by readers);
+--            'conflict' when holders of another mode, or of a semaphore
+--            with other permits, hold it (lock_mode and key_permits say
+--            which); 'busy' when another transaction was changing the key's
+--            row (try again shortly).
+--   lock_key, owner_id, fence_token, expires_at, ttl: the holder's lease,
+--            or on a refusal the row (or first-ending permit) that refused.
+--   lock_mode, key_permits: the key's mode and permits.
+--   holders: on a refusal, how many leases hold the key.
+-- A grant is logged (its detail names mode, permits and slot) when it is
+-- a steal or with log_grants. Forming the group, or changing a free
+-- semaphore's permits, waits for no one: a row another transaction holds
+-- is refused as busy. A grant into a running group of the same mode locks
+-- the row FOR SHARE, beside the other holders' grants, waiting only for a
+-- protocol call that changes the group (a release) to commit.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire_shared(
+    key text, owner text, ttl_us bigint, permits integer DEFAULT NULL,
+    lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
+    log_grants boolean DEFAULT false,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT queue_length integer,
+    OUT lock_mode text, OUT key_permits integer, OUT holders integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    mode text := CASE WHEN permits IS NULL THEN 'shared' ELSE 'semaphore' END;
+    n integer := permits;
+    ts timestamptz;
+    r distributed_lock;
+    h distributed_lock_holder;
+    joining boolean;
+    stole boolean := false;
+BEGIN
+    lock_key := key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n
+               AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
+    IF r.lock_key IS NULL THEN
+        PERFORM distributed_lock_create_free(key, owner, ttl_us);
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
+    ELSIF joining THEN
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+    ELSE
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
+    END IF;
+    ts := clock_timestamp();
+    IF r.lock_key IS NULL THEN
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    lock_mode := r.lock_mode; key_permits := r.permits;
+    IF r.lock_mode = 'exclusive' OR distributed_lock_open(r, ts) THEN
+        -- No group runs: the row is an exclusive lease, free or held.
+        IF NOT distributed_lock_may_grant(r, ts) THEN
+            SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
+            INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
+            FROM distributed_lock_refuse(r, ts) a;
+            queue_length := distributed_lock_queue_length(key, ts);
+            holders := CASE WHEN distributed_lock_open(r, ts) THEN 0 ELSE 1 END;
+            RETURN;
+        END IF;
+        IF joining IS NOT DISTINCT FROM true THEN
+            -- Seen running, found ended: forming needs the row for update.
+            outcome := 'busy';
+            RETURN;
+        END IF;
+        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        lock_mode := mode; key_permits := n;
+    ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
+        -- Another kind of group: refused while it has holders, re-formed
+        -- in this mode once it has none (needs the row for update).
+        holders := distributed_lock_live_holders(key, ts);
+        IF holders > 0 OR joining THEN
+            owner_id := r.owner_id; fence_token := r.fence_token;
+            outcome := CASE WHEN holders > 0 THEN 'conflict' ELSE 'busy' END;
+            RETURN;
+        END IF;
+        IF distributed_lock_promised(r, ts) THEN
+            outcome := 'queued';
+            queue_length := distributed_lock_queue_length(key, ts);
+            RETURN;
+        END IF;
+        PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        lock_mode := mode; key_permits := n;
+    ELSIF distributed_lock_promised(r, ts) THEN
+        -- A waiter queued for the key (a writer waiting for the readers to
+        -- end) is not overtaken.
+        outcome := 'queued';
+        owner_id := r.owner_id; fence_token := r.fence_token;
+        queue_length := distributed_lock_queue_length(key, ts);
+        holders := distributed_lock_live_holders(key, ts);
+        RETURN;
+    END IF;
+    -- owner's own running slot: a renewal, same token.
+    UPDATE distributed_lock_holder s SET
+        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
+    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
+                                  WHERE x.lock_key = key AND x.owner_id = owner
+                                    AND x.released_at IS NULL AND x.expires_at > ts
+                                  LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING s.* INTO h;
+    IF FOUND THEN
+        outcome := 'renewed';
+    ELSE
+        h := distributed_lock_take_slot(key, owner, ttl_us, key_permits, lease_metadata, ts);
+        IF h.slot IS NULL OR h.slot < 0 THEN
+            -- Every permit held (or a slot created under this grant).
+            SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
+            FROM distributed_lock_holder x
+            WHERE x.lock_key = key AND x.released_at IS NULL AND x.expires_at > ts
+            ORDER BY x.expires_at LIMIT 1;
+            outcome := CASE WHEN h.slot IS NULL THEN 'held' ELSE 'busy' END;
+            remaining := expires_at - ts;
+            holders := distributed_lock_live_holders(key, ts);
+            queue_length := distributed_lock_queue_length(key, ts);
+            RETURN;
+        END IF;
+        -- The first holder of a group formed over a lease that ran out
+        -- unreleased took the key from that lease's owner.
+        outcome := CASE WHEN stole THEN 'stolen' ELSE h.grant_kind END;
+        IF outcome = 'stolen' OR log_grants THEN
+            INSERT INTO distributed_lock_event
+                (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+            VALUES (ts, key, outcome, owner, h.fence_token, coalesce(event_actor, owner),
+                    CASE WHEN stole THEN r.owner_id END, CASE WHEN stole THEN r.fence_token END,
+                    coalesce(event_detail, '{}') || jsonb_strip_nulls(jsonb_build_object(
+                        'mode', lock_mode, 'permits', key_permits, 'slot', h.slot)));
+        END IF;
+    END IF;
+    owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
+    remaining := interval '0';
+END $$;
+
+-- distributed_lock_refuse: why a grant of row r (which may not be granted
+-- anew at ts) is refused, with the row's lease: what distributed_lock_acquire
+-- answers a caller who does not hold it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_refuse(r distributed_lock, ts timestamptz,
+    OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
+    OUT remaining interval, OUT outcome text)
+RETURNS record
+LANGUAGE sql STABLE AS $$
+    SELECT r.owner_id, r.fence_token, r.expires_at, r.ttl, r.expires_at - ts, distributed_lock_refusal(r, ts)
+$$;
+
+-- A holder's lease after its grant: distributed_lock_renew, _release,
+-- _fence, _force_expire and _force_release call these when the token they
+-- were given is not the exclusive lease of key's row. Each takes the row
+-- first, then the slot (lock order), and answers as its caller does.
+
+-- distributed_lock_renew_holder extends owner's slot of key granted with
+-- token by ttl_us from the database's now (after the locks), while it
+-- holds. The row FOR SHARE: renewals run beside the holders' grants.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_renew_holder(key text, owner text, token bigint, ttl_us bigint)
+RETURNS distributed_lock_holder
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    ts timestamptz;
+BEGIN
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
+    PERFORM 1 FROM distributed_lock_holder s
+    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner FOR NO KEY UPDATE;
+    ts := clock_timestamp();
+    UPDATE distributed_lock_holder s SET
+        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        renewed_at = ts, renew_count = s.renew_count + 1
+    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner
+      AND s.released_at IS NULL AND s.expires_at > ts
+    RETURNING s.* INTO h;
+    RETURN h;
+END $$;
+
+-- distributed_lock_end_holders ends the leases of key's slots that match
+-- token (every slot holding a lease when token is the group's own, on
+-- which an operator acts on all holders) and owner (NULL: any), as
+-- released (how 'release') or ran out (how 'expire'), and ends the group
+-- when none holds a lease any more (distributed_lock_settle). The row FOR
+-- NO KEY UPDATE: a group's end must see every release before it. Returns
+-- the slots as they were before, one row each. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text)
+RETURNS SETOF distributed_lock_holder
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    RETURN QUERY
+    WITH ended AS (
+        SELECT s.* FROM distributed_lock_holder s
+        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner) AND s.released_at IS NULL
+          AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
+        FOR NO KEY UPDATE
+    ), upd AS (
+        UPDATE distributed_lock_holder s SET
+            released_at = CASE WHEN how = 'release' THEN ts END,
+            expires_at = CASE WHEN how = 'expire' THEN least(s.expires_at, ts) ELSE s.expires_at END
+        FROM ended e WHERE s.lock_key = e.lock_key AND s.slot = e.slot
+          AND (how = 'release' OR s.expires_at > ts)
+        RETURNING s.slot
+    )
+    SELECT e.* FROM ended e WHERE e.slot IN (SELECT u.slot FROM upd u);
+    PERFORM distributed_lock_settle(key, ts);
+END $$;
+
+-- distributed_lock_fence_holder is distributed_lock_fence for a holder:
+-- the group's row and the slot FOR SHARE, then whether the slot still holds
+-- owner's lease granted with token. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_fence_holder(key text, owner text, token bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    RETURN coalesce((
+        SELECT c.expires_at > c.ts
+        FROM (SELECT k.expires_at, clock_timestamp() AS ts
+              FROM (SELECT s.expires_at FROM distributed_lock_holder s
+                    WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token
+                      AND s.released_at IS NULL
+                    FOR SHARE) k
+              OFFSET 0) c), false);
+END $$;
+
+-- distributed_lock_force_holders is the operator's force (how 'expire' or
+-- 'release') on the holder of key granted token, or on every holder when
+-- token is the group's own: each lease ended is recorded as an event of
+-- its own under event_actor (default: the role that logged in) with
+-- reason, and the group ends with its last lease. One row as
+-- distributed_lock_force_expire's: the holder's lease (for every holder,
+-- the group's row, owner '*'), or 'not_held'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_force_holders(
+    key text, token bigint, how text, event_actor text, reason text,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    ended integer := 0;
+BEGIN
+    lock_key := key;
+    outcome := 'not_held';
+    FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how) LOOP
+        INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
+                h.owner_id, h.fence_token, coalesce(event_actor, session_user),
+                jsonb_strip_nulls(jsonb_build_object('reason', reason, 'slot', h.slot)));
+        ended := ended + 1;
+        owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
+    END LOOP;
+    IF ended = 0 THEN
+        RETURN;
+    END IF;
+    outcome := CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END;
+    IF ended > 1 OR fence_token <> token THEN
+        SELECT l.owner_id, l.fence_token, l.ttl INTO owner_id, fence_token, ttl
+        FROM distributed_lock l WHERE l.lock_key = key;
+    END IF;
+END $$;
