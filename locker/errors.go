@@ -111,6 +111,14 @@ type HeldError struct {
 	DelayUntil *time.Time
 	// DelayLeft is how long the lock-delay still ran when read.
 	DelayLeft time.Duration
+	// Mode is the key's mode when a shared or permit attempt was refused
+	// (ModeExclusive: an exclusive lease holds it); Permits its
+	// semaphore's permits and Holders how many leases held it. Owner and
+	// Token are then those of the permit that ends first, or of the
+	// group's row ("*") when no permit names one.
+	Mode    string
+	Permits int
+	Holders int
 }
 
 func (e *HeldError) Error() string {

@@ -31,6 +31,12 @@ type Lease struct {
 	ExpiresAt time.Time
 	TTL       time.Duration
 	Outcome   Outcome
+	// Mode is how the key is held: ModeExclusive ("" on a Lease not
+	// granted here, e.g. LeaseOf), ModeShared or ModeSemaphore, with the
+	// semaphore's Permits. Renew, Release and Fence do not read it: a token
+	// names one lease whatever its mode.
+	Mode    string
+	Permits int
 
 	// sentAt is this process's clock (with its monotonic reading) just before
 	// the statement that granted or last renewed the lease was sent. The
@@ -83,7 +89,7 @@ func (l Lease) ref() store.LeaseRef {
 func leaseFrom(row store.LeaseRow, outcome Outcome, sentAt time.Time) Lease {
 	return Lease{
 		Key: row.Key, Owner: row.Owner, Token: row.Token,
-		ExpiresAt: row.ExpiresAt, TTL: row.TTL, Outcome: outcome, sentAt: sentAt,
+		ExpiresAt: row.ExpiresAt, TTL: row.TTL, Outcome: outcome, Mode: ModeExclusive, sentAt: sentAt,
 	}
 }
 

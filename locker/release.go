@@ -32,7 +32,9 @@ func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 	if !ok {
 		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
 	}
-	return leaseFrom(row, Renewed, sentAt), nil
+	renewed := leaseFrom(row, Renewed, sentAt)
+	renewed.Mode, renewed.Permits = lease.Mode, lease.Permits
+	return renewed, nil
 }
 
 // Release frees lease (owner and token must match). With waiters queued on
@@ -56,7 +58,9 @@ func (l *Locker) Release(ctx context.Context, db DBTX, lease Lease) (Lease, erro
 	if !ok {
 		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
 	}
-	return leaseFrom(row, Released, time.Time{}), nil
+	released := leaseFrom(row, Released, time.Time{})
+	released.Mode, released.Permits = lease.Mode, lease.Permits
+	return released, nil
 }
 
 // validLease refuses a lease whose key or owner no row can have (e.g. one

@@ -26,6 +26,10 @@ const (
 	// youngest: it is refused, its records removed (_enqueue, _enqueue_all,
 	// _waiter_poll, _waiter_poll_all).
 	OutcomeDeadlock = "deadlock"
+	// A shared or semaphore grant refused because the key's holders hold
+	// it in another mode, or as a semaphore of other permits
+	// (distributed_lock_acquire_shared).
+	OutcomeConflict = "conflict"
 
 	// Ends of a lease (distributed_lock_release, _force_expire,
 	// _force_release), and their refusal.
@@ -70,4 +74,19 @@ const (
 	// detail {"session_id", "host", "pid", "leases", "reason"}; each lease
 	// it ended has its own force_expired event.
 	EventSessionEnded = "session_ended"
+	// A free semaphore key was taken with other permits than it had:
+	// detail {"permits", "previous_permits"}.
+	EventPermitsChanged = "permits_changed"
 )
+
+// How a key is held (distributed_lock.lock_mode): by one owner, by any
+// number of shared holders, or by at most its permits' holders.
+const (
+	ModeExclusive = "exclusive"
+	ModeShared    = "shared"
+	ModeSemaphore = "semaphore"
+)
+
+// GroupOwner is the owner_id of a shared or semaphore key's lock row while
+// its holders hold it: the row is the group's, nobody's own lease.
+const GroupOwner = "*"
