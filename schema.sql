@@ -282,6 +282,8 @@ CREATE TABLE distributed_lock_holder (
     owner_id    distributed_lock_name       NOT NULL,
     fence_token distributed_lock_token      NOT NULL,
     grant_kind  distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+    previous_owner text,                              -- the slot's holder before this grant
+    previous_token bigint,
     metadata    distributed_lock_metadata   NOT NULL DEFAULT '{}',
     ttl         distributed_lock_ttl        NOT NULL,
     acquired_at timestamptz                 NOT NULL,
@@ -1518,12 +1520,19 @@ BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
-    DELETE FROM distributed_lock l
-    WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                         WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
-                           AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
-                         FOR UPDATE SKIP LOCKED);
-    GET DIAGNOSTICS locks = ROW_COUNT;
+    -- A pruned key's holder slots go with it: a free row's group ended,
+    -- so none of them holds a lease.
+    WITH gone AS (
+        DELETE FROM distributed_lock l
+        WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
+                             WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
+                               AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
+                             FOR UPDATE SKIP LOCKED)
+        RETURNING l.lock_key
+    ), slots AS (
+        DELETE FROM distributed_lock_holder h WHERE h.lock_key IN (SELECT g.lock_key FROM gone g)
+    )
+    SELECT count(*) INTO locks FROM gone;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;
     DELETE FROM distributed_lock_session s WHERE s.expires_at < ts - interval '1 minute';
@@ -2672,6 +2681,7 @@ BEGIN
         owner_id = owner,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         grant_kind = CASE WHEN s.released_at IS NULL THEN 'stolen' ELSE 'acquired' END,
+        previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
         renew_count = 0, renewed_at = NULL, released_at = NULL
@@ -2835,7 +2845,8 @@ BEGIN
             INSERT INTO distributed_lock_event
                 (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
             VALUES (ts, key, outcome, owner, h.fence_token, coalesce(event_actor, owner),
-                    CASE WHEN stole THEN r.owner_id END, CASE WHEN stole THEN r.fence_token END,
+                    CASE WHEN stole THEN r.owner_id WHEN h.grant_kind = 'stolen' THEN h.previous_owner END,
+                    CASE WHEN stole THEN r.fence_token WHEN h.grant_kind = 'stolen' THEN h.previous_token END,
                     coalesce(event_detail, '{}') || jsonb_strip_nulls(jsonb_build_object(
                         'mode', lock_mode, 'permits', key_permits, 'slot', h.slot)));
         END IF;

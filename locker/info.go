@@ -37,6 +37,12 @@ type LockInfo struct {
 	DelayUntil *time.Time `db:"delay_until"`
 	// DBNow is the database's clock when the row was read.
 	DBNow time.Time `db:"db_now"`
+	// Mode is how the key is, or was last, held: ModeExclusive, ModeShared
+	// or ModeSemaphore. A shared or semaphore key's row is its holders'
+	// group: Owner "*", ExpiresAt the last of their leases' expiries.
+	Mode string `db:"lock_mode"`
+	// Permits is a semaphore key's permits (kept while it is free), else 0.
+	Permits int32 `db:"permits"`
 }
 
 // State is what a lock row means at the time it was read: one of the

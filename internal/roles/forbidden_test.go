@@ -33,6 +33,9 @@ var forgeries = []struct{ what, sql string }{
 	{"change an owner", `UPDATE distributed_lock SET owner_id = 'forged'`},
 	{"insert a lock", `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at) VALUES ('forged', 'x', 999999, now() + interval '1 day', '1 day', now())`},
 	{"delete a lock", `DELETE FROM distributed_lock`},
+	{"add a holder", `INSERT INTO distributed_lock_holder (lock_key, slot, owner_id, fence_token, ttl, acquired_at, expires_at) VALUES ('held', 9, 'forged', 999999, '1 day', now(), now() + interval '1 day')`},
+	{"extend a holder", `UPDATE distributed_lock_holder SET expires_at = now() + interval '100 years'`},
+	{"delete holders", `DELETE FROM distributed_lock_holder`},
 	{"truncate the locks", `TRUNCATE distributed_lock`},
 	{"insert an event", `INSERT INTO distributed_lock_event (lock_key, kind, actor) VALUES ('held', 'released', 'forged')`},
 	{"delete events", `DELETE FROM distributed_lock_event`},
@@ -57,6 +60,7 @@ var forgeries = []struct{ what, sql string }{
 // held lock's token.
 var functionCalls = map[string]string{
 	"acquire":           `SELECT * FROM distributed_lock_acquire('held', 'x', 60000000)`,
+	"acquire shared":    `SELECT * FROM distributed_lock_acquire_shared('sem', 'forger', 60000000, 3)`,
 	"renew":             `SELECT * FROM distributed_lock_renew('held', 'admin-owner', $TOKEN, 60000000)`,
 	"release":           `SELECT * FROM distributed_lock_release('held', 'admin-owner', $TOKEN)`,
 	"fence":             `SELECT distributed_lock_fence('held', 'admin-owner', $TOKEN)`,
@@ -86,11 +90,11 @@ var functionCalls = map[string]string{
 
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
-	roles.Viewer: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
+	roles.Viewer: {"acquire", "acquire shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "force expire", "force release", "end delay", "prune", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session", "end session"},
-	roles.Operator: {"acquire", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
+	roles.Operator: {"acquire", "acquire shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session"},
@@ -102,6 +106,7 @@ var forbiddenCalls = map[roles.Kind][]string{
 const stateSQL = `
 SELECT concat_ws(' | ',
     (SELECT json_agg(l ORDER BY l.lock_key)::text FROM distributed_lock l),
+    (SELECT json_agg(h ORDER BY h.lock_key, h.slot)::text FROM distributed_lock_holder h),
     (SELECT json_agg(e ORDER BY e.event_id)::text FROM distributed_lock_event e),
     (SELECT count(*)::text FROM distributed_lock_waiter),
     (SELECT json_agg(s ORDER BY s.session_id)::text FROM distributed_lock_session s),

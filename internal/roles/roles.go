@@ -62,13 +62,13 @@ var (
 	// table, the internal functions and the rules (store/sql/functions); a
 	// privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
-		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
+		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
 		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions)), ", ") + ` FROM %[2]s`,
 	}
 
 	viewerGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
+		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
 	})
 
 	operatorGrants = slices.Concat(viewerGrants, []string{
@@ -77,7 +77,9 @@ var (
 
 	serviceGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		`GRANT SELECT ON %[1]s.distributed_lock TO %[2]s`,
+		// The holders' leases: a shared or semaphore key's row reads them
+		// (store.LockColumns).
+		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder TO %[2]s`,
 		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(ownerFunctions), ", ") + ` TO %[2]s`,
 	})
 )
@@ -86,6 +88,7 @@ var (
 // calls, with their argument types (a function is named by its signature).
 var ownerFunctions = []string{
 	"distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint)",
+	"distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean)",
 	"distributed_lock_renew(text, text, bigint, bigint)",
 	"distributed_lock_release(text, text, bigint, boolean, boolean, text)",
 	"distributed_lock_fence(text, text, bigint)",

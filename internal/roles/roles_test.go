@@ -134,6 +134,10 @@ func makeLocks(t *testing.T, e env) locker.Lease {
 	if _, err := lk.ForceRelease(ctx, e.admin, "delayed", gone.Token); err != nil {
 		t.Fatal(err)
 	}
+	// "sem" has a holder's slot, which only the protocol may write.
+	if _, err := lk.TryAcquirePermit(ctx, e.admin, "sem", "admin-owner", 2); err != nil {
+		t.Fatal(err)
+	}
 	return held
 }
 
@@ -163,8 +167,11 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "viewer", LogGrants: true})
 
 	locks, err := lockview.ListPrefix(ctx, db, "")
-	if err != nil || len(locks) != 3 {
-		t.Fatalf("viewer ListPrefix = %d rows, %v; want 3 rows", len(locks), err)
+	if err != nil || len(locks) != 4 {
+		t.Fatalf("viewer ListPrefix = %d rows, %v; want 4 rows", len(locks), err)
+	}
+	if hs, err := lockview.HoldersOf(ctx, db, []string{"sem"}); err != nil || len(hs["sem"]) != 1 {
+		t.Fatalf("viewer HoldersOf(sem) = %v, %v; want its one holder", hs, err)
 	}
 	if l, found, err := store.Get[locker.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
@@ -172,8 +179,8 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	if ev, err := lockview.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
 		t.Fatalf("viewer KeyEvents = %d events, %v; want acquired+released", len(ev), err)
 	}
-	if ev, err := lockview.RecentEvents(ctx, db, 0, 10); err != nil || len(ev) != 4 {
-		t.Fatalf("viewer RecentEvents = %d events, %v; want 4 (held, free's two, delayed's force-release)", len(ev), err)
+	if ev, err := lockview.RecentEvents(ctx, db, 0, 10); err != nil || len(ev) != 5 {
+		t.Fatalf("viewer RecentEvents = %d events, %v; want 5 (held, free's two, delayed's force-release, sem's permit)", len(ev), err)
 	}
 	if _, err := lockview.Waiters(ctx, db, "held"); err != nil {
 		t.Fatalf("viewer Waiters: %v", err)
@@ -210,8 +217,15 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	db := e.roleWith(t, roles.Operator)
 	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
-	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 3 {
+	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 4 {
 		t.Fatalf("operator ListPrefix = %d, %v", len(locks), err)
+	}
+	hs, err := lockview.HoldersOf(ctx, db, []string{"sem"})
+	if err != nil || len(hs["sem"]) != 1 {
+		t.Fatalf("operator HoldersOf(sem) = %v, %v", hs, err)
+	}
+	if ended, err := op.ForceRelease(ctx, db, "sem", hs["sem"][0].Token); err != nil || ended.Owner != "admin-owner" {
+		t.Fatalf("operator ForceRelease of a permit = %+v, %v", ended, err)
 	}
 	expired, err := op.ForceExpire(ctx, db, "held", held.Token)
 	if err != nil || expired.Outcome != locker.Expired {
@@ -226,8 +240,9 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 		t.Fatalf("latest event = %+v, %v; want force_released by oncall", ev, err)
 	}
 	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
-	if err != nil || res.Locks != 2 || res.Events == 0 {
-		t.Fatalf("operator Prune = %+v, %v; want both free rows and the events deleted", res, err)
+	// Three free rows: held and sem, freed above, and free.
+	if err != nil || res.Locks != 3 || res.Events == 0 {
+		t.Fatalf("operator Prune = %+v, %v; want the three free rows and the events deleted", res, err)
 	}
 
 	// An operator is not a holder: it cannot take or extend a lease.

@@ -58,6 +58,9 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err := sessionWorkload(ctx, db, lk); err != nil {
 		return err
 	}
+	if err := sharedWorkload(ctx, db, lk); err != nil {
+		return err
+	}
 	if lease, err = lk.Renew(ctx, db, lease); err != nil {
 		return err
 	}
@@ -94,6 +97,31 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	}
 	if nh.Current == nil || nh.Current.ReleasedAt == nil {
 		return fmt.Errorf("%w: %v", errNoCurrent, err)
+	}
+	return nil
+}
+
+// sharedWorkload takes a permit and a shared lease, keeps, fences and
+// releases them as it does an exclusive lease.
+func sharedWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) error {
+	permit, err := lk.TryAcquirePermit(ctx, db, "svc-sem", "service", 2)
+	if err != nil {
+		return err
+	}
+	reader, err := lk.TryAcquireShared(ctx, db, "svc-shared", "service")
+	if err != nil {
+		return err
+	}
+	for _, l := range []locker.Lease{permit, reader} {
+		if _, err := lk.Renew(ctx, db, l); err != nil {
+			return err
+		}
+		if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, l) }); err != nil {
+			return err
+		}
+		if _, err := lk.Release(ctx, db, l); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -219,6 +247,8 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE USAGE ON SCHEMA %[1]s FROM %[2]s`, locker.ErrNotMigrated},
 		// Reading the row is best-effort in a NotHeldError.
 		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, errNoCurrent},
+		{`REVOKE SELECT ON %[1]s.distributed_lock_holder FROM %[2]s`, errNoCurrent},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_renew(text, text, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_release(text, text, bigint, boolean, boolean, text) FROM %[2]s`, locker.ErrPermissionDenied},

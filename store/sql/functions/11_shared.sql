@@ -115,6 +115,7 @@ BEGIN
         owner_id = owner,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         grant_kind = CASE WHEN s.released_at IS NULL THEN 'stolen' ELSE 'acquired' END,
+        previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
         renew_count = 0, renewed_at = NULL, released_at = NULL
@@ -278,7 +279,8 @@ BEGIN
             INSERT INTO distributed_lock_event
                 (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
             VALUES (ts, key, outcome, owner, h.fence_token, coalesce(event_actor, owner),
-                    CASE WHEN stole THEN r.owner_id END, CASE WHEN stole THEN r.fence_token END,
+                    CASE WHEN stole THEN r.owner_id WHEN h.grant_kind = 'stolen' THEN h.previous_owner END,
+                    CASE WHEN stole THEN r.fence_token WHEN h.grant_kind = 'stolen' THEN h.previous_token END,
                     coalesce(event_detail, '{}') || jsonb_strip_nulls(jsonb_build_object(
                         'mode', lock_mode, 'permits', key_permits, 'slot', h.slot)));
         END IF;

@@ -173,6 +173,8 @@ CREATE TABLE distributed_lock_holder (
     owner_id    distributed_lock_name       NOT NULL,
     fence_token distributed_lock_token      NOT NULL,
     grant_kind  distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+    previous_owner text,                              -- the slot's holder before this grant
+    previous_token bigint,
     metadata    distributed_lock_metadata   NOT NULL DEFAULT '{}',
     ttl         distributed_lock_ttl        NOT NULL,
     acquired_at timestamptz                 NOT NULL,
