@@ -50,9 +50,10 @@ func (l *Locker) TryAcquirePermit(ctx context.Context, db DBTX, key, owner strin
 }
 
 // AcquireShared is TryAcquireShared that retries until the lease is granted
-// or ctx ends (then a *GaveUpError). It polls: a refused attempt waits
-// until the holder's lease would end, between 20 ms and Config.WaitRecheck,
-// so it is not queued in the key's FIFO (a queued Acquire is served first).
+// or ctx ends (then a *GaveUpError). It polls, pausing 10 ms after its
+// first refusal and twice as long after each next one, up to
+// Config.WaitRecheck and never past the end of the lease that refused it;
+// it is not queued in the key's FIFO (a queued Acquire is served first).
 func (l *Locker) AcquireShared(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
 	return l.acquirePolling(ctx, key, func() (Lease, error) { return l.TryAcquireShared(ctx, db, key, owner) })
 }
@@ -102,13 +103,19 @@ func (l *Locker) tryAcquireShared(ctx context.Context, db DBTX, key, owner strin
 // or ctx ends.
 func (l *Locker) acquirePolling(ctx context.Context, key string, try func() (Lease, error)) (Lease, error) {
 	started := l.clock.Now()
+	backoff := 10 * time.Millisecond
 	for {
 		lease, err := try()
 		var held *HeldError
 		if !errors.As(err, &held) {
 			return lease, err
 		}
-		pause := min(max(held.Remaining, 20*time.Millisecond), l.cfg.WaitRecheck)
+		pause := backoff
+		if held.Remaining > 0 {
+			pause = min(pause, held.Remaining)
+		}
+		backoff = min(2*backoff, l.cfg.WaitRecheck)
+		// Jitter, so that pollers refused together do not come back together.
 		pause += rand.N(pause/4 + 1)
 		timer, stop := l.clock.Timer(pause)
 		select {

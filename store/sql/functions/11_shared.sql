@@ -128,19 +128,25 @@ BEGIN
     IF FOUND THEN
         RETURN h;
     END IF;
-    next := (SELECT coalesce(max(x.slot), 0) + 1 FROM distributed_lock_holder x WHERE x.lock_key = key);
-    IF n IS NOT NULL AND next > n THEN
-        RETURN h;
-    END IF;
-    INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
-    VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            coalesce(lease_metadata, '{}'), ttl_us * interval '1 microsecond', ts,
-            ts + ttl_us * interval '1 microsecond')
-    ON CONFLICT DO NOTHING
-    RETURNING s.* INTO h;
-    IF NOT FOUND THEN
-        h.slot := -1;
-    END IF;
+    -- A new slot. Two grants that number the same one: the second waits
+    -- for the first to commit (ON CONFLICT does), and numbers the next in
+    -- a statement of its own, which sees it.
+    FOR attempt IN 1..3 LOOP
+        next := (SELECT coalesce(max(x.slot), 0) + 1 FROM distributed_lock_holder x WHERE x.lock_key = key);
+        IF n IS NOT NULL AND next > n THEN
+            RETURN h;
+        END IF;
+        INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
+        VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+                coalesce(lease_metadata, '{}'), ttl_us * interval '1 microsecond', ts,
+                ts + ttl_us * interval '1 microsecond')
+        ON CONFLICT DO NOTHING
+        RETURNING s.* INTO h;
+        IF FOUND THEN
+            RETURN h;
+        END IF;
+    END LOOP;
+    h.slot := -1;
     RETURN h;
 END $$;
 
