@@ -2680,7 +2680,7 @@ BEGIN
     UPDATE distributed_lock_holder s SET
         owner_id = owner,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        grant_kind = CASE WHEN s.released_at IS NULL THEN 'stolen' ELSE 'acquired' END,
+        grant_kind = CASE WHEN s.released_at IS NULL AND s.owner_id <> owner THEN 'stolen' ELSE 'acquired' END,
         previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
