@@ -255,6 +255,8 @@ CREATE TABLE distributed_lock_waiter (
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text,
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
+    lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
+    permits       distributed_lock_permits,  -- the semaphore's permits it asked for
     wake_channel  distributed_lock_channel   -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
@@ -291,6 +293,7 @@ CREATE TABLE distributed_lock_holder (
     renew_count integer                     NOT NULL DEFAULT 0,
     renewed_at  timestamptz,
     released_at timestamptz,
+    handed_to   bigint,                               -- the waiter a hand-off granted the slot to (12_shared_queue.sql)
     PRIMARY KEY (lock_key, slot)
 ) WITH (fillfactor = 80);
 
@@ -982,6 +985,9 @@ BEGIN
     IF w.group_id IS NOT NULL THEN
         RETURN distributed_lock_hand_off_group(key, w, ts);
     END IF;
+    IF w.lock_mode IS NOT NULL THEN
+        RETURN distributed_lock_serve_holders(key, ts);
+    END IF;
     RETURN distributed_lock_grant_waiter(w, ts);
 END $$;
 
@@ -1120,6 +1126,10 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
+        -- A group whose holders all lapsed, ended (and passed on) here.
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    END IF;
     IF distributed_lock_may_take(r, owner, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
@@ -1165,8 +1175,8 @@ BEGIN
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(l.expires_at, l.released_at) - ts, ts,
+    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
+           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
@@ -1218,9 +1228,9 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
-    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts)
-       -- A group whose holders all lapsed is ended here, under the lock.
-       AND (r.lock_mode = 'exclusive' OR distributed_lock_live_holders(key, ts) > 0) THEN
+    -- A group's row is always checked under the lock: a group whose
+    -- holders all lapsed is ended here, and one with room serves the queue.
+    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND r.lock_mode = 'exclusive' THEN
         IF r.handed_to = id THEN
             unlocked := true;
         ELSE
@@ -1250,9 +1260,10 @@ BEGIN
             outcome := 'gone';
             RETURN;
         END IF;
-        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
-            -- Ended here, it is passed on, to the head of the queue.
-            PERFORM distributed_lock_settle(key, ts);
+        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts)
+           AND NOT distributed_lock_settle(key, ts) THEN
+            -- Running: a permit may be free (ended, it was passed on).
+            PERFORM distributed_lock_serve_holders(key, ts);
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
@@ -1272,15 +1283,25 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
                 WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
-           least(l.expires_at, l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+           least(distributed_lock_lease_end(l), l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
+    IF outcome = 'gone' THEN
+        -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
+        SELECT s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind, s.expires_at - ts
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_holder s
+        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts;
+        IF NOT FOUND THEN
+            outcome := 'gone';
+        END IF;
+    END IF;
     IF outcome = 'queued' THEN
         queue_position := distributed_lock_queue_position(key, id, ts);
         queue_length := distributed_lock_queue_length(key, ts);
@@ -1345,6 +1366,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
+    holder text;
+    token bigint;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := clock_timestamp();
@@ -1360,6 +1383,18 @@ BEGIN
                     '{"unclaimed": true}');
         END IF;
         PERFORM distributed_lock_pass_on(key, ts);
+        RETURN 'passed_on';
+    END IF;
+    -- A slot of a shared or semaphore key handed to it and unclaimed: its
+    -- release passes the room on (12_shared_queue.sql).
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock_holder s
+    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0;
+    IF FOUND THEN
+        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release');
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+            VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
+        END IF;
         RETURN 'passed_on';
     END IF;
     RETURN 'none';
@@ -1869,8 +1904,8 @@ BEGIN
     END LOOP;
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts);
     RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(l.expires_at, l.released_at) - ts,
+        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
+               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
                w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
                distributed_lock_queue_length(l.lock_key, ts),
                CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
@@ -2019,7 +2054,7 @@ BEGIN
                           WHEN distributed_lock_set_handed(keys, ids, ts) THEN l.grant_kind::text
                           WHEN w.seen_until > ts THEN 'queued'
                           ELSE 'gone' END AS outcome,
-                     least(l.expires_at, l.released_at) - ts AS remaining,
+                     least(distributed_lock_lease_end(l), l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
               LEFT JOIN distributed_lock l ON l.lock_key = s.k
@@ -2598,6 +2633,19 @@ RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
+-- distributed_lock_lease_end: when row l's lease ends: its expires_at, or,
+-- for a running group's row, the last expiry of its holders' unreleased
+-- leases (its start when it has none), never the far future, which no
+-- client could take for a time left. store.ExpiresAtColumn is the same for
+-- readers, who may not execute it.
+CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+                THEN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
+                               WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at)
+                ELSE l.expires_at END
+$$;
+
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
@@ -2684,7 +2732,7 @@ BEGIN
         previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
-        renew_count = 0, renewed_at = NULL, released_at = NULL
+        renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
                                   WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
                                     AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
@@ -2937,7 +2985,10 @@ BEGIN
         RETURNING s.slot
     )
     SELECT e.* FROM ended e WHERE e.slot IN (SELECT u.slot FROM upd u);
-    PERFORM distributed_lock_settle(key, ts);
+    IF NOT distributed_lock_settle(key, ts) AND r.wake_until > ts THEN
+        -- Still running, with room now: the waiters queued for it.
+        PERFORM distributed_lock_serve_holders(key, ts);
+    END IF;
 END $$;
 
 -- distributed_lock_fence_holder is distributed_lock_fence for a holder:
@@ -2997,6 +3048,203 @@ BEGIN
         SELECT l.owner_id, l.fence_token, l.ttl INTO owner_id, fence_token, ttl
         FROM distributed_lock l WHERE l.lock_key = key;
     END IF;
+END $$;
+
+-- Waiting for a shared lease or a permit: the fair queue (05_queue.sql)
+-- serves them too. A waiter for one queues with the mode (and permits) it
+-- wants; the queue stays one line in arrival order across modes, so a
+-- writer queued behind readers is not overtaken by readers who come later
+-- (a shared or permit try is refused as 'queued' while anyone waits), and
+-- readers queued behind a writer wait for it.
+--
+-- The head of the queue is served whenever the key may have room for it:
+-- when a release or force ends a holder's lease (a freed permit), when a
+-- group ends or an exclusive lease is released (the key passed on), and at
+-- a waiter's check. A head waiting for a shared lease or a permit is handed
+-- a slot (distributed_lock_grant_holder_waiter), and so is each next waiter
+-- of the same kind, as long as the group has room: consecutive readers at
+-- the head are granted together, and freed permits go to the waiters in
+-- turn. A head waiting for the key exclusively stops the serving until the
+-- group has ended.
+
+-- distributed_lock_grant_holder_waiter hands w (a waiter for a shared
+-- lease or a permit, its record locked by the caller, who holds the key's
+-- row) a slot of the key's running group: the lease first runs until
+-- least(claim_window, ttl) from ts, like any hand-off, and the slot names
+-- the waiter (handed_to) until its holder's claim. The record is consumed,
+-- the grant logged as the waiter's own would be (stole: the group was
+-- formed over a lease that ran out unreleased), the hand-off announced
+-- (07_wake.sql) and the transaction made durable. Returns false when the
+-- group has no room for it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_holder_waiter(
+    w distributed_lock_waiter, ts timestamptz, stole boolean)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    kind text;
+BEGIN
+    h := distributed_lock_take_slot(w.lock_key, w.owner_id, (extract(epoch FROM w.ttl) * 1000000)::bigint,
+                                    w.permits, w.metadata, ts);
+    IF h.slot IS NULL OR h.slot < 0 THEN
+        RETURN false;
+    END IF;
+    UPDATE distributed_lock_holder s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
+    RETURNING s.* INTO h;
+    DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
+    kind := CASE WHEN stole THEN 'stolen' ELSE h.grant_kind END;
+    IF kind = 'stolen' OR w.log_grants THEN
+        INSERT INTO distributed_lock_event
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        SELECT ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id),
+               CASE WHEN stole THEN l.previous_owner WHEN kind = 'stolen' THEN h.previous_owner END,
+               CASE WHEN stole THEN l.previous_token WHEN kind = 'stolen' THEN h.previous_token END,
+               jsonb_strip_nulls(jsonb_build_object('mode', w.lock_mode, 'permits', w.permits, 'slot', h.slot,
+                   'waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint, 'waiter_id', w.waiter_id))
+        FROM distributed_lock l WHERE l.lock_key = w.lock_key;
+    END IF;
+    PERFORM set_config('synchronous_commit', 'on', true);
+    PERFORM distributed_lock_announce(w, ts, json_build_object(
+        'schema', current_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
+        'token', h.fence_token, 'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
+        'expires_us', (extract(epoch FROM h.expires_at) * 1000000)::bigint,
+        'ttl_us', (extract(epoch FROM h.ttl) * 1000000)::bigint, 'kind', kind, 'mode', w.lock_mode)::text);
+    RETURN true;
+END $$;
+
+-- distributed_lock_serve_holders serves the head of key's queue (whose
+-- row the caller holds FOR NO KEY UPDATE) while it waits for a shared lease
+-- or a permit and the key has room for it: a key free or lapsed (past its
+-- lock-delay) becomes the group of the head's mode; a running group of the
+-- head's mode and permits hands it a slot if one is free. It stops at a
+-- head that waits for the key exclusively, or for another kind of group,
+-- or for which there is no room. Returns the first waiter it served, or
+-- NULL. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_serve_holders(key text, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    w distributed_lock_waiter%ROWTYPE;
+    stole boolean;
+    first bigint;
+BEGIN
+    LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        SELECT * INTO w FROM distributed_lock_waiter x
+        WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+        ORDER BY x.waiter_id LIMIT 1
+        FOR UPDATE;
+        EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
+        stole := false;
+        IF distributed_lock_open(r, ts) THEN
+            EXIT WHEN distributed_lock_delayed(r, ts);
+            stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
+                                                 (extract(epoch FROM w.ttl) * 1000000)::bigint,
+                                                 coalesce(w.actor, w.owner_id));
+        ELSIF r.lock_mode <> w.lock_mode OR r.permits IS DISTINCT FROM w.permits THEN
+            EXIT;
+        END IF;
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
+        first := coalesce(first, w.waiter_id);
+    END LOOP;
+    RETURN first;
+END $$;
+
+-- distributed_lock_enqueue_shared is distributed_lock_enqueue for a shared
+-- lease (permits NULL) or one of permits permits: one transaction that
+-- takes the key's row for update (waiting for a release or grant in
+-- flight, which orders it with them), then either grants it at once, as
+-- distributed_lock_acquire_shared would, or queues owner with the lease it
+-- wants, and serves the queue's head if the key has room for it. Same
+-- arguments and answer as distributed_lock_enqueue (without a lock-delay
+-- or deadlock search: holders of a group wait for no one), and outcome
+-- 'conflict' (nothing queued) when holders of another mode, or of a
+-- semaphore of other permits, hold the key. An owner's live record on the
+-- key is taken over, as there; a slot handed to it in this call is its
+-- grant.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_shared(
+    key text, owner text, ttl_us bigint, permits integer, claim_us bigint, seen_for_us bigint,
+    lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
+    log_grants boolean DEFAULT false, wake_channel text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+    n integer := permits;
+    -- The domain checks it here, before anything is granted or queued.
+    channel distributed_lock_channel := distributed_lock_enqueue_shared.wake_channel;
+BEGIN
+    lock_key := key;
+    -- The row first, for update: the attempt below then never takes it for
+    -- share and asks for more (two such calls would deadlock).
+    FOR attempt IN 1..3 LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
+                                             log_grants) a;
+        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
+            db_now := clock_timestamp();
+            RETURN;
+        END IF;
+        EXIT WHEN r.lock_key IS NOT NULL;
+    END LOOP;
+    IF r.lock_key IS NULL THEN
+        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    UPDATE distributed_lock_waiter w SET
+        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        log_grants = distributed_lock_enqueue_shared.log_grants, actor = nullif(event_actor, ''),
+        wake_channel = channel, lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, permits = n
+    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
+                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
+                           AND x.group_id IS NULL)
+    RETURNING w.waiter_id INTO waiter_id;
+    IF waiter_id IS NULL THEN
+        INSERT INTO distributed_lock_waiter AS w
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, wake_channel,
+             lock_mode, permits)
+        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants,
+                nullif(event_actor, ''), channel, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n)
+        RETURNING w.waiter_id INTO waiter_id;
+    END IF;
+    -- Room may have come since the attempt (a release that did not see
+    -- this record yet): serve the head, which may be this record.
+    PERFORM distributed_lock_serve_holders(key, ts);
+    SELECT s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
+    INTO owner_id, fence_token, expires_at, ttl, outcome
+    FROM distributed_lock_holder s
+    WHERE s.lock_key = key AND s.handed_to = waiter_id AND s.released_at IS NULL;
+    IF FOUND THEN
+        -- Handed to the caller, who is here: claimed at once (renewed to
+        -- its TTL).
+        UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
+            renewed_at = ts, renew_count = s.renew_count + 1
+        WHERE s.lock_key = key AND s.fence_token = fence_token
+        RETURNING s.expires_at INTO expires_at;
+        remaining := interval '0';
+        waiter_id := NULL;
+        db_now := clock_timestamp();
+        RETURN;
+    END IF;
+    PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    SELECT l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl, 'queued', least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
+           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
+    FROM distributed_lock l WHERE l.lock_key = key;
 END $$;
 
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
@@ -3075,6 +3323,10 @@ REVOKE ALL ON FUNCTION
     distributed_lock_end_holders(text, text, bigint, text),
     distributed_lock_fence_holder(text, text, bigint),
     distributed_lock_force_holders(text, bigint, text, text, text),
+    distributed_lock_lease_end(distributed_lock),
+    distributed_lock_grant_holder_waiter(distributed_lock_waiter, timestamptz, boolean),
+    distributed_lock_serve_holders(text, timestamptz),
+    distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text),
     distributed_lock_event_immutable()
 FROM PUBLIC;
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
@@ -49,19 +47,56 @@ func (l *Locker) TryAcquirePermit(ctx context.Context, db DBTX, key, owner strin
 	return l.tryAcquireShared(ctx, db, key, owner, permits)
 }
 
-// AcquireShared is TryAcquireShared that retries until the lease is granted
-// or ctx ends (then a *GaveUpError). It polls, pausing 10 ms after its
-// first refusal and twice as long after each next one, up to
-// Config.WaitRecheck and never past the end of the lease that refused it;
-// it is not queued in the key's FIFO (a queued Acquire is served first).
+// AcquireShared takes key shared for owner, waiting in the key's queue
+// until it is granted or ctx ends (then a *GaveUpError), as Acquire waits
+// for the key itself: one queue in arrival order across modes, so readers
+// who come after a queued writer wait for it, and readers queued together
+// at the head are handed their leases together. Everything Acquire says of
+// the wait (the Notifier, the claim of a handed lease, giving up) holds.
+// A *ConflictError (the key is a semaphore's) ends it at once.
 func (l *Locker) AcquireShared(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
-	return l.acquirePolling(ctx, key, func() (Lease, error) { return l.TryAcquireShared(ctx, db, key, owner) })
+	if err := ValidateKey(key); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
+	}
+	if err := ValidateOwner(owner); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
+	}
+	w := wanted{shared: true}
+	return w.stamp(l.acquireQueued(ctx, db, key, owner, w))
 }
 
-// AcquirePermit is TryAcquirePermit that retries as AcquireShared does. A
-// *ConflictError ends it at once.
+// AcquirePermit takes one of permits permits of key for owner, waiting in
+// the key's queue as AcquireShared does: a permit freed (released, or run
+// out) is handed to the waiters in turn. A *ConflictError (the key is held
+// with other permits, or shared) ends it at once.
 func (l *Locker) AcquirePermit(ctx context.Context, db DBTX, key, owner string, permits int) (Lease, error) {
-	return l.acquirePolling(ctx, key, func() (Lease, error) { return l.TryAcquirePermit(ctx, db, key, owner, permits) })
+	if permits < 1 || permits > MaxPermits {
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w: %d, want 1 to %d", key, ErrInvalidPermits, permits, MaxPermits)
+	}
+	if err := ValidateKey(key); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
+	}
+	if err := ValidateOwner(owner); err != nil {
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
+	}
+	w := wanted{permits: permits}
+	return w.stamp(l.acquireQueued(ctx, db, key, owner, w))
+}
+
+// stamp completes the mode of a lease granted to a waiting shared or
+// permit acquire: its answer, or a hand-off's NOTIFY, names the slot's
+// lease but not the key's mode.
+func (w wanted) stamp(lease Lease, err error) (Lease, error) {
+	if err != nil {
+		return lease, err
+	}
+	switch {
+	case w.permits > 0:
+		lease.Mode, lease.Permits = ModeSemaphore, w.permits
+	case w.shared:
+		lease.Mode = ModeShared
+	}
+	return lease, nil
 }
 
 func (l *Locker) tryAcquireShared(ctx context.Context, db DBTX, key, owner string, permits int) (Lease, error) {
@@ -97,35 +132,6 @@ func (l *Locker) tryAcquireShared(ctx context.Context, db DBTX, key, owner strin
 		return Lease{}, e
 	}
 	return Lease{}, heldError(g.Grant, found)
-}
-
-// acquirePolling retries try until it grants, fails otherwise than as held,
-// or ctx ends.
-func (l *Locker) acquirePolling(ctx context.Context, key string, try func() (Lease, error)) (Lease, error) {
-	started := l.clock.Now()
-	backoff := 10 * time.Millisecond
-	for {
-		lease, err := try()
-		var held *HeldError
-		if !errors.As(err, &held) {
-			return lease, err
-		}
-		pause := backoff
-		if held.Remaining > 0 {
-			pause = min(pause, held.Remaining)
-		}
-		backoff = min(2*backoff, l.cfg.WaitRecheck)
-		// Jitter, so that pollers refused together do not come back together.
-		pause += rand.N(pause/4 + 1)
-		timer, stop := l.clock.Timer(pause)
-		select {
-		case <-ctx.Done():
-			stop()
-			return Lease{}, &GaveUpError{Key: key, Holder: held.Owner, Waited: l.since(started), Err: ctx.Err(),
-				QueueLength: held.QueueLength}
-		case <-timer:
-		}
-	}
 }
 
 // ConflictError refuses a shared or permit grant of a key that its holders

@@ -193,7 +193,7 @@ func TestQueuedWriterIsNotOvertakenByReaders(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	ctx := context.Background()
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: 100 * time.Millisecond})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: time.Second})
 	r1, err := lk.TryAcquireShared(ctx, db, "cfg", "r1")
 	if err != nil {
 		t.Fatal(err)

@@ -50,11 +50,23 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease
 	if err := ValidateOwner(owner); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
+	return l.acquireQueued(ctx, db, key, owner, wanted{})
+}
+
+// wanted is the lease a waiting acquire asks for: the key itself (the zero
+// value), a shared lease, or one of permits permits.
+type wanted struct {
+	shared  bool
+	permits int
+}
+
+// acquireQueued is Acquire for the lease w.
+func (l *Locker) acquireQueued(ctx context.Context, db DBTX, key, owner string, w wanted) (Lease, error) {
 	started := l.clock.Now()
 	for again := false; ; again = true {
 		// again: a first grant of the key by another transaction was in
 		// flight, and this call queues anew.
-		lease, done, err := l.acquireOrQueue(ctx, db, key, owner, started, again)
+		lease, done, err := l.acquireOrQueue(ctx, db, key, owner, started, again, w)
 		if done || err != nil {
 			return lease, err
 		}
@@ -64,7 +76,8 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease
 // acquireOrQueue enqueues once and, if queued, waits for the grant. done is
 // false when the caller should enqueue again (the key's first grant by
 // another was in flight).
-func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string, started time.Time, again bool) (Lease, bool, error) {
+func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string, started time.Time, again bool,
+	want wanted) (Lease, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, true, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
@@ -74,7 +87,10 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 			Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner),
 			LogGrants: l.cfg.LogGrants, LockDelay: l.cfg.LockDelay,
 		},
-		ClaimWindow: l.claimWindow(), SeenFor: seenFor,
+		ClaimWindow: l.claimWindow(), SeenFor: seenFor, Shared: want.shared, Permits: want.permits,
+	}
+	if want.shared || want.permits > 0 {
+		params.LockDelay = 0 // a holder's lease has none
 	}
 	if again {
 		// A grant now ends a wait.
@@ -108,6 +124,11 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 	}
 	if found && q.Outcome == lockdb.OutcomeDeadlock {
 		return Lease{}, true, deadlockError([]string{key}, owner, q.Cycle)
+	}
+	if found && q.Outcome == lockdb.OutcomeConflict {
+		// Held as another kind of group: the try says by whom.
+		lease, err := l.tryAcquireShared(ctx, db, key, owner, want.permits)
+		return lease, true, err
 	}
 	if !found || q.Outcome != lockdb.OutcomeQueued {
 		// The key's first grant by another transaction was in flight.

@@ -36,11 +36,7 @@ WHERE a.outcome <> '` + lockdb.OutcomeBusy + `'`
 // one of permits. found is false when another transaction was changing
 // the key's row (try again shortly).
 func TryGrantShared(ctx context.Context, db DBTX, p GrantParams, permits int) (g SharedGrant, found bool, err error) {
-	var n *int32
-	if permits > 0 {
-		v := int32(permits)
-		n = &v
-	}
+	n := permitsArg(permits)
 	// A refusal by a group (queued, conflict) names no lease: NULLs.
 	var owner *string
 	var token *int64

@@ -22,6 +22,11 @@ FROM distributed_lock_enqueue($1, $2, $3::bigint, $4::bigint, $5::bigint, $6::js
 SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now,
        p.queue_position, p.queue_length, p.delay_until, p.cycle
 FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
+	enqueueSharedSQL = `
+SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
+       e.queue_position, e.queue_length, e.delay_until, e.cycle
+FROM distributed_lock_enqueue_shared($1, $2, $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::jsonb, $8,
+                                     $9::jsonb, $10::boolean, $11) e`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
 )
@@ -44,6 +49,10 @@ type QueueParams struct {
 	// (NewWakeChannel). "": the shared channels, HandOffChannel and
 	// NotifyChannel.
 	WakeChannel string
+	// Shared queues for a shared lease, Permits > 0 for one of that many
+	// permits (distributed_lock_enqueue_shared); neither: the key itself.
+	Shared  bool
+	Permits int
 }
 
 // Queued is the answer of Enqueue or Poll: a grant (Granted), or the key's
@@ -74,6 +83,11 @@ type CycleStep struct {
 // distributed_lock_enqueue). found is false when the key's first grant by
 // another transaction kept it busy: try again.
 func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool, err error) {
+	if p.Shared || p.Permits > 0 {
+		return scanQueued(db.QueryRow(ctx, enqueueSharedSQL, p.Key, p.Owner, p.TTL.Microseconds(), permitsArg(p.Permits),
+			p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail),
+			p.LogGrants, channelArg(p.WakeChannel)))
+	}
 	return scanQueued(db.QueryRow(ctx, enqueueSQL, p.Key, p.Owner, p.TTL.Microseconds(),
 		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants,
 		p.LockDelay.Microseconds(), channelArg(p.WakeChannel)))
@@ -149,4 +163,13 @@ func Leave(ctx context.Context, db DBTX, key string, id int64, log bool, actor s
 		return "", Interpret(err)
 	}
 	return did, nil
+}
+
+// permitsArg is a semaphore's permits as SQL: NULL (shared) for 0.
+func permitsArg(permits int) *int32 {
+	if permits <= 0 {
+		return nil
+	}
+	n := int32(permits)
+	return &n
 }

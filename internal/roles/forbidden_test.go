@@ -61,6 +61,7 @@ var forgeries = []struct{ what, sql string }{
 var functionCalls = map[string]string{
 	"acquire":           `SELECT * FROM distributed_lock_acquire('held', 'x', 60000000)`,
 	"acquire shared":    `SELECT * FROM distributed_lock_acquire_shared('sem', 'forger', 60000000, 3)`,
+	"enqueue shared":    `SELECT * FROM distributed_lock_enqueue_shared('sem', 'forger', 60000000, 3, 1000000, 1000000)`,
 	"renew":             `SELECT * FROM distributed_lock_renew('held', 'admin-owner', $TOKEN, 60000000)`,
 	"release":           `SELECT * FROM distributed_lock_release('held', 'admin-owner', $TOKEN)`,
 	"fence":             `SELECT distributed_lock_fence('held', 'admin-owner', $TOKEN)`,
@@ -90,11 +91,11 @@ var functionCalls = map[string]string{
 
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
-	roles.Viewer: {"acquire", "acquire shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
+	roles.Viewer: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "force expire", "force release", "end delay", "prune", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session", "end session"},
-	roles.Operator: {"acquire", "acquire shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
+	roles.Operator: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session"},

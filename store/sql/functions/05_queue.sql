@@ -42,6 +42,9 @@ BEGIN
     IF w.group_id IS NOT NULL THEN
         RETURN distributed_lock_hand_off_group(key, w, ts);
     END IF;
+    IF w.lock_mode IS NOT NULL THEN
+        RETURN distributed_lock_serve_holders(key, ts);
+    END IF;
     RETURN distributed_lock_grant_waiter(w, ts);
 END $$;
 
@@ -180,6 +183,10 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
+        -- A group whose holders all lapsed, ended (and passed on) here.
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    END IF;
     IF distributed_lock_may_take(r, owner, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
@@ -225,8 +232,8 @@ BEGIN
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
-           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(l.expires_at, l.released_at) - ts, ts,
+    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
+           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
@@ -278,9 +285,9 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
-    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts)
-       -- A group whose holders all lapsed is ended here, under the lock.
-       AND (r.lock_mode = 'exclusive' OR distributed_lock_live_holders(key, ts) > 0) THEN
+    -- A group's row is always checked under the lock: a group whose
+    -- holders all lapsed is ended here, and one with room serves the queue.
+    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND r.lock_mode = 'exclusive' THEN
         IF r.handed_to = id THEN
             unlocked := true;
         ELSE
@@ -310,9 +317,10 @@ BEGIN
             outcome := 'gone';
             RETURN;
         END IF;
-        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
-            -- Ended here, it is passed on, to the head of the queue.
-            PERFORM distributed_lock_settle(key, ts);
+        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts)
+           AND NOT distributed_lock_settle(key, ts) THEN
+            -- Running: a permit may be free (ended, it was passed on).
+            PERFORM distributed_lock_serve_holders(key, ts);
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
@@ -332,15 +340,25 @@ BEGIN
             END IF;
         END IF;
     END IF;
-    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl,
+    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
                 WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
                              WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
                 ELSE 'gone' END,
-           least(l.expires_at, l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+           least(distributed_lock_lease_end(l), l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
     FROM distributed_lock l WHERE l.lock_key = key;
+    IF outcome = 'gone' THEN
+        -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
+        SELECT s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind, s.expires_at - ts
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_holder s
+        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts;
+        IF NOT FOUND THEN
+            outcome := 'gone';
+        END IF;
+    END IF;
     IF outcome = 'queued' THEN
         queue_position := distributed_lock_queue_position(key, id, ts);
         queue_length := distributed_lock_queue_length(key, ts);
@@ -405,6 +423,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
+    holder text;
+    token bigint;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := clock_timestamp();
@@ -420,6 +440,18 @@ BEGIN
                     '{"unclaimed": true}');
         END IF;
         PERFORM distributed_lock_pass_on(key, ts);
+        RETURN 'passed_on';
+    END IF;
+    -- A slot of a shared or semaphore key handed to it and unclaimed: its
+    -- release passes the room on (12_shared_queue.sql).
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock_holder s
+    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0;
+    IF FOUND THEN
+        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release');
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+            VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
+        END IF;
         RETURN 'passed_on';
     END IF;
     RETURN 'none';

@@ -255,8 +255,8 @@ BEGIN
     END LOOP;
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts);
     RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(l.expires_at, l.released_at) - ts,
+        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
+               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
                w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
                distributed_lock_queue_length(l.lock_key, ts),
                CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
@@ -405,7 +405,7 @@ BEGIN
                           WHEN distributed_lock_set_handed(keys, ids, ts) THEN l.grant_kind::text
                           WHEN w.seen_until > ts THEN 'queued'
                           ELSE 'gone' END AS outcome,
-                     least(l.expires_at, l.released_at) - ts AS remaining,
+                     least(distributed_lock_lease_end(l), l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
               LEFT JOIN distributed_lock l ON l.lock_key = s.k

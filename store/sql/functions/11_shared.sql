@@ -32,6 +32,19 @@ RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
+-- distributed_lock_lease_end: when row l's lease ends: its expires_at, or,
+-- for a running group's row, the last expiry of its holders' unreleased
+-- leases (its start when it has none), never the far future, which no
+-- client could take for a time left. store.ExpiresAtColumn is the same for
+-- readers, who may not execute it.
+CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+                THEN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
+                               WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at)
+                ELSE l.expires_at END
+$$;
+
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
@@ -118,7 +131,7 @@ BEGIN
         previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
-        renew_count = 0, renewed_at = NULL, released_at = NULL
+        renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
                                   WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
                                     AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
@@ -371,7 +384,10 @@ BEGIN
         RETURNING s.slot
     )
     SELECT e.* FROM ended e WHERE e.slot IN (SELECT u.slot FROM upd u);
-    PERFORM distributed_lock_settle(key, ts);
+    IF NOT distributed_lock_settle(key, ts) AND r.wake_until > ts THEN
+        -- Still running, with room now: the waiters queued for it.
+        PERFORM distributed_lock_serve_holders(key, ts);
+    END IF;
 END $$;
 
 -- distributed_lock_fence_holder is distributed_lock_fence for a holder:

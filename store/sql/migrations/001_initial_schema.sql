@@ -146,6 +146,8 @@ CREATE TABLE distributed_lock_waiter (
     log_grants    boolean NOT NULL DEFAULT false,
     actor         text,
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
+    lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
+    permits       distributed_lock_permits,  -- the semaphore's permits it asked for
     wake_channel  distributed_lock_channel   -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
@@ -182,6 +184,7 @@ CREATE TABLE distributed_lock_holder (
     renew_count integer                     NOT NULL DEFAULT 0,
     renewed_at  timestamptz,
     released_at timestamptz,
+    handed_to   bigint,                               -- the waiter a hand-off granted the slot to (12_shared_queue.sql)
     PRIMARY KEY (lock_key, slot)
 ) WITH (fillfactor = 80);
 

@@ -1,0 +1,196 @@
+-- Waiting for a shared lease or a permit: the fair queue (05_queue.sql)
+-- serves them too. A waiter for one queues with the mode (and permits) it
+-- wants; the queue stays one line in arrival order across modes, so a
+-- writer queued behind readers is not overtaken by readers who come later
+-- (a shared or permit try is refused as 'queued' while anyone waits), and
+-- readers queued behind a writer wait for it.
+--
+-- The head of the queue is served whenever the key may have room for it:
+-- when a release or force ends a holder's lease (a freed permit), when a
+-- group ends or an exclusive lease is released (the key passed on), and at
+-- a waiter's check. A head waiting for a shared lease or a permit is handed
+-- a slot (distributed_lock_grant_holder_waiter), and so is each next waiter
+-- of the same kind, as long as the group has room: consecutive readers at
+-- the head are granted together, and freed permits go to the waiters in
+-- turn. A head waiting for the key exclusively stops the serving until the
+-- group has ended.
+
+-- distributed_lock_grant_holder_waiter hands w (a waiter for a shared
+-- lease or a permit, its record locked by the caller, who holds the key's
+-- row) a slot of the key's running group: the lease first runs until
+-- least(claim_window, ttl) from ts, like any hand-off, and the slot names
+-- the waiter (handed_to) until its holder's claim. The record is consumed,
+-- the grant logged as the waiter's own would be (stole: the group was
+-- formed over a lease that ran out unreleased), the hand-off announced
+-- (07_wake.sql) and the transaction made durable. Returns false when the
+-- group has no room for it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_holder_waiter(
+    w distributed_lock_waiter, ts timestamptz, stole boolean)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    kind text;
+BEGIN
+    h := distributed_lock_take_slot(w.lock_key, w.owner_id, (extract(epoch FROM w.ttl) * 1000000)::bigint,
+                                    w.permits, w.metadata, ts);
+    IF h.slot IS NULL OR h.slot < 0 THEN
+        RETURN false;
+    END IF;
+    UPDATE distributed_lock_holder s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
+    RETURNING s.* INTO h;
+    DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
+    kind := CASE WHEN stole THEN 'stolen' ELSE h.grant_kind END;
+    IF kind = 'stolen' OR w.log_grants THEN
+        INSERT INTO distributed_lock_event
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        SELECT ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id),
+               CASE WHEN stole THEN l.previous_owner WHEN kind = 'stolen' THEN h.previous_owner END,
+               CASE WHEN stole THEN l.previous_token WHEN kind = 'stolen' THEN h.previous_token END,
+               jsonb_strip_nulls(jsonb_build_object('mode', w.lock_mode, 'permits', w.permits, 'slot', h.slot,
+                   'waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint, 'waiter_id', w.waiter_id))
+        FROM distributed_lock l WHERE l.lock_key = w.lock_key;
+    END IF;
+    PERFORM set_config('synchronous_commit', 'on', true);
+    PERFORM distributed_lock_announce(w, ts, json_build_object(
+        'schema', current_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
+        'token', h.fence_token, 'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
+        'expires_us', (extract(epoch FROM h.expires_at) * 1000000)::bigint,
+        'ttl_us', (extract(epoch FROM h.ttl) * 1000000)::bigint, 'kind', kind, 'mode', w.lock_mode)::text);
+    RETURN true;
+END $$;
+
+-- distributed_lock_serve_holders serves the head of key's queue (whose
+-- row the caller holds FOR NO KEY UPDATE) while it waits for a shared lease
+-- or a permit and the key has room for it: a key free or lapsed (past its
+-- lock-delay) becomes the group of the head's mode; a running group of the
+-- head's mode and permits hands it a slot if one is free. It stops at a
+-- head that waits for the key exclusively, or for another kind of group,
+-- or for which there is no room. Returns the first waiter it served, or
+-- NULL. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_serve_holders(key text, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    w distributed_lock_waiter%ROWTYPE;
+    stole boolean;
+    first bigint;
+BEGIN
+    LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        SELECT * INTO w FROM distributed_lock_waiter x
+        WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+        ORDER BY x.waiter_id LIMIT 1
+        FOR UPDATE;
+        EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
+        stole := false;
+        IF distributed_lock_open(r, ts) THEN
+            EXIT WHEN distributed_lock_delayed(r, ts);
+            stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
+                                                 (extract(epoch FROM w.ttl) * 1000000)::bigint,
+                                                 coalesce(w.actor, w.owner_id));
+        ELSIF r.lock_mode <> w.lock_mode OR r.permits IS DISTINCT FROM w.permits THEN
+            EXIT;
+        END IF;
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
+        first := coalesce(first, w.waiter_id);
+    END LOOP;
+    RETURN first;
+END $$;
+
+-- distributed_lock_enqueue_shared is distributed_lock_enqueue for a shared
+-- lease (permits NULL) or one of permits permits: one transaction that
+-- takes the key's row for update (waiting for a release or grant in
+-- flight, which orders it with them), then either grants it at once, as
+-- distributed_lock_acquire_shared would, or queues owner with the lease it
+-- wants, and serves the queue's head if the key has room for it. Same
+-- arguments and answer as distributed_lock_enqueue (without a lock-delay
+-- or deadlock search: holders of a group wait for no one), and outcome
+-- 'conflict' (nothing queued) when holders of another mode, or of a
+-- semaphore of other permits, hold the key. An owner's live record on the
+-- key is taken over, as there; a slot handed to it in this call is its
+-- grant.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_shared(
+    key text, owner text, ttl_us bigint, permits integer, claim_us bigint, seen_for_us bigint,
+    lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
+    log_grants boolean DEFAULT false, wake_channel text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz;
+    n integer := permits;
+    -- The domain checks it here, before anything is granted or queued.
+    channel distributed_lock_channel := distributed_lock_enqueue_shared.wake_channel;
+BEGIN
+    lock_key := key;
+    -- The row first, for update: the attempt below then never takes it for
+    -- share and asks for more (two such calls would deadlock).
+    FOR attempt IN 1..3 LOOP
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
+                                             log_grants) a;
+        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
+            db_now := clock_timestamp();
+            RETURN;
+        END IF;
+        EXIT WHEN r.lock_key IS NOT NULL;
+    END LOOP;
+    IF r.lock_key IS NULL THEN
+        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    ts := clock_timestamp();
+    UPDATE distributed_lock_waiter w SET
+        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        log_grants = distributed_lock_enqueue_shared.log_grants, actor = nullif(event_actor, ''),
+        wake_channel = channel, lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, permits = n
+    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
+                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
+                           AND x.group_id IS NULL)
+    RETURNING w.waiter_id INTO waiter_id;
+    IF waiter_id IS NULL THEN
+        INSERT INTO distributed_lock_waiter AS w
+            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, wake_channel,
+             lock_mode, permits)
+        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants,
+                nullif(event_actor, ''), channel, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n)
+        RETURNING w.waiter_id INTO waiter_id;
+    END IF;
+    -- Room may have come since the attempt (a release that did not see
+    -- this record yet): serve the head, which may be this record.
+    PERFORM distributed_lock_serve_holders(key, ts);
+    SELECT s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
+    INTO owner_id, fence_token, expires_at, ttl, outcome
+    FROM distributed_lock_holder s
+    WHERE s.lock_key = key AND s.handed_to = waiter_id AND s.released_at IS NULL;
+    IF FOUND THEN
+        -- Handed to the caller, who is here: claimed at once (renewed to
+        -- its TTL).
+        UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
+            renewed_at = ts, renew_count = s.renew_count + 1
+        WHERE s.lock_key = key AND s.fence_token = fence_token
+        RETURNING s.expires_at INTO expires_at;
+        remaining := interval '0';
+        waiter_id := NULL;
+        db_now := clock_timestamp();
+        RETURN;
+    END IF;
+    PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    SELECT l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl, 'queued', least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
+           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
+    FROM distributed_lock l WHERE l.lock_key = key;
+END $$;
