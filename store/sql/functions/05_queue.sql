@@ -282,6 +282,7 @@ DECLARE
     ts timestamptz;
     waiting text;
     unlocked boolean := false;
+    slot distributed_lock_holder;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
@@ -351,12 +352,11 @@ BEGIN
     FROM distributed_lock l WHERE l.lock_key = key;
     IF outcome = 'gone' THEN
         -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
-        SELECT s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind, s.expires_at - ts
-        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_holder s
+        SELECT * INTO slot FROM distributed_lock_holder s
         WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts;
-        IF NOT FOUND THEN
-            outcome := 'gone';
+        IF FOUND THEN
+            owner_id := slot.owner_id; fence_token := slot.fence_token; expires_at := slot.expires_at;
+            ttl := slot.ttl; outcome := slot.grant_kind; remaining := slot.expires_at - ts;
         END IF;
     END IF;
     IF outcome = 'queued' THEN
