@@ -99,12 +99,10 @@ BEGIN
         RETURN;
     END IF;
     IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
-        -- A group's row (11_shared.sql): granted once its group has ended,
-        -- here if its last holders lapsed (the row for update, SKIP LOCKED
-        -- as above; a holder's fence or grant keeps it).
-        IF distributed_lock_live_holders(key, ts) = 0
-           AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key FOR NO KEY UPDATE SKIP LOCKED)
-           AND distributed_lock_settle(key, ts) THEN
+        -- A group's row (11_shared.sql): granted once the group has ended,
+        -- here if its last holders lapsed; else refused until its holders'
+        -- last expiry.
+        IF distributed_lock_end_lapsed_group(key, ts) THEN
             SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                    a.queue_length, a.delay_until
             INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, queue_length, delay_until
@@ -112,13 +110,7 @@ BEGIN
                                           log_grants, lock_delay_us) a;
             RETURN;
         END IF;
-        lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;
-        expires_at := coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
-                                WHERE h.lock_key = key AND h.released_at IS NULL), ts);
-        remaining := greatest(expires_at - ts, interval '0');
-        outcome := 'held';
-        queue_length := distributed_lock_queue_length(key, ts);
-        RETURN;
+        r.expires_at := distributed_lock_lease_end(r);
     END IF;
     lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
     expires_at := r.expires_at; ttl := r.ttl; remaining := r.expires_at - ts;

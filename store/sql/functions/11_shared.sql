@@ -79,6 +79,20 @@ BEGIN
     RETURN true;
 END $$;
 
+-- distributed_lock_end_lapsed_group ends key's group, whose holders all
+-- lapsed, for an exclusive acquire, which takes the row for update only
+-- if no other transaction has it (SKIP LOCKED: a lapsed holder's fence
+-- keeps the group until its transaction ends). Returns whether it ended it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_end_lapsed_group(key text, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN distributed_lock_live_holders(key, ts) = 0
+        AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key FOR NO KEY UPDATE SKIP LOCKED)
+        AND distributed_lock_settle(key, ts);
+END $$;
+
 -- distributed_lock_form_group makes key's row, which the caller has locked
 -- FOR NO KEY UPDATE (or just inserted) and which no lease holds, the row of
 -- a group of mode with permits n (NULL for shared): owner '*', a token of
@@ -202,7 +216,6 @@ DECLARE
     n integer := permits;
     ts timestamptz;
     r distributed_lock;
-    h distributed_lock_holder;
     joining boolean;
     stole boolean := false;
 BEGIN
@@ -266,6 +279,35 @@ BEGIN
         holders := distributed_lock_live_holders(key, ts);
         RETURN;
     END IF;
+    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
+    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
+                                     CASE WHEN stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_grant_slot is distributed_lock_acquire_shared's grant,
+-- once the key's row is its group's (mode, n permits) and held by the
+-- caller: owner's own running slot renewed ('renewed', same token), else a
+-- slot taken (distributed_lock_take_slot), logged when it is a steal or
+-- with log_grants. over is the lease that ran out unreleased over which the
+-- caller formed the group (NULL: none): the first holder's grant took the
+-- key from it ('stolen'). With no room: 'held', the lease that ends first,
+-- or 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_slot(
+    key text, owner text, ttl_us bigint, mode text, n integer, lease_metadata jsonb, ts timestamptz,
+    over distributed_lock, event_actor text, event_detail jsonb, log_grants boolean,
+    OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
+    OUT outcome text, OUT remaining interval, OUT holders integer, OUT queue_length integer)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    stole boolean := over.lock_key IS NOT NULL;
+    r distributed_lock := over;
+    key_permits integer := n;
+    lock_mode text := mode;
+BEGIN
     -- owner's own running slot: a renewal, same token.
     UPDATE distributed_lock_holder s SET
         expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
