@@ -196,3 +196,28 @@ func TestSemaphoreUnderContention(t *testing.T) {
 		t.Errorf("slots beyond the permits: %d (%v)", over, err)
 	}
 }
+
+// A reader holds x and waits to write y; the writer of y then waits to
+// write x, which the reader's shared lease keeps: that wait closes a cycle
+// through the shared lease and is refused.
+func TestDeadlockThroughASharedLease(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := testdb.New(t)
+	lkA, poolA := process(t, db)
+	lkB, poolB := process(t, db)
+	if _, err := lkA.TryAcquireShared(ctx, poolA, "x", "A"); err != nil {
+		t.Fatal(err)
+	}
+	testdb.MustAcquire(t, lkB, poolB, "y", "B")
+	a := testdb.AcquireAsync(ctx, lkA, poolA, "y", "A")
+	testdb.WaitForWaiter(t, db, "y", "A")
+	_, err := lkB.Acquire(ctx, poolB, "x", "B")
+	var de *locker.DeadlockError
+	if !errors.As(err, &de) {
+		t.Fatalf("B waiting to write x, which A reads while it waits for B's y: %v; want a DeadlockError", err)
+	}
+	cancel()
+	<-a
+}

@@ -19,7 +19,8 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
 $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's
--- waiting record on a key owner holds, or behind a live record of owner's
+-- waiting record on a key owner holds (its lease, or a holder's of a shared
+-- or semaphore key), or behind a live record of owner's
 -- in a queue. A cycle through owner needs such a wait, so without one the
 -- search need not run: the common case of a waiter that holds nothing and
 -- queues at a queue's tail costs two index probes instead of a walk over
@@ -36,6 +37,11 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
                        WHERE a.seen_until > ts AND a.owner_id <> owner) k
         JOIN distributed_lock l ON l.lock_key = k.lock_key
         WHERE l.owner_id = owner AND NOT distributed_lock_open(l, ts))
+    OR EXISTS (
+        SELECT 1 FROM distributed_lock_holder h
+        WHERE h.owner_id = owner AND h.released_at IS NULL AND h.expires_at > ts
+          AND EXISTS (SELECT 1 FROM distributed_lock_waiter a
+                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner))
 $$;
 
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
@@ -82,6 +88,11 @@ BEGIN
             CROSS JOIN LATERAL (
                 SELECT l.owner_id::text AS next FROM distributed_lock l
                 WHERE s.done = 0 AND l.lock_key = s.lock_key AND NOT distributed_lock_open(l, ts)
+                  AND l.lock_mode = 'exclusive'
+                UNION ALL
+                -- A shared or semaphore key is held by each of its holders.
+                SELECT h.owner_id::text FROM distributed_lock_holder h
+                WHERE s.done = 0 AND h.lock_key = s.lock_key AND h.released_at IS NULL AND h.expires_at > ts
                 UNION ALL
                 SELECT a.owner_id::text FROM distributed_lock_waiter a
                 WHERE a.lock_key = s.lock_key AND a.seen_until > ts
