@@ -2846,12 +2846,13 @@ END $$;
 
 -- distributed_lock_refuse: why a grant of row r (which may not be granted
 -- anew at ts) is refused, with the row's lease: what distributed_lock_acquire
--- answers a caller who does not hold it. Internal.
+-- answers a caller who does not hold it. Internal: its path is pinned as
+-- every internal function's is (a record result is never inlined anyway).
 CREATE OR REPLACE FUNCTION distributed_lock_refuse(r distributed_lock, ts timestamptz,
     OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
     OUT remaining interval, OUT outcome text)
 RETURNS record
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT r.owner_id, r.fence_token, r.expires_at, r.ttl, r.expires_at - ts, distributed_lock_refusal(r, ts)
 $$;
 

@@ -26,6 +26,10 @@ const (
 	// youngest: it is refused, its records removed (_enqueue, _enqueue_all,
 	// _waiter_poll, _waiter_poll_all).
 	OutcomeDeadlock = "deadlock"
+	// A shared or semaphore attempt (distributed_lock_acquire_shared) on a
+	// key that holders of another mode, or of a semaphore with other
+	// permits, hold.
+	OutcomeConflict = "conflict"
 
 	// Ends of a lease (distributed_lock_release, _force_expire,
 	// _force_release), and their refusal.
@@ -70,4 +74,8 @@ const (
 	// detail {"session_id", "host", "pid", "leases", "reason"}; each lease
 	// it ended has its own force_expired event.
 	EventSessionEnded = "session_ended"
+	// A free semaphore key was taken with other permits than it had
+	// (distributed_lock_acquire_shared): no owner, detail {"permits",
+	// "previous_permits"}.
+	EventPermitsChanged = "permits_changed"
 )

@@ -31,6 +31,8 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 			lockdb.OutcomeGone},
 		"distributed_lock_close_session": {lockdb.OutcomeClosed, lockdb.OutcomeGone},
 		"distributed_lock_end_session":   {lockdb.OutcomeEnded, lockdb.OutcomeGone},
+		"distributed_lock_acquire_shared": {lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeRenewed,
+			lockdb.OutcomeHeld, lockdb.OutcomeDelayed, lockdb.OutcomeQueued, lockdb.OutcomeConflict, lockdb.OutcomeBusy},
 	}
 	for fn, outcomes := range reports {
 		documented := documentedOutcomes(t, fn)
@@ -44,7 +46,7 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 	domains := map[string][]string{
 		"distributed_lock_event_kind": {lockdb.EventAcquired, lockdb.EventStolen, lockdb.EventReleased,
 			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected,
-			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded},
+			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded, lockdb.EventPermitsChanged},
 		"distributed_lock_grant_kind": {lockdb.OutcomeAcquired, lockdb.OutcomeStolen},
 	}
 	word := regexp.MustCompile(`'([a-z_]+)'`)
