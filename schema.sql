@@ -2656,37 +2656,52 @@ END $$;
 -- the caller holds): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
--- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
+-- room (n: the permits; NULL: no bound). h is the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
--- same new slot (h.slot -1). Internal.
+-- same new slot (h.slot -1). A slot taken from a lease that ran out
+-- unreleased is a steal (grant_kind 'stolen', unless that lease was
+-- owner's own, as distributed_lock_grant_kind judges a row); previous_owner
+-- and previous_token then name that lease, for the steal's event.
+-- Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
-RETURNS distributed_lock_holder
+    key text, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz,
+    OUT h distributed_lock_holder, OUT previous_owner text, OUT previous_token bigint)
+RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    free_slot integer;
+    stolen boolean;
     next integer;
 BEGIN
-    UPDATE distributed_lock_holder s SET
-        owner_id = owner,
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        grant_kind = CASE WHEN s.released_at IS NULL THEN 'stolen' ELSE 'acquired' END,
-        metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
-        acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
-        renew_count = 0, renewed_at = NULL, released_at = NULL
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
-                                    AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
-                                  ORDER BY x.slot LIMIT 1
-                                  FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING s.* INTO h;
+    -- The slot is chosen and locked first, so that its lease before the
+    -- grant can be told.
+    SELECT x.slot, x.released_at IS NULL AND x.owner_id <> owner, x.owner_id, x.fence_token
+    INTO free_slot, stolen, previous_owner, previous_token
+    FROM distributed_lock_holder x
+    WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
+      AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
+    ORDER BY x.slot LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED;
     IF FOUND THEN
-        RETURN h;
+        UPDATE distributed_lock_holder s SET
+            owner_id = owner,
+            fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+            grant_kind = CASE WHEN stolen THEN 'stolen' ELSE 'acquired' END,
+            metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
+            acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
+            renew_count = 0, renewed_at = NULL, released_at = NULL
+        WHERE s.lock_key = key AND s.slot = free_slot
+        RETURNING s.* INTO h;
+        IF NOT stolen THEN
+            previous_owner := NULL; previous_token := NULL;
+        END IF;
+        RETURN;
     END IF;
+    previous_owner := NULL; previous_token := NULL;
     next := (SELECT coalesce(max(x.slot), 0) + 1 FROM distributed_lock_holder x WHERE x.lock_key = key);
     IF n IS NOT NULL AND next > n THEN
-        RETURN h;
+        RETURN;
     END IF;
     INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
     VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
@@ -2697,15 +2712,16 @@ BEGIN
     IF NOT FOUND THEN
         h.slot := -1;
     END IF;
-    RETURN h;
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
 -- (permits NULL) or as one of the permits of a semaphore, for owner, for
 -- ttl_us microseconds from the database's clock. One row, always:
 --   outcome  'acquired' (a free slot, or a new one), 'stolen' (the slot of
---            a holder whose lease ran out), 'renewed' (owner already held a
---            slot of the key: same token, later expiry) when granted;
+--            another holder whose lease ran out, or a key whose exclusive
+--            lease, another owner's, ran out), 'renewed' (owner already held
+--            a slot of the key: same token, later expiry, even with waiters
+--            queued) when granted;
 --            'held' when an exclusive lease runs, or every permit is held
 --            (remaining: until the first of them ends); 'delayed' in an
 --            exclusive lease's lock-delay; 'queued' when waiters are queued
@@ -2717,9 +2733,10 @@ END $$;
 --   lock_key, owner_id, fence_token, expires_at, ttl: the holder's lease,
 --            or on a refusal the row (or first-ending permit) that refused.
 --   lock_mode, key_permits: the key's mode and permits.
---   holders: on a refusal, how many leases hold the key.
--- A grant is logged (its detail names mode, permits and slot) when it is
--- a steal or with log_grants. Forming the group, or changing a free
+--   queue_length, holders: on a refusal (but busy), how many live waiters
+--            are queued for the key, and how many leases hold it.
+-- A grant is logged (its detail names mode, permits and slot; a steal's,
+-- the lease it ended) when it is a steal or with log_grants. Forming the group, or changing a free
 -- semaphore's permits, waits for no one: a row another transaction holds
 -- is refused as busy. A grant into a running group of the same mode locks
 -- the row FOR SHARE, beside the other holders' grants, waiting only for a
@@ -2736,10 +2753,14 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     mode text := CASE WHEN permits IS NULL THEN 'shared' ELSE 'semaphore' END;
-    n integer := permits;
+    -- The domain refuses permits outside 1-1000 (23514) here, before the
+    -- key is read: not only when a group is formed, but when a running
+    -- group would answer 'conflict'.
+    n distributed_lock_permits := permits;
     ts timestamptz;
     r distributed_lock;
     h distributed_lock_holder;
+    t record;
     joining boolean;
     stole boolean := false;
 BEGIN
@@ -2776,27 +2797,32 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
-        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        -- A lease of owner's own that ran out is not stolen from it, as
+        -- for an exclusive grant (distributed_lock_grant_kind).
+        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner))
+                 AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
     ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
+        -- A refusal names the row, and the queue, as every refusal does.
         holders := distributed_lock_live_holders(key, ts);
-        IF holders > 0 OR joining THEN
+        IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
-            outcome := CASE WHEN holders > 0 THEN 'conflict' ELSE 'busy' END;
-            RETURN;
-        END IF;
-        IF distributed_lock_promised(r, ts) THEN
-            outcome := 'queued';
+            outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
         lock_mode := mode; key_permits := n;
-    ELSIF distributed_lock_promised(r, ts) THEN
+        holders := NULL; -- counted for a refusal only
+    ELSIF distributed_lock_promised(r, ts)
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
+                          WHERE x.lock_key = key AND x.owner_id = owner
+                            AND x.released_at IS NULL AND x.expires_at > ts) THEN
         -- A waiter queued for the key (a writer waiting for the readers to
-        -- end) is not overtaken.
+        -- end) is not overtaken; a holder's renewal overtakes nobody, as
+        -- an exclusive holder's does not.
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
         queue_length := distributed_lock_queue_length(key, ts);
@@ -2815,7 +2841,8 @@ BEGIN
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, ttl_us, key_permits, lease_metadata, ts);
+        SELECT * INTO t FROM distributed_lock_take_slot(key, owner, ttl_us, key_permits, lease_metadata, ts);
+        h := t.h;
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -2829,13 +2856,15 @@ BEGIN
             RETURN;
         END IF;
         -- The first holder of a group formed over a lease that ran out
-        -- unreleased took the key from that lease's owner.
+        -- unreleased took the key from that lease's owner; a holder taking
+        -- a lapsed slot, from the slot's. Its event names whom.
         outcome := CASE WHEN stole THEN 'stolen' ELSE h.grant_kind END;
         IF outcome = 'stolen' OR log_grants THEN
             INSERT INTO distributed_lock_event
                 (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
             VALUES (ts, key, outcome, owner, h.fence_token, coalesce(event_actor, owner),
-                    CASE WHEN stole THEN r.owner_id END, CASE WHEN stole THEN r.fence_token END,
+                    CASE WHEN stole THEN r.owner_id ELSE t.previous_owner END,
+                    CASE WHEN stole THEN r.fence_token ELSE t.previous_token END,
                     coalesce(event_detail, '{}') || jsonb_strip_nulls(jsonb_build_object(
                         'mode', lock_mode, 'permits', key_permits, 'slot', h.slot)));
         END IF;
