@@ -19,11 +19,13 @@ func (a renewArgs) call(key string, p prepared) (string, []any) {
 }
 
 // tokenArg is the token a call names: the prepared row's, its previous one
-// (an older grant's), or, with no row, any.
+// (an older grant's), a holder's (slotTok), or, with no row, any.
 func tokenArg(p prepared, which tok) int64 {
 	switch {
 	case which == keptPrevious:
 		return p.previousToken
+	case which >= slotToken:
+		return p.slots[which-slotToken]
 	case p.token == 0:
 		return 1
 	}

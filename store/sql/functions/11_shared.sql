@@ -364,7 +364,8 @@ END $$;
 -- released (how 'release') or ran out (how 'expire'), and ends the group
 -- when none holds a lease any more (distributed_lock_settle). The row FOR
 -- NO KEY UPDATE: a group's end must see every release before it. Returns
--- the slots as they were before, one row each. Internal.
+-- the slots it ended as it left them (a forced expiry's end is now), in
+-- slot order. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text)
 RETURNS SETOF distributed_lock_holder
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -380,7 +381,7 @@ BEGIN
     ts := clock_timestamp();
     RETURN QUERY
     WITH ended AS (
-        SELECT s.* FROM distributed_lock_holder s
+        SELECT s.lock_key, s.slot FROM distributed_lock_holder s
         WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner) AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
@@ -390,9 +391,9 @@ BEGIN
             expires_at = CASE WHEN how = 'expire' THEN least(s.expires_at, ts) ELSE s.expires_at END
         FROM ended e WHERE s.lock_key = e.lock_key AND s.slot = e.slot
           AND (how = 'release' OR s.expires_at > ts)
-        RETURNING s.slot
+        RETURNING s.*
     )
-    SELECT e.* FROM ended e WHERE e.slot IN (SELECT u.slot FROM upd u);
+    SELECT u.* FROM upd u ORDER BY u.slot;
     PERFORM distributed_lock_settle(key, ts);
 END $$;
 
@@ -422,8 +423,10 @@ END $$;
 -- token is the group's own: each lease ended is recorded as an event of
 -- its own under event_actor (default: the role that logged in) with
 -- reason, and the group ends with its last lease. One row as
--- distributed_lock_force_expire's: the holder's lease (for every holder,
--- the group's row, owner '*'), or 'not_held'. Internal.
+-- distributed_lock_force_expire's: the holder's lease after the action,
+-- or for every holder the group's row as the force found it (owner '*',
+-- its token and TTL), ending with the last of the leases ended; or
+-- 'not_held'. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_force_holders(
     key text, token bigint, how text, event_actor text, reason text,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -432,25 +435,30 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    r distributed_lock;
     h distributed_lock_holder;
     ended integer := 0;
 BEGIN
     lock_key := key;
     outcome := 'not_held';
+    -- The group's row before the force (the lock end_holders takes): when
+    -- the force ends the group, a hand-off may grant the row to a waiter
+    -- before this returns, and that lease is not the one forced.
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
     FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how) LOOP
         INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
         VALUES (key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
                 h.owner_id, h.fence_token, coalesce(event_actor, session_user),
                 jsonb_strip_nulls(jsonb_build_object('reason', reason, 'slot', h.slot)));
         ended := ended + 1;
-        owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
+        owner_id := h.owner_id; fence_token := h.fence_token; ttl := h.ttl;
+        expires_at := greatest(expires_at, h.expires_at);
     END LOOP;
     IF ended = 0 THEN
         RETURN;
     END IF;
     outcome := CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END;
-    IF ended > 1 OR fence_token <> token THEN
-        SELECT l.owner_id, l.fence_token, l.ttl INTO owner_id, fence_token, ttl
-        FROM distributed_lock l WHERE l.lock_key = key;
+    IF token = r.fence_token THEN
+        owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;
     END IF;
 END $$;
