@@ -74,10 +74,9 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_wake_channel": true, "distributed_lock_wake": true, "distributed_lock_announce": true,
 	"distributed_lock_key_set": true, "distributed_lock_grant_set": true, "distributed_lock_create_free": true, "distributed_lock_lock_set": true,
 	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
-	"distributed_lock_session_lock": true,
-	"distributed_lock_settle": true, "distributed_lock_form_group": true, "distributed_lock_take_slot": true,
-	"distributed_lock_refuse": true, "distributed_lock_renew_holder": true, "distributed_lock_end_holders": true,
-	"distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,
+	"distributed_lock_session_lock": true, "distributed_lock_settle": true, "distributed_lock_form_group": true,
+	"distributed_lock_take_slot": true, "distributed_lock_refuse": true, "distributed_lock_renew_holder": true,
+	"distributed_lock_end_holders": true, "distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the
@@ -90,8 +89,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
-	"distributed_lock_session_live": true,
-	"distributed_lock_group_end": true, "distributed_lock_live_holders": true,
+	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_live_holders": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol

@@ -19,7 +19,9 @@ func (a endHoldersArgs) call(key string, p prepared) (string, []any) {
 func TestEndHolders(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_end_holders")
-	release := func(owner string, token tok) endHoldersArgs { return endHoldersArgs{owner: owner, token: token, how: "release"} }
+	release := func(owner string, token tok) endHoldersArgs {
+		return endHoldersArgs{owner: owner, token: token, how: "release"}
+	}
 	expire := func(token tok) endHoldersArgs { return endHoldersArgs{token: token, how: "expire"} }
 	ended := func(n int, row rowWant, slots ...slotWant) want { return want{value: n, row: row, slots: slots} }
 	f.run(t, []fnCase{
