@@ -1118,6 +1118,13 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
+        -- A group whose holders all lapsed (11_shared.sql) is ended here,
+        -- under the lock, as acquire and a waiter's check end one, and
+        -- passed on: the caller takes it or queues behind the head it was
+        -- handed to, rather than behind a group nobody holds.
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    END IF;
     IF distributed_lock_may_take(r, owner, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
