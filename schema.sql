@@ -1837,6 +1837,14 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
+    -- rows' locks, and are passed on, as a single key's enqueue or check
+    -- ends one: nobody else might, while the set waits for them.
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
     IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
@@ -1989,6 +1997,14 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := clock_timestamp();
+    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
+    -- rows' locks, and are passed on, as a single key's enqueue or check
+    -- ends one: nobody else might, while the set waits for them.
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
