@@ -153,12 +153,19 @@ BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
-    DELETE FROM distributed_lock l
-    WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                         WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
-                           AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
-                         FOR UPDATE SKIP LOCKED);
-    GET DIAGNOSTICS locks = ROW_COUNT;
+    -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
+    -- running group's row is never free, so none of them holds a lease.
+    WITH gone AS (
+        DELETE FROM distributed_lock l
+        WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
+                             WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
+                               AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
+                             FOR UPDATE SKIP LOCKED)
+        RETURNING l.lock_key
+    ), slots AS (
+        DELETE FROM distributed_lock_holder h WHERE h.lock_key IN (SELECT g.lock_key FROM gone g)
+    )
+    SELECT count(*) INTO locks FROM gone;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;
     DELETE FROM distributed_lock_session s WHERE s.expires_at < ts - interval '1 minute';
