@@ -513,6 +513,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
     freed distributed_lock[] := '{}';
+    slots distributed_lock_holder[] := '{}';
     r distributed_lock;
     s record;
 BEGIN
@@ -522,12 +523,20 @@ BEGIN
     -- One UPDATE per key, in key order: a statement over the whole set
     -- would take its row locks in whatever order its plan reads the rows,
     -- or need a locking read first, whose lock is a WAL record per row.
+    -- An exclusive lease's only: a shared or semaphore group's row (owner
+    -- '*', 11_shared.sql) is released by its last holder, never by its
+    -- token, or an exclusive grant could follow while holders still hold.
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
         UPDATE distributed_lock l SET released_at = clock_timestamp()
         WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
+          AND l.lock_mode = 'exclusive'
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;
+        ELSE
+            -- A holder's lease, as distributed_lock_release takes it: its
+            -- group ends, and is passed on, with its last holder.
+            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release') h);
         END IF;
     END LOOP;
     IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
@@ -536,7 +545,10 @@ BEGIN
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
-        FROM unnest(freed) x;
+        FROM unnest(freed) x
+        UNION ALL
+        SELECT y.released_at, y.lock_key, 'released', owner, y.fence_token, coalesce(event_actor, owner)
+        FROM unnest(slots) y;
     END IF;
     FOREACH r IN ARRAY freed LOOP
         IF r.wake_until > r.released_at THEN
@@ -544,8 +556,9 @@ BEGIN
         END IF;
     END LOOP;
     RETURN QUERY
-        SELECT k.k::text, x.owner_id::text, x.fence_token::bigint, x.expires_at, x.ttl::interval,
-               CASE WHEN x.lock_key IS NULL THEN 'not_held' ELSE 'released' END
-        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k
+        SELECT k.k::text, coalesce(x.owner_id, y.owner_id)::text, coalesce(x.fence_token, y.fence_token)::bigint,
+               coalesce(x.expires_at, y.expires_at), coalesce(x.ttl, y.ttl)::interval,
+               CASE WHEN x.lock_key IS NULL AND y.lock_key IS NULL THEN 'not_held' ELSE 'released' END
+        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k LEFT JOIN unnest(slots) y ON y.lock_key = k.k
         ORDER BY k.k;
 END $$;
