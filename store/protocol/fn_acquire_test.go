@@ -184,7 +184,7 @@ func TestAcquire(t *testing.T) {
 		{name: "a semaphore whose holders all lapsed, queued: ended, handed to the head, the caller refused",
 			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1), call: mine.call, want: want{
 				outcome: "held", owner: w1, token: drawnToken, remaining: &span{10*time.Second - slack, 10 * time.Second},
-				row: func() rowWant { w := handedTo(w1, "acquired", groupOwner); w.permits = 2; return w }(),
+				row:    handedFromGroup(w1, 2),
 				notify: []notifyWant{handOffTo(w1, "acquired")}, refusal: queueOf(0)}},
 		{name: "a semaphore's group ended: granted, its permits kept for the next group", state: groupEnded(3), call: mine.call,
 			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},

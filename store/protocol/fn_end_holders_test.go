@@ -31,8 +31,7 @@ func TestEndHolders(t *testing.T) {
 			want: ended(1, settled(0), slotReleasedNow(1, me), asPrepared)},
 		{name: "release, the last permit, a writer queued: handed to it", state: semaphoreOf(2, me).queued(w1),
 			call: release(me, slotTok(1)).call, want: func() want {
-				row := handedTo(w1, "acquired", groupOwner)
-				row.permits = 2
+				row := handedFromGroup(w1, 2)
 				w := ended(1, row, slotReleasedNow(1, me))
 				w.notify = []notifyWant{handOffTo(w1, "acquired")}
 				return w

@@ -90,8 +90,8 @@ func TestEnqueue(t *testing.T) {
 			}())},
 		{name: "a semaphore whose holders all lapsed, queued: ended, handed to the head, the caller behind it",
 			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1), call: mine.call, want: func() want {
-				row := handedTo(w1, "acquired", groupOwner)
-				row.permits, row.wakes = 2, &span{time.Minute - slack, time.Minute}
+				row := handedFromGroup(w1, 2)
+				row.wakes = &span{time.Minute - slack, time.Minute}
 				w := queuedBehind(w1, drawnToken, row)
 				w.notify = []notifyWant{handOffTo(w1, "acquired")}
 				return w

@@ -91,7 +91,7 @@ func TestForceExpire(t *testing.T) {
 				events: []eventWant{forcedEvent("force_expired", other, 1)}, check: expiresIn(justNow)}},
 		{name: "every holder, the group's token: the group ends", state: sharedBy(other, w1).queued(w2), call: op.call,
 			want: func() want {
-				row := handedTo(w2, "acquired", groupOwner)
+				row := handedFromGroup(w2, 0)
 				return want{outcome: "force_expired", owner: groupOwner, token: keptToken, row: row,
 					slots:  []slotWant{slotExpiredNow(1, other), slotExpiredNow(2, w1)},
 					events: []eventWant{forcedEvent("force_expired", other, 1), forcedEvent("force_expired", w1, 2)},

@@ -56,8 +56,7 @@ func TestForceHolders(t *testing.T) {
 				check:  expiresIn(justNow)}},
 		{name: "release every permit, a writer queued: handed to it", state: semaphoreOf(2, other, w2).queued(w1),
 			call: forceHoldersArgs{token: keptToken, how: "release"}.call, want: func() want {
-				row := handedTo(w1, "acquired", groupOwner)
-				row.permits = 2
+				row := handedFromGroup(w1, 2)
 				return want{outcome: "force_released", owner: groupOwner, token: keptToken, row: row,
 					slots:  []slotWant{slotReleasedNow(1, other), slotReleasedNow(2, w2)},
 					events: []eventWant{forcedEvent("force_released", other, 1), forcedEvent("force_released", w2, 2)},

@@ -54,7 +54,7 @@ func TestReleaseAll(t *testing.T) {
 		{name: "a holder's slot and a lease: both released, the group ended and handed on",
 			state: sharedBy(me).queued(w1).and(also{name: "b", state: heldBy(me)}),
 			call:  releaseAllArgs{owner: me, token: slotTok(1)}.call, want: want{outcome: "released", owner: me, token: slotTok(1),
-				row: handedTo(w1, "acquired", groupOwner), slots: []slotWant{slotReleasedNow(1, me)},
+				row: handedFromGroup(w1, 0), slots: []slotWant{slotReleasedNow(1, me)},
 				notify: []notifyWant{handOffTo(w1, "acquired")}, check: otherFreed("b")}},
 		{name: "a running group's own token, as its owner '*': not held", state: sharedBy(other).and(also{name: "b", state: free()}),
 			call: releaseAllArgs{owner: groupOwner}.call, want: want{outcome: "not_held", row: untouched}},

@@ -106,8 +106,7 @@ func TestRelease(t *testing.T) {
 				slots: []slotWant{slotReleasedNow(1, me), asPrepared}}},
 		{name: "the last permit, a writer queued: the group ends, handed to it", state: semaphoreOf(3, me).queued(w1, w2),
 			call: releaseArgs{owner: me, token: slotTok(1)}.call, want: func() want {
-				row := handedTo(w1, "acquired", groupOwner)
-				row.permits = 3
+				row := handedFromGroup(w1, 3)
 				return want{outcome: "released", owner: me, token: slotTok(1), row: row, waiters: waiters(w2),
 					slots: []slotWant{slotReleasedNow(1, me)}, notify: []notifyWant{handOffTo(w1, "acquired")}}
 			}()},

@@ -32,11 +32,7 @@ func TestSettle(t *testing.T) {
 		{name: "every holder lapsed: ended", state: sharedBy().holding(lapsedSlot(other), releasedSlot(w1)), call: settleCall,
 			want: want{value: true, row: settled(0)}},
 		{name: "a semaphore's holders released, a writer queued: ended, handed to it", state: semaphoreOf(2).holding(releasedSlot(other)).queued(w1),
-			call: settleCall, want: want{value: true, row: func() rowWant {
-				w := handedTo(w1, "acquired", groupOwner)
-				w.permits = 2 // kept by the exclusive lease, for the key's next group
-				return w
-			}(), notify: []notifyWant{handOffTo(w1, "acquired")}}},
+			call: settleCall, want: want{value: true, row: handedFromGroup(w1, 2), notify: []notifyWant{handOffTo(w1, "acquired")}}},
 		{name: "every holder lapsed, watched, nobody live queued: a wake-up",
 			state: sharedBy().holding(lapsedSlot(other)).withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: settleCall,
 			want: want{value: true, row: func() rowWant { w := settled(0); w.wakes = &span{0, time.Minute}; return w }(),

@@ -94,8 +94,7 @@ func TestWaiterPoll(t *testing.T) {
 			state: sharedBy().holding(lapsedSlot(other)).queued(me), call: mine.call, want: handedHere("acquired", groupOwner)},
 		{name: "a semaphore whose holders all lapsed, another at the head: ended, handed to it",
 			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1, me), call: mine.call, want: func() want {
-				row := handedTo(w1, "acquired", groupOwner)
-				row.permits = 2
+				row := handedFromGroup(w1, 2)
 				w := stillQueued(w1, drawnToken, row)
 				w.notify = []notifyWant{handOffTo(w1, "acquired")}
 				return w

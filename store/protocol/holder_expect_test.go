@@ -162,3 +162,12 @@ func (c checker) slots(got []slotState, want []slotWant) {
 		}
 	}
 }
+
+// handedFromGroup is the row of a group that ended and was handed to
+// waiter owner: an exclusive lease now, the group's permits (0: shared)
+// kept for the key's next group.
+func handedFromGroup(owner string, permits int) rowWant {
+	w := handedTo(owner, "acquired", groupOwner)
+	w.permits = permits
+	return w
+}
