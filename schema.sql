@@ -855,6 +855,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
     wake timestamptz;
+    holder boolean := false;
 BEGIN
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
@@ -862,10 +863,10 @@ BEGIN
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
     IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease (11_shared.sql): its group
-        -- ends, and is passed on, with its last holder.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp()
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
+        -- A shared or semaphore holder's lease (11_shared.sql): passed on
+        -- below, once its end is logged.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
         FROM distributed_lock_end_holders(key, owner, token, 'release') h;
     END IF;
     IF NOT FOUND THEN
@@ -880,7 +881,9 @@ BEGIN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF wake > ts THEN
+    IF holder THEN
+        PERFORM distributed_lock_holders_ended(key, ts);
+    ELSIF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
 END $$;
@@ -1119,7 +1122,10 @@ BEGIN
     END IF;
     ts := clock_timestamp();
     IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
-        -- A group whose holders all lapsed, ended (and passed on) here.
+        -- A group whose holders all lapsed (11_shared.sql) is ended here,
+        -- under the lock, as acquire and a waiter's check end one, and
+        -- passed on: the caller takes it or queues behind the head it was
+        -- handed to, rather than behind a group nobody holds.
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     END IF;
     IF distributed_lock_may_take(r, owner, ts) THEN
@@ -1308,7 +1314,8 @@ END $$;
 -- ids it did not find live: handed a lease (the waiter may have missed
 -- the NOTIFY) or gone (a lapsed record is not revived); and the ids of
 -- records that head the queue of a key nobody holds (free or lapsed, past
--- its lock-delay), which their check takes: no release will hand them that
+-- its lock-delay, or a group whose holders all lapsed), which their check
+-- takes: no release will hand them that
 -- key, and the hand-off that made them head may have gone to a process
 -- that died with its waiter (07_wake.sql tells only the next in line). A
 -- set's record is left out: a set heading a free key waits for its other
@@ -1342,7 +1349,12 @@ BEGIN
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)
         UNION ALL
         SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key
-        WHERE s.group_id IS NULL AND distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+        WHERE s.group_id IS NULL
+          AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+               -- A group whose holders all lapsed (11_shared.sql): nobody
+               -- holds it either, and the check ends it.
+               OR l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+                  AND distributed_lock_live_holders(l.lock_key, ts) = 0)
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
@@ -1387,6 +1399,7 @@ BEGIN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
         END IF;
+        PERFORM distributed_lock_holders_ended(key, ts);
         RETURN 'passed_on';
     END IF;
     RETURN 'none';
@@ -1547,8 +1560,8 @@ BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
-    -- A pruned key's holder slots go with it: a free row's group ended,
-    -- so none of them holds a lease.
+    -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
+    -- running group's row is never free, so none of them holds a lease.
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
@@ -1866,6 +1879,14 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
+    -- rows' locks, and are passed on, as a single key's enqueue or check
+    -- ends one: nobody else might, while the set waits for them.
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
     IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
@@ -2018,6 +2039,14 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := clock_timestamp();
+    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
+    -- rows' locks, and are passed on, as a single key's enqueue or check
+    -- ends one: nobody else might, while the set waits for them.
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
@@ -2138,6 +2167,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
     freed distributed_lock[] := '{}';
+    slots distributed_lock_holder[] := '{}';
     r distributed_lock;
     s record;
 BEGIN
@@ -2147,12 +2177,20 @@ BEGIN
     -- One UPDATE per key, in key order: a statement over the whole set
     -- would take its row locks in whatever order its plan reads the rows,
     -- or need a locking read first, whose lock is a WAL record per row.
+    -- An exclusive lease's only: a shared or semaphore group's row (owner
+    -- '*', 11_shared.sql) is released by its last holder, never by its
+    -- token, or an exclusive grant could follow while holders still hold.
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
         UPDATE distributed_lock l SET released_at = clock_timestamp()
         WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
+          AND l.lock_mode = 'exclusive'
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;
+        ELSE
+            -- A holder's lease, as distributed_lock_release takes it: passed
+            -- on below, once its end is logged.
+            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release') h);
         END IF;
     END LOOP;
     IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
@@ -2161,17 +2199,24 @@ BEGIN
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
-        FROM unnest(freed) x;
+        FROM unnest(freed) x
+        UNION ALL
+        SELECT y.released_at, y.lock_key, 'released', owner, y.fence_token, coalesce(event_actor, owner)
+        FROM unnest(slots) y;
     END IF;
     FOREACH r IN ARRAY freed LOOP
         IF r.wake_until > r.released_at THEN
             PERFORM distributed_lock_pass_on(r.lock_key, r.released_at);
         END IF;
     END LOOP;
+    FOR s IN SELECT DISTINCT y.lock_key AS k, y.released_at AS t FROM unnest(slots) y ORDER BY 1 LOOP
+        PERFORM distributed_lock_holders_ended(s.k, s.t);
+    END LOOP;
     RETURN QUERY
-        SELECT k.k::text, x.owner_id::text, x.fence_token::bigint, x.expires_at, x.ttl::interval,
-               CASE WHEN x.lock_key IS NULL THEN 'not_held' ELSE 'released' END
-        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k
+        SELECT k.k::text, coalesce(x.owner_id, y.owner_id)::text, coalesce(x.fence_token, y.fence_token)::bigint,
+               coalesce(x.expires_at, y.expires_at), coalesce(x.ttl, y.ttl)::interval,
+               CASE WHEN x.lock_key IS NULL AND y.lock_key IS NULL THEN 'not_held' ELSE 'released' END
+        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k LEFT JOIN unnest(slots) y ON y.lock_key = k.k
         ORDER BY k.k;
 END $$;
 
@@ -2677,6 +2722,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    -- Leases that ran out end with their group: a later group's grant of
+    -- their slots takes them from nobody.
+    UPDATE distributed_lock_holder s SET released_at = ts
+    WHERE s.lock_key = key AND s.released_at IS NULL;
     IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
@@ -2715,7 +2764,9 @@ BEGIN
         expires_at = distributed_lock_group_end(), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, '*'),
-        previous_owner = l.owner_id, previous_token = l.fence_token,
+        -- A row made for this group (owner '*', never held) has no previous lease.
+        previous_owner = nullif(l.owner_id, '*'),
+        previous_token = CASE WHEN l.owner_id <> '*' THEN l.fence_token END,
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = r.lock_key;
     IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
@@ -2785,8 +2836,10 @@ END $$;
 -- (permits NULL) or as one of the permits of a semaphore, for owner, for
 -- ttl_us microseconds from the database's clock. One row, always:
 --   outcome  'acquired' (a free slot, or a new one), 'stolen' (the slot of
---            a holder whose lease ran out), 'renewed' (owner already held a
---            slot of the key: same token, later expiry) when granted;
+--            another holder whose lease ran out, or a key whose exclusive
+--            lease, another owner's, ran out), 'renewed' (owner already held
+--            a slot of the key: same token, later expiry, even with waiters
+--            queued) when granted;
 --            'held' when an exclusive lease runs, or every permit is held
 --            (remaining: until the first of them ends); 'delayed' in an
 --            exclusive lease's lock-delay; 'queued' when waiters are queued
@@ -2798,9 +2851,10 @@ END $$;
 --   lock_key, owner_id, fence_token, expires_at, ttl: the holder's lease,
 --            or on a refusal the row (or first-ending permit) that refused.
 --   lock_mode, key_permits: the key's mode and permits.
---   holders: on a refusal, how many leases hold the key.
--- A grant is logged (its detail names mode, permits and slot) when it is
--- a steal or with log_grants. Forming the group, or changing a free
+--   queue_length, holders: on a refusal (but busy), how many live waiters
+--            are queued for the key, and how many leases hold it.
+-- A grant is logged (its detail names mode, permits and slot; a steal's,
+-- the lease it ended) when it is a steal or with log_grants. Forming the group, or changing a free
 -- semaphore's permits, waits for no one: a row another transaction holds
 -- is refused as busy. A grant into a running group of the same mode locks
 -- the row FOR SHARE, beside the other holders' grants, waiting only for a
@@ -2817,7 +2871,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     mode text := CASE WHEN permits IS NULL THEN 'shared' ELSE 'semaphore' END;
-    n integer := permits;
+    -- The domain refuses permits outside 1-1000 (23514) here, before the
+    -- key is read: not only when a group is formed, but when a running
+    -- group would answer 'conflict'.
+    n distributed_lock_permits := permits;
     ts timestamptz;
     r distributed_lock;
     joining boolean;
@@ -2828,7 +2885,7 @@ BEGIN
     joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n
                AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
     IF r.lock_key IS NULL THEN
-        PERFORM distributed_lock_create_free(key, owner, ttl_us);
+        PERFORM distributed_lock_create_free(key, '*', ttl_us);
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
     ELSIF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
@@ -2856,27 +2913,32 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
-        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        -- A lease of owner's own that ran out is not stolen from it, as
+        -- for an exclusive grant (distributed_lock_grant_kind).
+        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner))
+                 AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
     ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
+        -- A refusal names the row, and the queue, as every refusal does.
         holders := distributed_lock_live_holders(key, ts);
-        IF holders > 0 OR joining THEN
+        IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
-            outcome := CASE WHEN holders > 0 THEN 'conflict' ELSE 'busy' END;
-            RETURN;
-        END IF;
-        IF distributed_lock_promised(r, ts) THEN
-            outcome := 'queued';
+            outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
         lock_mode := mode; key_permits := n;
-    ELSIF distributed_lock_promised(r, ts) THEN
+        holders := NULL; -- counted for a refusal only
+    ELSIF distributed_lock_promised(r, ts)
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
+                          WHERE x.lock_key = key AND x.owner_id = owner
+                            AND x.released_at IS NULL AND x.expires_at > ts) THEN
         -- A waiter queued for the key (a writer waiting for the readers to
-        -- end) is not overtaken.
+        -- end) is not overtaken; a holder's renewal overtakes nobody, as
+        -- an exclusive holder's does not.
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
         queue_length := distributed_lock_queue_length(key, ts);
@@ -2956,12 +3018,13 @@ END $$;
 
 -- distributed_lock_refuse: why a grant of row r (which may not be granted
 -- anew at ts) is refused, with the row's lease: what distributed_lock_acquire
--- answers a caller who does not hold it. Internal.
+-- answers a caller who does not hold it. Internal: its path is pinned as
+-- every internal function's is (a record result is never inlined anyway).
 CREATE OR REPLACE FUNCTION distributed_lock_refuse(r distributed_lock, ts timestamptz,
     OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
     OUT remaining interval, OUT outcome text)
 RETURNS record
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT r.owner_id, r.fence_token, r.expires_at, r.ttl, r.expires_at - ts, distributed_lock_refusal(r, ts)
 $$;
 
@@ -2998,10 +3061,12 @@ END $$;
 -- distributed_lock_end_holders ends the leases of key's slots that match
 -- token (every slot holding a lease when token is the group's own, on
 -- which an operator acts on all holders) and owner (NULL: any), as
--- released (how 'release') or ran out (how 'expire'), and ends the group
--- when none holds a lease any more (distributed_lock_settle). The row FOR
--- NO KEY UPDATE: a group's end must see every release before it. Returns
--- the slots as they were before, one row each. Internal.
+-- released (how 'release') or ran out (how 'expire'); the caller then
+-- logs them and passes the key on (distributed_lock_holders_ended). The
+-- row FOR NO KEY UPDATE: a group's end must see every release before it.
+-- Returns
+-- the slots it ended as it left them (a forced expiry's end is now), in
+-- slot order. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text)
 RETURNS SETOF distributed_lock_holder
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -3017,7 +3082,7 @@ BEGIN
     ts := clock_timestamp();
     RETURN QUERY
     WITH ended AS (
-        SELECT s.* FROM distributed_lock_holder s
+        SELECT s.lock_key, s.slot FROM distributed_lock_holder s
         WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner) AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
@@ -3027,11 +3092,24 @@ BEGIN
             expires_at = CASE WHEN how = 'expire' THEN least(s.expires_at, ts) ELSE s.expires_at END
         FROM ended e WHERE s.lock_key = e.lock_key AND s.slot = e.slot
           AND (how = 'release' OR s.expires_at > ts)
-        RETURNING s.slot
+        RETURNING s.*
     )
-    SELECT e.* FROM ended e WHERE e.slot IN (SELECT u.slot FROM upd u);
-    IF NOT distributed_lock_settle(key, ts) AND r.wake_until > ts THEN
-        -- Still running, with room now: the waiters queued for it.
+    SELECT u.* FROM upd u ORDER BY u.slot;
+END $$;
+
+-- distributed_lock_holders_ended passes key on after leases of its holders
+-- ended at ts (distributed_lock_end_holders), once the caller has logged
+-- their ends: the group ends with its last lease and is passed on
+-- (distributed_lock_settle), or, still running, hands the room it has to
+-- the waiters queued for it. Called after the ends' events, so that the
+-- log never shows a grant of the room before the end that made it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_holders_ended(key text, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT distributed_lock_settle(key, ts)
+       AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.wake_until > ts) THEN
         PERFORM distributed_lock_serve_holders(key, ts);
     END IF;
 END $$;
@@ -3062,8 +3140,10 @@ END $$;
 -- token is the group's own: each lease ended is recorded as an event of
 -- its own under event_actor (default: the role that logged in) with
 -- reason, and the group ends with its last lease. One row as
--- distributed_lock_force_expire's: the holder's lease (for every holder,
--- the group's row, owner '*'), or 'not_held'. Internal.
+-- distributed_lock_force_expire's: the holder's lease after the action,
+-- or for every holder the group's row as the force found it (owner '*',
+-- its token and TTL), ending with the last of the leases ended; or
+-- 'not_held'. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_force_holders(
     key text, token bigint, how text, event_actor text, reason text,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -3073,25 +3153,31 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock_holder;
+    r distributed_lock;
     ended integer := 0;
 BEGIN
     lock_key := key;
     outcome := 'not_held';
+    -- The group's row before the force (the lock end_holders takes): when
+    -- the force ends the group, a hand-off may grant the row to a waiter
+    -- before this returns, and that lease is not the one forced.
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
     FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how) LOOP
         INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
         VALUES (key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
                 h.owner_id, h.fence_token, coalesce(event_actor, session_user),
                 jsonb_strip_nulls(jsonb_build_object('reason', reason, 'slot', h.slot)));
         ended := ended + 1;
-        owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
+        owner_id := h.owner_id; fence_token := h.fence_token; ttl := h.ttl;
+        expires_at := greatest(expires_at, h.expires_at);
     END LOOP;
     IF ended = 0 THEN
         RETURN;
     END IF;
+    PERFORM distributed_lock_holders_ended(key, clock_timestamp());
     outcome := CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END;
-    IF ended > 1 OR fence_token <> token THEN
-        SELECT l.owner_id, l.fence_token, l.ttl INTO owner_id, fence_token, ttl
-        FROM distributed_lock l WHERE l.lock_key = key;
+    IF token = r.fence_token THEN
+        owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;
     END IF;
 END $$;
 
@@ -3369,6 +3455,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_fence_holder(text, text, bigint),
     distributed_lock_force_holders(text, bigint, text, text, text),
     distributed_lock_lease_end(distributed_lock),
+    distributed_lock_holders_ended(text, timestamptz),
     distributed_lock_end_lapsed_group(text, timestamptz),
     distributed_lock_grant_slot(text, text, bigint, text, integer, jsonb, timestamptz, distributed_lock, text, jsonb, boolean),
     distributed_lock_grant_holder_waiter(distributed_lock_waiter, timestamptz, boolean),

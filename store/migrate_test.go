@@ -74,11 +74,14 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_wake_channel": true, "distributed_lock_wake": true, "distributed_lock_announce": true,
 	"distributed_lock_key_set": true, "distributed_lock_grant_set": true, "distributed_lock_create_free": true, "distributed_lock_lock_set": true,
 	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
-	"distributed_lock_session_lock": true,
+	"distributed_lock_session_lock": true, "distributed_lock_settle": true, "distributed_lock_form_group": true,
+	"distributed_lock_take_slot": true, "distributed_lock_refuse": true, "distributed_lock_renew_holder": true,
+	"distributed_lock_end_holders": true, "distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,
 }
 
-// ruleFunctions are the shared rules (sql/functions/02_rules.sql and the
-// token draw), inlined into the statements that use them.
+// ruleFunctions are the shared rules (sql/functions/02_rules.sql, the
+// token draw, and a group's end and live holders in 11_shared.sql),
+// inlined into the statements that use them where PostgreSQL can.
 var ruleFunctions = map[string]bool{
 	"distributed_lock_timeline": true, "distributed_lock_draw_token": true,
 	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_queue_live": true,
@@ -86,7 +89,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
-	"distributed_lock_session_live": true,
+	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_live_holders": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol

@@ -35,6 +35,8 @@ func TestRulesAreInlined(t *testing.T) {
 		{`SELECT distributed_lock_session_live(s, 'o', c.ts)
 		  FROM distributed_lock_session s, (SELECT now() AS ts OFFSET 0) c`,
 			[]string{"distributed_lock_session_live"}, "expires_at"},
+		{`SELECT l.expires_at = distributed_lock_group_end() FROM distributed_lock l`,
+			[]string{"distributed_lock_group_end"}, "9999-01-01"},
 		{`SELECT distributed_lock_draw_token(e.timeline) FROM distributed_lock_epoch e`,
 			[]string{"distributed_lock_draw_token", "distributed_lock_timeline"}, "nextval"},
 	} {

@@ -21,7 +21,17 @@ const (
 	drawnToken              // drawn by the call: above every token on the key before it
 )
 
+// slotToken is the token of the state's n-th holder (from 1); see
+// slotTok.
+const slotToken tok = 100
+
+// slotTok names the token of the state's n-th holder (holder_state_test.go).
+func slotTok(n int) tok { return slotToken + tok(n-1) }
+
 func (w tok) String() string {
+	if w >= slotToken {
+		return fmt.Sprintf("holder %d's token", w-slotToken+1)
+	}
 	return [...]string{"NULL", "the prepared token", "the prepared previous token", "a drawn token"}[w]
 }
 
@@ -74,7 +84,12 @@ type rowWant struct {
 	metadata   string // JSON; "": {}
 	wakes      *span  // wake_until − now; nil: not checked
 	lockDelay  time.Duration
-	delayUntil *span // delay_until − now; nil: NULL
+	delayUntil *span  // delay_until − now; nil: NULL
+	mode       string // lock_mode; "": exclusive
+	permits    int    // 0: NULL
+	// groupEnd: expires_at is a running group's end (distributed_lock_group_end),
+	// instead of expires.
+	groupEnd bool
 }
 
 var untouched = rowWant{untouched: true}
@@ -190,9 +205,11 @@ type checker struct {
 	before *lockState
 	// sessionsBefore are the case's sessions as prepared.
 	sessionsBefore []*sessionState
-	tokenBelow     int64 // the sequence's last token before the call
-	tokenAbove     int64 // and after
-	readAt         time.Time
+	// slotsBefore are the key's holder slots as prepared.
+	slotsBefore []slotState
+	tokenBelow  int64 // the sequence's last token before the call
+	tokenAbove  int64 // and after
+	readAt      time.Time
 }
 
 func (c checker) token(name string, got *int64, want tok) {
@@ -210,8 +227,13 @@ func (c checker) token(name string, got *int64, want tok) {
 		return
 	}
 	expect := c.p.token
-	if want == keptPrevious {
+	switch {
+	case want == keptPrevious:
 		expect = c.p.previousToken
+	case want >= slotToken && int(want-slotToken) < len(c.p.slots):
+		expect = c.p.slots[want-slotToken]
+	case want >= slotToken:
+		c.t.Fatalf("%s: want %s, but the state has %d holders", name, want, len(c.p.slots))
 	}
 	if got == nil || *got != expect {
 		c.t.Errorf("%s = %s; want %s (%d)", name, show(got), want, expect)
@@ -238,11 +260,20 @@ func (c checker) row(got *lockState, w rowWant) {
 		c.t.Errorf("row owner %q; want %q", got.Owner, w.owner)
 	}
 	c.token("row fence_token", &got.Token, w.token)
-	if w.keptExpiry {
+	if got.Mode != orString(w.mode, "exclusive") || show(got.Permits) != show(nonZero(w.permits)) {
+		c.t.Errorf("row lock_mode %s, permits %s; want %s, %s", got.Mode, show(got.Permits),
+			orString(w.mode, "exclusive"), show(nonZero(w.permits)))
+	}
+	switch {
+	case w.groupEnd || got.GroupEnd:
+		if got.GroupEnd != w.groupEnd {
+			c.t.Errorf("row expires at %v; a running group's end: %v", got.ExpiresAt, w.groupEnd)
+		}
+	case w.keptExpiry:
 		if c.before == nil || !got.ExpiresAt.Equal(c.before.ExpiresAt) {
 			c.t.Errorf("row expires_at %v; want it as prepared", got.ExpiresAt)
 		}
-	} else if !w.expires.holds(got.ExpiresIn) {
+	case !w.expires.holds(got.ExpiresIn):
 		c.t.Errorf("row expires in %v; want within [%v, %v]", got.ExpiresIn, w.expires.lo, w.expires.hi)
 	}
 	if w.ttl != 0 && got.TTL != w.ttl {
@@ -470,4 +501,13 @@ func asDuration(v any) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(iv.Microseconds)*time.Microsecond + time.Duration(iv.Days)*24*time.Hour, true
+}
+
+// nonZero is n, or NULL for 0 (a column such as permits).
+func nonZero(n int) *int32 {
+	if n == 0 {
+		return nil
+	}
+	v := int32(n)
+	return &v
 }

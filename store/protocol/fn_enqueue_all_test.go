@@ -55,6 +55,15 @@ func TestEnqueueAll(t *testing.T) {
 			waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second}}, check: sameSet(others)}
 	}
 	f.run(t, []fnCase{
+		{name: "a group whose holders all lapsed and a free key: the group ended, both granted",
+			state: sharedBy().holding(lapsedSlot(other)).and(also{name: "b", state: free()}), call: mine.call,
+			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+				row: func() rowWant {
+					w := grantTo(me, "acquired", time.Minute, keptToken)
+					w.prevOwner = groupOwner
+					return w
+				}(),
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", me, true) }}},
 		{name: "every key may be taken: granted", state: free().and(also{name: "b", state: noRow()}), call: mine.call,
 			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
 				row:   func() rowWant { w := grantTo(me, "acquired", time.Minute, keptToken); w.prevOwner = other; return w }(),

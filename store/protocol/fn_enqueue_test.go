@@ -77,6 +77,25 @@ func TestEnqueue(t *testing.T) {
 			return w
 		}()},
 		{name: "held by another, queued", state: heldBy(other).queued(w1), call: mine.call, want: queuedBehind(other, keptToken, untouched, w1)},
+		{name: "a running shared group: queued behind it", state: sharedBy(other), call: mine.call, want: func() want {
+			row := rowWant{owner: groupOwner, token: keptToken, groupEnd: true, ttl: time.Minute, kind: "acquired",
+				prevOwner: "earlier", prevToken: keptPrevious, mode: "shared", wakes: &span{time.Minute - slack, time.Minute}}
+			return queuedBehind(groupOwner, keptToken, row)
+		}()},
+		{name: "a group whose holders all lapsed: ended, then granted", state: sharedBy().holding(lapsedSlot(other)), call: mine.call,
+			want: granted("acquired", func() rowWant {
+				w := grantTo(me, "acquired", time.Minute, keptToken)
+				w.prevOwner = groupOwner
+				return w
+			}())},
+		{name: "a semaphore whose holders all lapsed, queued: ended, handed to the head, the caller behind it",
+			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1), call: mine.call, want: func() want {
+				row := handedFromGroup(w1, 2)
+				row.wakes = &span{time.Minute - slack, time.Minute}
+				w := queuedBehind(w1, drawnToken, row)
+				w.notify = []notifyWant{handOffTo(w1, "acquired")}
+				return w
+			}()},
 		{name: "promised to a waiter", state: promisedTo(w1), call: mine.call, want: queuedBehind(w1, keptToken, untouched)},
 		{name: "free, queued: handed to the head first", state: free().queued(w1), call: mine.call, want: func() want {
 			w := queuedBehind(w1, drawnToken, handedTo(w1, "acquired", other))

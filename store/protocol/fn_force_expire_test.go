@@ -85,6 +85,20 @@ func TestForceExpire(t *testing.T) {
 				w.check = delayedFor(time.Minute)
 				return w
 			}()},
+		{name: "one holder, its token: its lease ends now", state: sharedBy(other, w1), call: forceArgs{fn: op.fn, token: slotTok(1), actor: "alice", reason: "stuck job"}.call,
+			want: want{outcome: "force_expired", owner: other, token: slotTok(1), row: untouched,
+				slots:  []slotWant{slotExpiredNow(1, other), asPrepared},
+				events: []eventWant{forcedEvent("force_expired", other, 1)}, check: expiresIn(justNow)}},
+		{name: "every holder, the group's token: the group ends", state: sharedBy(other, w1).queued(w2), call: op.call,
+			want: func() want {
+				row := handedFromGroup(w2, 0)
+				return want{outcome: "force_expired", owner: groupOwner, token: keptToken, row: row,
+					slots:  []slotWant{slotExpiredNow(1, other), slotExpiredNow(2, w1)},
+					events: []eventWant{forcedEvent("force_expired", other, 1), forcedEvent("force_expired", w1, 2)},
+					notify: []notifyWant{handOffTo(w2, "acquired")}, check: expiresIn(justNow)}
+			}()},
+		{name: "a holder's lapsed slot: not held", state: sharedBy(other).holding(lapsedSlot(w1)),
+			call: forceArgs{fn: op.fn, token: slotTok(2), actor: "alice"}.call, want: notHeld},
 		{name: "actor of 256 bytes", state: heldBy(other), call: forceArgs{fn: op.fn, token: keptToken, actor: strings.Repeat("a", 256)}.call,
 			want: want{err: "23514"}},
 	})

@@ -64,6 +64,16 @@ func TestForceRelease(t *testing.T) {
 				w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
 				return w
 			}()},
+		{name: "one holder, its token: its slot freed", state: semaphoreOf(2, other, w1), call: forceArgs{fn: op.fn, token: slotTok(2), actor: "alice", reason: "stuck job"}.call,
+			want: want{outcome: "force_released", owner: w1, token: slotTok(2), row: untouched,
+				slots:  []slotWant{asPrepared, slotReleasedNow(2, w1)},
+				events: []eventWant{forcedEvent("force_released", w1, 2)}}},
+		{name: "every permit, the group's token: the group ends", state: semaphoreOf(2, other, w1), call: op.call,
+			want: want{outcome: "force_released", owner: groupOwner, token: keptToken, row: settled(2),
+				slots:  []slotWant{slotReleasedNow(1, other), slotReleasedNow(2, w1)},
+				events: []eventWant{forcedEvent("force_released", other, 1), forcedEvent("force_released", w1, 2)}}},
+		{name: "a holder's slot, released already: not held", state: sharedBy(other).holding(releasedSlot(w1)),
+			call: forceArgs{fn: op.fn, token: slotTok(2)}.call, want: notHeld},
 		{name: "promised to a waiter: handed on", state: promisedTo(w1).queued(w2), call: op.call, want: func() want {
 			w := released(handedTo(w2, "acquired", w1))
 			w.owner = w1

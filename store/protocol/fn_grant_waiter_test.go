@@ -22,5 +22,8 @@ func TestGrantWaiter(t *testing.T) {
 		{name: "expired: a steal, logged", state: lapsed(other).queued(w1), call: grantWaiterCall, want: want{
 			row: handedTo(w1, "stolen", other), events: []eventWant{grantEvent("stolen", w1, w1, other)},
 			notify: []notifyWant{handOffTo(w1, "stolen")}, check: handedBy(w1)}},
+		{name: "a semaphore's group ended: an exclusive lease now", state: groupEnded(2).queued(w1), call: grantWaiterCall, want: want{
+			row:    handedFromGroup(w1, 2),
+			notify: []notifyWant{handOffTo(w1, "acquired")}, check: handedBy(w1)}},
 	})
 }

@@ -1,19 +1,21 @@
 package protocol_test
 
 import (
+	"cmp"
 	"testing"
 	"time"
 )
 
 // releaseAllArgs: owner releases the case's key and the set's other keys,
-// each with its prepared token.
+// each with its prepared token (the case's key: token, when set).
 type releaseAllArgs struct {
 	owner string
 	lazy  bool
+	token tok
 }
 
 func (a releaseAllArgs) call(key string, p prepared) (string, []any) {
-	keys, tokens := []string{key}, []int64{tokenArg(p, keptToken)}
+	keys, tokens := []string{key}, []int64{tokenArg(p, cmp.Or(a.token, keptToken))}
 	for _, n := range p.setNames() {
 		keys, tokens = append(keys, p.set.keys[n]), append(tokens, tokenArg(p.set.prepared[n], keptToken))
 	}
@@ -49,6 +51,13 @@ func TestReleaseAll(t *testing.T) {
 			call:  releaseAllArgs{owner: me}.call, want: want{outcome: "released", owner: me, token: keptToken,
 				row: handedTo(other, "acquired", me), notify: []notifyWant{handOffTo(other, "acquired")},
 				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", other, true, w1) }}},
+		{name: "a holder's slot and a lease: both released, the group ended and handed on",
+			state: sharedBy(me).queued(w1).and(also{name: "b", state: heldBy(me)}),
+			call:  releaseAllArgs{owner: me, token: slotTok(1)}.call, want: want{outcome: "released", owner: me, token: slotTok(1),
+				row: handedFromGroup(w1, 0), slots: []slotWant{slotReleasedNow(1, me)},
+				notify: []notifyWant{handOffTo(w1, "acquired")}, check: otherFreed("b")}},
+		{name: "a running group's own token, as its owner '*': not held", state: sharedBy(other).and(also{name: "b", state: free()}),
+			call: releaseAllArgs{owner: groupOwner}.call, want: want{outcome: "not_held", row: untouched}},
 		{name: "another's lease: not held, the other released all the same", state: heldBy(other).and(also{name: "b", state: heldBy(me)}),
 			call: releaseAllArgs{owner: me}.call, want: want{outcome: "not_held", row: untouched, check: otherFreed("b")}},
 	})

@@ -94,6 +94,26 @@ func TestRelease(t *testing.T) {
 			w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
 			return w
 		}()},
+		{name: "a holder of two: its slot released, the group runs on", state: sharedBy(other, me), call: releaseArgs{owner: me, token: slotTok(2)}.call,
+			want: want{outcome: "released", owner: me, token: slotTok(2), row: untouched,
+				slots: []slotWant{asPrepared, slotReleasedNow(2, me)}}},
+		{name: "a holder, logged", state: sharedBy(other, me), call: releaseArgs{owner: me, token: slotTok(2), logRelease: true, actor: "svc"}.call,
+			want: want{outcome: "released", owner: me, token: slotTok(2), row: untouched,
+				slots:  []slotWant{asPrepared, slotReleasedNow(2, me)},
+				events: []eventWant{{kind: "released", owner: me, token: slotTok(2), actor: "svc", detail: map[string]any{}}}}},
+		{name: "the last holder: the group ends", state: sharedBy(me).holding(lapsedSlot(other)), call: releaseArgs{owner: me, token: slotTok(1)}.call,
+			want: want{outcome: "released", owner: me, token: slotTok(1), row: settled(0),
+				slots: []slotWant{slotReleasedNow(1, me), asPrepared}}},
+		{name: "the last permit, a writer queued: the group ends, handed to it", state: semaphoreOf(3, me).queued(w1, w2),
+			call: releaseArgs{owner: me, token: slotTok(1)}.call, want: func() want {
+				row := handedFromGroup(w1, 3)
+				return want{outcome: "released", owner: me, token: slotTok(1), row: row, waiters: waiters(w2),
+					slots: []slotWant{slotReleasedNow(1, me)}, notify: []notifyWant{handOffTo(w1, "acquired")}}
+			}()},
+		{name: "a holder's slot, another owner", state: sharedBy(other, me), call: releaseArgs{owner: me, token: slotTok(1)}.call, want: notHeld},
+		{name: "a holder's slot, released already", state: sharedBy(other).holding(releasedSlot(me)),
+			call: releaseArgs{owner: me, token: slotTok(2)}.call, want: notHeld},
+		{name: "the group's token", state: sharedBy(other), call: releaseArgs{owner: groupOwner, token: keptToken}.call, want: notHeld},
 		{name: "promised to the caller: given back, handed on", state: promisedTo(me).queued(w2), call: mine.call, want: func() want {
 			w := released(handedTo(w2, "acquired", me))
 			w.notify = []notifyWant{handOffTo(w2, "acquired")}

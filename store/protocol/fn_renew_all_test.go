@@ -48,6 +48,9 @@ func TestRenewAll(t *testing.T) {
 			call: renewAllArgs{owner: me, token: keptToken}.call, want: want{outcome: "not_held", row: untouched, check: otherRenewed("b")}},
 		{name: "an older grant's token", state: heldBy(me).and(also{name: "b", state: heldBy(me)}),
 			call: renewAllArgs{owner: me, token: keptPrevious}.call, want: want{outcome: "not_held", row: untouched, check: otherRenewed("b")}},
+		{name: "a holder's slot and a lease: both renewed", state: sharedBy(other, me).and(also{name: "b", state: heldBy(me)}),
+			call: renewAllArgs{owner: me, token: slotTok(2)}.call, want: want{outcome: "renewed", owner: me, token: slotTok(2),
+				row: untouched, slots: []slotWant{asPrepared, slotRenewed(2, me, 2*time.Minute)}, check: otherRenewed("b")}},
 		{name: "a token short", state: heldBy(me).and(also{name: "b", state: heldBy(me)}),
 			call: renewAllArgs{owner: me, token: keptToken, tokens: 1}.call, want: want{err: "22023"}},
 	})

@@ -19,11 +19,13 @@ func (a renewArgs) call(key string, p prepared) (string, []any) {
 }
 
 // tokenArg is the token a call names: the prepared row's, its previous one
-// (an older grant's), or, with no row, any.
+// (an older grant's), a holder's (slotTok), or, with no row, any.
 func tokenArg(p prepared, which tok) int64 {
 	switch {
 	case which == keptPrevious:
 		return p.previousToken
+	case which >= slotToken:
+		return p.slots[which-slotToken]
 	case p.token == 0:
 		return 1
 	}
@@ -59,6 +61,23 @@ func TestRenew(t *testing.T) {
 			return w
 		}()},
 		{name: "lapsed hand-off to the caller", state: lapsedHandOffTo(me), call: mine.call, want: notHeld},
+
+		{name: "a holder's slot, its token: renewed", state: sharedBy(other, me), call: renewArgs{owner: me, token: slotTok(2), ttl: 2 * time.Minute}.call,
+			want: want{outcome: "renewed", owner: me, token: slotTok(2), row: untouched,
+				slots: []slotWant{asPrepared, slotRenewed(2, me, 2*time.Minute)}}},
+		{name: "a permit, its token, a writer queued: renewed", state: semaphoreOf(2, me).queued(w1),
+			call: renewArgs{owner: me, token: slotTok(1), ttl: 2 * time.Minute}.call,
+			want: want{outcome: "renewed", owner: me, token: slotTok(1), row: untouched, waiters: waiters(w1),
+				slots: []slotWant{slotRenewed(1, me, 2*time.Minute)}}},
+		{name: "a holder's slot, another owner", state: sharedBy(other, me), call: renewArgs{owner: me, token: slotTok(1), ttl: time.Minute}.call,
+			want: notHeld},
+		{name: "a holder's slot, lapsed: not revived", state: sharedBy(other).holding(lapsedSlot(me)),
+			call: renewArgs{owner: me, token: slotTok(2), ttl: time.Minute}.call, want: notHeld},
+		{name: "a holder's slot, released", state: sharedBy(other).holding(releasedSlot(me)),
+			call: renewArgs{owner: me, token: slotTok(2), ttl: time.Minute}.call, want: notHeld},
+		{name: "the group's token", state: sharedBy(me), call: renewArgs{owner: groupOwner, token: keptToken, ttl: time.Minute}.call,
+			want: notHeld},
+		{name: "zero TTL, a holder's slot", state: sharedBy(me), call: renewArgs{owner: me, token: slotTok(1)}.call, want: want{err: "23514"}},
 
 		{name: "zero TTL", state: heldBy(me), call: renewArgs{owner: me, token: keptToken}.call, want: want{err: "23514"}},
 		{name: "negative TTL", state: heldBy(me), call: renewArgs{owner: me, token: keptToken, ttl: -time.Second}.call, want: want{err: "23514"}},

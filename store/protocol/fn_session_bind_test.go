@@ -101,6 +101,8 @@ func TestSessionBind(t *testing.T) {
 		{name: "a hand-off whose claim window ran out", state: lapsedHandOffTo(me).inSession(liveSession()), call: binds(theGrant),
 			want: notHeld(theGrant)},
 		{name: "a key with no row", state: noRow().inSession(liveSession()), call: binds(theGrant), want: notHeld(theGrant)},
+		{name: "a shared holder's lease: not bound (a holder renews its own)", state: sharedBy(me).inSession(liveSession()),
+			call: binds(binding{token: slotTok(1)}), want: notHeld(binding{token: slotTok(1)})},
 		{name: "the session lapsed: expired, nothing bound", state: heldBy(me).inSession(lapsedSession()), call: binds(theGrant),
 			want: refused("expired")},
 		{name: "another owner's session: gone", state: heldBy(me).inSession(liveSession().of(other)), call: binds(theGrant),

@@ -56,6 +56,11 @@ func TestWaiterHeartbeat(t *testing.T) {
 		{name: "one handed a lease meanwhile", state: promisedTo(w1).queued(me), call: heartbeatArgs{[]string{me, w1}}.call, want: want{
 			row: untouched, waiters: refreshed(me), check: missing(w1)}},
 		{name: "none", state: heldBy(other), call: heartbeatArgs{}.call, want: want{row: untouched, check: missing()}},
+		{name: "at the head of a running group's queue", state: sharedBy(other).queued(me, w1), call: heartbeatArgs{[]string{me, w1}}.call,
+			want: want{row: untouched, waiters: refreshed(me, w1), check: missing()}},
+		{name: "at the head of a group whose holders all lapsed: to check (its check ends the group)",
+			state: sharedBy().holding(lapsedSlot(other)).queued(me, w1), call: heartbeatArgs{[]string{me, w1}}.call,
+			want: want{row: untouched, waiters: refreshed(me, w1), check: missing(me)}},
 		{name: "at the head of a free key: to check", state: free().queued(me, w1), call: heartbeatArgs{[]string{me, w1}}.call, want: want{
 			row: untouched, waiters: refreshed(me, w1), check: missing(me)}},
 		{name: "at the head of a lapsed key: to check", state: lapsed(other).queued(me), call: heartbeatArgs{[]string{me}}.call, want: want{

@@ -31,6 +31,11 @@ type lockState struct {
 	HandedTo      *int64         `db:"handed_to"`
 	LockDelay     time.Duration  `db:"lock_delay"`
 	DelayUntil    *time.Time     `db:"delay_until"`
+	Mode          string         `db:"lock_mode"`
+	Permits       *int32         `db:"permits"`
+	// GroupEnd: expires_at is a running group's far-future end, which
+	// ExpiresIn (zero then) could not hold.
+	GroupEnd bool `db:"group_end"`
 
 	ExpiresIn   time.Duration  `db:"expires_in"`
 	AcquiredAgo time.Duration  `db:"acquired_ago"`
@@ -42,9 +47,9 @@ type lockState struct {
 }
 
 func (l lockState) String() string {
-	return fmt.Sprintf("{owner %s, token %d, expires %v (in %v), ttl %v, acquired %v, renewed %s ×%d, released %s, "+
+	return fmt.Sprintf("{%s %s, owner %s, token %d, expires %v (in %v), ttl %v, acquired %v, renewed %s ×%d, released %s, "+
 		"kind %s, previous %s/%s, metadata %v, wake_until %s, handed_to %s, lock_delay %v, delay_until %s}",
-		l.Owner, l.Token, l.ExpiresAt, l.ExpiresIn, l.TTL, l.AcquiredAt, show(l.RenewedAt), l.RenewCount,
+		l.Mode, show(l.Permits), l.Owner, l.Token, l.ExpiresAt, l.ExpiresIn, l.TTL, l.AcquiredAt, show(l.RenewedAt), l.RenewCount,
 		show(l.ReleasedAt), l.GrantKind, show(l.PreviousOwner), show(l.PreviousToken), l.Metadata,
 		show(l.WakeUntil), show(l.HandedTo), l.LockDelay, show(l.DelayUntil))
 }
@@ -85,8 +90,10 @@ const (
 	readLockSQL = `
 SELECT l.owner_id, l.fence_token, l.expires_at, l.ttl, l.acquired_at, l.renewed_at, l.renew_count,
        l.released_at, l.grant_kind, l.previous_owner, l.previous_token, l.metadata, l.wake_until,
-       l.handed_to, l.lock_delay, l.delay_until, l.delay_until - c.ts AS delay_in,
-       l.expires_at - c.ts AS expires_in, c.ts - l.acquired_at AS acquired_ago,
+       l.handed_to, l.lock_delay, l.delay_until, l.delay_until - c.ts AS delay_in, l.lock_mode, l.permits,
+       l.expires_at = distributed_lock_group_end() AS group_end,
+       CASE WHEN l.expires_at = distributed_lock_group_end() THEN interval '0' ELSE l.expires_at - c.ts END AS expires_in,
+       c.ts - l.acquired_at AS acquired_ago,
        c.ts - l.released_at AS released_ago, c.ts - l.renewed_at AS renewed_ago,
        l.wake_until - c.ts AS wake_in, c.ts AS read_at
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
@@ -108,6 +115,7 @@ type observed struct {
 	row     *lockState // nil: no row
 	waiters []waiterState
 	events  []eventState
+	slots   []slotState // the key's holder slots, in slot order
 	// sessions are the case's prepared sessions (nil: deleted), read by
 	// runCase, not observe.
 	sessions []*sessionState
@@ -136,6 +144,10 @@ func observe(t *testing.T, db *pgxpool.Pool, key string) observed {
 	rows, _ = db.Query(ctx, readEventsSQL, key)
 	if o.events, err = pgx.CollectRows(rows, pgx.RowToStructByName[eventState]); err != nil {
 		t.Fatalf("read the events of %q: %v", key, err)
+	}
+	rows, _ = db.Query(ctx, readSlotsSQL, key)
+	if o.slots, err = pgx.CollectRows(rows, pgx.RowToStructByName[slotState]); err != nil {
+		t.Fatalf("read the holders of %q: %v", key, err)
 	}
 	return o
 }

@@ -44,7 +44,7 @@ func whileFirstGrantCommits(t *testing.T, db *pgxpool.Pool, key string, call fun
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
 	if _, err := tx.Exec(ctx, insertLockSQL, key, other, time.Minute.Microseconds(), time.Minute.Microseconds(),
-		0, 0, "acquired", "{}", 0, nil, 0, 0); err != nil {
+		0, 0, "acquired", "{}", 0, nil, 0, 0, "exclusive", 0); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

@@ -54,6 +54,9 @@ type want struct {
 	// sessions is each prepared session after the call, in the state's
 	// order; nil: every one untouched (session_expect_test.go).
 	sessions []sessionWant
+	// slots are the key's holder slots after the call, in slot order;
+	// nil: every one as prepared (holder_expect_test.go).
+	slots []slotWant
 
 	// check, when set, looks at anything else.
 	check func(t *testing.T, result map[string]any, p prepared, after observed)
@@ -192,7 +195,7 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	p := prepareCase(t, f.db, key, c.state)
 	before := observe(t, f.db, key)
 	chk := checker{t: t, p: p, before: before.row, sessionsBefore: observeSessions(t, f.db, p.sessions),
-		tokenBelow: lastToken(t, f.db)}
+		slotsBefore: before.slots, tokenBelow: lastToken(t, f.db)}
 	l := listen(t, f.db)
 
 	sql, args := c.call(key, p)
@@ -238,6 +241,7 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	chk.waiters(after.waiters, w.waiters)
 	chk.notifications(notes, w.notify, key, f.schema, after.row)
 	chk.sessions(after.sessions, w.sessions)
+	chk.slots(after.slots, w.slots)
 	if w.check != nil && err == nil {
 		w.check(t, result, p, after)
 	}

@@ -31,6 +31,11 @@ type lockRow struct {
 	metadata  string        // JSON object; "": {}
 	lockDelay time.Duration // the lease's lock-delay
 	delayFor  time.Duration // delay_until − now (a force-release's delay); 0: NULL
+	// A shared or semaphore key's row (holder_state_test.go): lock_mode
+	// ("": exclusive) and permits (0: NULL). An unreleased one is its
+	// running group's, expiring at distributed_lock_group_end().
+	mode    string
+	permits int
 }
 
 // waiterRow is one distributed_lock_waiter row, queued in the order given.
@@ -55,6 +60,8 @@ type waiterRow struct {
 type state struct {
 	row     *lockRow
 	waiters []waiterRow
+	// holders are the key's slots (holder_state_test.go), in slot order.
+	holders []holderRow
 	also    []also
 	// sessions, the case's own first, with the grants bound to them
 	// (session_state_test.go).
@@ -166,6 +173,8 @@ type prepared struct {
 	setIDs []setID // the records of waiting sets, grouped by prepareSet
 	// sessions are the ids of the state's sessions, in its order.
 	sessions []int64
+	// slots are the tokens of the state's holders, in its order.
+	slots []int64
 }
 
 // waiter is the id of the prepared waiter owner, or of the consumed waiter
@@ -184,15 +193,19 @@ WITH c AS (SELECT clock_timestamp() AS now, nextval('distributed_lock_fence_seq'
      t AS (SELECT c.*, nextval('distributed_lock_fence_seq') AS token FROM c)
 INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at,
     renewed_at, renew_count, released_at, grant_kind, previous_owner, previous_token,
-    metadata, wake_until, handed_to, lock_delay, delay_until)
-SELECT $1, $2, t.token, t.now + $3 * interval '1 microsecond', $4 * interval '1 microsecond',
+    metadata, wake_until, handed_to, lock_delay, delay_until, lock_mode, permits)
+SELECT $1, $2, t.token,
+       CASE WHEN $13::text <> 'exclusive' AND $5::bigint = 0 THEN distributed_lock_group_end()
+            ELSE t.now + $3 * interval '1 microsecond' END,
+       $4 * interval '1 microsecond',
        t.now + ($3 - $4) * interval '1 microsecond',
        CASE WHEN $6::int > 0 THEN t.now - interval '1 second' END, $6::int,
        CASE WHEN $5::bigint > 0 THEN t.now - $5 * interval '1 microsecond' END,
        $7, 'earlier', t.prev, $8::jsonb,
        CASE WHEN $9::bigint <> 0 THEN t.now + $9 * interval '1 microsecond' END, $10,
        $11 * interval '1 microsecond',
-       CASE WHEN $12::bigint <> 0 THEN t.now + $12 * interval '1 microsecond' END
+       CASE WHEN $12::bigint <> 0 THEN t.now + $12 * interval '1 microsecond' END,
+       $13, nullif($14::int, 0)
 FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
@@ -226,12 +239,13 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertLockSQL, key, r.owner, r.expiresIn.Microseconds(),
 			or(r.ttl, time.Minute).Microseconds(), r.freedAgo.Microseconds(), r.renewals,
 			orString(r.kind, "acquired"), orString(r.metadata, "{}"), r.wakeFor.Microseconds(), handed,
-			r.lockDelay.Microseconds(), r.delayFor.Microseconds(),
+			r.lockDelay.Microseconds(), r.delayFor.Microseconds(), orString(r.mode, "exclusive"), r.permits,
 		).Scan(&p.token, &p.previousToken)
 		if err != nil {
 			t.Fatalf("prepare the row of %q: %v", key, err)
 		}
 	}
+	p.slots = prepareHolders(t, db, key, s.holders)
 	for _, w := range s.waiters {
 		var id int64
 		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),

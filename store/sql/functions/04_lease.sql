@@ -94,6 +94,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
     wake timestamptz;
+    holder boolean := false;
 BEGIN
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
@@ -101,10 +102,10 @@ BEGIN
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
     IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease (11_shared.sql): its group
-        -- ends, and is passed on, with its last holder.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp()
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
+        -- A shared or semaphore holder's lease (11_shared.sql): passed on
+        -- below, once its end is logged.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
         FROM distributed_lock_end_holders(key, owner, token, 'release') h;
     END IF;
     IF NOT FOUND THEN
@@ -119,7 +120,9 @@ BEGIN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF wake > ts THEN
+    IF holder THEN
+        PERFORM distributed_lock_holders_ended(key, ts);
+    ELSIF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
 END $$;

@@ -184,7 +184,10 @@ BEGIN
     END IF;
     ts := clock_timestamp();
     IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
-        -- A group whose holders all lapsed, ended (and passed on) here.
+        -- A group whose holders all lapsed (11_shared.sql) is ended here,
+        -- under the lock, as acquire and a waiter's check end one, and
+        -- passed on: the caller takes it or queues behind the head it was
+        -- handed to, rather than behind a group nobody holds.
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     END IF;
     IF distributed_lock_may_take(r, owner, ts) THEN
@@ -373,7 +376,8 @@ END $$;
 -- ids it did not find live: handed a lease (the waiter may have missed
 -- the NOTIFY) or gone (a lapsed record is not revived); and the ids of
 -- records that head the queue of a key nobody holds (free or lapsed, past
--- its lock-delay), which their check takes: no release will hand them that
+-- its lock-delay, or a group whose holders all lapsed), which their check
+-- takes: no release will hand them that
 -- key, and the hand-off that made them head may have gone to a process
 -- that died with its waiter (07_wake.sql tells only the next in line). A
 -- set's record is left out: a set heading a free key waits for its other
@@ -407,7 +411,12 @@ BEGIN
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)
         UNION ALL
         SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key
-        WHERE s.group_id IS NULL AND distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+        WHERE s.group_id IS NULL
+          AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+               -- A group whose holders all lapsed (11_shared.sql): nobody
+               -- holds it either, and the check ends it.
+               OR l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+                  AND distributed_lock_live_holders(l.lock_key, ts) = 0)
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
@@ -452,6 +461,7 @@ BEGIN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
         END IF;
+        PERFORM distributed_lock_holders_ended(key, ts);
         RETURN 'passed_on';
     END IF;
     RETURN 'none';

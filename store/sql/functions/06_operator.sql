@@ -153,8 +153,8 @@ BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
     PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
     ts := clock_timestamp();
-    -- A pruned key's holder slots go with it: a free row's group ended,
-    -- so none of them holds a lease.
+    -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
+    -- running group's row is never free, so none of them holds a lease.
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x

@@ -225,6 +225,14 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
+    -- rows' locks, and are passed on, as a single key's enqueue or check
+    -- ends one: nobody else might, while the set waits for them.
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
     IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
@@ -377,6 +385,14 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := clock_timestamp();
+    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
+    -- rows' locks, and are passed on, as a single key's enqueue or check
+    -- ends one: nobody else might, while the set waits for them.
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
@@ -497,6 +513,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
     freed distributed_lock[] := '{}';
+    slots distributed_lock_holder[] := '{}';
     r distributed_lock;
     s record;
 BEGIN
@@ -506,12 +523,20 @@ BEGIN
     -- One UPDATE per key, in key order: a statement over the whole set
     -- would take its row locks in whatever order its plan reads the rows,
     -- or need a locking read first, whose lock is a WAL record per row.
+    -- An exclusive lease's only: a shared or semaphore group's row (owner
+    -- '*', 11_shared.sql) is released by its last holder, never by its
+    -- token, or an exclusive grant could follow while holders still hold.
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
         UPDATE distributed_lock l SET released_at = clock_timestamp()
         WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
+          AND l.lock_mode = 'exclusive'
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;
+        ELSE
+            -- A holder's lease, as distributed_lock_release takes it: passed
+            -- on below, once its end is logged.
+            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release') h);
         END IF;
     END LOOP;
     IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
@@ -520,16 +545,23 @@ BEGIN
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
-        FROM unnest(freed) x;
+        FROM unnest(freed) x
+        UNION ALL
+        SELECT y.released_at, y.lock_key, 'released', owner, y.fence_token, coalesce(event_actor, owner)
+        FROM unnest(slots) y;
     END IF;
     FOREACH r IN ARRAY freed LOOP
         IF r.wake_until > r.released_at THEN
             PERFORM distributed_lock_pass_on(r.lock_key, r.released_at);
         END IF;
     END LOOP;
+    FOR s IN SELECT DISTINCT y.lock_key AS k, y.released_at AS t FROM unnest(slots) y ORDER BY 1 LOOP
+        PERFORM distributed_lock_holders_ended(s.k, s.t);
+    END LOOP;
     RETURN QUERY
-        SELECT k.k::text, x.owner_id::text, x.fence_token::bigint, x.expires_at, x.ttl::interval,
-               CASE WHEN x.lock_key IS NULL THEN 'not_held' ELSE 'released' END
-        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k
+        SELECT k.k::text, coalesce(x.owner_id, y.owner_id)::text, coalesce(x.fence_token, y.fence_token)::bigint,
+               coalesce(x.expires_at, y.expires_at), coalesce(x.ttl, y.ttl)::interval,
+               CASE WHEN x.lock_key IS NULL AND y.lock_key IS NULL THEN 'not_held' ELSE 'released' END
+        FROM unnest(ks) k(k) LEFT JOIN unnest(freed) x ON x.lock_key = k.k LEFT JOIN unnest(slots) y ON y.lock_key = k.k
         ORDER BY k.k;
 END $$;

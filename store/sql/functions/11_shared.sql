@@ -73,6 +73,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
+    -- Leases that ran out end with their group: a later group's grant of
+    -- their slots takes them from nobody.
+    UPDATE distributed_lock_holder s SET released_at = ts
+    WHERE s.lock_key = key AND s.released_at IS NULL;
     IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
@@ -111,7 +115,9 @@ BEGIN
         expires_at = distributed_lock_group_end(), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, '*'),
-        previous_owner = l.owner_id, previous_token = l.fence_token,
+        -- A row made for this group (owner '*', never held) has no previous lease.
+        previous_owner = nullif(l.owner_id, '*'),
+        previous_token = CASE WHEN l.owner_id <> '*' THEN l.fence_token END,
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = r.lock_key;
     IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
@@ -181,8 +187,10 @@ END $$;
 -- (permits NULL) or as one of the permits of a semaphore, for owner, for
 -- ttl_us microseconds from the database's clock. One row, always:
 --   outcome  'acquired' (a free slot, or a new one), 'stolen' (the slot of
---            a holder whose lease ran out), 'renewed' (owner already held a
---            slot of the key: same token, later expiry) when granted;
+--            another holder whose lease ran out, or a key whose exclusive
+--            lease, another owner's, ran out), 'renewed' (owner already held
+--            a slot of the key: same token, later expiry, even with waiters
+--            queued) when granted;
 --            'held' when an exclusive lease runs, or every permit is held
 --            (remaining: until the first of them ends); 'delayed' in an
 --            exclusive lease's lock-delay; 'queued' when waiters are queued
@@ -194,9 +202,10 @@ END $$;
 --   lock_key, owner_id, fence_token, expires_at, ttl: the holder's lease,
 --            or on a refusal the row (or first-ending permit) that refused.
 --   lock_mode, key_permits: the key's mode and permits.
---   holders: on a refusal, how many leases hold the key.
--- A grant is logged (its detail names mode, permits and slot) when it is
--- a steal or with log_grants. Forming the group, or changing a free
+--   queue_length, holders: on a refusal (but busy), how many live waiters
+--            are queued for the key, and how many leases hold it.
+-- A grant is logged (its detail names mode, permits and slot; a steal's,
+-- the lease it ended) when it is a steal or with log_grants. Forming the group, or changing a free
 -- semaphore's permits, waits for no one: a row another transaction holds
 -- is refused as busy. A grant into a running group of the same mode locks
 -- the row FOR SHARE, beside the other holders' grants, waiting only for a
@@ -213,7 +222,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     mode text := CASE WHEN permits IS NULL THEN 'shared' ELSE 'semaphore' END;
-    n integer := permits;
+    -- The domain refuses permits outside 1-1000 (23514) here, before the
+    -- key is read: not only when a group is formed, but when a running
+    -- group would answer 'conflict'.
+    n distributed_lock_permits := permits;
     ts timestamptz;
     r distributed_lock;
     joining boolean;
@@ -224,7 +236,7 @@ BEGIN
     joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n
                AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
     IF r.lock_key IS NULL THEN
-        PERFORM distributed_lock_create_free(key, owner, ttl_us);
+        PERFORM distributed_lock_create_free(key, '*', ttl_us);
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
     ELSIF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
@@ -252,27 +264,32 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
-        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        -- A lease of owner's own that ran out is not stolen from it, as
+        -- for an exclusive grant (distributed_lock_grant_kind).
+        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner))
+                 AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
     ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
+        -- A refusal names the row, and the queue, as every refusal does.
         holders := distributed_lock_live_holders(key, ts);
-        IF holders > 0 OR joining THEN
+        IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
-            outcome := CASE WHEN holders > 0 THEN 'conflict' ELSE 'busy' END;
-            RETURN;
-        END IF;
-        IF distributed_lock_promised(r, ts) THEN
-            outcome := 'queued';
+            outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
         lock_mode := mode; key_permits := n;
-    ELSIF distributed_lock_promised(r, ts) THEN
+        holders := NULL; -- counted for a refusal only
+    ELSIF distributed_lock_promised(r, ts)
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
+                          WHERE x.lock_key = key AND x.owner_id = owner
+                            AND x.released_at IS NULL AND x.expires_at > ts) THEN
         -- A waiter queued for the key (a writer waiting for the readers to
-        -- end) is not overtaken.
+        -- end) is not overtaken; a holder's renewal overtakes nobody, as
+        -- an exclusive holder's does not.
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
         queue_length := distributed_lock_queue_length(key, ts);
@@ -352,12 +369,13 @@ END $$;
 
 -- distributed_lock_refuse: why a grant of row r (which may not be granted
 -- anew at ts) is refused, with the row's lease: what distributed_lock_acquire
--- answers a caller who does not hold it. Internal.
+-- answers a caller who does not hold it. Internal: its path is pinned as
+-- every internal function's is (a record result is never inlined anyway).
 CREATE OR REPLACE FUNCTION distributed_lock_refuse(r distributed_lock, ts timestamptz,
     OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
     OUT remaining interval, OUT outcome text)
 RETURNS record
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT r.owner_id, r.fence_token, r.expires_at, r.ttl, r.expires_at - ts, distributed_lock_refusal(r, ts)
 $$;
 
@@ -394,10 +412,12 @@ END $$;
 -- distributed_lock_end_holders ends the leases of key's slots that match
 -- token (every slot holding a lease when token is the group's own, on
 -- which an operator acts on all holders) and owner (NULL: any), as
--- released (how 'release') or ran out (how 'expire'), and ends the group
--- when none holds a lease any more (distributed_lock_settle). The row FOR
--- NO KEY UPDATE: a group's end must see every release before it. Returns
--- the slots as they were before, one row each. Internal.
+-- released (how 'release') or ran out (how 'expire'); the caller then
+-- logs them and passes the key on (distributed_lock_holders_ended). The
+-- row FOR NO KEY UPDATE: a group's end must see every release before it.
+-- Returns
+-- the slots it ended as it left them (a forced expiry's end is now), in
+-- slot order. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text)
 RETURNS SETOF distributed_lock_holder
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -413,7 +433,7 @@ BEGIN
     ts := clock_timestamp();
     RETURN QUERY
     WITH ended AS (
-        SELECT s.* FROM distributed_lock_holder s
+        SELECT s.lock_key, s.slot FROM distributed_lock_holder s
         WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner) AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
@@ -423,11 +443,24 @@ BEGIN
             expires_at = CASE WHEN how = 'expire' THEN least(s.expires_at, ts) ELSE s.expires_at END
         FROM ended e WHERE s.lock_key = e.lock_key AND s.slot = e.slot
           AND (how = 'release' OR s.expires_at > ts)
-        RETURNING s.slot
+        RETURNING s.*
     )
-    SELECT e.* FROM ended e WHERE e.slot IN (SELECT u.slot FROM upd u);
-    IF NOT distributed_lock_settle(key, ts) AND r.wake_until > ts THEN
-        -- Still running, with room now: the waiters queued for it.
+    SELECT u.* FROM upd u ORDER BY u.slot;
+END $$;
+
+-- distributed_lock_holders_ended passes key on after leases of its holders
+-- ended at ts (distributed_lock_end_holders), once the caller has logged
+-- their ends: the group ends with its last lease and is passed on
+-- (distributed_lock_settle), or, still running, hands the room it has to
+-- the waiters queued for it. Called after the ends' events, so that the
+-- log never shows a grant of the room before the end that made it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_holders_ended(key text, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF NOT distributed_lock_settle(key, ts)
+       AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.wake_until > ts) THEN
         PERFORM distributed_lock_serve_holders(key, ts);
     END IF;
 END $$;
@@ -458,8 +491,10 @@ END $$;
 -- token is the group's own: each lease ended is recorded as an event of
 -- its own under event_actor (default: the role that logged in) with
 -- reason, and the group ends with its last lease. One row as
--- distributed_lock_force_expire's: the holder's lease (for every holder,
--- the group's row, owner '*'), or 'not_held'. Internal.
+-- distributed_lock_force_expire's: the holder's lease after the action,
+-- or for every holder the group's row as the force found it (owner '*',
+-- its token and TTL), ending with the last of the leases ended; or
+-- 'not_held'. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_force_holders(
     key text, token bigint, how text, event_actor text, reason text,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -469,24 +504,30 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock_holder;
+    r distributed_lock;
     ended integer := 0;
 BEGIN
     lock_key := key;
     outcome := 'not_held';
+    -- The group's row before the force (the lock end_holders takes): when
+    -- the force ends the group, a hand-off may grant the row to a waiter
+    -- before this returns, and that lease is not the one forced.
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
     FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how) LOOP
         INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
         VALUES (key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
                 h.owner_id, h.fence_token, coalesce(event_actor, session_user),
                 jsonb_strip_nulls(jsonb_build_object('reason', reason, 'slot', h.slot)));
         ended := ended + 1;
-        owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
+        owner_id := h.owner_id; fence_token := h.fence_token; ttl := h.ttl;
+        expires_at := greatest(expires_at, h.expires_at);
     END LOOP;
     IF ended = 0 THEN
         RETURN;
     END IF;
+    PERFORM distributed_lock_holders_ended(key, clock_timestamp());
     outcome := CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END;
-    IF ended > 1 OR fence_token <> token THEN
-        SELECT l.owner_id, l.fence_token, l.ttl INTO owner_id, fence_token, ttl
-        FROM distributed_lock l WHERE l.lock_key = key;
+    IF token = r.fence_token THEN
+        owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;
     END IF;
 END $$;

@@ -75,6 +75,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_fence_holder(text, text, bigint),
     distributed_lock_force_holders(text, bigint, text, text, text),
     distributed_lock_lease_end(distributed_lock),
+    distributed_lock_holders_ended(text, timestamptz),
     distributed_lock_end_lapsed_group(text, timestamptz),
     distributed_lock_grant_slot(text, text, bigint, text, integer, jsonb, timestamptz, distributed_lock, text, jsonb, boolean),
     distributed_lock_grant_holder_waiter(distributed_lock_waiter, timestamptz, boolean),
