@@ -76,6 +76,12 @@ type Op struct {
 	// the same Set, unique to the call in the history. Empty for a
 	// single-key call.
 	Set string
+	// Mode is the mode a Grant asked for: ModeExclusive (or empty),
+	// ModeShared or ModeSemaphore, with Permits the semaphore's N. Each
+	// holder of a shared or semaphore key has its own lease and token, so
+	// Key and Token name the holder.
+	Mode    string
+	Permits int
 	// LockDelay is the lock-delay a Grant asked for (locker's
 	// Config.LockDelay): when the lease ends without its holder's release,
 	// nobody may be granted the key for that long.
