@@ -76,6 +76,9 @@ type Stats struct {
 	// leases those sessions kept (each checked against the session's
 	// expiry), and how many of them were stolen after it.
 	KilledSessions, KilledSessionLeases, KilledLeasesStolen int
+	// Modes: grant events of shared holders and of semaphore permits (the
+	// rest of Grants are exclusive).
+	SharedGrants, PermitGrants int
 }
 
 func (s Stats) String() string {
@@ -86,7 +89,8 @@ func (s Stats) String() string {
 		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease; %d waits refused as deadlocks (records)",
 			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused) +
 		fmt.Sprintf("; %d killed sessions kept %d leases (%d stolen after the session's expiry)",
-			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen)
+			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen) +
+		fmt.Sprintf("; %d shared grants, %d semaphore permits granted", s.SharedGrants, s.PermitGrants)
 }
 
 // Report is the result of Check.
@@ -191,10 +195,14 @@ type checker struct {
 	stats      Stats
 
 	granted     map[leaseID]lockview.Event // grant events by key and token
+	modes       map[leaseID]grantMode      // the mode of each grant event
 	forcedAt    map[leaseID]time.Time      // force_expired event times
 	stolenPrev  map[leaseID]int64          // steal → token it took over from
 	releasedLog map[leaseID]bool
 	delayCut    map[leaseID]bool // grants after an operator ended the key's delay
+	// tookOver is, for each lease neither released nor force-ended, the
+	// grant that took its key over from it.
+	tookOver map[leaseID]lockview.Event
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -228,10 +236,11 @@ func (c *checker) learnLeases() {
 	}
 }
 
-// lastLease is the current (latest) grant of a key while the event log is
-// walked, and how it ended so far.
+// lastLease is one grant of a key (its holder's lease) while the event log
+// is walked, and how it ended so far.
 type lastLease struct {
-	ev lockview.Event
+	ev   lockview.Event
+	mode grantMode
 	// released: by its holder (a clean release, which starts no
 	// lock-delay) or, with forceReleased, by an operator.
 	released      bool
@@ -246,20 +255,26 @@ type lastLease struct {
 
 // checkLog walks the event log key by key (properties 1, 2 and 6).
 func (c *checker) checkLog() {
-	cur := map[string]*lastLease{}
-	maxToken := map[string]int64{}
+	keys := map[string]*keyState{}
 	tokenKey := map[int64]string{}
 	c.granted = map[leaseID]lockview.Event{}
+	c.modes = map[leaseID]grantMode{}
 	c.forcedAt = map[leaseID]time.Time{}
 	c.stolenPrev = map[leaseID]int64{}
 	c.releasedLog = map[leaseID]bool{}
 	c.delayCut = map[leaseID]bool{}
+	c.tookOver = map[leaseID]lockview.Event{}
 	for _, ev := range c.obs.Events {
+		k := keys[ev.Key]
+		if k == nil {
+			k = &keyState{open: map[int64]*lastLease{}}
+			keys[ev.Key] = k
+		}
 		if ev.Kind == lockdb.EventDelayEnded {
 			// An operator ended the key's lock-delay: it may name the
 			// lease whose delay it was, or nothing.
 			c.stats.DelaysEnded++
-			if p := cur[ev.Key]; p != nil && p.delayEnded.IsZero() {
+			if p := k.last; p != nil && p.delayEnded.IsZero() {
 				p.delayEnded = ev.OccurredAt
 			}
 			continue
@@ -286,41 +301,21 @@ func (c *checker) checkLog() {
 				c.fail("token %d granted twice (on %q and on %q)", tok, other, ev.Key)
 			}
 			tokenKey[tok] = ev.Key
-			if m, seen := maxToken[ev.Key]; seen && tok <= m {
-				c.fail("token went backwards on %q: event %d granted %d to %q after a grant of %d",
-					ev.Key, ev.ID, tok, deref(ev.Owner), m)
+			m, err := eventMode(ev)
+			if err != nil {
+				c.fail("event %d (grant of %q token %d): %v", ev.ID, ev.Key, tok, err)
+				m = exclusive
 			}
-			maxToken[ev.Key] = max(maxToken[ev.Key], tok)
-			prev := cur[ev.Key]
-			if ev.Kind == lockdb.EventStolen {
-				if prev == nil || prev.released {
-					c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tok)
-				} else {
-					c.stolenPrev[id] = *prev.ev.Token
-				}
-			}
-			if prev != nil {
-				if !prev.delayEnded.IsZero() {
-					c.delayCut[id] = true
-				}
-				switch {
-				case !prev.released:
-					c.checkPreviousEnded(ev, prev)
-				case !prev.forceReleased.IsZero():
-					c.checkDelay(ev, prev, c.forceReleasedEnd(prev))
-				default:
-					c.noteCleanRelease(ev, prev)
-				}
-			}
-			c.granted[id] = ev
-			cur[ev.Key] = &lastLease{ev: ev}
+			c.countMode(m)
+			c.grantOn(k, ev, m)
 		case lockdb.EventReleased, lockdb.EventForceReleased:
 			c.stats.Releases++
-			p := cur[ev.Key]
-			if p == nil || p.released || *p.ev.Token != tok {
+			p := k.open[tok]
+			if p == nil {
 				c.fail("event %d: %s of token %d on %q, which is not the key's current grant", ev.ID, ev.Kind, tok, ev.Key)
 				continue
 			}
+			delete(k.open, tok)
 			p.released = true
 			c.releasedLog[id] = true
 			if ev.Kind == lockdb.EventForceReleased {
@@ -332,8 +327,8 @@ func (c *checker) checkLog() {
 			}
 		case lockdb.EventForceExpired:
 			c.stats.ForceExpires++
-			p := cur[ev.Key]
-			if p == nil || p.released || *p.ev.Token != tok {
+			p := k.open[tok]
+			if p == nil {
 				c.fail("event %d: force-expire of token %d on %q, which is not the key's current grant", ev.ID, tok, ev.Key)
 				continue
 			}
@@ -345,48 +340,6 @@ func (c *checker) checkLog() {
 			}
 		}
 	}
-}
-
-// checkPreviousEnded flags grant g when prev (unreleased) was still valid,
-// or when its lock-delay still ran.
-func (c *checker) checkPreviousEnded(g lockview.Event, last *lastLease) {
-	prev := last.ev
-	id := leaseID{prev.Key, *prev.Token}
-	f := c.leases[id]
-	forced, wasForced := c.forcedAt[id]
-	var end time.Time
-	switch {
-	case f != nil && f.known && wasForced:
-		end = f.maxExpiry
-		if forced.Before(end) {
-			end = forced
-		}
-	case f != nil && f.known:
-		end = f.maxExpiry
-	case wasForced:
-		end = forced
-	default:
-		// Nothing known about the previous lease's expiry; a delay the
-		// database declared is still checked.
-		c.checkDelay(g, last, time.Time{})
-		return
-	}
-	if g.OccurredAt.Before(end) {
-		c.fail("overlapping leases on %q: event %d granted token %d to %q at %s, but token %d of %q was valid until %s (%s later)",
-			g.Key, g.ID, *g.Token, deref(g.Owner), g.OccurredAt.Format(time.RFC3339Nano), *prev.Token,
-			deref(prev.Owner), end.Format(time.RFC3339Nano), end.Sub(g.OccurredAt))
-		return
-	}
-	// The delay runs from the lease's expiry: no earlier than the latest
-	// one a client was told. A force-expire sets the expiry to the moment
-	// of its update, which its event (written later, perhaps much later
-	// when the event table was busy) does not bound from below: there the
-	// delay_until the event declares is what is checked.
-	from := time.Time{}
-	if f != nil && f.known && !wasForced {
-		from = f.maxExpiry
-	}
-	c.checkDelay(g, last, from)
 }
 
 // checkClientGrants matches client operations with the log (property 3,

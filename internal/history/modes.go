@@ -40,6 +40,16 @@ func (m grantMode) String() string {
 	return m.mode
 }
 
+// countMode counts a grant event by its mode.
+func (c *checker) countMode(m grantMode) {
+	switch m.mode {
+	case ModeShared:
+		c.stats.SharedGrants++
+	case ModeSemaphore:
+		c.stats.PermitGrants++
+	}
+}
+
 // newMode checks a mode and its permits as a client or the log gave them.
 func newMode(mode string, permits int) (grantMode, error) {
 	switch mode {

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
-	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -78,7 +77,6 @@ func observeSessions(ctx context.Context, db store.DBTX, obs *Observed) error {
 // kept a lease; a lease the process took but had not bound yet ends at its
 // own expiry, which property 2 checks.
 func (c *checker) checkKilledSessions() {
-	next := c.nextGrants()
 	for _, op := range c.ops {
 		if op.Kind != SessionKill {
 			continue
@@ -93,7 +91,7 @@ func (c *checker) checkKilledSessions() {
 		for _, b := range s.Leases {
 			id := leaseID{b.Key, b.Token}
 			c.stats.KilledSessionLeases++
-			g, ok := next[id]
+			g, ok := c.tookOver[id]
 			if !ok {
 				continue // nobody took the key after it, or its grant is not in the log
 			}
@@ -111,34 +109,4 @@ func (c *checker) checkKilledSessions() {
 			}
 		}
 	}
-}
-
-// nextGrants maps each lease to the grant of its key that followed it
-// while it was neither released nor force-ended: the grant that took the
-// key over from it.
-func (c *checker) nextGrants() map[leaseID]lockview.Event {
-	next := map[leaseID]lockview.Event{}
-	type current struct {
-		token int64
-		ended bool
-	}
-	cur := map[string]*current{}
-	for _, ev := range c.obs.Events {
-		if ev.Token == nil {
-			continue
-		}
-		p := cur[ev.Key]
-		switch ev.Kind {
-		case lockdb.EventAcquired, lockdb.EventStolen:
-			if p != nil && !p.ended {
-				next[leaseID{ev.Key, p.token}] = ev
-			}
-			cur[ev.Key] = &current{token: *ev.Token}
-		case lockdb.EventReleased, lockdb.EventForceReleased, lockdb.EventForceExpired:
-			if p != nil && p.token == *ev.Token {
-				p.ended = true
-			}
-		}
-	}
-	return next
 }
