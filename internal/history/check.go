@@ -200,6 +200,10 @@ type checker struct {
 	stolenPrev  map[leaseID]int64          // steal → token it took over from
 	releasedLog map[leaseID]bool
 	delayCut    map[leaseID]bool // grants after an operator ended the key's delay
+	// fencedBy is, for each lease, the first later grant of its key that
+	// conflicts with it: its holder's fenced writes must not commit after
+	// that grant (holders.go).
+	fencedBy map[leaseID]lockview.Event
 	// tookOver is, for each lease neither released nor force-ended, the
 	// grant that took its key over from it.
 	tookOver map[leaseID]lockview.Event
@@ -253,7 +257,8 @@ type lastLease struct {
 	delayEnded time.Time
 }
 
-// checkLog walks the event log key by key (properties 1, 2 and 6).
+// checkLog walks the event log key by key (properties 1, 2 and 6, and
+// what property 4 needs of the grants).
 func (c *checker) checkLog() {
 	keys := map[string]*keyState{}
 	tokenKey := map[int64]string{}
@@ -263,6 +268,7 @@ func (c *checker) checkLog() {
 	c.stolenPrev = map[leaseID]int64{}
 	c.releasedLog = map[leaseID]bool{}
 	c.delayCut = map[leaseID]bool{}
+	c.fencedBy = map[leaseID]lockview.Event{}
 	c.tookOver = map[leaseID]lockview.Event{}
 	for _, ev := range c.obs.Events {
 		k := keys[ev.Key]

@@ -20,6 +20,9 @@ type keyState struct {
 	// and was pruned unlogged stays here, harmless: it is never proven
 	// valid again.
 	open map[int64]*lastLease
+	// unfenced are the key's grants that no conflicting grant has followed
+	// yet (checker.fencedBy).
+	unfenced []*lastLease
 	// The largest token granted on the key, and the largest exclusive one.
 	maxToken, maxExclusive    int64
 	granted, grantedExclusive bool
@@ -172,6 +175,48 @@ func (c *checker) failPermits(g *lastLease, permits []heldAt, n int) {
 		n, ev.Key, ev.ID, *ev.Token, deref(ev.Owner), ev.OccurredAt.Format(time.RFC3339Nano), len(permits), strings.Join(valid, ", "))
 }
 
+// noteFencing records g as the grant after which the fenced writes of
+// each earlier holder of the key it conflicts with are stale
+// (checkWrites): any grant after an exclusive one; an exclusive grant, or
+// one of the other mode, after a shared or permit one; the steal of a
+// permit; and a permit grant that made more than N counting the earlier
+// permit's holder beside those proven valid at it, so that the holder, had
+// it still written, would have been one too many.
+func (c *checker) noteFencing(g, victim *lastLease, k *keyState, held []heldAt) {
+	valid := map[*lastLease]bool{}
+	for _, h := range held {
+		if h.lease != victim && h.lease.mode.mode == ModeSemaphore {
+			valid[h.lease] = true
+		}
+	}
+	kept := k.unfenced[:0]
+	for _, h := range k.unfenced {
+		if fencedBy(h, g, victim, len(valid), valid[h]) {
+			c.fencedBy[idOf(h)] = g.ev
+		} else {
+			kept = append(kept, h)
+		}
+	}
+	k.unfenced = kept
+}
+
+// fencedBy reports whether grant g, after h on their key, conflicts with
+// h; validPermits permit holders were proven valid at g (hValid: h among
+// them).
+func fencedBy(h, g, victim *lastLease, validPermits int, hValid bool) bool {
+	switch {
+	case h == victim || !h.mode.compatible(g.mode):
+		return true
+	case g.mode.mode != ModeSemaphore:
+		return false
+	}
+	others := validPermits
+	if hValid {
+		others--
+	}
+	return others+2 > min(g.mode.permits, h.mode.permits)
+}
+
 // takeOver ends the holders of k that g took the key over from: the one
 // whose place it stole, and every one it cannot stand beside. They had
 // lapsed (checkHolders flags any still valid); the grant that took over a
@@ -188,8 +233,8 @@ func (c *checker) takeOver(g, victim *lastLease, k *keyState) {
 	}
 }
 
-// grantOn walks grant event ev of mode m on its key (properties 1, 2 and
-// 6): its token's order, the holders it came beside, the lock-delay
+// grantOn walks grant event ev of mode m on its key (properties 1, 2, 4
+// and 6): its token's order, the holders it came beside, the lock-delay
 // of the lease before it, and which holders it ended.
 func (c *checker) grantOn(k *keyState, ev lockview.Event, m grantMode) {
 	g := &lastLease{ev: ev, mode: m}
@@ -212,9 +257,11 @@ func (c *checker) grantOn(k *keyState, ev lockview.Event, m grantMode) {
 			}
 		}
 	}
+	c.noteFencing(g, victim, k, held)
 	c.takeOver(g, victim, k)
 	c.granted[idOf(g)] = ev
 	c.modes[idOf(g)] = m
 	k.last = g
 	k.open[tokenOf(g)] = g
+	k.unfenced = append(k.unfenced, g)
 }

@@ -40,7 +40,9 @@ func release(client int, key, owner string, token int64, at time.Duration) Op {
 // at 106ms and e steals its permit (token 8) while b's has lapsed too and
 // d's runs. On doc, readers r1 (token 16) and r2 (token 14) overlap; both
 // release; w takes doc alone (token 19) and releases it; reader r3 takes
-// it again (token 20).
+// it again (token 20). Holders write under their leases: r1's write sees
+// r2's later grant and commits before r2's (older token, fellow reader),
+// b's and c's see d's grant, and e writes after its steal.
 func modes() ([]Op, Observed) {
 	ops := []Op{
 		permitOp(3, grant(1, "pool", "a", 1, "acquired", 0, 5*ms, 104*ms)),
@@ -56,23 +58,44 @@ func modes() ([]Op, Observed) {
 		grant(8, "doc", "w", 19, "acquired", 49*ms, 51*ms, 150*ms),
 		release(8, "doc", "w", 19, 60*ms),
 		sharedOp(grant(9, "doc", "r3", 20, "acquired", 69*ms, 71*ms, 170*ms)),
+		write(6, "doc", "r1", 16, 1, 10*ms),
+		write(7, "doc", "r2", 14, 1, 12*ms),
+		write(8, "doc", "w", 19, 1, 55*ms),
+		write(2, "pool", "b", 3, 1, 30*ms),
+		write(3, "pool", "c", 2, 1, 32*ms),
+		write(5, "pool", "e", 8, 1, 115*ms),
 	}
-	obs := Observed{Events: []lockview.Event{
-		permitEv(3, ev(1, "pool", "acquired", "a", 1, 4*ms)),
-		permitEv(3, ev(2, "pool", "acquired", "b", 3, 5*ms)),
-		permitEv(3, ev(3, "pool", "acquired", "c", 2, 6*ms)),
-		sharedEv(ev(4, "doc", "acquired", "r1", 16, 4*ms)),
-		sharedEv(ev(5, "doc", "acquired", "r2", 14, 7*ms)),
-		ev(6, "pool", "released", "a", 1, 20*ms),
-		permitEv(3, ev(7, "pool", "acquired", "d", 5, 25*ms)),
-		ev(8, "doc", "released", "r1", 16, 30*ms),
-		ev(9, "doc", "released", "r2", 14, 40*ms),
-		ev(10, "doc", "acquired", "w", 19, 50*ms),
-		ev(11, "doc", "released", "w", 19, 60*ms),
-		sharedEv(ev(12, "doc", "acquired", "r3", 20, 70*ms)),
-		permitEv(3, stolenFrom(2, ev(13, "pool", "stolen", "e", 8, 111*ms))),
-	}}
+	obs := Observed{
+		Events: []lockview.Event{
+			permitEv(3, ev(1, "pool", "acquired", "a", 1, 4*ms)),
+			permitEv(3, ev(2, "pool", "acquired", "b", 3, 5*ms)),
+			permitEv(3, ev(3, "pool", "acquired", "c", 2, 6*ms)),
+			sharedEv(ev(4, "doc", "acquired", "r1", 16, 4*ms)),
+			sharedEv(ev(5, "doc", "acquired", "r2", 14, 7*ms)),
+			ev(6, "pool", "released", "a", 1, 20*ms),
+			permitEv(3, ev(7, "pool", "acquired", "d", 5, 25*ms)),
+			ev(8, "doc", "released", "r1", 16, 30*ms),
+			ev(9, "doc", "released", "r2", 14, 40*ms),
+			ev(10, "doc", "acquired", "w", 19, 50*ms),
+			ev(11, "doc", "released", "w", 19, 60*ms),
+			sharedEv(ev(12, "doc", "acquired", "r3", 20, 70*ms)),
+			permitEv(3, stolenFrom(2, ev(13, "pool", "stolen", "e", 8, 111*ms))),
+		},
+		Writes: []GuardedWrite{
+			{Key: "doc", Token: 16, Writer: "r1", WriterSeq: 1, CommitSeq: 1},
+			{Key: "doc", Token: 14, Writer: "r2", WriterSeq: 1, CommitSeq: 2},
+			{Key: "doc", Token: 19, Writer: "w", WriterSeq: 1, CommitSeq: 3},
+			{Key: "pool", Token: 3, Writer: "b", WriterSeq: 1, CommitSeq: 1},
+			{Key: "pool", Token: 2, Writer: "c", WriterSeq: 1, CommitSeq: 2},
+			{Key: "pool", Token: 8, Writer: "e", WriterSeq: 1, CommitSeq: 3},
+		},
+		SeenToken: []int64{14, 14, 19, 5, 5, 8},
+	}
 	return ops, obs
+}
+
+func write(client int, key, owner string, token, seq int64, at time.Duration) Op {
+	return Op{Client: client, Kind: Write, Key: key, Owner: owner, Token: token, WriterSeq: seq, Result: OK, Call: at, Return: at + ms}
 }
 
 func TestModesHistoryPasses(t *testing.T) {
@@ -81,7 +104,8 @@ func TestModesHistoryPasses(t *testing.T) {
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
-	if st := r.Stats; st.Grants != 9 || st.SharedGrants != 3 || st.PermitGrants != 5 || st.Steals != 1 || st.Releases != 4 {
+	if st := r.Stats; st.Grants != 9 || st.SharedGrants != 3 || st.PermitGrants != 5 || st.Steals != 1 || st.Releases != 4 ||
+		st.FencedWrites != 6 || st.WritesSeen != 6 {
 		t.Fatalf("stats = %+v", st)
 	}
 }
@@ -163,6 +187,28 @@ func TestCheckerFlagsModes(t *testing.T) {
 			obs.Events = append(obs.Events, ev(14, "pool", "released", "c", 2, 120*ms))
 			return append(ops, Op{Client: 3, Kind: Release, Key: "pool", Owner: "c", Token: 2, Result: OK, Call: 119 * ms, Return: 121 * ms})
 		}, `event 14: released of token 2 on "pool", which is not the key's current grant`},
+		{"a reader's write after the writer's grant", func(ops []Op, obs *Observed) []Op {
+			obs.SeenToken[0] = 19
+			return ops
+		}, `stale write on "doc": "r1" wrote with token 16 while grant 19 was already committed`},
+		{"a reader's write committed after the writer's", func(ops []Op, obs *Observed) []Op {
+			obs.Writes = append(obs.Writes, GuardedWrite{Key: "doc", Token: 14, Writer: "r2", WriterSeq: 2, CommitSeq: 4})
+			obs.SeenToken = append(obs.SeenToken, 14)
+			return append(ops, write(7, "doc", "r2", 14, 2, 56*ms))
+		}, `stale write on "doc": "r2" wrote with token 14 (commit #4) after "w" wrote with token 19 (commit #3)`},
+		{"a permit's write after its permit was stolen", func(ops []Op, obs *Observed) []Op {
+			obs.SeenToken[4] = 8
+			return ops
+		}, `stale write on "pool": "c" wrote with token 2 while grant 8 was already committed`},
+		{"a released permit's write after a grant that filled the semaphore", func(ops []Op, obs *Observed) []Op {
+			obs.Writes = append(obs.Writes, GuardedWrite{Key: "pool", Token: 1, Writer: "a", WriterSeq: 1, CommitSeq: 4})
+			obs.SeenToken = append(obs.SeenToken, 5)
+			return append(ops, write(1, "pool", "a", 1, 1, 27*ms))
+		}, `stale write on "pool": "a" wrote with token 1 while grant 5 was already committed`},
+		{"a permit's write before its grant", func(ops []Op, obs *Observed) []Op {
+			obs.SeenToken[3] = 1
+			return ops
+		}, `write #1 on "pool" by "b" with token 3 was made before its grant was committed (latest grant seen: 1)`},
 		{"a semaphore without permits", func(ops []Op, obs *Observed) []Op {
 			delete(obs.Events[0].Detail, "permits")
 			return ops
