@@ -366,6 +366,7 @@ func (c *checker) checkClientGrants() {
 				c.fail("client %d was granted %q token %d as %s/%s; the log says %s/%s",
 					op.Client, op.Key, op.Token, op.Owner, op.Outcome, deref(ev.Owner), ev.Kind)
 			}
+			c.checkGrantMode(op)
 			c.checkStealTime(op)
 		case op.Kind == Grant && op.Result == OK: // renewed by TryAcquire
 			if ev, ok := c.granted[id]; !ok || deref(ev.Owner) != op.Owner {
@@ -447,7 +448,8 @@ func (c *checker) checkStealTime(op Op) {
 }
 
 // checkRealTimeOrder: if grant A's reply came before grant B was sent, on the
-// same key, A's token is smaller.
+// same key, A's token is smaller, unless neither is exclusive (shared and
+// permit holders draw their tokens in any order among themselves).
 func (c *checker) checkRealTimeOrder() {
 	byKey := map[string][]Op{}
 	for _, op := range c.ops {
@@ -460,19 +462,29 @@ func (c *checker) checkRealTimeOrder() {
 		sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
 		byCall := grants
 		sort.Slice(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
-		var best Op
-		haveBest := false
+		// best is the largest token returned before b was sent, and
+		// bestExclusive the largest exclusive one.
+		var best, bestExclusive Op
+		haveBest, haveExclusive := false, false
 		r := 0
 		for _, b := range byCall {
 			for r < len(byReturn) && byReturn[r].Return < b.Call {
-				if !haveBest || byReturn[r].Token > best.Token {
-					best, haveBest = byReturn[r], true
+				a := byReturn[r]
+				if !haveBest || a.Token > best.Token {
+					best, haveBest = a, true
+				}
+				if isExclusive(a) && (!haveExclusive || a.Token > bestExclusive.Token) {
+					bestExclusive, haveExclusive = a, true
 				}
 				r++
 			}
-			if haveBest && best.Token >= b.Token {
+			prior, havePrior := best, haveBest
+			if !isExclusive(b) {
+				prior, havePrior = bestExclusive, haveExclusive
+			}
+			if havePrior && prior.Token >= b.Token {
 				c.fail("real-time order on %q: token %d (client %d, returned at %s) came before token %d (client %d, sent at %s) was asked for",
-					key, best.Token, best.Client, best.Return, b.Token, b.Client, b.Call)
+					key, prior.Token, prior.Client, prior.Return, b.Token, b.Client, b.Call)
 			}
 		}
 	}

@@ -69,6 +69,13 @@ func newMode(mode string, permits int) (grantMode, error) {
 // opMode is the mode a client asked for in a Grant.
 func opMode(op Op) (grantMode, error) { return newMode(op.Mode, op.Permits) }
 
+// isExclusive reports whether op asked for its key alone (an op of an
+// unknown mode, reported by checkGrantMode, is taken as not).
+func isExclusive(op Op) bool {
+	m, err := opMode(op)
+	return err == nil && m.exclusive()
+}
+
 // eventMode is the mode of a grant event, from its detail: "mode" absent
 // is exclusive, and a semaphore's detail carries "permits". The detail is
 // jsonb read into a map, so a number arrives as a float64.
@@ -99,4 +106,17 @@ func eventMode(ev lockview.Event) (grantMode, error) {
 		return grantMode{}, fmt.Errorf("permits %v is not a number", n)
 	}
 	return newMode(mode, permits)
+}
+
+// checkGrantMode: a client was granted a key in the mode it asked for, as
+// the log says it was.
+func (c *checker) checkGrantMode(op Op) {
+	asked, err := opMode(op)
+	if err != nil {
+		c.fail("client %d's grant of %q token %d: %v", op.Client, op.Key, op.Token, err)
+		return
+	}
+	if logged, ok := c.modes[leaseID{op.Key, op.Token}]; ok && logged != asked {
+		c.fail("client %d was granted %q token %d as %s; the log says %s", op.Client, op.Key, op.Token, asked, logged)
+	}
 }

@@ -38,8 +38,8 @@ func release(client int, key, owner string, token int64, at time.Duration) Op {
 // (tokens 1, 3 and 2: permits that overlap draw their tokens in any
 // order); a releases its permit and d takes it (token 5); c's lease lapses
 // at 106ms and e steals its permit (token 8) while b's has lapsed too and
-// d's runs. On doc, readers r1 (token 16) and r2 (token 14) overlap; both
-// release; w takes doc alone (token 19) and releases it; reader r3 takes
+// d's runs. On doc, readers r1 (token 16) and r2 (token 14, asked for
+// after r1's grant returned) overlap; both release; w takes doc alone (token 19) and releases it; reader r3 takes
 // it again (token 20). Holders write under their leases: r1's write sees
 // r2's later grant and commits before r2's (older token, fellow reader),
 // b's and c's see d's grant, and e writes after its steal.
@@ -52,7 +52,7 @@ func modes() ([]Op, Observed) {
 		permitOp(3, grant(4, "pool", "d", 5, "acquired", 24*ms, 26*ms, 125*ms)),
 		permitOp(3, grant(5, "pool", "e", 8, "stolen", 110*ms, 112*ms, 211*ms)),
 		sharedOp(grant(6, "doc", "r1", 16, "acquired", 0, 5*ms, 104*ms)),
-		sharedOp(grant(7, "doc", "r2", 14, "acquired", 0, 8*ms, 107*ms)),
+		sharedOp(grant(7, "doc", "r2", 14, "acquired", 6*ms, 8*ms, 107*ms)),
 		release(6, "doc", "r1", 16, 30*ms),
 		release(7, "doc", "r2", 14, 40*ms),
 		grant(8, "doc", "w", 19, "acquired", 49*ms, 51*ms, 150*ms),
@@ -209,6 +209,22 @@ func TestCheckerFlagsModes(t *testing.T) {
 			obs.SeenToken[3] = 1
 			return ops
 		}, `write #1 on "pool" by "b" with token 3 was made before its grant was committed (latest grant seen: 1)`},
+		{"a reader asked for after the writer's grant returned, with a smaller token", func(ops []Op, obs *Observed) []Op {
+			ops[6].Call, ops[6].Return = 52*ms, 53*ms
+			return ops
+		}, `real-time order on "doc": token 19 (client 8, returned at 51ms) came before token 16 (client 6, sent at 52ms) was asked for`},
+		{"a reader told it holds the key alone", func(ops []Op, obs *Observed) []Op {
+			ops[6].Mode = ""
+			return ops
+		}, `client 6 was granted "doc" token 16 as exclusive; the log says shared`},
+		{"a permit told of another count", func(ops []Op, obs *Observed) []Op {
+			ops[0].Permits = 4
+			return ops
+		}, `client 1 was granted "pool" token 1 as semaphore of 4 permits; the log says semaphore of 3 permits`},
+		{"a client asking in an unknown mode", func(ops []Op, obs *Observed) []Op {
+			ops[6].Mode = "read"
+			return ops
+		}, `client 6's grant of "doc" token 16: unknown mode "read"`},
 		{"a semaphore without permits", func(ops []Op, obs *Observed) []Op {
 			delete(obs.Events[0].Detail, "permits")
 			return ops
