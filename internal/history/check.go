@@ -129,34 +129,44 @@ type leaseFacts struct {
 // Check verifies a run. The properties, each sound (it flags only what the
 // recorded data proves wrong):
 //
-//  1. Token order: on every key, each grant event's token is larger than
-//     every earlier grant's on that key (releases and prunes in between
-//     included), and no token is granted on two keys or twice.
-//  2. No overlapping leases on the database clock: a grant while the key's
-//     previous lease was neither released nor force-released must come no
-//     earlier than that lease's end — the latest expiry a client was told, or
-//     an operator's force-expire if earlier — comparing database times only.
+//  1. Token order: on every key, each exclusive grant event's token is
+//     larger than every earlier grant's on that key (releases and prunes in
+//     between included), each shared or permit grant's larger than every
+//     earlier exclusive grant's, and no token is granted on two keys or
+//     twice.
+//  2. No overlapping leases on the database clock: a grant while a holder
+//     of the key it cannot stand beside (an exclusive one, or any one beside
+//     an exclusive grant, or one of the other mode, or the permit it
+//     steals) was neither released nor force-released must come no earlier
+//     than that holder's lease's end — the latest expiry a client was told,
+//     or an operator's force-expire if earlier — comparing database times
+//     only; and a permit grant must not come while N permit holders' leases
+//     had not ended, N the least of their permits and its own.
 //     The same on the local clock for steals: the stealer's reply cannot come
 //     before the victim's last successful renewal was sent plus the TTL.
 //     Not for a lease bound to a session (Op.Bound), whose end is the
 //     session's: property 5 checks its holder, 8 a killed process's.
 //  3. The log and the clients agree: every grant a client was told about is
-//     in the log with its kind, and every logged grant was asked for; every
-//     successful release is logged; grants on one key that do not overlap
-//     in real time got increasing tokens in that real-time order.
-//  4. Fencing: on every key, the guarded writes in commit order carry
-//     non-decreasing tokens (so each holder's writes form one run, and no
-//     older holder writes after a newer one); every write's token was
-//     granted to its writer on that key; every write saw its own grant
-//     committed and no newer one; and the guarded table holds exactly the
-//     writes clients saw commit (plus any whose commit reply was lost).
+//     in the log with its kind and mode, and every logged grant was asked
+//     for; every successful release is logged; grants on one key that do
+//     not overlap in real time, one of them exclusive, got increasing
+//     tokens in that real-time order.
+//  4. Fencing: every write's token was granted to its writer on that key;
+//     every write saw its own grant committed and no grant that conflicts
+//     with its lease (fencedBy: on an exclusive key, no newer grant); no
+//     write commits after a write under a lease granted at or after such a
+//     grant (on an exclusive key: the writes in commit order carry
+//     non-decreasing tokens, so each holder's writes form one run, and no
+//     older holder writes after a newer one); and the guarded table holds
+//     exactly the writes clients saw commit (plus any whose commit reply
+//     was lost).
 //  5. Kept leases (ends, from clients using locker.Keepalive): a lease's
 //     keepalive reported it lost before its local deadline and before the
 //     database expiry the client knew of, and every holder stopped trusting
 //     its lease before the lease was stolen.
-//  6. Lock-delay: a lease that ended without its holder's release
-//     (expired, force-expired, force-released) keeps its key from every
-//     grant until its end plus the lock-delay its client asked for
+//  6. Lock-delay: an exclusive lease that ended without its holder's
+//     release (expired, force-expired, force-released) keeps its key from
+//     every grant until its end plus the lock-delay its client asked for
 //     (Op.LockDelay), and until any delay_until the database declared in
 //     the force_* event, unless a delay_ended event came first; on the
 //     local clock, a steal's reply cannot come before the victim's last
@@ -169,7 +179,8 @@ type leaseFacts struct {
 //     sets it asked for, so no key of a set is ever visible granted
 //     without the rest.
 //  8. Sessions (ops of Kind SessionKill): every lease a killed process's
-//     session kept (bound to it in the database) was granted to nobody
+//     session kept (bound to it in the database) was taken over by no
+//     grant (one it could not stand beside, or the steal of its permit)
 //     before the session's last expires_at plus the lease's lock-delay.
 func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 	c := checker{ops: ops, ends: ends, obs: obs, leases: map[leaseID]*leaseFacts{}}

@@ -69,11 +69,12 @@ func observeSessions(ctx context.Context, db store.DBTX, obs *Observed) error {
 }
 
 // checkKilledSessions verifies property 8: the leases a killed session
-// kept were granted to nobody before the session's last expires_at (plus
-// the lock-delay their grant asked for): nothing of the process renewed or
-// released them after the kill, so they lapsed with the session, at the
-// expiry the database last gave it, and the next grant of each is a steal
-// no earlier than that. A binding is how the database says the session
+// kept were taken over by no grant before the session's last expires_at
+// (plus the lock-delay their grant asked for): nothing of the process
+// renewed or released them after the kill, so they lapsed with the
+// session, at the expiry the database last gave it, and the grant that
+// took each over (checker.tookOver: for a shared lease the next exclusive
+// grant, not the next reader beside it) is a steal no earlier than that. A binding is how the database says the session
 // kept a lease; a lease the process took but had not bound yet ends at its
 // own expiry, which property 2 checks.
 func (c *checker) checkKilledSessions() {
