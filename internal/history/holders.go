@@ -62,31 +62,39 @@ func (c *checker) checkTokenOrder(g *lastLease, k *keyState) {
 }
 
 // stealVictim is the holder steal g took its place from: the one its
-// event names (previous_token) or, when it names none, the key's latest
-// grant while the key is exclusive. Nil, after a violation, when there is
-// none to take over; nil for an acquired grant.
+// event names (previous_token) or, on an exclusive key, the key's latest
+// grant. Nil for an acquired grant; nil, after a violation, when there is
+// none to take over; and nil for an exclusive steal from shared or permit
+// holders that names none, since it takes the key over from them all.
 func (c *checker) stealVictim(g *lastLease, k *keyState) *lastLease {
-	ev := g.ev
+	ev, last := g.ev, k.last
 	if ev.Kind != lockdb.EventStolen {
 		return nil
 	}
+	exclusiveKey := last == nil || last.mode.exclusive()
 	var victim *lastLease
 	switch {
-	case ev.PreviousToken != nil:
+	case ev.PreviousToken != nil && !(g.mode.exclusive() && exclusiveKey):
 		if victim = k.open[*ev.PreviousToken]; victim == nil {
 			c.fail("event %d: %q stolen with token %d from token %d, which was no unreleased lease of the key",
 				ev.ID, ev.Key, tokenOf(g), *ev.PreviousToken)
 			return nil
 		}
-	case !g.mode.exclusive() && k.last != nil && !k.last.mode.exclusive():
+	case exclusiveKey:
+		if last == nil || last.released {
+			c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tokenOf(g))
+			return nil
+		}
+		victim = last
+	case g.mode.exclusive():
+		if len(k.open) == 0 {
+			c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tokenOf(g))
+		}
+		return nil
+	default:
 		c.fail("event %d: %q stolen with token %d (%s), but the event names no previous token: whose place it took is unknown",
 			ev.ID, ev.Key, tokenOf(g), g.mode)
 		return nil
-	case k.last == nil || k.last.released:
-		c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tokenOf(g))
-		return nil
-	default:
-		victim = k.last
 	}
 	c.stolenPrev[idOf(g)] = tokenOf(victim)
 	return victim

@@ -39,10 +39,12 @@ func release(client int, key, owner string, token int64, at time.Duration) Op {
 // order); a releases its permit and d takes it (token 5); c's lease lapses
 // at 106ms and e steals its permit (token 8) while b's has lapsed too and
 // d's runs. On doc, readers r1 (token 16) and r2 (token 14, asked for
-// after r1's grant returned) overlap; both release; w takes doc alone (token 19) and releases it; reader r3 takes
-// it again (token 20). Holders write under their leases: r1's write sees
-// r2's later grant and commits before r2's (older token, fellow reader),
-// b's and c's see d's grant, and e writes after its steal.
+// after r1's grant returned) overlap; both release; w takes doc alone
+// (token 19) and releases it; reader r3 takes it again (token 20), and
+// when its lease lapses x steals doc (token 21). Holders write under their
+// leases: r1's write sees r2's later grant and commits before r2's (older
+// token, fellow reader), b's and c's see d's grant, and e writes after its
+// steal.
 func modes() ([]Op, Observed) {
 	ops := []Op{
 		permitOp(3, grant(1, "pool", "a", 1, "acquired", 0, 5*ms, 104*ms)),
@@ -58,6 +60,7 @@ func modes() ([]Op, Observed) {
 		grant(8, "doc", "w", 19, "acquired", 49*ms, 51*ms, 150*ms),
 		release(8, "doc", "w", 19, 60*ms),
 		sharedOp(grant(9, "doc", "r3", 20, "acquired", 69*ms, 71*ms, 170*ms)),
+		grant(10, "doc", "x", 21, "stolen", 179*ms, 181*ms, 280*ms),
 		write(6, "doc", "r1", 16, 1, 10*ms),
 		write(7, "doc", "r2", 14, 1, 12*ms),
 		write(8, "doc", "w", 19, 1, 55*ms),
@@ -80,6 +83,7 @@ func modes() ([]Op, Observed) {
 			ev(11, "doc", "released", "w", 19, 60*ms),
 			sharedEv(ev(12, "doc", "acquired", "r3", 20, 70*ms)),
 			permitEv(3, stolenFrom(2, ev(13, "pool", "stolen", "e", 8, 111*ms))),
+			stolenFrom(20, ev(14, "doc", "stolen", "x", 21, 180*ms)),
 		},
 		Writes: []GuardedWrite{
 			{Key: "doc", Token: 16, Writer: "r1", WriterSeq: 1, CommitSeq: 1},
@@ -104,9 +108,15 @@ func TestModesHistoryPasses(t *testing.T) {
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
-	if st := r.Stats; st.Grants != 9 || st.SharedGrants != 3 || st.PermitGrants != 5 || st.Steals != 1 || st.Releases != 4 ||
+	if st := r.Stats; st.Grants != 10 || st.SharedGrants != 3 || st.PermitGrants != 5 || st.Steals != 2 || st.Releases != 4 ||
 		st.FencedWrites != 6 || st.WritesSeen != 6 {
 		t.Fatalf("stats = %+v", st)
+	}
+	// An exclusive steal takes the key over from every reader: its event
+	// need not name one.
+	obs.Events[13].PreviousToken = nil
+	if r := Check(ops, nil, obs); !r.OK() {
+		t.Fatalf("an exclusive steal naming no reader: %q", r.Violations)
 	}
 }
 
@@ -166,6 +176,15 @@ func TestCheckerFlagsModes(t *testing.T) {
 			ops[10].Token, ops[11].Token = 15, 15
 			return ops
 		}, `token went backwards on "doc": event 10 granted 15 to "w" after a grant of 16`},
+		{"a writer stealing from a reader whose lease ran", func(ops []Op, obs *Observed) []Op {
+			obs.Events[13].OccurredAt = t0.Add(150 * ms)
+			ops[13].Call, ops[13].Return = 149*ms, 151*ms
+			return ops
+		}, `overlapping leases on "doc": event 14 granted token 21 (exclusive) to "x" at 2026-06-01T12:00:00.15Z, but token 20 (shared) of "r3" was valid until 2026-06-01T12:00:00.17Z (20ms later)`},
+		{"a writer's steal reply before the reader's lease could have ended", func(ops []Op, obs *Observed) []Op {
+			ops[13].Return = 160 * ms
+			return ops
+		}, `client 10 stole "doc" (token 21) 160ms after the start, but token 20, renewed by a call sent at 69ms with TTL 100ms, lasted at least until 169ms`},
 		{"a reader's token below the writer's before it", func(ops []Op, obs *Observed) []Op {
 			*obs.Events[11].Token = 18
 			ops[12].Token = 18
