@@ -321,7 +321,7 @@ func (c *checker) checkLog() {
 			m, err := eventMode(ev)
 			if err != nil {
 				c.fail("event %d (grant of %q token %d): %v", ev.ID, ev.Key, tok, err)
-				m = exclusive
+				m = exclusiveMode
 			}
 			c.countMode(m)
 			c.grantOn(k, ev, m)

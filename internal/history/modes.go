@@ -21,7 +21,7 @@ type grantMode struct {
 	permits int    // a semaphore's N
 }
 
-var exclusive = grantMode{mode: ModeExclusive}
+var exclusiveMode = grantMode{mode: ModeExclusive}
 
 func (m grantMode) exclusive() bool { return m.mode == ModeExclusive }
 
@@ -54,7 +54,7 @@ func (c *checker) countMode(m grantMode) {
 func newMode(mode string, permits int) (grantMode, error) {
 	switch mode {
 	case "", ModeExclusive:
-		return exclusive, nil
+		return exclusiveMode, nil
 	case ModeShared:
 		return grantMode{mode: ModeShared}, nil
 	case ModeSemaphore:
