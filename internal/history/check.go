@@ -77,8 +77,9 @@ type Stats struct {
 	// expiry), and how many of them were stolen after it.
 	KilledSessions, KilledSessionLeases, KilledLeasesStolen int
 	// Modes: grant events of shared holders and of semaphore permits (the
-	// rest of Grants are exclusive).
-	SharedGrants, PermitGrants int
+	// rest of Grants are exclusive), and exclusive grants that followed a
+	// shared or permit grant on their key: a writer after the readers.
+	SharedGrants, PermitGrants, ExclusiveAfterHolders int
 }
 
 func (s Stats) String() string {
@@ -90,7 +91,8 @@ func (s Stats) String() string {
 			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused) +
 		fmt.Sprintf("; %d killed sessions kept %d leases (%d stolen after the session's expiry)",
 			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen) +
-		fmt.Sprintf("; %d shared grants, %d semaphore permits granted", s.SharedGrants, s.PermitGrants)
+		fmt.Sprintf("; %d shared grants, %d semaphore permits granted, %d exclusive grants after holders",
+			s.SharedGrants, s.PermitGrants, s.ExclusiveAfterHolders)
 }
 
 // Report is the result of Check.
@@ -323,7 +325,7 @@ func (c *checker) checkLog() {
 				c.fail("event %d (grant of %q token %d): %v", ev.ID, ev.Key, tok, err)
 				m = exclusiveMode
 			}
-			c.countMode(m)
+			c.countMode(m, k)
 			c.grantOn(k, ev, m)
 		case lockdb.EventReleased, lockdb.EventForceReleased:
 			c.stats.Releases++

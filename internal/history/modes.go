@@ -40,13 +40,16 @@ func (m grantMode) String() string {
 	return m.mode
 }
 
-// countMode counts a grant event by its mode.
-func (c *checker) countMode(m grantMode) {
-	switch m.mode {
-	case ModeShared:
+// countMode counts a grant event by its mode, and by the mode of the
+// grant before it on key k.
+func (c *checker) countMode(m grantMode, k *keyState) {
+	switch {
+	case m.mode == ModeShared:
 		c.stats.SharedGrants++
-	case ModeSemaphore:
+	case m.mode == ModeSemaphore:
 		c.stats.PermitGrants++
+	case k.last != nil && !k.last.mode.exclusive():
+		c.stats.ExclusiveAfterHolders++
 	}
 }
 

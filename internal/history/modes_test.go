@@ -108,8 +108,8 @@ func TestModesHistoryPasses(t *testing.T) {
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
-	if st := r.Stats; st.Grants != 10 || st.SharedGrants != 3 || st.PermitGrants != 5 || st.Steals != 2 || st.Releases != 4 ||
-		st.FencedWrites != 6 || st.WritesSeen != 6 {
+	if st := r.Stats; st.Grants != 10 || st.SharedGrants != 3 || st.PermitGrants != 5 || st.ExclusiveAfterHolders != 2 ||
+		st.Steals != 2 || st.Releases != 4 || st.FencedWrites != 6 || st.WritesSeen != 6 {
 		t.Fatalf("stats = %+v", st)
 	}
 	// An exclusive steal takes the key over from every reader: its event
