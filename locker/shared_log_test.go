@@ -90,3 +90,51 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 		})
 	}
 }
+
+// A reader's lease that ran out unreleased is over once a writer has
+// taken the key after it: a reader who takes the key again once the
+// writer released it takes a free key, "acquired", and the log names no
+// lease it took over. (The reader's old slot still holds its lapsed
+// lease, unreleased, so it must not count as one to steal from.)
+func TestReaderAfterAWriterDoesNotStealALapsedReadersSlot(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	ctx := context.Background()
+	short := testdb.Locker(t, locker.Config{TTL: 200 * time.Millisecond, LogGrants: true})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
+	lapsed, err := short.TryAcquireShared(ctx, db, "cfg", "lapsed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	w, err := lk.TryAcquire(ctx, db, "cfg", "writer")
+	if err != nil {
+		t.Fatalf("the writer after the reader's lease ran out: %v", err)
+	}
+	if _, err := lk.Release(ctx, db, w); err != nil {
+		t.Fatal(err)
+	}
+	r, err := lk.TryAcquireShared(ctx, db, "cfg", "reader")
+	if err != nil {
+		t.Fatalf("a reader after the writer's release: %v", err)
+	}
+	var kind string
+	var prevOwner *string
+	var prevToken *int64
+	if err := db.QueryRow(ctx, `SELECT kind, previous_owner, previous_token FROM distributed_lock_event
+		WHERE lock_key = 'cfg' AND fence_token = $1`, r.Token).Scan(&kind, &prevOwner, &prevToken); err != nil {
+		t.Fatal(err)
+	}
+	if r.Outcome != locker.Acquired || kind != "acquired" || prevToken != nil {
+		t.Fatalf("the reader after the writer's release: outcome %s, logged %s from %v token %v; want acquired, from no lease "+
+			"(the lapsed reader's token %d ended when the writer, token %d, took the key)",
+			r.Outcome, kind, deref(prevOwner), deref(prevToken), lapsed.Token, w.Token)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
