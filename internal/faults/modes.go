@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/locker"
@@ -24,20 +25,32 @@ type holdMode struct {
 func (m holdMode) exclusive() bool { return m.mode == "" }
 
 // pickHold is the key of the worker's next hold and how it asks for it: a
-// reader's is the shared key, shared, or one time in four alone (a writer
-// after the readers); a permit holder's a permit of the semaphore key;
-// any other worker's a key as pickKey picks it, alone.
+// mode worker's is a permit of the semaphore key half the time, else the
+// shared key, shared or, one time in four, alone (a writer among the
+// readers); any other worker's a key as pickKey picks it, alone.
 func (w *worker) pickHold() (string, holdMode) {
-	switch w.role.mode {
-	case history.ModeShared:
-		if w.rng.IntN(4) == 0 {
-			return SharedKey, holdMode{}
-		}
-		return SharedKey, w.role
-	case history.ModeSemaphore:
-		return SemaphoreKey, w.role
+	if w.permits == 0 {
+		return w.pickKey(), holdMode{}
 	}
-	return w.pickKey(), holdMode{}
+	switch n := w.rng.IntN(8); {
+	case n < 4:
+		return SemaphoreKey, holdMode{mode: history.ModeSemaphore, permits: w.permits}
+	case n == 4:
+		return SharedKey, holdMode{}
+	}
+	return SharedKey, holdMode{mode: history.ModeShared}
+}
+
+// backOff pauses after a refused grant: 5 to 30 ms, or a tenth to a fifth
+// of a TTL for a mode worker, so the mode workers add holders rather than
+// load: the other workers' quick retries on the hot keys already keep a
+// busy machine busier than the suite's requirements bear.
+func (w *worker) backOff(ctx context.Context) {
+	if w.permits == 0 {
+		sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
+		return
+	}
+	sleepCtx(ctx, w.ttl/10+time.Duration(w.rng.Int64N(int64(w.ttl/10)+1)))
 }
 
 // acquireIn asks for key in mode m for owner: once, or waiting until ctx

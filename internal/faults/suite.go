@@ -43,11 +43,11 @@ type Config struct {
 	// Workers. Defaults to 3; negative: none.
 	SessionWorkers int
 	// ModeWorkers is how many more workers hold the mode keys, beside
-	// Workers and SessionWorkers: the first half readers of SharedKey
-	// (shared, or one hold in four alone), the rest holders of one of
-	// Permits permits of SemaphoreKey. They keep, write and release as
-	// the others do, and every fault that picks a holder may pick them.
-	// Defaults to 5; negative: none.
+	// Workers and SessionWorkers: each hold one of Permits permits of
+	// SemaphoreKey half the time, else SharedKey, shared or (one time in
+	// four) alone. They keep, write and release as the others do, and
+	// every fault that picks a holder may pick them. Defaults to 3;
+	// negative: none.
 	ModeWorkers int
 	// Permits is SemaphoreKey's permits. Defaults to 2.
 	Permits int
@@ -102,9 +102,9 @@ func (c *Config) defaults() {
 		c.SessionWorkers = 3
 	}
 	if c.ModeWorkers == 0 {
-		c.ModeWorkers = 5
+		c.ModeWorkers = 3
 	}
-	if c.Permits == 0 {
+	if c.Permits <= 0 {
 		c.Permits = 2
 	}
 	if c.Kinds == nil {
@@ -216,11 +216,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			return Summary{}, err
 		}
 		w.ka = &frozenDB{db: kaPool}
-		w.setOneIn = 0
-		w.role = holdMode{mode: history.ModeShared}
-		if i >= cfg.ModeWorkers/2 {
-			w.role = holdMode{mode: history.ModeSemaphore, permits: cfg.Permits}
-		}
+		w.setOneIn, w.permits = 0, cfg.Permits
 		workers = append(workers, w)
 	}
 	sessions := make([]*sessionWorker, max(0, cfg.SessionWorkers))

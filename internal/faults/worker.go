@@ -29,9 +29,9 @@ type worker struct {
 	// Config.LockDelay); one grant in setOneIn takes two keys at once.
 	delay    time.Duration
 	setOneIn int
-	// role: a mode worker's (its keys are SharedKey and SemaphoreKey),
-	// shared or a semaphore's permits; the zero value for the others.
-	role holdMode
+	// permits: a mode worker's, which holds the mode keys (SemaphoreKey
+	// as one of permits permits); 0 for the others.
+	permits int
 	// margin is the lockers' safety margin (Config.SafetyMargin).
 	margin time.Duration
 	// bound: this worker binds what it is granted to a session
@@ -66,7 +66,7 @@ func (w *worker) run(ctx context.Context) {
 		lease, err := w.grantIn(ctx, key, owner, mode, w.rng.IntN(2) == 0)
 		if err != nil {
 			w.classify("acquire", err)
-			sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
+			w.backOff(ctx)
 			continue
 		}
 		if lease.Outcome != locker.Acquired && lease.Outcome != locker.Stolen {
