@@ -42,9 +42,10 @@ func (w *worker) pickHold() (string, holdMode) {
 }
 
 // backOff pauses after a refused grant: 5 to 30 ms, or a tenth to a fifth
-// of a TTL for a mode worker, so the mode workers add holders rather than
-// load: the other workers' quick retries on the hot keys already keep a
-// busy machine busier than the suite's requirements bear.
+// of a TTL for a mode worker, so that the mode workers add holders, not
+// load: what the suite requires of a run (a claim window run out, a
+// session killed while it keeps leases) needs the hot keys' workers to get
+// their share of a loaded machine.
 func (w *worker) backOff(ctx context.Context) {
 	if w.permits == 0 {
 		sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
