@@ -74,6 +74,30 @@ func TestConcurrentHistoryWithSets(t *testing.T) {
 	})
 }
 
+// TestConcurrentHistoryWithModes is TestConcurrentHistory with one hold
+// in three on a key of another mode: readers sharing a key (TryAcquireShared,
+// a polling AcquireShared) that writers take alone now and then (TryAcquire,
+// a queued Acquire), and holders of a semaphore's 3 permits
+// (TryAcquirePermit, AcquirePermit), renewing, releasing, pausing past
+// their TTL and making fenced writes like the others, while the operator
+// forces single holders by their tokens. The checker must find no more
+// than 3 permits held at once, no writer beside a reader, tokens rising
+// from readers to writers and back, and no write under a lease after a
+// grant that conflicts with it; the run must have granted readers,
+// permits, and a writer after readers.
+func TestConcurrentHistoryWithModes(t *testing.T) {
+	t.Parallel()
+	runCovering(t, workload.Workload{
+		Workers: 24, HotKeys: 4, ColdKeys: 64,
+		Duration: soakDuration(t), TTL: 150 * time.Millisecond,
+		PauseOneIn: 10, Operator: true, Pruner: true, HoldWrites: 4,
+		LockDelay: 100 * time.Millisecond, ModeOneIn: 3, Permits: 3,
+	}, func(st history.Stats, _ workload.Result) bool {
+		return st.SharedGrants >= 10 && st.PermitGrants >= 10 && st.ExclusiveAfterHolders > 0 &&
+			st.Steals > 0 && st.ForceExpires > 0 && st.RejectedWrites > 0
+	})
+}
+
 // runCovering runs w on a schema of its own and checks its history; the
 // run must also have exercised what it claims to have checked (covered).
 // A machine loaded by other tests can end a run before it has: then it

@@ -1,10 +1,12 @@
 // Package faults is lockctl's fault-injection suite: it runs many workers
 // that hold locks with locker.Keepalive — some of them sets of keys taken at
 // once (TryAcquireAll, AcquireAll, KeepaliveAll, ReleaseAll), half of them
-// with a lock-delay — and session workers whose processes keep two to four
-// leases each with one locker.Session (Session.Keepalive, KeepaliveAll,
-// Close), and make fenced writes to a guarded table, while an injector
-// breaks things at seeded random moments —
+// with a lock-delay, a few readers sharing a key that they also take
+// alone now and then, and holders of a semaphore's permits — and session
+// workers whose processes keep two to four leases each with one
+// locker.Session (Session.Keepalive, KeepaliveAll, Close), and make fenced
+// writes to a guarded table, while an injector breaks things at seeded
+// random moments —
 // terminated backends (mid-acquire, mid-renew, mid-heartbeat,
 // mid-fenced-write), fast and crash restarts of PostgreSQL (a crash while a
 // session's heartbeat waits for a lease's row when a session keeps one),
@@ -33,6 +35,9 @@
 //     database's expires_at of that renewal, and before any steal of it;
 //   - no token was handed out twice, tokens only go up per key, and the
 //     event log and the workers agree on every grant;
+//   - no writer held the shared key beside a reader, no more holders than
+//     its permits held the semaphore, and tokens rose from readers to
+//     writers and back;
 //   - no grant came inside the lock-delay of a lease that ended without its
 //     holder's release (half the workers' leases carry one), and every set
 //     was granted whole, in one transaction, or not at all;

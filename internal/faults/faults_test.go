@@ -69,6 +69,9 @@ func TestFaultInjection(t *testing.T) {
 	for what, n := range map[string]int{"lost leases": st.LeasesLost, "writes seen to commit": st.WritesSeen,
 		"grants": st.Grants, "steals of kept leases": st.StealsOfEndedLeases, "set grants": st.SetGrants,
 		"grants after a lock-delay": st.DelayedGrants,
+		// The mode workers' holders: readers of the shared key and
+		// holders of the semaphore's permits.
+		"shared grants": st.SharedGrants, "permit grants": st.PermitGrants,
 		// Sessions: processes killed while their session kept leases, and
 		// those leases taken by others, each after the session's expiry.
 		"killed sessions": st.KilledSessions, "leases of killed sessions": st.KilledSessionLeases,

@@ -62,6 +62,8 @@ type injector struct {
 	// deadWaiters counts DeadWaiter faults, which alternate a single key's
 	// waiter and a set's.
 	deadWaiters int
+	// rowKeys are the keys whose row a slow statement holds (rowKeys).
+	rowKeys []string
 }
 
 // run injects faults until ctx ends: first every kind once (the zombie
@@ -152,6 +154,8 @@ func (in *injector) pause(ctx context.Context) {
 func (in *injector) inject(ctx context.Context, kind string) bool {
 	var ok bool
 	var err error
+	// target is the key the fault aimed at, when it picked one.
+	var target string
 	switch kind {
 	case KillAcquire:
 		// A grant never waits for a row lock (it skips a locked row), so
@@ -166,6 +170,7 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		if key == "" {
 			return false
 		}
+		target = key
 		ok, err = in.killWhile(ctx, in.rowHolder(key), "faults-ka-%", []string{"active"}, "%distributed_lock_renew(%")
 	case KillWrite:
 		ok, err = in.killWhile(ctx, nil, "faults-write-%", []string{"active", "idle in transaction"}, "%")
@@ -192,7 +197,8 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		cancel()
 		ok = err == nil
 	case SlowStatement:
-		key := in.hot[in.rng.IntN(len(in.hot))]
+		key := in.rowKeys[in.rng.IntN(len(in.rowKeys))]
+		target = key
 		hold := time.Duration(float64(in.ttl) * (0.3 + 0.9*in.rng.Float64()))
 		err = in.holdRow(ctx, key, hold)
 		ok = err == nil
@@ -201,6 +207,7 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 		if key == "" {
 			return false
 		}
+		target = key
 		w.timeoutMs.Store(max(1, int64(in.ttl/time.Millisecond)/20))
 		err = in.holdRow(ctx, key, in.ttl/3)
 		w.timeoutMs.Store(0)
@@ -216,15 +223,21 @@ func (in *injector) inject(ctx context.Context, kind string) bool {
 	case KillHeartbeat:
 		ok, err = in.killHeartbeat(ctx)
 	case Zombie:
-		_, w := in.heldKey()
+		key, w := in.heldKey()
 		if w == nil {
 			return false
 		}
+		target = key
 		w.freezeReq.Store(int64(in.ttl*2 + time.Duration(in.rng.Int64N(int64(in.ttl)))))
 		ok = true
 	}
 	if ok {
 		in.counts.Fault(kind)
+		if target == SharedKey || target == SemaphoreKey {
+			// The summary shows that faults reach the holders of the
+			// mode keys too.
+			in.counts.Observe(kind + "_at_mode_key")
+		}
 	} else if err != nil && ctx.Err() == nil {
 		in.logf("fault %s not injected: %v", kind, err)
 	}

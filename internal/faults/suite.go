@@ -42,6 +42,15 @@ type Config struct {
 	// locker.Session, two to four keys a process (sessionWorker), beside
 	// Workers. Defaults to 3; negative: none.
 	SessionWorkers int
+	// ModeWorkers is how many more workers hold the mode keys, beside
+	// Workers and SessionWorkers: each hold one of Permits permits of
+	// SemaphoreKey half the time, else SharedKey, shared or (one time in
+	// four) alone. They keep, write and release as the others do, and
+	// every fault that picks a holder may pick them. Defaults to 3;
+	// negative: none.
+	ModeWorkers int
+	// Permits is SemaphoreKey's permits. Defaults to 2.
+	Permits int
 	// Kinds of fault to inject. Defaults to AllKinds.
 	Kinds []string
 	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
@@ -91,6 +100,12 @@ func (c *Config) defaults() {
 	}
 	if c.SessionWorkers == 0 {
 		c.SessionWorkers = 3
+	}
+	if c.ModeWorkers == 0 {
+		c.ModeWorkers = 3
+	}
+	if c.Permits <= 0 {
+		c.Permits = 2
 	}
 	if c.Kinds == nil {
 		c.Kinds = AllKinds
@@ -195,6 +210,15 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		w.ka = &frozenDB{db: kaPool}
 		workers[i] = w
 	}
+	for i := range max(0, cfg.ModeWorkers) {
+		w, kaPool, err := newWorker(cfg.Workers+max(0, cfg.SessionWorkers)+i, false)
+		if err != nil {
+			return Summary{}, err
+		}
+		w.ka = &frozenDB{db: kaPool}
+		w.setOneIn, w.permits = 0, cfg.Permits
+		workers = append(workers, w)
+	}
 	sessions := make([]*sessionWorker, max(0, cfg.SessionWorkers))
 	for i := range sessions {
 		w, sessPool, err := newWorker(cfg.Workers+i, true)
@@ -210,7 +234,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	}
 	pools = append(pools, admin)
 	inj := &injector{firstDone: make(chan struct{}), inst: inst, standby: standby, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
-		workers: workers, sessions: sessions, hot: keys[:cfg.HotKeys], ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
+		workers: workers, sessions: sessions, hot: keys[:cfg.HotKeys], rowKeys: rowKeys(keys[:cfg.HotKeys], cfg.ModeWorkers),
+		ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
 
 	started := time.Now()
 	runCtx, cancel := context.WithCancel(ctx)

@@ -29,6 +29,9 @@ type worker struct {
 	// Config.LockDelay); one grant in setOneIn takes two keys at once.
 	delay    time.Duration
 	setOneIn int
+	// permits: a mode worker's, which holds the mode keys (SemaphoreKey
+	// as one of permits permits); 0 for the others.
+	permits int
 	// margin is the lockers' safety margin (Config.SafetyMargin).
 	margin time.Duration
 	// bound: this worker binds what it is granted to a session
@@ -59,11 +62,11 @@ func (w *worker) run(ctx context.Context) {
 			w.takeSet(ctx, owner)
 			continue
 		}
-		key := w.pickKey()
-		lease, err := w.grant(ctx, key, owner, w.rng.IntN(2) == 0)
+		key, mode := w.pickHold()
+		lease, err := w.grantIn(ctx, key, owner, mode, w.rng.IntN(2) == 0)
 		if err != nil {
 			w.classify("acquire", err)
-			sleepCtx(ctx, time.Duration(5+w.rng.IntN(25))*time.Millisecond)
+			w.backOff(ctx)
 			continue
 		}
 		if lease.Outcome != locker.Acquired && lease.Outcome != locker.Stolen {
@@ -75,20 +78,27 @@ func (w *worker) run(ctx context.Context) {
 	}
 }
 
-// grant takes key for owner, at once or waiting up to two TTLs, and records
-// the attempt.
+// grant takes key alone for owner, at once or waiting up to two TTLs, and
+// records the attempt.
 func (w *worker) grant(ctx context.Context, key, owner string, wait bool) (locker.Lease, error) {
-	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, LockDelay: w.delay, Bound: w.bound,
-		Call: w.rec.Now()}
-	var lease locker.Lease
-	var err error
-	if wait {
-		actx, cancel := context.WithTimeout(ctx, 2*w.ttl)
-		lease, err = w.lk.Acquire(actx, w.acq, key, owner)
-		cancel()
-	} else {
-		lease, err = w.lk.TryAcquire(ctx, w.acq, key, owner)
+	return w.grantIn(ctx, key, owner, holdMode{}, wait)
+}
+
+// grantIn is grant in mode m, recorded with the mode it asked for.
+func (w *worker) grantIn(ctx context.Context, key, owner string, m holdMode, wait bool) (locker.Lease, error) {
+	op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Mode: m.mode, Permits: m.permits,
+		Bound: w.bound, Call: w.rec.Now()}
+	if m.exclusive() {
+		// A shared or permit lease carries no lock-delay: its key's group
+		// is formed with none (store/sql/functions/11_shared.sql).
+		op.LockDelay = w.delay
 	}
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if wait {
+		actx, cancel = context.WithTimeout(ctx, 2*w.ttl)
+	}
+	lease, err := w.acquireIn(actx, key, owner, m, wait)
+	cancel()
 	op.Return = w.rec.Now()
 	op.Result, op.Err = history.GrantResultOf(err)
 	if err == nil {

@@ -76,6 +76,10 @@ type Stats struct {
 	// leases those sessions kept (each checked against the session's
 	// expiry), and how many of them were stolen after it.
 	KilledSessions, KilledSessionLeases, KilledLeasesStolen int
+	// Modes: grant events of shared holders and of semaphore permits (the
+	// rest of Grants are exclusive), and exclusive grants that followed a
+	// shared or permit grant on their key: a writer after the readers.
+	SharedGrants, PermitGrants, ExclusiveAfterHolders int
 }
 
 func (s Stats) String() string {
@@ -86,7 +90,9 @@ func (s Stats) String() string {
 		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease; %d waits refused as deadlocks (records)",
 			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused) +
 		fmt.Sprintf("; %d killed sessions kept %d leases (%d stolen after the session's expiry)",
-			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen)
+			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen) +
+		fmt.Sprintf("; %d shared grants, %d semaphore permits granted, %d exclusive grants after holders",
+			s.SharedGrants, s.PermitGrants, s.ExclusiveAfterHolders)
 }
 
 // Report is the result of Check.
@@ -125,34 +131,44 @@ type leaseFacts struct {
 // Check verifies a run. The properties, each sound (it flags only what the
 // recorded data proves wrong):
 //
-//  1. Token order: on every key, each grant event's token is larger than
-//     every earlier grant's on that key (releases and prunes in between
-//     included), and no token is granted on two keys or twice.
-//  2. No overlapping leases on the database clock: a grant while the key's
-//     previous lease was neither released nor force-released must come no
-//     earlier than that lease's end — the latest expiry a client was told, or
-//     an operator's force-expire if earlier — comparing database times only.
+//  1. Token order: on every key, each exclusive grant event's token is
+//     larger than every earlier grant's on that key (releases and prunes in
+//     between included), each shared or permit grant's larger than every
+//     earlier exclusive grant's, and no token is granted on two keys or
+//     twice.
+//  2. No overlapping leases on the database clock: a grant while a holder
+//     of the key it cannot stand beside (an exclusive one, or any one beside
+//     an exclusive grant, or one of the other mode, or the permit it
+//     steals) was neither released nor force-released must come no earlier
+//     than that holder's lease's end — the latest expiry a client was told,
+//     or an operator's force-expire if earlier — comparing database times
+//     only; and a permit grant must not come while N permit holders' leases
+//     had not ended, N the least of their permits and its own.
 //     The same on the local clock for steals: the stealer's reply cannot come
 //     before the victim's last successful renewal was sent plus the TTL.
 //     Not for a lease bound to a session (Op.Bound), whose end is the
 //     session's: property 5 checks its holder, 8 a killed process's.
 //  3. The log and the clients agree: every grant a client was told about is
-//     in the log with its kind, and every logged grant was asked for; every
-//     successful release is logged; grants on one key that do not overlap
-//     in real time got increasing tokens in that real-time order.
-//  4. Fencing: on every key, the guarded writes in commit order carry
-//     non-decreasing tokens (so each holder's writes form one run, and no
-//     older holder writes after a newer one); every write's token was
-//     granted to its writer on that key; every write saw its own grant
-//     committed and no newer one; and the guarded table holds exactly the
-//     writes clients saw commit (plus any whose commit reply was lost).
+//     in the log with its kind and mode, and every logged grant was asked
+//     for; every successful release is logged; grants on one key that do
+//     not overlap in real time, one of them exclusive, got increasing
+//     tokens in that real-time order.
+//  4. Fencing: every write's token was granted to its writer on that key;
+//     every write saw its own grant committed and no grant that conflicts
+//     with its lease (fencedBy: on an exclusive key, no newer grant); no
+//     write commits after a write under a lease granted at or after such a
+//     grant (on an exclusive key: the writes in commit order carry
+//     non-decreasing tokens, so each holder's writes form one run, and no
+//     older holder writes after a newer one); and the guarded table holds
+//     exactly the writes clients saw commit (plus any whose commit reply
+//     was lost).
 //  5. Kept leases (ends, from clients using locker.Keepalive): a lease's
 //     keepalive reported it lost before its local deadline and before the
 //     database expiry the client knew of, and every holder stopped trusting
 //     its lease before the lease was stolen.
-//  6. Lock-delay: a lease that ended without its holder's release
-//     (expired, force-expired, force-released) keeps its key from every
-//     grant until its end plus the lock-delay its client asked for
+//  6. Lock-delay: an exclusive lease that ended without its holder's
+//     release (expired, force-expired, force-released) keeps its key from
+//     every grant until its end plus the lock-delay its client asked for
 //     (Op.LockDelay), and until any delay_until the database declared in
 //     the force_* event, unless a delay_ended event came first; on the
 //     local clock, a steal's reply cannot come before the victim's last
@@ -165,7 +181,8 @@ type leaseFacts struct {
 //     sets it asked for, so no key of a set is ever visible granted
 //     without the rest.
 //  8. Sessions (ops of Kind SessionKill): every lease a killed process's
-//     session kept (bound to it in the database) was granted to nobody
+//     session kept (bound to it in the database) was taken over by no
+//     grant (one it could not stand beside, or the steal of its permit)
 //     before the session's last expires_at plus the lease's lock-delay.
 func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 	c := checker{ops: ops, ends: ends, obs: obs, leases: map[leaseID]*leaseFacts{}}
@@ -191,10 +208,18 @@ type checker struct {
 	stats      Stats
 
 	granted     map[leaseID]lockview.Event // grant events by key and token
+	modes       map[leaseID]grantMode      // the mode of each grant event
 	forcedAt    map[leaseID]time.Time      // force_expired event times
 	stolenPrev  map[leaseID]int64          // steal → token it took over from
 	releasedLog map[leaseID]bool
 	delayCut    map[leaseID]bool // grants after an operator ended the key's delay
+	// fencedBy is, for each lease, the first later grant of its key that
+	// conflicts with it: its holder's fenced writes must not commit after
+	// that grant (holders.go).
+	fencedBy map[leaseID]lockview.Event
+	// tookOver is, for each lease neither released nor force-ended, the
+	// grant that took its key over from it.
+	tookOver map[leaseID]lockview.Event
 }
 
 func (c *checker) fail(format string, args ...any) {
@@ -228,10 +253,11 @@ func (c *checker) learnLeases() {
 	}
 }
 
-// lastLease is the current (latest) grant of a key while the event log is
-// walked, and how it ended so far.
+// lastLease is one grant of a key (its holder's lease) while the event log
+// is walked, and how it ended so far.
 type lastLease struct {
-	ev lockview.Event
+	ev   lockview.Event
+	mode grantMode
 	// released: by its holder (a clean release, which starts no
 	// lock-delay) or, with forceReleased, by an operator.
 	released      bool
@@ -244,22 +270,30 @@ type lastLease struct {
 	delayEnded time.Time
 }
 
-// checkLog walks the event log key by key (properties 1, 2 and 6).
+// checkLog walks the event log key by key (properties 1, 2 and 6, and
+// what property 4 needs of the grants).
 func (c *checker) checkLog() {
-	cur := map[string]*lastLease{}
-	maxToken := map[string]int64{}
+	keys := map[string]*keyState{}
 	tokenKey := map[int64]string{}
 	c.granted = map[leaseID]lockview.Event{}
+	c.modes = map[leaseID]grantMode{}
 	c.forcedAt = map[leaseID]time.Time{}
 	c.stolenPrev = map[leaseID]int64{}
 	c.releasedLog = map[leaseID]bool{}
 	c.delayCut = map[leaseID]bool{}
+	c.fencedBy = map[leaseID]lockview.Event{}
+	c.tookOver = map[leaseID]lockview.Event{}
 	for _, ev := range c.obs.Events {
+		k := keys[ev.Key]
+		if k == nil {
+			k = &keyState{open: map[int64]*lastLease{}}
+			keys[ev.Key] = k
+		}
 		if ev.Kind == lockdb.EventDelayEnded {
 			// An operator ended the key's lock-delay: it may name the
 			// lease whose delay it was, or nothing.
 			c.stats.DelaysEnded++
-			if p := cur[ev.Key]; p != nil && p.delayEnded.IsZero() {
+			if p := k.last; p != nil && p.delayEnded.IsZero() {
 				p.delayEnded = ev.OccurredAt
 			}
 			continue
@@ -286,41 +320,21 @@ func (c *checker) checkLog() {
 				c.fail("token %d granted twice (on %q and on %q)", tok, other, ev.Key)
 			}
 			tokenKey[tok] = ev.Key
-			if m, seen := maxToken[ev.Key]; seen && tok <= m {
-				c.fail("token went backwards on %q: event %d granted %d to %q after a grant of %d",
-					ev.Key, ev.ID, tok, deref(ev.Owner), m)
+			m, err := eventMode(ev)
+			if err != nil {
+				c.fail("event %d (grant of %q token %d): %v", ev.ID, ev.Key, tok, err)
+				m = exclusiveMode
 			}
-			maxToken[ev.Key] = max(maxToken[ev.Key], tok)
-			prev := cur[ev.Key]
-			if ev.Kind == lockdb.EventStolen {
-				if prev == nil || prev.released {
-					c.fail("event %d: %q stolen with token %d, but no unreleased lease preceded it", ev.ID, ev.Key, tok)
-				} else {
-					c.stolenPrev[id] = *prev.ev.Token
-				}
-			}
-			if prev != nil {
-				if !prev.delayEnded.IsZero() {
-					c.delayCut[id] = true
-				}
-				switch {
-				case !prev.released:
-					c.checkPreviousEnded(ev, prev)
-				case !prev.forceReleased.IsZero():
-					c.checkDelay(ev, prev, c.forceReleasedEnd(prev))
-				default:
-					c.noteCleanRelease(ev, prev)
-				}
-			}
-			c.granted[id] = ev
-			cur[ev.Key] = &lastLease{ev: ev}
+			c.countMode(m, k)
+			c.grantOn(k, ev, m)
 		case lockdb.EventReleased, lockdb.EventForceReleased:
 			c.stats.Releases++
-			p := cur[ev.Key]
-			if p == nil || p.released || *p.ev.Token != tok {
+			p := k.open[tok]
+			if p == nil {
 				c.fail("event %d: %s of token %d on %q, which is not the key's current grant", ev.ID, ev.Kind, tok, ev.Key)
 				continue
 			}
+			delete(k.open, tok)
 			p.released = true
 			c.releasedLog[id] = true
 			if ev.Kind == lockdb.EventForceReleased {
@@ -332,8 +346,8 @@ func (c *checker) checkLog() {
 			}
 		case lockdb.EventForceExpired:
 			c.stats.ForceExpires++
-			p := cur[ev.Key]
-			if p == nil || p.released || *p.ev.Token != tok {
+			p := k.open[tok]
+			if p == nil {
 				c.fail("event %d: force-expire of token %d on %q, which is not the key's current grant", ev.ID, tok, ev.Key)
 				continue
 			}
@@ -345,48 +359,6 @@ func (c *checker) checkLog() {
 			}
 		}
 	}
-}
-
-// checkPreviousEnded flags grant g when prev (unreleased) was still valid,
-// or when its lock-delay still ran.
-func (c *checker) checkPreviousEnded(g lockview.Event, last *lastLease) {
-	prev := last.ev
-	id := leaseID{prev.Key, *prev.Token}
-	f := c.leases[id]
-	forced, wasForced := c.forcedAt[id]
-	var end time.Time
-	switch {
-	case f != nil && f.known && wasForced:
-		end = f.maxExpiry
-		if forced.Before(end) {
-			end = forced
-		}
-	case f != nil && f.known:
-		end = f.maxExpiry
-	case wasForced:
-		end = forced
-	default:
-		// Nothing known about the previous lease's expiry; a delay the
-		// database declared is still checked.
-		c.checkDelay(g, last, time.Time{})
-		return
-	}
-	if g.OccurredAt.Before(end) {
-		c.fail("overlapping leases on %q: event %d granted token %d to %q at %s, but token %d of %q was valid until %s (%s later)",
-			g.Key, g.ID, *g.Token, deref(g.Owner), g.OccurredAt.Format(time.RFC3339Nano), *prev.Token,
-			deref(prev.Owner), end.Format(time.RFC3339Nano), end.Sub(g.OccurredAt))
-		return
-	}
-	// The delay runs from the lease's expiry: no earlier than the latest
-	// one a client was told. A force-expire sets the expiry to the moment
-	// of its update, which its event (written later, perhaps much later
-	// when the event table was busy) does not bound from below: there the
-	// delay_until the event declares is what is checked.
-	from := time.Time{}
-	if f != nil && f.known && !wasForced {
-		from = f.maxExpiry
-	}
-	c.checkDelay(g, last, from)
 }
 
 // checkClientGrants matches client operations with the log (property 3,
@@ -407,6 +379,7 @@ func (c *checker) checkClientGrants() {
 				c.fail("client %d was granted %q token %d as %s/%s; the log says %s/%s",
 					op.Client, op.Key, op.Token, op.Owner, op.Outcome, deref(ev.Owner), ev.Kind)
 			}
+			c.checkGrantMode(op)
 			c.checkStealTime(op)
 		case op.Kind == Grant && op.Result == OK: // renewed by TryAcquire
 			if ev, ok := c.granted[id]; !ok || deref(ev.Owner) != op.Owner {
@@ -488,7 +461,8 @@ func (c *checker) checkStealTime(op Op) {
 }
 
 // checkRealTimeOrder: if grant A's reply came before grant B was sent, on the
-// same key, A's token is smaller.
+// same key, A's token is smaller, unless neither is exclusive (shared and
+// permit holders draw their tokens in any order among themselves).
 func (c *checker) checkRealTimeOrder() {
 	byKey := map[string][]Op{}
 	for _, op := range c.ops {
@@ -501,19 +475,29 @@ func (c *checker) checkRealTimeOrder() {
 		sort.Slice(byReturn, func(i, j int) bool { return byReturn[i].Return < byReturn[j].Return })
 		byCall := grants
 		sort.Slice(byCall, func(i, j int) bool { return byCall[i].Call < byCall[j].Call })
-		var best Op
-		haveBest := false
+		// best is the largest token returned before b was sent, and
+		// bestExclusive the largest exclusive one.
+		var best, bestExclusive Op
+		haveBest, haveExclusive := false, false
 		r := 0
 		for _, b := range byCall {
 			for r < len(byReturn) && byReturn[r].Return < b.Call {
-				if !haveBest || byReturn[r].Token > best.Token {
-					best, haveBest = byReturn[r], true
+				a := byReturn[r]
+				if !haveBest || a.Token > best.Token {
+					best, haveBest = a, true
+				}
+				if isExclusive(a) && (!haveExclusive || a.Token > bestExclusive.Token) {
+					bestExclusive, haveExclusive = a, true
 				}
 				r++
 			}
-			if haveBest && best.Token >= b.Token {
+			prior, havePrior := best, haveBest
+			if !isExclusive(b) {
+				prior, havePrior = bestExclusive, haveExclusive
+			}
+			if havePrior && prior.Token >= b.Token {
 				c.fail("real-time order on %q: token %d (client %d, returned at %s) came before token %d (client %d, sent at %s) was asked for",
-					key, best.Token, best.Client, best.Return, b.Token, b.Client, b.Call)
+					key, prior.Token, prior.Client, prior.Return, b.Token, b.Client, b.Call)
 			}
 		}
 	}

@@ -30,6 +30,23 @@ func (c *checker) delayOf(ev lockview.Event) (time.Duration, bool) {
 	return 0, false
 }
 
+// checkDelayAfterLapse flags grant g when it came inside the lock-delay
+// of the key's previous lease last, which was neither released nor valid
+// at g. The delay runs from the lease's expiry: no earlier than the latest
+// one a client was told. A force-expire sets the expiry to the moment of
+// its update, which its event (written later, perhaps much later when the
+// event table was busy) does not bound from below: there the delay_until
+// the event declares is what is checked.
+func (c *checker) checkDelayAfterLapse(g lockview.Event, last *lastLease) {
+	from := time.Time{}
+	id := idOf(last)
+	_, forced := c.forcedAt[id]
+	if f := c.leases[id]; f != nil && f.known && !forced {
+		from = f.maxExpiry
+	}
+	c.checkDelay(g, last, from)
+}
+
 // declaredDelay is the end of the lock-delay a force_* event's detail
 // says the database started (zero: none).
 func declaredDelay(ev lockview.Event) time.Time {

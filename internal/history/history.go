@@ -1,18 +1,38 @@
 // Package history records what concurrent lock clients saw and checks it,
-// together with what the database kept, against the lock contract: no two
-// holders' leases overlap and fencing tokens only go up. The locker's
-// concurrency tests and the fault-injection suite (internal/faults) both
-// use it.
+// together with what the database kept, against the lock contract. The
+// locker's concurrency tests and the fault-injection suite
+// (internal/faults) both use it.
+//
+// A key is granted in one of three modes (Op.Mode; in the log, "mode" and
+// "permits" in a grant event's detail, absent for exclusive), and each
+// holder has a lease of its own, named by the key and its token. Check
+// holds every key to these properties among others (Check lists them all):
+//
+//   - an exclusive holder's lease overlaps no other holder's, exclusive,
+//     shared or permit;
+//   - any number of shared holders' leases may overlap;
+//   - no more than N permit holders of a semaphore of N permits hold it
+//     at once (N the least of the permits of the grants in force), and a
+//     key holds shared holders and permits never at once;
+//   - an exclusive grant's token is larger than every token granted on
+//     the key before it, a shared or permit grant's larger than every
+//     exclusive one before it (overlapping shared or permit holders draw
+//     theirs in any order);
+//   - a fenced write commits under its lease only until a grant that
+//     conflicts with that lease: any grant after an exclusive lease; an
+//     exclusive grant after a shared or permit one; the steal of a permit,
+//     or a permit grant that, counting the writer, made more than N.
 //
 // A test drives many clients against one database, records every operation
 // and every end of a kept lease here (Recorder), has them write under their
 // leases to the guarded table (CreateGuarded, WriteGuarded), then reads the
 // database's own records — the lock event log in event_id order and the
-// guarded table in commit order (Observe) — and calls Check. Check is a direct checker rather than a linearizability search
-// (such as porcupine): lock semantics depend on time (a lease ends at its
-// expiry without any operation), and the fencing token already names a total
-// order per key, so every property below is a scan over sorted data, and a
-// violation is reported with the operations that show it.
+// guarded table in commit order (Observe) — and calls Check. Check is a
+// direct checker rather than a linearizability search (such as porcupine):
+// lock semantics depend on time (a lease ends at its expiry without any
+// operation), and the event log already names a total order of each key's
+// grants, so every property is a scan over sorted data, and a violation is
+// reported with the operations that show it.
 package history
 
 import (
@@ -76,6 +96,12 @@ type Op struct {
 	// the same Set, unique to the call in the history. Empty for a
 	// single-key call.
 	Set string
+	// Mode is the mode a Grant asked for: ModeExclusive (or empty),
+	// ModeShared or ModeSemaphore, with Permits the semaphore's N. Each
+	// holder of a shared or semaphore key has its own lease and token, so
+	// Key and Token name the holder.
+	Mode    string
+	Permits int
 	// LockDelay is the lock-delay a Grant asked for (locker's
 	// Config.LockDelay): when the lease ends without its holder's release,
 	// nobody may be granted the key for that long.

@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
-	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -70,15 +69,15 @@ func observeSessions(ctx context.Context, db store.DBTX, obs *Observed) error {
 }
 
 // checkKilledSessions verifies property 8: the leases a killed session
-// kept were granted to nobody before the session's last expires_at (plus
-// the lock-delay their grant asked for): nothing of the process renewed or
-// released them after the kill, so they lapsed with the session, at the
-// expiry the database last gave it, and the next grant of each is a steal
-// no earlier than that. A binding is how the database says the session
+// kept were taken over by no grant before the session's last expires_at
+// (plus the lock-delay their grant asked for): nothing of the process
+// renewed or released them after the kill, so they lapsed with the
+// session, at the expiry the database last gave it, and the grant that
+// took each over (checker.tookOver: for a shared lease the next exclusive
+// grant, not the next reader beside it) is a steal no earlier than that. A binding is how the database says the session
 // kept a lease; a lease the process took but had not bound yet ends at its
 // own expiry, which property 2 checks.
 func (c *checker) checkKilledSessions() {
-	next := c.nextGrants()
 	for _, op := range c.ops {
 		if op.Kind != SessionKill {
 			continue
@@ -93,7 +92,7 @@ func (c *checker) checkKilledSessions() {
 		for _, b := range s.Leases {
 			id := leaseID{b.Key, b.Token}
 			c.stats.KilledSessionLeases++
-			g, ok := next[id]
+			g, ok := c.tookOver[id]
 			if !ok {
 				continue // nobody took the key after it, or its grant is not in the log
 			}
@@ -111,34 +110,4 @@ func (c *checker) checkKilledSessions() {
 			}
 		}
 	}
-}
-
-// nextGrants maps each lease to the grant of its key that followed it
-// while it was neither released nor force-ended: the grant that took the
-// key over from it.
-func (c *checker) nextGrants() map[leaseID]lockview.Event {
-	next := map[leaseID]lockview.Event{}
-	type current struct {
-		token int64
-		ended bool
-	}
-	cur := map[string]*current{}
-	for _, ev := range c.obs.Events {
-		if ev.Token == nil {
-			continue
-		}
-		p := cur[ev.Key]
-		switch ev.Kind {
-		case lockdb.EventAcquired, lockdb.EventStolen:
-			if p != nil && !p.ended {
-				next[leaseID{ev.Key, p.token}] = ev
-			}
-			cur[ev.Key] = &current{token: *ev.Token}
-		case lockdb.EventReleased, lockdb.EventForceReleased, lockdb.EventForceExpired:
-			if p != nil && p.token == *ev.Token {
-				p.ended = true
-			}
-		}
-	}
-	return next
 }

@@ -78,6 +78,32 @@ func TestCheckerCatchesUnfencedWrites(t *testing.T) {
 	}
 }
 
+// TestCheckerCatchesUnfencedPermitHolders proves the fencing checks hold
+// for the leases of a semaphore's holders too: every hold is on a mode
+// key, and holders of the semaphore's 2 permits that skip locker.Fence
+// keep writing after a pause let their permit be taken over; the checker
+// must see a write on the semaphore key committed after the grant that
+// fenced its lease off. The run repeats on fresh schemas until it does,
+// for at most 20s.
+func TestCheckerCatchesUnfencedPermitHolders(t *testing.T) {
+	t.Parallel()
+	deadline := time.Now().Add(20 * time.Second)
+	for run := 1; ; run++ {
+		pool := testdb.New(t)
+		res := workload.Workload{Workers: 8, HotKeys: 1, Duration: 1500 * time.Millisecond, TTL: 100 * time.Millisecond,
+			SkipFence: true, PauseOneIn: 4, HoldWrites: 3, ModeOneIn: 1, Permits: 2}.Run(t, pool)
+		for _, v := range res.Report.Violations {
+			if strings.HasPrefix(v, `stale write on "sem-0"`) {
+				t.Logf("run %d: %d permits granted, %d violations, e.g. %s", run, res.Report.Stats.PermitGrants, len(res.Report.Violations), v)
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the checker found no stale write of a permit holder in %d runs of unfenced writers", run)
+		}
+	}
+}
+
 // TestCheckerCatchesSplitSets proves the set check can fail: a multi-key
 // acquire that takes its keys one TryAcquire at a time (giving back what it
 // took when a key is refused) grants each key in a transaction of its own,

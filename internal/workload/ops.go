@@ -32,8 +32,8 @@ func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic
 			set++
 			continue
 		}
-		key := w.pickKey(r)
-		lease, ok := w.grant(pool, rec, r, id, c, key, owner)
+		key, mode := w.pickHold(r)
+		lease, ok := w.grant(pool, rec, r, id, c, key, owner, mode)
 		if !ok {
 			continue
 		}
@@ -72,7 +72,10 @@ func (w Workload) clientOf(id int) workerClient {
 	return workerClient{w.Client, 0}
 }
 
-func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, key, owner string) (locker.Lease, bool) {
+// grant takes key for owner in mode m, at once or waiting, and records
+// the attempt with the mode it asked for.
+func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, key, owner string,
+	m holdMode) (locker.Lease, bool) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	wait := r.IntN(2) == 0
@@ -80,14 +83,13 @@ func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand,
 		ctx, cancel = context.WithTimeout(ctx, 3*w.TTL)
 		defer cancel()
 	}
-	op := history.Op{Client: id, Kind: history.Grant, Key: key, Owner: owner, LockDelay: c.delay, Call: rec.Now()}
-	var lease locker.Lease
-	var err error
-	if wait {
-		lease, err = c.Acquire(ctx, pool, key, owner)
-	} else {
-		lease, err = c.TryAcquire(ctx, pool, key, owner)
+	op := history.Op{Client: id, Kind: history.Grant, Key: key, Owner: owner, Mode: m.mode, Permits: m.permits, Call: rec.Now()}
+	if m.exclusive() {
+		// A shared or permit lease carries no lock-delay: its key's group
+		// is formed with none (store/sql/functions/11_shared.sql).
+		op.LockDelay = c.delay
 	}
+	lease, err := acquireIn(ctx, c.Client, pool, key, owner, m, wait)
 	op.Return = rec.Now()
 	op.Result, op.Err = history.GrantResultOf(err)
 	if err == nil {
@@ -158,18 +160,24 @@ func (w Workload) fencedWrite(pool *pgxpool.Pool, rec *history.Recorder, id int,
 }
 
 // operator force-expires or force-releases the current lease of a random
-// hot key now and then, with the token it read, as the console's operator
-// would, and ends a key's lock-delay early when it finds one.
+// hot key (or a holder of a mode key) now and then, with the token it
+// read, as the console's operator would, and ends a key's lock-delay early
+// when it finds one.
 func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder, stop *atomic.Bool) {
 	r := rand.New(rand.NewPCG(99, uint64(time.Now().UnixNano())))
 	endNext := false
 	for !stop.Load() {
 		time.Sleep(time.Duration(25+r.IntN(50)) * time.Millisecond)
 		key := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
+		if w.ModeOneIn > 0 && r.IntN(3) == 0 {
+			key = []string{sharedKey, semaphoreKey}[r.IntN(2)]
+		}
 		ctx, cancel := opCtx()
 		row, found, err := lk.Get(ctx, pool, key)
 		switch {
 		case err != nil || !found:
+		case row.Mode != locker.ModeExclusive && row.State() != locker.StateFree:
+			w.forceHolder(ctx, pool, lk, rec, r, key)
 		case row.State() == locker.StateDelayed:
 			w.endDelay(t, ctx, pool, lk, key)
 		case row.State() != locker.StateFree:

@@ -1,9 +1,10 @@
 // Package workload drives lock clients against a database the way busy
 // services would — many workers on a few hot keys and many cold ones,
-// waiting and trying acquires, renewals, fenced writes, zombies that pause
-// past their TTL, an operator force-expiring leases, a pruner deleting free
-// rows — records every call in a history.Recorder, and checks the run with
-// history.Check.
+// waiting and trying acquires, readers sharing a key that writers take
+// alone, holders of a semaphore's permits, renewals, fenced writes,
+// zombies that pause past their TTL, an operator force-expiring leases, a
+// pruner deleting free rows — records every call in a history.Recorder,
+// and checks the run with history.Check.
 //
 // locker's concurrency test runs it directly against PostgreSQL, the
 // deployment tests through PgBouncer, and its own tests prove that the check
@@ -79,6 +80,16 @@ type Workload struct {
 	// lease and gives them back with ReleaseAll. The Client must be a
 	// SetClient.
 	SetOneIn int
+	// ModeOneIn: one hold in this many is on a key of another mode: the
+	// shared key, taken shared (TryAcquireShared or a polling
+	// AcquireShared) or, one time in five, alone (TryAcquire or a queued
+	// Acquire) beside the readers; or the semaphore key, one of its
+	// Permits permits (TryAcquirePermit or AcquirePermit). The operator
+	// forces those keys' holders too, each by its own token. The Client
+	// must be a ModeClient.
+	ModeOneIn int
+	// Permits is the semaphore key's permits. Defaults to 3.
+	Permits int
 	// Listen is where the Notifier connects. Defaults to the pool's
 	// server; a pool through a transaction pooler needs a direct one.
 	Listen *pgx.ConnConfig
@@ -123,6 +134,9 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 	for _, c := range []Client{w.Client, w.delayed} {
 		if _, ok := c.(SetClient); w.SetOneIn > 0 && !ok {
 			t.Fatalf("workload: SetOneIn needs a Client that takes sets (%T does not)", c)
+		}
+		if _, ok := c.(ModeClient); w.ModeOneIn > 0 && !ok {
+			t.Fatalf("workload: ModeOneIn needs a Client that takes keys shared (%T does not)", c)
 		}
 	}
 	rec := history.NewRecorder()

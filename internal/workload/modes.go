@@ -1,0 +1,107 @@
+package workload
+
+import (
+	"context"
+	"math/rand/v2"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// ModeClient is the part of *locker.Locker that takes a key shared or as
+// one of a semaphore's permits.
+type ModeClient interface {
+	TryAcquireShared(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
+	AcquireShared(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
+	TryAcquirePermit(ctx context.Context, db locker.DBTX, key, owner string, permits int) (locker.Lease, error)
+	AcquirePermit(ctx context.Context, db locker.DBTX, key, owner string, permits int) (locker.Lease, error)
+}
+
+// The keys of ModeOneIn's holds: one that readers share and writers take
+// alone, and a semaphore.
+const (
+	sharedKey    = "shared-0"
+	semaphoreKey = "sem-0"
+)
+
+// holdMode is how a hold asks for its key: alone (the zero value), shared,
+// or as one of permits permits.
+type holdMode struct {
+	mode    string // "", history.ModeShared or history.ModeSemaphore
+	permits int
+}
+
+func (m holdMode) exclusive() bool { return m.mode == "" }
+
+// pickHold picks the key of a hold and how it asks for it: one hold in
+// ModeOneIn is on a mode key — the shared key, shared, or one time in
+// five alone (a writer among the readers); or a permit of the semaphore —
+// the others as pickKey picks.
+func (w Workload) pickHold(r *rand.Rand) (string, holdMode) {
+	if w.ModeOneIn <= 0 || r.IntN(w.ModeOneIn) != 0 {
+		return w.pickKey(r), holdMode{}
+	}
+	switch r.IntN(5) {
+	case 0:
+		return sharedKey, holdMode{}
+	case 1, 2:
+		return sharedKey, holdMode{mode: history.ModeShared}
+	}
+	return semaphoreKey, holdMode{mode: history.ModeSemaphore, permits: w.permits()}
+}
+
+// permits is the semaphore key's permits.
+func (w Workload) permits() int {
+	if w.Permits > 0 {
+		return w.Permits
+	}
+	return 3
+}
+
+// acquireIn asks c for key in mode m for owner, once or waiting (a polling
+// AcquireShared or AcquirePermit, a queued Acquire).
+func acquireIn(ctx context.Context, c Client, pool *pgxpool.Pool, key, owner string, m holdMode, wait bool) (locker.Lease, error) {
+	if m.exclusive() {
+		if wait {
+			return c.Acquire(ctx, pool, key, owner)
+		}
+		return c.TryAcquire(ctx, pool, key, owner)
+	}
+	mc := c.(ModeClient)
+	switch {
+	case m.mode == history.ModeShared && wait:
+		return mc.AcquireShared(ctx, pool, key, owner)
+	case m.mode == history.ModeShared:
+		return mc.TryAcquireShared(ctx, pool, key, owner)
+	case wait:
+		return mc.AcquirePermit(ctx, pool, key, owner, m.permits)
+	}
+	return mc.TryAcquirePermit(ctx, pool, key, owner, m.permits)
+}
+
+// forceHolder is the operator's force on one holder of key, whose row
+// (group) holds it shared or as a semaphore: it reads the key's running
+// leases and force-expires (or, one time in four, force-releases) one of
+// them with its own token, as the console's operator acts on the holder it
+// picked.
+func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder,
+	r *rand.Rand, key string) {
+	holders, err := lockview.HoldersOf(ctx, pool, []string{key})
+	if err != nil || len(holders[key]) == 0 {
+		return // the holders ended meanwhile
+	}
+	h := holders[key][r.IntN(len(holders[key]))]
+	op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: h.Token, Call: rec.Now()}
+	if r.IntN(4) != 0 {
+		_, err = lk.ForceExpire(ctx, pool, key, h.Token)
+	} else {
+		op.Kind = history.ForceRelease
+		_, err = lk.ForceRelease(ctx, pool, key, h.Token)
+	}
+	op.Return = rec.Now()
+	op.Result, op.Err = history.ResultOf(err)
+	rec.Add(op)
+}
