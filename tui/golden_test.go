@@ -114,6 +114,11 @@ func TestGolden(t *testing.T) {
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"acquire_form": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "a") },
+		// Shared and semaphore keys: OWNER names their holders, the
+		// footer's actions are the key's (every holder).
+		"groups": func(t *testing.T, w, h int) Model {
+			return withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot())
+		},
 		"status_line": func(t *testing.T, w, h int) Model {
 			m := testModel(t, Options{Status: func() string { return "demo: 8 workers · 1,204 grants · 3 steals · 1 zombie write refused" }}, w, h)
 			return withSnapshot(t, m, fixtureSnapshot())

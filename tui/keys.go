@@ -100,15 +100,30 @@ func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
 }
 
 // ShortHelp is the one-line help under the table; delayed: the selected
-// key is in its lock-delay.
-func (k KeyMap) ShortHelp(delayed bool) []key.Binding {
+// key is in its lock-delay; group: it is held shared or as a semaphore.
+func (k KeyMap) ShortHelp(delayed, group bool) []key.Binding {
 	b := []key.Binding{
 		shortHelp(k.Help, "help"), shortHelp(k.Filter, "filter"), shortHelp(k.Sort, "sort"),
 		shortHelp(k.Detail, "detail"), shortHelp(k.Events, "events")}
 	b = append(b, k.delayHelp(delayed)...)
-	return append(b, shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"), shortHelp(k.Renew, "renew"),
-		shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
+	b = append(b, k.forceHelp(group, false)...)
+	return append(b, shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
 		shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
+}
+
+// forceHelp is the footer's expire, release and renew. On a group's row
+// they are the key's, which has no lease of its own to renew: expire and
+// release act on every holder. On one holder (the detail page's
+// selection) they act on that holder's lease.
+func (k KeyMap) forceHelp(group, holder bool) []key.Binding {
+	switch {
+	case holder:
+		return []key.Binding{shortHelp(k.Expire, "expire holder"), shortHelp(k.Release, "release holder"),
+			shortHelp(k.Renew, "renew holder")}
+	case group:
+		return []key.Binding{shortHelp(k.Expire, "expire all"), shortHelp(k.Release, "release all")}
+	}
+	return []key.Binding{shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"), shortHelp(k.Renew, "renew")}
 }
 
 // delayHelp is u's footer entry on a delayed key: ending the delay is the

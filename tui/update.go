@@ -189,7 +189,7 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		switch {
 		case nav.toggle && m.active == nav.page:
 			m.active = pageLocks
-			return m, nil
+			return m, m.toPage(pageLocks, pageOpenedMsg{returned: true})
 		case nav.needsKey && m.active == nav.page:
 			return m, nil
 		case nav.needsKey:
