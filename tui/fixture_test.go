@@ -274,3 +274,16 @@ func groupSnapshot() Snapshot {
 	}
 	return s
 }
+
+// groupDetailSnapshot is groupSnapshot with the shared key's detail: its
+// holders, a waiter and an event.
+func groupDetailSnapshot() Snapshot {
+	s := groupSnapshot()
+	row := s.Page.Rows[2]
+	s.Detail = &Detail{Key: row.Key, Lock: &row, Holders: s.Holders[row.Key],
+		Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "writer-1:9:ffff0001", Waited: 4e9}},
+		Events: []lockview.Event{{ID: 11, OccurredAt: t0.Add(-9 * time.Second), Key: row.Key, Kind: lockdb.EventAcquired,
+			Owner: ptr("api-3:7003:0c0c0c0c"), Token: ptr(tok(1061)), Actor: "api-3:7003:0c0c0c0c",
+			Detail: map[string]any{"mode": "shared", "slot": 4}}}}
+	return s
+}

@@ -13,6 +13,9 @@ import (
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Home, End key.Binding
 	Scroll                                key.Binding // help only: the keys that scroll a pane
+	// Holder is help only: ↑/↓ on a shared or semaphore key's detail page
+	// select one of its holders, on which the actions then act.
+	Holder key.Binding
 
 	Filter   key.Binding
 	Sort     key.Binding
@@ -52,6 +55,7 @@ func DefaultKeyMap() KeyMap {
 		Home:     key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first row")),
 		End:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last row")),
 		Scroll:   key.NewBinding(key.WithKeys("up", "down", "pgup", "pgdown"), key.WithHelp("↑/↓ pgup/pgdn", "scroll")),
+		Holder:   key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "select holder (shared key's detail)")),
 		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by key or owner")),
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort: key, TTL, token, held, waiters")),
 		Slower:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh less often")),
