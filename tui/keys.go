@@ -145,7 +145,7 @@ func (k KeyMap) delayHelp(delayed bool) []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
-		{k.Detail, k.Events, k.Blocking, k.Sessions, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Detail, k.Holder, k.Events, k.Blocking, k.Sessions, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
 		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
 	}
 }
