@@ -222,10 +222,11 @@ func readDetail(ctx context.Context, db store.DBTX, key string, window []lockvie
 
 // readHolders reads, in one statement and only when there are any, the
 // running holders of the shared and semaphore keys the poll shows: the
-// table's rows within rows of the window's anchor (every row the table can
-// have on screen before the next poll, since the selection is on screen)
-// and the detail page's key. A key with many holders costs one row each:
-// the console shows them all.
+// table's rows within rows of the window's anchor (the selection is on
+// screen, so these are all the table can show until the cursor moves; a
+// group's row moved on screen without them asks for a poll,
+// locksPage.missingHolders) and the detail page's key. A key with many
+// holders costs a row each: the console shows them all.
 func readHolders(ctx context.Context, db store.DBTX, rows int, snap *Snapshot) error {
 	var shown []lockview.Lock
 	page := snap.Page
