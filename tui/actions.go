@@ -7,6 +7,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -52,14 +53,48 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
 		return m, nil
 	}
+	if h, ok := m.selectedHolder(); ok {
+		return m.startHolderAction(msg, row, h)
+	}
+	group := m.groupOf(row)
 	switch {
+	case key.Matches(msg, k.Renew) && group != "":
+		m.flash = flash{fmt.Sprintf("%s has no lease of its own to renew (%s): select one of its holders on its detail page, and renew that",
+			safe(row.Key), group), flashError}
 	case key.Matches(msg, k.Renew):
 		m.flash = flash{fmt.Sprintf("renewing %s (token %s)…", safe(row.Key), token(row.Token)), flashInfo}
 		return m, m.send(actionRequest{kind: actRenew, key: row.Key, owner: row.Owner, token: row.Token, ttl: row.TTL})
 	case key.Matches(msg, k.Expire):
-		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: row.Owner, token: row.Token}
+		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: row.Owner, token: row.Token, group: group}
 	case key.Matches(msg, k.Release):
-		m.confirm = &confirmModel{kind: actRelease, key: row.Key, owner: row.Owner, token: row.Token}
+		m.confirm = &confirmModel{kind: actRelease, key: row.Key, owner: row.Owner, token: row.Token, group: group}
+	}
+	return m, nil
+}
+
+// groupOf says who holds row when it is a running group's ("shared · 3
+// holders"), by the holders its page knows; "" for any other row.
+func (m Model) groupOf(row lockview.ListedLock) string {
+	if !runningGroup(row.Lock) {
+		return ""
+	}
+	hs, known := m.selectedHolders()
+	return groupOwner(row.LockInfo, liveHolders(hs, m.advance()), known)[0]
+}
+
+// startHolderAction renews, force-expires or force-releases one holder of
+// a shared or semaphore key: its lease, by its owner and token, as the
+// actions on an exclusive lease take that lease.
+func (m Model) startHolderAction(msg tea.KeyPressMsg, row lockview.ListedLock, h lockview.Holder) (Model, tea.Cmd) {
+	k := m.keys
+	switch {
+	case key.Matches(msg, k.Renew):
+		m.flash = flash{fmt.Sprintf("renewing holder %s of %s (token %s)…", safe(h.Owner), safe(row.Key), token(h.Token)), flashInfo}
+		return m, m.send(actionRequest{kind: actRenew, key: row.Key, owner: h.Owner, token: h.Token, ttl: h.TTL, slot: h.Slot})
+	case key.Matches(msg, k.Expire):
+		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: h.Owner, token: h.Token, slot: h.Slot}
+	case key.Matches(msg, k.Release):
+		m.confirm = &confirmModel{kind: actRelease, key: row.Key, owner: h.Owner, token: h.Token, slot: h.Slot}
 	}
 	return m, nil
 }
@@ -101,6 +136,9 @@ func (m Model) actionDone(msg actionDoneMsg) (Model, tea.Cmd) {
 
 // nowHolder says who has a lock now: "now held by X (token N)".
 func nowHolder(l locker.LockInfo) string {
+	if grouped(l) {
+		return nowHolders(l)
+	}
 	owner := safe(l.Owner)
 	switch l.State() {
 	case locker.StateExpired:
@@ -111,6 +149,23 @@ func nowHolder(l locker.LockInfo) string {
 		return fmt.Sprintf("now in its lock-delay, last held by %s (token %s)", owner, token(l.Token))
 	default:
 		return fmt.Sprintf("now held by %s (token %s)", owner, token(l.Token))
+	}
+}
+
+// nowHolders is nowHolder for a shared or semaphore key's row, whose
+// owner is its holders' group.
+func nowHolders(l locker.LockInfo) string {
+	mode := "shared"
+	if l.Mode == locker.ModeSemaphore {
+		mode = fmt.Sprintf("as a semaphore of %d permits", l.Permits)
+	}
+	switch l.State() {
+	case locker.StateExpired:
+		return fmt.Sprintf("now held %s by holders whose leases all ran out (group token %s)", mode, token(l.Token))
+	case locker.StateFree:
+		return fmt.Sprintf("now free, last held %s (group token %s)", mode, token(l.Token))
+	default:
+		return fmt.Sprintf("now held %s by its holders (group token %s)", mode, token(l.Token))
 	}
 }
 
@@ -133,6 +188,9 @@ func actionResult(msg actionDoneMsg) flash {
 		c := notHeld.Current
 		var text string
 		switch {
+		case msg.slot > 0:
+			text = fmt.Sprintf("✗ %s refused: holder token %s has no lease of the key now (released, ran out or forced meanwhile) — %s",
+				msg.kind, token(msg.token), key)
 		case c == nil:
 			text = fmt.Sprintf("✗ %s refused: the key has no lock row now — %s", msg.kind, key)
 		case c.Token != msg.token:
@@ -145,6 +203,9 @@ func actionResult(msg actionDoneMsg) flash {
 	case errors.As(msg.err, &held) && held.DelayUntil != nil:
 		return flash{fmt.Sprintf("✗ not acquired: in its lock-delay for %s more, last held by %s (token %s)%s — %s",
 			shortDur(held.DelayLeft), safe(held.Owner), token(held.Token), queued(held.QueueLength), key), flashError}
+	case errors.As(msg.err, &held) && held.Owner == lockdb.GroupOwner:
+		return flash{fmt.Sprintf("✗ not acquired: held by the holders of a shared or semaphore key (group token %s) for another %s%s — %s",
+			token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
 	case errors.As(msg.err, &held):
 		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s%s — %s",
 			safe(held.Owner), token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
@@ -158,6 +219,9 @@ func actionResult(msg actionDoneMsg) flash {
 		return flash{fmt.Sprintf("✗ %s %s failed, nothing changed: %s", msg.kind, key, errMeaning(msg.err)), flashError}
 	}
 	l := msg.lease
+	if msg.slot > 0 || l.Owner == lockdb.GroupOwner {
+		return groupResult(msg)
+	}
 	switch msg.kind {
 	case actAcquire:
 		return flash{fmt.Sprintf("✓ %s %s for %s: token %s, TTL %s", l.Outcome, key, safe(l.Owner), token(l.Token), shortDur(l.TTL)), flashOK}
@@ -173,5 +237,24 @@ func actionResult(msg actionDoneMsg) flash {
 			key, safe(msg.ended.Owner)), flashOK}
 	default:
 		return flash{fmt.Sprintf("✓ force-released %s (token %s of %s): it is free", key, token(l.Token), safe(l.Owner)), flashOK}
+	}
+}
+
+// groupResult is actionResult's message for an action on one holder of a
+// shared or semaphore key, or on all of them.
+func groupResult(msg actionDoneMsg) flash {
+	key, l := safe(msg.key), msg.lease
+	holder := fmt.Sprintf("holder %s of %s (token %s, slot %d)", safe(l.Owner), key, token(l.Token), msg.slot)
+	switch {
+	case msg.kind == actRenew:
+		return flash{fmt.Sprintf("✓ renewed %s for another %s", holder, shortDur(l.TTL)), flashOK}
+	case msg.slot > 0 && msg.kind == actExpire:
+		return flash{fmt.Sprintf("✓ force-expired %s: the key's other holders keep theirs", holder), flashOK}
+	case msg.slot > 0:
+		return flash{fmt.Sprintf("✓ force-released %s: the key's other holders keep theirs", holder), flashOK}
+	case msg.kind == actExpire:
+		return flash{fmt.Sprintf("✓ force-expired every holder of %s (group token %s): the next acquirer takes it", key, token(l.Token)), flashOK}
+	default:
+		return flash{fmt.Sprintf("✓ force-released every holder of %s (group token %s): it is free", key, token(l.Token)), flashOK}
 	}
 }

@@ -57,6 +57,9 @@ type actionRequest struct {
 	ttl   time.Duration
 	// session is end-session's session (key says "session N").
 	session int64
+	// slot is the holder's slot when the action takes one holder's lease
+	// of a shared or semaphore key (owner and token are the holder's).
+	slot int32
 }
 
 // runAction performs one operator action through the locker: every action
@@ -69,7 +72,7 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done fu
 		if done != nil {
 			defer done()
 		}
-		res := actionDoneMsg{seq: req.seq, kind: req.kind, key: req.key, token: req.token, session: req.session}
+		res := actionDoneMsg{seq: req.seq, kind: req.kind, key: req.key, token: req.token, session: req.session, slot: req.slot}
 		switch req.kind {
 		case actAcquire:
 			l, err := lk.WithTTL(req.ttl)

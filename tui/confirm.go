@@ -16,11 +16,17 @@ import (
 // a session names the session instead (an id is never reused). Its
 // default is No: enter without moving the focus cancels.
 type confirmModel struct {
-	kind     actionKind
-	key      string
-	owner    string
-	token    int64
-	session  *lockview.Session // actEndSession's
+	kind    actionKind
+	key     string
+	owner   string
+	token   int64
+	session *lockview.Session // actEndSession's
+	// slot is set when the action takes one holder's lease of a shared or
+	// semaphore key (owner and token are the holder's); group, when it
+	// takes every holder's by the group's token, says who they are
+	// ("shared · 3 holders").
+	slot     int32
+	group    string
 	yesFocus bool
 }
 
@@ -36,7 +42,28 @@ func (c confirmModel) verb() string {
 	return "Force-release"
 }
 
+// subject is what the action ends, for the dialog's title.
+func (c confirmModel) subject() string {
+	switch {
+	case c.slot > 0:
+		return "this holder"
+	case c.group != "":
+		return "every holder of this key"
+	}
+	return "this lock"
+}
+
 func (c confirmModel) consequence() string {
+	switch {
+	case c.slot > 0 && c.kind == actExpire:
+		return "This holder's lease ends now: its renewals and fenced writes fail.\nThe key's other holders keep theirs."
+	case c.slot > 0:
+		return "This holder's lease is freed now, as if it had released it: its\nrenewals and fenced writes fail. The key's other holders keep theirs."
+	case c.group != "" && c.kind == actExpire:
+		return "Every holder's lease ends now, those that joined since included:\ntheir renewals and fenced writes fail; the next acquirer takes the key."
+	case c.group != "":
+		return "Every holder's lease is freed now, those that joined since included,\nas if each had released it: their renewals and fenced writes fail."
+	}
 	switch c.kind {
 	case actExpire:
 		return "Its lease ends now: the holder's renewals and fenced writes fail,\nand the next acquirer takes the key over with a new token."
@@ -55,6 +82,12 @@ func (c confirmModel) guard() string {
 		return "Nothing happens if the delay has ended meanwhile."
 	case actEndSession:
 		return "Nothing happens if the session has ended meanwhile."
+	}
+	switch {
+	case c.slot > 0:
+		return fmt.Sprintf("Nothing happens if token %s no longer holds a lease of the key.", token(c.token))
+	case c.group != "":
+		return fmt.Sprintf("Nothing happens if the group of token %s has ended meanwhile.", token(c.token))
 	}
 	return fmt.Sprintf("Nothing happens if token %s is no longer the current grant.", token(c.token))
 }
@@ -75,8 +108,15 @@ func (c confirmModel) view(s Styles, termW, bodyH int) string {
 		no = s.Button.Render("No (n/esc)")
 	}
 	buttons := lipgloss.JoinHorizontal(lipgloss.Top, no, "  ", yes)
-	fields := []string{field("key", safe(c.key)), field("owner", safe(c.owner)), field("token", fmt.Sprintf("%s  (%d)", token(c.token), c.token))}
-	title := c.verb() + " this lock?"
+	owner := safe(c.owner)
+	if c.group != "" {
+		owner = c.group
+	}
+	fields := []string{field("key", safe(c.key)), field("owner", owner), field("token", fmt.Sprintf("%s  (%d)", token(c.token), c.token))}
+	if c.slot > 0 {
+		fields = append(fields, field("slot", fmt.Sprint(c.slot)))
+	}
+	title := c.verb() + " " + c.subject() + "?"
 	if ss := c.session; ss != nil {
 		fields = []string{field("id", fmt.Sprint(ss.ID)), field("owner", safe(ss.Owner)),
 			field("host", fmt.Sprintf("%s  pid %d", safe(ss.Host), ss.PID)), field("leases", fmt.Sprint(ss.Leases))}
@@ -130,5 +170,5 @@ func (m Model) confirmed(c confirmModel) (Model, tea.Cmd) {
 		return m, m.send(actionRequest{kind: c.kind, key: subject, session: ss.ID})
 	}
 	m.flash = flash{fmt.Sprintf("%s %s (token %s)…", strings.ToLower(c.verb()), safe(c.key), token(c.token)), flashInfo}
-	return m, m.send(actionRequest{kind: c.kind, key: c.key, owner: c.owner, token: c.token})
+	return m, m.send(actionRequest{kind: c.kind, key: c.key, owner: c.owner, token: c.token, slot: c.slot})
 }

@@ -22,11 +22,21 @@ type detailPage struct {
 	width  int
 	key    string
 	detail *Detail
-	view   viewport.Model
-	out    outbox
+	// holdersKnown: detail.Holders were read (a running group's).
+	holdersKnown bool
+	// holderCursor is the selected line of a running group's holders
+	// (detailholders.go): 0 every holder, i the i-th; holderToken the
+	// selected holder's token (0: every holder), which it follows from
+	// poll to poll; holdersAt is the index of line 0 among the page's
+	// lines (-1: none drawn).
+	holderCursor int
+	holderToken  int64
+	holdersAt    int
+	view         viewport.Model
+	out          outbox
 }
 
-func newDetailPage() *detailPage { return &detailPage{view: viewport.New()} }
+func newDetailPage() *detailPage { return &detailPage{view: viewport.New(), holdersAt: -1} }
 
 func (p *detailPage) Init() tea.Cmd { return nil }
 
@@ -67,25 +77,37 @@ func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 		switch {
 		case msg.lock != nil:
 			row := *msg.lock
-			q.key, q.detail = row.Key, &Detail{Key: row.Key, Lock: &row}
+			q.key, q.detail = row.Key, &Detail{Key: row.Key, Lock: &row, Holders: msg.holders}
+			q.holdersKnown = msg.holdersKnown
 		case msg.key != "": // a key without its row (a wait's): the poll reads it
-			q.key, q.detail = msg.key, nil
+			q.key, q.detail, q.holdersKnown = msg.key, nil, false
 		}
+		q.holderCursor, q.holderToken = 0, 0
 		q.render()
 		q.view.GotoTop()
 		q.out.poll = true
 	case snapshotMsg:
 		if d := msg.snap.Detail; d != nil && d.Key == q.key {
-			q.detail = d
+			q.detail, q.holdersKnown = d, true
+			q.followHolder()
 			q.render()
 		}
 	case tea.KeyPressMsg:
-		scroll(&q.view, q.c.keys, msg)
+		k := q.c.keys
+		switch {
+		case q.group() && key.Matches(msg, k.Up):
+			q.moveHolder(-1)
+		case q.group() && key.Matches(msg, k.Down):
+			q.moveHolder(1)
+		default:
+			scroll(&q.view, k, msg)
+		}
 	}
 	return &q, nil
 }
 
 func (p *detailPage) render() {
+	p.holdersAt = -1
 	if p.width > 0 {
 		p.view.SetContent(p.content())
 	}
@@ -97,8 +119,15 @@ func (p *detailPage) ShortHelp() []key.Binding {
 	k := p.c.keys
 	row, ok := p.selectedLock()
 	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == locker.StateDelayed)...)
-	return append(b, shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"),
-		shortHelp(k.Renew, "renew"), k.Scroll, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
+	scrolling := k.Scroll
+	if p.group() { // ↑/↓ select a holder; the pages still scroll
+		_, one := p.selectedHolder()
+		b = append(append(b, shortHelp(k.Holder, "select holder")), k.forceHelp(true, one)...)
+		scrolling.SetHelp("pgup/pgdn", "scroll")
+	} else {
+		b = append(b, k.forceHelp(false, false)...)
+	}
+	return append(b, scrolling, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
 }
 
 func (p *detailPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
@@ -131,6 +160,8 @@ func (p *detailPage) content() string {
 	switch {
 	case p.c.reference && r.state == locker.StateHeld: // no TTL recorded
 		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
+	case grouped(r.LockInfo) && (r.state == locker.StateHeld || r.state == locker.StateExpiring):
+		st += s.Muted.Render(fmt.Sprintf("  %s left, until the last holder's lease ends", shortDur(r.Remaining)))
 	case r.state == locker.StateHeld, r.state == locker.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
 	case r.state == locker.StateExpired:
@@ -139,11 +170,16 @@ func (p *detailPage) content() string {
 		st += s.Muted.Render(fmt.Sprintf("  %s more: nobody is granted it before then", shortDur(delayLeft(r.ListedLock, p.c.advance))))
 	}
 	field("state", st)
-	owner := safe(r.Owner)
-	if r.state == locker.StateFree {
-		owner += s.Muted.Render("  (last holder)")
+	switch {
+	case grouped(r.LockInfo):
+		hs, known := p.selectedHolders()
+		field("mode", modeText(r.LockInfo))
+		field("owner", s.Group.Render(groupOwner(r.LockInfo, liveHolders(hs, p.c.advance), known)[0]))
+	case r.state == locker.StateFree:
+		field("owner", safe(r.Owner)+s.Muted.Render("  (last holder)"))
+	default:
+		field("owner", safe(r.Owner))
 	}
-	field("owner", owner)
 	grant := r.GrantKind
 	if r.PreviousOwner != nil {
 		grant += fmt.Sprintf(" from %s", safe(*r.PreviousOwner))
@@ -162,7 +198,11 @@ func (p *detailPage) content() string {
 			"lockctl migrate adopts it with every lease intact."))
 		return strings.Join(lines, "\n")
 	}
-	field("TTL", shortDur(r.TTL))
+	if grouped(r.LockInfo) {
+		field("TTL", s.Muted.Render("each holder's own"))
+	} else {
+		field("TTL", shortDur(r.TTL))
+	}
 	switch {
 	case r.DelayUntil != nil:
 		field("lock-delay", shortDur(r.LockDelay)+s.Muted.Render("  until ")+utcFull(*r.DelayUntil))
@@ -184,6 +224,9 @@ func (p *detailPage) content() string {
 		field("released at", s.Muted.Render("—"))
 	}
 	field("metadata", metadataText(r.Metadata))
+	if runningGroup(r.Lock) {
+		lines = append(lines, p.holderLines(r, len(lines))...)
+	}
 	return strings.Join(append(lines, p.queueAndHistory(*d)...), "\n")
 }
 

@@ -21,9 +21,10 @@
 // header, the action dialogs and the message line — and routes messages to
 // the page on screen. Each page is a Component (page.go) in its own file
 // set: the locks table (locks.go, table.go, nav.go), one lock's detail
-// (detail.go), the event log (events.go), who waits for whom (blocking.go,
-// blockinglines.go, blockingnav.go), the sessions (sessions.go) and the
-// help (helpview.go). A page adds what it needs to each poll
+// (detail.go; detailholders.go lists a shared or semaphore key's holders,
+// and groups.go says how such a key reads), the event log (events.go),
+// who waits for whom (blocking.go, blockinglines.go, blockingnav.go), the
+// sessions (sessions.go) and the help (helpview.go). A page adds what it needs to each poll
 // (askPoll), takes its part of the snapshot, and asks the root for a poll
 // or a message through its outbox.
 // Polls go through a Source (source.go): NewPoolSource reads the database;

@@ -169,6 +169,9 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 		}
 		parts = append(parts, prev)
 	}
+	if slot, ok := e.Detail["slot"]; ok { // one holder's lease of a shared or semaphore key
+		parts = append(parts, s.Muted.Render(fmt.Sprintf("slot %v", slot)))
+	}
 	if w, ok := e.Detail["waited_ms"]; ok {
 		parts = append(parts, s.Muted.Render(fmt.Sprintf("after waiting %vms", w)))
 	}

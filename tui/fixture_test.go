@@ -228,3 +228,62 @@ func connRefused() error {
 	return fmt.Errorf("%w: %w", locker.ErrUnavailable, &net.OpError{Op: "dial", Net: "tcp",
 		Addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5432}, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
 }
+
+// groupSnapshot is a table with an exclusive lease, a semaphore of 3
+// permits with 2 holders, a shared key with 3 holders (one owner full of
+// terminal escapes), one whose holders all ran out, and a semaphore whose
+// group ended; the shared key is selected.
+func groupSnapshot() Snapshot {
+	s := fixtureSnapshot()
+	dbNow := t0.Add(-20 * time.Millisecond)
+	rows := fixtureRows()
+	holder := func(key string, slot int32, owner string, count int64, remaining, ttl, heldFor time.Duration) lockview.Holder {
+		return lockview.Holder{Key: key, Slot: slot, Owner: owner, Token: tok(count), TTL: ttl, Remaining: remaining,
+			AcquiredAt: dbNow.Add(-heldFor), ExpiresAt: dbNow.Add(remaining)}
+	}
+	group := func(key, mode string, permits int32, count int64, remaining, heldFor time.Duration) lockview.ListedLock {
+		return lockview.ListedLock{Lock: lockview.Lock{
+			LockInfo: locker.LockInfo{
+				Key: key, Owner: lockdb.GroupOwner, Token: tok(count), TTL: 30 * time.Second, Remaining: remaining,
+				ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
+				Metadata: map[string]any{}, Mode: mode, Permits: permits,
+			},
+			GrantKind: "acquired", HeldFor: heldFor,
+		}}
+	}
+	pool := group("pool:db", locker.ModeSemaphore, 3, 1050, 25*time.Second, 2*time.Minute)
+	readers := group("readers:catalog", locker.ModeShared, 0, 1044, 28*time.Second, 9*time.Minute)
+	readers.Waiters, readers.OldestWait, readers.OldestSince = 1, 4*time.Second, ptr(dbNow.Add(-4*time.Second))
+	lapsed := group("readers:lapsed", locker.ModeShared, 0, 1030, -2*time.Second, 3*time.Minute)
+	ended := group("reports:quota", locker.ModeSemaphore, 2, 1020, 0, time.Hour)
+	ended.ReleasedAt = ptr(dbNow.Add(-time.Minute))
+	s.Page.Rows = []lockview.ListedLock{rows[0], pool, readers, lapsed, ended}
+	s.Page.Anchor, s.Page.AnchorRank, s.Page.Matching = 2, 2, 5
+	s.Page.Totals = lockview.Totals{All: 5, Held: 3, Expired: 1, Free: 1, Waiting: 3, WaitedKeys: 2}
+	s.Holders = map[string][]lockview.Holder{
+		"pool:db": {
+			holder("pool:db", 1, "migrator-1:31:aa00aa00", 1051, 25*time.Second, 30*time.Second, 2*time.Minute),
+			holder("pool:db", 3, "migrator-2:32:bb11bb11", 1058, 9*time.Second, 30*time.Second, 21*time.Second),
+		},
+		"readers:catalog": {
+			holder("readers:catalog", 1, "api-1:7001:0a0a0a0a", 1045, 28*time.Second, 30*time.Second, 9*time.Minute),
+			holder("readers:catalog", 2, "bad\x1b[31mreader", 1049, 12*time.Second, time.Minute, 48*time.Second),
+			holder("readers:catalog", 4, "api-3:7003:0c0c0c0c", 1061, 900*time.Millisecond, 10*time.Second, 9100*time.Millisecond),
+		},
+		"readers:lapsed": nil,
+	}
+	return s
+}
+
+// groupDetailSnapshot is groupSnapshot with the shared key's detail: its
+// holders, a waiter and an event.
+func groupDetailSnapshot() Snapshot {
+	s := groupSnapshot()
+	row := s.Page.Rows[2]
+	s.Detail = &Detail{Key: row.Key, Lock: &row, Holders: s.Holders[row.Key],
+		Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "writer-1:9:ffff0001", Waited: 4e9}},
+		Events: []lockview.Event{{ID: 11, OccurredAt: t0.Add(-9 * time.Second), Key: row.Key, Kind: lockdb.EventAcquired,
+			Owner: ptr("api-3:7003:0c0c0c0c"), Token: ptr(tok(1061)), Actor: "api-3:7003:0c0c0c0c",
+			Detail: map[string]any{"mode": "shared", "slot": 4}}}}
+	return s
+}

@@ -114,6 +114,23 @@ func TestGolden(t *testing.T) {
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"acquire_form": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "a") },
+		// Shared and semaphore keys: OWNER names their holders, the
+		// footer's actions are the key's (every holder).
+		"groups": func(t *testing.T, w, h int) Model {
+			return withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot())
+		},
+		"confirm_group": func(t *testing.T, w, h int) Model {
+			return press(t, withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot()), "x")
+		},
+		// The shared key's holders, the second selected.
+		"group_detail": func(t *testing.T, w, h int) Model {
+			m := press(t, withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot()), "enter")
+			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: groupDetailSnapshot()}), "down", "down")
+		},
+		"confirm_holder": func(t *testing.T, w, h int) Model {
+			m := press(t, withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot()), "enter")
+			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: groupDetailSnapshot()}), "down", "down", "d")
+		},
 		"status_line": func(t *testing.T, w, h int) Model {
 			m := testModel(t, Options{Status: func() string { return "demo: 8 workers · 1,204 grants · 3 steals · 1 zombie write refused" }}, w, h)
 			return withSnapshot(t, m, fixtureSnapshot())

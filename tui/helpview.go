@@ -77,6 +77,12 @@ func (p *helpPage) content() string {
 		st(s.Delayed, "delayed, no grants", "its lease ended without a release; nobody gets it until its lock-delay ends (u ends it)"),
 		s.Muted.Render("  Remaining TTL comes from the database's clock and counts down between refreshes."),
 		s.Muted.Render("  WAITERS: how many callers wait in Acquire for the key · how long the first has waited."),
+		s.Muted.Render("  OWNER of a key held shared: its holders (shared · 3 holders); of a semaphore: permits in use (2/3 permits)."),
+	}
+	if p.c.keys.Expire.Enabled() {
+		lines = append(lines, s.Muted.Render("  Its detail page (enter) lists each holder: ↑/↓ select one, and the actions act on that holder alone."))
+	} else {
+		lines = append(lines, s.Muted.Render("  Its detail page (enter) lists each holder, with its own owner, token and TTL."))
 	}
 	if p.c.keys.Expire.Enabled() {
 		lines = append(lines, "",

@@ -13,6 +13,9 @@ import (
 type KeyMap struct {
 	Up, Down, PageUp, PageDown, Home, End key.Binding
 	Scroll                                key.Binding // help only: the keys that scroll a pane
+	// Holder is help only: ↑/↓ on a shared or semaphore key's detail page
+	// select one of its holders, on which the actions then act.
+	Holder key.Binding
 
 	Filter   key.Binding
 	Sort     key.Binding
@@ -52,6 +55,7 @@ func DefaultKeyMap() KeyMap {
 		Home:     key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("g/home", "first row")),
 		End:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("G/end", "last row")),
 		Scroll:   key.NewBinding(key.WithKeys("up", "down", "pgup", "pgdown"), key.WithHelp("↑/↓ pgup/pgdn", "scroll")),
+		Holder:   key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "select holder (shared key's detail)")),
 		Filter:   key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "filter by key or owner")),
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort: key, TTL, token, held, waiters")),
 		Slower:   key.NewBinding(key.WithKeys("+", "="), key.WithHelp("+", "refresh less often")),
@@ -100,15 +104,30 @@ func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
 }
 
 // ShortHelp is the one-line help under the table; delayed: the selected
-// key is in its lock-delay.
-func (k KeyMap) ShortHelp(delayed bool) []key.Binding {
+// key is in its lock-delay; group: it is held shared or as a semaphore.
+func (k KeyMap) ShortHelp(delayed, group bool) []key.Binding {
 	b := []key.Binding{
 		shortHelp(k.Help, "help"), shortHelp(k.Filter, "filter"), shortHelp(k.Sort, "sort"),
 		shortHelp(k.Detail, "detail"), shortHelp(k.Events, "events")}
 	b = append(b, k.delayHelp(delayed)...)
-	return append(b, shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"), shortHelp(k.Renew, "renew"),
-		shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
+	b = append(b, k.forceHelp(group, false)...)
+	return append(b, shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
 		shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
+}
+
+// forceHelp is the footer's expire, release and renew. On a group's row
+// they are the key's, which has no lease of its own to renew: expire and
+// release act on every holder. On one holder (the detail page's
+// selection) they act on that holder's lease.
+func (k KeyMap) forceHelp(group, holder bool) []key.Binding {
+	switch {
+	case holder:
+		return []key.Binding{shortHelp(k.Expire, "expire holder"), shortHelp(k.Release, "release holder"),
+			shortHelp(k.Renew, "renew holder")}
+	case group:
+		return []key.Binding{shortHelp(k.Expire, "expire all"), shortHelp(k.Release, "release all")}
+	}
+	return []key.Binding{shortHelp(k.Expire, "expire"), shortHelp(k.Release, "release"), shortHelp(k.Renew, "renew")}
 }
 
 // delayHelp is u's footer entry on a delayed key: ending the delay is the
@@ -126,7 +145,7 @@ func (k KeyMap) delayHelp(delayed bool) []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
-		{k.Detail, k.Events, k.Blocking, k.Sessions, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Detail, k.Holder, k.Events, k.Blocking, k.Sessions, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
 		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
 	}
 }

@@ -31,6 +31,9 @@ type locksPage struct {
 	prevFilter  string
 
 	page lockview.Page // the last good poll's window
+	// holders are the last poll's holders of the group rows it read
+	// (PollRequest.HolderRows), by key.
+	holders map[string][]lockview.Holder
 	// Selection follows the key, not the row index.
 	selKey  string
 	selRank int64 // position of the selection among matching rows; -1: the last
@@ -69,10 +72,13 @@ func (p *locksPage) takeAsks() (Component, outbox) {
 	return &q, p.out
 }
 
-func (p *locksPage) askPoll(req *PollRequest, _ bool) {
+func (p *locksPage) askPoll(req *PollRequest, active bool) {
 	n := p.tableRows
 	if n == 0 {
 		n = 50 // Init's poll goes out before the first size: enough for most terminals
+	}
+	if active {
+		req.HolderRows = n
 	}
 	req.Query = lockview.ListQuery{
 		Filter: p.filter, Sort: p.order, Anchor: p.selKey, Rank: int(p.selRank),
@@ -108,8 +114,12 @@ func (p *locksPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case commonMsg:
 		q.c = msg.common
 	case snapshotMsg:
-		q.page = msg.snap.Page
+		q.page, q.holders = msg.snap.Page, msg.snap.Holders
 		q.followSelection()
+	case pageOpenedMsg:
+		if q.missingHolders() { // polls read none while the table was off screen
+			q.out.poll = true
+		}
 	case tea.KeyPressMsg:
 		return &q, q.key(msg)
 	default: // cursor blinks and pastes of the filter
@@ -198,8 +208,21 @@ func (p *locksPage) ShortHelp() []key.Binding {
 		return []key.Binding{shortHelp(k.Close, "undo filter"), shortHelp(k.Confirm, "keep filter")}
 	}
 	row, ok := p.selected()
-	return k.ShortHelp(ok && live(row, p.c.advance).state == locker.StateDelayed)
+	return k.ShortHelp(ok && live(row, p.c.advance).state == locker.StateDelayed, ok && runningGroup(row.Lock))
 }
+
+func (p *locksPage) selectedHolders() ([]lockview.Holder, bool) {
+	row, ok := p.selected()
+	if !ok {
+		return nil, false
+	}
+	hs, known := p.holders[row.Key]
+	return hs, known
+}
+
+// selectedHolder: the table selects keys; one holder is selected on the
+// detail page.
+func (p *locksPage) selectedHolder() (lockview.Holder, bool) { return lockview.Holder{}, false }
 
 func (p *locksPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
 

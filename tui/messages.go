@@ -46,6 +46,7 @@ type actionDoneMsg struct {
 	// that took.
 	session int64
 	expired int
+	slot    int32 // the holder's, when the action took one holder's lease
 	err     error
 }
 
@@ -66,7 +67,12 @@ type snapshotMsg struct{ snap Snapshot }
 // returned: the page is back on screen because esc closed a page opened
 // from it; it keeps its place.
 type pageOpenedMsg struct {
-	lock     *lockview.ListedLock
-	key      string
-	returned bool
+	lock *lockview.ListedLock
+	// holders are lock's holders, when it is a group's row, as the page
+	// it was opened from knows them (holdersKnown: it read them), shown
+	// until the page's own poll.
+	holders      []lockview.Holder
+	holdersKnown bool
+	key          string
+	returned     bool
 }

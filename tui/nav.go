@@ -55,9 +55,23 @@ func (p *locksPage) move(delta int) {
 	p.ensureVisible()
 	nearTop := i < p.tableRows && p.rankOf(0) > 0
 	nearEnd := i >= len(rows)-p.tableRows && p.rankOf(len(rows)-1) < p.page.Matching-1
-	if nearTop || nearEnd {
+	if nearTop || nearEnd || p.missingHolders() {
 		p.out.poll = true
 	}
+}
+
+// missingHolders says a group row on screen has no holders read: the last
+// poll read them for the rows then around the selection, or none while the
+// table was off screen. The next poll reads them.
+func (p *locksPage) missingHolders() bool {
+	rows := p.page.Rows
+	first := int(p.topRank - p.rankOf(0))
+	for i := max(first, 0); i < len(rows) && i < first+p.tableRows; i++ {
+		if _, read := p.holders[rows[i].Key]; !read && runningGroup(rows[i].Lock) {
+			return true
+		}
+	}
+	return false
 }
 
 // jump selects the first row (rank 0) or the last (-1).

@@ -43,6 +43,15 @@ type (
 	lockSelector interface {
 		selectedLock() (lockview.ListedLock, bool)
 	}
+	// holderSelector is a lockSelector that knows the holders of its
+	// selected lock when that is a shared or semaphore key's group (known
+	// is false when they were not read), and may select one of them (the
+	// detail page): the actions then act on that holder's lease instead
+	// of the key.
+	holderSelector interface {
+		selectedHolders() (holders []lockview.Holder, known bool)
+		selectedHolder() (lockview.Holder, bool)
+	}
 	// keySelector is a page that selects a key without its lock row (the
 	// blocking page's waits): enter opens the key's detail page; the
 	// actions, which need the row the operator saw, do not apply.

@@ -125,3 +125,38 @@ func TestProgramHidesActionsTheRoleLacks(t *testing.T) {
 		t.Fatalf("events %+v, %v", evs, err)
 	}
 }
+
+// TestProgramForceReleasesOneHolder runs the program on a shared key with
+// two holders: enter lists them, ↓ selects the first, d then y frees its
+// lease alone.
+func TestProgramForceReleasesOneHolder(t *testing.T) {
+	pool := testdb.New(t)
+	a := acquireShared(t, pool, "readers:catalog", "reader-a", 0, time.Minute)
+	acquireShared(t, pool, "readers:catalog", "reader-b", 0, time.Minute)
+	tm := startProgram(t, pool, 200*time.Millisecond)
+	waitOutput(t, tm, "shared · 2 holders", 10*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyEnter})
+	waitOutput(t, tm, "Holders (2, in slot order)", 10*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyDown})
+	tm.Send(tea.KeyPressMsg{Code: 'd', Text: "d"})
+	waitOutput(t, tm, "Force-release this holder?", 5*time.Second)
+	tm.Send(tea.KeyPressMsg{Code: 'y', Text: "y"})
+	// The result, and the poll after it: its history line, drawn whole
+	// (the renderer redraws only the cells that change), maybe in the
+	// same frame.
+	teatest.WaitFor(t, tm.Output(), func(b []byte) bool {
+		return bytes.Contains(b, []byte("✓ force-released holder reader-a")) && bytes.Contains(b, []byte("force_released"))
+	}, teatest.WithDuration(5*time.Second), teatest.WithCheckInterval(20*time.Millisecond))
+	tm.Send(tea.KeyPressMsg{Code: 'q', Text: "q"})
+	tm.WaitFinished(t, teatest.WithFinalTimeout(5*time.Second))
+	if s := screen(tm.FinalModel(t).(Model)); !strings.Contains(s, "Holders (1, in slot order)") || !strings.Contains(s, "slot 2  reader-b") {
+		t.Fatalf("final screen:\n%s", s)
+	}
+	if got := holdersOf(t, pool, "readers:catalog"); len(got) != 1 || got[0] != "reader-b" {
+		t.Fatalf("holders %v, want reader-b alone", got)
+	}
+	evs, err := lockview.KeyEvents(context.Background(), pool, "readers:catalog", 1)
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceReleased || *evs[0].Token != a.Token || evs[0].Actor != actor {
+		t.Fatalf("last event %+v, %v", evs, err)
+	}
+}

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ type Source interface {
 type PollRequest struct {
 	// Query is the window of rows around the home page's selection.
 	Query lockview.ListQuery
+	// HolderRows asks for the holders of the shared and semaphore keys
+	// among the rows within HolderRows of the window's anchor: those the
+	// table can show (0: none, the table is not on screen).
+	HolderRows int
 	// Events asks for the event log after EventsAfter (an event id).
 	Events      bool
 	EventsAfter int64
@@ -54,6 +59,10 @@ type Snapshot struct {
 	Blocking *lockview.Blocking      // who waits for whom
 	Sessions []lockview.Session      // every session, oldest first; nil: not asked (or the reference's table)
 	Caps     *store.RoleCapabilities // the role's
+	// Holders are the running holders of the shared and semaphore keys
+	// HolderRows asked for, by key; a key read with none has a nil entry,
+	// a key not read has none.
+	Holders map[string][]lockview.Holder
 	// ReadAt is this process's clock (with its monotonic reading) when the
 	// read finished: remaining TTLs and the data's age count from it, so a
 	// snapshot handed out again later still counts down right.
@@ -62,12 +71,14 @@ type Snapshot struct {
 	Server  string // address of the server it was read from
 }
 
-// Detail is one key's row, waiters and history.
+// Detail is one key's row, waiters and history, and, for a shared or
+// semaphore key, its running holders in slot order.
 type Detail struct {
 	Key     string
 	Lock    *lockview.ListedLock // nil: the key has no row
 	Waiters []lockview.Waiter
 	Events  []lockview.Event
+	Holders []lockview.Holder
 }
 
 // NewPoolSource reads every poll from pool, on one connection per poll.
@@ -113,15 +124,22 @@ func (s *poolSource) keepCounts(filter string, c lockview.Counts) {
 }
 
 func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Snapshot, error) {
-	var snap Snapshot
 	// One connection for the whole poll, so the snapshot comes from one
 	// server and the header can name it.
 	db, err := pool.Acquire(ctx)
 	if err != nil {
-		return snap, store.Interpret(err)
+		return Snapshot{}, store.Interpret(err)
 	}
 	defer db.Release()
+	snap, err := readFrom(ctx, db, req)
 	snap.Server = serverOf(db)
+	return snap, err
+}
+
+// readFrom reads one poll's snapshot on db.
+func readFrom(ctx context.Context, db store.DBTX, req PollRequest) (Snapshot, error) {
+	var snap Snapshot
+	var err error
 	// Until a poll has read lockctl's table, each looks at the shape first,
 	// so a reference table migrated while the console watches is read as
 	// lockctl's from the next poll on. Migration never turns it back.
@@ -131,9 +149,7 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Sna
 			return snap, err
 		}
 		if shape == store.ShapeReference {
-			reference, err := readReferenceSnapshot(ctx, db, req)
-			reference.Server = snap.Server
-			return reference, err
+			return readReferenceSnapshot(ctx, db, req)
 		}
 	}
 	if snap.Page, err = lockview.ListLocks(ctx, db, req.Query); err != nil {
@@ -174,7 +190,7 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Sna
 			return snap, err
 		}
 	}
-	return snap, nil
+	return snap, readHolders(ctx, db, req.HolderRows, &snap)
 }
 
 // readDetail reads key's row (from the window when it is there), waiters
@@ -202,6 +218,48 @@ func readDetail(ctx context.Context, db store.DBTX, key string, window []lockvie
 		}
 	}
 	return &d, nil
+}
+
+// readHolders reads, in one statement and only when there are any, the
+// running holders of the shared and semaphore keys the poll shows: the
+// table's rows within rows of the window's anchor (the selection is on
+// screen, so these are all the table can show until the cursor moves; a
+// group's row moved on screen without them asks for a poll,
+// locksPage.missingHolders) and the detail page's key. A key with many
+// holders costs a row each: the console shows them all.
+func readHolders(ctx context.Context, db store.DBTX, rows int, snap *Snapshot) error {
+	var shown []lockview.Lock
+	page := snap.Page
+	if rows > 0 && page.Anchor >= 0 {
+		for _, r := range page.Rows[max(0, page.Anchor-rows+1):min(len(page.Rows), page.Anchor+rows)] {
+			shown = append(shown, r.Lock)
+		}
+	}
+	tableKeys := lockview.GroupKeys(shown)
+	keys := tableKeys
+	d := snap.Detail
+	if d != nil && d.Lock != nil {
+		if k := lockview.GroupKeys([]lockview.Lock{d.Lock.Lock}); len(k) > 0 && !slices.Contains(keys, d.Key) {
+			keys = append(slices.Clip(keys), d.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	holders, err := lockview.HoldersOf(ctx, db, keys)
+	if err != nil {
+		return err
+	}
+	if len(tableKeys) > 0 {
+		snap.Holders = make(map[string][]lockview.Holder, len(tableKeys))
+		for _, k := range tableKeys {
+			snap.Holders[k] = holders[k]
+		}
+	}
+	if d != nil {
+		d.Holders = holders[d.Key]
+	}
+	return nil
 }
 
 // readReferenceSnapshot reads the reference service's table: its rows, and the

@@ -24,6 +24,7 @@ type Styles struct {
 	Expired  lipgloss.Style
 	Free     lipgloss.Style
 	Delayed  lipgloss.Style // a key in its lock-delay: nobody holds it, nobody may take it
+	Group    lipgloss.Style // a shared or semaphore key's holders, where an owner would stand
 	Header   lipgloss.Style // table column titles
 	Selected lipgloss.Style // the cursor row
 	Spark    lipgloss.Style
@@ -66,6 +67,7 @@ func newStyles(isDark bool) Styles {
 		Expired:  lipgloss.NewStyle().Foreground(red).Bold(true),
 		Free:     lipgloss.NewStyle().Foreground(muted),
 		Delayed:  lipgloss.NewStyle().Foreground(purple).Bold(true),
+		Group:    lipgloss.NewStyle().Foreground(accent),
 		Header:   lipgloss.NewStyle().Foreground(muted).Bold(true).Underline(true),
 		Selected: lipgloss.NewStyle().Background(selBg).Bold(true),
 		Spark:    lipgloss.NewStyle().Foreground(accent),

@@ -244,9 +244,15 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 		case "KEY":
 			text = fit(safe(r.Key), c.width)
 		case "OWNER":
-			if r.state == locker.StateFree {
+			switch {
+			case grouped(r.LockInfo):
+				text, style = fit(p.groupOwner(r, c.width), c.width), s.Group
+				if r.state == locker.StateFree {
+					style = s.Muted
+				}
+			case r.state == locker.StateFree:
 				text, style = fit("last: "+safe(r.Owner), c.width), s.Muted
-			} else {
+			default:
 				text = fit(safe(r.Owner), c.width)
 			}
 		case "TOKEN":
@@ -279,6 +285,13 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 		sep, marker = s.Selected.Render(" "), s.Selected.Render("▶ ")
 	}
 	return marker + strings.Join(cells, sep)
+}
+
+// groupOwner is what the OWNER cell of a group's row says in w cells:
+// how many hold it, by the holders the last poll read.
+func (p *locksPage) groupOwner(r liveRow, w int) string {
+	hs, known := p.holders[r.Key]
+	return widest(groupOwner(r.LockInfo, liveHolders(hs, p.c.advance), known), w)
 }
 
 // ttlCell is a bar of the remaining share of the lease and the seconds left.

@@ -107,6 +107,7 @@ func (m *Model) openPage(nav navEntry) tea.Cmd {
 	var opened pageOpenedMsg
 	if row, ok := m.selection(); ok {
 		opened.lock = &row
+		opened.holders, opened.holdersKnown = m.selectedHolders()
 	}
 	opened.key, _ = m.selectedKey()
 	m.back = pageNone
@@ -128,16 +129,40 @@ func (m *Model) goBack() tea.Cmd {
 	return m.toPage(to, pageOpenedMsg{returned: true})
 }
 
-// selection is the lock the keys act on: the selected one of the page on
-// screen, or the home page's when this page selects none of its own.
-func (m Model) selection() (row lockview.ListedLock, ok bool) {
+// selector is the page whose selected lock the keys act on: the page on
+// screen, or the home page when this page selects no lock of its own.
+func (m Model) selector() lockSelector {
 	if s, is := m.pages[m.active].(lockSelector); is {
-		return s.selectedLock()
+		return s
 	}
-	if s, is := m.pages[pageLocks].(lockSelector); is {
+	s, _ := m.pages[pageLocks].(lockSelector)
+	return s
+}
+
+// selection is the lock the keys act on.
+func (m Model) selection() (row lockview.ListedLock, ok bool) {
+	if s := m.selector(); s != nil {
 		return s.selectedLock()
 	}
 	return row, false
+}
+
+// selectedHolders are the holders of the selection when it is a group's
+// row, as its page knows them; known is false when it does not.
+func (m Model) selectedHolders() (holders []lockview.Holder, known bool) {
+	if s, is := m.selector().(holderSelector); is {
+		return s.selectedHolders()
+	}
+	return nil, false
+}
+
+// selectedHolder is the one holder of the selection the keys act on, when
+// the page selects one (the detail page of a shared or semaphore key).
+func (m Model) selectedHolder() (lockview.Holder, bool) {
+	if s, is := m.selector().(holderSelector); is {
+		return s.selectedHolder()
+	}
+	return lockview.Holder{}, false
 }
 
 // selectedKey is the key enter opens: the selected lock's, else the key
@@ -189,7 +214,7 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		switch {
 		case nav.toggle && m.active == nav.page:
 			m.active = pageLocks
-			return m, nil
+			return m, m.toPage(pageLocks, pageOpenedMsg{returned: true})
 		case nav.needsKey && m.active == nav.page:
 			return m, nil
 		case nav.needsKey:
