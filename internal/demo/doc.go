@@ -46,6 +46,17 @@
 //     the cycle fails at once with locker.ErrDeadlock naming it; that
 //     syncer counts it (the header's deadlocks), gives up its key, and the
 //     other, handed the key, reconciles under both and releases them.
+//   - Five report workers ("report-1" …) share "reports:pool", a semaphore
+//     of three permits (locker.TryAcquirePermit): at most three render at
+//     once, each with a lease (and token) of its own, while the others
+//     poll (locker.AcquirePermit) until a permit is released.
+//   - Three pricing readers ("pricing-api-1" …) hold "config:pricing"
+//     shared, side by side (locker.TryAcquireShared, AcquireShared while
+//     refused). Every so often the writer ("pricing-admin") queues for it
+//     exclusively with locker.Acquire: new readers are refused meanwhile,
+//     so the readers cannot starve it; the last reader's release hands it
+//     the key, it makes a fenced write of the price list (demo_resource)
+//     and releases, and the readers share the key again.
 //
 // Start runs the cast on a pool (headless: tests use it); Run adds the
 // server, the schema and the console, and tears all of it down on exit.
