@@ -61,10 +61,6 @@ const (
 	// readers' and writer's leases.
 	reportPoolTTL = 6 * time.Second
 	pricingTTL    = 6 * time.Second
-	// pollRecheck is the most a worker polling for a permit or a shared
-	// lease (AcquirePermit, AcquireShared) sleeps between attempts: a
-	// permit that returns is seen within it.
-	pollRecheck = time.Second
 )
 
 // cast lists every worker of the story as a function that runs until ctx

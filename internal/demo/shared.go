@@ -12,14 +12,13 @@ import (
 // reportWorker renders reports, each under one of the reportPermits permits
 // of keyReportPool (locker.TryAcquirePermit): of the reportWorkers workers,
 // at most reportPermits render at once, each with a lease of its own that a
-// Keepalive renews; the others poll (locker.AcquirePermit) until a permit
-// is released, which is how a pool of workers bounds its load on a shared
-// service. Demand is a little above the permits, so the key is usually full
-// with a worker or two polling.
+// Keepalive renews; the others queue (locker.AcquirePermit), and a
+// released permit is handed to the next in line, which is how a pool of
+// workers bounds its load on a shared service. Demand is a little above the
+// permits, so the key is usually full with a worker or two queued.
 func (s *Sim) reportWorker(ctx context.Context, index int) {
 	r := s.rng(roleReportPool, index)
-	lk := s.locker(s.cfg.scale(reportPoolTTL), s.cfg.scale(pollRecheck),
-		fmt.Sprintf("report pool (%d permits)", reportPermits))
+	lk := s.storyLocker(reportPoolTTL, fmt.Sprintf("report pool (%d permits)", reportPermits))
 	owner := fmt.Sprintf("report-%d", index+1)
 	for ctx.Err() == nil {
 		idle := s.between(r, 500*time.Millisecond, 2*time.Second)
@@ -40,11 +39,12 @@ func (s *Sim) reportWorker(ctx context.Context, index int) {
 // pricingReader reads the price list under a shared lease of keyPricing
 // (locker.TryAcquireShared): the readers hold it side by side, each with a
 // lease of its own. While the pricing writer holds the key, or is queued
-// for it, a reader is refused and polls (locker.AcquireShared) until the
-// writer has released.
+// for it, a reader is refused and queues behind the writer
+// (locker.AcquireShared); the writer's release hands the readers queued
+// together their leases together.
 func (s *Sim) pricingReader(ctx context.Context, index int) {
 	r := s.rng(rolePricing, index)
-	lk := s.locker(s.cfg.scale(pricingTTL), s.cfg.scale(pollRecheck), "pricing reader (shared)")
+	lk := s.storyLocker(pricingTTL, "pricing reader (shared)")
 	owner := fmt.Sprintf("pricing-api-%d", index+1)
 	for ctx.Err() == nil {
 		idle := s.between(r, 300*time.Millisecond, 1500*time.Millisecond)
@@ -64,10 +64,10 @@ func (s *Sim) pricingReader(ctx context.Context, index int) {
 
 // pricingWriter publishes a new price list every so often. The readers'
 // leases overlap, so the key is rarely free: the writer queues for it
-// exclusively (locker.Acquire), which keeps new readers out (a writer is
-// not starved by a stream of readers), and is handed the key when the last
-// reader releases. It writes the list with a fenced write (demo_resource),
-// releases, and the readers share the key again.
+// exclusively (locker.Acquire), and readers that come after it queue
+// behind it (a writer is not starved by a stream of readers); it is handed
+// the key when the last reader releases. It writes the list with a fenced
+// write (demo_resource), releases, and the readers share the key again.
 func (s *Sim) pricingWriter(ctx context.Context) {
 	r := s.rng(rolePricing, pricingReaders)
 	lk := s.storyLocker(pricingTTL, "pricing writer (exclusive; queues past the readers)")

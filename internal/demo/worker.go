@@ -97,7 +97,8 @@ func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (l
 }
 
 // takeShared is take for a shared lease of key: refused (a writer holds the
-// key or is queued for it), it polls (locker.AcquireShared).
+// key or is queued for it), it waits in the key's queue
+// (locker.AcquireShared).
 func (s *Sim) takeShared(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
 	return s.grant(ctx,
 		func() (locker.Lease, error) { return lk.TryAcquireShared(ctx, s.pool, key, owner) },
@@ -105,7 +106,7 @@ func (s *Sim) takeShared(ctx context.Context, lk *locker.Locker, key, owner stri
 }
 
 // takePermit is take for one of permits permits of key: refused (every
-// permit held), it polls (locker.AcquirePermit).
+// permit held), it waits in the key's queue (locker.AcquirePermit).
 func (s *Sim) takePermit(ctx context.Context, lk *locker.Locker, key, owner string, permits int) (locker.Lease, error) {
 	return s.grant(ctx,
 		func() (locker.Lease, error) { return lk.TryAcquirePermit(ctx, s.pool, key, owner, permits) },

@@ -105,9 +105,9 @@ public final class Share {
 
     /** The reader: a shared lease of key, renewed and released when stdin says. */
     private static void read(DistributedLock lock, Connection c, String key, String owner) throws Exception {
-        // A reader is refused only while another transaction is changing
-        // the key's row (a Go reader forming the group, or ending it): it
-        // tries again, as locker.AcquireShared does.
+        // A reader is refused here only while another transaction is
+        // changing the key's row (a Go reader forming the group, or ending
+        // it): it tries again shortly.
         Optional<DistributedLock.Lease> got = lock.tryAcquireShared(c, key, owner);
         for (int tries = 1; got.isEmpty() && tries < 500; tries++) {
             Thread.sleep(10);
