@@ -18,16 +18,28 @@ const (
 	keyInventoryEU = "inventory:eu"
 	keyInventoryUS = "inventory:us"
 
+	keyReportPool = "reports:pool"   // a semaphore of reportPermits permits
+	keyPricing    = "config:pricing" // shared by its readers, exclusive to its writer
+
 	ownerReportGen   = "report-gen"
 	ownerReportRetry = "report-retry"
 	ownerBackup      = "backup-1"
 	ownerStandby     = "backup-2"
 	ownerSyncEU      = "sync-eu"
 	ownerSyncUS      = "sync-us"
+	ownerPricing     = "pricing-admin"
 )
 
 // tellers is how many single-account workers contend with the transfer.
 const tellers = 2
+
+// reportWorkers contend for the reportPermits permits of keyReportPool;
+// pricingReaders share keyPricing.
+const (
+	reportWorkers  = 5
+	reportPermits  = 3
+	pricingReaders = 3
+)
 
 func hotKey(i int) string { return fmt.Sprintf("orders:shard-%d", i) }
 
@@ -45,6 +57,10 @@ const (
 	backupDelay = 10 * time.Second
 	// inventoryTTL is the syncers' lease, renewed while they hold and wait.
 	inventoryTTL = 8 * time.Second
+	// reportPoolTTL is a report worker's permit; pricingTTL the pricing
+	// readers' and writer's leases.
+	reportPoolTTL = 6 * time.Second
+	pricingTTL    = 6 * time.Second
 )
 
 // cast lists every worker of the story as a function that runs until ctx
@@ -74,6 +90,13 @@ func (s *Sim) cast() []func(context.Context) {
 		func(ctx context.Context) { s.backupRunner(ctx, backupHeld, backupDone) },
 		func(ctx context.Context) { s.backupStandby(ctx, backupHeld, backupDone) },
 		s.inventorySync)
+	for i := range reportWorkers {
+		scenes = append(scenes, func(ctx context.Context) { s.reportWorker(ctx, i) })
+	}
+	for i := range pricingReaders {
+		scenes = append(scenes, func(ctx context.Context) { s.pricingReader(ctx, i) })
+	}
+	scenes = append(scenes, s.pricingWriter)
 	return scenes
 }
 

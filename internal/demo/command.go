@@ -19,6 +19,7 @@ func Command() *cobra.Command {
 		Use: "demo",
 		Short: "the console on a private throwaway PostgreSQL with simulated workers: hand-offs, " +
 			"steals, a refused zombie write, a two-key transfer, a lock-delay, a deadlock reported, " +
+			"a 3-permit pool, readers sharing a key a writer queues for, " +
 			"a stuck lock to free with x (--dsn: schema " + Schema + " of that database)",
 		RunE: cli.RunE(func(ctx context.Context, env cli.Env, _ []string) int {
 			if err := flagsValid(o); err != nil {

@@ -11,8 +11,9 @@ import (
 type Config struct {
 	// Workers is how many contenders queue on the hot keys (besides the
 	// fixed cast: leaders, ledger writers, the stuck report, the transfer
-	// and its tellers, the backups, the inventory syncers). Defaults to 8;
-	// at most MaxWorkers.
+	// and its tellers, the backups, the inventory syncers, the report pool,
+	// the pricing readers and their writer). Defaults to 8; at most
+	// MaxWorkers.
 	Workers int
 	// HotKeys is how many keys the contenders fight over. Defaults to 4; at
 	// most MaxHotKeys.

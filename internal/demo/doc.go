@@ -46,6 +46,18 @@
 //     the cycle fails at once with locker.ErrDeadlock naming it; that
 //     syncer counts it (the header's deadlocks), gives up its key, and the
 //     other, handed the key, reconciles under both and releases them.
+//   - Five report workers ("report-1" …) share "reports:pool", a semaphore
+//     of three permits (locker.TryAcquirePermit): at most three render at
+//     once, each with a lease (and token) of its own, while the others
+//     queue (locker.AcquirePermit): a released permit goes to the next.
+//   - Three pricing readers ("pricing-api-1" …) hold "config:pricing"
+//     shared, side by side (locker.TryAcquireShared, AcquireShared while
+//     refused). Every so often the writer ("pricing-admin") queues for it
+//     exclusively with locker.Acquire: readers that come after it queue
+//     behind it, so they cannot starve it; the last reader's release hands
+//     it the key, it makes a fenced write of the price list (demo_resource)
+//     and releases, and the readers queued behind it are handed the key
+//     together.
 //
 // Start runs the cast on a pool (headless: tests use it); Run adds the
 // server, the schema and the console, and tears all of it down on exit.

@@ -146,6 +146,8 @@ var (
 	transferRowRe = regexp.MustCompile(`(?m)^. accounts:(alice|bob|carol) +transfer-1 `)
 	// The backup key's row in state delayed, with the delay left.
 	delayedRowRe = regexp.MustCompile(`(?m)^. backup:nightly +(last: )?backup-1\S* .*delayed`)
+	// The pricing key's row held by its writer, the readers kept out.
+	pricingWriterRowRe = regexp.MustCompile(`(?m)^. config:pricing +pricing-admin .* held`)
 )
 
 // counter reads a number the status line shows; -1 when not on screen.
@@ -203,6 +205,7 @@ func consoleUp(term *terminal) string {
 	term.t.Helper()
 	return term.waitScreen(60*time.Second, "console with the demo's locks", func(s string) bool {
 		return strings.Contains(s, "orders:shard-") && strings.Contains(s, "scheduler:leader") &&
+			strings.Contains(s, "reports:pool") && strings.Contains(s, "config:pricing") &&
 			counter(s, stealsRe, 1) >= 0
 	})
 }
@@ -237,11 +240,12 @@ func TestDemoInTerminalQuitWithQ(t *testing.T) {
 	assertNothingLeft(t, dir, postmaster)
 }
 
-// The scenes of several keys at once, lock-delay and deadlock detection,
-// read off the screen: the transfer holding two account keys at once,
-// backup:nightly delayed after its holder crashed, then the standby holding
-// it, and a deadlock counted in the header; on quitting, the deadlock's
-// cycle is printed.
+// The scenes of several keys at once, lock-delay, deadlock detection and
+// shared keys, read off the screen: the transfer holding two account keys
+// at once, backup:nightly delayed after its holder crashed, then the
+// standby holding it, a deadlock counted in the header, and the pricing
+// writer holding config:pricing, which its readers otherwise share; on
+// quitting, the deadlock's cycle is printed.
 func TestDemoInTerminalTransferDelayDeadlock(t *testing.T) {
 	t.Parallel()
 	term := openTerminal(t, "demo", "--seed", "7", "--speed", "2")
@@ -256,6 +260,7 @@ func TestDemoInTerminalTransferDelayDeadlock(t *testing.T) {
 	term.waitScreen(30*time.Second, "a deadlock counted in the status line", func(s string) bool {
 		return counter(s, deadlocksRe, 1) >= 1
 	})
+	term.waitScreen(30*time.Second, "pricing-admin holding config:pricing", pricingWriterRowRe.MatchString)
 	term.tmux("send-keys", "-t", term.name, "q")
 	if code := term.waitExit(20 * time.Second); code != 0 {
 		t.Errorf("lockctl demo exited %d after q, want 0", code)

@@ -187,8 +187,8 @@ func open(ctx context.Context, dsn string, workers int, inSchema func(server str
 	probe.Close()
 	// Every worker renews and writes on this pool; a pool too small would
 	// make renewals queue for a connection past their lease. The fixed
-	// cast is 14 workers.
-	cfg.MaxConns = int32(min(64, 24+workers))
+	// cast is 23 workers.
+	cfg.MaxConns = int32(min(64, 33+workers))
 	cfg.ConnConfig.RuntimeParams["application_name"] = "lockctl demo"
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

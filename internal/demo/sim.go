@@ -40,13 +40,14 @@ type Stats struct {
 	OperatorFreed int64 // times the stuck report was taken after an operator freed it
 	Transfers     int64 // transfers that moved money under both accounts' keys
 	Deadlocks     int64 // waits refused with locker.ErrDeadlock
+	PriceUpdates  int64 // price lists the pricing writer wrote under config:pricing, its readers kept out
 	Errors        int64 // database errors the cast backed off from
 }
 
 type counters struct {
 	acquired, stolen, handOffs, released, crashes, freezes atomic.Int64
 	writesOK, writesRefused, operatorFreed, errors         atomic.Int64
-	transfers, deadlocks                                   atomic.Int64
+	transfers, deadlocks, priceUpdates                     atomic.Int64
 }
 
 // Start migrates nothing and creates nothing but the demo_resource and
@@ -110,7 +111,7 @@ func (s *Sim) Stats() Stats {
 		Released: c.released.Load(), Crashes: c.crashes.Load(), Freezes: c.freezes.Load(),
 		WritesOK: c.writesOK.Load(), WritesRefused: c.writesRefused.Load(),
 		OperatorFreed: c.operatorFreed.Load(), Transfers: c.transfers.Load(), Deadlocks: c.deadlocks.Load(),
-		Errors: c.errors.Load(),
+		PriceUpdates: c.priceUpdates.Load(), Errors: c.errors.Load(),
 	}
 }
 

@@ -22,6 +22,8 @@ const (
 	roleTeller
 	roleDelay
 	roleDeadlock
+	roleReportPool
+	rolePricing
 )
 
 func (s *Sim) rng(role uint64, index int) *rand.Rand {
@@ -89,10 +91,35 @@ func (s *Sim) storyLocker(ttl time.Duration, role string) *locker.Locker {
 // it, and counts what happened. The error is ctx's, or a database error the
 // caller backs off from.
 func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
-	lease, err := lk.TryAcquire(ctx, s.pool, key, owner)
+	return s.grant(ctx,
+		func() (locker.Lease, error) { return lk.TryAcquire(ctx, s.pool, key, owner) },
+		func() (locker.Lease, error) { return lk.Acquire(ctx, s.pool, key, owner) })
+}
+
+// takeShared is take for a shared lease of key: refused (a writer holds the
+// key or is queued for it), it waits in the key's queue
+// (locker.AcquireShared).
+func (s *Sim) takeShared(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
+	return s.grant(ctx,
+		func() (locker.Lease, error) { return lk.TryAcquireShared(ctx, s.pool, key, owner) },
+		func() (locker.Lease, error) { return lk.AcquireShared(ctx, s.pool, key, owner) })
+}
+
+// takePermit is take for one of permits permits of key: refused (every
+// permit held), it waits in the key's queue (locker.AcquirePermit).
+func (s *Sim) takePermit(ctx context.Context, lk *locker.Locker, key, owner string, permits int) (locker.Lease, error) {
+	return s.grant(ctx,
+		func() (locker.Lease, error) { return lk.TryAcquirePermit(ctx, s.pool, key, owner, permits) },
+		func() (locker.Lease, error) { return lk.AcquirePermit(ctx, s.pool, key, owner, permits) })
+}
+
+// grant makes one attempt (try) and, refused, waits (wait), then records
+// and counts the lease as take does.
+func (s *Sim) grant(ctx context.Context, try, wait func() (locker.Lease, error)) (locker.Lease, error) {
+	lease, err := try()
 	waited := errors.Is(err, locker.ErrHeld)
 	if waited {
-		lease, err = lk.Acquire(ctx, s.pool, key, owner)
+		lease, err = wait()
 	}
 	if err != nil {
 		return locker.Lease{}, s.failed(ctx, err)

@@ -4,10 +4,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -61,24 +59,17 @@ public final class Contend {
     private static final AtomicBoolean crashed = new AtomicBoolean();
 
     public static void main(String[] args) throws Exception {
-        Map<String, String> a = new HashMap<>();
-        for (String arg : args) {
-            int eq = arg.indexOf('=');
-            if (eq < 0) {
-                throw new IllegalArgumentException("arguments are name=value, got " + arg);
-            }
-            a.put(arg.substring(0, eq), arg.substring(eq + 1));
-        }
-        String url = need(a, "url");
-        int clients = Integer.parseInt(need(a, "clients"));
-        int clientBase = Integer.parseInt(need(a, "client_base"));
-        String ownerPrefix = need(a, "owner_prefix");
-        String[] keys = need(a, "keys").split(",");
-        long durationMs = Long.parseLong(need(a, "duration_ms"));
-        Duration ttl = Duration.ofMillis(Long.parseLong(need(a, "ttl_ms")));
-        long holdMs = Long.parseLong(need(a, "hold_ms"));
-        int pauseOneIn = Integer.parseInt(need(a, "pause_one_in"));
-        SplittableRandom seeds = new SplittableRandom(Long.parseLong(need(a, "seed")));
+        Map<String, String> a = Ops.args(args);
+        String url = Ops.need(a, "url");
+        int clients = Integer.parseInt(Ops.need(a, "clients"));
+        int clientBase = Integer.parseInt(Ops.need(a, "client_base"));
+        String ownerPrefix = Ops.need(a, "owner_prefix");
+        String[] keys = Ops.need(a, "keys").split(",");
+        long durationMs = Long.parseLong(Ops.need(a, "duration_ms"));
+        Duration ttl = Duration.ofMillis(Long.parseLong(Ops.need(a, "ttl_ms")));
+        long holdMs = Long.parseLong(Ops.need(a, "hold_ms"));
+        int pauseOneIn = Integer.parseInt(Ops.need(a, "pause_one_in"));
+        SplittableRandom seeds = new SplittableRandom(Long.parseLong(Ops.need(a, "seed")));
         boolean skipFence = Boolean.parseBoolean(a.getOrDefault("skip_fence", "false"));
         boolean splitSets = Boolean.parseBoolean(a.getOrDefault("split_sets", "false"));
         int setOneIn = Integer.parseInt(a.getOrDefault("set_one_in", "0"));
@@ -123,19 +114,6 @@ public final class Contend {
         }
     }
 
-    private static String need(Map<String, String> a, String name) {
-        String v = a.get(name);
-        if (v == null) {
-            throw new IllegalArgumentException("missing argument " + name + "=");
-        }
-        return v;
-    }
-
-    private static long now() {
-        Instant i = Instant.now();
-        return i.getEpochSecond() * 1_000_000_000L + i.getNano();
-    }
-
     private record Worker(DistributedLock lock, Connection c, int client, String owner, String[] keys,
                           Duration ttl, long holdMs, int pauseOneIn, int setOneIn, String[] setKeys, boolean skipFence, boolean splitSets,
                           SplittableRandom rnd, long deadline) {
@@ -153,15 +131,15 @@ public final class Contend {
                         continue;
                     }
                     String key = keys[rnd.nextInt(keys.length)];
-                    long call = now();
+                    long call = Ops.now();
                     Optional<DistributedLock.Lease> got;
                     try {
                         got = lock.tryAcquire(c, key, owner);
                     } catch (SQLException e) {
-                        record("grant", key, 0, "unknown", "", null, call, now(), e);
+                        record("grant", key, 0, "unknown", "", null, call, Ops.now(), e);
                         return;
                     }
-                    long ret = now();
+                    long ret = Ops.now();
                     if (got.isEmpty()) {
                         record("grant", key, 0, "held", "", null, call, ret, null);
                         Thread.sleep(rnd.nextLong(holdMs / 4 + 1));
@@ -171,16 +149,16 @@ public final class Contend {
                     record("grant", key, lease.token(), "ok", lease.outcome(), lease, call, ret, null);
 
                     Thread.sleep(rnd.nextLong(holdMs + 1));
-                    call = now();
+                    call = Ops.now();
                     Optional<DistributedLock.Lease> renewed;
                     try {
                         renewed = lock.renew(c, lease);
                     } catch (SQLException e) {
-                        record("renew", key, lease.token(), "unknown", "", null, call, now(), e);
+                        record("renew", key, lease.token(), "unknown", "", null, call, Ops.now(), e);
                         return;
                     }
                     record("renew", key, lease.token(), renewed.isPresent() ? "ok" : "not_held", "",
-                        renewed.orElse(null), call, now(), null);
+                        renewed.orElse(null), call, Ops.now(), null);
                     Thread.sleep(rnd.nextLong(holdMs + 1));
                     if (pauseOneIn > 0 && rnd.nextInt(pauseOneIn) == 0) {
                         Thread.sleep(ttl.toMillis() * 3 / 2);
@@ -191,15 +169,15 @@ public final class Contend {
                         return;
                     }
 
-                    call = now();
+                    call = Ops.now();
                     boolean released;
                     try {
                         released = lock.release(c, lease);
                     } catch (SQLException e) {
-                        record("release", key, lease.token(), "unknown", "", null, call, now(), e);
+                        record("release", key, lease.token(), "unknown", "", null, call, Ops.now(), e);
                         return;
                     }
-                    record("release", key, lease.token(), released ? "ok" : "not_held", "", null, call, now(), null);
+                    record("release", key, lease.token(), released ? "ok" : "not_held", "", null, call, Ops.now(), null);
                 }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -215,18 +193,18 @@ public final class Contend {
             int i = rnd.nextInt(setKeys.length);
             int j = (i + 1 + rnd.nextInt(setKeys.length - 1)) % setKeys.length;
             List<String> set = List.of(setKeys[i], setKeys[j]);
-            long call = now();
+            long call = Ops.now();
             Optional<List<DistributedLock.Lease>> got;
             try {
                 got = splitSets ? tryAcquireOneByOne(set, setOwner) : lock.tryAcquireAll(c, set, setOwner);
             } catch (SQLException e) {
-                long ret = now();
+                long ret = Ops.now();
                 for (String k : set) {
                     record("grant", k, setOwner, setOwner, 0, "unknown", "", null, call, ret, e);
                 }
                 return -1;
             }
-            long ret = now();
+            long ret = Ops.now();
             if (got.isEmpty()) {
                 for (String k : set) {
                     record("grant", k, setOwner, setOwner, 0, "held", "", null, call, ret, null);
@@ -241,16 +219,16 @@ public final class Contend {
 
             Thread.sleep(rnd.nextLong(holdMs + 1));
             for (DistributedLock.Lease lease : leases) {
-                call = now();
+                call = Ops.now();
                 Optional<DistributedLock.Lease> renewed;
                 try {
                     renewed = lock.renew(c, lease);
                 } catch (SQLException e) {
-                    record("renew", lease.key(), setOwner, "", lease.token(), "unknown", "", null, call, now(), e);
+                    record("renew", lease.key(), setOwner, "", lease.token(), "unknown", "", null, call, Ops.now(), e);
                     return -1;
                 }
                 record("renew", lease.key(), setOwner, "", lease.token(), renewed.isPresent() ? "ok" : "not_held", "",
-                    renewed.orElse(null), call, now(), null);
+                    renewed.orElse(null), call, Ops.now(), null);
             }
             Thread.sleep(rnd.nextLong(holdMs + 1));
             if (pauseOneIn > 0 && rnd.nextInt(pauseOneIn) == 0) {
@@ -262,18 +240,18 @@ public final class Contend {
                 }
             }
 
-            call = now();
+            call = Ops.now();
             boolean released;
             try {
                 released = lock.releaseAll(c, leases);
             } catch (SQLException e) {
-                ret = now();
+                ret = Ops.now();
                 for (DistributedLock.Lease lease : leases) {
                     record("release", lease.key(), setOwner, setOwner, lease.token(), "unknown", "", null, call, ret, e);
                 }
                 return -1;
             }
-            ret = now();
+            ret = Ops.now();
             for (DistributedLock.Lease lease : leases) {
                 record("release", lease.key(), setOwner, setOwner, lease.token(), released ? "ok" : "not_held", "",
                     null, call, ret, null);
@@ -304,7 +282,7 @@ public final class Contend {
 
         /** One transaction: fence, guarded write, commit. False after an error (recorded). */
         private boolean fencedWrite(DistributedLock.Lease lease, long writerSeq) {
-            long call = now();
+            long call = Ops.now();
             boolean committing = false;
             try {
                 c.setAutoCommit(false);
@@ -343,9 +321,8 @@ public final class Contend {
         }
 
         private void recordWrite(DistributedLock.Lease lease, long writerSeq, String result, long call, SQLException e) {
-            records.add(String.join("\t", "write", Integer.toString(client), lease.key(), lease.owner(),
-                Long.toString(lease.token()), result, "", "0", "0", Long.toString(writerSeq),
-                Long.toString(call), Long.toString(now()), e == null ? "" : oneLine(e), ""));
+            records.add(Ops.line("write", client, lease.key(), lease.owner(), lease.token(), result, "", 0, 0,
+                writerSeq, call, Ops.now(), e, ""));
         }
 
         private void record(String kind, String key, long token, String result, String outcome,
@@ -355,18 +332,9 @@ public final class Contend {
 
         private void record(String kind, String key, String owner, String set, long token, String result,
                             String outcome, DistributedLock.Lease lease, long call, long ret, SQLException e) {
-            long expires = 0;
-            if (lease != null) {
-                Instant x = lease.expiresAt().toInstant();
-                expires = x.getEpochSecond() * 1_000_000_000L + x.getNano();
-            }
-            records.add(String.join("\t", kind, Integer.toString(client), key, owner, Long.toString(token),
-                result, outcome, Long.toString(expires), Long.toString(lease == null ? 0 : ttl.toNanos()), "0",
-                Long.toString(call), Long.toString(ret), e == null ? "" : oneLine(e), set));
-        }
-
-        private static String oneLine(Exception e) {
-            return e.toString().replaceAll("\\s+", " ");
+            records.add(Ops.line(kind, client, key, owner, token, result, outcome,
+                lease == null ? 0 : Ops.nanos(lease.expiresAt()), lease == null ? 0 : ttl.toNanos(), 0,
+                call, ret, e, set));
         }
     }
 }

@@ -3,6 +3,7 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.time.Duration;
 import java.time.OffsetDateTime;
 import java.util.ArrayList;
@@ -32,8 +33,9 @@ public final class DistributedLock {
 
     // acquired: the key was free; stolen: another owner's lease had expired;
     // renewed: owner already held it (same token, later expiry). Any other
-    // outcome (held, or busy/free/expired while another transaction was
-    // changing the row) grants nothing.
+    // outcome (held; queued or conflict, refusing a shared or permit grant;
+    // or busy/free/expired while another transaction was changing the row)
+    // grants nothing.
     private static final Set<String> GRANTED = Set.of("acquired", "stolen", "renewed");
 
     private static final String ACQUIRE =
@@ -51,6 +53,9 @@ public final class DistributedLock {
     private static final String RELEASE_ALL =
         "SELECT outcome FROM distributed_lock_release_all("
             + "keys => ?, owner => ?, tokens => ?, lazy_commit => ?, log_release => ?)";
+    private static final String ACQUIRE_SHARED =
+        "SELECT fence_token, expires_at, outcome FROM distributed_lock_acquire_shared("
+            + "key => ?, owner => ?, ttl_us => ?, permits => ?, log_grants => ?)";
     private static final String FENCE =
         "SELECT distributed_lock_fence(key => ?, owner => ?, token => ?)";
 
@@ -114,6 +119,44 @@ public final class DistributedLock {
                 throw new SQLException(leases.size() + " grants for " + keys.size() + " keys");
             }
             return Optional.of(leases);
+        }
+    }
+
+    /**
+     * One attempt to take key shared for owner; never waits. Any number of
+     * owners hold a key shared at once, each with a lease of its own (its
+     * own token and TTL), which {@link #renew}, {@link #release} and
+     * {@link #fence} take as they take an exclusive one. Empty while an
+     * exclusive lease runs, while a waiter (a writer waiting for the
+     * readers) is queued for the key, or while it is a semaphore's.
+     */
+    public Optional<Lease> tryAcquireShared(Connection c, String key, String owner) throws SQLException {
+        return acquireShared(c, key, owner, null);
+    }
+
+    /**
+     * One attempt to take one of permits permits of key for owner; never
+     * waits. At most permits owners hold the key at once, each with a lease
+     * of its own, as {@link #tryAcquireShared}'s. Empty while every permit
+     * is held, or while the key's holders hold it shared or with other
+     * permits: permits belong to the key, not to the caller.
+     */
+    public Optional<Lease> tryAcquirePermit(Connection c, String key, String owner, int permits) throws SQLException {
+        return acquireShared(c, key, owner, permits);
+    }
+
+    private Optional<Lease> acquireShared(Connection c, String key, String owner, Integer permits) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(ACQUIRE_SHARED)) {
+            s.setString(1, key);
+            s.setString(2, owner);
+            s.setLong(3, ttlMicros);
+            if (permits == null) {
+                s.setNull(4, Types.INTEGER); // shared: no permits
+            } else {
+                s.setInt(4, permits);
+            }
+            s.setBoolean(5, logGrants);
+            return grant(s, key, owner);
         }
     }
 
