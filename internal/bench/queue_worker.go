@@ -22,7 +22,7 @@ type queueJob struct {
 	DSN         string        `json:"dsn"`
 	Schema      string        `json:"schema"`
 	Series      string        `json:"series"`
-	Key         string        `json:"key"`          // the lock key (locker series)
+	Key         string        `json:"key"`          // the lock key (locker series; see waiterKey)
 	AdvisoryKey int64         `json:"advisory_key"` // the advisory lock (advisory series)
 	Process     int           `json:"process"`
 	Waiters     int           `json:"waiters"` // in this process
@@ -33,6 +33,9 @@ type queueJob struct {
 	// FirstWaiter is the index, over all processes, of this process's
 	// first waiter.
 	FirstWaiter int `json:"first_waiter,omitempty"`
+	// Permits is the semaphore's permits, and the number of mutex keys
+	// its comparison spreads the waiters over (semaphore scenario).
+	Permits int `json:"permits,omitempty"`
 }
 
 // queueGrant is one acquisition, timed on this machine's wall clock (every
@@ -115,6 +118,10 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		acquirers, cleanup, err = floorWaiter(ctx, counted, job)
 	case QueueNotifyFloor:
 		acquirers, cleanup, err = notifyFloorWaiters(ctx, sideCfg, counted, job)
+	case SemaphorePermits:
+		acquirers, cleanup, err = permitWaiters(ctx, sideCfg, counted, job)
+	case SemaphoreMutexKeys:
+		acquirers, cleanup, err = mutexKeysWaiters(ctx, sideCfg, counted, job)
 	default:
 		err = fmt.Errorf("unknown queue series %q", job.Series)
 	}
@@ -138,7 +145,7 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		name := fmt.Sprintf("p%d-w%d", job.Process, i)
 		res.GrantsPerWaiter[name] = 0
 		wg.Go(func() {
-			grants, unfinished, err := runWaiter(drainCtx, job.Stop, name, job.Key, acquire, job.Hold)
+			grants, unfinished, err := runWaiter(drainCtx, job.Stop, name, waiterKey(job, i), acquire, job.Hold)
 			errs[i] = err
 			mu.Lock()
 			res.Grants = append(res.Grants, grants...)
