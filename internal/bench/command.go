@@ -21,6 +21,7 @@ func Command() *cobra.Command {
 	var q QueueOptions
 	var k KeysOptions
 	var sess SessionsOptions
+	var permits int
 	var asJSON, queueWorker bool
 	var keepaliveLocks int
 	var scenario string
@@ -61,6 +62,12 @@ func Command() *cobra.Command {
 				}
 				k.Duration, k.Rounds, k.Progress = o.Duration, o.Rounds, env.Stderr
 				return runKeys(ctx, env, k, asJSON)
+			case scenario == ScenarioSemaphore:
+				sem, code, ok := semaphoreOptions(cmd, env, o, q, permits)
+				if !ok {
+					return code
+				}
+				return runSemaphore(ctx, env, sem, asJSON)
 			case scenario == ScenarioSessions:
 				sess.TTL, sess.Progress = o.KeepaliveTTL, env.Stderr
 				if cmd.Flags().Changed("keepalive-for") {
@@ -68,8 +75,8 @@ func Command() *cobra.Command {
 				}
 				return runSessions(ctx, env, sess, asJSON)
 			case scenario != ScenarioCycles:
-				return env.Usagef("--scenario must be %s, %s, %s, %s or %s, got %q",
-					ScenarioCycles, ScenarioQueue, ScenarioPooler, ScenarioKeys, ScenarioSessions, scenario)
+				return env.Usagef("--scenario must be %s, %s, %s, %s, %s or %s, got %q",
+					ScenarioCycles, ScenarioQueue, ScenarioPooler, ScenarioKeys, ScenarioSessions, ScenarioSemaphore, scenario)
 			}
 			o.KeepaliveLocks = keepaliveLocks
 			if keepaliveLocks == 0 {
@@ -91,14 +98,17 @@ func Command() *cobra.Command {
 	cli.DurationVar(fs, &o.RTT, "rtt", 0, "simulated network round-trip time added before every statement")
 	cli.DurationVar(fs, &o.KeepaliveFor, "keepalive-for", 30*time.Second, "how long keepalive CPU is measured")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON instead of Markdown")
-	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler|keys|sessions`: acquire+release cost, "+
+	fs.StringVar(&scenario, "scenario", ScenarioCycles, "what to measure, `cycles|queue|pooler|keys|sessions|semaphore`: acquire+release cost, "+
 		"many waiters handing one key over against pg_advisory_lock, lock cycles and one-row UPDATEs through PgBouncer against direct, "+
 		"a set of keys taken at once against one by one and how fast a deadlock is reported, "+
-		"or many leases kept by one session against a keepalive each")
+		"many leases kept by one session against a keepalive each, "+
+		"or workers taking permits of one semaphore key against as many mutex keys")
 	fs.IntSliceVar(&sess.Leases, "leases", []int{100, 10000}, "sessions scenario: numbers of leases kept (a list measures each)")
-	fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each)")
-	fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over")
-	cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue scenario: how long each grant is held")
+	fs.IntSliceVar(&q.Waiters, "waiters", []int{64}, "queue scenario: waiters on the one key (a list measures each); semaphore scenario: "+
+		"the workers, one number (default 16)")
+	fs.IntVar(&q.Processes, "processes", 4, "queue scenario: worker processes the waiters are spread over (semaphore scenario: default 2)")
+	cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue and semaphore scenarios: how long each grant is held")
+	fs.IntVar(&permits, "permits", 4, "semaphore scenario: permits of the semaphore key, and how many mutex keys it is measured against")
 	fs.IntVar(&k.Keys, "keys", 4, "keys scenario: keys in each set")
 	fs.IntVar(&k.Deadlocks, "deadlocks", 10, "keys scenario: deadlocks closed each way (one wait after the other, two at once)")
 	fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
@@ -115,6 +125,9 @@ const (
 	// ScenarioSessions keeps many leases with one session beside one
 	// keepalive per lease (sessions.go).
 	ScenarioSessions = "sessions"
+	// ScenarioSemaphore takes permits of one semaphore key beside as many
+	// mutex keys (semaphore.go).
+	ScenarioSemaphore = "semaphore"
 )
 
 // queueWorkerFlag marks a worker process of the queue scenario, which the
@@ -137,6 +150,43 @@ func runQueue(ctx context.Context, env cli.Env, q QueueOptions, asJSON bool) int
 	settings := "max_connections=" + QueueServerSettings["max_connections"]
 	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
 		return RunQueue(ctx, dsn, q)
+	})
+}
+
+// semaphoreOptions are the semaphore scenario's options from the flags it
+// shares with the queue scenario, which it takes only when given: its own
+// defaults are the issue's load. ok false: code is the usage error.
+func semaphoreOptions(cmd *cobra.Command, env cli.Env, o Options, q QueueOptions, permits int) (sem SemaphoreOptions, code int, ok bool) {
+	fs := cmd.Flags()
+	sem = SemaphoreOptions{Permits: permits, Rounds: o.Rounds, Progress: env.Stderr}
+	if fs.Changed("waiters") {
+		if len(q.Waiters) != 1 {
+			return sem, env.Usagef("--scenario semaphore measures one number of workers: give --waiters one number"), false
+		}
+		sem.Workers = q.Waiters[0]
+	}
+	if fs.Changed("processes") {
+		sem.Processes = q.Processes
+	}
+	if fs.Changed("hold") {
+		sem.Hold = q.Hold
+	}
+	if fs.Changed("duration") {
+		sem.Duration = o.Duration
+	}
+	if o.Rounds < 1 || permits < 1 {
+		return sem, env.Usagef("--rounds and --permits must be positive"), false
+	}
+	return sem, 0, true
+}
+
+func runSemaphore(ctx context.Context, env cli.Env, o SemaphoreOptions, asJSON bool) int {
+	if _, err := o.withDefaults(); err != nil {
+		return refusedOptions(env, err)
+	}
+	settings := "max_connections=" + QueueServerSettings["max_connections"]
+	return withServer(ctx, env, QueueServerSettings, settings, asJSON, func(dsn string) (markdownReport, error) {
+		return RunSemaphore(ctx, dsn, o)
 	})
 }
 

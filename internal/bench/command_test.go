@@ -19,6 +19,8 @@ func TestCommandRefusesOptions(t *testing.T) {
 		{[]string{"bench", "--workers", "100"}, "lockctl bench: workers must be between 1 and 64, got 100\n"},
 		{[]string{"bench", "--scenario", "pooler", "--workers", "65"}, "lockctl bench: workers must be between 1 and 64, got 65\n"},
 		{[]string{"bench", "--scenario", "queue", "--processes", "65"}, "lockctl bench: processes must be between 1 and 64, got 65\n"},
+		{[]string{"bench", "--scenario", "semaphore", "--permits", "20"}, "lockctl bench: permits must be between 1 and the number of workers (16), got 20\n"},
+		{[]string{"bench", "--scenario", "semaphore", "--waiters", "8,16"}, "lockctl bench: --scenario semaphore measures one number of workers"},
 	} {
 		var stdout, stderr bytes.Buffer
 		root := cli.NewRoot(cli.BuildVersion(), Command())

@@ -190,10 +190,7 @@ func runQueueSeries(ctx context.Context, opts QueueOptions, obs *backendObserver
 		for p := range processes {
 			j := job
 			j.Process = p
-			j.Waiters = spread / processes
-			if p < spread%processes {
-				j.Waiters++
-			}
+			j.FirstWaiter, j.Waiters = shareOf(spread, processes, p)
 			wg.Go(func() { results[p], errs[p] = runWorkerProcess(ctx, opts.Spawn, j) })
 		}
 		wg.Wait()
@@ -210,6 +207,17 @@ func runQueueSeries(ctx context.Context, opts QueueOptions, obs *backendObserver
 	r.backendTransactions = backend
 	r.listeners = listenersOf(job.Series, processes)
 	return r, nil
+}
+
+// shareOf is process p's part of n waiters spread over processes: the
+// index of its first and how many, the first n mod processes one more.
+func shareOf(n, processes, p int) (first, count int) {
+	count = n / processes
+	first = p*count + min(p, n%processes)
+	if p < n%processes {
+		count++
+	}
+	return first, count
 }
 
 // listenersOf is how many connections LISTEN in a series: a Notifier or a

@@ -22,13 +22,20 @@ type queueJob struct {
 	DSN         string        `json:"dsn"`
 	Schema      string        `json:"schema"`
 	Series      string        `json:"series"`
-	Key         string        `json:"key"`          // the lock key (locker series)
+	Key         string        `json:"key"`          // the lock key (locker series; see waiterKey)
 	AdvisoryKey int64         `json:"advisory_key"` // the advisory lock (advisory series)
 	Process     int           `json:"process"`
 	Waiters     int           `json:"waiters"` // in this process
 	Hold        time.Duration `json:"hold_ns"`
 	Start       time.Time     `json:"start"` // every process begins at this instant
 	Stop        time.Time     `json:"stop"`  // no new acquisition begins after it
+
+	// FirstWaiter is the index, over all processes, of this process's
+	// first waiter.
+	FirstWaiter int `json:"first_waiter,omitempty"`
+	// Permits is the semaphore's permits, and the number of mutex keys
+	// its comparison spreads the waiters over (semaphore scenario).
+	Permits int `json:"permits,omitempty"`
 }
 
 // queueGrant is one acquisition, timed on this machine's wall clock (every
@@ -36,6 +43,7 @@ type queueJob struct {
 // ordered to check that no two holds overlapped).
 type queueGrant struct {
 	Waiter    string `json:"waiter"`
+	Key       string `json:"key"`
 	Token     int64  `json:"token,omitempty"` // locker series only
 	WaitNs    int64  `json:"wait_ns"`         // from the call to the grant
 	Acquired  int64  `json:"acquired"`        // Unix ns when the acquire returned
@@ -110,6 +118,10 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		acquirers, cleanup, err = floorWaiter(ctx, counted, job)
 	case QueueNotifyFloor:
 		acquirers, cleanup, err = notifyFloorWaiters(ctx, sideCfg, counted, job)
+	case SemaphorePermits:
+		acquirers, cleanup, err = permitWaiters(ctx, sideCfg, counted, job)
+	case SemaphoreMutexKeys:
+		acquirers, cleanup, err = mutexKeysWaiters(ctx, sideCfg, counted, job)
 	default:
 		err = fmt.Errorf("unknown queue series %q", job.Series)
 	}
@@ -133,7 +145,7 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		name := fmt.Sprintf("p%d-w%d", job.Process, i)
 		res.GrantsPerWaiter[name] = 0
 		wg.Go(func() {
-			grants, unfinished, err := runWaiter(drainCtx, job.Stop, name, acquire, job.Hold)
+			grants, unfinished, err := runWaiter(drainCtx, job.Stop, name, waiterKey(job, i), acquire, job.Hold)
 			errs[i] = err
 			mu.Lock()
 			res.Grants = append(res.Grants, grants...)
@@ -156,7 +168,7 @@ const queueDrainLimit = 10 * time.Second
 // runWaiter takes the lock, holds it, releases it, again and again until
 // stop. An acquire ctx cuts short is not an error: unfinished is how long it
 // had waited by then.
-func runWaiter(ctx context.Context, stop time.Time, name string, acquire acquireFunc, hold time.Duration) (grants []queueGrant, unfinished time.Duration, err error) {
+func runWaiter(ctx context.Context, stop time.Time, name, key string, acquire acquireFunc, hold time.Duration) (grants []queueGrant, unfinished time.Duration, err error) {
 	for time.Now().Before(stop) {
 		began := time.Now()
 		token, release, err := acquire(ctx)
@@ -172,7 +184,7 @@ func runWaiter(ctx context.Context, stop time.Time, name string, acquire acquire
 		if err := release(); err != nil {
 			return grants, 0, fmt.Errorf("waiter %s: release: %w", name, err)
 		}
-		grants = append(grants, queueGrant{Waiter: name, Token: token, WaitNs: int64(acquired.Sub(began)),
+		grants = append(grants, queueGrant{Waiter: name, Key: key, Token: token, WaitNs: int64(acquired.Sub(began)),
 			Acquired: acquired.UnixNano(), Releasing: releasing.UnixNano(), Released: time.Now().UnixNano()})
 	}
 	return grants, 0, nil
@@ -249,16 +261,29 @@ const queueLockTTL = 30 * time.Second
 // lockerWaiters share one pool and one Notifier per process, as a service
 // would.
 func lockerWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
-	poolCfg, err := pgxpool.ParseConfig("")
+	lk, pool, cleanup, err := openWaitersLocker(ctx, side, counted, job)
 	if err != nil {
 		return nil, nil, err
+	}
+	return leaseAcquirers(job, "queue", lk, pool, func(ctx context.Context, _ int, owner string) (locker.Lease, error) {
+		return lk.Acquire(ctx, pool, job.Key, owner)
+	}), cleanup, nil
+}
+
+// openWaitersLocker opens what a process's waiters share: a pool of
+// counted connections, a Notifier on a side connection and a Locker that
+// hears it.
+func openWaitersLocker(ctx context.Context, side, counted *pgx.ConnConfig, job queueJob) (*locker.Locker, *pgxpool.Pool, func(), error) {
+	poolCfg, err := pgxpool.ParseConfig("")
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	poolCfg.ConnConfig = counted
 	poolCfg.MaxConns = int32(min(job.Waiters, 16))
 	poolCfg.ShouldPing = func(_ context.Context, p pgxpool.ShouldPingParams) bool { return p.IdleDuration > time.Minute }
 	pool, err := pgxpool.NewWithConfig(ctx, poolCfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
+		return nil, nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
 	}
 	nctx, stopNotifier := context.WithCancel(ctx)
 	notifier := locker.NewNotifier(locker.ConnectWith(side))
@@ -275,27 +300,26 @@ func lockerWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queue
 	lk, err := locker.New(locker.Config{TTL: queueLockTTL, Notifier: notifier})
 	if err != nil {
 		cleanup()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	// Not pool.Ping, whose statement the counters would not see.
 	if _, err := pool.Exec(ctx, ";"); err != nil {
 		cleanup()
-		return nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
+		return nil, nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
 	}
-	return leaseAcquirers(job, "queue", lk, pool, func(ctx context.Context, owner string) (locker.Lease, error) {
-		return lk.Acquire(ctx, pool, job.Key, owner)
-	}), cleanup, nil
+	return lk, pool, cleanup, nil
 }
 
 // leaseAcquirers makes an acquireFunc for each of job's waiters in this
-// process: take the lease with acquire, give it back with lk.Release.
+// process: take the lease with acquire (given the waiter's index in the
+// process), give it back with lk.Release.
 func leaseAcquirers(job queueJob, prefix string, lk *locker.Locker, pool *pgxpool.Pool,
-	acquire func(ctx context.Context, owner string) (locker.Lease, error)) []acquireFunc {
+	acquire func(ctx context.Context, i int, owner string) (locker.Lease, error)) []acquireFunc {
 	var out []acquireFunc
 	for i := range job.Waiters {
 		owner := fmt.Sprintf("%s-p%d-w%d", prefix, job.Process, i)
 		out = append(out, func(ctx context.Context) (int64, func() error, error) {
-			lease, err := acquire(ctx, owner)
+			lease, err := acquire(ctx, i, owner)
 			if err != nil {
 				return 0, nil, err
 			}
