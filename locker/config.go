@@ -68,7 +68,9 @@ type Config struct {
 	// long to notice. A clean release starts none. Waiters keep their
 	// place and are served when it ends; an operator can end it early
 	// (Locker.EndDelay). Defaults to 0 (no delay). At most MaxLockDelay;
-	// outside 0…MaxLockDelay New returns ErrInvalidLockDelay.
+	// outside 0…MaxLockDelay New returns ErrInvalidLockDelay. It applies to
+	// exclusive leases only: a shared lease or a permit carries none (a
+	// permit's slot is granted again as soon as its lease ends).
 	LockDelay time.Duration
 }
 
