@@ -112,7 +112,19 @@ keys g # the first row: the selection stays on the key that came first
 sleep 2
 shot console.png
 
-# 2. Several keys at once, lock-delay and a deadlock: two account rows held
+# 2. Shared leases and a semaphore: reports:pool with its permits in use,
+#    config:pricing read by several readers (or written by pricing-admin,
+#    with readers queued behind it); then the detail pane of reports:pool,
+#    each holder with its own token and TTL.
+wait_for_all 90 '^. reports:pool +semaphore · [1-3]/3' '^. config:pricing +(shared · [2-9]|pricing-admin)'
+shot shared.png
+keys / ; t send-keys -t demo -l reports:pool; keys Enter
+keys Enter
+wait_for 'slot +2'
+shot holders.png
+keys Escape; keys Escape
+
+# 3. Several keys at once, lock-delay and a deadlock: two account rows held
 #    by transfer-1 together, backup:nightly delayed after its holder
 #    crashed (backup-2 queued behind it), and the header's count of
 #    deadlocks reported.
@@ -124,7 +136,7 @@ until (($(screen | grep -cE '^. accounts:[a-z]+ +transfer-1 ') == 2)) &&
 done
 shot scenes.png
 
-# 3. The detail pane of backup:nightly in its lock-delay: the crashed
+# 4. The detail pane of backup:nightly in its lock-delay: the crashed
 #    holder, the delay's length and end, backup-2 first in the queue.
 keys / ; t send-keys -t demo -l backup:nightly; keys Enter
 wait_for '^. backup:nightly .*delayed' 90
@@ -133,7 +145,7 @@ wait_for 'state +delayed, no grants'
 shot delay-detail.png
 keys Escape; keys Escape
 
-# 4. The detail pane of ledger:balance: its waiters and its history, with a
+# 5. The detail pane of ledger:balance: its waiters and its history, with a
 #    steal and the zombie's refused write.
 keys / ; t send-keys -t demo -l ledger; keys Enter
 keys Enter
@@ -141,14 +153,14 @@ wait_for 'stale_write_rejected'
 shot detail.png
 keys Escape; keys Escape
 
-# 5. The force-expire confirmation on the stuck lock.
+# 6. The force-expire confirmation on the stuck lock.
 keys / ; t send-keys -t demo -l reports:stuck; keys Enter
 wait_for 'reports:stuck +report-gen'
 keys x
 wait_for 'Force-expire this lock\?'
 shot confirm-expire.png
 
-# 6. Free it, then the event log: the operator's force_expired, the waiter
+# 7. Free it, then the event log: the operator's force_expired, the waiter
 #    taking the key at once, and a refused fenced write. The log scrolls by
 #    several events a second, so the key is freed just after a zombie's
 #    write is refused, while that event is still among the newest.
@@ -173,7 +185,7 @@ quit_demo() {
 }
 quit_demo
 
-# 7. The blocking page, on a smaller cast so every chain fits: beside the
+# 8. The blocking page, on a smaller cast so every chain fits: beside the
 #    demo's own queues, a chain two waits deep under its root blocker,
 #    staged with lockctl acquire on the demo's server (the header names it;
 #    it trusts local connections). Two migrators each hold a key and wait

@@ -77,6 +77,8 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_session_lock": true, "distributed_lock_settle": true, "distributed_lock_form_group": true,
 	"distributed_lock_take_slot": true, "distributed_lock_refuse": true, "distributed_lock_renew_holder": true,
 	"distributed_lock_end_holders": true, "distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,
+	"distributed_lock_end_lapsed_group": true, "distributed_lock_grant_slot": true, "distributed_lock_holders_ended": true,
+	"distributed_lock_grant_holder_waiter": true, "distributed_lock_serve_holders": true,
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the
@@ -90,6 +92,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_live_holders": true,
+	"distributed_lock_lease_end": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol

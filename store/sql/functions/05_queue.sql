@@ -322,9 +322,11 @@ BEGIN
             RETURN;
         END IF;
         IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts)
-           AND NOT distributed_lock_settle(key, ts) THEN
-            -- Running: a permit may be free (ended, it was passed on).
-            PERFORM distributed_lock_serve_holders(key, ts);
+           AND distributed_lock_serve_holders(key, ts) IS NULL THEN
+            -- A running group first serves a head that may join it (taking
+            -- over a slot whose lease ran out); one whose holders all
+            -- lapsed ends here, and is passed on.
+            PERFORM distributed_lock_settle(key, ts);
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN

@@ -351,14 +351,20 @@ BEGIN
             RETURN;
         END IF;
         -- The first holder of a group formed over a lease that ran out
-        -- unreleased took the key from that lease's owner.
-        outcome := CASE WHEN stole THEN 'stolen' ELSE h.grant_kind END;
+        -- unreleased took the key from that lease's owner; its slot says so.
+        IF stole THEN
+            UPDATE distributed_lock_holder s SET grant_kind = 'stolen', previous_owner = r.owner_id,
+                previous_token = r.fence_token
+            WHERE s.lock_key = key AND s.slot = h.slot
+            RETURNING s.* INTO h;
+        END IF;
+        outcome := h.grant_kind;
         IF outcome = 'stolen' OR log_grants THEN
             INSERT INTO distributed_lock_event
                 (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
             VALUES (ts, key, outcome, owner, h.fence_token, coalesce(event_actor, owner),
-                    CASE WHEN stole THEN r.owner_id WHEN h.grant_kind = 'stolen' THEN h.previous_owner END,
-                    CASE WHEN stole THEN r.fence_token WHEN h.grant_kind = 'stolen' THEN h.previous_token END,
+                    CASE WHEN outcome = 'stolen' THEN h.previous_owner END,
+                    CASE WHEN outcome = 'stolen' THEN h.previous_token END,
                     coalesce(event_detail, '{}') || jsonb_strip_nulls(jsonb_build_object(
                         'mode', lock_mode, 'permits', key_permits, 'slot', h.slot)));
         END IF;

@@ -38,20 +38,26 @@ BEGIN
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
     END IF;
-    UPDATE distributed_lock_holder s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
+    -- A slot granted as the group formed over a lease that ran out took the
+    -- key from that lease's owner (the group's row names it): the slot
+    -- says so, as the waiter's check reads it.
+    UPDATE distributed_lock_holder s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
+        grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
+        previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
+        previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
+    FROM distributed_lock l
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
-    kind := CASE WHEN stole THEN 'stolen' ELSE h.grant_kind END;
+    kind := h.grant_kind;
     IF kind = 'stolen' OR w.log_grants THEN
         INSERT INTO distributed_lock_event
             (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        SELECT ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id),
-               CASE WHEN stole THEN l.previous_owner WHEN kind = 'stolen' THEN h.previous_owner END,
-               CASE WHEN stole THEN l.previous_token WHEN kind = 'stolen' THEN h.previous_token END,
-               jsonb_strip_nulls(jsonb_build_object('mode', w.lock_mode, 'permits', w.permits, 'slot', h.slot,
-                   'waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint, 'waiter_id', w.waiter_id))
-        FROM distributed_lock l WHERE l.lock_key = w.lock_key;
+        VALUES (ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id),
+                CASE WHEN kind = 'stolen' THEN h.previous_owner END,
+                CASE WHEN kind = 'stolen' THEN h.previous_token END,
+                jsonb_strip_nulls(jsonb_build_object('mode', w.lock_mode, 'permits', w.permits, 'slot', h.slot,
+                    'waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint, 'waiter_id', w.waiter_id)));
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     PERFORM distributed_lock_announce(w, ts, json_build_object(
@@ -172,17 +178,15 @@ BEGIN
     -- Room may have come since the attempt (a release that did not see
     -- this record yet): serve the head, which may be this record.
     PERFORM distributed_lock_serve_holders(key, ts);
-    SELECT s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
-    INTO owner_id, fence_token, expires_at, ttl, outcome
-    FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.handed_to = waiter_id AND s.released_at IS NULL;
+    -- Handed to the caller, who is here: claimed at once (renewed to its
+    -- TTL). (The slot by its own columns: with use_column, an OUT name in
+    -- a condition would be the column.)
+    UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
+        renewed_at = ts, renew_count = s.renew_count + 1
+    WHERE s.lock_key = key AND s.handed_to = distributed_lock_enqueue_shared.waiter_id AND s.released_at IS NULL
+    RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
+    INTO owner_id, fence_token, expires_at, ttl, outcome;
     IF FOUND THEN
-        -- Handed to the caller, who is here: claimed at once (renewed to
-        -- its TTL).
-        UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
-            renewed_at = ts, renew_count = s.renew_count + 1
-        WHERE s.lock_key = key AND s.fence_token = fence_token
-        RETURNING s.expires_at INTO expires_at;
         remaining := interval '0';
         waiter_id := NULL;
         db_now := clock_timestamp();
