@@ -2766,9 +2766,10 @@ BEGIN
         expires_at = distributed_lock_group_end(), ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, '*'),
-        -- A row made for this group (owner '*', never held) has no previous lease.
-        previous_owner = nullif(l.owner_id, '*'),
-        previous_token = CASE WHEN l.owner_id <> '*' THEN l.fence_token END,
+        -- A row made for this group (owner '*', released as it was made,
+        -- never held) has no previous lease.
+        previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
+        previous_token = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.fence_token END,
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = r.lock_key;
     IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN

@@ -91,11 +91,11 @@ func TestAcquireShared(t *testing.T) {
 	}
 	soonest := holderRow{owner: w1, expiresIn: 20 * time.Second}
 	f.run(t, []fnCase{
-		{name: "no row: the first holder forms a shared group", state: noRow(), call: shared.call, want: granted("acquired",
-			formed("shared", 0, "acquired", me, drawnToken), []slotWant{slotGranted(me, "acquired", time.Minute)},
-			keyIs("shared", 0, -1))},
+		{name: "no row: the first holder forms a shared group (a row made for it, no lease before)", state: noRow(),
+			call: shared.call, want: granted("acquired", formed("shared", 0, "acquired", "", noToken), []slotWant{slotGranted(me, "acquired", time.Minute)},
+				keyIs("shared", 0, -1))},
 		{name: "no row, as one of 3 permits: a semaphore", state: noRow(), call: permits(3).call, want: granted("acquired",
-			formed("semaphore", 3, "acquired", me, drawnToken), []slotWant{slotGranted(me, "acquired", time.Minute)},
+			formed("semaphore", 3, "acquired", "", noToken), []slotWant{slotGranted(me, "acquired", time.Minute)},
 			keyIs("semaphore", 3, -1))},
 		{name: "free: the group formed over it", state: free(), call: shared.call, want: granted("acquired",
 			formed("shared", 0, "acquired", other, keptToken), []slotWant{slotGranted(me, "acquired", time.Minute)},
@@ -185,7 +185,7 @@ func TestAcquireShared(t *testing.T) {
 		{name: "an exclusive lease ran out: stolen by the group's first holder", state: lapsed(other), call: shared.call,
 			want: func() want {
 				w := granted("stolen", formed("shared", 0, "stolen", other, keptToken),
-					[]slotWant{slotGranted(me, "acquired", time.Minute)}, keyIs("shared", 0, -1))
+					[]slotWant{slotGranted(me, "stolen", time.Minute)}, keyIs("shared", 0, -1))
 				e := sharedGrantEvent("stolen", "shared", 0, 1, nil)
 				e.prevOwner, e.prevToken = other, keptToken
 				w.events = []eventWant{e}

@@ -180,12 +180,15 @@ func TestAcquire(t *testing.T) {
 				remaining: &span{50*time.Second - slack, 50 * time.Second}, row: untouched, refusal: queueOf(0)}},
 		{name: "a group whose holders all lapsed: ended, then granted", state: sharedBy().holding(lapsedSlot(other), releasedSlot(w1)),
 			call: mine.call, want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
-				row: grant("acquired", groupOwner, keptToken)}},
+				row: grant("acquired", groupOwner, keptToken),
+				// The lapsed lease ends with its group.
+				slots: []slotWant{slotReleasedNow(1, other), asPrepared}}},
 		{name: "a semaphore whose holders all lapsed, queued: ended, handed to the head, the caller refused",
 			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1), call: mine.call, want: want{
 				outcome: "held", owner: w1, token: drawnToken, remaining: &span{10*time.Second - slack, 10 * time.Second},
 				row:    handedFromGroup(w1, 2),
-				notify: []notifyWant{handOffTo(w1, "acquired")}, refusal: queueOf(0)}},
+				notify: []notifyWant{handOffTo(w1, "acquired")}, refusal: queueOf(0),
+				slots: []slotWant{slotReleasedNow(1, other)}}},
 		{name: "a semaphore's group ended: granted, its permits kept for the next group", state: groupEnded(3), call: mine.call,
 			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
 				row: func() rowWant { w := grant("acquired", groupOwner, keptToken); w.permits = 3; return w }()}},

@@ -63,6 +63,7 @@ func TestEnqueueAll(t *testing.T) {
 					w.prevOwner = groupOwner
 					return w
 				}(),
+				slots: []slotWant{slotReleasedNow(1, other)}, // its lapsed lease ends with the group
 				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", me, true) }}},
 		{name: "every key may be taken: granted", state: free().and(also{name: "b", state: noRow()}), call: mine.call,
 			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},

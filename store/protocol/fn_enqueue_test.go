@@ -83,17 +83,22 @@ func TestEnqueue(t *testing.T) {
 			return queuedBehind(groupOwner, keptToken, row)
 		}()},
 		{name: "a group whose holders all lapsed: ended, then granted", state: sharedBy().holding(lapsedSlot(other)), call: mine.call,
-			want: granted("acquired", func() rowWant {
-				w := grantTo(me, "acquired", time.Minute, keptToken)
-				w.prevOwner = groupOwner
+			want: func() want {
+				w := granted("acquired", func() rowWant {
+					r := grantTo(me, "acquired", time.Minute, keptToken)
+					r.prevOwner = groupOwner
+					return r
+				}())
+				w.slots = []slotWant{slotReleasedNow(1, other)} // its lapsed lease ends with the group
 				return w
-			}())},
+			}()},
 		{name: "a semaphore whose holders all lapsed, queued: ended, handed to the head, the caller behind it",
 			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1), call: mine.call, want: func() want {
 				row := handedFromGroup(w1, 2)
 				row.wakes = &span{time.Minute - slack, time.Minute}
 				w := queuedBehind(w1, drawnToken, row)
 				w.notify = []notifyWant{handOffTo(w1, "acquired")}
+				w.slots = []slotWant{slotReleasedNow(1, other)}
 				return w
 			}()},
 		{name: "promised to a waiter", state: promisedTo(w1), call: mine.call, want: queuedBehind(w1, keptToken, untouched)},

@@ -93,7 +93,7 @@ func TestForceExpire(t *testing.T) {
 			want: func() want {
 				row := handedFromGroup(w2, 0)
 				return want{outcome: "force_expired", owner: groupOwner, token: keptToken, row: row,
-					slots:  []slotWant{slotExpiredNow(1, other), slotExpiredNow(2, w1)},
+					slots:  []slotWant{slotExpiredAndEndedNow(1, other), slotExpiredAndEndedNow(2, w1)},
 					events: []eventWant{forcedEvent("force_expired", other, 1), forcedEvent("force_expired", w1, 2)},
 					notify: []notifyWant{handOffTo(w2, "acquired")}, check: expiresIn(justNow)}
 			}()},

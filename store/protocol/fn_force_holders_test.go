@@ -51,7 +51,7 @@ func TestForceHolders(t *testing.T) {
 		{name: "expire every holder, the group's token: the group ends", state: sharedBy(other, w1),
 			call: forceHoldersArgs{token: keptToken, how: "expire"}.call, want: want{
 				outcome: "force_expired", owner: groupOwner, token: keptToken, row: settled(0),
-				slots:  []slotWant{slotExpiredNow(1, other), slotExpiredNow(2, w1)},
+				slots:  []slotWant{slotExpiredAndEndedNow(1, other), slotExpiredAndEndedNow(2, w1)},
 				events: []eventWant{forcedEvent("force_expired", other, 1), forcedEvent("force_expired", w1, 2)},
 				check:  expiresIn(justNow)}},
 		{name: "release every permit, a writer queued: handed to it", state: semaphoreOf(2, other, w2).queued(w1),
@@ -68,8 +68,8 @@ func TestForceHolders(t *testing.T) {
 				slots: []slotWant{slotReleasedNow(1, other)}, events: []eventWant{forcedEvent("force_released", other, 1)}}},
 		{name: "an older token", state: sharedBy(other), call: forceHoldersArgs{token: keptPrevious, how: "expire"}.call,
 			want: want{outcome: "not_held", row: untouched}},
-		{name: "the group's token, every holder lapsed: not held, the group ended all the same",
+		{name: "the group's token, every holder lapsed: not held, nothing ended",
 			state: sharedBy().holding(lapsedSlot(other)), call: forceHoldersArgs{token: keptToken, how: "release"}.call,
-			want: want{outcome: "not_held", row: settled(0)}},
+			want: want{outcome: "not_held", row: untouched}},
 	})
 }

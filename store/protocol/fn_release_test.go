@@ -103,7 +103,7 @@ func TestRelease(t *testing.T) {
 				events: []eventWant{{kind: "released", owner: me, token: slotTok(2), actor: "svc", detail: map[string]any{}}}}},
 		{name: "the last holder: the group ends", state: sharedBy(me).holding(lapsedSlot(other)), call: releaseArgs{owner: me, token: slotTok(1)}.call,
 			want: want{outcome: "released", owner: me, token: slotTok(1), row: settled(0),
-				slots: []slotWant{slotReleasedNow(1, me), asPrepared}}},
+				slots: []slotWant{slotReleasedNow(1, me), slotReleasedNow(2, other)}}},
 		{name: "the last permit, a writer queued: the group ends, handed to it", state: semaphoreOf(3, me).queued(w1, w2),
 			call: releaseArgs{owner: me, token: slotTok(1)}.call, want: func() want {
 				row := handedFromGroup(w1, 3)

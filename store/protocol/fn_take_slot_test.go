@@ -17,9 +17,12 @@ type takeSlotArgs struct {
 }
 
 // The owner calls the internal function directly, as acquire_shared does
-// with the group's row locked; the slot's lease and the one it ended.
+// with the group's row locked; the slot's lease and, for a steal, the one
+// it ended (the slot records the lease before it either way).
 func (a takeSlotArgs) call(key string, _ prepared) (string, []any) {
-	return `SELECT (t.h).lock_key, (t.h).owner_id, (t.h).fence_token, (t.h).slot, t.previous_owner, t.previous_token
+	return `SELECT t.lock_key, t.owner_id, t.fence_token, t.slot,
+		       CASE WHEN t.grant_kind = 'stolen' THEN t.previous_owner END AS previous_owner,
+		       CASE WHEN t.grant_kind = 'stolen' THEN t.previous_token END AS previous_token
 		FROM distributed_lock_take_slot(key => $1, owner => $2, ttl_us => $3, n => $4, lease_metadata => NULL,
 		                                ts => clock_timestamp()) t`,
 		[]any{key, a.owner, time.Minute.Microseconds(), nonZero(a.permits)}
@@ -68,8 +71,13 @@ func TestTakeSlot(t *testing.T) {
 			call: ofTwo.call, want: want{nullKey: true, row: untouched, check: tookSlot(0, "", 0)}},
 		{name: "a lapsed slot being fenced: passed over", state: sharedBy().holding(lapsedSlot(other), liveSlot(w1)), call: mine.call,
 			during: whileSlotLocked(1), want: took(append(slotsKept(2), slotGranted(me, "acquired", time.Minute)), tookSlot(3, "", 0))},
-		{name: "the new slot created by a concurrent grant: -1", state: sharedBy(other), call: mine.call, during: whileSlotInsertCommits(2, w1),
-			want: want{nullKey: true, row: untouched, check: tookSlot(-1, "", 0),
+		{name: "the new slot created by a concurrent grant: the next one", state: sharedBy(other), call: mine.call,
+			during: whileSlotInsertCommits(2, w1),
+			want: took([]slotWant{asPrepared, slotGranted(w1, "acquired", time.Minute),
+				slotGranted(me, "acquired", time.Minute)}, tookSlot(3, "", 0))},
+		{name: "the last permit taken by a concurrent grant: none", state: semaphoreOf(2, other), call: ofTwo.call,
+			during: whileSlotInsertCommits(2, w1),
+			want: want{nullKey: true, row: untouched, check: tookSlot(0, "", 0),
 				slots: []slotWant{asPrepared, slotGranted(w1, "acquired", time.Minute)}}},
 	})
 }

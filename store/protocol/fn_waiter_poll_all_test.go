@@ -52,6 +52,7 @@ func TestWaiterPollAll(t *testing.T) {
 			state: sharedBy().holding(lapsedSlot(other)).queuedSet(me).and(also{name: "b", state: free().queuedSet(me)}), call: mine.call,
 			want: want{outcome: "acquired", owner: me, token: drawnToken, waiterID: me, remaining: &span{10*time.Second - slack, 10 * time.Second},
 				row: handedFromGroup(me, 0), notify: []notifyWant{handOffTo(me, "acquired")},
+				slots: []slotWant{slotReleasedNow(1, other)}, // its lapsed lease ends with the group
 				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", me, true) }}},
 		{name: "every key free, another first on one: still queued",
 			state: free().queuedSet(me).and(also{name: "b", state: heldBy(w2).queued(w1).queuedSet(me)}), call: mine.call,

@@ -91,12 +91,17 @@ func TestWaiterPoll(t *testing.T) {
 		{name: "a running shared group, the caller queued: still queued", state: sharedBy(other).queued(me), call: mine.call,
 			want: stillQueued(groupOwner, keptToken, untouched)},
 		{name: "a group whose holders all lapsed, the caller at the head: ended, handed to it",
-			state: sharedBy().holding(lapsedSlot(other)).queued(me), call: mine.call, want: handedHere("acquired", groupOwner)},
+			state: sharedBy().holding(lapsedSlot(other)).queued(me), call: mine.call, want: func() want {
+				w := handedHere("acquired", groupOwner)
+				w.slots = []slotWant{slotReleasedNow(1, other)} // its lapsed lease ends with the group
+				return w
+			}()},
 		{name: "a semaphore whose holders all lapsed, another at the head: ended, handed to it",
 			state: semaphoreOf(2).holding(lapsedSlot(other)).queued(w1, me), call: mine.call, want: func() want {
 				row := handedFromGroup(w1, 2)
 				w := stillQueued(w1, drawnToken, row)
 				w.notify = []notifyWant{handOffTo(w1, "acquired")}
+				w.slots = []slotWant{slotReleasedNow(1, other)}
 				return w
 			}()},
 		{name: "free, another at the head: handed to it", state: free().queued(w1, me), call: mine.call, want: func() want {

@@ -83,6 +83,14 @@ func slotExpiredNow(n int, owner string) slotWant {
 	return slotWant{owner: owner, token: slotTok(n), expires: justNow, ttl: time.Minute}
 }
 
+// slotExpiredAndEndedNow: force-expired now, and ended with its group
+// (distributed_lock_settle releases the slots of a group it ends).
+func slotExpiredAndEndedNow(n int, owner string) slotWant {
+	w := slotExpiredNow(n, owner)
+	w.released = releasedNow
+	return w
+}
+
 // slots is n slots the call left alone.
 func slotsKept(n int) []slotWant {
 	var ws []slotWant
