@@ -19,14 +19,14 @@ type takeSlotArgs struct {
 // The owner calls the internal function directly, as acquire_shared does
 // with the group's row locked; the slot's lease and the one it ended.
 func (a takeSlotArgs) call(key string, _ prepared) (string, []any) {
-	return `SELECT (t.h).lock_key, (t.h).owner_id, (t.h).fence_token, (t.h).slot, t.previous_owner, t.previous_token
+	return `SELECT t.lock_key, t.owner_id, t.fence_token, t.slot, t.previous_owner, t.previous_token
 		FROM distributed_lock_take_slot(key => $1, owner => $2, ttl_us => $3, n => $4, lease_metadata => NULL,
 		                                ts => clock_timestamp()) t`,
 		[]any{key, a.owner, time.Minute.Microseconds(), nonZero(a.permits)}
 }
 
-// tookSlot checks the slot taken (0: NULL) and the lease it ended (by owner
-// and the token of the state's n-th holder; "": none).
+// tookSlot checks the slot taken (0: NULL) and the lease it held before
+// (by owner and the token of the state's n-th holder; "": none, a new slot).
 func tookSlot(slot int, previous string, n int) func(*testing.T, map[string]any, prepared, observed) {
 	return func(t *testing.T, result map[string]any, p prepared, _ observed) {
 		t.Helper()
@@ -57,20 +57,20 @@ func TestTakeSlot(t *testing.T) {
 		{name: "shared: a new slot after the others", state: sharedBy(other, w1), call: mine.call,
 			want: took(append(slotsKept(2), slotGranted(me, "acquired", time.Minute)), tookSlot(3, "", 0))},
 		{name: "a released slot: the lowest reused", state: semaphoreOf(2).holding(releasedSlot(other), releasedSlot(w1)), call: ofTwo.call,
-			want: took([]slotWant{slotGranted(me, "acquired", time.Minute), asPrepared}, tookSlot(1, "", 0))},
+			want: took([]slotWant{slotGranted(me, "acquired", time.Minute), asPrepared}, tookSlot(1, other, 1))},
 		{name: "another's lapsed slot: a steal, naming its lease", state: semaphoreOf(2, other).holding(lapsedSlot(w1)), call: ofTwo.call,
 			want: took([]slotWant{asPrepared, slotGranted(me, "stolen", time.Minute)}, tookSlot(2, w1, 2))},
 		{name: "the caller's own lapsed slot: not a steal", state: semaphoreOf(2, other).holding(lapsedSlot(me)), call: ofTwo.call,
-			want: took([]slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)}, tookSlot(2, "", 0))},
+			want: took([]slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)}, tookSlot(2, me, 2))},
 		{name: "every permit held: none", state: semaphoreOf(2, other, w1), call: ofTwo.call,
 			want: want{nullKey: true, row: untouched, check: tookSlot(0, "", 0)}},
 		{name: "a released slot beyond the permits: not reused, none", state: semaphoreOf(2, other, w1).holding(releasedSlot(w2)),
 			call: ofTwo.call, want: want{nullKey: true, row: untouched, check: tookSlot(0, "", 0)}},
 		{name: "a lapsed slot being fenced: passed over", state: sharedBy().holding(lapsedSlot(other), liveSlot(w1)), call: mine.call,
 			during: whileSlotLocked(1), want: took(append(slotsKept(2), slotGranted(me, "acquired", time.Minute)), tookSlot(3, "", 0))},
-		{name: "the new slot created by a concurrent grant: -1", state: sharedBy(other), call: mine.call, during: whileSlotInsertCommits(2, w1),
-			want: want{nullKey: true, row: untouched, check: tookSlot(-1, "", 0),
-				slots: []slotWant{asPrepared, slotGranted(w1, "acquired", time.Minute)}}},
+		{name: "the new slot created by a concurrent grant: the next one numbered", state: sharedBy(other), call: mine.call,
+			during: whileSlotInsertCommits(2, w1), want: took([]slotWant{asPrepared, slotGranted(w1, "acquired", time.Minute),
+				slotGranted(me, "acquired", time.Minute)}, tookSlot(3, "", 0))},
 	})
 }
 
