@@ -239,7 +239,7 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	chk.row(after.row, w.row)
 	chk.events(after.events, w.events)
 	chk.waiters(after.waiters, w.waiters)
-	chk.notifications(notes, w.notify, key, f.schema, after.row)
+	chk.notifications(notes, w.notify, key, f.schema, after.row, after.slots)
 	chk.sessions(after.sessions, w.sessions)
 	chk.slots(after.slots, w.slots)
 	if w.check != nil && err == nil {
