@@ -160,6 +160,9 @@ var unreachable = map[string]map[string]string{
 	"distributed_lock_enqueue": {
 		"busy": "the key must lose its row three times in a row between enqueue's look and its grant",
 	},
+	"distributed_lock_enqueue_shared": {
+		"busy": "the key must lose its row three times in a row between enqueue_shared's look and its grant",
+	},
 	"distributed_lock_enqueue_all": {
 		"busy": "a key must lose its row three times in a row between the set's insert and its lock",
 	},
