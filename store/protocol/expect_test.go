@@ -169,6 +169,10 @@ type waiterWant struct {
 	owner   string
 	seenFor time.Duration
 	channel string
+	// mode, when set, is the lease it waits for (12_shared_queue.sql), of
+	// permits (0: NULL); "": not checked.
+	mode    string
+	permits int
 }
 
 func waiters(owners ...string) []waiterWant {
@@ -188,6 +192,9 @@ type notifyWant struct {
 	ttl       time.Duration
 	window    time.Duration
 	channel   string // "": distributed_lock (a wake-up), distributed_lock_handoff (a hand-off)
+	// mode: a hand-off of a holder's slot (12_shared_queue.sql), whose
+	// payload names the waiter's mode and whose lease is the slot's.
+	mode string
 }
 
 var wakeUp = notifyWant{}
@@ -386,10 +393,14 @@ func (c checker) waiters(got []waiterState, want []waiterWant) {
 		if show(got[i].Channel) != orString(w.channel, "NULL") {
 			c.t.Errorf("waiter %s names wake channel %s; want %s", w.owner, show(got[i].Channel), orString(w.channel, "NULL"))
 		}
+		if w.mode != "" && (show(got[i].Mode) != w.mode || show(got[i].Permits) != show(nonZero(w.permits))) {
+			c.t.Errorf("waiter %s waits for %s of %s permits; want %s of %d", w.owner, show(got[i].Mode),
+				show(got[i].Permits), w.mode, w.permits)
+		}
 	}
 }
 
-func (c checker) notifications(got []notification, want []notifyWant, key, schema string, row *lockState) {
+func (c checker) notifications(got []notification, want []notifyWant, key, schema string, row *lockState, slots []slotState) {
 	c.t.Helper()
 	if len(got) != len(want) {
 		c.t.Errorf("notifications %v; want %d: %+v", got, len(want), want)
@@ -416,7 +427,7 @@ func (c checker) notifications(got []notification, want []notifyWant, key, schem
 			c.t.Errorf("notification %d on %s; want %s", i, g.channel, wantChannel)
 			continue
 		}
-		c.handOff(g.payload, w, key, schema, row)
+		c.handOff(g.payload, w, key, schema, row, slots)
 	}
 }
 
@@ -433,7 +444,7 @@ func jsonOf(payload string) any {
 // queue"), plus the schema that names the namespace.
 var handOffFields = []string{"acquired_us", "expires_us", "key", "kind", "owner", "schema", "token", "ttl_us", "waiter"}
 
-func (c checker) handOff(payload string, w notifyWant, key, schema string, row *lockState) {
+func (c checker) handOff(payload string, w notifyWant, key, schema string, row *lockState, slots []slotState) {
 	c.t.Helper()
 	var fields map[string]any
 	var h handOff
@@ -446,11 +457,33 @@ func (c checker) handOff(payload string, w notifyWant, key, schema string, row *
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	if !slices.Equal(names, handOffFields) {
-		c.t.Errorf("hand-off payload fields %v; want %v", names, handOffFields)
+	wantFields := handOffFields
+	if w.mode != "" {
+		// A slot's hand-off names the waiter's mode, and its lease is the
+		// slot's, not the group's row.
+		wantFields = slices.Sorted(slices.Values(append(slices.Clone(handOffFields), "mode")))
+		if fields["mode"] != w.mode {
+			c.t.Errorf("hand-off mode %v; want %s", fields["mode"], w.mode)
+		}
+		row = nil
+		for _, s := range slots {
+			if s.Token == h.Token {
+				row = &lockState{Token: s.Token, AcquiredAt: s.AcquiredAt, ExpiresAt: s.ExpiresAt, RenewCount: s.RenewCount}
+			}
+		}
+		if row == nil {
+			c.t.Errorf("hand-off token %d names no slot of %v", h.Token, slots)
+		}
+	}
+	if !slices.Equal(names, wantFields) {
+		c.t.Errorf("hand-off payload fields %v; want %v", names, wantFields)
 	}
 	c.token("hand-off token", &h.Token, drawnToken)
-	if h.Schema != schema || h.Key != key || h.Waiter != c.p.waiter(w.handOffTo) || h.Owner != w.handOffTo || h.Kind != w.kind {
+	wantWaiter := c.p.waiter(w.handOffTo)
+	if wantWaiter == 0 && h.Waiter > 0 {
+		wantWaiter = h.Waiter // a record the call itself made: its id unknown here
+	}
+	if h.Schema != schema || h.Key != key || h.Waiter != wantWaiter || h.Owner != w.handOffTo || h.Kind != w.kind {
 		c.t.Errorf("hand-off %+v; want schema %s, key %s, waiter %d, owner %s, kind %s",
 			h, schema, key, c.p.waiter(w.handOffTo), w.handOffTo, w.kind)
 	}

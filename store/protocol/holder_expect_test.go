@@ -20,6 +20,7 @@ type slotState struct {
 	RenewCount  int32          `db:"renew_count"`
 	RenewedAt   *time.Time     `db:"renewed_at"`
 	ReleasedAt  *time.Time     `db:"released_at"`
+	HandedTo    *int64         `db:"handed_to"`
 	ExpiresIn   time.Duration  `db:"expires_in"`
 	ReleasedAgo *time.Duration `db:"released_ago"`
 }
@@ -37,7 +38,7 @@ func (h slotState) stored() slotState {
 
 const readSlotsSQL = `
 SELECT h.slot, h.owner_id, h.fence_token, h.grant_kind, h.metadata, h.ttl, h.acquired_at, h.expires_at,
-       h.renew_count, h.renewed_at, h.released_at, h.expires_at - c.ts AS expires_in,
+       h.renew_count, h.renewed_at, h.released_at, h.handed_to, h.expires_at - c.ts AS expires_in,
        c.ts - h.released_at AS released_ago
 FROM distributed_lock_holder h, (SELECT clock_timestamp() AS ts) c
 WHERE h.lock_key = $1 ORDER BY h.slot`
@@ -57,6 +58,7 @@ type slotWant struct {
 	kind       string // grant_kind; "": acquired
 	renewals   int32
 	metadata   string // JSON; "": {}
+	handedTo   string // the waiter (by owner) the slot was handed to; "": NULL
 }
 
 // asPrepared is a slot the call left alone.
@@ -164,6 +166,18 @@ func (c checker) slots(got []slotState, want []slotWant) {
 			if g.ReleasedAgo == nil || !justNow.holds(-*g.ReleasedAgo) {
 				c.t.Errorf("%s released %s ago; want released by the call", name, show(g.ReleasedAgo))
 			}
+		}
+		var wantHanded *int64
+		if w.handedTo != "" {
+			id := c.p.waiter(w.handedTo)
+			wantHanded = &id
+		}
+		// A record the call itself made (its id unknown here): any id.
+		if wantHanded != nil && *wantHanded == 0 && g.HandedTo != nil {
+			wantHanded = g.HandedTo
+		}
+		if show(g.HandedTo) != show(wantHanded) {
+			c.t.Errorf("%s handed_to %s; want %s (%s)", name, show(g.HandedTo), show(wantHanded), orString(w.handedTo, "nobody"))
 		}
 		if !sameJSON(g.Metadata, orString(w.metadata, "{}")) {
 			c.t.Errorf("%s metadata %v; want %s", name, g.Metadata, orString(w.metadata, "{}"))

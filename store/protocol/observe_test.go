@@ -73,6 +73,8 @@ type waiterState struct {
 	WaitedFor time.Duration  `db:"waited_for"`
 	LockDelay time.Duration  `db:"lock_delay"`
 	Channel   *string        `db:"wake_channel"`
+	Mode      *string        `db:"lock_mode"`
+	Permits   *int32         `db:"permits"`
 }
 
 type eventState struct {
@@ -100,7 +102,8 @@ FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
 WHERE l.lock_key = $1`
 	readWaitersSQL = `
 SELECT w.waiter_id, w.owner_id, w.seen_until - c.ts AS seen_in, w.ttl, w.claim_window, w.metadata,
-       w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for, w.lock_delay, w.wake_channel
+       w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for, w.lock_delay, w.wake_channel,
+       w.lock_mode, w.permits
 FROM distributed_lock_waiter w, (SELECT clock_timestamp() AS ts) c
 WHERE w.lock_key = $1 ORDER BY w.waiter_id`
 	readEventsSQL = `

@@ -160,6 +160,9 @@ var unreachable = map[string]map[string]string{
 	"distributed_lock_enqueue": {
 		"busy": "the key must lose its row three times in a row between enqueue's look and its grant",
 	},
+	"distributed_lock_enqueue_shared": {
+		"busy": "the key must lose its row three times in a row between enqueue_shared's look and its grant",
+	},
 	"distributed_lock_enqueue_all": {
 		"busy": "a key must lose its row three times in a row between the set's insert and its lock",
 	},
@@ -239,7 +242,7 @@ func (f *fixture) runCase(t *testing.T, c fnCase) {
 	chk.row(after.row, w.row)
 	chk.events(after.events, w.events)
 	chk.waiters(after.waiters, w.waiters)
-	chk.notifications(notes, w.notify, key, f.schema, after.row)
+	chk.notifications(notes, w.notify, key, f.schema, after.row, after.slots)
 	chk.sessions(after.sessions, w.sessions)
 	chk.slots(after.slots, w.slots)
 	if w.check != nil && err == nil {

@@ -53,6 +53,10 @@ type waiterRow struct {
 	// set's keys share a group (sets_test.go).
 	inSet   bool
 	channel string // its wake channel (notify_test.go); "": NULL, the shared ones
+	// mode is the lease it waits for: "shared" or "semaphore" (of permits)
+	// for a holder's slot (12_shared_queue.sql); "": NULL, the key itself.
+	mode    string
+	permits int
 }
 
 // state is what a key holds before the call, and for a key set's
@@ -210,11 +214,11 @@ FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl,
-    claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
+    claim_window, metadata, log_grants, actor, lock_delay, wake_channel, lock_mode, permits)
 VALUES ($1, $2, clock_timestamp() - $3 * interval '1 microsecond',
         clock_timestamp() + $4 * interval '1 microsecond', $5 * interval '1 microsecond',
         $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''), $10 * interval '1 microsecond',
-        nullif($11, ''))
+        nullif($11, ''), nullif($12, ''), nullif($13::int, 0))
 RETURNING waiter_id`
 	// A waiter id as the queue would have drawn it, for a hand-off whose
 	// waiter record is consumed.
@@ -251,7 +255,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),
 			w.seenFor.Microseconds(), or(w.ttl, time.Minute).Microseconds(),
 			or(w.claim, 10*time.Second).Microseconds(), orString(w.metadata, "{}"), w.logGrants, w.actor,
-			w.lockDelay.Microseconds(), w.channel,
+			w.lockDelay.Microseconds(), w.channel, w.mode, w.permits,
 		).Scan(&id)
 		if err != nil {
 			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)
