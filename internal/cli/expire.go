@@ -68,14 +68,14 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 		}
 		if !found {
 			err := &locker.NotHeldError{Key: opts.Key}
-			code, _ := printRefusal(env, opts.JSON, "", err, nil)
+			code, _ := printRefusal(env, opts.JSON, "", err, keyState{})
 			return code
 		}
 		token = row.Token
 	}
 	lease, err := act(lk, ctx, pool, opts.Key, token)
 	if err != nil {
-		if code, ok := printRefusal(env, opts.JSON, "", err, nil); ok {
+		if code, ok := printRefusal(env, opts.JSON, "", err, keyState{}); ok {
 			return code
 		}
 		return env.Fail(err)

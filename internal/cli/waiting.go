@@ -86,7 +86,12 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, wait time.Duration) string {
 	line := fmt.Sprintf("%s: waiting for %s, %s of %s", prog, textsafe.Escape(key),
 		formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
-	if known && holder.State() != locker.StateFree {
+	if known && isGroup(holder) {
+		line += "; held " + heldAs(holder.Mode, int(holder.Permits))
+		if holder.Remaining > 0 {
+			line += " (the last lease ends in " + formatDuration(holder.Remaining) + ")"
+		}
+	} else if known && holder.State() != locker.StateFree {
 		line += fmt.Sprintf("; held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
 		if holder.Remaining > 0 {
 			line += ", expires in " + formatDuration(holder.Remaining)

@@ -1,0 +1,138 @@
+package cli_test
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A semaphore of 2 permits: two owners hold it, a third is refused (exit
+// 3) until one of them ends; asking with other permits while it is held is
+// a conflict (exit 3) that says so.
+func TestAcquirePermits(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	a := d.json(0, "acquire", "pool", "--permits", "2", "--owner", "a", "--ttl", "1m")
+	b := d.json(0, "acquire", "pool", "--permits", "2", "--owner", "b", "--ttl", "1m")
+	for _, got := range []jsonResult{a, b} {
+		if got.Outcome != "acquired" || got.Mode != "semaphore" || got.Permits != 2 || got.Token <= 0 || got.State != "held" {
+			t.Fatalf("acquire --permits 2 = %+v; want acquired, a semaphore of 2", got)
+		}
+	}
+	if a.Token == b.Token {
+		t.Fatalf("both holders got token %d; want a token each", a.Token)
+	}
+
+	full := d.json(3, "acquire", "pool", "--permits", "2", "--owner", "c")
+	if full.Error != "held" || full.Mode != "semaphore" || full.Permits != 2 || len(full.Holders) != 2 || full.RequestedOwner != "c" {
+		t.Fatalf("third permit = %+v; want held, a semaphore of 2 with both holders", full)
+	}
+	r := d.expect(3, "acquire", "pool", "--permits", "2", "--owner", "c")
+	if r.stdout != "" || !strings.Contains(r.stderr, "pool is held as a semaphore of 2 permits by 2 holders; every permit is taken, the first frees in") {
+		t.Fatalf("third permit, text: %s", r)
+	}
+
+	r = d.expect(3, "acquire", "pool", "--permits", "3", "--owner", "c")
+	want := `lockctl acquire: "pool" is held as a semaphore of 2 permits by 2 holder(s); cannot take it as a semaphore of 3 permits until they end`
+	if r.stdout != "" || strings.TrimSpace(r.stderr) != want {
+		t.Fatalf("--permits 3 on a semaphore of 2: %s\nwant stderr %q", r, want)
+	}
+	conflict := d.json(3, "acquire", "pool", "--permits", "3", "--owner", "c")
+	if conflict.Error != "conflict" || conflict.Outcome != "conflict" || conflict.Mode != "semaphore" || conflict.Permits != 2 ||
+		len(conflict.Holders) != 2 || !strings.Contains(conflict.Detail, "as a semaphore of 3 permits") {
+		t.Fatalf("--permits 3 --json = %+v; want a conflict naming the semaphore of 2 and its holders", conflict)
+	}
+	d.expect(3, "acquire", "pool", "--shared", "--owner", "c")
+
+	// Renewed by its holder: same token.
+	again := d.json(0, "acquire", "pool", "--permits", "2", "--owner", "a", "--ttl", "1m")
+	if again.Outcome != "renewed" || again.Token != a.Token {
+		t.Fatalf("acquire by a holder = %+v; want renewed, token %d", again, a.Token)
+	}
+	r = d.expect(0, "acquire", "pool", "--permits", "2", "--owner", "a")
+	if !regexp.MustCompile(`^renewed pool token=\d+ owner=a expires in 30s \(one of 2 permits\)\n$`).MatchString(r.stdout) {
+		t.Fatalf("text of a permit's grant: %q", r.stdout)
+	}
+}
+
+// Shared: any number of holders, while an exclusive acquire is refused,
+// naming how the key is held.
+func TestAcquireShared(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	r := d.expect(0, "acquire", "reports", "--shared", "--owner", "r1")
+	if !regexp.MustCompile(`^acquired reports token=\d+ owner=r1 expires in 30s \(shared\)\n$`).MatchString(r.stdout) {
+		t.Fatalf("acquire --shared printed %q", r.stdout)
+	}
+	r2 := d.json(0, "acquire", "reports", "--shared", "--owner", "r2")
+	if r2.Outcome != "acquired" || r2.Mode != "shared" || r2.Permits != 0 {
+		t.Fatalf("second acquire --shared = %+v; want acquired, shared", r2)
+	}
+
+	r = d.expect(3, "acquire", "reports", "--owner", "w")
+	if !strings.Contains(r.stderr, "reports is held shared by 2 holders for up to another") {
+		t.Fatalf("exclusive acquire of a shared key: %s", r)
+	}
+	held := d.json(3, "acquire", "reports", "--owner", "w")
+	if held.Error != "held" || held.Mode != "shared" || len(held.Holders) != 2 || held.Owner != "*" {
+		t.Fatalf("exclusive acquire of a shared key --json = %+v; want held shared by 2 holders", held)
+	}
+	owners := []string{held.Holders[0].Owner, held.Holders[1].Owner}
+	slices.Sort(owners)
+	if !slices.Equal(owners, []string{"r1", "r2"}) || held.Holders[1].RemainingMs <= 0 {
+		t.Fatalf("holders = %+v; want r1 and r2 with time left", held.Holders)
+	}
+	d.expect(3, "acquire", "reports", "--permits", "2", "--owner", "w")
+
+	// Held alone: a shared request is refused, naming the holder.
+	d.json(0, "acquire", "solo", "--owner", "w")
+	r = d.expect(3, "acquire", "solo", "--shared", "--owner", "r1")
+	if !strings.Contains(r.stderr, "solo is held by w (token") {
+		t.Fatalf("shared acquire of a key held alone: %s", r)
+	}
+}
+
+// A permit's wait polls: it is granted once a permit is released, and a
+// wait that runs out is a held refusal.
+func TestAcquirePermitWait(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	a := d.json(0, "acquire", "one", "--permits", "1", "--owner", "a", "--ttl", "1m")
+	r := d.expect(3, "acquire", "one", "--permits", "1", "--owner", "b", "--wait", "200ms")
+	if !strings.Contains(r.stderr, "gave up after waiting 200ms") || !strings.Contains(r.stderr, "one is held as a semaphore of 1 permit by 1 holder") {
+		t.Fatalf("a permit's wait that ran out: %s", r)
+	}
+	p := d.start("acquire", "one", "--permits", "1", "--owner", "b", "--wait", "30s", "--json")
+	d.json(0, "release", "one", "--owner", "a", "--token", tokenArg(a.Token))
+	var got jsonResult
+	decode(t, p.wait(), &got)
+	if got.Outcome != "acquired" || got.Owner != "b" || got.Mode != "semaphore" || got.Token <= a.Token {
+		t.Fatalf("a permit's wait = %+v; want granted to b once a released", got)
+	}
+}
+
+// Usage errors of --shared and --permits (exit 2, before connecting).
+func TestHoldModeUsage(t *testing.T) {
+	t.Parallel()
+	dsn, _ := closedPortDSN(t, "pw")
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"acquire", "k", "--permits", "0"}, `invalid --permits "0": must be between 1 and 1000`},
+		{[]string{"acquire", "k", "--permits", "1001"}, `invalid --permits "1001": must be between 1 and 1000`},
+		{[]string{"acquire", "k", "--permits", "many"}, `invalid --permits "many": not a number`},
+		{[]string{"acquire", "k", "--shared", "--permits", "2"}, `--shared and --permits cannot be used together`},
+		{[]string{"acquire", "k1", "k2", "--shared"}, `--shared takes one KEY`},
+		{[]string{"acquire", "k", "--permits", "2", "--lock-delay", "1s"}, `--lock-delay is for a lease held alone`},
+		{[]string{"run", "k", "--shared", "--permits", "2", "--", "true"}, `--shared and --permits cannot be used together`},
+		{[]string{"run", "k", "--permits", "0", "--", "true"}, `invalid --permits "0"`},
+	}
+	for _, c := range cases {
+		r := run(t, append(c.args, "--dsn", dsn)...)
+		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("lockctl %s: %s\nwant exit 2 naming %q", strings.Join(c.args, " "), r, c.want)
+		}
+	}
+}
