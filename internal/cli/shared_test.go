@@ -1,10 +1,13 @@
 package cli_test
 
 import (
+	"encoding/json"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A semaphore of 2 permits: two owners hold it, a third is refused (exit
@@ -134,5 +137,97 @@ func TestHoldModeUsage(t *testing.T) {
 		if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("lockctl %s: %s\nwant exit 2 naming %q", strings.Join(c.args, " "), r, c.want)
 		}
+	}
+}
+
+// lsRaw is ls --json with each element's fields as given, so a test sees
+// which fields an element has.
+func lsRaw(t *testing.T, d db) []map[string]json.RawMessage {
+	t.Helper()
+	var rows []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(d.expect(0, "ls", "--json").stdout), &rows); err != nil {
+		t.Fatal(err)
+	}
+	return rows
+}
+
+// ls shows each key's mode; a shared or semaphore key's holders with their
+// leases, in JSON, and how many of them in the table's OWNER.
+func TestLsSharedAndSemaphore(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	alone := d.json(0, "acquire", "a-alone", "--owner", "w", "--ttl", "1m")
+	p1 := d.json(0, "acquire", "b-pool", "--permits", "3", "--owner", "p1", "--ttl", "1m")
+	d.json(0, "acquire", "b-pool", "--permits", "3", "--owner", "p2", "--ttl", "1m")
+	d.json(0, "acquire", "c-shared", "--shared", "--owner", "s1", "--ttl", "1m")
+
+	rows := lsJSON(t, d)
+	if len(rows) != 3 {
+		t.Fatalf("ls --json = %+v; want 3 rows", rows)
+	}
+	if r := rows[0]; r.Mode != "exclusive" || r.Owner != "w" || r.Token != alone.Token || r.Holders != nil || r.Permits != 0 {
+		t.Errorf("key held alone = %+v; want mode exclusive, its owner, no holders", r)
+	}
+	pool := rows[1]
+	if pool.Mode != "semaphore" || pool.Permits != 3 || pool.Owner != "*" || len(pool.Holders) != 2 || pool.State != "held" {
+		t.Fatalf("semaphore = %+v; want mode semaphore, 3 permits, 2 holders", pool)
+	}
+	h := pool.Holders[0]
+	if h.Owner != "p1" || h.Token != p1.Token || h.RemainingMs <= 0 || h.RemainingMs > 60000 || h.ExpiresAt.Location() != time.UTC {
+		t.Errorf("first holder = %+v; want p1, token %d, with remaining_ms within its 1m", h, p1.Token)
+	}
+	if s := rows[2]; s.Mode != "shared" || s.Permits != 0 || len(s.Holders) != 1 || s.Holders[0].Owner != "s1" {
+		t.Errorf("shared key = %+v; want mode shared, its one holder", s)
+	}
+	raw := lsRaw(t, d)
+	for _, field := range []string{"holders", "permits"} {
+		if _, ok := raw[0][field]; ok {
+			t.Errorf("the key held alone has %q: %s", field, raw[0][field])
+		}
+	}
+
+	table := d.expect(0, "ls").stdout
+	for _, re := range []string{
+		`(?m)^a-alone +w +\d+ +held `,
+		`(?m)^b-pool +semaphore, 2/3 used +\d+ +held `,
+		`(?m)^c-shared +shared, 1 holder +\d+ +held `,
+	} {
+		if !regexp.MustCompile(re).MatchString(table) {
+			t.Errorf("ls table does not match %s:\n%s", re, table)
+		}
+	}
+}
+
+// run --shared and --permits hold a holder's lease while the command runs,
+// renewed past its TTL by a Keepalive of its own, and release it after.
+func TestRunShared(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	dir := t.TempDir()
+	body := `echo "$LOCKCTL_TOKEN"
+"` + binary + `" acquire job --shared --owner other --dsn "` + d.dsn + `" >/dev/null; echo "shared=$?"
+"` + binary + `" acquire job --owner writer --dsn "` + d.dsn + `" 2>/dev/null; echo "alone=$?"
+sleep 1
+"` + binary + `" ls --json --dsn "` + d.dsn + `" > $DIR/ls.json`
+	r := d.expect(0, append([]string{"run", "job", "--shared", "--owner", "runner", "--ttl", "300ms", "--"}, script(dir, body)...)...)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 3 || lines[1] != "shared=0" || lines[2] != "alone=3" {
+		t.Fatalf("command printed %q; want its token, shared=0 (another reader) and alone=3 (no writer)", r.stdout)
+	}
+	var rows []lsRow
+	decode(t, result{stdout: readFile(t, filepath.Join(dir, "ls.json"))}, &rows)
+	if len(rows) != 1 || len(rows[0].Holders) != 2 || rows[0].Holders[0].Owner != "runner" || tokenArg(rows[0].Holders[0].Token) != lines[0] {
+		t.Fatalf("ls inside the command, a second after it started = %+v; want runner's lease (token %s) kept past its 300ms TTL", rows, lines[0])
+	}
+	// runner's lease was released: only other's is left.
+	rows = lsJSON(t, d)
+	if len(rows[0].Holders) != 1 || rows[0].Holders[0].Owner != "other" {
+		t.Fatalf("after run: holders %+v; want other's alone", rows[0].Holders)
+	}
+
+	d.json(0, "acquire", "sem", "--permits", "1", "--owner", "a", "--ttl", "1m")
+	r = d.expect(3, "run", "sem", "--permits", "1", "--owner", "b", "--", "true")
+	if !strings.Contains(r.stderr, "every permit is taken") {
+		t.Fatalf("run --permits 1 on a taken permit: %s", r)
 	}
 }
