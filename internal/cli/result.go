@@ -35,6 +35,9 @@ type result struct {
 	// held alone.
 	Mode    string `json:"mode,omitempty"`
 	Permits int    `json:"permits,omitempty"`
+	// HoldersEnded: how many holders' leases a force action on the
+	// group's token ended.
+	HoldersEnded int `json:"holders_ended,omitempty"`
 
 	RequestedOwner string `json:"requested_owner,omitempty"`
 	RequestedToken int64  `json:"requested_token,omitempty"`
@@ -179,6 +182,12 @@ func notHeldReason(e *locker.NotHeldError) string {
 	switch {
 	case c == nil:
 		return "the key has no lock row"
+	case c.Mode != "" && c.Mode != locker.ModeExclusive && c.Token != e.Token:
+		// The row is a group's: the token named none of its holders' leases.
+		if c.ReleasedAt == nil {
+			return fmt.Sprintf("it is none of the running leases of the key's holders (it is held %s)", heldAs(c.Mode, int(c.Permits)))
+		}
+		return "it is not a running lease: the key's holders have all ended"
 	case c.Token != e.Token:
 		return fmt.Sprintf("now token %d of %s (%s)", c.Token, textsafe.Escape(c.Owner), c.State())
 	case c.ReleasedAt != nil:

@@ -231,3 +231,79 @@ sleep 1
 		t.Fatalf("run --permits 1 on a taken permit: %s", r)
 	}
 }
+
+// release and renew take any holder's lease by its owner and token, from
+// another process than the one that took it; the other holders keep theirs.
+func TestReleaseAndRenewOneHolder(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	a := d.json(0, "acquire", "pool", "--permits", "2", "--owner", "a", "--ttl", "1m")
+	b := d.json(0, "acquire", "pool", "--permits", "2", "--owner", "b", "--ttl", "1m")
+
+	renewed := d.json(0, "renew", "pool", "--owner", "b", "--token", tokenArg(b.Token), "--ttl", "2m")
+	if renewed.Outcome != "renewed" || renewed.Token != b.Token || renewed.TTLMs != 120000 {
+		t.Fatalf("renew of b's permit = %+v; want renewed, token %d, ttl 2m", renewed, b.Token)
+	}
+	released := d.json(0, "release", "pool", "--owner", "a", "--token", tokenArg(a.Token))
+	if released.Outcome != "released" || released.Owner != "a" || released.Token != a.Token {
+		t.Fatalf("release of a's permit = %+v; want released", released)
+	}
+	rows := lsJSON(t, d)
+	if len(rows) != 1 || len(rows[0].Holders) != 1 || rows[0].Holders[0].Owner != "b" {
+		t.Fatalf("after a's release ls = %+v; want b alone holding", rows)
+	}
+	// The freed permit is taken again; a's token is gone for good.
+	d.json(0, "acquire", "pool", "--permits", "2", "--owner", "c")
+	stale := d.json(4, "release", "pool", "--owner", "a", "--token", tokenArg(a.Token))
+	if stale.Outcome != "not_held" || !strings.Contains(stale.Detail, "none of the running leases of the key's holders") {
+		t.Fatalf("release of a released permit = %+v; want not_held, saying so", stale)
+	}
+	d.expect(4, "renew", "pool", "--owner", "c", "--token", tokenArg(b.Token))
+}
+
+// expire and force-release with a holder's token end that holder's lease
+// alone; without --token they act on the group's token: every holder.
+func TestForceHolders(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	a := d.json(0, "acquire", "reports", "--shared", "--owner", "a", "--ttl", "1m")
+	d.json(0, "acquire", "reports", "--shared", "--owner", "b", "--ttl", "1m")
+	d.json(0, "acquire", "reports", "--shared", "--owner", "c", "--ttl", "1m")
+
+	r := d.expect(0, "expire", "reports", "--token", tokenArg(a.Token), "--actor", "ops")
+	want := "expired reports token=" + tokenArg(a.Token) + " owner=a (by ops; one of its holders: the others keep their leases)\n"
+	if r.stdout != want {
+		t.Fatalf("expire of one holder printed %q; want %q", r.stdout, want)
+	}
+	rows := lsJSON(t, d)
+	if len(rows[0].Holders) != 2 || rows[0].Holders[0].Owner == "a" {
+		t.Fatalf("after expiring a: holders %+v; want b and c", rows[0].Holders)
+	}
+	d.expect(4, "renew", "reports", "--owner", "a", "--token", tokenArg(a.Token))
+	group := rows[0].Token
+
+	r = d.expect(0, "force-release", "reports", "--actor", "ops")
+	want = "force-released 2 holders of reports (group token " + tokenArg(group) + ", by ops)\n"
+	if r.stdout != want {
+		t.Fatalf("force-release of every holder printed %q; want %q", r.stdout, want)
+	}
+	rows = lsJSON(t, d)
+	if rows[0].State != "free" || len(rows[0].Holders) != 0 {
+		t.Fatalf("after force-release: %+v; want free, no holders", rows[0])
+	}
+	// Free: the next exclusive acquire has it, above every holder's token.
+	next := d.json(0, "acquire", "reports", "--owner", "w")
+	if next.Outcome != "acquired" || next.Token <= group {
+		t.Fatalf("acquire after force-release = %+v; want acquired above %d", next, group)
+	}
+
+	// --json says how many holders' leases it ended.
+	d.json(0, "release", "reports", "--owner", "w", "--token", tokenArg(next.Token))
+	d.json(0, "acquire", "reports", "--permits", "4", "--owner", "x")
+	d.json(0, "acquire", "reports", "--permits", "4", "--owner", "y")
+	all := d.json(0, "expire", "reports", "--actor", "ops")
+	if all.Outcome != "expired" || all.Owner != "*" || all.HoldersEnded != 2 || all.Actor != "ops" {
+		t.Fatalf("expire of every holder --json = %+v; want expired, owner *, holders_ended 2", all)
+	}
+	d.expect(0, "acquire", "reports", "--owner", "w")
+}

@@ -1,0 +1,82 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/textsafe"
+	"github.com/lockctl/lockctl/locker"
+)
+
+// forced is what expire or force-release did: the lease it ended (for every
+// holder of a shared or semaphore key, the group's row, owner "*") and how
+// many holders' leases it ended then (0 otherwise).
+type forced struct {
+	lease   locker.Lease
+	holders int
+}
+
+// countForcedSQL counts the events of kind on key that this transaction
+// recorded: one per holder's lease a force on the group's token ended
+// (distributed_lock_force_holders, 11_shared.sql). A row's xmin is the
+// transaction that wrote it.
+const countForcedSQL = `
+SELECT count(*) FROM distributed_lock_event e
+WHERE e.lock_key = $1 AND e.kind = $2 AND e.xmin = pg_current_xact_id()::xid`
+
+// forceCounted runs act on key's token in a transaction of its own, so
+// that when it ends every holder of a group it can say how many: it counts
+// the events the action recorded, before they commit. Counting the holders
+// before the action would not do: others may join in between.
+func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key string, token int64, act forceAction) (forced, error) {
+	var done forced
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		lease, err := act(lk, ctx, tx, key, token)
+		if err != nil {
+			return err
+		}
+		done.lease = lease
+		if lease.Owner != lockdb.GroupOwner {
+			return nil
+		}
+		kind := lockdb.EventForceReleased
+		if lease.Outcome == locker.Expired {
+			kind = lockdb.EventForceExpired
+		}
+		return tx.QueryRow(ctx, countForcedSQL, key, kind).Scan(&done.holders)
+	})
+	return done, err
+}
+
+// printForced reports what expire or force-release did: printLeaseDelayed's
+// line for a lease held alone; for one holder's lease (holder), that the
+// key's other holders keep theirs; for every holder's, how many it ended.
+func printForced(env Env, asJSON bool, done forced, holder bool, delayUntil *time.Time) int {
+	l := done.lease
+	if asJSON {
+		r := leaseResult(l)
+		r.Actor, r.DelayUntil, r.HoldersEnded = env.Actor, utcPtr(delayUntil), done.holders
+		return env.emit(r)
+	}
+	verb := "force-released"
+	if l.Outcome == locker.Expired {
+		verb = "expired"
+	}
+	key, actor := textsafe.Escape(l.Key), textsafe.Escape(env.Actor)
+	switch {
+	case l.Owner == lockdb.GroupOwner:
+		fmt.Fprintf(env.Stdout, "%s %s of %s (group token %d, by %s)\n",
+			verb, plural(done.holders, "holder", "holders"), key, l.Token, actor)
+	case holder:
+		fmt.Fprintf(env.Stdout, "%s %s token=%d owner=%s (by %s; one of its holders: the others keep their leases)\n",
+			verb, key, l.Token, textsafe.Escape(l.Owner), actor)
+	default:
+		return printLeaseDelayed(env, false, l, env.Actor, delayUntil)
+	}
+	return ExitOK
+}
