@@ -307,3 +307,32 @@ func TestForceHolders(t *testing.T) {
 	}
 	d.expect(0, "acquire", "reports", "--owner", "w")
 }
+
+// A shared or semaphore key's --owner completes to its holders, --token to
+// their tokens (of --owner, when given), and for expire and force-release
+// first to the group's token, which acts on every holder.
+func TestCompleteHolders(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	a := d.json(0, "acquire", "pool", "--permits", "3", "--owner", "a", "--ttl", "1h")
+	b := d.json(0, "acquire", "pool", "--permits", "3", "--owner", "b", "--ttl", "1h")
+	group := lsJSON(t, d)[0].Token
+	env := cleanEnv("DATABASE_URL="+d.dsn, slowMachine)
+	cases := []struct {
+		args, want []string
+	}{
+		{[]string{"release", "pool", "--owner", ""}, []string{"a", "b"}},
+		{[]string{"release", "pool", "--owner", "b", "--token", ""}, []string{tokenArg(b.Token)}},
+		{[]string{"renew", "pool", "--token", ""}, []string{tokenArg(a.Token), tokenArg(b.Token)}},
+		{[]string{"expire", "pool", "--token", ""}, []string{tokenArg(group), tokenArg(a.Token), tokenArg(b.Token)}},
+		{[]string{"force-release", "pool", "--token", ""}, []string{tokenArg(group), tokenArg(a.Token), tokenArg(b.Token)}},
+	}
+	for _, c := range cases {
+		if got := completions(t, env, c.args...); !slices.Equal(got, c.want) {
+			t.Errorf("__complete %q = %q; want %q", c.args, got, c.want)
+		}
+	}
+	if got := completions(t, env, "acquire", "pool", "--per"); !slices.Equal(got, []string{"--permits"}) {
+		t.Errorf("__complete acquire pool --per = %q; want --permits", got)
+	}
+}
