@@ -57,6 +57,11 @@ func refusalOf(requestedOwner string, held *locker.HeldError, now keyState) refu
 	r.Outcome = r.Error
 	if g := now.group; g != nil {
 		r.Mode, r.Permits, r.Holders = g.mode, g.permits, holdersJSON(g.holders)
+		for _, h := range g.holders {
+			if h.Token == r.Token { // the permit that ends first, which the refusal names
+				r.TTLMs = h.TTL.Milliseconds()
+			}
+		}
 		return r
 	}
 	if held.Remaining > 0 && held.DelayUntil == nil {

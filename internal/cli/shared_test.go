@@ -28,8 +28,9 @@ func TestAcquirePermits(t *testing.T) {
 	}
 
 	full := d.json(3, "acquire", "pool", "--permits", "2", "--owner", "c")
-	if full.Error != "held" || full.Mode != "semaphore" || full.Permits != 2 || len(full.Holders) != 2 || full.RequestedOwner != "c" {
-		t.Fatalf("third permit = %+v; want held, a semaphore of 2 with both holders", full)
+	if full.Error != "held" || full.Mode != "semaphore" || full.Permits != 2 || len(full.Holders) != 2 || full.RequestedOwner != "c" ||
+		full.Owner != "a" || full.Token != a.Token || full.TTLMs != 60000 {
+		t.Fatalf("third permit = %+v; want held, a semaphore of 2 with both holders, naming a's permit (the first to end)", full)
 	}
 	r := d.expect(3, "acquire", "pool", "--permits", "2", "--owner", "c")
 	if r.stdout != "" || !strings.Contains(r.stderr, "pool is held as a semaphore of 2 permits by 2 holders; every permit is taken, the first frees in") {
