@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -85,14 +84,11 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 		return env.Fail(err)
 	}
 	// The action may have started the lease's lock-delay: say until when.
-	// The row says too whether the lease was one holder's of a group.
 	var delayUntil *time.Time
-	row, found, err := lk.Get(ctx, pool, opts.Key)
-	if err == nil && found && row.Token == done.lease.Token {
+	if row, found, err := lk.Get(ctx, pool, opts.Key); err == nil && found && row.Token == done.lease.Token {
 		delayUntil = row.DelayUntil
 	}
-	holder := err == nil && found && row.Mode != locker.ModeExclusive && done.lease.Owner != lockdb.GroupOwner
-	return printForced(env, opts.JSON, done, holder, delayUntil)
+	return printForced(env, opts.JSON, done, delayUntil)
 }
 
 // check validates what the flag types cannot, before connecting.

@@ -14,11 +14,14 @@ import (
 )
 
 // forced is what expire or force-release did: the lease it ended (for every
-// holder of a shared or semaphore key, the group's row, owner "*") and how
-// many holders' leases it ended then (0 otherwise).
+// holder of a shared or semaphore key, the group's row, owner "*"), how
+// many holders' leases it ended then (holders), or, when the lease was one
+// holder's (holder), how many other holders still hold the key (others).
 type forced struct {
 	lease   locker.Lease
 	holders int
+	holder  bool
+	others  int
 }
 
 // countForcedSQL counts the events of kind on key that this transaction
@@ -29,10 +32,21 @@ const countForcedSQL = `
 SELECT count(*) FROM distributed_lock_event e
 WHERE e.lock_key = $1 AND e.kind = $2 AND e.xmin = pg_current_xact_id()::xid`
 
+// holderSlotSQL says whether token is the lease of one of key's holder
+// slots, and how many of the slots hold a lease now. Read in the force's
+// transaction, which keeps the slot it ended locked, so the slot still has
+// that token.
+const holderSlotSQL = `
+SELECT coalesce(bool_or(h.fence_token = $2), false),
+       count(*) FILTER (WHERE h.released_at IS NULL AND h.expires_at > clock_timestamp())
+FROM distributed_lock_holder h WHERE h.lock_key = $1`
+
 // forceCounted runs act on key's token in a transaction of its own, so
-// that when it ends every holder of a group it can say how many: it counts
-// the events the action recorded, before they commit. Counting the holders
-// before the action would not do: others may join in between.
+// that it can say what the action ended before it commits: when it ended
+// every holder of a group, how many (the events the action recorded:
+// counting the holders before the action would not do, as others may join
+// in between); when it ended one holder's lease, how many others hold the
+// key.
 func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key string, token int64, act forceAction) (forced, error) {
 	var done forced
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -42,7 +56,7 @@ func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, ke
 		}
 		done.lease = lease
 		if lease.Owner != lockdb.GroupOwner {
-			return nil
+			return tx.QueryRow(ctx, holderSlotSQL, key, lease.Token).Scan(&done.holder, &done.others)
 		}
 		kind := lockdb.EventForceReleased
 		if lease.Outcome == locker.Expired {
@@ -54,9 +68,9 @@ func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, ke
 }
 
 // printForced reports what expire or force-release did: printLeaseDelayed's
-// line for a lease held alone; for one holder's lease (holder), that the
-// key's other holders keep theirs; for every holder's, how many it ended.
-func printForced(env Env, asJSON bool, done forced, holder bool, delayUntil *time.Time) int {
+// line for a lease held alone; for one holder's lease, how many other
+// holders keep theirs; for every holder's, how many it ended.
+func printForced(env Env, asJSON bool, done forced, delayUntil *time.Time) int {
 	l := done.lease
 	if asJSON {
 		r := leaseResult(l)
@@ -72,8 +86,11 @@ func printForced(env Env, asJSON bool, done forced, holder bool, delayUntil *tim
 	case l.Owner == lockdb.GroupOwner:
 		fmt.Fprintf(env.Stdout, "%s %s of %s (group token %d, by %s)\n",
 			verb, plural(done.holders, "holder", "holders"), key, l.Token, actor)
-	case holder:
-		fmt.Fprintf(env.Stdout, "%s %s token=%d owner=%s (by %s; one of its holders: the others keep their leases)\n",
+	case done.holder && done.others > 0:
+		fmt.Fprintf(env.Stdout, "%s %s token=%d owner=%s (by %s; one of its holders: %s keep theirs)\n",
+			verb, key, l.Token, textsafe.Escape(l.Owner), actor, plural(done.others, "other", "others"))
+	case done.holder:
+		fmt.Fprintf(env.Stdout, "%s %s token=%d owner=%s (by %s; the key's last holder)\n",
 			verb, key, l.Token, textsafe.Escape(l.Owner), actor)
 	default:
 		return printLeaseDelayed(env, false, l, env.Actor, delayUntil)

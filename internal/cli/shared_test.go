@@ -272,7 +272,7 @@ func TestForceHolders(t *testing.T) {
 	d.json(0, "acquire", "reports", "--shared", "--owner", "c", "--ttl", "1m")
 
 	r := d.expect(0, "expire", "reports", "--token", tokenArg(a.Token), "--actor", "ops")
-	want := "expired reports token=" + tokenArg(a.Token) + " owner=a (by ops; one of its holders: the others keep their leases)\n"
+	want := "expired reports token=" + tokenArg(a.Token) + " owner=a (by ops; one of its holders: 2 others keep theirs)\n"
 	if r.stdout != want {
 		t.Fatalf("expire of one holder printed %q; want %q", r.stdout, want)
 	}
@@ -307,6 +307,37 @@ func TestForceHolders(t *testing.T) {
 		t.Fatalf("expire of every holder --json = %+v; want expired, owner *, holders_ended 2", all)
 	}
 	d.expect(0, "acquire", "reports", "--owner", "w")
+
+	// The last holder, by its token: the key is free after it.
+	last := d.json(0, "acquire", "solo", "--shared", "--owner", "z")
+	r = d.expect(0, "force-release", "solo", "--token", tokenArg(last.Token), "--actor", "ops")
+	if want := "force-released solo token=" + tokenArg(last.Token) + " owner=z (by ops; the key's last holder)\n"; r.stdout != want {
+		t.Fatalf("force-release of the last holder printed %q; want %q", r.stdout, want)
+	}
+	d.expect(0, "acquire", "solo", "--owner", "w")
+}
+
+// run --shared stops its command when its lease is lost, as run of a key
+// held alone does, naming who ended it.
+func TestRunSharedLosesItsLease(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	dir := t.TempDir()
+	p := d.start(append([]string{"run", "reports", "--shared", "--owner", "runner", "--ttl", "3s", "--grace", "20s", "--"},
+		script(dir, `trap 'exit 9' TERM; echo "$LOCKCTL_TOKEN" > $DIR/token; mv $DIR/token $DIR/started; while :; do sleep 0.1; done`)...)...)
+	p.waitForFile(filepath.Join(dir, "started"))
+	d.json(0, "acquire", "reports", "--shared", "--owner", "other", "--ttl", "1m")
+	token := strings.TrimSpace(readFile(t, filepath.Join(dir, "started")))
+	d.expect(0, "expire", "reports", "--token", token, "--actor", "ops")
+
+	r := p.wait()
+	if r.code != 4 || !strings.Contains(r.stderr, "lost the lease on reports (token "+token+")") || !strings.Contains(r.stderr, "force-expired by ops") {
+		t.Fatalf("%s\nwant exit 4, the lease loss explained", r)
+	}
+	rows := lsJSON(t, d)
+	if len(rows[0].Holders) != 1 || rows[0].Holders[0].Owner != "other" {
+		t.Fatalf("after run lost its lease: holders %+v; want other's alone", rows[0].Holders)
+	}
 }
 
 // A shared or semaphore key's --owner completes to its holders, --token to
