@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -24,29 +25,10 @@ type forced struct {
 	others  int
 }
 
-// countForcedSQL counts the events of kind on key that this transaction
-// recorded: one per holder's lease a force on the group's token ended
-// (distributed_lock_force_holders, 11_shared.sql). A row's xmin is the
-// transaction that wrote it.
-const countForcedSQL = `
-SELECT count(*) FROM distributed_lock_event e
-WHERE e.lock_key = $1 AND e.kind = $2 AND e.xmin = pg_current_xact_id()::xid`
-
-// holderSlotSQL says whether token is the lease of one of key's holder
-// slots, and how many of the slots hold a lease now. Read in the force's
-// transaction, which keeps the slot it ended locked, so the slot still has
-// that token.
-const holderSlotSQL = `
-SELECT coalesce(bool_or(h.fence_token = $2), false),
-       count(*) FILTER (WHERE h.released_at IS NULL AND h.expires_at > clock_timestamp())
-FROM distributed_lock_holder h WHERE h.lock_key = $1`
-
 // forceCounted runs act on key's token in a transaction of its own, so
-// that it can say what the action ended before it commits: when it ended
-// every holder of a group, how many (the events the action recorded:
-// counting the holders before the action would not do, as others may join
-// in between); when it ended one holder's lease, how many others hold the
-// key.
+// that it can say what the action ended before it commits
+// (lockview.ReadForcedHolders): when it ended every holder of a group, how
+// many; when it ended one holder's lease, how many others hold the key.
 func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key string, token int64, act forceAction) (forced, error) {
 	var done forced
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -54,15 +36,16 @@ func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, ke
 		if err != nil {
 			return err
 		}
-		done.lease = lease
-		if lease.Owner != lockdb.GroupOwner {
-			return tx.QueryRow(ctx, holderSlotSQL, key, lease.Token).Scan(&done.holder, &done.others)
-		}
 		kind := lockdb.EventForceReleased
 		if lease.Outcome == locker.Expired {
 			kind = lockdb.EventForceExpired
 		}
-		return tx.QueryRow(ctx, countForcedSQL, key, kind).Scan(&done.holders)
+		f, err := lockview.ReadForcedHolders(ctx, tx, key, lease.Token, kind)
+		done = forced{lease: lease, holder: f.Holder, others: f.Running}
+		if lease.Owner == lockdb.GroupOwner {
+			done.holder, done.holders = false, f.Ended
+		}
+		return err
 	})
 	return done, err
 }
