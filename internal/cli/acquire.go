@@ -56,8 +56,8 @@ type AcquireOptions struct {
 
 // Acquire takes opts.Key for opts.Owner, or renews it when that owner
 // already holds it (same token); several opts.Keys all or none; with
-// Shared or Permits, as one of its holders. With Wait it waits for the
-// holder to release or expire, woken by NOTIFY (a holder's wait polls). Exit 3
+// Shared or Permits, as one of its holders. With Wait it waits in the
+// key's queue for the holder to release or expire, woken by NOTIFY. Exit 3
 // when another owner holds it (after Wait, if given), 5 when the wait
 // would close a cycle of waits. A signal while waiting exits 128+signal (130 for
 // SIGINT, 143 for SIGTERM), as a shell reports a process the signal ended.
@@ -97,13 +97,10 @@ func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, i
 	}
 	var lease locker.Lease
 	var err error
-	switch {
-	case opts.Wait == 0:
+	if opts.Wait == 0 {
 		lease, err = opts.tryTake(ctx, lk, pool)
-	case opts.holder():
-		lease, err = waitForHolderLease(ctx, env, pool, lk, opts)
-	default:
-		lease, err = waitForLease(ctx, env, pool, cfg, opts.Key, opts.Owner, opts.Wait)
+	} else {
+		lease, err = waitForLease(ctx, env, pool, cfg, opts)
 	}
 	if err != nil {
 		code := reportNotAcquired(ctx, env, lk, pool, opts, err)

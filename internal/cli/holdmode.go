@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/locker"
@@ -59,17 +58,14 @@ func (o AcquireOptions) tryTake(ctx context.Context, lk *locker.Locker, db locke
 	return lk.TryAcquire(ctx, db, o.Key, o.Owner)
 }
 
-// waitForHolderLease is waitForLease for a shared lease or a permit: it
-// tries again until granted or opts.Wait runs out (a *GaveUpError). It is
-// not queued (locker.AcquireShared polls), so it needs no Notifier, and a
-// holder's lease is never handed over, so it needs no claim.
-func waitForHolderLease(ctx context.Context, env Env, pool *pgxpool.Pool, lk *locker.Locker, opts AcquireOptions) (locker.Lease, error) {
-	wctx, cancel := context.WithTimeout(ctx, opts.Wait)
-	defer cancel()
-	stopProgress := showWaitProgress(wctx, env, lk, pool, opts.Key, opts.Wait)
-	defer stopProgress()
-	if opts.Shared {
-		return lk.AcquireShared(wctx, pool, opts.Key, opts.Owner)
+// waitTake waits in opts.Key's queue, in opts' mode, until granted or
+// ctx ends: the one queue of the key, whatever the mode of each waiter.
+func (o AcquireOptions) waitTake(ctx context.Context, lk *locker.Locker, db locker.DBTX) (locker.Lease, error) {
+	switch {
+	case o.Shared:
+		return lk.AcquireShared(ctx, db, o.Key, o.Owner)
+	case o.Permits > 0:
+		return lk.AcquirePermit(ctx, db, o.Key, o.Owner, o.Permits)
 	}
-	return lk.AcquirePermit(wctx, pool, opts.Key, opts.Owner, opts.Permits)
+	return lk.Acquire(ctx, db, o.Key, o.Owner)
 }

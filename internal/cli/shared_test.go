@@ -1,6 +1,7 @@
 package cli_test
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // A semaphore of 2 permits: two owners hold it, a third is refused (exit
@@ -97,22 +101,38 @@ func TestAcquireShared(t *testing.T) {
 	}
 }
 
-// A permit's wait polls: it is granted once a permit is released, and a
-// wait that runs out is a held refusal.
+// A permit's wait queues as a wait for the key alone does: it is woken by
+// the release of a permit (not at its next recheck) and claims the lease
+// for its TTL before it exits; a wait that runs out is a held refusal.
 func TestAcquirePermitWait(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
+	pool := testdb.Pool(t, d.dsn)
 	a := d.json(0, "acquire", "one", "--permits", "1", "--owner", "a", "--ttl", "1m")
 	r := d.expect(3, "acquire", "one", "--permits", "1", "--owner", "b", "--wait", "200ms")
 	if !strings.Contains(r.stderr, "gave up after waiting 200ms") || !strings.Contains(r.stderr, "one is held as a semaphore of 1 permit by 1 holder") {
 		t.Fatalf("a permit's wait that ran out: %s", r)
 	}
-	p := d.start("acquire", "one", "--permits", "1", "--owner", "b", "--wait", "30s", "--json")
+
+	p := d.start("acquire", "one", "--permits", "1", "--owner", "b", "--wait", "30s", "--ttl", "1m", "--json")
+	p.until("b queued for a permit", func() bool {
+		ws, err := lockview.Waiters(context.Background(), pool, "one")
+		return err == nil && len(ws) == 1 && ws[0].Owner == "b"
+	})
 	d.json(0, "release", "one", "--owner", "a", "--token", tokenArg(a.Token))
-	var got jsonResult
-	decode(t, p.wait(), &got)
-	if got.Outcome != "acquired" || got.Owner != "b" || got.Mode != "semaphore" || got.Token <= a.Token {
-		t.Fatalf("a permit's wait = %+v; want granted to b once a released", got)
+	released := time.Now()
+	got := p.wait()
+	if waited := time.Since(released); waited > 3*time.Second {
+		t.Fatalf("the waiter took %s after the release; want it woken, not left to its recheck", waited)
+	}
+	var lease jsonResult
+	decode(t, got, &lease)
+	if lease.Owner != "b" || lease.Mode != "semaphore" || lease.Permits != 1 || lease.Token <= a.Token {
+		t.Fatalf("a permit's wait = %+v; want granted to b once a released", lease)
+	}
+	rows := lsJSON(t, d)
+	if len(rows[0].Holders) != 1 || rows[0].Holders[0].Owner != "b" || rows[0].Holders[0].RemainingMs < 30000 {
+		t.Fatalf("after the wait: holders %+v; want b's lease claimed for its 1m TTL", rows[0].Holders)
 	}
 }
 

@@ -12,11 +12,12 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// waitForLease runs lk.Acquire for at most wait, with a Notifier (on
+// waitForLease waits in opts.Key's queue (lk.Acquire, or AcquireShared or
+// AcquirePermit: opts.waitTake) for at most opts.Wait, with a Notifier (on
 // --notify-dsn, if given; see StartNotifier) so a release wakes it at once
 // rather than at the next recheck. While it waits, a terminal on Stderr
 // shows one progress line (see showWaitProgress).
-func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, key, owner string, wait time.Duration) (locker.Lease, error) {
+func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, opts AcquireOptions) (locker.Lease, error) {
 	notifier, stopNotifier, err := StartNotifier(ctx, env, pool)
 	if err != nil {
 		return locker.Lease{}, err
@@ -27,11 +28,11 @@ func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.C
 	if err != nil {
 		return locker.Lease{}, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := context.WithTimeout(ctx, opts.Wait)
 	defer cancel()
-	stopProgress := showWaitProgress(wctx, env, lk, pool, key, wait)
+	stopProgress := showWaitProgress(wctx, env, lk, pool, opts.Key, opts.Wait)
 	defer stopProgress()
-	lease, err := lk.Acquire(wctx, pool, key, owner)
+	lease, err := opts.waitTake(wctx, lk, pool)
 	if err != nil {
 		return lease, err
 	}
