@@ -252,8 +252,8 @@
 // exclusively. [Locker.TryAcquirePermit] takes one of its permits, 1 to
 // [MaxPermits] ([ErrInvalidPermits] otherwise): a semaphore, held by at
 // most that many owners at once. [Locker.AcquireShared] and
-// [Locker.AcquirePermit] try again until granted or ctx ends (a
-// [*GaveUpError]).
+// [Locker.AcquirePermit] wait in the key's one queue, as [Locker.Acquire]
+// does, until granted or ctx ends (a [*GaveUpError]).
 //
 //	lease, err := lk.TryAcquirePermit(ctx, pool, "licences:builder", owner, 3)
 //	// lease.Mode == ModeSemaphore, lease.Permits == 3, a token of its own
@@ -275,10 +275,9 @@
 // before it, and a holder's is above that of every grant of the key alone
 // before it.
 //
-// Not there yet: a waiting AcquireShared or AcquirePermit polls rather
-// than queueing (a release does not wake it); a [Session] does not bind a
-// holder's lease (keep it with [Locker.Keepalive]); sets
-// ([Locker.TryAcquireAll]) take keys held alone only.
+// Not there yet: a [Session] does not bind a holder's lease (keep it with
+// [Locker.Keepalive]); sets ([Locker.TryAcquireAll]) take keys held alone
+// only.
 //
 // # Deadlocks
 //
