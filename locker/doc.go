@@ -241,7 +241,43 @@
 // Keepalive's Context ends with a [*LeaseLostError]; a session that could
 // not heartbeat within its trust window, or that an operator ended
 // ([Locker.EndSession], `lockctl end-session`), ends every bound Keepalive
-// with [ErrSessionLost]. `lockctl run` holds its keys in one session.
+// with [ErrSessionLost]. `lockctl run` holds its keys in one session (a
+// shared or permit lease with a Keepalive of its own: see below).
+//
+// # Shared leases and semaphores
+//
+// A key may have several holders instead of one owner (a writer's key that
+// readers share, a pool of licences). [Locker.TryAcquireShared] takes it
+// shared: any number of owners hold it at once, while nobody holds it
+// exclusively. [Locker.TryAcquirePermit] takes one of its permits, 1 to
+// [MaxPermits] ([ErrInvalidPermits] otherwise): a semaphore, held by at
+// most that many owners at once. [Locker.AcquireShared] and
+// [Locker.AcquirePermit] wait in the key's one queue, as [Locker.Acquire]
+// does, until granted or ctx ends (a [*GaveUpError]).
+//
+//	lease, err := lk.TryAcquirePermit(ctx, pool, "licences:builder", owner, 3)
+//	// lease.Mode == ModeSemaphore, lease.Permits == 3, a token of its own
+//
+// Each holder has a [Lease] of its own, with its own token and TTL, which
+// [Locker.Renew], [Locker.Keepalive], [Locker.Release] and [Fence] take as
+// they take a lease held alone. While a key has holders its row is their
+// group's: Owner "*", [LockInfo.Mode] and [LockInfo.Permits] say how it is
+// held, and its token is the group's own. [Locker.ForceExpire] and
+// [Locker.ForceRelease] end one holder's lease by its token, or every
+// holder's by the group's token.
+//
+// A refusal is a [*HeldError] (a lease held alone runs, every permit is
+// taken, or waiters are queued for the key: a writer waiting for readers
+// is not overtaken by readers after it) or a [*ConflictError] (the holders
+// hold the key shared against a permit, the other way round, or as a
+// semaphore of other permits); both match [ErrHeld]. Tokens stay ordered
+// across modes: a grant of the key alone has a token above every holder's
+// before it, and a holder's is above that of every grant of the key alone
+// before it.
+//
+// Not there yet: a [Session] does not bind a holder's lease (keep it with
+// [Locker.Keepalive]); sets ([Locker.TryAcquireAll]) take keys held alone
+// only.
 //
 // # Deadlocks
 //

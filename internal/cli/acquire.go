@@ -30,6 +30,7 @@ func AcquireCommand() *cobra.Command {
 	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length")
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
 	LockDelayVar(fs, &o.LockDelay)
+	holdModeVars(fs, &o)
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -47,11 +48,16 @@ type AcquireOptions struct {
 	// LockDelay keeps the key from everyone that long after the lease
 	// ends without a release (locker.Config.LockDelay).
 	LockDelay time.Duration
+	// Shared takes Key shared (TryAcquireShared); Permits > 0 takes one of
+	// Permits permits of it (TryAcquirePermit). Neither: Key alone.
+	Shared  bool
+	Permits int
 }
 
 // Acquire takes opts.Key for opts.Owner, or renews it when that owner
-// already holds it (same token); several opts.Keys all or none. With Wait
-// it waits for the holder to release or expire, woken by NOTIFY. Exit 3
+// already holds it (same token); several opts.Keys all or none; with
+// Shared or Permits, as one of its holders. With Wait it waits in the
+// key's queue for the holder to release or expire, woken by NOTIFY. Exit 3
 // when another owner holds it (after Wait, if given), 5 when the wait
 // would close a cycle of waits. A signal while waiting exits 128+signal (130 for
 // SIGINT, 143 for SIGTERM), as a shell reports a process the signal ended.
@@ -80,7 +86,8 @@ type heldLease struct {
 
 // takeLease is what acquire and run share once their flags are valid: it
 // connects and takes opts.Key for opts.Owner (a new locker.NewOwnerID()
-// when empty), in one attempt or waiting up to opts.Wait. When the key is
+// when empty), alone, shared or as a permit (holdmode.go), in one attempt
+// or waiting up to opts.Wait. When the key is
 // not granted it says why (reportNotAcquired), closes the pool and returns
 // nil with the exit code.
 func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, int) {
@@ -91,9 +98,9 @@ func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, i
 	var lease locker.Lease
 	var err error
 	if opts.Wait == 0 {
-		lease, err = lk.TryAcquire(ctx, pool, opts.Key, opts.Owner)
+		lease, err = opts.tryTake(ctx, lk, pool)
 	} else {
-		lease, err = waitForLease(ctx, env, pool, cfg, opts.Key, opts.Owner, opts.Wait)
+		lease, err = waitForLease(ctx, env, pool, cfg, opts)
 	}
 	if err != nil {
 		code := reportNotAcquired(ctx, env, lk, pool, opts, err)
@@ -126,8 +133,9 @@ func prepareTake(ctx context.Context, env Env, opts AcquireOptions) (AcquireOpti
 
 // reportNotAcquired explains why opts.Key was not granted and returns the
 // exit code: 128+signal when a signal interrupted the wait, ExitHeld with
-// the holder named when it is held (also after waiting the whole of
-// --wait), the error's code otherwise.
+// the holder (or holders) named when it is held (also after waiting the
+// whole of --wait) or its holders hold it in a conflicting mode, the
+// error's code otherwise.
 func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pgxpool.Pool, opts AcquireOptions, err error) int {
 	if ctx.Err() != nil {
 		env.printLine(fmt.Sprintf("%s: interrupted while waiting for %s", env.Prog, textsafe.Escape(opts.Key)))
@@ -139,16 +147,16 @@ func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pg
 	}
 	// Refused, or waited the whole of --wait: one read of the key says who
 	// holds it now, for the message and the JSON fields.
-	var holder *locker.LockInfo
+	var now keyState
 	if waitedOut || errors.Is(err, locker.ErrHeld) {
 		if row, found, gerr := lk.Get(ctx, pool, opts.Key); gerr == nil && found {
-			holder = &row
+			now = readKeyState(ctx, pool, &row)
 			if waitedOut {
 				err = waitedOutRefusal(err, row)
 			}
 		}
 	}
-	if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, holder); ok {
+	if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, now); ok {
 		return code
 	}
 	return env.Fail(err)
@@ -173,5 +181,5 @@ func (o AcquireOptions) check() error {
 	if o.LockDelay < 0 || o.LockDelay > locker.MaxLockDelay {
 		return usagef("invalid --lock-delay %s: must be between 0 and %s", o.LockDelay, formatDuration(locker.MaxLockDelay))
 	}
-	return nil
+	return o.checkHoldMode()
 }

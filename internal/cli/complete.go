@@ -152,19 +152,51 @@ func completeHeldKey(cmd *cobra.Command, args []string, toComplete string) ([]co
 	})
 }
 
-// completeOwner completes --owner with the owner holding the KEY given.
+// completeOwner completes --owner with the owner holding the KEY given, or
+// each holder's of a shared or semaphore key.
 func completeOwner(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return fromKeyRow(cmd, args, func(l locker.LockInfo) string { return l.Owner })
+	return fromKeyLeases(cmd, args, func(l locker.LockInfo, holders []lockview.Holder) []string {
+		if holders == nil {
+			return []string{l.Owner}
+		}
+		var owners []string
+		for _, h := range holders {
+			if !slices.Contains(owners, h.Owner) {
+				owners = append(owners, h.Owner)
+			}
+		}
+		return owners
+	})
 }
 
 // completeToken completes --token with the KEY's current token, as the
-// full number scripts and the JSON output use.
+// full number scripts and the JSON output use. For a shared or semaphore
+// key it offers its holders' tokens (those of --owner, when given), and
+// to a command without --owner (expire, force-release) first the group's
+// own, which acts on every holder.
 func completeToken(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return fromKeyRow(cmd, args, func(l locker.LockInfo) string { return strconv.FormatInt(l.Token, 10) })
+	ownerFlag := cmd.Flags().Lookup("owner")
+	return fromKeyLeases(cmd, args, func(l locker.LockInfo, holders []lockview.Holder) []string {
+		if holders == nil {
+			return []string{strconv.FormatInt(l.Token, 10)}
+		}
+		var tokens []string
+		if ownerFlag == nil {
+			tokens = append(tokens, strconv.FormatInt(l.Token, 10))
+		}
+		for _, h := range holders {
+			if ownerFlag == nil || !ownerFlag.Changed || h.Owner == ownerFlag.Value.String() {
+				tokens = append(tokens, strconv.FormatInt(h.Token, 10))
+			}
+		}
+		return tokens
+	})
 }
 
-// fromKeyRow offers pick of the lease on args[0], if the key is held.
-func fromKeyRow(cmd *cobra.Command, args []string, pick func(locker.LockInfo) string) ([]cobra.Completion, cobra.ShellCompDirective) {
+// fromKeyLeases offers pick of the lease on args[0], if the key is held:
+// its row, and when that is a running shared or semaphore group's, its
+// holders' leases (non-nil; nil for a key held alone).
+func fromKeyLeases(cmd *cobra.Command, args []string, pick func(locker.LockInfo, []lockview.Holder) []string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
@@ -174,7 +206,14 @@ func fromKeyRow(cmd *cobra.Command, args []string, pick func(locker.LockInfo) st
 			l.State() == locker.StateDelayed {
 			return nil, err
 		}
-		return []string{pick(l)}, nil
+		if !isGroup(l) {
+			return pick(l, nil), nil
+		}
+		holders, err := lockview.HoldersOf(ctx, pool, []string{l.Key})
+		if err != nil {
+			return nil, err
+		}
+		return pick(l, append([]lockview.Holder{}, holders[l.Key]...)), nil
 	})
 }
 

@@ -14,14 +14,14 @@ func ExpireCommand() *cobra.Command {
 	var o ExpireOptions
 	cmd := &cobra.Command{
 		Use:        "expire KEY",
-		Short:      "force-expire KEY's lease as an operator; only if --token (default: the current one) is still current (exit 4 otherwise)",
+		Short:      "force-expire KEY's lease as an operator; only if --token (default: the current one; a shared or semaphore key's: every holder's) is still current (exit 4 otherwise)",
 		SuggestFor: []string{"steal", "kill"},
 		RunE: RunE(func(ctx context.Context, env Env, args []string) int {
 			o.Key = args[0]
 			return Expire(ctx, env, o)
 		}),
 	}
-	TokenVar(cmd.Flags(), &o.Token, "token", "token to expire (default: the key's current token)")
+	TokenVar(cmd.Flags(), &o.Token, "token", "token to expire: one holder's of a shared or semaphore key (default: the key's current token; a group's ends every holder)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	completeLease(cmd)
 	return cmd
@@ -38,7 +38,10 @@ type ExpireOptions struct {
 // the next acquirer takes the key over with a new token, and the holder's
 // renewals and fenced writes fail. It is fenced by token: only the token
 // given (or, without --token, the one just read) is expired, so a lock that
-// changed hands meanwhile is left alone and the exit code is 4.
+// changed hands meanwhile is left alone and the exit code is 4. On a
+// shared or semaphore key a holder's token expires that holder's lease
+// alone, and the group's token (the key row's, which it reads without
+// --token) every holder's.
 func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
 	return force(ctx, env, opts, (*locker.Locker).ForceExpire)
 }
@@ -68,24 +71,24 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 		}
 		if !found {
 			err := &locker.NotHeldError{Key: opts.Key}
-			code, _ := printRefusal(env, opts.JSON, "", err, nil)
+			code, _ := printRefusal(env, opts.JSON, "", err, keyState{})
 			return code
 		}
 		token = row.Token
 	}
-	lease, err := act(lk, ctx, pool, opts.Key, token)
+	done, err := forceCounted(ctx, lk, pool, opts.Key, token, act)
 	if err != nil {
-		if code, ok := printRefusal(env, opts.JSON, "", err, nil); ok {
+		if code, ok := printRefusal(env, opts.JSON, "", err, keyState{}); ok {
 			return code
 		}
 		return env.Fail(err)
 	}
 	// The action may have started the lease's lock-delay: say until when.
 	var delayUntil *time.Time
-	if row, found, err := lk.Get(ctx, pool, opts.Key); err == nil && found && row.Token == lease.Token {
+	if row, found, err := lk.Get(ctx, pool, opts.Key); err == nil && found && row.Token == done.lease.Token {
 		delayUntil = row.DelayUntil
 	}
-	return printLeaseDelayed(env, opts.JSON, lease, env.Actor, delayUntil)
+	return printForced(env, opts.JSON, done, delayUntil)
 }
 
 // check validates what the flag types cannot, before connecting.

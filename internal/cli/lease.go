@@ -58,7 +58,7 @@ func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
 	defer pool.Close()
 	lease, err := op(lk, pool, locker.LeaseOf(opts.Key, opts.Owner, opts.Token))
 	if err != nil {
-		if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, nil); ok {
+		if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, keyState{}); ok {
 			return code
 		}
 		return env.Fail(err)

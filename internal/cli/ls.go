@@ -5,9 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -55,45 +53,13 @@ type LsOptions struct {
 // MinWatchInterval keeps `ls --watch` from hammering the database.
 const MinWatchInterval = 100 * time.Millisecond
 
-// lockRow is one element of `ls --json`.
-type lockRow struct {
-	Key           string         `json:"key"`
-	Owner         string         `json:"owner"` // holder, or last holder when free
-	Token         int64          `json:"token"`
-	ExpiresAt     time.Time      `json:"expires_at"`
-	TTLMs         int64          `json:"ttl_ms"`
-	State         locker.State   `json:"state"`
-	RemainingMs   int64          `json:"remaining_ms"` // negative: expired that long ago
-	HeldForMs     int64          `json:"held_for_ms"`  // since the current grant
-	AcquiredAt    time.Time      `json:"acquired_at"`
-	RenewedAt     *time.Time     `json:"renewed_at"`
-	RenewCount    int32          `json:"renew_count"`
-	ReleasedAt    *time.Time     `json:"released_at"`
-	GrantKind     string         `json:"grant_kind"`
-	PreviousOwner *string        `json:"previous_owner"`
-	PreviousToken *int64         `json:"previous_token"`
-	Metadata      map[string]any `json:"metadata"`
-	// DelayUntil is set while the key is in its lock-delay (state
-	// delayed): nobody is granted it before then.
-	DelayUntil *time.Time `json:"delay_until,omitempty"`
-}
-
-func toLockRow(l lockview.Lock) lockRow {
-	return lockRow{
-		Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
-		TTLMs: l.TTL.Milliseconds(), State: l.State(), RemainingMs: l.Remaining.Milliseconds(),
-		HeldForMs: l.HeldFor.Milliseconds(), AcquiredAt: utc(l.AcquiredAt), RenewedAt: utcPtr(l.RenewedAt),
-		RenewCount: l.RenewCount, ReleasedAt: utcPtr(l.ReleasedAt), GrantKind: l.GrantKind,
-		PreviousOwner: l.PreviousOwner, PreviousToken: l.PreviousToken, Metadata: l.Metadata,
-		DelayUntil: utcPtr(l.DelayUntil),
-	}
-}
-
 // Ls lists the locks whose key starts with opts.Prefix and whose state is
 // one of opts.States, ordered by key: an aligned table, or with --json one
 // JSON array. Both filters run in the database, and rows are printed as
-// they arrive, so a listing's memory does not grow with the table (the
-// table's column widths are the one thing held until its end). Remaining
+// they arrive (but for a batch held back while the holders of the shared
+// and semaphore keys in it are read: lockPrinter), so a listing's memory
+// does not grow with the table (the table's column widths are the one
+// thing held until its end). Remaining
 // times come from the database's clock. With Watch it lists again every
 // Interval until a signal ends it (exit 0), redrawing the screen on a
 // terminal; a failed read is reported and retried.
@@ -148,7 +114,9 @@ func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions)
 		return listReferenceLocks(ctx, env, pool, opts)
 	}
 	out := bufio.NewWriterSize(env.Stdout, 64<<10)
-	printer := newLockPrinter(out, opts.JSON)
+	printer := newLockPrinter(out, opts.JSON, func(keys []string) (map[string][]lockview.Holder, error) {
+		return lockview.HoldersOf(ctx, pool, keys)
+	})
 	f := lockview.LockFilter{Prefix: opts.Prefix}
 	for _, s := range opts.States {
 		f.States = append(f.States, locker.State(s))
@@ -232,51 +200,4 @@ func watchTitle(opts LsOptions) string {
 		parts = append(parts, "--state "+strings.Join(opts.States, ","))
 	}
 	return strings.Join(parts, " ")
-}
-
-// lockPrinter prints lock rows as ls does, one at a time: an aligned
-// table, or one JSON array.
-type lockPrinter struct {
-	table *tableWriter
-	json  *jsonArray
-}
-
-func newLockPrinter(w io.Writer, asJSON bool) *lockPrinter {
-	if asJSON {
-		return &lockPrinter{json: newJSONArray(w)}
-	}
-	return &lockPrinter{table: newTableWriter(w, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING", "HELD-FOR"})}
-}
-
-func (p *lockPrinter) add(l lockview.Lock) error {
-	if p.json != nil {
-		return wrapOutput(p.json.add(toLockRow(l)))
-	}
-	remaining, heldFor := "-", "-"
-	switch l.State() {
-	case locker.StateHeld, locker.StateExpiring:
-		remaining, heldFor = formatDuration(l.Remaining), formatDuration(l.HeldFor)
-	case locker.StateExpired:
-		heldFor = formatDuration(l.HeldFor)
-	case locker.StateDelayed:
-		// What is left is the lock-delay's, not a lease's.
-		remaining = "delay " + formatDuration(l.DelayUntil.Sub(l.DBNow))
-	}
-	return wrapOutput(p.table.add([]string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),
-		strconv.FormatInt(l.Token, 10), string(l.State()), remaining, heldFor}))
-}
-
-// close finishes the listing: the array's closing bracket, or the table.
-func (p *lockPrinter) close() error {
-	if p.json != nil {
-		return wrapOutput(p.json.close())
-	}
-	return wrapOutput(p.table.close())
-}
-
-func wrapOutput(err error) error {
-	if err != nil {
-		return outputError{err}
-	}
-	return nil
 }

@@ -29,6 +29,9 @@ type lsRow struct {
 	PreviousToken *int64         `json:"previous_token"`
 	Metadata      map[string]any `json:"metadata"`
 	DelayUntil    *time.Time     `json:"delay_until"`
+	Mode          string         `json:"mode"`
+	Permits       int            `json:"permits"`
+	Holders       []holderJSON   `json:"holders"`
 }
 
 func lsJSON(t *testing.T, d db) []lsRow {
@@ -79,6 +82,9 @@ func TestLsJSON(t *testing.T) {
 		}
 		if r.ExpiresAt.Location() != time.UTC || r.Metadata == nil || r.GrantKind != "acquired" {
 			t.Errorf("row %d = %+v; want UTC times, metadata, grant kind", i, r)
+		}
+		if r.Mode != "exclusive" || r.Permits != 0 || r.Holders != nil {
+			t.Errorf("row %d = %+v; want mode exclusive, without permits or holders", i, r)
 		}
 	}
 	if rows[0].RemainingMs <= 0 || rows[0].RemainingMs > 60000 || rows[0].TTLMs != 60000 {

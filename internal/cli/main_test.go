@@ -157,6 +157,10 @@ type jsonResult struct {
 	RequestedOwner string  `json:"requested_owner"`
 	RequestedToken int64   `json:"requested_token"`
 	Detail         string  `json:"detail"`
+	// shared and semaphore keys
+	Mode         string `json:"mode"`
+	Permits      int    `json:"permits"`
+	HoldersEnded int    `json:"holders_ended"`
 
 	// acquire's refusal (exit 3)
 	Error       string       `json:"error"`

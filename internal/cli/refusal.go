@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
@@ -12,11 +13,13 @@ import (
 
 // refusalResult is acquire's --json object on exit 3: the result of the
 // refusal (the key's row) and why the key could not be had. Error is held
-// (another owner's running lease), queued (free or lapsed, but kept for the
-// waiters queued for it) or delayed (in its lock-delay until delay_until).
-// Position is the caller's own place in the queue when it waited (--wait)
-// and gave up. Holders is an array because a shared lease may have
-// several; it is empty when nobody holds the key.
+// (another owner's running lease, or every permit taken), queued (free or
+// lapsed, or held by holders, but kept for the waiters queued for it),
+// delayed (in its lock-delay until delay_until) or conflict (its holders
+// hold it in another mode, or as a semaphore of other permits). Position
+// is the caller's own place in the queue when it waited (--wait) and gave
+// up. Holders is an array because a shared or semaphore key has several;
+// it is empty when nobody holds the key.
 type refusalResult struct {
 	result
 	Error       string       `json:"error"`
@@ -35,9 +38,10 @@ type holderJSON struct {
 }
 
 // refusalOf says why held refused the caller: err's place in the queue
-// (a wait that ran out) and held's holder, queue and lock-delay.
-func refusalOf(requestedOwner string, held *locker.HeldError, row *locker.LockInfo) refusalResult {
-	r := refusalResult{result: heldResult(requestedOwner, held, row), Error: lockdb.OutcomeHeld,
+// (a wait that ran out) and held's holder (the key's holders, when its
+// group holds it), queue and lock-delay.
+func refusalOf(requestedOwner string, held *locker.HeldError, now keyState) refusalResult {
+	r := refusalResult{result: heldResult(requestedOwner, held, now.row), Error: lockdb.OutcomeHeld,
 		Holders: []holderJSON{}, QueueLength: held.QueueLength}
 	switch {
 	case held.DelayUntil != nil:
@@ -51,6 +55,15 @@ func refusalOf(requestedOwner string, held *locker.HeldError, row *locker.LockIn
 		r.Position = &held.Position
 	}
 	r.Outcome = r.Error
+	if g := now.group; g != nil {
+		r.Mode, r.Permits, r.Holders = g.mode, g.permits, holdersJSON(g.holders)
+		for _, h := range g.holders {
+			if h.Token == r.Token { // the permit that ends first, which the refusal names
+				r.TTLMs = h.TTL.Milliseconds()
+			}
+		}
+		return r
+	}
 	if held.Remaining > 0 && held.DelayUntil == nil {
 		r.Holders = append(r.Holders, holderJSON{Owner: held.Owner, Token: held.Token,
 			ExpiresAt: utc(held.ExpiresAt), RemainingMs: held.Remaining.Milliseconds()})
@@ -59,8 +72,12 @@ func refusalOf(requestedOwner string, held *locker.HeldError, row *locker.LockIn
 }
 
 // refusalLine is the text of a held refusal: who holds the key and for how
-// long, or the lock-delay that keeps it, then the queue.
-func refusalLine(prog string, held *locker.HeldError) string {
+// long (its holders, when g, its group, holds it), or the lock-delay that
+// keeps it, then the queue.
+func refusalLine(prog string, held *locker.HeldError, g *keyGroup) string {
+	if g != nil {
+		return groupRefusalLine(prog, held, g)
+	}
 	key, owner := textsafe.Escape(held.Key), textsafe.Escape(held.Owner)
 	var line string
 	switch {
@@ -73,13 +90,38 @@ func refusalLine(prog string, held *locker.HeldError) string {
 		line = fmt.Sprintf("%s: %s is held by %s (token %d) for another %s",
 			prog, key, owner, held.Token, formatDuration(held.Remaining))
 	}
+	return line + queueText(held)
+}
+
+// queueText ends a refusal's line with the queue: where the caller stood
+// in it, or how many wait.
+func queueText(held *locker.HeldError) string {
 	switch {
 	case held.Position > 0:
-		line += fmt.Sprintf("; queued %d of %d", held.Position, held.QueueLength)
+		return fmt.Sprintf("; queued %d of %d", held.Position, held.QueueLength)
 	case held.QueueLength > 0:
-		line += fmt.Sprintf("; %d queued", held.QueueLength)
+		return fmt.Sprintf("; %d queued", held.QueueLength)
 	}
-	return line
+	return ""
+}
+
+// conflictOf is the --json object of a conflict: the key's row, its
+// holders, and what was asked (detail: the error's message).
+func conflictOf(requestedOwner string, c *locker.ConflictError, now keyState) refusalResult {
+	r := refusalResult{result: rowResult(lockdb.OutcomeConflict, c.Key, now.row), Error: lockdb.OutcomeConflict,
+		Holders: []holderJSON{}}
+	r.Mode, r.Permits = c.Mode, c.Permits
+	r.RequestedOwner, r.Detail = requestedOwner, conflictText(c)
+	if now.group != nil {
+		r.Holders = holdersJSON(now.group.holders)
+	}
+	return r
+}
+
+// conflictText is a conflict's message without the package's prefix: how
+// the key is held, and how it was asked for.
+func conflictText(c *locker.ConflictError) string {
+	return strings.TrimPrefix(c.Error(), "locker: ")
 }
 
 // waitedOutRefusal is the held refusal of a wait that ran out: the key's

@@ -30,6 +30,14 @@ type result struct {
 	// DelayUntil: a force action started the lease's lock-delay, which
 	// ends then.
 	DelayUntil *time.Time `json:"delay_until,omitempty"`
+	// Mode and Permits: the key is held shared or as a semaphore (of
+	// Permits) by holders, each with a lease of its own; unset for a key
+	// held alone.
+	Mode    string `json:"mode,omitempty"`
+	Permits int    `json:"permits,omitempty"`
+	// HoldersEnded: how many holders' leases a force action on the
+	// group's token ended.
+	HoldersEnded int `json:"holders_ended,omitempty"`
 
 	RequestedOwner string `json:"requested_owner,omitempty"`
 	RequestedToken int64  `json:"requested_token,omitempty"`
@@ -41,6 +49,9 @@ func leaseResult(l locker.Lease) result {
 	exp := utc(l.ExpiresAt)
 	r := result{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: &exp,
 		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(locker.StateHeld)}
+	if l.Mode == locker.ModeShared || l.Mode == locker.ModeSemaphore {
+		r.Mode, r.Permits = l.Mode, l.Permits
+	}
 	switch l.Outcome {
 	case locker.Released, locker.ForceReleased:
 		r.State = string(locker.StateFree)
@@ -96,6 +107,12 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 	switch l.Outcome {
 	case locker.Acquired, locker.Stolen, locker.Renewed:
 		line = fmt.Sprintf("%s %s token=%d owner=%s expires in %s", l.Outcome, key, l.Token, owner, formatDuration(l.TTL))
+		switch {
+		case l.Mode == locker.ModeShared:
+			line += " (shared)"
+		case l.Mode == locker.ModeSemaphore:
+			line += fmt.Sprintf(" (one of %s)", plural(l.Permits, "permit", "permits"))
+		}
 		if l.Outcome == locker.Stolen {
 			line += " (taken over from an expired lease)"
 		}
@@ -116,15 +133,23 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 	return ExitOK
 }
 
-// printRefusal reports err when it is a held or not-held refusal or a
-// deadlock and returns its exit code; ok is false for any other error. In text mode the
+// printRefusal reports err when it is a held, conflict or not-held
+// refusal or a deadlock and returns its exit code; ok is false for any
+// other error. In text mode the
 // explanation goes to Stderr; with --json the result goes to Stdout.
-// holder, if not nil, is the key's row read after a held refusal.
-func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder *locker.LockInfo) (code int, ok bool) {
+// now is the key as read after a held or conflict refusal (zero: not read).
+func printRefusal(env Env, asJSON bool, requestedOwner string, err error, now keyState) (code int, ok bool) {
 	var held *locker.HeldError
+	var conflict *locker.ConflictError
 	var notHeld *locker.NotHeldError
 	var dead *locker.DeadlockError
 	switch {
+	case errors.As(err, &conflict):
+		if asJSON {
+			return env.emitCode(conflictOf(requestedOwner, conflict, now), ExitHeld), true
+		}
+		env.printLine(env.Prog + ": " + textsafe.Escape(conflictText(conflict)))
+		return ExitHeld, true
 	case errors.As(err, &dead):
 		if asJSON {
 			return env.emitCode(deadlockOf(dead), ExitDeadlock), true
@@ -133,9 +158,9 @@ func printRefusal(env Env, asJSON bool, requestedOwner string, err error, holder
 		return ExitDeadlock, true
 	case errors.As(err, &held):
 		if asJSON {
-			return env.emitCode(refusalOf(requestedOwner, held, holder), ExitHeld), true
+			return env.emitCode(refusalOf(requestedOwner, held, now), ExitHeld), true
 		}
-		env.printLine(refusalLine(env.Prog, held))
+		env.printLine(refusalLine(env.Prog, held, now.group))
 		return ExitHeld, true
 	case errors.As(err, &notHeld):
 		why := notHeldReason(notHeld)
@@ -157,6 +182,12 @@ func notHeldReason(e *locker.NotHeldError) string {
 	switch {
 	case c == nil:
 		return "the key has no lock row"
+	case c.Mode != "" && c.Mode != locker.ModeExclusive && c.Token != e.Token:
+		// The row is a group's: the token named none of its holders' leases.
+		if c.ReleasedAt == nil {
+			return fmt.Sprintf("it is none of the running leases of the key's holders (it is held %s)", heldAs(c.Mode, int(c.Permits)))
+		}
+		return "it is not a running lease: the key's holders have all ended"
 	case c.Token != e.Token:
 		return fmt.Sprintf("now token %d of %s (%s)", c.Token, textsafe.Escape(c.Owner), c.State())
 	case c.ReleasedAt != nil:

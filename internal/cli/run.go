@@ -45,13 +45,14 @@ func RunCommand() *cobra.Command {
 	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length; renewed every third of it while CMD runs")
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
 	LockDelayVar(fs, &o.LockDelay)
+	holdModeVars(fs, &o.AcquireOptions)
 	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
 	return cmd
 }
 
 // RunOptions are run's flags and arguments.
 type RunOptions struct {
-	AcquireOptions               // Key, Owner, TTL, Wait, LockDelay (JSON is unused)
+	AcquireOptions               // Key, Owner, TTL, Wait, LockDelay, Shared, Permits (JSON is unused)
 	Grace          time.Duration // after SIGTERM on a lost lease, how long before SIGKILL
 	Command        []string      // the command and its arguments, after "--"
 }
@@ -62,7 +63,8 @@ const releaseTimeout = 5 * time.Second
 
 // Run takes opts.Key, or every key of opts.Keys all or none (waiting up to
 // opts.Wait), runs opts.Command while a session (locker.Session) keeps the
-// leases with one heartbeat per interval,
+// leases with one heartbeat per interval (a shared or permit lease: a
+// Keepalive of its own, see keepLeases),
 // releases them when the command ends and returns the command's exit
 // status (128+signal if a signal ended it).
 //
@@ -105,25 +107,17 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		return interruptedCode(ctx)
 	}
 
-	// One session keeps every key: one heartbeat per interval however many
-	// keys the command holds, and if lockctl dies they all lapse together.
-	session, err := lk.OpenSession(bg, pool, leases[0].Owner)
+	keep, closeKeeper, err := keepLeases(bg, lk, pool, leases, opts.holder())
 	if err != nil {
 		release()
 		return env.Fail(err)
 	}
-	closeSession := func() {
-		cctx, cancel := context.WithTimeout(bg, releaseTimeout)
-		defer cancel()
-		_ = session.Close(cctx) // a session it cannot close lapses at its TTL, bound to nothing
-	}
-	keep := session.KeepaliveAll(bg, leases)
 	tty, onTerminal := foregroundTerminal(env.Stdin)
 	child, err := startChild(env, opts.Command, leases, tty)
 	if err != nil {
 		keep.Stop()
 		release()
-		closeSession()
+		closeKeeper()
 		env.printLine(env.Prog + ": " + textsafe.Escape(err.Error()))
 		return childStartCode(err)
 	}
@@ -134,10 +128,10 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 	keep.Stop()
 	if end.lost == nil {
 		release()
-		closeSession()
+		closeKeeper()
 		return end.code
 	}
-	closeSession()
+	closeKeeper()
 	lease := lostLease(leases, end.lost)
 	env.printLine(fmt.Sprintf("%s: lost the lease on %s (token %d): %s; %s",
 		env.Prog, textsafe.Escape(lease.Key), lease.Token, textsafe.Escape(leaseLossReason(bg, pool, lease, end.lost)), end.stopped))

@@ -111,6 +111,38 @@ func TokenVar(fs *pflag.FlagSet, p *int64, name, usage string) {
 	fs.Var(tokenValue{p: p}, name, usage)
 }
 
+// permitsValue is a pflag.Value for a semaphore's permits, 1 to
+// locker.MaxPermits; 0 means "not given".
+type permitsValue struct{ p *int }
+
+func (v permitsValue) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v permitsValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil {
+		return errors.New("not a number")
+	}
+	if n < 1 || n > locker.MaxPermits {
+		return fmt.Errorf("must be between 1 and %d", locker.MaxPermits)
+	}
+	*v.p = n
+	return nil
+}
+
+func (permitsValue) Type() string { return "int" }
+
+// PermitsVar defines a flag holding a semaphore's permits. Its value is 0
+// until set.
+func PermitsVar(fs *pflag.FlagSet, p *int, name, usage string) {
+	*p = 0
+	fs.Var(permitsValue{p: p}, name, usage)
+}
+
 // requiredAnnotation marks flags that Dispatch insists on.
 const requiredAnnotation = "lockctl_required"
 

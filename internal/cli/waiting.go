@@ -12,11 +12,12 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// waitForLease runs lk.Acquire for at most wait, with a Notifier (on
+// waitForLease waits in opts.Key's queue (lk.Acquire, or AcquireShared or
+// AcquirePermit: opts.waitTake) for at most opts.Wait, with a Notifier (on
 // --notify-dsn, if given; see StartNotifier) so a release wakes it at once
 // rather than at the next recheck. While it waits, a terminal on Stderr
 // shows one progress line (see showWaitProgress).
-func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, key, owner string, wait time.Duration) (locker.Lease, error) {
+func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, opts AcquireOptions) (locker.Lease, error) {
 	notifier, stopNotifier, err := StartNotifier(ctx, env, pool)
 	if err != nil {
 		return locker.Lease{}, err
@@ -27,11 +28,11 @@ func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.C
 	if err != nil {
 		return locker.Lease{}, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
+	wctx, cancel := context.WithTimeout(ctx, opts.Wait)
 	defer cancel()
-	stopProgress := showWaitProgress(wctx, env, lk, pool, key, wait)
+	stopProgress := showWaitProgress(wctx, env, lk, pool, opts.Key, opts.Wait)
 	defer stopProgress()
-	lease, err := lk.Acquire(wctx, pool, key, owner)
+	lease, err := opts.waitTake(wctx, lk, pool)
 	if err != nil {
 		return lease, err
 	}
@@ -86,7 +87,12 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, wait time.Duration) string {
 	line := fmt.Sprintf("%s: waiting for %s, %s of %s", prog, textsafe.Escape(key),
 		formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
-	if known && holder.State() != locker.StateFree {
+	if known && isGroup(holder) {
+		line += "; held " + heldAs(holder.Mode, int(holder.Permits))
+		if holder.Remaining > 0 {
+			line += " (the last lease ends in " + formatDuration(holder.Remaining) + ")"
+		}
+	} else if known && holder.State() != locker.StateFree {
 		line += fmt.Sprintf("; held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
 		if holder.Remaining > 0 {
 			line += ", expires in " + formatDuration(holder.Remaining)

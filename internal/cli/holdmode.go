@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/spf13/pflag"
+
+	"github.com/lockctl/lockctl/locker"
+)
+
+// Shared leases and semaphore permits (acquire and run --shared, --permits
+// N): a key taken this way has holders, each with a lease of its own,
+// instead of one owner (docs/design.md, "Shared leases and semaphores").
+
+// holdModeVars defines --shared and --permits on fs.
+func holdModeVars(fs *pflag.FlagSet, o *AcquireOptions) {
+	fs.BoolVar(&o.Shared, "shared", false, "take KEY shared: any number of owners hold it at once, while nobody holds it alone")
+	PermitsVar(fs, &o.Permits, "permits", "take one of `N` permits of KEY, a semaphore: at most N owners hold it at once (1 to 1000)")
+}
+
+// holder says whether opts take a holder's lease (shared, or a permit)
+// rather than KEY alone.
+func (o AcquireOptions) holder() bool { return o.Shared || o.Permits > 0 }
+
+// holdModeFlag names the flag that made opts a holder's.
+func (o AcquireOptions) holdModeFlag() string {
+	if o.Shared {
+		return "--shared"
+	}
+	return "--permits"
+}
+
+// checkHoldMode refuses what a holder's lease cannot be taken with: both
+// modes at once, several keys (a set takes keys alone), a lock-delay (a
+// holder's lease has none).
+func (o AcquireOptions) checkHoldMode() error {
+	switch {
+	case o.Shared && o.Permits > 0:
+		return usagef("--shared and --permits cannot be used together: a key is held shared or as a semaphore, not both")
+	case !o.holder():
+		return nil
+	case len(o.Keys) > 1:
+		return usagef("%s takes one KEY: several keys are taken all or none, each by one owner alone", o.holdModeFlag())
+	case o.LockDelay > 0:
+		return usagef("--lock-delay is for a lease held alone: a %s lease has none", o.holdModeFlag())
+	}
+	return nil
+}
+
+// tryTake makes one attempt at opts.Key in opts' mode.
+func (o AcquireOptions) tryTake(ctx context.Context, lk *locker.Locker, db locker.DBTX) (locker.Lease, error) {
+	switch {
+	case o.Shared:
+		return lk.TryAcquireShared(ctx, db, o.Key, o.Owner)
+	case o.Permits > 0:
+		return lk.TryAcquirePermit(ctx, db, o.Key, o.Owner, o.Permits)
+	}
+	return lk.TryAcquire(ctx, db, o.Key, o.Owner)
+}
+
+// waitTake waits in opts.Key's queue, in opts' mode, until granted or
+// ctx ends: the one queue of the key, whatever the mode of each waiter.
+func (o AcquireOptions) waitTake(ctx context.Context, lk *locker.Locker, db locker.DBTX) (locker.Lease, error) {
+	switch {
+	case o.Shared:
+		return lk.AcquireShared(ctx, db, o.Key, o.Owner)
+	case o.Permits > 0:
+		return lk.AcquirePermit(ctx, db, o.Key, o.Owner, o.Permits)
+	}
+	return lk.Acquire(ctx, db, o.Key, o.Owner)
+}
