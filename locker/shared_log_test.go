@@ -31,7 +31,7 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 			t.Parallel()
 			db := testdb.New(t)
 			ctx := context.Background()
-			lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: 100 * time.Millisecond, LogGrants: true})
+			lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: time.Second, LogGrants: true})
 			r, err := lk.TryAcquireShared(ctx, db, "cfg", "reader")
 			if err != nil {
 				t.Fatal(err)
