@@ -199,6 +199,10 @@ type LeaseLostError struct {
 	// could not be renewed before its trust window passed.
 	Reason string
 	Err    error // the renewal's error that ended it; nil when there was none
+	// At is when the keepalive stopped trusting the lease, on the Locker's
+	// clock: the moment its Context was cancelled, which a goroutine waiting
+	// on that Context may see later on a busy machine.
+	At time.Time
 }
 
 func (e *LeaseLostError) Error() string { return ErrLeaseLost.Error() + ": " + e.Reason }

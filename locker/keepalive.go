@@ -14,6 +14,7 @@ import (
 // Keepalive renews a lease in the background and tells its holder, by
 // cancelling Context, the moment the lease can no longer be trusted.
 type Keepalive struct {
+	clock  clock // stamps LeaseLostError.At
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
@@ -41,10 +42,7 @@ var errStopped = errors.New("locker: keepalive stopped")
 //
 // Do the guarded work under Context; call Stop when done, then Release.
 func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive {
-	kctx, cancel := context.WithCancelCause(ctx)
-	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: []Lease{lease}}
-	go k.run(l, db)
-	return k
+	return l.startKeepalive(ctx, db, []Lease{lease})
 }
 
 // KeepaliveAll is Keepalive for a set of leases of one owner (from
@@ -54,15 +52,73 @@ func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive
 // in time: the set is held only while every lease is. Leases returns them
 // as last renewed. Stop it, then ReleaseAll.
 func (l *Locker) KeepaliveAll(ctx context.Context, db DBTX, leases []Lease) *Keepalive {
-	kctx, cancel := context.WithCancelCause(ctx)
-	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: slices.Clone(leases)}
-	if err := validLeases(leases); err != nil {
-		cancel(&LeaseLostError{Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
+	return l.startKeepalive(ctx, db, slices.Clone(leases))
+}
+
+// startKeepalive renews set in the background. A set that is invalid, or
+// already past its trust window, ends the Keepalive before it returns: its
+// holder must not begin work under a Context that was never trustworthy,
+// and a goroutine's first look may come late on a busy machine.
+func (l *Locker) startKeepalive(ctx context.Context, db DBTX, set []Lease) *Keepalive {
+	k := l.newKeepalive(ctx, set)
+	if err := validLeases(set); err != nil {
+		k.lose(&LeaseLostError{Key: quoteKeys(leaseKeys(set)), Reason: err.Error(), Err: err})
 		close(k.done)
 		return k
 	}
-	go k.run(l, db)
+	w := l.trustOf(earliest(set))
+	if !l.clock.Now().Before(w.until) {
+		k.lose(&LeaseLostError{Key: earliest(set).Key,
+			Reason: fmt.Sprintf("%q could not be renewed before its expiry: its trust window had already passed", earliest(set).Key)})
+		close(k.done)
+		return k
+	}
+	go k.run(l, db, w)
 	return k
+}
+
+func (l *Locker) newKeepalive(ctx context.Context, set []Lease) *Keepalive {
+	kctx, cancel := context.WithCancelCause(ctx)
+	return &Keepalive{clock: l.clock, ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: set}
+}
+
+// lose ends k's Context with lost, stamped with the moment k stopped
+// trusting its leases.
+func (k *Keepalive) lose(lost *LeaseLostError) {
+	lost.At = k.clock.Now()
+	k.cancel(lost)
+}
+
+// trust is when a lease's renewal is due and when it stops being trusted.
+type trust struct {
+	next, until time.Time
+}
+
+// trustOf is lease's trust window as of its grant or last renewal.
+func (l *Locker) trustOf(lease Lease) trust {
+	ttl := lease.TTL
+	if ttl == 0 {
+		ttl = l.cfg.TTL
+	}
+	every, margin := l.renewEvery(ttl), l.safetyMargin(ttl)
+	// Renewals are timed from when the lease was granted or last renewed,
+	// not from now: a Keepalive started some time after the grant (a slow
+	// first connection, say) must still renew before its trust window ends,
+	// rather than wake at the window's end and give up without trying.
+	w := trust{next: lease.sentAt.Add(every), until: lease.sentAt.Add(ttl - margin)}
+	if lease.valid > 0 {
+		// Handed off from a queue and not yet claimed: only the claim
+		// window is certain, so renew (claim) at once, and trust it, as any
+		// lease, a safety margin short of its end (at most half of it).
+		w = trust{next: l.clock.Now(), until: lease.sentAt.Add(lease.valid - min(margin, lease.valid/2))}
+	}
+	if lease.sentAt.IsZero() {
+		// A lease named by LeaseOf: nothing says when it was granted, so
+		// renew at once to learn.
+		now := l.clock.Now()
+		w = trust{next: now, until: now.Add(ttl - margin)}
+	}
+	return w
 }
 
 // Context ends when the lease is lost, Stop is called, or the parent ends.
@@ -113,35 +169,16 @@ func (k *Keepalive) setLeases(row store.SessionRow, sentAt time.Time) {
 	}
 }
 
-func (k *Keepalive) run(l *Locker, db DBTX) {
+func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 	defer close(k.done)
 	set := k.Leases()
 	lease := earliest(set)
+	trustUntil, next := w.until, w.next
 	ttl := lease.TTL
 	if ttl == 0 {
 		ttl = l.cfg.TTL
 	}
-	every, margin := l.renewEvery(ttl), l.safetyMargin(ttl)
-	trustUntil := lease.sentAt.Add(ttl - margin)
-	// Renewals are timed from when the lease was granted or last renewed,
-	// not from now: a Keepalive started some time after the grant (a slow
-	// first connection, say) must still renew before its trust window ends,
-	// rather than wake at the window's end and give up without trying.
-	next := lease.sentAt.Add(every)
-	if lease.valid > 0 {
-		// Handed off from a queue and not yet claimed: only the claim
-		// window is certain, so renew (claim) at once, and trust it, as any
-		// lease, a safety margin short of its end (at most half of it).
-		trustUntil = lease.sentAt.Add(lease.valid - min(margin, lease.valid/2))
-		next = l.clock.Now()
-	}
-	if lease.sentAt.IsZero() {
-		// A lease named by LeaseOf: nothing says when it was granted, so
-		// renew at once to learn.
-		now := l.clock.Now()
-		trustUntil = now.Add(ttl - margin)
-		next = now
-	}
+	every := l.renewEvery(ttl)
 	var lastErr error
 	for {
 		now := l.clock.Now()
@@ -158,7 +195,7 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 			if lastErr != nil {
 				why = lastErr.Error()
 			}
-			k.cancel(&LeaseLostError{Key: lease.Key, Err: lastErr,
+			k.lose(&LeaseLostError{Key: lease.Key, Err: lastErr,
 				Reason: fmt.Sprintf("%q could not be renewed before its expiry: %s", lease.Key, why)})
 			return
 		}
@@ -175,15 +212,15 @@ func (k *Keepalive) run(l *Locker, db DBTX) {
 			k.mu.Lock()
 			k.leases = set
 			k.mu.Unlock()
-			trustUntil = renewed.sentAt.Add(renewed.TTL - margin)
-			next = renewed.sentAt.Add(every)
+			w := l.trustOf(renewed)
+			trustUntil, next = w.until, w.next
 			lastErr = nil
 		case errors.Is(err, ErrNotHeld):
 			lost := lease.Key
 			if nh := (*NotHeldError)(nil); errors.As(err, &nh) {
 				lost = nh.Key // of a set: the one lost
 			}
-			k.cancel(&LeaseLostError{Key: lost, Reason: err.Error(), Err: err})
+			k.lose(&LeaseLostError{Key: lost, Reason: err.Error(), Err: err})
 			return
 		default:
 			// Unknown state: retry soon, but never trust past trustUntil.

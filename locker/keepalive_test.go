@@ -180,6 +180,9 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 	if trusted := clk.Now().Sub(lastRenewal); trusted != kaTrust {
 		t.Fatalf("keepalive gave up %s after the last renewal was sent; want exactly the trust window %s", trusted, kaTrust)
 	}
+	if lost := (*locker.LeaseLostError)(nil); !errors.As(k.Err(), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
+		t.Fatalf("cause %#v; want a LeaseLostError stamped with the end of the trust window %s", k.Err(), lastRenewal.Add(kaTrust))
+	}
 	if failed < 3 {
 		t.Fatalf("keepalive woke %d times before it gave up; want it to keep retrying through the window", failed)
 	}
@@ -211,6 +214,32 @@ func TestKeepaliveStartedLateStillRenews(t *testing.T) {
 	}
 	if err := k.Err(); err != nil {
 		t.Fatalf("keepalive started late lost a lease it could have renewed: %v", err)
+	}
+}
+
+// A Keepalive given a lease already past its trust window (its grant
+// waited long for the row, say) returns with its Context already ended:
+// the holder must not start work under it, and no goroutine's first look
+// may come after the lease's expiry on a busy machine.
+func TestKeepaliveOfALeasePastItsTrustWindowEndsAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	clk := newFakeClock()
+	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
+	lease := testdb.MustAcquire(t, lk, db, "k", "a")
+	clk.Advance(kaTrust)
+	k := lk.Keepalive(ctx, db, lease)
+	defer k.Stop()
+	if k.Context().Err() == nil {
+		t.Fatal("keepalive of a lease past its trust window returned with a live Context")
+	}
+	lost := (*locker.LeaseLostError)(nil)
+	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "trust window had already passed") || !lost.At.Equal(clk.Now()) {
+		t.Fatalf("cause %#v; want a LeaseLostError at %s: its trust window had already passed", k.Err(), clk.Now())
+	}
+	if row := liveRow(t, db, "k"); row.RenewCount != 0 {
+		t.Fatalf("row %+v; want no renewal of a lease no longer trusted", row)
 	}
 }
 

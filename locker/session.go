@@ -144,10 +144,10 @@ func (s *Session) Keepalive(ctx context.Context, lease Lease) *Keepalive {
 // KeepaliveAll is Keepalive for a set of leases of one owner: one statement
 // binds them all, all or none, and Context ends when any of them is lost.
 func (s *Session) KeepaliveAll(ctx context.Context, leases []Lease) *Keepalive {
-	kctx, cancel := context.WithCancelCause(ctx)
-	k := &Keepalive{ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: slices.Clone(leases), session: s}
+	k := s.l.newKeepalive(ctx, slices.Clone(leases))
+	k.session = s
 	if err := validLeases(leases); err != nil {
-		cancel(&LeaseLostError{Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
+		k.lose(&LeaseLostError{Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
 		close(k.done)
 		return k
 	}
@@ -176,7 +176,7 @@ func (k *Keepalive) bind(s *Session) {
 	// binding up when either ends.
 	window := bindWindow(s.l, earliest(set))
 	if window <= 0 {
-		k.cancel(&LeaseLostError{Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
+		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
 		return
 	}
 	bctx, cancel := context.WithTimeout(k.ctx, window)
@@ -193,15 +193,15 @@ func (k *Keepalive) bind(s *Session) {
 			s.drop = append(s.drop, store.BoundRef{Key: lease.Key, Token: lease.Token})
 		}
 		s.mu.Unlock()
-		k.cancel(&LeaseLostError{Key: key, Reason: fmt.Sprintf("binding to session %d failed: %v", s.ref.ID, err), Err: err})
+		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("binding to session %d failed: %v", s.ref.ID, err), Err: err})
 		return
 	case bound.Outcome == lockdb.OutcomeNotHeld:
 		nh := &NotHeldError{Key: bound.NotHeld}
-		k.cancel(&LeaseLostError{Key: bound.NotHeld, Reason: nh.Error(), Err: nh})
+		k.lose(&LeaseLostError{Key: bound.NotHeld, Reason: nh.Error(), Err: nh})
 		return
 	case bound.Outcome != lockdb.OutcomeBound:
 		s.lose(sessionLost(s.ref.ID, bound.Outcome))
-		k.cancel(leaseLostWithSession(key, s.Err()))
+		k.lose(leaseLostWithSession(key, s.Err()))
 		return
 	}
 	s.mu.Lock()
@@ -215,7 +215,7 @@ func (k *Keepalive) bind(s *Session) {
 		row, sentAt = s.row, s.sentAt
 	}
 	if err := s.ctx.Err(); err != nil {
-		k.cancel(leaseLostWithSession(key, context.Cause(s.ctx)))
+		k.lose(leaseLostWithSession(key, context.Cause(s.ctx)))
 		return
 	}
 	k.setLeases(row, sentAt)
@@ -343,7 +343,7 @@ func (s *Session) heartbeat(ctx context.Context) (time.Time, error) {
 	}
 	for k, keys := range lost {
 		s.forgetLocked(k)
-		k.cancel(&LeaseLostError{Key: keys[0],
+		k.lose(&LeaseLostError{Key: keys[0],
 			Reason: fmt.Sprintf("%s ended while bound to session %d (released, expired, taken or forced)", quoteKeys(keys), s.ref.ID)})
 	}
 	return sentAt, nil
@@ -373,7 +373,7 @@ func (s *Session) loseAll(cause error) {
 	for _, k := range kept {
 		// A set's bindings all lead to its one Keepalive: the first cancel
 		// counts, so name the set's first key, whatever the map's order.
-		k.cancel(leaseLostWithSession(k.Leases()[0].Key, cause))
+		k.lose(leaseLostWithSession(k.Leases()[0].Key, cause))
 	}
 }
 

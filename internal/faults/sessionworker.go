@@ -168,9 +168,10 @@ func (w *sessionWorker) recordEnd(ka *locker.Keepalive, leases []locker.Lease, p
 	context.AfterFunc(ka.Context(), func() {
 		defer w.ends.Done()
 		p.kept.Add(-1)
-		at := time.Now()
+		now := time.Now()
 		last := ka.Leases()
 		cause := context.Cause(ka.Context())
+		at := lostAt(cause, now)
 		w.mu.Lock()
 		closing := p.closing
 		w.mu.Unlock()
@@ -180,7 +181,7 @@ func (w *sessionWorker) recordEnd(ka *locker.Keepalive, leases []locker.Lease, p
 		}
 		for i, lease := range leases {
 			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
-				At: at, Lost: lost, Remaining: last[i].ValidFor(), ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(),
+				At: at, Lost: lost, Remaining: last[i].ValidFor() + now.Sub(at), ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(),
 				OnArrival: onArrival[i], Margin: w.margin, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
 		}
 	})

@@ -176,6 +176,17 @@ func (w *worker) grantSet(ctx context.Context, keys []string, owner, set string,
 	return leases, err
 }
 
+// lostAt is when a keepalive that ended with cause stopped trusting its
+// leases: the moment it cancelled its Context (LeaseLostError.At), not
+// when this process got round to noticing, which on a busy machine may be
+// later; now, when it was stopped or its parent ended.
+func lostAt(cause error, now time.Time) time.Time {
+	if lost := (*locker.LeaseLostError)(nil); errors.As(cause, &lost) && !lost.At.IsZero() {
+		return lost.At
+	}
+	return now
+}
+
 // hold keeps lease while making a few fenced writes, then stops the
 // keepalive and usually releases.
 func (w *worker) hold(ctx context.Context, lease locker.Lease) {
@@ -203,13 +214,14 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 	w.ends.Add(1)
 	context.AfterFunc(ka.Context(), func() {
 		defer w.ends.Done()
-		at := time.Now()
+		now := time.Now()
 		last := ka.Leases()
 		callStart, callEnd := w.ka.lastCall()
 		cause := context.Cause(ka.Context())
+		at := lostAt(cause, now)
 		for i, lease := range leases {
 			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
-				At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last[i].ValidFor(),
+				At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last[i].ValidFor() + now.Sub(at),
 				ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(), OnArrival: onArrival[i], Margin: w.margin,
 				CallStart: callStart, CallEnd: callEnd, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
 		}

@@ -14,8 +14,9 @@ type LeaseEnd struct {
 	Key    string
 	Owner  string
 	Token  int64
-	// At is this process's clock (wall and monotonic) when the client saw
-	// the Keepalive context end, or when it stopped the Keepalive itself.
+	// At is this process's clock (wall and monotonic) when the Keepalive
+	// cancelled its context (locker.LeaseLostError.At), or when the client
+	// stopped the Keepalive itself.
 	At time.Time
 	// Lost: the Keepalive cancelled with locker.ErrLeaseLost (the lease was
 	// lost or could no longer be proven). False: the client stopped it.
@@ -81,8 +82,8 @@ func (c *checker) checkLeaseEnds() {
 					e.Client, e.Key, e.Token, e.Cause, e.diagnosis())
 			}
 			if !e.At.Before(e.ExpiresAt) {
-				c.fail("client %d's keepalive of %q (token %d) cancelled at %s, not before the expiry %s it knew of",
-					e.Client, e.Key, e.Token, e.At.Format(time.StampMicro), e.ExpiresAt.Format(time.StampMicro))
+				c.fail("client %d's keepalive of %q (token %d) cancelled at %s, not before the expiry %s it knew of (%s)",
+					e.Client, e.Key, e.Token, e.At.Format(time.StampMicro), e.ExpiresAt.Format(time.StampMicro), e.diagnosis())
 			}
 		}
 		steal, ok := stealOf[leaseID{e.Key, e.Token}]
