@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -36,7 +37,7 @@ func openSession(t *testing.T, lk *locker.Locker, db *pgxpool.Pool, owner string
 }
 
 // sessionExpiry is the session's expires_at as the database has it.
-func sessionExpiry(t *testing.T, db *pgxpool.Pool, id int64) time.Time {
+func sessionExpiry(t *testing.T, db locker.DBTX, id int64) time.Time {
 	t.Helper()
 	var at time.Time
 	if err := db.QueryRow(context.Background(),
@@ -71,13 +72,20 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 			t.Fatalf("keepalive ended: %v", err)
 		}
 	}
-	at := sessionExpiry(t, db, s.ID())
+	// One snapshot for the session and its leases: a heartbeat moves them
+	// all in one transaction, and may come between two reads.
+	snap, err := db.BeginTx(context.Background(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := sessionExpiry(t, snap, s.ID())
 	for _, key := range keys {
-		row := liveRow(t, db, key)
+		row := liveRow(t, snap, key)
 		if row.State() != locker.StateHeld || !row.ExpiresAt.Equal(at) {
 			t.Fatalf("%s: %s until %v; want held until the session's %v", key, row.State(), row.ExpiresAt, at)
 		}
 	}
+	_ = snap.Rollback(context.Background())
 	if got := kas[0].Lease().ExpiresAt; got.Before(at.Add(-sessEvery)) {
 		t.Errorf("Keepalive's lease says %v; the session runs until %v", got, at)
 	}
