@@ -79,6 +79,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_end_holders": true, "distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,
 	"distributed_lock_end_lapsed_group": true, "distributed_lock_grant_slot": true, "distributed_lock_holders_ended": true,
 	"distributed_lock_grant_holder_waiter": true, "distributed_lock_serve_holders": true,
+	"distributed_lock_queue_joinable": true, "distributed_lock_head_has_room": true,
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the

@@ -106,6 +106,30 @@ func TestEnqueueShared(t *testing.T) {
 				}()},
 				notify: []notifyWant{slotHandOffTo(w1, "stolen", "semaphore"), slotHandOffTo(me, "acquired", "semaphore")},
 				check:  dbNowReturned}},
+		// Beside other enqueues: the row only for share, wake_until as the
+		// releases already keep it.
+		{name: "a full semaphore with waiters: queued beside another enqueue, the row only shared",
+			state: semaphoreOf(2, other, w1).queued(w2), call: permits(2).call, during: whileRowShared,
+			want: want{outcome: "queued", owner: groupOwner, token: keptToken, remaining: &span{50*time.Second - slack, 50 * time.Second},
+				waiterID: me, row: untouched,
+				waiters: []waiterWant{{owner: w2}, {owner: me, seenFor: 30 * time.Second, mode: "semaphore", permits: 2}},
+				refusal: placeIn(2, 2), check: dbNowReturned}},
+		{name: "hand-offs promised for less than the record lives: the row for update, wake_until moved on",
+			state: semaphoreOf(2, other, w1).queued(w2).with(func(r *lockRow) { r.wakeFor = 20 * time.Second }),
+			call:  permits(2).call,
+			want: func() want {
+				w := queuedAs("semaphore", 2, groupRow("semaphore", 2), waiterWant{owner: w2})
+				w.remaining = &span{50*time.Second - slack, 50 * time.Second}
+				return w
+			}()},
+		{name: "the group ended between the look and the lock: busy, nothing queued",
+			state: semaphoreOf(2, other, w1).queued(w2), call: permits(2).call,
+			during: whileRowChanges(`UPDATE distributed_lock SET released_at = clock_timestamp(), expires_at = clock_timestamp()
+				WHERE lock_key = $1`),
+			want: want{outcome: "busy", row: rowWant{owner: groupOwner, token: keptToken, ttl: time.Minute, kind: "acquired",
+				prevOwner: "earlier", prevToken: keptPrevious, mode: "semaphore", permits: 2, released: releasedNow,
+				expires: justNow, wakes: &span{time.Minute - slack, time.Minute}},
+				waiters: []waiterWant{{owner: w2}}, slots: []slotWant{asPrepared, asPrepared}}},
 		{name: "zero permits", state: noRow(), call: permits(-1).call, want: want{err: "23514"}},
 	})
 }

@@ -62,3 +62,61 @@ func whileFirstGrantCommits(t *testing.T, db *pgxpool.Pool, key string, call fun
 	}
 	<-done
 }
+
+// whileRowShared makes the call while another transaction holds the key's
+// row FOR SHARE (an enqueue beside it, a holder's grant): a call that takes
+// the row only for share completes meanwhile; one that takes it for
+// update would wait, and fails the case.
+func whileRowShared(t *testing.T, db *pgxpool.Pool, key string, call func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT FROM distributed_lock WHERE lock_key = $1 FOR SHARE`, key); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); call() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("the call waited for a transaction that holds the row only for share")
+		_ = tx.Rollback(ctx)
+		<-done
+	}
+}
+
+// whileRowChanges makes the call while another transaction changes the
+// key's row by change (an UPDATE of it, $1 the key) and commits: the call
+// looks at the row before the change and waits for it.
+func whileRowChanges(change string) during {
+	return func(t *testing.T, db *pgxpool.Pool, key string, call func()) {
+		t.Helper()
+		ctx := context.Background()
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, change, key); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); call() }()
+		pid := int32(tx.Conn().PgConn().PID())
+		testdb.Eventually(t, 10*time.Second, "the call waiting for the row's change", func() bool {
+			var blocked bool
+			if err := db.QueryRow(ctx, blockedBySQL, pid).Scan(&blocked); err != nil {
+				t.Fatal(err)
+			}
+			return blocked
+		})
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+}

@@ -107,12 +107,47 @@ BEGIN
     RETURN first;
 END $$;
 
+-- distributed_lock_queue_joinable: whether row r is a running group of the
+-- kind a waiter for permits n (NULL: a shared lease) asks for, whose
+-- releases keep handing off (wake_until) for longer than a record queued at
+-- ts lives (seen_for_us): such a waiter queues beside others, locking the
+-- row only FOR SHARE (distributed_lock_enqueue_shared). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_joinable(
+    r distributed_lock, n integer, seen_for_us bigint, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+                    AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
+                    AND r.expires_at = distributed_lock_group_end()
+                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
+$$;
+
+-- distributed_lock_head_has_room: whether the head of key's queue waits
+-- for a lease of key's running group (mode, permits n), and the group has
+-- a permit free at ts: only then is there anyone to serve. Read without
+-- locking: a true answer is acted on under locks. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_head_has_room(key text, mode text, n integer, ts timestamptz)
+RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN coalesce((SELECT x.lock_mode = mode AND x.permits IS NOT DISTINCT FROM n AND x.group_id IS NULL
+                     FROM distributed_lock_waiter x
+                     WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+                     ORDER BY x.waiter_id LIMIT 1), false)
+        AND (n IS NULL OR distributed_lock_live_holders(key, ts) < n);
+END $$;
+
 -- distributed_lock_enqueue_shared is distributed_lock_enqueue for a shared
 -- lease (permits NULL) or one of permits permits: one transaction that
 -- takes the key's row for update (waiting for a release or grant in
 -- flight, which orders it with them), then either grants it at once, as
 -- distributed_lock_acquire_shared would, or queues owner with the lease it
--- wants, and serves the queue's head if the key has room for it. Same
+-- wants, and serves the queue's head if the key has room for it. A waiter
+-- that joins the queue of a running group of its kind whose releases keep
+-- handing off (distributed_lock_queue_joinable) takes the row FOR SHARE
+-- instead, beside the other waiters' enqueues and the holders' grants: it
+-- changes nothing on the row, and is still ordered with every release,
+-- which takes the row for update, so a release either sees its record or
+-- committed before it, whose freed permit it then serves; the row changed
+-- between its look and its lock is answered 'busy'. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
 -- or deadlock search: holders of a group wait for no one), and outcome
 -- 'conflict' (nothing queued) when holders of another mode, or of a
@@ -135,12 +170,28 @@ DECLARE
     n integer := permits;
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue_shared.wake_channel;
+    joining boolean;
 BEGIN
     lock_key := key;
-    -- The row first, for update: the attempt below then never takes it for
-    -- share and asks for more (two such calls would deadlock).
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    IF joining THEN
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+        IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) THEN
+            -- Changed meanwhile (a group's end, say): taking the row for
+            -- update now, with other holders of its share lock asking
+            -- for the same, could deadlock. The caller enqueues again.
+            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+            outcome := 'busy';
+            RETURN;
+        END IF;
+    END IF;
+    -- Otherwise the row first, for update: the attempt below then never
+    -- takes it for share and asks for more (two such calls would deadlock).
     FOR attempt IN 1..3 LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        IF NOT joining THEN
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        END IF;
         SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
         INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
@@ -176,8 +227,12 @@ BEGIN
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     -- Room may have come since the attempt (a release that did not see
-    -- this record yet): serve the head, which may be this record.
-    PERFORM distributed_lock_serve_holders(key, ts);
+    -- this record yet): serve the head, which may be this record. Beside
+    -- other enqueues, only when there is room for the head: serving locks
+    -- the head's record, which would put them in line behind each other.
+    IF NOT joining OR distributed_lock_head_has_room(key, r.lock_mode, n, ts) THEN
+        PERFORM distributed_lock_serve_holders(key, ts);
+    END IF;
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in
     -- a condition would be the column.)
@@ -192,7 +247,11 @@ BEGIN
         db_now := clock_timestamp();
         RETURN;
     END IF;
-    PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    IF NOT joining THEN
+        -- (A joining waiter's record lives shorter than the hand-offs it
+        -- found promised, and the row is not its to write.)
+        PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    END IF;
     SELECT l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl, 'queued', least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length

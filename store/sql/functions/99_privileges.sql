@@ -80,6 +80,8 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_slot(text, text, bigint, text, integer, jsonb, timestamptz, distributed_lock, text, jsonb, boolean),
     distributed_lock_grant_holder_waiter(distributed_lock_waiter, timestamptz, boolean),
     distributed_lock_serve_holders(text, timestamptz),
+    distributed_lock_queue_joinable(distributed_lock, integer, bigint, timestamptz),
+    distributed_lock_head_has_room(text, text, integer, timestamptz),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text),
     distributed_lock_event_immutable()
 FROM PUBLIC;
