@@ -200,10 +200,24 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 			return
 		}
 		// The window as a timeout, not a deadline: it is measured on the
-		// Locker's clock, which a context's deadline is not.
+		// Locker's clock, which a context's deadline is not. A renewal
+		// still out when the window ends ends the lease then, not when the
+		// call comes back: aborting a statement takes a round trip, longer
+		// on a busy server, and the lease may expire meanwhile.
 		rctx, cancel := context.WithTimeout(k.ctx, trustUntil.Sub(now))
+		key := lease.Key
+		stopLosing := context.AfterFunc(rctx, func() {
+			if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+				k.lose(&LeaseLostError{Key: key, Err: rctx.Err(),
+					Reason: fmt.Sprintf("%q could not be renewed before its expiry: the renewal was still out when its trust window ended", key)})
+			}
+		})
 		renewedSet, err := l.renewSet(rctx, db, set)
+		stopped := stopLosing()
 		cancel()
+		if !stopped {
+			return // lost (or stopped) while the renewal was out
+		}
 		switch {
 		case err == nil:
 			set = renewedSet

@@ -189,6 +189,36 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 	t.Logf("gave up after %d wake-ups, %s after the last renewal", failed, kaTrust)
 }
 
+// A renewal that hangs (its row locked by another transaction, here) ends
+// the lease when the trust window ends, while the renewal is still out:
+// not when the aborted call comes back, which on a busy server may be
+// after the lease's expiry.
+func TestKeepaliveEndsWhileARenewalHangs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := testdb.Locker(t, locker.Config{TTL: 2 * time.Second, RenewEvery: 500 * time.Millisecond, SafetyMargin: 500 * time.Millisecond})
+	lease := testdb.MustAcquire(t, lk, db, "k", "a")
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT FROM distributed_lock WHERE lock_key = 'k' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	k := lk.Keepalive(ctx, db, lease)
+	defer k.Stop()
+	waitDone(t, k.Context(), 5*time.Second)
+	lost := (*locker.LeaseLostError)(nil)
+	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "still out") {
+		t.Fatalf("cause %v; want a LeaseLostError: the renewal was still out when the trust window ended", k.Err())
+	}
+	if !lost.At.Before(lease.ExpiresAt) {
+		t.Errorf("lost at %v; want before the lease's expiry %v", lost.At, lease.ExpiresAt)
+	}
+}
+
 // A Keepalive started late — most of the way through the lease's trust
 // window — renews at once rather than waiting a full interval from its
 // start, which would pass the trust window without trying.
