@@ -822,6 +822,23 @@ BEGIN
     END IF;
 END $$;
 
+-- distributed_lock_commit_lazily lets the caller's transaction commit
+-- without waiting for its WAL to reach disk (synchronous_commit off,
+-- transaction-local, so it outlives the function) when lazy is true and the
+-- server has no synchronous standbys (synchronous_standby_names, read at
+-- each call so a reload takes effect): with them the session's setting
+-- stands, and what was committed is on a standby before it is
+-- acknowledged. A grant made later in the same transaction sets it on
+-- again (a hand-off is durable, whatever its caller asked). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_commit_lazily(lazy boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF lazy AND current_setting('synchronous_standby_names') = '' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+END $$;
+
 -- distributed_lock_release frees owner's lease of key granted with token,
 -- and keeps the row (see distributed_lock_acquire). One row: outcome
 -- 'released' with the lease as it was, or 'not_held' (only lock_key set)
@@ -856,32 +873,44 @@ DECLARE
     ts timestamptz;
     wake timestamptz;
     holder boolean := false;
+    beside boolean := false;
 BEGIN
+    -- First: a hand-off below sets it on again.
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND l.lock_mode = 'exclusive'
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
     IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease (11_shared.sql): passed on
-        -- below, once its end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
-        FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        -- A shared or semaphore holder's lease: released, logged and its
+        -- permit handed to a waiter beside the other holders while another
+        -- keeps the group running (13_shared_release.sql), else ended under
+        -- the row for update (11_shared.sql) and passed on below, once its
+        -- end is logged.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', h.released_at
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
+        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+        WHERE h.lock_key IS NOT NULL;
+        beside := FOUND;
+        IF NOT beside THEN
+            SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
+            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
+            FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        END IF;
     END IF;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
         RETURN;
     END IF;
-    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-    IF log_release THEN
+    IF log_release AND NOT beside THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF holder THEN
+    IF beside THEN
+        NULL; -- logged and passed on beside the others
+    ELSIF holder THEN
         PERFORM distributed_lock_holders_ended(key, ts);
     ELSIF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
@@ -2195,9 +2224,7 @@ BEGIN
             slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release') h);
         END IF;
     END LOOP;
-    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
@@ -2687,14 +2714,18 @@ $$;
 -- for a running group's row, the last expiry of its holders' unreleased
 -- leases (its start when it has none), never the far future, which no
 -- client could take for a time left. store.ExpiresAtColumn is the same for
--- readers, who may not execute it.
+-- readers, who may not execute it. PL/pgSQL, as live_holders: a subquery
+-- keeps an SQL function from being inlined, and one not inlined is planned
+-- anew at every call, a plan PL/pgSQL keeps.
 CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
-RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.lock_mode <> 'exclusive' AND l.released_at IS NULL
-                THEN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
-                               WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at)
-                ELSE l.expires_at END
-$$;
+RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF l.lock_mode = 'exclusive' OR l.released_at IS NOT NULL THEN
+        RETURN l.expires_at;
+    END IF;
+    RETURN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
+                     WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at);
+END $$;
 
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
@@ -3335,11 +3366,14 @@ END $$;
 -- wants, and serves the queue's head if the key has room for it. A waiter
 -- that joins the queue of a running group of its kind whose releases keep
 -- handing off (distributed_lock_queue_joinable) takes the row FOR SHARE
--- instead, beside the other waiters' enqueues and the holders' grants: it
--- changes nothing on the row, and is still ordered with every release,
--- which takes the row for update, so a release either sees its record or
--- committed before it, whose freed permit it then serves; the row changed
--- between its look and its lock is answered 'busy'. Same
+-- instead, beside the other waiters' enqueues, the holders' grants and the
+-- releases that hand their permit straight on (13_shared_release.sql): it
+-- changes nothing on the row. It takes the key's queue lock shared
+-- (distributed_lock_queue_lock) before it looks for room, which orders it
+-- with a release beside it that found nobody to hand its permit to; the
+-- row changed between its look and its lock is answered 'busy'. With
+-- lazy_commit a call that queues commits without waiting for the disk
+-- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
 -- or deadlock search: holders of a group wait for no one), and outcome
 -- 'conflict' (nothing queued) when holders of another mode, or of a
@@ -3349,7 +3383,7 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_shared(
     key text, owner text, ttl_us bigint, permits integer, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, wake_channel text DEFAULT NULL,
+    log_grants boolean DEFAULT false, wake_channel text DEFAULT NULL, lazy_commit boolean DEFAULT false,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
     OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
@@ -3377,6 +3411,9 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
+        -- Before looking for room: a release beside this call that finds
+        -- nobody to hand its permit to waits for it (13_shared_release.sql).
+        PERFORM distributed_lock_queue_lock(key, false);
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
@@ -3400,6 +3437,10 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    -- Queueing grants nothing: a record lost in a crash is found gone by
+    -- its waiter's next check. With lazy_commit the commit does not wait
+    -- for the disk, and holds the row (or the queue lock) no longer for it.
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
     UPDATE distributed_lock_waiter w SET
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
@@ -3444,10 +3485,151 @@ BEGIN
         -- found promised, and the row is not its to write.)
         PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     END IF;
-    SELECT l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl, 'queued', least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
+    SELECT l.owner_id, l.fence_token, e.lease_end, l.ttl, 'queued', least(e.lease_end, l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
-    FROM distributed_lock l WHERE l.lock_key = key;
+    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e WHERE l.lock_key = key;
+END $$;
+
+-- A holder's release beside the others (docs/design.md, "Shared leases and
+-- semaphores"). Under contention a release of one of a group's leases
+-- hands its permit straight to the next waiter and changes nothing on the
+-- group's row, so it takes the row only FOR SHARE: the releases of a
+-- semaphore's permits, its waiters' enqueues (12_shared_queue.sql) and its
+-- holders' grants then run side by side instead of in one line, each
+-- holding the row through its commit.
+--
+-- Two things need an order all the same:
+--   * The group ends with its last lease, and only a release that holds the
+--     row for update may end it (distributed_lock_settle). So a release
+--     beside the others locks another live holder's slot FOR SHARE (SKIP
+--     LOCKED: one being released or renewed is passed over): that lease
+--     cannot be released before this release commits. Finding none, the
+--     release is undone (a subtransaction, whose row locks go with it) and
+--     made as any end of a lease is, under the row for update
+--     (11_shared.sql).
+--   * The permit it frees must reach a waiter. An enqueue beside it may
+--     queue unseen (its record not yet committed) having found every
+--     permit held, this one too. A release that hands its permit on leaves
+--     no more room than it found; one that finds nobody to hand it to
+--     waits, on the key's queue lock, for the enqueues in flight, and
+--     serves whoever they queued: an enqueue after that wait finds the
+--     permit free.
+
+-- distributed_lock_release_holder releases owner's slot of key granted
+-- with token beside the other holders, as the caller's release: logged
+-- (with log_release, a "released" event by event_actor, default owner),
+-- its permit handed to the waiters queued for it
+-- (distributed_lock_serve_beside). Returns the slot as it left it, or NULL
+-- columns when it did nothing: not such a slot, no running group whose
+-- releases hand off, or no other live holder it could lock (the caller
+-- then ends the lease under the row for update,
+-- distributed_lock_end_holders). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
+    key text, owner text, token bigint, log_release boolean, event_actor text)
+RETURNS distributed_lock_holder
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    none distributed_lock_holder;
+    ts timestamptz;
+BEGIN
+    BEGIN
+        PERFORM 1 FROM distributed_lock l
+        WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+          AND l.expires_at = distributed_lock_group_end() AND l.wake_until > clock_timestamp()
+        FOR SHARE;
+        IF NOT FOUND THEN
+            RAISE SQLSTATE 'LK001';
+        END IF;
+        ts := clock_timestamp();
+        UPDATE distributed_lock_holder s SET released_at = ts
+        WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
+        RETURNING s.* INTO h;
+        IF NOT FOUND THEN
+            RAISE SQLSTATE 'LK001'; -- not such a slot: the row's lock goes too
+        END IF;
+        PERFORM 1 FROM distributed_lock_holder x
+        WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
+        LIMIT 1
+        FOR SHARE SKIP LOCKED;
+        IF NOT FOUND THEN
+            RAISE SQLSTATE 'LK001'; -- perhaps the last lease
+        END IF;
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+            VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+        END IF;
+        IF distributed_lock_serve_beside(key, ts) IS NULL THEN
+            -- Nobody seen to hand it to: wait for the enqueues in flight
+            -- beside this release (distributed_lock_queue_lock), then serve
+            -- whoever they queued, waiting for a head another transaction
+            -- has locked. An enqueue after this sees the permit free.
+            PERFORM distributed_lock_queue_lock(key, true);
+            PERFORM distributed_lock_serve_holders(key, clock_timestamp());
+        END IF;
+        RETURN h;
+    EXCEPTION WHEN SQLSTATE 'LK001' THEN
+        -- Undone, its locks too: the caller may take the row for update,
+        -- and one keeping it for share would deadlock with another
+        -- doing the same.
+        RETURN none;
+    END;
+END $$;
+
+-- distributed_lock_queue_lock takes the transaction-level advisory lock
+-- that orders the enqueues beside a running group (shared, each taking it
+-- before it looks for room) with a release beside them that found nobody
+-- to hand its permit to (exclusive, waiting for every enqueue in flight).
+-- One per key and lock schema (the waiter table's oid); a hash collision
+-- only makes one wait for the other. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF exclusive THEN
+        PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+    END IF;
+END $$;
+
+-- distributed_lock_serve_beside hands the room a release beside others
+-- made (the group's row held FOR SHARE) to the waiters queued for it at
+-- ts, in turn: the first live record no other transaction has locked (SKIP
+-- LOCKED: another release is serving it), while it waits for a lease of
+-- the group's kind and no record ahead of it waits for anything else (a
+-- queued writer is not overtaken), until the group has no room. Returns
+-- the first waiter it served, or NULL. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_serve_beside(key text, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    w distributed_lock_waiter%ROWTYPE;
+    first bigint;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    LOOP
+        -- Only a record it serves is locked: one of another kind, left
+        -- locked, could be the head a release after it waits for
+        -- (distributed_lock_release_holder) while this one waits for that.
+        SELECT * INTO w FROM distributed_lock_waiter x
+        WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+          AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
+                          WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
+                            AND y.waiter_id < x.waiter_id
+                            AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
+                                 OR y.permits IS DISTINCT FROM r.permits))
+        ORDER BY x.waiter_id LIMIT 1
+        FOR UPDATE OF x SKIP LOCKED;
+        EXIT WHEN NOT FOUND;
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, false);
+        first := coalesce(first, w.waiter_id);
+    END LOOP;
+    RETURN first;
 END $$;
 
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
@@ -3534,7 +3716,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_serve_holders(text, timestamptz),
     distributed_lock_queue_joinable(distributed_lock, integer, bigint, timestamptz),
     distributed_lock_head_has_room(text, text, integer, timestamptz),
-    distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text),
+    distributed_lock_release_holder(text, text, bigint, boolean, text),
+    distributed_lock_serve_beside(text, timestamptz),
+    distributed_lock_queue_lock(text, boolean),
+    distributed_lock_commit_lazily(boolean),
+    distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
     distributed_lock_event_immutable()
 FROM PUBLIC;
 

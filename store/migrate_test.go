@@ -80,6 +80,8 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_end_lapsed_group": true, "distributed_lock_grant_slot": true, "distributed_lock_holders_ended": true,
 	"distributed_lock_grant_holder_waiter": true, "distributed_lock_serve_holders": true,
 	"distributed_lock_queue_joinable": true, "distributed_lock_head_has_room": true,
+	"distributed_lock_release_holder": true, "distributed_lock_serve_beside": true, "distributed_lock_queue_lock": true,
+	"distributed_lock_commit_lazily": true,
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the

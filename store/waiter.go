@@ -26,7 +26,7 @@ FROM distributed_lock_waiter_poll($1, $2::bigint, $3::bigint) p`
 SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
        e.queue_position, e.queue_length, e.delay_until, e.cycle
 FROM distributed_lock_enqueue_shared($1, $2, $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::jsonb, $8,
-                                     $9::jsonb, $10::boolean, $11) e`
+                                     $9::jsonb, $10::boolean, $11, $12::boolean) e`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
 )
@@ -86,7 +86,7 @@ func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool,
 	if p.Shared || p.Permits > 0 {
 		return scanQueued(db.QueryRow(ctx, enqueueSharedSQL, p.Key, p.Owner, p.TTL.Microseconds(), permitsArg(p.Permits),
 			p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail),
-			p.LogGrants, channelArg(p.WakeChannel)))
+			p.LogGrants, channelArg(p.WakeChannel), standalone(db)))
 	}
 	return scanQueued(db.QueryRow(ctx, enqueueSQL, p.Key, p.Owner, p.TTL.Microseconds(),
 		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants,

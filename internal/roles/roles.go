@@ -89,7 +89,7 @@ var (
 var ownerFunctions = []string{
 	"distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint)",
 	"distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean)",
-	"distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text)",
+	"distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean)",
 	"distributed_lock_renew(text, text, bigint, bigint)",
 	"distributed_lock_release(text, text, bigint, boolean, boolean, text)",
 	"distributed_lock_fence(text, text, bigint)",

@@ -249,7 +249,7 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, errNoCurrent},
 		{`REVOKE SELECT ON %[1]s.distributed_lock_holder FROM %[2]s`, errNoCurrent},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean) FROM %[2]s`, locker.ErrPermissionDenied},
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_renew(text, text, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_release(text, text, bigint, boolean, boolean, text) FROM %[2]s`, locker.ErrPermissionDenied},

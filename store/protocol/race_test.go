@@ -120,3 +120,56 @@ func whileRowChanges(change string) during {
 		<-done
 	}
 }
+
+// whileLocked makes the call while another transaction holds what lockSQL
+// ($1 the key) locks: a holder's slot being renewed, a waiter's record
+// being served, the key's queue lock. With waits the call must wait for
+// that transaction, which then commits; without, it must complete
+// meanwhile.
+func whileLocked(lockSQL string, waits bool) during {
+	return func(t *testing.T, db *pgxpool.Pool, key string, call func()) {
+		t.Helper()
+		ctx := context.Background()
+		tx, err := db.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, lockSQL, key); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); call() }()
+		if !waits {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("the call waited for a lock it needs not wait for")
+				_ = tx.Rollback(ctx)
+				<-done
+			}
+			return
+		}
+		pid := int32(tx.Conn().PgConn().PID())
+		testdb.Eventually(t, 10*time.Second, "the call waiting for the lock", func() bool {
+			var blocked bool
+			if err := db.QueryRow(ctx, blockedBySQL, pid).Scan(&blocked); err != nil {
+				t.Fatal(err)
+			}
+			return blocked
+		})
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+	}
+}
+
+// Locks whileLocked takes: slot 1 of the key's holders (its lease being
+// renewed), the record of the key's first waiter (being served), the key's
+// queue lock shared (an enqueue beside a running group).
+const (
+	lockFirstSlotSQL   = `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
+	lockFirstWaiterSQL = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
+	lockQueueSharedSQL = `SELECT distributed_lock_queue_lock($1, false)`
+)

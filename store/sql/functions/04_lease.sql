@@ -61,6 +61,23 @@ BEGIN
     END IF;
 END $$;
 
+-- distributed_lock_commit_lazily lets the caller's transaction commit
+-- without waiting for its WAL to reach disk (synchronous_commit off,
+-- transaction-local, so it outlives the function) when lazy is true and the
+-- server has no synchronous standbys (synchronous_standby_names, read at
+-- each call so a reload takes effect): with them the session's setting
+-- stands, and what was committed is on a standby before it is
+-- acknowledged. A grant made later in the same transaction sets it on
+-- again (a hand-off is durable, whatever its caller asked). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_commit_lazily(lazy boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF lazy AND current_setting('synchronous_standby_names') = '' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
+END $$;
+
 -- distributed_lock_release frees owner's lease of key granted with token,
 -- and keeps the row (see distributed_lock_acquire). One row: outcome
 -- 'released' with the lease as it was, or 'not_held' (only lock_key set)
@@ -95,32 +112,44 @@ DECLARE
     ts timestamptz;
     wake timestamptz;
     holder boolean := false;
+    beside boolean := false;
 BEGIN
+    -- First: a hand-off below sets it on again.
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND l.lock_mode = 'exclusive'
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
     IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease (11_shared.sql): passed on
-        -- below, once its end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
-        FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        -- A shared or semaphore holder's lease: released, logged and its
+        -- permit handed to a waiter beside the other holders while another
+        -- keeps the group running (13_shared_release.sql), else ended under
+        -- the row for update (11_shared.sql) and passed on below, once its
+        -- end is logged.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', h.released_at
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
+        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+        WHERE h.lock_key IS NOT NULL;
+        beside := FOUND;
+        IF NOT beside THEN
+            SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
+            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
+            FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        END IF;
     END IF;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
         RETURN;
     END IF;
-    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-    IF log_release THEN
+    IF log_release AND NOT beside THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF holder THEN
+    IF beside THEN
+        NULL; -- logged and passed on beside the others
+    ELSIF holder THEN
         PERFORM distributed_lock_holders_ended(key, ts);
     ELSIF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);

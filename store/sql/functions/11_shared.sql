@@ -36,14 +36,18 @@ $$;
 -- for a running group's row, the last expiry of its holders' unreleased
 -- leases (its start when it has none), never the far future, which no
 -- client could take for a time left. store.ExpiresAtColumn is the same for
--- readers, who may not execute it.
+-- readers, who may not execute it. PL/pgSQL, as live_holders: a subquery
+-- keeps an SQL function from being inlined, and one not inlined is planned
+-- anew at every call, a plan PL/pgSQL keeps.
 CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
-RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.lock_mode <> 'exclusive' AND l.released_at IS NULL
-                THEN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
-                               WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at)
-                ELSE l.expires_at END
-$$;
+RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    IF l.lock_mode = 'exclusive' OR l.released_at IS NOT NULL THEN
+        RETURN l.expires_at;
+    END IF;
+    RETURN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
+                     WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at);
+END $$;
 
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)

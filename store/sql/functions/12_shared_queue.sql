@@ -143,11 +143,14 @@ END $$;
 -- wants, and serves the queue's head if the key has room for it. A waiter
 -- that joins the queue of a running group of its kind whose releases keep
 -- handing off (distributed_lock_queue_joinable) takes the row FOR SHARE
--- instead, beside the other waiters' enqueues and the holders' grants: it
--- changes nothing on the row, and is still ordered with every release,
--- which takes the row for update, so a release either sees its record or
--- committed before it, whose freed permit it then serves; the row changed
--- between its look and its lock is answered 'busy'. Same
+-- instead, beside the other waiters' enqueues, the holders' grants and the
+-- releases that hand their permit straight on (13_shared_release.sql): it
+-- changes nothing on the row. It takes the key's queue lock shared
+-- (distributed_lock_queue_lock) before it looks for room, which orders it
+-- with a release beside it that found nobody to hand its permit to; the
+-- row changed between its look and its lock is answered 'busy'. With
+-- lazy_commit a call that queues commits without waiting for the disk
+-- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
 -- or deadlock search: holders of a group wait for no one), and outcome
 -- 'conflict' (nothing queued) when holders of another mode, or of a
@@ -157,7 +160,7 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_shared(
     key text, owner text, ttl_us bigint, permits integer, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, wake_channel text DEFAULT NULL,
+    log_grants boolean DEFAULT false, wake_channel text DEFAULT NULL, lazy_commit boolean DEFAULT false,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
     OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
     OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
@@ -185,6 +188,9 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
+        -- Before looking for room: a release beside this call that finds
+        -- nobody to hand its permit to waits for it (13_shared_release.sql).
+        PERFORM distributed_lock_queue_lock(key, false);
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
@@ -208,6 +214,10 @@ BEGIN
         RETURN;
     END IF;
     ts := clock_timestamp();
+    -- Queueing grants nothing: a record lost in a crash is found gone by
+    -- its waiter's next check. With lazy_commit the commit does not wait
+    -- for the disk, and holds the row (or the queue lock) no longer for it.
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
     UPDATE distributed_lock_waiter w SET
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
@@ -252,8 +262,8 @@ BEGIN
         -- found promised, and the row is not its to write.)
         PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     END IF;
-    SELECT l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl, 'queued', least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
+    SELECT l.owner_id, l.fence_token, e.lease_end, l.ttl, 'queued', least(e.lease_end, l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
-    FROM distributed_lock l WHERE l.lock_key = key;
+    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e WHERE l.lock_key = key;
 END $$;

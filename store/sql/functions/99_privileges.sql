@@ -82,7 +82,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_serve_holders(text, timestamptz),
     distributed_lock_queue_joinable(distributed_lock, integer, bigint, timestamptz),
     distributed_lock_head_has_room(text, text, integer, timestamptz),
-    distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text),
+    distributed_lock_release_holder(text, text, bigint, boolean, text),
+    distributed_lock_serve_beside(text, timestamptz),
+    distributed_lock_queue_lock(text, boolean),
+    distributed_lock_commit_lazily(boolean),
+    distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
     distributed_lock_event_immutable()
 FROM PUBLIC;
 

@@ -1,0 +1,140 @@
+-- A holder's release beside the others (docs/design.md, "Shared leases and
+-- semaphores"). Under contention a release of one of a group's leases
+-- hands its permit straight to the next waiter and changes nothing on the
+-- group's row, so it takes the row only FOR SHARE: the releases of a
+-- semaphore's permits, its waiters' enqueues (12_shared_queue.sql) and its
+-- holders' grants then run side by side instead of in one line, each
+-- holding the row through its commit.
+--
+-- Two things need an order all the same:
+--   * The group ends with its last lease, and only a release that holds the
+--     row for update may end it (distributed_lock_settle). So a release
+--     beside the others locks another live holder's slot FOR SHARE (SKIP
+--     LOCKED: one being released or renewed is passed over): that lease
+--     cannot be released before this release commits. Finding none, the
+--     release is undone (a subtransaction, whose row locks go with it) and
+--     made as any end of a lease is, under the row for update
+--     (11_shared.sql).
+--   * The permit it frees must reach a waiter. An enqueue beside it may
+--     queue unseen (its record not yet committed) having found every
+--     permit held, this one too. A release that hands its permit on leaves
+--     no more room than it found; one that finds nobody to hand it to
+--     waits, on the key's queue lock, for the enqueues in flight, and
+--     serves whoever they queued: an enqueue after that wait finds the
+--     permit free.
+
+-- distributed_lock_release_holder releases owner's slot of key granted
+-- with token beside the other holders, as the caller's release: logged
+-- (with log_release, a "released" event by event_actor, default owner),
+-- its permit handed to the waiters queued for it
+-- (distributed_lock_serve_beside). Returns the slot as it left it, or NULL
+-- columns when it did nothing: not such a slot, no running group whose
+-- releases hand off, or no other live holder it could lock (the caller
+-- then ends the lease under the row for update,
+-- distributed_lock_end_holders). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
+    key text, owner text, token bigint, log_release boolean, event_actor text)
+RETURNS distributed_lock_holder
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock_holder;
+    none distributed_lock_holder;
+    ts timestamptz;
+BEGIN
+    BEGIN
+        PERFORM 1 FROM distributed_lock l
+        WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+          AND l.expires_at = distributed_lock_group_end() AND l.wake_until > clock_timestamp()
+        FOR SHARE;
+        IF NOT FOUND THEN
+            RAISE SQLSTATE 'LK001';
+        END IF;
+        ts := clock_timestamp();
+        UPDATE distributed_lock_holder s SET released_at = ts
+        WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
+        RETURNING s.* INTO h;
+        IF NOT FOUND THEN
+            RAISE SQLSTATE 'LK001'; -- not such a slot: the row's lock goes too
+        END IF;
+        PERFORM 1 FROM distributed_lock_holder x
+        WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
+        LIMIT 1
+        FOR SHARE SKIP LOCKED;
+        IF NOT FOUND THEN
+            RAISE SQLSTATE 'LK001'; -- perhaps the last lease
+        END IF;
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+            VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+        END IF;
+        IF distributed_lock_serve_beside(key, ts) IS NULL THEN
+            -- Nobody seen to hand it to: wait for the enqueues in flight
+            -- beside this release (distributed_lock_queue_lock), then serve
+            -- whoever they queued, waiting for a head another transaction
+            -- has locked. An enqueue after this sees the permit free.
+            PERFORM distributed_lock_queue_lock(key, true);
+            PERFORM distributed_lock_serve_holders(key, clock_timestamp());
+        END IF;
+        RETURN h;
+    EXCEPTION WHEN SQLSTATE 'LK001' THEN
+        -- Undone, its locks too: the caller may take the row for update,
+        -- and one keeping it for share would deadlock with another
+        -- doing the same.
+        RETURN none;
+    END;
+END $$;
+
+-- distributed_lock_queue_lock takes the transaction-level advisory lock
+-- that orders the enqueues beside a running group (shared, each taking it
+-- before it looks for room) with a release beside them that found nobody
+-- to hand its permit to (exclusive, waiting for every enqueue in flight).
+-- One per key and lock schema (the waiter table's oid); a hash collision
+-- only makes one wait for the other. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF exclusive THEN
+        PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+    ELSE
+        PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+    END IF;
+END $$;
+
+-- distributed_lock_serve_beside hands the room a release beside others
+-- made (the group's row held FOR SHARE) to the waiters queued for it at
+-- ts, in turn: the first live record no other transaction has locked (SKIP
+-- LOCKED: another release is serving it), while it waits for a lease of
+-- the group's kind and no record ahead of it waits for anything else (a
+-- queued writer is not overtaken), until the group has no room. Returns
+-- the first waiter it served, or NULL. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_serve_beside(key text, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    w distributed_lock_waiter%ROWTYPE;
+    first bigint;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    LOOP
+        -- Only a record it serves is locked: one of another kind, left
+        -- locked, could be the head a release after it waits for
+        -- (distributed_lock_release_holder) while this one waits for that.
+        SELECT * INTO w FROM distributed_lock_waiter x
+        WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+          AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
+                          WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
+                            AND y.waiter_id < x.waiter_id
+                            AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
+                                 OR y.permits IS DISTINCT FROM r.permits))
+        ORDER BY x.waiter_id LIMIT 1
+        FOR UPDATE OF x SKIP LOCKED;
+        EXIT WHEN NOT FOUND;
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, false);
+        first := coalesce(first, w.waiter_id);
+    END LOOP;
+    RETURN first;
+END $$;
