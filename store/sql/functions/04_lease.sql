@@ -114,8 +114,12 @@ DECLARE
     holder boolean := false;
     beside boolean := false;
 BEGIN
-    -- First: a hand-off below sets it on again.
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    -- First: a hand-off below sets it on again. (distributed_lock_commit_lazily
+    -- written out: calling a function with its own search_path costs every
+    -- release a save and restore of the setting.)
+    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
+        PERFORM set_config('synchronous_commit', 'off', true);
+    END IF;
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND l.lock_mode = 'exclusive'
