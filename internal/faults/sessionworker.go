@@ -73,8 +73,9 @@ func (w *sessionWorker) runProcess(runCtx context.Context, owner string) {
 		if !ok {
 			continue
 		}
+		onArrival := validFor(leases)
 		ka := s.KeepaliveAll(ctx, leases)
-		w.recordEnd(ka, leases, p)
+		w.recordEnd(ka, leases, onArrival, p)
 		kas = append(kas, ka)
 	}
 	// Killable once it has taken what it could, so a kill finds the
@@ -156,13 +157,11 @@ func (w *sessionWorker) takeKeys(ctx context.Context, keys []string, owner strin
 }
 
 // recordEnd records, per lease, when the process stopped trusting leases
-// kept by ka: lost (the session told it), or ended by its own close or
-// its kill, which are not losses.
-func (w *sessionWorker) recordEnd(ka *locker.Keepalive, leases []locker.Lease, p *process) {
-	onArrival := make([]time.Duration, len(leases))
-	for i, lease := range leases {
-		onArrival[i] = lease.ValidFor()
-	}
+// kept by ka (each with onArrival left when its grant returned): lost (the
+// session told it), or ended by its own close or its kill, which are not
+// losses.
+func (w *sessionWorker) recordEnd(ka *locker.Keepalive, leases []locker.Lease, onArrival []time.Duration, p *process) {
+	endedAtStart := ka.Context().Err() != nil
 	p.kept.Add(1)
 	w.ends.Add(1)
 	context.AfterFunc(ka.Context(), func() {
@@ -182,7 +181,7 @@ func (w *sessionWorker) recordEnd(ka *locker.Keepalive, leases []locker.Lease, p
 		for i, lease := range leases {
 			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
 				At: at, Lost: lost, Remaining: last[i].ValidFor() + now.Sub(at), ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(),
-				OnArrival: onArrival[i], Margin: w.margin, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
+				OnArrival: onArrival[i], Margin: w.margin, EndedAtStart: endedAtStart, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
 		}
 	})
 }

@@ -176,6 +176,16 @@ func (w *worker) grantSet(ctx context.Context, keys []string, owner, set string,
 	return leases, err
 }
 
+// validFor is each lease's ValidFor now: called as the grant returns, the
+// time it had left on arrival.
+func validFor(leases []locker.Lease) []time.Duration {
+	left := make([]time.Duration, len(leases))
+	for i, lease := range leases {
+		left[i] = lease.ValidFor()
+	}
+	return left
+}
+
 // lostAt is when a keepalive that ended with cause stopped trusting its
 // leases: the moment it cancelled its Context (LeaseLostError.At), not
 // when this process got round to noticing, which on a busy machine may be
@@ -198,10 +208,7 @@ func (w *worker) hold(ctx context.Context, lease locker.Lease) {
 // releases them. The moment the worker stops trusting the leases is
 // recorded, per lease, from the Keepalive's context.
 func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
-	onArrival := make([]time.Duration, len(leases))
-	for i, lease := range leases {
-		onArrival[i] = lease.ValidFor()
-	}
+	onArrival := validFor(leases)
 	k := leases[0].Key
 	w.holding.Store(&k)
 	defer w.holding.Store(nil)
@@ -211,6 +218,7 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 	} else {
 		ka = w.lk.KeepaliveAll(ctx, w.ka, leases)
 	}
+	endedAtStart := ka.Context().Err() != nil
 	w.ends.Add(1)
 	context.AfterFunc(ka.Context(), func() {
 		defer w.ends.Done()
@@ -222,7 +230,7 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 		for i, lease := range leases {
 			w.rec.EndLease(history.LeaseEnd{Client: w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
 				At: at, Lost: errors.Is(cause, locker.ErrLeaseLost), Remaining: last[i].ValidFor() + now.Sub(at),
-				ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(), OnArrival: onArrival[i], Margin: w.margin,
+				ExpiresAt: last[i].ExpiresAt, Cause: cause.Error(), OnArrival: onArrival[i], Margin: w.margin, EndedAtStart: endedAtStart,
 				CallStart: callStart, CallEnd: callEnd, SchedLag: w.lag.maxSince(at.Add(-time.Second))})
 		}
 	})

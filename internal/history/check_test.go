@@ -202,13 +202,21 @@ func TestCheckerFlagsLeaseEnds(t *testing.T) {
 		})
 	}
 	// A lease already past its local deadline on arrival is a finding, not
-	// a violation: no keepalive can cancel before that deadline.
+	// a violation: no keepalive can cancel before that deadline, nor before
+	// an expiry that may have passed before the reply came. Its keepalive
+	// must end before it returns: the lease is never trusted.
 	ops, obs := clean()
 	ends := cleanEnds()
-	ends[0].OnArrival, ends[0].Remaining = 0, 0
+	ends[0].OnArrival, ends[0].Remaining, ends[0].EndedAtStart = 0, 0, true
+	ends[0].At = ends[0].ExpiresAt.Add(10 * ms)
 	if r := Check(ops, ends, obs); !r.OK() || r.Stats.UntrustedOnArrival != 1 {
 		t.Fatalf("untrusted on arrival: %q, %+v", r.Violations, r.Stats)
 	}
+	ends[0].EndedAtStart = false
+	if r := Check(ops, ends, obs); r.OK() || !strings.Contains(strings.Join(r.Violations, "\n"), "did not end before it returned") {
+		t.Fatalf("a keepalive of a lease untrusted on arrival that did not end at once: %q", r.Violations)
+	}
+	ends[0].EndedAtStart = true
 	// So is one that arrived inside its keepalive's safety margin: its
 	// trust window had passed, and the keepalive cancels at its first look.
 	ends[0].OnArrival, ends[0].Margin = 8*ms, 25*ms

@@ -32,13 +32,17 @@ type LeaseEnd struct {
 	// OnArrival is the lease's ValidFor() when the grant returned, and
 	// Margin the keepalive's safety margin (locker.Config.SafetyMargin; 0:
 	// unknown). No more than Margin: the lease's trust window had passed
-	// before the client held it (its grant statement waited for the row),
-	// so its keepalive cancels at its first look, which a busy machine may
-	// schedule after the lease's local deadline: such a lease is counted as
-	// untrusted on arrival, and checked against the database expiry and
-	// steals only.
+	// before the client held it (its grant statement waited for the row, or
+	// its reply was late), so its keepalive must end before it returns
+	// (EndedAtStart): such a lease is counted as untrusted on arrival, and
+	// checked for that and against steals only.
 	OnArrival time.Duration
 	Margin    time.Duration
+	// EndedAtStart: the Keepalive's context had already ended when
+	// Keepalive returned. A lease untrusted on arrival must never have been
+	// trusted: its keepalive ends before it returns (it may have arrived
+	// after its database expiry, which no cancellation can then precede).
+	EndedAtStart bool
 	// Diagnosis, printed with a violation: the keepalive's last database
 	// call (start and end on this clock; end zero if it had not returned)
 	// and the worst scheduling delay this process saw in the second before.
@@ -61,8 +65,9 @@ func (r *Recorder) LeaseEnds() []LeaseEnd {
 }
 
 // checkLeaseEnds verifies property 5: a lost lease's holder was told before
-// its local deadline and before the database expiry it knew of, and every
-// holder stopped believing before its lease was stolen. The database's
+// its local deadline and before the database expiry it knew of (one
+// untrusted on arrival, at once), and every holder stopped believing
+// before its lease was stolen. The database's
 // event times and At are compared directly: the server runs on this machine.
 func (c *checker) checkLeaseEnds() {
 	stealOf := map[leaseID]lockview.Event{} // a lease → the grant that stole it
@@ -73,15 +78,19 @@ func (c *checker) checkLeaseEnds() {
 		c.stats.LeaseEnds++
 		if e.Lost {
 			c.stats.LeasesLost++
-			if e.OnArrival <= e.Margin {
-				// Untrusted from the start: only the database expiry (below)
-				// can be checked. Counted, and reported as a finding.
+			switch {
+			case e.OnArrival <= e.Margin:
+				// Untrusted from the start: never trusted at all. Counted,
+				// and reported as a finding.
 				c.stats.UntrustedOnArrival++
-			} else if e.Remaining <= 0 {
+				if !e.EndedAtStart {
+					c.fail("client %d's keepalive of %q (token %d), untrusted on arrival (%s left, margin %s), did not end before it returned (%s)",
+						e.Client, e.Key, e.Token, e.OnArrival, e.Margin, e.Cause)
+				}
+			case e.Remaining <= 0:
 				c.fail("client %d's keepalive of %q (token %d) cancelled at or after the lease's local deadline (%s; %s)",
 					e.Client, e.Key, e.Token, e.Cause, e.diagnosis())
-			}
-			if !e.At.Before(e.ExpiresAt) {
+			case !e.At.Before(e.ExpiresAt):
 				c.fail("client %d's keepalive of %q (token %d) cancelled at %s, not before the expiry %s it knew of (%s)",
 					e.Client, e.Key, e.Token, e.At.Format(time.StampMicro), e.ExpiresAt.Format(time.StampMicro), e.diagnosis())
 			}
