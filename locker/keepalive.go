@@ -38,7 +38,12 @@ var errStopped = errors.New("locker: keepalive stopped")
 //     window — the send time of the last successful grant or renewal, plus
 //     TTL, minus Config.SafetyMargin — has passed: a lease that cannot be
 //     proven is treated as lost, because another owner may take it as soon
-//     as it expires.
+//     as it expires. A renewal still out when that window ends does not
+//     hold it up.
+//
+// A lease already past its trust window when Keepalive is called (its
+// grant's reply came late) is never trusted: Context is already cancelled
+// when Keepalive returns. LeaseLostError.At says when each was cancelled.
 //
 // Do the guarded work under Context; call Stop when done, then Release.
 func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive {
