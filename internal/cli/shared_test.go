@@ -228,9 +228,11 @@ func TestRunShared(t *testing.T) {
 	body := `echo "$LOCKCTL_TOKEN"
 "` + binary + `" acquire job --shared --owner other --dsn "` + d.dsn + `" >/dev/null; echo "shared=$?"
 "` + binary + `" acquire job --owner writer --dsn "` + d.dsn + `" 2>/dev/null; echo "alone=$?"
-sleep 1
+sleep 1.5
 "` + binary + `" ls --json --dsn "` + d.dsn + `" > $DIR/ls.json`
-	r := d.expect(0, append([]string{"run", "job", "--shared", "--owner", "runner", "--ttl", "300ms", "--"}, script(dir, body)...)...)
+	// Two and a half TTLs; each renewal, sent a third of the way in, has
+	// over 300ms of the trust window left to come back in on a loaded machine.
+	r := d.expect(0, append([]string{"run", "job", "--shared", "--owner", "runner", "--ttl", "600ms", "--"}, script(dir, body)...)...)
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	if len(lines) != 3 || lines[1] != "shared=0" || lines[2] != "alone=3" {
 		t.Fatalf("command printed %q; want its token, shared=0 (another reader) and alone=3 (no writer)", r.stdout)
@@ -238,7 +240,7 @@ sleep 1
 	var rows []lsRow
 	decode(t, result{stdout: readFile(t, filepath.Join(dir, "ls.json"))}, &rows)
 	if len(rows) != 1 || len(rows[0].Holders) != 2 || rows[0].Holders[0].Owner != "runner" || tokenArg(rows[0].Holders[0].Token) != lines[0] {
-		t.Fatalf("ls inside the command, a second after it started = %+v; want runner's lease (token %s) kept past its 300ms TTL", rows, lines[0])
+		t.Fatalf("ls inside the command, 1.5s after it started = %+v; want runner's lease (token %s) kept past its 600ms TTL", rows, lines[0])
 	}
 	// runner's lease was released: only other's is left.
 	rows = lsJSON(t, d)
