@@ -188,6 +188,21 @@ func (b *Bouncer) LogPath() string { return filepath.Join(b.dir, "pgbouncer.log"
 // Port is the port PgBouncer listens on (127.0.0.1).
 func (b *Bouncer) Port() int { return b.port }
 
+// Running reports whether the PgBouncer process is still running.
+func (b *Bouncer) Running() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.done == nil {
+		return false
+	}
+	select {
+	case <-b.done:
+		return false
+	default:
+		return true
+	}
+}
+
 // DSN is a connection URL through the pooler to database db ("" means
 // "postgres"). Database "pgbouncer" is PgBouncer's admin console (SHOW POOLS,
 // SHOW SERVERS), open to "postgres". In transaction mode PgBouncer 1.18 hands

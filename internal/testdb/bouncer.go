@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -79,6 +80,7 @@ func PooledNamespaces(t testing.TB, opts pgtemp.BouncerOptions, n int, migrate b
 		t.Fatalf("start pgbouncer: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
+	logOnFailure(t, b)
 	for i := range spaces {
 		spaces[i].DSN, spaces[i].Bouncer = asUser(t, b.DSN(""), spaces[i].Role), b
 	}
@@ -106,5 +108,24 @@ func (p Pooled) SessionDSN(t testing.TB) string {
 		t.Fatalf("start pgbouncer: %v", err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
+	logOnFailure(t, b)
 	return asUser(t, b.DSN(""), p.Role)
+}
+
+// logOnFailure shows the end of b's log when the test fails (before b is
+// closed and its directory removed): whether the pooler was up, and what
+// it refused.
+func logOnFailure(t testing.TB, b *pgtemp.Bouncer) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		log, err := os.ReadFile(b.LogPath())
+		if err != nil {
+			t.Logf("pgbouncer log: %v", err)
+			return
+		}
+		lines := strings.Split(strings.TrimRight(string(log), "\n"), "\n")
+		t.Logf("pgbouncer (pid alive: %v), last lines of its log:\n%s", b.Running(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+	})
 }
