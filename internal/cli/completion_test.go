@@ -156,7 +156,11 @@ func TestShellCompletionFromDatabase(t *testing.T) {
 			ds.expireLease(resting)
 			delayed := completionCase{"lockctl end-delay " + resting, []string{resting}}
 			for _, c := range append([]completionCase{delayed}, cases...) {
-				if got := shellLines(t, sh.shell, sh.prog, c.line, "DATABASE_URL="+d.dsn, slowMachine); !slices.Equal(got, c.want) {
+				got := shellLines(t, sh.shell, sh.prog, c.line, "DATABASE_URL="+d.dsn, slowMachine)
+				// Another shell's resting key is held for a moment while it
+				// is made; this shell's own must never show as held.
+				got = slices.DeleteFunc(got, func(k string) bool { return strings.HasPrefix(k, "resting-") && k != resting })
+				if !slices.Equal(got, c.want) {
 					t.Errorf("%s completes %q to %q; want %q", sh.shell, c.line, got, c.want)
 				}
 			}
