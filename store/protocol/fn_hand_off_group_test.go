@@ -1,11 +1,8 @@
 package protocol_test
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The owner calls the internal function directly, with the head record of
@@ -17,19 +14,7 @@ func handOffGroupCall(key string, p prepared) (string, []any) {
 
 // whileOtherRowLocked makes the call while another transaction holds the
 // row of the set's key "b" locked.
-func whileOtherRowLocked(t *testing.T, db *pgxpool.Pool, key string, call func()) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT FROM distributed_lock WHERE lock_key = $1 FOR UPDATE`, key+"/b"); err != nil {
-		t.Fatal(err)
-	}
-	call()
-}
+var whileOtherRowLocked = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 || '/b' FOR UPDATE`, false)
 
 func TestHandOffGroup(t *testing.T) {
 	t.Parallel()

@@ -1,13 +1,8 @@
 package protocol_test
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // takeSlotArgs: who takes a slot, of a group of permits (0: shared).
@@ -85,51 +80,13 @@ func TestTakeSlot(t *testing.T) {
 // whileSlotLocked makes the call while another transaction holds the slot
 // locked (a holder's fence): it is not waited for.
 func whileSlotLocked(slot int) during {
-	return func(t *testing.T, db *pgxpool.Pool, key string, call func()) {
-		t.Helper()
-		ctx := context.Background()
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = $2 FOR SHARE`,
-			key, slot); err != nil {
-			t.Fatal(err)
-		}
-		call()
-	}
+	return whileLocked(`SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = $2 FOR SHARE`, false, slot)
 }
 
 // whileSlotInsertCommits makes the call while another transaction's grant
 // of a new slot to owner is inserting it: the call waits for that insert,
 // which then commits.
 func whileSlotInsertCommits(slot int, owner string) during {
-	return func(t *testing.T, db *pgxpool.Pool, key string, call func()) {
-		t.Helper()
-		ctx := context.Background()
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer func() { _ = tx.Rollback(ctx) }()
-		if _, err := tx.Exec(ctx, insertHolderSQL, key, slot, owner, "acquired", time.Minute.Microseconds(),
-			time.Minute.Microseconds(), 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		go func() { defer close(done); call() }()
-		pid := int32(tx.Conn().PgConn().PID())
-		testdb.Eventually(t, 10*time.Second, "the call waiting for the slot's insert", func() bool {
-			var blocked bool
-			if err := db.QueryRow(ctx, blockedBySQL, pid).Scan(&blocked); err != nil {
-				t.Fatal(err)
-			}
-			return blocked
-		})
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
-		<-done
-	}
+	return whileLocked(insertHolderSQL, true, slot, owner, "acquired", time.Minute.Microseconds(),
+		time.Minute.Microseconds(), 0, 0)
 }
