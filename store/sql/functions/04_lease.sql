@@ -151,9 +151,8 @@ BEGIN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF beside THEN
-        NULL; -- logged and passed on beside the others
-    ELSIF holder THEN
+    -- (A release beside the others was logged and passed on there.)
+    IF holder THEN
         PERFORM distributed_lock_holders_ended(key, ts);
     ELSIF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
