@@ -94,9 +94,11 @@ func (k *Keepalive) lose(lost *LeaseLostError) {
 	k.cancel(lost)
 }
 
-// trust is when a lease's renewal is due and when it stops being trusted.
+// trust is when a lease's renewal is due and when it stops being trusted,
+// and the renew interval of its TTL.
 type trust struct {
 	next, until time.Time
+	every       time.Duration
 }
 
 // trustOf is lease's trust window as of its grant or last renewal.
@@ -110,18 +112,18 @@ func (l *Locker) trustOf(lease Lease) trust {
 	// not from now: a Keepalive started some time after the grant (a slow
 	// first connection, say) must still renew before its trust window ends,
 	// rather than wake at the window's end and give up without trying.
-	w := trust{next: lease.sentAt.Add(every), until: lease.sentAt.Add(ttl - margin)}
+	w := trust{next: lease.sentAt.Add(every), until: lease.sentAt.Add(ttl - margin), every: every}
 	if lease.valid > 0 {
 		// Handed off from a queue and not yet claimed: only the claim
 		// window is certain, so renew (claim) at once, and trust it, as any
 		// lease, a safety margin short of its end (at most half of it).
-		w = trust{next: l.clock.Now(), until: lease.sentAt.Add(lease.valid - min(margin, lease.valid/2))}
+		w.next, w.until = l.clock.Now(), lease.sentAt.Add(lease.valid-min(margin, lease.valid/2))
 	}
 	if lease.sentAt.IsZero() {
 		// A lease named by LeaseOf: nothing says when it was granted, so
 		// renew at once to learn.
 		now := l.clock.Now()
-		w = trust{next: now, until: now.Add(ttl - margin)}
+		w.next, w.until = now, now.Add(ttl-margin)
 	}
 	return w
 }
@@ -179,11 +181,6 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 	set := k.Leases()
 	lease := earliest(set)
 	trustUntil, next := w.until, w.next
-	ttl := lease.TTL
-	if ttl == 0 {
-		ttl = l.cfg.TTL
-	}
-	every := l.renewEvery(ttl)
 	var lastErr error
 	for {
 		now := l.clock.Now()
@@ -231,7 +228,7 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 			k.mu.Lock()
 			k.leases = set
 			k.mu.Unlock()
-			w := l.trustOf(renewed)
+			w = l.trustOf(renewed)
 			trustUntil, next = w.until, w.next
 			lastErr = nil
 		case errors.Is(err, ErrNotHeld):
@@ -244,7 +241,7 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 		default:
 			// Unknown state: retry soon, but never trust past trustUntil.
 			lastErr = err
-			next = l.clock.Now().Add(min(every/4, time.Second))
+			next = l.clock.Now().Add(min(w.every/4, time.Second))
 		}
 	}
 }
