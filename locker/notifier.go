@@ -87,7 +87,7 @@ type NotifierConfig struct {
 	// service's releases go through. nil: no probe; wake-ups count as live
 	// once LISTEN is in place.
 	Probe DBTX
-	// ProbeTimeout bounds the wait for the probe. Defaults to 5s.
+	// ProbeTimeout bounds the wait for the probes. Defaults to 5s.
 	ProbeTimeout time.Duration
 	// Logf receives the warning when a probe is not delivered. Defaults to
 	// log.Printf.
@@ -125,8 +125,10 @@ const (
 	// WakeChecking: not listening yet (connecting, reconnecting), or the
 	// probe is on its way.
 	WakeChecking WakeState = iota
-	// WakeLive: LISTEN is in place and, with a Probe, the probe arrived on
-	// its connection between statements: releases wake waiters.
+	// WakeLive: LISTEN is in place and, with a Probe, two probes, each sent
+	// after a heartbeat of its own, arrived on its connection between
+	// statements (a pooler may pass one on by chance): releases wake
+	// waiters.
 	WakeLive
 	// WakeNotLive: the probe did not arrive within ProbeTimeout, or could
 	// not be sent: waiters wake at the holder's expiry and every
@@ -146,6 +148,10 @@ func (n *Notifier) setState(s WakeState) { n.state.Store(int32(s)) }
 // channel (so it proves the path its hand-offs take, and no other process
 // hears it); every other payload there is a JSON object.
 const probePrefix = "probe:"
+
+// probesToHear is how many delivery probes must arrive, each sent after a
+// heartbeat of its own, before wake-ups count as live.
+const probesToHear = 2
 
 // ConnectWith returns a connect function for NewNotifier that opens a new
 // connection from cfg.
@@ -217,8 +223,12 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	// even just after the statement's result (the server sends it as soon
 	// as it is idle, and the pooler may pass it on with the result). So a
 	// probe still out when a statement runs is sent again, with a new id.
+	// Even so a pooler can deliver one by chance, so wake-ups count as live
+	// only once probesToHear probes, each sent after another heartbeat,
+	// have arrived.
 	probe, probeDeadline := "", time.Time{}
 	sendProbe := n.cfg.Probe != nil
+	heard, reprobe := 0, false
 	if !sendProbe {
 		n.setState(WakeLive)
 	}
@@ -231,8 +241,8 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			}
 			nextBeat = time.Now().Add(every)
 			n.dispatchBuffered(conn)
-			if probe != "" {
-				sendProbe = true
+			if probe != "" || reprobe {
+				sendProbe, reprobe = true, false
 			}
 		}
 		if sendProbe {
@@ -268,7 +278,11 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 		case strings.HasPrefix(note.Payload, probePrefix):
 			if note.Payload == probe {
 				probe = ""
-				n.setState(WakeLive)
+				if heard++; heard >= probesToHear {
+					n.setState(WakeLive)
+				} else {
+					reprobe = true
+				}
 			}
 			continue
 		}
