@@ -281,7 +281,9 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 				if heard++; heard >= probesToHear {
 					n.setState(WakeLive)
 				} else {
-					reprobe = true
+					// The next probe after a heartbeat run now, not at its
+					// time, which may be later than ProbeTimeout.
+					reprobe, nextBeat = true, time.Now()
 				}
 			}
 			continue
