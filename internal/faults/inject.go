@@ -66,24 +66,25 @@ type injector struct {
 	rowKeys []string
 }
 
-// run injects faults until ctx ends: first every kind once (the zombie
-// first, the rest in a seeded order; each retried until it finds a target),
+// run injects faults until ctx ends: first every kind once (the slowest to
+// play out first, the rest in a seeded order; each retried until it finds
+// a target),
 // then at random.
 func (in *injector) run(ctx context.Context) {
 	first := append([]string(nil), in.kinds...)
 	in.rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
-	// A zombie takes 2–3 TTLs to play out: start it first, so even a short
-	// run sees it resume and try its write.
-	for i, k := range first {
-		if k == Zombie {
-			first[0], first[i] = first[i], first[0]
+	// Then to the front, in this order, the kinds that take longest to
+	// play out, so that even a short run on a loaded machine sees them
+	// through: the zombie takes 2–3 TTLs to resume and try its write; the
+	// promotion happens once, in the first round; a single key's dead
+	// waiter must reach the head of its queue, be handed the key and let
+	// it lapse before anyone takes it over (claim_window_ran_out).
+	front := 0
+	for _, k := range []string{Zombie, Promote, DeadWaiter} {
+		if j := slices.Index(first, k); j >= 0 {
+			first = slices.Insert(slices.Delete(first, j, j+1), front, k)
+			front++
 		}
-	}
-	// The promotion next: it happens once, in the first round, and a
-	// loaded machine may not get through a round of every kind before the
-	// run ends.
-	if i := slices.Index(first, Promote); i > 1 {
-		first = slices.Insert(slices.Delete(first, i, i+1), 1, Promote)
 	}
 	in.firstRound(ctx, first)
 	close(in.firstDone)
