@@ -167,9 +167,9 @@ func RunQueue(ctx context.Context, dsn string, opts QueueOptions) (*QueueReport,
 }
 
 // queueStartDelay is how far ahead of now the workers are told to start:
-// time for every process to start, connect and line up its waiters, so all
-// of them begin at one instant.
-const queueStartDelay = 1500 * time.Millisecond
+// time for every process to start, connect, warm up (warmUp) and line up
+// its waiters, so all of them begin at one instant.
+const queueStartDelay = 4 * time.Second
 
 // runQueueSeries runs one series once: waiters spread over the processes,
 // with the backend transactions counted around them (obs may be nil).

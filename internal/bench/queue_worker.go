@@ -129,6 +129,10 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 		return queueWorkerResult{}, err
 	}
 
+	if err := warmUp(ctx, acquirers); err != nil {
+		cleanup()
+		return queueWorkerResult{}, fmt.Errorf("warm-up: %w", err)
+	}
 	res := queueWorkerResult{GrantsPerWaiter: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -159,6 +163,27 @@ func runQueueJob(ctx context.Context, job queueJob) (queueWorkerResult, error) {
 	res.Transactions = txns.Load()
 	res.SetupTransactions = setup.Load()
 	return res, errors.Join(errs...)
+}
+
+// warmUp has every waiter take the lock and give it back once, all at
+// once, before the start: a service's connections have run its statements
+// before its waiters queue in earnest, and a connection's first ones (the
+// server parsing them, loading its catalogs, compiling the functions
+// behind them) are no part of a hand-over. Every series warms up alike.
+func warmUp(ctx context.Context, acquirers []acquireFunc) error {
+	errs := make([]error, len(acquirers))
+	var wg sync.WaitGroup
+	for i, acquire := range acquirers {
+		wg.Go(func() {
+			_, release, err := acquire(ctx)
+			if err == nil {
+				err = release()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // queueDrainLimit bounds how long after the stop the acquisitions in
@@ -302,12 +327,36 @@ func openWaitersLocker(ctx context.Context, side, counted *pgx.ConnConfig, job q
 		cleanup()
 		return nil, nil, nil, err
 	}
-	// Not pool.Ping, whose statement the counters would not see.
-	if _, err := pool.Exec(ctx, ";"); err != nil {
+	if err := connectAll(ctx, pool); err != nil {
 		cleanup()
 		return nil, nil, nil, fmt.Errorf("connect: %w", store.Interpret(err))
 	}
 	return lk, pool, cleanup, nil
+}
+
+// connectAll opens every connection the pool may hold before the run
+// starts, as the advisory series' waiters connect theirs: a service's pool
+// is open when its waiters queue, and a connection's start-up is no part
+// of a hand-over.
+func connectAll(ctx context.Context, pool *pgxpool.Pool) error {
+	var conns []*pgxpool.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range pool.Config().MaxConns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		conns = append(conns, c)
+		// Not Ping, whose statement the counters would not see.
+		if _, err := c.Exec(ctx, ";"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leaseAcquirers makes an acquireFunc for each of job's waiters in this
