@@ -808,7 +808,10 @@ END $$;
 -- has locked and freed at ts: it hands the lease to the head of the key's
 -- queue (distributed_lock_hand_off) or, when it hands nothing off (no live
 -- waiter queued, a lock-delay, a set that cannot have all its keys yet),
--- wakes the processes that wait for the key (distributed_lock_wake). Call
+-- wakes the processes that wait for the key (distributed_lock_wake). Before
+-- it wakes them it waits, on the key's queue lock, for the enqueues in
+-- flight beside the lease that ended (14_queue_beside.sql), and hands the
+-- key to whoever they queued. Call
 -- it only when the row's wake_until is after ts (someone may wait): a
 -- NOTIFY serialises the commits of every notifying transaction in the
 -- cluster, a cost releases nobody waits for should not pay, and reading
@@ -818,7 +821,10 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM distributed_lock_wake(key);
+        PERFORM distributed_lock_queue_lock(key, true);
+        IF distributed_lock_hand_off(key, ts) IS NULL THEN
+            PERFORM distributed_lock_wake(key);
+        END IF;
     END IF;
 END $$;
 
@@ -1129,13 +1135,28 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
+    locked record;
     ts timestamptz;
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
     FOR attempt IN 1..3 LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
-        EXIT WHEN FOUND;
+        -- Beside the other waiters, without the row lock, if it may
+        -- (14_queue_beside.sql).
+        SELECT b.lock_key, b.owner_id, b.fence_token, b.expires_at, b.ttl, b.outcome, b.remaining, b.waiter_id,
+               b.db_now, b.queue_position, b.queue_length, b.delay_until, b.cycle
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id,
+             db_now, queue_position, queue_length, delay_until, cycle
+        FROM distributed_lock_enqueue_beside(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                             log_grants, lock_delay_us, channel) b;
+        IF outcome IS NOT NULL THEN
+            RETURN;
+        END IF;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us) t;
+        -- Beside after all: the call it waited for made that possible.
+        CONTINUE WHEN locked.beside;
+        r := locked.r;
+        EXIT WHEN r.lock_key IS NOT NULL;
         -- No row yet: a first grant creates it. When another transaction's
         -- first grant wins the insert, its row exists once that commits.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
@@ -1204,7 +1225,7 @@ BEGIN
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
+    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
@@ -1311,7 +1332,7 @@ BEGIN
                 -- Still waiting: two waits that closed a cycle at the same
                 -- time did not see each other at enqueue.
                 IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
-                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts);
+                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
                 END IF;
             END IF;
         END IF;
@@ -1949,7 +1970,7 @@ BEGIN
     FOREACH k IN ARRAY ks LOOP
         PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
     END LOOP;
-    found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts);
+    found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts, true);
     RETURN QUERY
         SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
                CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
@@ -2095,7 +2116,7 @@ BEGIN
                 PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
             END LOOP;
             IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
-                found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts);
+                found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts, true);
             END IF;
         END IF;
     END IF;
@@ -2267,10 +2288,11 @@ END $$;
 -- nobody). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_waits(w distributed_lock_waiter, ts timestamptz)
 RETURNS boolean
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
-        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
-$$;
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
+        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)));
+END $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's
 -- waiting record on a key owner holds (its lease, or a holder's of a shared
@@ -2278,11 +2300,13 @@ $$;
 -- in a queue. A cycle through owner needs such a wait, so without one the
 -- search need not run: the common case of a waiter that holds nothing and
 -- queues at a queue's tail costs two index probes instead of a walk over
--- the queue. Internal.
+-- the queue. PL/pgSQL, as every helper whose body is a query: its plan is
+-- kept, where an SQL function's is made anew at each call. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_awaited(owner text, ts timestamptz)
 RETURNS boolean
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT EXISTS (
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN EXISTS (
         SELECT 1 FROM distributed_lock_waiter r
         JOIN distributed_lock_waiter a ON a.lock_key = r.lock_key AND a.waiter_id > r.waiter_id
         WHERE r.owner_id = owner AND r.seen_until > ts AND a.owner_id <> owner AND distributed_lock_waits(a, ts))
@@ -2295,8 +2319,8 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
         SELECT 1 FROM distributed_lock_holder h
         WHERE h.owner_id = owner AND h.released_at IS NULL AND h.expires_at > ts
           AND EXISTS (SELECT 1 FROM distributed_lock_waiter a
-                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner))
-$$;
+                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner));
+END $$;
 
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
 -- start: cycle is a JSON array of steps {"owner", "key"}, the first
@@ -2387,11 +2411,12 @@ END $$;
 -- fails the wait that closes a cycle; the others on the cycle keep
 -- waiting. The records are removed, each with a 'deadlock_refused' event
 -- on its key (actor: the record's, else its owner; detail: the cycle), so
--- the history says why the waiter left the queue; each of their keys that
--- is free is then handed on to its next waiter (the caller holds those
--- keys' rows). Returns the cycle (distributed_lock_wait_cycle), NULL when
+-- the history says why the waiter left the queue; with hand_on, each of
+-- their keys that is free is then handed on to its next waiter (the caller
+-- holds those keys' rows; a waiter queued beside the others holds none).
+-- Returns the cycle (distributed_lock_wait_cycle), NULL when
 -- the wait stands. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_refuse_deadlock(owner text, ids bigint[], ts timestamptz)
+CREATE OR REPLACE FUNCTION distributed_lock_refuse_deadlock(owner text, ids bigint[], ts timestamptz, hand_on boolean)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
@@ -2412,11 +2437,13 @@ BEGIN
              FROM gone g ORDER BY g.lock_key
              RETURNING lock_key)
     SELECT array_agg(x.lock_key::text ORDER BY x.lock_key) INTO ks FROM logged x;
-    FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
-            PERFORM distributed_lock_hand_off(k, ts);
-        END IF;
-    END LOOP;
+    IF hand_on THEN
+        FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
+            IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+                PERFORM distributed_lock_hand_off(k, ts);
+            END IF;
+        END LOOP;
+    END IF;
     RETURN c.cycle;
 END $$;
 
@@ -3635,6 +3662,135 @@ BEGIN
     RETURN first;
 END $$;
 
+-- A waiter queueing beside the others (docs/design.md, "A queue beside its
+-- releases"). A key under contention sees, for every hand-off, one release
+-- and one more enqueue (the waiter served last time, queueing again). An
+-- enqueue that takes the key's row for update holds it through its commit,
+-- so enqueues and releases would stand in one line, each waiting for the
+-- one before to reach the disk. Yet an enqueue into the queue of a lease
+-- another owner holds changes nothing on the key's row: it only adds its
+-- record. Such an enqueue takes no lock on the row at all.
+--
+-- The release that frees the key must still reach it. The enqueue takes the
+-- key's queue lock shared (distributed_lock_queue_lock) and only then reads
+-- the row again: a release committed before that is seen, and the call
+-- answers 'busy' (the caller enqueues again, now under the row lock); a
+-- release that commits after it and finds nobody to hand the key to waits
+-- for the queue lock (distributed_lock_pass_on), that is for every enqueue
+-- in flight, then hands the key to whoever they queued. A lease that
+-- lapses unreleased is taken over at the waiters' checks, which they make
+-- when it ends, as for any waiter.
+
+-- distributed_lock_lease_joinable: whether owner may queue for r's key
+-- beside the other waiters (distributed_lock_enqueue_beside) at ts: r is an
+-- exclusive lease another owner holds, whose releases keep handing off
+-- (wake_until) for longer than a record queued at ts lives (seen_for_us),
+-- and owner has no live record on the key to take over. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
+    r distributed_lock, owner text, seen_for_us bigint, ts timestamptz)
+RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
+                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
+        AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
+                        WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
+END $$;
+
+-- distributed_lock_lock_to_queue takes key's row for update, as an enqueue
+-- that cannot queue beside the others does, and returns it (every column
+-- NULL when the key has no row), with beside false. When the row is being
+-- changed (locked by another transaction), it first waits for that change
+-- beside the other waiters, FOR SHARE, and looks again: if owner may now
+-- queue beside the others (distributed_lock_lease_joinable: the change was
+-- an enqueue that made the queue's releases hand off), it returns beside
+-- true, holding nothing. Many waiters that come to a key at once then wait
+-- for the first one's commit together, instead of taking the row in turn.
+-- Each wait is undone once over (a subtransaction), its lock with it; the
+-- third try waits for the row lock as any other. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
+    key text, owner text, seen_for_us bigint, OUT r distributed_lock, OUT beside boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    beside := false;
+    FOR attempt IN 1..3 LOOP
+        BEGIN
+            IF attempt < 3 THEN
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE NOWAIT;
+            ELSE
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+            END IF;
+            RETURN;
+        EXCEPTION WHEN lock_not_available THEN
+            BEGIN
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+                RAISE SQLSTATE 'LK002';
+            EXCEPTION WHEN SQLSTATE 'LK002' THEN
+                NULL;
+            END;
+        END;
+        IF distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp()) THEN
+            r := NULL;
+            beside := true;
+            RETURN;
+        END IF;
+    END LOOP;
+END $$;
+
+-- distributed_lock_enqueue_beside is distributed_lock_enqueue's first try
+-- (same arguments, channel already checked; same answer): it queues owner
+-- beside the other waiters when key's lease is joinable
+-- (distributed_lock_lease_joinable), without locking the key's row (see
+-- above). Outcome
+-- 'queued', or 'deadlock' (the record removed again, as the enqueue's), or
+-- 'busy' (nothing done) when the key changed hands before the queue lock
+-- was taken; NULL (nothing done) when the key is not joinable: the caller
+-- queues under the row lock. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_beside(
+    key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, lock_delay_us bigint, channel text,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    ts timestamptz := clock_timestamp();
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
+        RETURN;
+    END IF;
+    lock_key := key;
+    PERFORM distributed_lock_queue_lock(key, false);
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    ts := clock_timestamp();
+    IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
+        -- Released (or lapsed) meanwhile. Taking the row now, holding the
+        -- queue lock, could deadlock with a release waiting for it.
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    INSERT INTO distributed_lock_waiter AS w
+        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
+    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+            lock_delay_us * interval '1 microsecond', channel)
+    RETURNING w.waiter_id INTO waiter_id;
+    -- The key is held: a refused record leaves nothing to hand on.
+    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, false);
+    owner_id := r.owner_id; fence_token := r.fence_token; expires_at := r.expires_at; ttl := r.ttl;
+    remaining := r.expires_at - ts; db_now := ts;
+    outcome := CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END;
+    queue_position := distributed_lock_queue_position(key, waiter_id, ts);
+    queue_length := distributed_lock_queue_length(key, ts);
+    IF cycle IS NOT NULL THEN
+        waiter_id := NULL;
+    END IF;
+END $$;
+
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
 -- gives EXECUTE to PUBLIC on every new function. The internal ones and the
 -- rules are granted to nobody; the protocol functions run them as their
@@ -3683,7 +3839,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
     distributed_lock_awaited(text, timestamptz),
-    distributed_lock_refuse_deadlock(text, bigint[], timestamptz),
+    distributed_lock_refuse_deadlock(text, bigint[], timestamptz, boolean),
     distributed_lock_timeline(),
     distributed_lock_advance_epoch(),
     distributed_lock_next_token(),
@@ -3722,6 +3878,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_release_holder(text, text, bigint, boolean, text),
     distributed_lock_serve_beside(text, timestamptz),
     distributed_lock_queue_lock(text, boolean),
+    distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
+    distributed_lock_lock_to_queue(text, text, bigint),
+    distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
     distributed_lock_event_immutable()

@@ -77,6 +77,9 @@ func TestEnqueue(t *testing.T) {
 			return w
 		}()},
 		{name: "held by another, queued", state: heldBy(other).queued(w1), call: mine.call, want: queuedBehind(other, keptToken, untouched, w1)},
+		{name: "held by another, another enqueue making releases hand off meanwhile: queued beside it once it commits",
+			state: heldBy(other), call: mine.call, during: whileRowChanges(setWakeSQL),
+			want: queuedBehind(other, keptToken, heldRow)},
 		{name: "a running shared group: queued behind it", state: sharedBy(other), call: mine.call, want: func() want {
 			row := rowWant{owner: groupOwner, token: keptToken, groupEnd: true, ttl: time.Minute, kind: "acquired",
 				prevOwner: "earlier", prevToken: keptPrevious, mode: "shared", wakes: &span{time.Minute - slack, time.Minute}}

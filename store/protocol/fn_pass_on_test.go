@@ -10,6 +10,13 @@ func passOnCall(key string, _ prepared) (string, []any) {
 	return `SELECT true AS returned FROM distributed_lock_pass_on(key => $1, ts => clock_timestamp())`, []any{key}
 }
 
+// reviveUnderQueueLockSQL: an enqueue beside the lease that ended, in
+// flight: holding the key's queue lock shared, it makes the key's lapsed
+// record live again (as its new record would be), then commits.
+const reviveUnderQueueLockSQL = `WITH q AS (SELECT distributed_lock_queue_lock($1, false) AS x)
+UPDATE distributed_lock_waiter SET seen_until = clock_timestamp() + interval '30 seconds'
+WHERE lock_key = $1 AND EXISTS (SELECT FROM q)`
+
 func TestPassOn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_pass_on")
@@ -24,5 +31,9 @@ func TestPassOn(t *testing.T) {
 			call: passOnCall, want: want{row: handedTo(w1, "acquired", other), waiters: []waiterWant{{owner: w2, channel: chanB}},
 				notify: []notifyWant{handOffTo(w1, "acquired").on(chanA), handOffTo(w1, "acquired").on(chanB)}}},
 		{name: "watched, nobody queued: nobody to wake", state: free().waking(), call: passOnCall, want: want{row: untouched}},
+		{name: "an enqueue beside in flight (its record not yet live): waited for, then handed to it",
+			state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: passOnCall,
+			during: whileLocked(reviveUnderQueueLockSQL, true),
+			want:   want{row: handedTo(w1, "acquired", other), notify: []notifyWant{handOffTo(w1, "acquired")}}},
 	})
 }

@@ -50,10 +50,12 @@ func cycleLogged(t *testing.T, where string, events []eventState, owner, actor s
 	}
 }
 
-// refuseArgs: owner's records on the case's key and the set's keys named.
+// refuseArgs: owner's records on the case's key and the set's keys named;
+// keep: the caller holds no row, and nothing is handed on (hand_on false).
 type refuseArgs struct {
 	owner string
 	names []string
+	keep  bool
 }
 
 func (a refuseArgs) call(key string, p prepared) (string, []any) {
@@ -64,7 +66,8 @@ func (a refuseArgs) call(key string, p prepared) (string, []any) {
 	for _, n := range a.names {
 		ids = append(ids, p.set.prepared[n].waiterIDs[a.owner])
 	}
-	return `SELECT distributed_lock_refuse_deadlock(owner => $1, ids => $2, ts => clock_timestamp()) AS result`, []any{a.owner, ids}
+	return `SELECT distributed_lock_refuse_deadlock(owner => $1, ids => $2, ts => clock_timestamp(), hand_on => $3) AS result`,
+		[]any{a.owner, ids, !a.keep}
 }
 
 func TestRefuseDeadlock(t *testing.T) {
@@ -96,6 +99,8 @@ func TestRefuseDeadlock(t *testing.T) {
 			cycleLogged(t, p.set.main, after.events, me, actor, want)
 		}
 	}
+	setOnFreeKey := free().queuedSet(me).queued(w1).and(also{name: "c", state: heldBy(me).queued(other)},
+		also{name: "d", state: heldBy(other).queuedSet(me)})
 	f.run(t, []fnCase{
 		{name: "the youngest wait on a cycle: refused, its record removed, the refusal logged", state: cycle,
 			call: refuseArgs{owner: me}.call,
@@ -114,10 +119,15 @@ func TestRefuseDeadlock(t *testing.T) {
 			}}},
 		{name: "no cycle", state: heldBy(other).queued(me), call: refuseArgs{owner: me}.call,
 			want: want{row: untouched, waiters: waiters(me), check: stands}},
+		{name: "a waiting set first on a free key, nothing handed on (a waiter beside the others holds no row): refused on every key, the key kept",
+			state: setOnFreeKey, call: refuseArgs{owner: me, names: []string{"d"}, keep: true}.call,
+			want: want{row: untouched, waiters: waiters(w1), events: []eventWant{refusedWait(me, me)},
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					refused(t, result, p, after)
+					otherIs(t, p, "d", other, true)
+				}}},
 		{name: "a waiting set first on a free key: refused on every key, the key handed to the next",
-			state: free().queuedSet(me).queued(w1).and(also{name: "c", state: heldBy(me).queued(other)},
-				also{name: "d", state: heldBy(other).queuedSet(me)}),
-			call: refuseArgs{owner: me, names: []string{"d"}}.call,
+			state: setOnFreeKey, call: refuseArgs{owner: me, names: []string{"d"}}.call,
 			want: want{row: handedTo(w1, "acquired", other), notify: []notifyWant{handOffTo(w1, "acquired")},
 				events: []eventWant{refusedWait(me, me)},
 				check: func(t *testing.T, result map[string]any, p prepared, after observed) {

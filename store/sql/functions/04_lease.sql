@@ -47,7 +47,10 @@ END $$;
 -- has locked and freed at ts: it hands the lease to the head of the key's
 -- queue (distributed_lock_hand_off) or, when it hands nothing off (no live
 -- waiter queued, a lock-delay, a set that cannot have all its keys yet),
--- wakes the processes that wait for the key (distributed_lock_wake). Call
+-- wakes the processes that wait for the key (distributed_lock_wake). Before
+-- it wakes them it waits, on the key's queue lock, for the enqueues in
+-- flight beside the lease that ended (14_queue_beside.sql), and hands the
+-- key to whoever they queued. Call
 -- it only when the row's wake_until is after ts (someone may wait): a
 -- NOTIFY serialises the commits of every notifying transaction in the
 -- cluster, a cost releases nobody waits for should not pay, and reading
@@ -57,7 +60,10 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM distributed_lock_wake(key);
+        PERFORM distributed_lock_queue_lock(key, true);
+        IF distributed_lock_hand_off(key, ts) IS NULL THEN
+            PERFORM distributed_lock_wake(key);
+        END IF;
     END IF;
 END $$;
 

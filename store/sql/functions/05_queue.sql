@@ -159,13 +159,28 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
+    locked record;
     ts timestamptz;
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
     FOR attempt IN 1..3 LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
-        EXIT WHEN FOUND;
+        -- Beside the other waiters, without the row lock, if it may
+        -- (14_queue_beside.sql).
+        SELECT b.lock_key, b.owner_id, b.fence_token, b.expires_at, b.ttl, b.outcome, b.remaining, b.waiter_id,
+               b.db_now, b.queue_position, b.queue_length, b.delay_until, b.cycle
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id,
+             db_now, queue_position, queue_length, delay_until, cycle
+        FROM distributed_lock_enqueue_beside(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                             log_grants, lock_delay_us, channel) b;
+        IF outcome IS NOT NULL THEN
+            RETURN;
+        END IF;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us) t;
+        -- Beside after all: the call it waited for made that possible.
+        CONTINUE WHEN locked.beside;
+        r := locked.r;
+        EXIT WHEN r.lock_key IS NOT NULL;
         -- No row yet: a first grant creates it. When another transaction's
         -- first grant wins the insert, its row exists once that commits.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
@@ -234,7 +249,7 @@ BEGIN
         RETURNING w.waiter_id INTO waiter_id;
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts);
+    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
@@ -341,7 +356,7 @@ BEGIN
                 -- Still waiting: two waits that closed a cycle at the same
                 -- time did not see each other at enqueue.
                 IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
-                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts);
+                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
                 END IF;
             END IF;
         END IF;

@@ -261,7 +261,7 @@ BEGIN
     FOREACH k IN ARRAY ks LOOP
         PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
     END LOOP;
-    found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts);
+    found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts, true);
     RETURN QUERY
         SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
                CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
@@ -407,7 +407,7 @@ BEGIN
                 PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
             END LOOP;
             IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
-                found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts);
+                found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts, true);
             END IF;
         END IF;
     END IF;

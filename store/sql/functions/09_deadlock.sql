@@ -13,10 +13,11 @@
 -- nobody). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_waits(w distributed_lock_waiter, ts timestamptz)
 RETURNS boolean
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
-        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)))
-$$;
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
+        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)));
+END $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's
 -- waiting record on a key owner holds (its lease, or a holder's of a shared
@@ -24,11 +25,13 @@ $$;
 -- in a queue. A cycle through owner needs such a wait, so without one the
 -- search need not run: the common case of a waiter that holds nothing and
 -- queues at a queue's tail costs two index probes instead of a walk over
--- the queue. Internal.
+-- the queue. PL/pgSQL, as every helper whose body is a query: its plan is
+-- kept, where an SQL function's is made anew at each call. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_awaited(owner text, ts timestamptz)
 RETURNS boolean
-LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT EXISTS (
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN EXISTS (
         SELECT 1 FROM distributed_lock_waiter r
         JOIN distributed_lock_waiter a ON a.lock_key = r.lock_key AND a.waiter_id > r.waiter_id
         WHERE r.owner_id = owner AND r.seen_until > ts AND a.owner_id <> owner AND distributed_lock_waits(a, ts))
@@ -41,8 +44,8 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
         SELECT 1 FROM distributed_lock_holder h
         WHERE h.owner_id = owner AND h.released_at IS NULL AND h.expires_at > ts
           AND EXISTS (SELECT 1 FROM distributed_lock_waiter a
-                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner))
-$$;
+                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner));
+END $$;
 
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
 -- start: cycle is a JSON array of steps {"owner", "key"}, the first
@@ -133,11 +136,12 @@ END $$;
 -- fails the wait that closes a cycle; the others on the cycle keep
 -- waiting. The records are removed, each with a 'deadlock_refused' event
 -- on its key (actor: the record's, else its owner; detail: the cycle), so
--- the history says why the waiter left the queue; each of their keys that
--- is free is then handed on to its next waiter (the caller holds those
--- keys' rows). Returns the cycle (distributed_lock_wait_cycle), NULL when
+-- the history says why the waiter left the queue; with hand_on, each of
+-- their keys that is free is then handed on to its next waiter (the caller
+-- holds those keys' rows; a waiter queued beside the others holds none).
+-- Returns the cycle (distributed_lock_wait_cycle), NULL when
 -- the wait stands. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_refuse_deadlock(owner text, ids bigint[], ts timestamptz)
+CREATE OR REPLACE FUNCTION distributed_lock_refuse_deadlock(owner text, ids bigint[], ts timestamptz, hand_on boolean)
 RETURNS jsonb
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
@@ -158,10 +162,12 @@ BEGIN
              FROM gone g ORDER BY g.lock_key
              RETURNING lock_key)
     SELECT array_agg(x.lock_key::text ORDER BY x.lock_key) INTO ks FROM logged x;
-    FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
-            PERFORM distributed_lock_hand_off(k, ts);
-        END IF;
-    END LOOP;
+    IF hand_on THEN
+        FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
+            IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+                PERFORM distributed_lock_hand_off(k, ts);
+            END IF;
+        END LOOP;
+    END IF;
     RETURN c.cycle;
 END $$;

@@ -46,7 +46,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
     distributed_lock_awaited(text, timestamptz),
-    distributed_lock_refuse_deadlock(text, bigint[], timestamptz),
+    distributed_lock_refuse_deadlock(text, bigint[], timestamptz, boolean),
     distributed_lock_timeline(),
     distributed_lock_advance_epoch(),
     distributed_lock_next_token(),
@@ -85,6 +85,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_release_holder(text, text, bigint, boolean, text),
     distributed_lock_serve_beside(text, timestamptz),
     distributed_lock_queue_lock(text, boolean),
+    distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
+    distributed_lock_lock_to_queue(text, text, bigint),
+    distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
     distributed_lock_event_immutable()
