@@ -227,6 +227,18 @@ func TestCheckerFlagsLeaseEnds(t *testing.T) {
 	if r := Check(ops, ends, obs); r.OK() {
 		t.Fatal("a keepalive cancelled after its lease's local deadline passed")
 	}
+	// A lease handed off from a queue is trusted to a margin of at most
+	// half its claim window: arriving inside Margin, it may still be
+	// trusted for a moment, and is then held to its deadline as any other.
+	ends[0].Margin, ends[0].EndedAtStart = 25*ms, false
+	ends[0].Remaining, ends[0].At = 2*ms, ends[0].ExpiresAt.Add(-5*ms)
+	if r := Check(ops, ends, obs); !r.OK() || r.Stats.UntrustedOnArrival != 0 {
+		t.Fatalf("a handed-off lease trusted for a moment, cancelled in time: %q, %+v", r.Violations, r.Stats)
+	}
+	ends[0].Remaining = 0
+	if r := Check(ops, ends, obs); r.OK() {
+		t.Fatal("a handed-off lease trusted for a moment, cancelled after its local deadline")
+	}
 }
 
 // A lazy release (committed without waiting for the disk) may be lost

@@ -79,9 +79,13 @@ func (c *checker) checkLeaseEnds() {
 		if e.Lost {
 			c.stats.LeasesLost++
 			switch {
-			case e.OnArrival <= e.Margin:
+			case e.OnArrival <= e.Margin && (e.EndedAtStart || e.OnArrival <= 0):
 				// Untrusted from the start: never trusted at all. Counted,
-				// and reported as a finding.
+				// and reported as a finding. (A lease handed off from a
+				// queue is trusted to a margin of at most half its claim
+				// window: it may arrive with less than Margin left, still
+				// trusted for a moment, and is then checked as any other.
+				// One that arrived with nothing left never is.)
 				c.stats.UntrustedOnArrival++
 				if !e.EndedAtStart {
 					c.fail("client %d's keepalive of %q (token %d), untrusted on arrival (%s left, margin %s), did not end before it returned (%s)",
