@@ -134,9 +134,12 @@ END $$;
 -- free or lapsed with live waiters ahead is first handed to the head. It
 -- waits for the key's row lock (a release or grant in flight), which orders
 -- it with releases: a release either sees the new waiter or has committed
--- before. An owner's live record on the key (its earlier call could not
--- leave: a broken connection) is taken over rather than joined by a
--- second: same id and place, the lease now asked for; a key found free or
+-- before; behind another owner's lease whose releases hand off, it queues
+-- beside the other waiters instead, ordered with releases by the key's
+-- queue lock (14_queue_beside.sql). An owner's live record on the key
+-- (its earlier call could not leave: a broken connection) is taken over
+-- rather than joined by a second: same id and place, the lease now asked
+-- for; a key found free or
 -- lapsed and handed to that record is the caller's at once (claimed,
 -- outcome the hand-off's grant kind). db_now is the database's clock as the
 -- call returns (the client relates a later hand-off's acquired_us to its
