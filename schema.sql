@@ -1080,6 +1080,32 @@ BEGIN
     RETURN w.waiter_id;
 END $$;
 
+-- distributed_lock_add_waiter appends owner's record to key's queue at ts:
+-- the lease it asks for (ttl_us, claim_us, lease_metadata, log_grants,
+-- event_actor, lock_delay_us), visible for seen_for_us unless refreshed,
+-- the wake channel its process LISTENs on, and the kind of lease it waits
+-- for (mode 'shared' or 'semaphore' with permits; NULL: the key itself).
+-- Returns its id. The one insert of a single key's record, whichever way
+-- it queues. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_add_waiter(
+    key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, lock_delay_us bigint, channel text, mode text, permits integer,
+    ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    id bigint;
+BEGIN
+    INSERT INTO distributed_lock_waiter AS w
+        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
+         lock_mode, permits)
+    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+            lock_delay_us * interval '1 microsecond', channel, mode, permits)
+    RETURNING w.waiter_id INTO id;
+    RETURN id;
+END $$;
+
 -- distributed_lock_keep_waking keeps releases of key handing off (or
 -- NOTIFYing) until well past the seen_until of a waiter refreshed at ts for
 -- seen_for_us: wake_until must never run out before a live waiter's record.
@@ -1220,12 +1246,8 @@ BEGIN
         END IF;
     END IF;
     IF waiter_id IS NULL THEN
-        INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
-        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-                lock_delay_us * interval '1 microsecond', channel)
-        RETURNING w.waiter_id INTO waiter_id;
+        waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                                 log_grants, lock_delay_us, channel, NULL, NULL, ts);
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);
@@ -3484,13 +3506,9 @@ BEGIN
                            AND x.group_id IS NULL)
     RETURNING w.waiter_id INTO waiter_id;
     IF waiter_id IS NULL THEN
-        INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, wake_channel,
-             lock_mode, permits)
-        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants,
-                nullif(event_actor, ''), channel, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n)
-        RETURNING w.waiter_id INTO waiter_id;
+        waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                                 log_grants, 0, channel,
+                                                 CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n, ts);
     END IF;
     -- Room may have come since the attempt (a release that did not see
     -- this record yet): serve the head, which may be this record. Beside
@@ -3776,12 +3794,8 @@ BEGIN
         outcome := 'busy';
         RETURN;
     END IF;
-    INSERT INTO distributed_lock_waiter AS w
-        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
-    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-            lock_delay_us * interval '1 microsecond', channel)
-    RETURNING w.waiter_id INTO waiter_id;
+    waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                             log_grants, lock_delay_us, channel, NULL, NULL, ts);
     -- The key is held: a refused record leaves nothing to hand on.
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, false);
     owner_id := r.owner_id; fence_token := r.fence_token; expires_at := r.expires_at; ttl := r.ttl;
@@ -3883,6 +3897,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_queue_lock(text, boolean),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint),
+    distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),

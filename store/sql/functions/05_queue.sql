@@ -104,6 +104,32 @@ BEGIN
     RETURN w.waiter_id;
 END $$;
 
+-- distributed_lock_add_waiter appends owner's record to key's queue at ts:
+-- the lease it asks for (ttl_us, claim_us, lease_metadata, log_grants,
+-- event_actor, lock_delay_us), visible for seen_for_us unless refreshed,
+-- the wake channel its process LISTENs on, and the kind of lease it waits
+-- for (mode 'shared' or 'semaphore' with permits; NULL: the key itself).
+-- Returns its id. The one insert of a single key's record, whichever way
+-- it queues. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_add_waiter(
+    key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, lock_delay_us bigint, channel text, mode text, permits integer,
+    ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    id bigint;
+BEGIN
+    INSERT INTO distributed_lock_waiter AS w
+        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
+         lock_mode, permits)
+    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
+            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+            lock_delay_us * interval '1 microsecond', channel, mode, permits)
+    RETURNING w.waiter_id INTO id;
+    RETURN id;
+END $$;
+
 -- distributed_lock_keep_waking keeps releases of key handing off (or
 -- NOTIFYing) until well past the seen_until of a waiter refreshed at ts for
 -- seen_for_us: wake_until must never run out before a live waiter's record.
@@ -244,12 +270,8 @@ BEGIN
         END IF;
     END IF;
     IF waiter_id IS NULL THEN
-        INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
-        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-                lock_delay_us * interval '1 microsecond', channel)
-        RETURNING w.waiter_id INTO waiter_id;
+        waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                                 log_grants, lock_delay_us, channel, NULL, NULL, ts);
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);

@@ -228,13 +228,9 @@ BEGIN
                            AND x.group_id IS NULL)
     RETURNING w.waiter_id INTO waiter_id;
     IF waiter_id IS NULL THEN
-        INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, wake_channel,
-             lock_mode, permits)
-        VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-                claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants,
-                nullif(event_actor, ''), channel, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n)
-        RETURNING w.waiter_id INTO waiter_id;
+        waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                                 log_grants, 0, channel,
+                                                 CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n, ts);
     END IF;
     -- Room may have come since the attempt (a release that did not see
     -- this record yet): serve the head, which may be this record. Beside

@@ -109,12 +109,8 @@ BEGIN
         outcome := 'busy';
         RETURN;
     END IF;
-    INSERT INTO distributed_lock_waiter AS w
-        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel)
-    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-            lock_delay_us * interval '1 microsecond', channel)
-    RETURNING w.waiter_id INTO waiter_id;
+    waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                             log_grants, lock_delay_us, channel, NULL, NULL, ts);
     -- The key is held: a refused record leaves nothing to hand on.
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, false);
     owner_id := r.owner_id; fence_token := r.fence_token; expires_at := r.expires_at; ttl := r.ttl;
