@@ -161,7 +161,7 @@ var unreachable = map[string]map[string]string{
 		"busy": "the key must lose its row three times in a row between enqueue's look and its grant",
 	},
 	"distributed_lock_enqueue_shared": {
-		"busy": "the key must lose its row three times in a row between enqueue_shared's look and its grant",
+		"busy": "another's first grant must make the key's row between enqueue_shared's look and its attempt, and the attempt be refused",
 	},
 	"distributed_lock_enqueue_all": {
 		"busy": "a key must lose its row three times in a row between the set's insert and its lock",

@@ -206,7 +206,11 @@ BEGIN
             db_now := clock_timestamp();
             RETURN;
         END IF;
-        EXIT WHEN r.lock_key IS NOT NULL;
+        -- A row made meanwhile by another's first grant: the attempt may
+        -- have taken it for share (a running group's), and asking for it
+        -- for update now could deadlock with another caller doing the
+        -- same. Without the row's lock, the call answers 'busy' below.
+        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key);
     END LOOP;
     IF r.lock_key IS NULL THEN
         owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
