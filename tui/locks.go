@@ -39,6 +39,10 @@ type locksPage struct {
 	selRank int64 // position of the selection among matching rows; -1: the last
 	cursor  int   // index of the selection in page.Rows, -1 if none
 	topRank int64 // position of the first row on screen
+	// awaiting: the filter or order changed and no reply to the new query
+	// is in; the rows shown are the old query's, so none is selected (enter
+	// and the actions would act on a row the new query may not list).
+	awaiting bool
 
 	out outbox
 }
@@ -60,7 +64,7 @@ func (p *locksPage) SetSize(width, height int) {
 	if !slices.Contains(visibleSorts(width), p.order) {
 		// Its column no longer fits: an order nobody can see is a puzzle.
 		p.order = lockview.SortKey
-		p.out.newQuery = true
+		p.queryChanged()
 		p.out.flash = &flash{"sorted by key: the column of the previous order does not fit this width", flashInfo}
 	}
 	p.ensureVisible()
@@ -113,8 +117,8 @@ func (p *locksPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
 	case commonMsg:
 		q.c = msg.common
-	case snapshotMsg:
-		q.page, q.holders = msg.snap.Page, msg.snap.Holders
+	case snapshotMsg: // replies to an older query never come here (poller.go)
+		q.page, q.holders, q.awaiting = msg.snap.Page, msg.snap.Holders, false
 		q.followSelection()
 	case pageOpenedMsg:
 		if q.missingHolders() { // polls read none while the table was off screen
@@ -140,7 +144,7 @@ func (p *locksPage) key(msg tea.KeyPressMsg) tea.Cmd {
 		if p.filter != "" {
 			p.filter = ""
 			p.filterInput.SetValue("")
-			p.out.newQuery = true
+			p.queryChanged()
 		}
 	case key.Matches(msg, k.Up):
 		p.move(-1)
@@ -157,7 +161,7 @@ func (p *locksPage) key(msg tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(msg, k.Sort):
 		p.order = nextSort(visibleSorts(p.width), p.order)
 		p.out.flash = &flash{"sorted by " + sortLabel(p.order), flashInfo}
-		p.out.newQuery = true
+		p.queryChanged()
 	case key.Matches(msg, k.Filter):
 		p.filtering = true
 		p.prevFilter = p.filter
@@ -179,7 +183,7 @@ func (p *locksPage) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 		p.filterInput.Blur()
 		if p.filter != p.prevFilter {
 			p.filter = p.prevFilter
-			p.out.newQuery = true
+			p.queryChanged()
 		}
 		return nil
 	}
@@ -194,9 +198,16 @@ func (p *locksPage) filterInputUpdate(msg tea.Msg) tea.Cmd {
 	if v := p.filterInput.Value(); v != p.filter {
 		p.filter = v
 		p.selRank = 0
-		p.out.newQuery = true
+		p.queryChanged()
 	}
 	return cmd
+}
+
+// queryChanged asks for the new filter or order and withholds the
+// selection until its reply is in.
+func (p *locksPage) queryChanged() {
+	p.out.newQuery = true
+	p.awaiting, p.cursor = true, -1
 }
 
 func (p *locksPage) View() string { return p.tableView() }
@@ -246,6 +257,8 @@ func (p *locksPage) headerLine() string {
 	}
 	if p.c.hasSnap {
 		switch {
+		case p.awaiting:
+			parts = append(parts, s.Muted.Render("reading…"))
 		case p.page.Matching == 0 && p.filter != "":
 			parts = append(parts, s.Warning.Render("no lock matches the filter (esc clears it)"))
 		case p.page.Matching == 0:

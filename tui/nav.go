@@ -82,8 +82,8 @@ func (p *locksPage) jump(rank int64) {
 	} else {
 		p.topRank = 0
 	}
-	// Show it at once if it is loaded.
-	if n := len(p.page.Rows); n > 0 {
+	// Show it at once if it is loaded (and the rows are the query's).
+	if n := len(p.page.Rows); n > 0 && !p.awaiting {
 		want := rank
 		if rank < 0 {
 			want = p.page.Matching - 1

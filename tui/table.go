@@ -174,6 +174,9 @@ func (p *locksPage) tableView() string {
 	elapsed := p.c.advance
 	first := int(p.topRank - p.rankOf(0))
 	for i := max(first, 0); i < len(rows) && i < first+p.tableRows; i++ {
+		if p.awaiting && !matchesFilter(rows[i], p.filter) {
+			continue // the old query's row, which the new filter drops
+		}
 		b.WriteString("\n")
 		b.WriteString(p.rowView(live(rows[i], elapsed), cols, wide, i == p.cursor))
 	}
@@ -326,4 +329,11 @@ func (p *locksPage) ttlCell(r liveRow, w int, selected bool) string {
 	}
 	full, rest := bar(frac, barW)
 	return stStyle.Render(full) + empty.Render(rest) + textStyle.Render(" "+fitRight(label, 7))
+}
+
+// matchesFilter is the filter's rule (lockview.ListQuery.Filter) on a row
+// at hand: its key or owner contains filter, ignoring case.
+func matchesFilter(row lockview.ListedLock, filter string) bool {
+	f := strings.ToLower(filter)
+	return strings.Contains(strings.ToLower(row.Key), f) || strings.Contains(strings.ToLower(row.Owner), f)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -345,6 +346,37 @@ func TestFilterRunsInTheQuery(t *testing.T) {
 	s := screen(m)
 	if !strings.Contains(s, "100%_done") || strings.Contains(s, "billing:nightly") || !strings.Contains(s, "row 1 of 1") {
 		t.Fatalf("filter %q:\n%s", m.locks().filter, s)
+	}
+}
+
+// Until the reply to a new filter is in, the rows shown are the old
+// query's: none is selected, so enter opens nothing and the actions have
+// no lock, and the rows the filter drops are hidden.
+func TestNewFilterSelectsNothingUntilItsReply(t *testing.T) {
+	pool := testdb.New(t)
+	acquire(t, pool, "billing:nightly", "worker-1", time.Minute)
+	acquire(t, pool, "reports:daily", "worker-2", time.Minute)
+	m := dbModel(t, pool, Options{}, 120, 35)
+	if k, _ := m.locks().selected(); k.Key != "billing:nightly" {
+		t.Fatalf("selected %q before the filter; want billing:nightly", k.Key)
+	}
+	m = press(t, m, append(append([]string{"/"}, strings.Split("reports", "")...), "enter")...)
+	s := screen(m)
+	if strings.Contains(s, "billing:nightly") || !strings.Contains(s, "reports:daily") || !strings.Contains(s, "reading…") {
+		t.Fatalf("filter typed, its reply not in:\n%s", s)
+	}
+	for _, k := range []string{"enter", "x", "g"} {
+		if m = press(t, m, k); m.active != pageLocks || m.confirm != nil {
+			t.Fatalf("%s before the filter's reply opened %v (dialog %v):\n%s", k, m.active, m.confirm != nil, screen(m))
+		}
+	}
+	m.inflight, m.pending = false, false // the reply to the old query came back meanwhile
+	m = runPoll(t, m, m.requestPoll())
+	if s := screen(m); !regexp.MustCompile(`row 1 of 1\b`).MatchString(s) || strings.Contains(s, "reading…") {
+		t.Fatalf("after the reply:\n%s", s)
+	}
+	if m = press(t, m, "enter"); m.active != pageDetail || !strings.Contains(screen(m), "Lock reports:daily") {
+		t.Fatalf("enter after the reply:\n%s", screen(m))
 	}
 }
 
