@@ -3392,12 +3392,15 @@ END $$;
 -- row only FOR SHARE (distributed_lock_enqueue_shared). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_joinable(
     r distributed_lock, n integer, seen_for_us bigint, ts timestamptz)
-RETURNS boolean LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
+    -- path is planned at every call, and every permit waiter calls it twice.
+    RETURN coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
-$$;
+                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
+END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
 -- for a lease of key's running group (mode, permits n), and the group has
@@ -3559,7 +3562,9 @@ END $$;
 --     row for update may end it (distributed_lock_settle). So a release
 --     beside the others locks another live holder's slot FOR SHARE (SKIP
 --     LOCKED: one being released or renewed is passed over): that lease
---     cannot be released before this release commits. Finding none, the
+--     cannot be released before this release commits. It picks the
+--     youngest grant (the largest token), likeliest to be released last,
+--     so that release seldom waits for this one. Finding none, the
 --     release is undone (a subtransaction, whose row locks go with it) and
 --     made as any end of a lease is, under the row for update
 --     (11_shared.sql).
@@ -3607,7 +3612,7 @@ BEGIN
         END IF;
         PERFORM 1 FROM distributed_lock_holder x
         WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
-        LIMIT 1
+        ORDER BY x.fence_token DESC LIMIT 1
         FOR SHARE SKIP LOCKED;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001'; -- perhaps the last lease
@@ -3667,6 +3672,10 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     LOOP
+        -- A release frees one permit: once a semaphore is full again, the
+        -- next record would be locked only to find no slot for it.
+        EXIT WHEN first IS NOT NULL AND r.permits IS NOT NULL
+                  AND distributed_lock_live_holders(key, ts) >= r.permits;
         -- Only a record it serves is locked: one of another kind, left
         -- locked, could be the head a release after it waits for
         -- (distributed_lock_release_holder) while this one waits for that.

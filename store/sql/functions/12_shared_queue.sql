@@ -114,12 +114,15 @@ END $$;
 -- row only FOR SHARE (distributed_lock_enqueue_shared). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_joinable(
     r distributed_lock, n integer, seen_for_us bigint, ts timestamptz)
-RETURNS boolean LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
+    -- path is planned at every call, and every permit waiter calls it twice.
+    RETURN coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
-$$;
+                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
+END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
 -- for a lease of key's running group (mode, permits n), and the group has
