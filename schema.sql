@@ -2790,6 +2790,19 @@ BEGIN
             WHERE h.lock_key = key AND h.released_at IS NULL AND h.expires_at > ts);
 END $$;
 
+-- distributed_lock_queued_ahead: l is kept for live waiters (promised)
+-- and owner holds none of its slots: a shared lease or a permit granted to
+-- owner now would overtake them (a writer waiting for the readers to end,
+-- say). A holder's renewal overtakes nobody, as an exclusive holder's does
+-- not.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_promised(l, ts)
+           AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
+                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner
+                             AND x.released_at IS NULL AND x.expires_at > ts)
+$$;
+
 -- distributed_lock_settle ends key's group when no slot holds a lease at
 -- ts: the row is released (keeping lock_mode and permits) and passed on to
 -- the head of the queue. The caller holds the row FOR NO KEY UPDATE; the
@@ -3021,13 +3034,7 @@ BEGIN
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
         lock_mode := mode; key_permits := n;
         holders := NULL; -- counted for a refusal only
-    ELSIF distributed_lock_promised(r, ts)
-          AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
-                          WHERE x.lock_key = key AND x.owner_id = owner
-                            AND x.released_at IS NULL AND x.expires_at > ts) THEN
-        -- A waiter queued for the key (a writer waiting for the readers to
-        -- end) is not overtaken; a holder's renewal overtakes nobody, as
-        -- an exclusive holder's does not.
+    ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
         queue_length := distributed_lock_queue_length(key, ts);
@@ -3476,6 +3483,8 @@ BEGIN
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
     FOR attempt IN 1..3 LOOP
+        -- Joining a queue ahead of it, it would only be told 'queued'.
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, clock_timestamp());
         IF NOT joining THEN
             SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
         END IF;
@@ -3889,6 +3898,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
     distributed_lock_live_holders(text, timestamptz),
+    distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
     distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text),
     distributed_lock_take_slot(text, text, bigint, integer, jsonb, timestamptz),

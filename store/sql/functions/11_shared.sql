@@ -57,6 +57,19 @@ BEGIN
             WHERE h.lock_key = key AND h.released_at IS NULL AND h.expires_at > ts);
 END $$;
 
+-- distributed_lock_queued_ahead: l is kept for live waiters (promised)
+-- and owner holds none of its slots: a shared lease or a permit granted to
+-- owner now would overtake them (a writer waiting for the readers to end,
+-- say). A holder's renewal overtakes nobody, as an exclusive holder's does
+-- not.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_promised(l, ts)
+           AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
+                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner
+                             AND x.released_at IS NULL AND x.expires_at > ts)
+$$;
+
 -- distributed_lock_settle ends key's group when no slot holds a lease at
 -- ts: the row is released (keeping lock_mode and permits) and passed on to
 -- the head of the queue. The caller holds the row FOR NO KEY UPDATE; the
@@ -288,13 +301,7 @@ BEGIN
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
         lock_mode := mode; key_permits := n;
         holders := NULL; -- counted for a refusal only
-    ELSIF distributed_lock_promised(r, ts)
-          AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
-                          WHERE x.lock_key = key AND x.owner_id = owner
-                            AND x.released_at IS NULL AND x.expires_at > ts) THEN
-        -- A waiter queued for the key (a writer waiting for the readers to
-        -- end) is not overtaken; a holder's renewal overtakes nobody, as
-        -- an exclusive holder's does not.
+    ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
         queue_length := distributed_lock_queue_length(key, ts);

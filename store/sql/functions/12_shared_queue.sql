@@ -198,6 +198,8 @@ BEGIN
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
     FOR attempt IN 1..3 LOOP
+        -- Joining a queue ahead of it, it would only be told 'queued'.
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, clock_timestamp());
         IF NOT joining THEN
             SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
         END IF;

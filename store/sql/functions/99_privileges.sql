@@ -66,6 +66,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
     distributed_lock_live_holders(text, timestamptz),
+    distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
     distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text),
     distributed_lock_take_slot(text, text, bigint, integer, jsonb, timestamptz),
