@@ -28,7 +28,9 @@ type Config struct {
 	// (at most TTL): if the waiter died after its last heartbeat, the key
 	// is blocked that long at most before the next waiter gets it. The
 	// waiter's Locker renews it to the full TTL (the claim) after half the
-	// window if it still holds it. Defaults to 2s.
+	// window if it still holds it. Defaults to 2s. A waiter with no
+	// Notifier listening, which finds a hand-off only at its next check,
+	// asks for WaitRecheck more (still at most TTL).
 	ClaimWindow time.Duration
 	// Metadata is stored on every lock row this Locker grants (the console
 	// shows it). Defaults to {"host": hostname, "pid": pid}.
@@ -172,8 +174,17 @@ func (l *Locker) WithTTL(ttl time.Duration) (*Locker, error) {
 	return &Locker{cfg: cfg, metadata: metadata, clock: l.clock, claims: l.claims}, nil
 }
 
-// claimWindow is the first lease of a hand-off: ClaimWindow, at most TTL.
-func (l *Locker) claimWindow() time.Duration { return min(l.cfg.ClaimWindow, l.cfg.TTL) }
+// claimWindow is the first lease of a hand-off to a waiter of l:
+// ClaimWindow, at most TTL. A waiter with no Notifier listening learns of a
+// hand-off only at its next check, up to WaitRecheck after it: its window
+// is longer by that much, or the grant would run out before it looked.
+func (l *Locker) claimWindow() time.Duration {
+	window := l.cfg.ClaimWindow
+	if n := l.cfg.Notifier; n == nil || !n.Live() {
+		window += l.cfg.WaitRecheck
+	}
+	return min(window, l.cfg.TTL)
+}
 
 // renewEvery is the renewal interval for a lease of ttl. It is always
 // shorter than the trust window (ttl minus the safety margin): a Keepalive

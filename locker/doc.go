@@ -179,7 +179,8 @@
 //     whose record lapsed (its process died) is skipped. Without a Notifier,
 //     or while it is not listening, each waiter checks on its own every
 //     [Config.WaitRecheck] at most (distributed_lock_waiter_poll), which
-//     refreshes its record and finds a grant handed to it.
+//     refreshes its record and finds a grant handed to it: its record asks
+//     for a claim window longer by WaitRecheck, which the grant outlasts.
 //   - Giving up: when ctx ends, Acquire takes its record out; a lease handed
 //     to it meanwhile is released and passed on to the next waiter. The
 //     enqueue call is not cut short by ctx (it is bounded on its own), so
