@@ -155,7 +155,11 @@ func (e *ConflictError) Error() string {
 	if e.Mode == ModeSemaphore {
 		held = fmt.Sprintf("as a semaphore of %d permits", e.Permits)
 	}
-	return fmt.Sprintf("locker: %q is held %s by %d holder(s); cannot take it %s until they end", e.Key, held, e.Holders, asked)
+	holders := fmt.Sprintf("%d holders; cannot take it %s until they end", e.Holders, asked)
+	if e.Holders == 1 {
+		holders = fmt.Sprintf("1 holder; cannot take it %s until it ends", asked)
+	}
+	return fmt.Sprintf("locker: %q is held %s by %s", e.Key, held, holders)
 }
 
 // Is makes errors.Is(err, ErrHeld) true.

@@ -42,7 +42,7 @@ func TestAcquirePermits(t *testing.T) {
 	}
 
 	r = d.expect(3, "acquire", "pool", "--permits", "3", "--owner", "c")
-	want := `lockctl acquire: "pool" is held as a semaphore of 2 permits by 2 holder(s); cannot take it as a semaphore of 3 permits until they end`
+	want := `lockctl acquire: "pool" is held as a semaphore of 2 permits by 2 holders; cannot take it as a semaphore of 3 permits until they end`
 	if r.stdout != "" || strings.TrimSpace(r.stderr) != want {
 		t.Fatalf("--permits 3 on a semaphore of 2: %s\nwant stderr %q", r, want)
 	}
