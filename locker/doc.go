@@ -292,7 +292,7 @@
 // lock manager refuses the wait that closes a cycle; the others keep
 // waiting. A cycle closed by one wait is found as it queues. Two waits
 // that close one together may not see each other as they queue, so every
-// waiter checks once [DeadlockCheck] (a quarter of a second) after it queued: a
+// waiter checks once [DeadlockCheck] (half a second) after it queued: a
 // deadlock is reported within a second of the wait that closed it.
 //
 // # Failover

@@ -287,7 +287,7 @@ func (l *Locker) checkAgainAt(d time.Duration) time.Time {
 // close a cycle at the same moment do not see each other's record as they
 // queue, and this check finds the cycle, so a deadlock is reported within
 // about twice this of the wait that closed it.
-const DeadlockCheck = 250 * time.Millisecond
+const DeadlockCheck = 500 * time.Millisecond
 
 // clockRef pairs a reading of this process's clock with a later reading of
 // the database's.
