@@ -81,8 +81,9 @@ func TestDeadlockRefusesTheWaitThatClosesTheCycle(t *testing.T) {
 // A and B, in two processes, each hold one key and wait for the other's at
 // the same moment: their enqueues may not see each other's record, and the
 // check a waiter makes DeadlockCheck after it queued finds the cycle. One
-// is refused within a second of the later wait, the other is granted once
-// the refused one gives its key up.
+// is refused within a second of both waits being in the queue (the calls
+// that queue them may take longer than that on a loaded machine), the
+// other is granted once the refused one gives its key up.
 func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -100,13 +101,12 @@ func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 			owner string
 			lease locker.Lease
 			err   error
-			took  time.Duration
+			at    time.Time
 		}
 		results := make(chan result, 2)
 		var ready sync.WaitGroup
 		ready.Add(2)
 		start := make(chan struct{})
-		var startedAt time.Time
 		for _, w := range []struct {
 			owner, key string
 			lk         *locker.Locker
@@ -116,19 +116,23 @@ func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 				ready.Done()
 				<-start
 				lease, err := w.lk.Acquire(ctx, w.pool, w.key, w.owner)
-				results <- result{w.owner, lease, err, time.Since(startedAt)}
+				results <- result{w.owner, lease, err, time.Now()}
 			}()
 		}
 		ready.Wait()
-		startedAt = time.Now()
+		startedAt := time.Now()
 		close(start)
+		queuedAt := bothQueued(ctx, db, x, y)
 		first := <-results
 		var de *locker.DeadlockError
 		if !errors.As(first.err, &de) {
 			t.Fatalf("round %d: first to return: %s %+v, %v; want a DeadlockError", round, first.owner, first.lease, first.err)
 		}
-		if first.took > time.Second {
-			t.Errorf("round %d: the deadlock was reported %s after both waits began; want within 1s", round, first.took)
+		took, when := first.at.Sub(startedAt), "as it queued, "
+		if at, ok := queuedAt(); ok {
+			if took, when = first.at.Sub(at), "after both waits were queued, "; took > time.Second {
+				t.Errorf("round %d: the deadlock was reported %s after both waits were in the queue; want within 1s", round, took)
+			}
 		}
 		lk, pool := lkA, poolA
 		if first.owner == "B" {
@@ -141,7 +145,40 @@ func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 		if second.err != nil || second.owner == first.owner {
 			t.Fatalf("round %d: the other waiter = %s %+v, %v; want granted once %s gave its key up", round, second.owner, second.lease, second.err, first.owner)
 		}
-		t.Logf("round %d: %s refused after %s", round, first.owner, first.took)
+		t.Logf("round %d: %s refused %s%s %s after the calls began", round, first.owner, when, took, first.at.Sub(startedAt))
+	}
+}
+
+// bothQueued watches, until the returned func is called, for a waiter
+// record on each of keys a and b; the func says when it first saw both (ok
+// false when it never did: a wait found the cycle as it queued).
+func bothQueued(ctx context.Context, db *pgxpool.Pool, a, b string) func() (time.Time, bool) {
+	seen := make(chan time.Time, 1)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			var keys int
+			err := db.QueryRow(ctx, `SELECT count(DISTINCT lock_key) FROM distributed_lock_waiter WHERE lock_key IN ($1, $2)`,
+				a, b).Scan(&keys)
+			if err == nil && keys == 2 {
+				seen <- time.Now()
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() (time.Time, bool) {
+		close(stop)
+		select {
+		case at := <-seen:
+			return at, true
+		default:
+			return time.Time{}, false
+		}
 	}
 }
 
