@@ -163,6 +163,20 @@ CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
     'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed'));
 
+-- The rows of the two calls of every lock cycle, distributed_lock_acquire
+-- and distributed_lock_release (docs/protocol.md), as named row types
+-- rather than OUT parameters: PostgreSQL builds an OUT-parameter
+-- function's row description from pg_proc at each call, twice (once for
+-- the caller's scan, once for the function's result), where a named
+-- type's is read from its cache; about a twelfth of a cycle's backend
+-- instructions.
+CREATE TYPE distributed_lock_acquire_result AS (
+    lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+    outcome text, remaining interval, queue_length integer, delay_until timestamptz);
+CREATE TYPE distributed_lock_release_result AS (
+    lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+    outcome text);
+
 -- One row per key. A released lock keeps its row (released_at set) so the
 -- next grant on the key always updates a locked row and draws its token
 -- there; `lockctl prune` deletes rows that stayed free past a retention.
@@ -586,7 +600,7 @@ $$;
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
--- attempt is refused. One row (OUT parameters), always:
+-- attempt is refused. One row (distributed_lock_acquire_result), always:
 --   outcome  'acquired' (a new or free row), 'stolen' (another owner's
 --            expired lease), 'renewed' (owner already held it: same token,
 --            later expiry) when granted; 'held' when another owner's lease
@@ -611,7 +625,7 @@ $$;
 -- The grant comes first and alone: one UPDATE of a key that has a row and
 -- may be granted anew (distributed_lock_may_grant; the row locked with SKIP
 -- LOCKED, the token drawn under the lock), its result read straight into
--- the OUT parameters. Only when it granted nothing is the row read again,
+-- the result row. Only when it granted nothing is the row read again,
 -- in a statement of its own: the caller's own running lease becomes a
 -- renewal (the two rules together are distributed_lock_may_take), a key
 -- without a row its first grant (distributed_lock_first_grant), anything
@@ -622,17 +636,13 @@ $$;
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
-    lock_delay_us bigint DEFAULT 0,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval,
-    OUT queue_length integer, OUT delay_until timestamptz)
-RETURNS record
+    lock_delay_us bigint DEFAULT 0)
+RETURNS distributed_lock_acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ts timestamptz := clock_timestamp();
-    prev_owner text;
-    prev_token bigint;
+    res distributed_lock_acquire_result;
     r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
@@ -655,57 +665,55 @@ BEGIN
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind,
-              l.previous_owner, l.previous_token
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, prev_owner, prev_token;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
+    INTO res;
+    -- Every test on the way out of a grant is one more expression to set
+    -- up per call (PL/pgSQL prepares each once per transaction): one here.
+    IF FOUND AND res.outcome <> 'stolen' AND NOT log_grants THEN
+        RETURN res;
+    END IF;
     IF FOUND THEN
-        remaining := interval '0';
-        IF outcome = 'stolen' OR log_grants THEN
-            INSERT INTO distributed_lock_event
-                (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-            VALUES (key, outcome, owner_id, fence_token, coalesce(event_actor, owner),
-                    prev_owner, prev_token, coalesce(event_detail, '{}'));
-        END IF;
-        RETURN;
+        INSERT INTO distributed_lock_event
+            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        SELECT key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+               l.previous_owner, l.previous_token, coalesce(event_detail, '{}')
+        FROM distributed_lock l WHERE l.lock_key = key;
+        RETURN res;
     END IF;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
         FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us) f;
-        IF lock_key IS NULL THEN
+        IF res.lock_key IS NULL THEN
             -- Another transaction's first grant of the key won the insert.
-            lock_key := key;
-            outcome := 'busy';
+            res.lock_key := key;
+            res.outcome := 'busy';
         ELSIF log_grants THEN
             INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-            VALUES (key, outcome, owner_id, fence_token, coalesce(event_actor, owner), coalesce(event_detail, '{}'));
+            VALUES (key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+                    coalesce(event_detail, '{}'));
         END IF;
-        RETURN;
+        RETURN res;
     END IF;
     IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
         -- A group's row (11_shared.sql): granted once the group has ended,
         -- here if its last holders lapsed; else refused until its holders'
         -- last expiry.
         IF distributed_lock_end_lapsed_group(key, ts) THEN
-            SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
-                   a.queue_length, a.delay_until
-            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, queue_length, delay_until
-            FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
-                                          log_grants, lock_delay_us) a;
-            RETURN;
+            RETURN distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                            log_grants, lock_delay_us);
         END IF;
         r.expires_at := distributed_lock_lease_end(r);
     END IF;
-    lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
-    expires_at := r.expires_at; ttl := r.ttl; remaining := r.expires_at - ts;
+    res := ROW(r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, NULL, r.expires_at - ts, NULL, NULL);
     IF NOT distributed_lock_held(r, owner, ts) THEN
-        outcome := distributed_lock_refusal(r, ts);
-        queue_length := distributed_lock_queue_length(key, ts);
-        IF outcome = 'delayed' THEN
-            delay_until := distributed_lock_delay_end(r);
+        res.outcome := distributed_lock_refusal(r, ts);
+        res.queue_length := distributed_lock_queue_length(key, ts);
+        IF res.outcome = 'delayed' THEN
+            res.delay_until := distributed_lock_delay_end(r);
         END IF;
-        RETURN;
+        RETURN res;
     END IF;
     -- owner holds the key: a renewal, same token, unless another
     -- transaction has the row locked (then 'held').
@@ -718,14 +726,15 @@ BEGIN
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING l.expires_at, l.ttl INTO expires_at, ttl;
+    RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
-        outcome := 'renewed';
-        remaining := interval '0';
+        res.outcome := 'renewed';
+        res.remaining := interval '0';
     ELSE
-        outcome := 'held';
-        queue_length := distributed_lock_queue_length(key, ts);
+        res.outcome := 'held';
+        res.queue_length := distributed_lock_queue_length(key, ts);
     END IF;
+    RETURN res;
 END $$;
 
 -- distributed_lock_first_grant is distributed_lock_acquire's insert: the
@@ -846,9 +855,10 @@ BEGIN
 END $$;
 
 -- distributed_lock_release frees owner's lease of key granted with token,
--- and keeps the row (see distributed_lock_acquire). One row: outcome
--- 'released' with the lease as it was, or 'not_held' (only lock_key set)
--- when that grant is not current or was already released. It sets only
+-- and keeps the row (see distributed_lock_acquire). One row
+-- (distributed_lock_release_result): outcome 'released' with the lease as
+-- it was, or 'not_held' (only lock_key set) when that grant is not current
+-- or was already released. It sets only
 -- released_at, which no index covers, so the update can be HOT.
 --
 -- When some may wait (wake_until, set by distributed_lock_enqueue, read
@@ -869,61 +879,72 @@ END $$;
 -- log_release a "released" event is written (event_actor, default owner).
 CREATE OR REPLACE FUNCTION distributed_lock_release(
     key text, owner text, token bigint, lazy_commit boolean DEFAULT false,
-    log_release boolean DEFAULT false, event_actor text DEFAULT NULL,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
-RETURNS record
+    log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS distributed_lock_release_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    res distributed_lock_release_result;
     ts timestamptz;
     wake timestamptz;
-    holder boolean := false;
-    beside boolean := false;
+    follow_up boolean;
+    lazily text;
 BEGIN
-    -- First: a hand-off below sets it on again. (distributed_lock_commit_lazily
-    -- written out: calling a function with its own search_path costs every
-    -- release a save and restore of the setting.)
-    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
+    -- The lazy commit is set in the statement, before any hand-off below
+    -- sets it on again (distributed_lock_commit_lazily written out: a
+    -- function with its own search_path costs a save and restore of the
+    -- setting, a PERFORM a statement of its own). follow_up: the release is
+    -- logged or someone may wait. Every test is an expression PL/pgSQL sets
+    -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND l.lock_mode = 'exclusive'
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
-    IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease: released, logged and its
-        -- permit handed to a waiter beside the other holders while another
-        -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql) and passed on below, once its
-        -- end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', h.released_at
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
-        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-        WHERE h.lock_key IS NOT NULL;
-        beside := FOUND;
-        IF NOT beside THEN
-            SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
-            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
-            FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
+              l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
+              CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
+                   THEN set_config('synchronous_commit', 'off', true) END
+    INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, wake, ts,
+         follow_up, lazily;
+    IF FOUND AND NOT follow_up THEN
+        RETURN res;
+    END IF;
+    IF FOUND THEN
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+            VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
         END IF;
+        IF wake > ts THEN
+            PERFORM distributed_lock_pass_on(key, ts);
+        END IF;
+        RETURN res;
     END IF;
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    -- A shared or semaphore holder's lease: released, logged and its permit
+    -- handed to a waiter beside the other holders while another keeps the
+    -- group running (13_shared_release.sql), else ended under the row for
+    -- update (11_shared.sql) and passed on, once its end is logged.
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+    WHERE h.lock_key IS NOT NULL;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_end_holders(key, owner, token, 'release') h;
     IF NOT FOUND THEN
-        lock_key := key;
-        outcome := 'not_held';
-        RETURN;
+        res.lock_key := key;
+        res.outcome := 'not_held';
+        RETURN res;
     END IF;
-    IF log_release AND NOT beside THEN
+    ts := clock_timestamp();
+    IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    -- (A release beside the others was logged and passed on there.)
-    IF holder THEN
-        PERFORM distributed_lock_holders_ended(key, ts);
-    ELSIF wake > ts THEN
-        PERFORM distributed_lock_pass_on(key, ts);
-    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
+    RETURN res;
 END $$;
 
 -- distributed_lock_fence proves, inside the caller's transaction, that

@@ -154,12 +154,19 @@ type dbFunction struct {
 	Name      string `db:"name"`
 	Arguments string `db:"arguments"`
 	Result    string `db:"result"`
+	// RowColumns is the columns of the row type the function returns when
+	// that is one of the schema's own result types (..._result), else NULL.
+	RowColumns []string `db:"row_columns"`
 }
 
 // The schema's functions, but for the event log's trigger function.
 const schemaFunctionsSQL = `
 SELECT p.proname AS name, pg_get_function_arguments(p.oid) AS arguments,
-       pg_get_function_result(p.oid) AS result
+       pg_get_function_result(p.oid) AS result,
+       (SELECT array_agg(a.attname::text ORDER BY a.attnum)
+        FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid
+        WHERE t.oid = p.prorettype AND t.typname LIKE '%\_result' AND a.attnum > 0 AND NOT a.attisdropped
+       ) AS row_columns
 FROM pg_proc p
 WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'distributed\_lock\_%'
   AND p.prorettype <> 'trigger'::regtype
@@ -205,6 +212,9 @@ func TestProtocolDocMatchesFunctions(t *testing.T) {
 		}
 		if cols, isTable := strings.CutPrefix(fn.Result, "TABLE("); isTable {
 			out = argNames(strings.TrimSuffix(cols, ")"))
+		}
+		if fn.RowColumns != nil {
+			out = fn.RowColumns
 		}
 		if d.inTable {
 			checkResult(t, fn, d, out)

@@ -85,9 +85,10 @@ BEGIN
 END $$;
 
 -- distributed_lock_release frees owner's lease of key granted with token,
--- and keeps the row (see distributed_lock_acquire). One row: outcome
--- 'released' with the lease as it was, or 'not_held' (only lock_key set)
--- when that grant is not current or was already released. It sets only
+-- and keeps the row (see distributed_lock_acquire). One row
+-- (distributed_lock_release_result): outcome 'released' with the lease as
+-- it was, or 'not_held' (only lock_key set) when that grant is not current
+-- or was already released. It sets only
 -- released_at, which no index covers, so the update can be HOT.
 --
 -- When some may wait (wake_until, set by distributed_lock_enqueue, read
@@ -108,61 +109,72 @@ END $$;
 -- log_release a "released" event is written (event_actor, default owner).
 CREATE OR REPLACE FUNCTION distributed_lock_release(
     key text, owner text, token bigint, lazy_commit boolean DEFAULT false,
-    log_release boolean DEFAULT false, event_actor text DEFAULT NULL,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
-RETURNS record
+    log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
+RETURNS distributed_lock_release_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    res distributed_lock_release_result;
     ts timestamptz;
     wake timestamptz;
-    holder boolean := false;
-    beside boolean := false;
+    follow_up boolean;
+    lazily text;
 BEGIN
-    -- First: a hand-off below sets it on again. (distributed_lock_commit_lazily
-    -- written out: calling a function with its own search_path costs every
-    -- release a save and restore of the setting.)
-    IF lazy_commit AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
+    -- The lazy commit is set in the statement, before any hand-off below
+    -- sets it on again (distributed_lock_commit_lazily written out: a
+    -- function with its own search_path costs a save and restore of the
+    -- setting, a PERFORM a statement of its own). follow_up: the release is
+    -- logged or someone may wait. Every test is an expression PL/pgSQL sets
+    -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND l.lock_mode = 'exclusive'
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until, l.released_at
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts;
-    IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease: released, logged and its
-        -- permit handed to a waiter beside the other holders while another
-        -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql) and passed on below, once its
-        -- end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', h.released_at
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts
-        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-        WHERE h.lock_key IS NOT NULL;
-        beside := FOUND;
-        IF NOT beside THEN
-            SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released', clock_timestamp(), true
-            INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts, holder
-            FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
+              l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
+              CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
+                   THEN set_config('synchronous_commit', 'off', true) END
+    INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, wake, ts,
+         follow_up, lazily;
+    IF FOUND AND NOT follow_up THEN
+        RETURN res;
+    END IF;
+    IF FOUND THEN
+        IF log_release THEN
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+            VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
         END IF;
+        IF wake > ts THEN
+            PERFORM distributed_lock_pass_on(key, ts);
+        END IF;
+        RETURN res;
     END IF;
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    -- A shared or semaphore holder's lease: released, logged and its permit
+    -- handed to a waiter beside the other holders while another keeps the
+    -- group running (13_shared_release.sql), else ended under the row for
+    -- update (11_shared.sql) and passed on, once its end is logged.
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+    WHERE h.lock_key IS NOT NULL;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_end_holders(key, owner, token, 'release') h;
     IF NOT FOUND THEN
-        lock_key := key;
-        outcome := 'not_held';
-        RETURN;
+        res.lock_key := key;
+        res.outcome := 'not_held';
+        RETURN res;
     END IF;
-    IF log_release AND NOT beside THEN
+    ts := clock_timestamp();
+    IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    -- (A release beside the others was logged and passed on there.)
-    IF holder THEN
-        PERFORM distributed_lock_holders_ended(key, ts);
-    ELSIF wake > ts THEN
-        PERFORM distributed_lock_pass_on(key, ts);
-    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
+    RETURN res;
 END $$;
 
 -- distributed_lock_fence proves, inside the caller's transaction, that
