@@ -2399,50 +2399,53 @@ BEGIN
     END IF;
     FOR depth IN 1..64 LOOP
         EXIT WHEN cardinality(frontier) = 0;
-        nxt := '{}';
-        FOR e IN
-            WITH src AS (
+        -- One statement gathers a level's owners (unseen, each with the step
+        -- that reached it) and the step that closes a cycle, if any: per-owner
+        -- PL/pgSQL work made a long queue's search grow with its square.
+        WITH src AS (
                 SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
                        coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
                 FROM distributed_lock_waiter w
                 WHERE w.owner_id = ANY (frontier) AND distributed_lock_waits(w, ts)
-                ORDER BY w.lock_key, w.waiter_id DESC)
-            SELECT DISTINCT ON (n.next) s.waiter, s.lock_key, s.waiter_id, n.next
-            FROM src s
-            CROSS JOIN LATERAL (
-                SELECT l.owner_id::text AS next FROM distributed_lock l
-                WHERE s.done = 0 AND l.lock_key = s.lock_key AND NOT distributed_lock_open(l, ts)
-                  AND l.lock_mode = 'exclusive'
-                UNION ALL
-                -- A shared or semaphore key is held by each of its holders.
-                SELECT h.owner_id::text FROM distributed_lock_holder h
-                WHERE s.done = 0 AND h.lock_key = s.lock_key AND h.released_at IS NULL AND h.expires_at > ts
-                UNION ALL
-                SELECT a.owner_id::text FROM distributed_lock_waiter a
-                WHERE a.lock_key = s.lock_key AND a.seen_until > ts
-                  AND a.waiter_id < s.waiter_id AND a.waiter_id >= s.done) n
-            WHERE s.waiter_id > s.done AND n.next <> s.waiter
-            ORDER BY n.next, s.waiter_id DESC
-        LOOP
-            IF e.next = start THEN
-                cycle := jsonb_build_array(jsonb_build_object('owner', e.waiter, 'key', e.lock_key));
-                youngest := e.waiter_id;
-                o := e.waiter;
-                WHILE o <> start LOOP
-                    step := reached -> o;
-                    cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
-                    youngest := greatest(youngest, (step ->> 'id')::bigint);
-                    o := step ->> 'owner';
-                END LOOP;
-                RETURN;
-            END IF;
-            IF NOT e.next = ANY (seen) THEN
-                seen := seen || e.next;
-                nxt := nxt || e.next;
-                reached := reached || jsonb_build_object(e.next,
-                    jsonb_build_object('owner', e.waiter, 'key', e.lock_key, 'id', e.waiter_id));
-            END IF;
-        END LOOP;
+                ORDER BY w.lock_key, w.waiter_id DESC),
+             hop AS (
+                SELECT DISTINCT ON (n.next) s.waiter, s.lock_key, s.waiter_id, n.next
+                FROM src s
+                CROSS JOIN LATERAL (
+                    SELECT l.owner_id::text AS next FROM distributed_lock l
+                    WHERE s.done = 0 AND l.lock_key = s.lock_key AND NOT distributed_lock_open(l, ts)
+                      AND l.lock_mode = 'exclusive'
+                    UNION ALL
+                    -- A shared or semaphore key is held by each of its holders.
+                    SELECT h.owner_id::text FROM distributed_lock_holder h
+                    WHERE s.done = 0 AND h.lock_key = s.lock_key AND h.released_at IS NULL AND h.expires_at > ts
+                    UNION ALL
+                    SELECT a.owner_id::text FROM distributed_lock_waiter a
+                    WHERE a.lock_key = s.lock_key AND a.seen_until > ts
+                      AND a.waiter_id < s.waiter_id AND a.waiter_id >= s.done) n
+                WHERE s.waiter_id > s.done AND n.next <> s.waiter
+                ORDER BY n.next, s.waiter_id DESC)
+        SELECT c.waiter, c.lock_key, c.waiter_id, f.nexts, f.steps INTO e
+        FROM (SELECT array_agg(h.next) AS nexts,
+                     jsonb_object_agg(h.next, jsonb_build_object('owner', h.waiter, 'key', h.lock_key,
+                                                                 'id', h.waiter_id)) AS steps
+              FROM hop h WHERE h.next <> ALL (seen)) f
+        LEFT JOIN hop c ON c.next = start;
+        IF e.waiter IS NOT NULL THEN
+            cycle := jsonb_build_array(jsonb_build_object('owner', e.waiter, 'key', e.lock_key));
+            youngest := e.waiter_id;
+            o := e.waiter;
+            WHILE o <> start LOOP
+                step := reached -> o;
+                cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
+                youngest := greatest(youngest, (step ->> 'id')::bigint);
+                o := step ->> 'owner';
+            END LOOP;
+            RETURN;
+        END IF;
+        nxt := coalesce(e.nexts, '{}');
+        seen := seen || nxt;
+        reached := reached || coalesce(e.steps, '{}');
         SELECT expanded || coalesce(jsonb_object_agg(x.k, greatest(x.m, coalesce((expanded ->> x.k)::bigint, 0))), '{}')
         INTO expanded
         FROM (SELECT w.lock_key::text AS k, max(w.waiter_id) AS m FROM distributed_lock_waiter w
