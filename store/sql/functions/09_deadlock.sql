@@ -32,9 +32,16 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN EXISTS (
+        -- The records behind each of owner's, read from the queue index in
+        -- order: as a plain join the planner scanned every waiter record
+        -- and asked distributed_lock_waits of each.
         SELECT 1 FROM distributed_lock_waiter r
-        JOIN distributed_lock_waiter a ON a.lock_key = r.lock_key AND a.waiter_id > r.waiter_id
-        WHERE r.owner_id = owner AND r.seen_until > ts AND a.owner_id <> owner AND distributed_lock_waits(a, ts))
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM distributed_lock_waiter a
+            WHERE a.lock_key = r.lock_key AND a.waiter_id > r.waiter_id AND a.owner_id <> owner
+              AND distributed_lock_waits(a, ts)
+            ORDER BY a.lock_key, a.waiter_id LIMIT 1) behind
+        WHERE r.owner_id = owner AND r.seen_until > ts)
     OR EXISTS (
         SELECT 1 FROM (SELECT DISTINCT a.lock_key FROM distributed_lock_waiter a
                        WHERE a.seen_until > ts AND a.owner_id <> owner) k
