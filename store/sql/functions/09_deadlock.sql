@@ -86,8 +86,9 @@ BEGIN
     FOR depth IN 1..64 LOOP
         EXIT WHEN cardinality(frontier) = 0;
         -- One statement gathers a level's owners (unseen, each with the step
-        -- that reached it) and the step that closes a cycle, if any: per-owner
-        -- PL/pgSQL work made a long queue's search grow with its square.
+        -- that reached it), the step that closes a cycle, if any, and how far
+        -- each queue has now been read: per-owner PL/pgSQL work made a long
+        -- queue's search grow with its square.
         WITH src AS (
                 SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
                        coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
@@ -111,7 +112,9 @@ BEGIN
                       AND a.waiter_id < s.waiter_id AND a.waiter_id >= s.done) n
                 WHERE s.waiter_id > s.done AND n.next <> s.waiter
                 ORDER BY n.next, s.waiter_id DESC)
-        SELECT c.waiter, c.lock_key, c.waiter_id, f.nexts, f.steps INTO e
+        SELECT c.waiter, c.lock_key, c.waiter_id, f.nexts, f.steps,
+               (SELECT jsonb_object_agg(s.lock_key, greatest(s.waiter_id, s.done)) FROM src s) AS read_up_to
+        INTO e
         FROM (SELECT array_agg(h.next) AS nexts,
                      jsonb_object_agg(h.next, jsonb_build_object('owner', h.waiter, 'key', h.lock_key,
                                                                  'id', h.waiter_id)) AS steps
@@ -132,10 +135,7 @@ BEGIN
         nxt := coalesce(e.nexts, '{}');
         seen := seen || nxt;
         reached := reached || coalesce(e.steps, '{}');
-        SELECT expanded || coalesce(jsonb_object_agg(x.k, greatest(x.m, coalesce((expanded ->> x.k)::bigint, 0))), '{}')
-        INTO expanded
-        FROM (SELECT w.lock_key::text AS k, max(w.waiter_id) AS m FROM distributed_lock_waiter w
-              WHERE w.owner_id = ANY (frontier) AND distributed_lock_waits(w, ts) GROUP BY 1) x;
+        expanded := expanded || coalesce(e.read_up_to, '{}');
         frontier := nxt;
     END LOOP;
 END $$;
