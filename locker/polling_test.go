@@ -10,9 +10,9 @@ import (
 )
 
 // Without a Notifier, at the defaults (a check every 5 s, WaitRecheck,
-// longer than the 2 s claim window), a waiter handed the key or a permit between two
-// of its checks still finds the grant at its next check: its record asks
-// for a claim window that outlasts its checks.
+// longer than the 2 s claim window), a waiter handed the key or a permit
+// between two of its checks still finds the grant at its next check: its
+// record asks for a claim window that outlasts its checks.
 func TestPollingWaiterAtTheDefaultsKeepsItsGrant(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

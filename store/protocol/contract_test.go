@@ -155,7 +155,7 @@ type dbFunction struct {
 	Arguments string `db:"arguments"`
 	Result    string `db:"result"`
 	// RowColumns is the columns of the row type the function returns when
-	// that is one of the schema's own result types (..._result), else NULL.
+	// that is a type made for it (CREATE TYPE), not a table's row; else NULL.
 	RowColumns []string `db:"row_columns"`
 }
 
@@ -164,8 +164,9 @@ const schemaFunctionsSQL = `
 SELECT p.proname AS name, pg_get_function_arguments(p.oid) AS arguments,
        pg_get_function_result(p.oid) AS result,
        (SELECT array_agg(a.attname::text ORDER BY a.attnum)
-        FROM pg_type t JOIN pg_attribute a ON a.attrelid = t.typrelid
-        WHERE t.oid = p.prorettype AND t.typname LIKE '%\_result' AND a.attnum > 0 AND NOT a.attisdropped
+        FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid AND c.relkind = 'c'
+        JOIN pg_attribute a ON a.attrelid = t.typrelid
+        WHERE t.oid = p.prorettype AND NOT p.proretset AND a.attnum > 0 AND NOT a.attisdropped
        ) AS row_columns
 FROM pg_proc p
 WHERE p.pronamespace = current_schema()::regnamespace AND p.proname LIKE 'distributed\_lock\_%'

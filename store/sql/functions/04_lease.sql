@@ -118,7 +118,8 @@ DECLARE
     ts timestamptz;
     wake timestamptz;
     follow_up boolean;
-    lazily text;
+    lazily text; -- set_config's answer, unused
+    holders_lease boolean;
 BEGIN
     -- The lazy commit is set in the statement, before any hand-off below
     -- sets it on again (distributed_lock_commit_lazily written out: a
@@ -138,42 +139,40 @@ BEGIN
     IF FOUND AND NOT follow_up THEN
         RETURN res;
     END IF;
-    IF FOUND THEN
-        IF log_release THEN
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
-            VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+    holders_lease := NOT FOUND;
+    IF holders_lease THEN
+        PERFORM distributed_lock_commit_lazily(lazy_commit);
+        -- A shared or semaphore holder's lease: released, logged and its
+        -- permit handed to a waiter beside the other holders while another
+        -- keeps the group running (13_shared_release.sql), else ended under
+        -- the row for update (11_shared.sql) and passed on below, once its
+        -- end is logged.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+        INTO res
+        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+        WHERE h.lock_key IS NOT NULL;
+        IF FOUND THEN
+            RETURN res;
         END IF;
-        IF wake > ts THEN
-            PERFORM distributed_lock_pass_on(key, ts);
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+        INTO res
+        FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        IF NOT FOUND THEN
+            res.lock_key := key;
+            res.outcome := 'not_held';
+            RETURN res;
         END IF;
-        RETURN res;
+        ts := clock_timestamp();
     END IF;
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
-    -- A shared or semaphore holder's lease: released, logged and its permit
-    -- handed to a waiter beside the other holders while another keeps the
-    -- group running (13_shared_release.sql), else ended under the row for
-    -- update (11_shared.sql) and passed on, once its end is logged.
-    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-    INTO res
-    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-    WHERE h.lock_key IS NOT NULL;
-    IF FOUND THEN
-        RETURN res;
-    END IF;
-    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-    INTO res
-    FROM distributed_lock_end_holders(key, owner, token, 'release') h;
-    IF NOT FOUND THEN
-        res.lock_key := key;
-        res.outcome := 'not_held';
-        RETURN res;
-    END IF;
-    ts := clock_timestamp();
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    PERFORM distributed_lock_holders_ended(key, ts);
+    IF holders_lease THEN
+        PERFORM distributed_lock_holders_ended(key, ts);
+    ELSIF wake > ts THEN
+        PERFORM distributed_lock_pass_on(key, ts);
+    END IF;
     RETURN res;
 END $$;
 
