@@ -74,7 +74,7 @@ func TestThroughTransactionPooler(t *testing.T) {
 			}
 			res := workload.Workload{
 				Workers: 8, HotKeys: 2, ColdKeys: 16, Duration: 2 * time.Second, TTL: 200 * time.Millisecond,
-				Operator: true, HoldWrites: 2, Listen: direct,
+				Operator: true, HoldWrites: 2, Listen: direct, MinGrants: 20,
 			}.Run(t, poolInMode(t, p.DSN, mode))
 			res.Report.LogViolations(t)
 			if !res.Report.OK() || res.Report.Stats.Grants < 20 {

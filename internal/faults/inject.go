@@ -78,9 +78,11 @@ func (in *injector) run(ctx context.Context) {
 	// through: the zombie takes 2–3 TTLs to resume and try its write; the
 	// promotion happens once, in the first round; a single key's dead
 	// waiter must reach the head of its queue, be handed the key and let
-	// it lapse before anyone takes it over (claim_window_ran_out).
+	// it lapse before anyone takes it over (claim_window_ran_out); a
+	// killed session's leases lapse with it, a TTL later, and only then
+	// can another worker take them over.
 	front := 0
-	for _, k := range []string{Zombie, Promote, DeadWaiter} {
+	for _, k := range []string{Zombie, Promote, DeadWaiter, KillSession} {
 		if j := slices.Index(first, k); j >= 0 {
 			first = slices.Insert(slices.Delete(first, j, j+1), front, k)
 			front++

@@ -93,6 +93,10 @@ type Workload struct {
 	// Listen is where the Notifier connects. Defaults to the pool's
 	// server; a pool through a transaction pooler needs a direct one.
 	Listen *pgx.ConnConfig
+	// MinGrants: the run goes on past Duration until the workers were
+	// granted at least this many leases, for up to four times Duration
+	// more: on a loaded machine a short run may do too little to check.
+	MinGrants int
 
 	delayed Client // the client of the workers whose leases carry LockDelay
 }
@@ -163,6 +167,9 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		})
 	}
 	time.Sleep(w.Duration)
+	for deadline := time.Now().Add(4 * w.Duration); grants(rec) < w.MinGrants && time.Now().Before(deadline); {
+		time.Sleep(w.Duration / 20)
+	}
 	stop.Store(true)
 	wg.Wait()
 
@@ -172,6 +179,17 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 	}
 	ops := rec.Ops()
 	return Result{Ops: ops, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
+}
+
+// grants counts the leases granted so far.
+func grants(rec *history.Recorder) int {
+	n := 0
+	for _, op := range rec.Ops() {
+		if op.Kind == history.Grant && op.Result == history.OK {
+			n++
+		}
+	}
+	return n
 }
 
 func (w Workload) pickKey(r *rand.Rand) string {
