@@ -80,11 +80,16 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_end_lapsed_group": true, "distributed_lock_grant_slot": true, "distributed_lock_holders_ended": true,
 	"distributed_lock_grant_holder_waiter": true, "distributed_lock_serve_holders": true,
 	"distributed_lock_queue_joinable": true, "distributed_lock_head_has_room": true,
-	"distributed_lock_release_holder": true, "distributed_lock_serve_beside": true, "distributed_lock_queue_lock": true,
+	"distributed_lock_release_holder": true, "distributed_lock_serve_beside": true, "distributed_lock_claim_waiter": true, "distributed_lock_lock_claimed": true,
+	"distributed_lock_queue_lock":     true,
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true,
 	"distributed_lock_commit_lazily": true,
 }
+
+// boundedWaits are the settings internal functions that wait for a row
+// lock only so long add to their pinned path.
+var boundedWaits = map[string]string{"distributed_lock_lock_claimed": ";lock_timeout=500ms"}
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the
 // token draw, and a group's end and live holders in 11_shared.sql),
@@ -148,6 +153,7 @@ WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
 			if ruleFunctions[f.name] {
 				want = ""
 			}
+			want += boundedWaits[f.name]
 			if f.schema != schema || f.definer != definer || f.config != want || f.public {
 				t.Errorf("%s: schema %s, security definer %v, config %q, PUBLIC may execute %v; want %s, %v, %q, false",
 					f.name, f.schema, f.definer, f.config, f.public, schema, definer, want)

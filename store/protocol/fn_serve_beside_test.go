@@ -7,7 +7,8 @@ func serveBesideCall(key string, _ prepared) (string, []any) {
 }
 
 // The room goes to the first waiter no other release is serving, while no
-// waiter ahead of it waits for anything else.
+// waiter ahead of it waits for anything else; a waiter whose record is
+// only locked a moment (its heartbeat) is waited for, not passed over.
 func TestServeBeside(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_serve_beside")
@@ -18,10 +19,15 @@ func TestServeBeside(t *testing.T) {
 				slots:  []slotWant{asPrepared, slotHandedTo(w1, "acquired")},
 				notify: []notifyWant{slotHandOffTo(w1, "acquired", "semaphore")}}},
 		{name: "the first being served by another release: the next served", state: twoPermitWaiters, call: serveBesideCall,
-			during: whileLocked(lockFirstWaiterSQL, false),
+			during: whileLocked(claimFirstWaiterSQL, false),
 			want: want{row: untouched, waiters: []waiterWant{{owner: w1, mode: "semaphore", permits: 2}}, check: handedBy(w2),
 				slots:  []slotWant{asPrepared, slotHandedTo(w2, "acquired")},
 				notify: []notifyWant{slotHandOffTo(w2, "acquired", "semaphore")}}},
+		{name: "the first refreshed by its heartbeat: waited for and served", state: twoPermitWaiters, call: serveBesideCall,
+			during: whileLocked(lockFirstWaiterSQL, true),
+			want: want{row: untouched, waiters: []waiterWant{{owner: w2, mode: "semaphore", permits: 2}}, check: handedBy(w1),
+				slots:  []slotWant{asPrepared, slotHandedTo(w1, "acquired")},
+				notify: []notifyWant{slotHandOffTo(w1, "acquired", "semaphore")}}},
 		{name: "a writer at the head, locked: nobody behind it served",
 			state: semaphoreOf(2, other).queued(w1).withWaiter(permitWaiter(w2, 2)), call: serveBesideCall,
 			during: whileLocked(lockFirstWaiterSQL, false), want: want{row: untouched, waiters: waiters(w1, w2), check: handedBy("")}},

@@ -81,10 +81,13 @@ var (
 func whileRowChanges(change string) during { return whileLocked(change, true) }
 
 // Locks whileLocked takes: slot 1 of the key's holders (its lease being
-// renewed), the record of the key's first waiter (being served), the key's
-// queue lock shared (an enqueue beside a running group).
+// renewed), the record of the key's first waiter (refreshed by its
+// heartbeat; claimed too, being served by a release beside others), the
+// key's queue lock shared (an enqueue beside a running group).
 const (
-	lockFirstSlotSQL   = `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
-	lockFirstWaiterSQL = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
+	lockFirstSlotSQL    = `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
+	lockFirstWaiterSQL  = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
+	claimFirstWaiterSQL = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1)
+		AND distributed_lock_claim_waiter(waiter_id) FOR UPDATE`
 	lockQueueSharedSQL = `SELECT distributed_lock_queue_lock($1, false)`
 )

@@ -104,11 +104,62 @@ BEGIN
     END IF;
 END $$;
 
+-- distributed_lock_claim_waiter takes the transaction-level advisory lock
+-- that says this transaction serves waiter record id: a release beside
+-- others claims a record before it locks it, so another release beside it
+-- passes over the records being served, and only those. A record may be
+-- locked for other reasons for a moment (its process's heartbeat
+-- refreshing it), and passing over that one would serve the waiter behind
+-- it first. One per waiter and lock schema (the holder table's oid); ids
+-- 2^31 apart share one, and a release then passes over a record nobody
+-- serves, serving the next. False when another transaction has it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_claim_waiter(id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN pg_try_advisory_xact_lock('distributed_lock_holder'::regclass::oid::int, (id % 2147483648)::int);
+END $$;
+
+-- distributed_lock_lock_claimed locks waiter record id, which the caller
+-- claimed (distributed_lock_claim_waiter), while it still waits, live at
+-- ts, for a lease of the kind of row r's group (mode, permits). Another
+-- transaction holding it is not serving it, so the record is waited for:
+-- a heartbeat commits in a moment. The wait is bounded (lock_timeout,
+-- within a subtransaction), for a transaction that might in turn wait for
+-- this one: past it, the record is passed over, as is one that is gone
+-- or waits for another kind. Returns the record locked, or NULL columns.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lock_claimed(id bigint, r distributed_lock, ts timestamptz)
+RETURNS distributed_lock_waiter
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
+DECLARE
+    w distributed_lock_waiter;
+BEGIN
+    -- Without waiting first: the subtransaction below only when needed.
+    SELECT * INTO w FROM distributed_lock_waiter x
+    WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
+      AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+    FOR UPDATE SKIP LOCKED;
+    IF FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id AND x.seen_until > ts) THEN
+        RETURN w;
+    END IF;
+    BEGIN
+        SELECT * INTO w FROM distributed_lock_waiter x
+        WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
+          AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+        FOR UPDATE;
+    EXCEPTION WHEN lock_not_available THEN
+        w := NULL;
+    END;
+    RETURN w;
+END $$;
+
 -- distributed_lock_serve_beside hands the room a release beside others
 -- made (the group's row held FOR SHARE) to the waiters queued for it at
--- ts, in turn: the first live record no other transaction has locked (SKIP
--- LOCKED: another release is serving it), while it waits for a lease of
--- the group's kind and no record ahead of it waits for anything else (a
+-- ts, in turn: the first live record no other release is serving
+-- (distributed_lock_claim_waiter), while it waits for a lease of the
+-- group's kind and no record ahead of it waits for anything else (a
 -- queued writer is not overtaken), until the group has no room. Returns
 -- the first waiter it served, or NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_serve_beside(key text, ts timestamptz)
@@ -117,6 +168,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     w distributed_lock_waiter%ROWTYPE;
+    candidate bigint;
     first bigint;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
@@ -128,17 +180,23 @@ BEGIN
         -- Only a record it serves is locked: one of another kind, left
         -- locked, could be the head a release after it waits for
         -- (distributed_lock_release_holder) while this one waits for that.
-        SELECT * INTO w FROM distributed_lock_waiter x
-        WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
-          AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
-          AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
-                          WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
-                            AND y.waiter_id < x.waiter_id
-                            AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
-                                 OR y.permits IS DISTINCT FROM r.permits))
-        ORDER BY x.waiter_id LIMIT 1
-        FOR UPDATE OF x SKIP LOCKED;
-        EXIT WHEN NOT FOUND;
+        w := NULL;
+        FOR candidate IN
+            SELECT x.waiter_id FROM distributed_lock_waiter x
+            WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+              AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+              AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
+                              WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
+                                AND y.waiter_id < x.waiter_id
+                                AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
+                                     OR y.permits IS DISTINCT FROM r.permits))
+            ORDER BY x.waiter_id
+        LOOP
+            CONTINUE WHEN NOT distributed_lock_claim_waiter(candidate); -- another release serves it
+            w := distributed_lock_lock_claimed(candidate, r, ts);
+            EXIT WHEN w.waiter_id IS NOT NULL;
+        END LOOP;
+        EXIT WHEN w.waiter_id IS NULL;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, false);
         first := coalesce(first, w.waiter_id);
     END LOOP;

@@ -85,6 +85,8 @@ REVOKE ALL ON FUNCTION
     distributed_lock_head_has_room(text, text, integer, timestamptz),
     distributed_lock_release_holder(text, text, bigint, boolean, text),
     distributed_lock_serve_beside(text, timestamptz),
+    distributed_lock_claim_waiter(bigint),
+    distributed_lock_lock_claimed(bigint, distributed_lock, timestamptz),
     distributed_lock_queue_lock(text, boolean),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint),
