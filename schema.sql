@@ -3759,6 +3759,7 @@ DECLARE
     r distributed_lock;
     w distributed_lock_waiter%ROWTYPE;
     candidate bigint;
+    after bigint;
     first bigint;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
@@ -3770,21 +3771,26 @@ BEGIN
         -- Only a record it serves is locked: one of another kind, left
         -- locked, could be the head a release after it waits for
         -- (distributed_lock_release_holder) while this one waits for that.
+        -- One record at a time, by id: most often the first is served.
         w := NULL;
-        FOR candidate IN
-            SELECT x.waiter_id FROM distributed_lock_waiter x
-            WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+        after := 0;
+        LOOP
+            SELECT x.waiter_id INTO candidate FROM distributed_lock_waiter x
+            WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.waiter_id > after
               AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
               AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
                               WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
                                 AND y.waiter_id < x.waiter_id
                                 AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
                                      OR y.permits IS DISTINCT FROM r.permits))
-            ORDER BY x.waiter_id
-        LOOP
-            CONTINUE WHEN NOT distributed_lock_claim_waiter(candidate); -- another release serves it
-            w := distributed_lock_lock_claimed(candidate, r, ts);
-            EXIT WHEN w.waiter_id IS NOT NULL;
+            ORDER BY x.waiter_id LIMIT 1;
+            EXIT WHEN NOT FOUND;
+            -- Passed over when another release serves it.
+            IF distributed_lock_claim_waiter(candidate) THEN
+                w := distributed_lock_lock_claimed(candidate, r, ts);
+                EXIT WHEN w.waiter_id IS NOT NULL;
+            END IF;
+            after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, false);
