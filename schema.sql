@@ -1201,7 +1201,7 @@ BEGIN
         IF outcome IS NOT NULL THEN
             RETURN;
         END IF;
-        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us) t;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, 'exclusive', NULL) t;
         -- Beside after all: the call it waited for made that possible.
         CONTINUE WHEN locked.beside;
         r := locked.r;
@@ -3492,10 +3492,20 @@ DECLARE
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue_shared.wake_channel;
     joining boolean;
+    locked record;
 BEGIN
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    IF NOT joining THEN
+        -- The row for update, unless the change another transaction is
+        -- making to it (the enqueue that makes its releases hand off, say)
+        -- lets this one join after all (14_queue_beside.sql).
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(
+            key, owner, seen_for_us, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n) t;
+        joining := locked.beside;
+        r := locked.r;
+    END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
         IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) THEN
@@ -3838,14 +3848,20 @@ END $$;
 -- NULL when the key has no row), with beside false. When the row is being
 -- changed (locked by another transaction), it first waits for that change
 -- beside the other waiters, FOR SHARE, and looks again: if owner may now
--- queue beside the others (distributed_lock_lease_joinable: the change was
--- an enqueue that made the queue's releases hand off), it returns beside
--- true, holding nothing. Many waiters that come to a key at once then wait
--- for the first one's commit together, instead of taking the row in turn.
--- Each wait is undone once over (a subtransaction), its lock with it; the
--- third try waits for the row lock as any other. Internal.
+-- queue beside the others (the change was an enqueue that made the
+-- queue's releases hand off), it returns beside true, holding nothing.
+-- Whether it may is the rule of the lease it waits for (mode): an
+-- exclusive one's (distributed_lock_lease_joinable), or for a shared lease
+-- or one of n permits, a running group's of that kind
+-- (distributed_lock_queue_joinable). Many waiters that come to a key at
+-- once then wait for the first one's commit together, instead of taking
+-- the row in turn; behind a running group, whose releases and joining
+-- enqueues hold the row for share one after another, a wait for update
+-- could last as long as they keep coming. Each wait is undone once over
+-- (a subtransaction), its lock with it; the third try waits for the row
+-- lock as any other. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
-    key text, owner text, seen_for_us bigint, OUT r distributed_lock, OUT beside boolean)
+    key text, owner text, seen_for_us bigint, mode text, n integer, OUT r distributed_lock, OUT beside boolean)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
@@ -3866,7 +3882,8 @@ BEGIN
                 NULL;
             END;
         END;
-        IF distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp()) THEN
+        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp())
+                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) END) THEN
             r := NULL;
             beside := true;
             RETURN;
@@ -4015,7 +4032,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_lock_claimed(bigint, distributed_lock, timestamptz),
     distributed_lock_queue_lock(text, boolean),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
-    distributed_lock_lock_to_queue(text, text, bigint),
+    distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),

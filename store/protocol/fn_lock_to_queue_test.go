@@ -5,10 +5,16 @@ import (
 	"time"
 )
 
-func lockToQueueCall(key string, _ prepared) (string, []any) {
-	return `SELECT (t.r).owner_id AS locked, t.beside FROM distributed_lock_lock_to_queue(key => $1, owner => $2,
-		seen_for_us => $3) t`, []any{key, me, (30 * time.Second).Microseconds()}
+// lockToQueueFor is the call of an enqueue for a lease of mode (exclusive,
+// shared or semaphore, of n permits).
+func lockToQueueFor(mode string, n int) func(string, prepared) (string, []any) {
+	return func(key string, _ prepared) (string, []any) {
+		return `SELECT (t.r).owner_id AS locked, t.beside FROM distributed_lock_lock_to_queue(key => $1, owner => $2,
+			seen_for_us => $3, mode => $4, n => $5) t`, []any{key, me, (30 * time.Second).Microseconds(), mode, nonZero(n)}
+	}
 }
+
+var lockToQueueCall = lockToQueueFor("exclusive", 0)
 
 // setWakeSQL: another enqueue that queues under the row lock, making the
 // key's releases hand off for a minute, then commits.
@@ -16,7 +22,8 @@ const setWakeSQL = `UPDATE distributed_lock SET wake_until = clock_timestamp() +
 
 // An enqueue that cannot queue beside the others takes the row for update;
 // one that waited for another's change first looks again, and queues
-// beside them if that change made it possible.
+// beside them if that change made it possible: behind an exclusive lease,
+// or a running group of the kind it waits for.
 func TestLockToQueue(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_lock_to_queue")
@@ -46,5 +53,17 @@ func TestLockToQueue(t *testing.T) {
 			want: want{row: rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
 				prevOwner: "earlier", prevToken: keptPrevious, renewals: 1},
 				check: answered(other, false)}},
+		{name: "a semaphore's group, nobody changing its row: the row, locked", state: semaphoreOf(2, other),
+			call: lockToQueueFor("semaphore", 2), want: locked(groupOwner)},
+		{name: "a semaphore's group whose wake-up another enqueue sets meanwhile: beside the others", state: semaphoreOf(2, other),
+			call: lockToQueueFor("semaphore", 2), during: whileRowChanges(setWakeSQL),
+			want: want{row: rowWant{owner: groupOwner, token: keptToken, groupEnd: true, ttl: time.Minute, kind: "acquired",
+				prevOwner: "earlier", prevToken: keptPrevious, mode: "semaphore", permits: 2,
+				wakes: &span{time.Minute - slack, time.Minute}}, check: answered(nil, true)}},
+		{name: "a shared group, for a permit: not beside them", state: sharedBy(other),
+			call: lockToQueueFor("semaphore", 2), during: whileRowChanges(setWakeSQL),
+			want: want{row: rowWant{owner: groupOwner, token: keptToken, groupEnd: true, ttl: time.Minute, kind: "acquired",
+				prevOwner: "earlier", prevToken: keptPrevious, mode: "shared",
+				wakes: &span{time.Minute - slack, time.Minute}}, check: answered(groupOwner, false)}},
 	})
 }

@@ -205,7 +205,7 @@ BEGIN
         IF outcome IS NOT NULL THEN
             RETURN;
         END IF;
-        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us) t;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, 'exclusive', NULL) t;
         -- Beside after all: the call it waited for made that possible.
         CONTINUE WHEN locked.beside;
         r := locked.r;

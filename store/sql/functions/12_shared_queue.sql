@@ -177,10 +177,20 @@ DECLARE
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue_shared.wake_channel;
     joining boolean;
+    locked record;
 BEGIN
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    IF NOT joining THEN
+        -- The row for update, unless the change another transaction is
+        -- making to it (the enqueue that makes its releases hand off, say)
+        -- lets this one join after all (14_queue_beside.sql).
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(
+            key, owner, seen_for_us, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n) t;
+        joining := locked.beside;
+        r := locked.r;
+    END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
         IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) THEN

@@ -37,14 +37,20 @@ END $$;
 -- NULL when the key has no row), with beside false. When the row is being
 -- changed (locked by another transaction), it first waits for that change
 -- beside the other waiters, FOR SHARE, and looks again: if owner may now
--- queue beside the others (distributed_lock_lease_joinable: the change was
--- an enqueue that made the queue's releases hand off), it returns beside
--- true, holding nothing. Many waiters that come to a key at once then wait
--- for the first one's commit together, instead of taking the row in turn.
--- Each wait is undone once over (a subtransaction), its lock with it; the
--- third try waits for the row lock as any other. Internal.
+-- queue beside the others (the change was an enqueue that made the
+-- queue's releases hand off), it returns beside true, holding nothing.
+-- Whether it may is the rule of the lease it waits for (mode): an
+-- exclusive one's (distributed_lock_lease_joinable), or for a shared lease
+-- or one of n permits, a running group's of that kind
+-- (distributed_lock_queue_joinable). Many waiters that come to a key at
+-- once then wait for the first one's commit together, instead of taking
+-- the row in turn; behind a running group, whose releases and joining
+-- enqueues hold the row for share one after another, a wait for update
+-- could last as long as they keep coming. Each wait is undone once over
+-- (a subtransaction), its lock with it; the third try waits for the row
+-- lock as any other. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
-    key text, owner text, seen_for_us bigint, OUT r distributed_lock, OUT beside boolean)
+    key text, owner text, seen_for_us bigint, mode text, n integer, OUT r distributed_lock, OUT beside boolean)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
@@ -65,7 +71,8 @@ BEGIN
                 NULL;
             END;
         END;
-        IF distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp()) THEN
+        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp())
+                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) END) THEN
             r := NULL;
             beside := true;
             RETURN;

@@ -89,7 +89,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_lock_claimed(bigint, distributed_lock, timestamptz),
     distributed_lock_queue_lock(text, boolean),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
-    distributed_lock_lock_to_queue(text, text, bigint),
+    distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
