@@ -16,8 +16,8 @@ func (a releaseHolderArgs) call(key string, p prepared) (string, []any) {
 		log_release => $4, event_actor => NULL) h`, []any{key, a.owner, tokenArg(p, a.token), a.logRelease}
 }
 
-// Beside the others only while another lease keeps the group running and
-// releases hand off; its permit goes to the next waiter of its kind.
+// Beside the others only while releases hand off, and its permit goes to
+// the next waiter of its kind or another lease keeps the group running.
 func TestReleaseHolder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_release_holder")
@@ -44,10 +44,22 @@ func TestReleaseHolder(t *testing.T) {
 		{name: "a writer queued first: released, the permit kept from the readers behind it",
 			state: semaphoreOf(2, other, me).queued(w1).withWaiter(permitWaiter(w2, 2)), call: mine.call,
 			want: want{value: 2, row: untouched, waiters: waiters(w1, w2), slots: []slotWant{asPrepared, slotReleasedNow(2, me)}}},
-		{name: "the other holder's slot being renewed: undone", state: permitWaiters, call: mine.call,
-			during: whileLocked(lockFirstSlotSQL, false), want: undone},
-		{name: "the last live holder: undone", state: semaphoreOf(2, me).holding(lapsedSlot(other)).withWaiter(permitWaiter(w1, 2)).
-			withWaiter(permitWaiter(w2, 2)), call: releaseHolderArgs{owner: me, token: slotTok(1)}.call,
+		{name: "the other holder's slot being renewed: handed on all the same", state: permitWaiters, call: mine.call,
+			during: whileLocked(lockFirstSlotSQL, false), want: handedOn()},
+		{name: "the last live holder, permit waiters queued: its permit and the lapsed one handed on",
+			state: semaphoreOf(2, me).holding(lapsedSlot(other)).withWaiter(permitWaiter(w1, 2)).withWaiter(permitWaiter(w2, 2)),
+			call: releaseHolderArgs{owner: me, token: slotTok(1)}.call,
+			want: want{value: 1, row: untouched,
+				slots:  []slotWant{slotHandedTo(w1, "acquired"), slotHandedTo(w2, "stolen")},
+				events: []eventWant{func() eventWant {
+					e := holderGrantEvent("stolen", w2, "semaphore", 2, 2)
+					e.prevOwner, e.prevToken = other, slotTok(2) // the lapsed lease it took over
+					return e
+				}()},
+				notify: []notifyWant{slotHandOffTo(w1, "acquired", "semaphore"), slotHandOffTo(w2, "stolen", "semaphore")}}},
+		{name: "handed to nobody, the other holder's slot being renewed: undone",
+			state: semaphoreOf(2, other, me).queued(w1).withWaiter(permitWaiter(w2, 2)), call: mine.call,
+			during: whileLocked(lockFirstSlotSQL, false),
 			want: want{value: nil, row: untouched, waiters: waiters(w1, w2), slots: []slotWant{asPrepared, asPrepared}}},
 		{name: "nobody ever waited (no hand-offs): undone", state: semaphoreOf(2, other, me), call: mine.call,
 			want: want{value: nil, row: untouched, slots: []slotWant{asPrepared, asPrepared}}},

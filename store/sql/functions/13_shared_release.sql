@@ -8,15 +8,18 @@
 --
 -- Two things need an order all the same:
 --   * The group ends with its last lease, and only a release that holds the
---     row for update may end it (distributed_lock_settle). So a release
---     beside the others locks another live holder's slot FOR SHARE (SKIP
---     LOCKED: one being released or renewed is passed over): that lease
---     cannot be released before this release commits. It picks the
---     youngest grant (the largest token), likeliest to be released last,
---     so that release seldom waits for this one. Finding none, the
---     release is undone (a subtransaction, whose row locks go with it) and
---     made as any end of a lease is, under the row for update
---     (11_shared.sql).
+--     row for update may end it (distributed_lock_settle). A release that
+--     hands its permit on keeps the group running past its commit: the
+--     slot it handed is this transaction's until then. One that hands it
+--     to nobody locks another live holder's slot FOR SHARE (SKIP LOCKED:
+--     one being released or renewed is passed over): that lease cannot be
+--     released before this release commits. It picks the youngest grant
+--     (the largest token), likeliest to be released last, so that release
+--     seldom waits for this one. Finding none, the release is undone (a
+--     subtransaction, whose row locks go with it) and made as any end of a
+--     lease is, under the row for update (11_shared.sql). (Pinning a slot
+--     at every release made the next holder's release wait for this one's
+--     commit.)
 --   * The permit it frees must reach a waiter. An enqueue beside it may
 --     queue unseen (its record not yet committed) having found every
 --     permit held, this one too. A release that hands its permit on leaves
@@ -59,18 +62,19 @@ BEGIN
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001'; -- not such a slot: the row's lock goes too
         END IF;
-        PERFORM 1 FROM distributed_lock_holder x
-        WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
-        ORDER BY x.fence_token DESC LIMIT 1
-        FOR SHARE SKIP LOCKED;
-        IF NOT FOUND THEN
-            RAISE SQLSTATE 'LK001'; -- perhaps the last lease
-        END IF;
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
             VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
         END IF;
         IF distributed_lock_serve_beside(key, ts) IS NULL THEN
+            -- Handed to nobody: another live holder keeps the group running.
+            PERFORM 1 FROM distributed_lock_holder x
+            WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
+            ORDER BY x.fence_token DESC LIMIT 1
+            FOR SHARE SKIP LOCKED;
+            IF NOT FOUND THEN
+                RAISE SQLSTATE 'LK001'; -- perhaps the last lease
+            END IF;
             -- Nobody seen to hand it to: wait for the enqueues in flight
             -- beside this release (distributed_lock_queue_lock), then serve
             -- whoever they queued, waiting for a head another transaction
