@@ -3617,8 +3617,8 @@ END $$;
 --     (the largest token), likeliest to be released last, so that release
 --     seldom waits for this one. Finding none, the release is undone (a
 --     subtransaction, whose row locks go with it) and made as any end of a
---     lease is, under the row for update (11_shared.sql). (Pinning a slot
---     at every release made the next holder's release wait for this one's
+--     lease is, under the row for update (11_shared.sql). (A pin at every
+--     release would make the pinned holder's release wait for this one's
 --     commit.)
 --   * The permit it frees must reach a waiter. An enqueue beside it may
 --     queue unseen (its record not yet committed) having found every
