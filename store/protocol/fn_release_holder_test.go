@@ -48,9 +48,9 @@ func TestReleaseHolder(t *testing.T) {
 			during: whileLocked(lockFirstSlotSQL, false), want: handedOn()},
 		{name: "the last live holder, permit waiters queued: its permit and the lapsed one handed on",
 			state: semaphoreOf(2, me).holding(lapsedSlot(other)).withWaiter(permitWaiter(w1, 2)).withWaiter(permitWaiter(w2, 2)),
-			call: releaseHolderArgs{owner: me, token: slotTok(1)}.call,
+			call:  releaseHolderArgs{owner: me, token: slotTok(1)}.call,
 			want: want{value: 1, row: untouched,
-				slots:  []slotWant{slotHandedTo(w1, "acquired"), slotHandedTo(w2, "stolen")},
+				slots: []slotWant{slotHandedTo(w1, "acquired"), slotHandedTo(w2, "stolen")},
 				events: []eventWant{func() eventWant {
 					e := holderGrantEvent("stolen", w2, "semaphore", 2, 2)
 					e.prevOwner, e.prevToken = other, slotTok(2) // the lapsed lease it took over
@@ -60,7 +60,7 @@ func TestReleaseHolder(t *testing.T) {
 		{name: "handed to nobody, the other holder's slot being renewed: undone",
 			state: semaphoreOf(2, other, me).queued(w1).withWaiter(permitWaiter(w2, 2)), call: mine.call,
 			during: whileLocked(lockFirstSlotSQL, false),
-			want: want{value: nil, row: untouched, waiters: waiters(w1, w2), slots: []slotWant{asPrepared, asPrepared}}},
+			want:   want{value: nil, row: untouched, waiters: waiters(w1, w2), slots: []slotWant{asPrepared, asPrepared}}},
 		{name: "nobody ever waited (no hand-offs): undone", state: semaphoreOf(2, other, me), call: mine.call,
 			want: want{value: nil, row: untouched, slots: []slotWant{asPrepared, asPrepared}}},
 		{name: "another owner's slot", state: permitWaiters, call: releaseHolderArgs{owner: me, token: slotTok(1)}.call, want: undone},
