@@ -167,7 +167,7 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		})
 	}
 	time.Sleep(w.Duration)
-	for deadline := time.Now().Add(4 * w.Duration); grants(rec) < w.MinGrants && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(4 * w.Duration); w.MinGrants > 0 && time.Now().Before(deadline) && grants(rec) < w.MinGrants; {
 		time.Sleep(w.Duration / 20)
 	}
 	stop.Store(true)
