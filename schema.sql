@@ -2795,6 +2795,13 @@ RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
+-- distributed_lock_holder_mode: the mode of a lease of n permits: a
+-- semaphore's, or without permits (NULL) a shared lease's.
+CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+$$;
+
 -- distributed_lock_lease_end: when row l's lease ends: its expires_at, or,
 -- for a running group's row, the last expiry of its holders' unreleased
 -- leases (its start when it has none), never the far future, which no
@@ -3002,7 +3009,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    mode text := CASE WHEN permits IS NULL THEN 'shared' ELSE 'semaphore' END;
+    mode text := distributed_lock_holder_mode(permits);
     -- The domain refuses permits outside 1-1000 (23514) here, before the
     -- key is read: not only when a group is formed, but when a running
     -- group would answer 'conflict'.
@@ -3433,7 +3440,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
     -- path is planned at every call, and every permit waiter calls it twice.
-    RETURN coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+    RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
                     AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
@@ -3502,7 +3509,7 @@ BEGIN
         -- making to it (the enqueue that makes its releases hand off, say)
         -- lets this one join after all (14_queue_beside.sql).
         SELECT * INTO locked FROM distributed_lock_lock_to_queue(
-            key, owner, seen_for_us, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n) t;
+            key, owner, seen_for_us, distributed_lock_holder_mode(n), n) t;
         joining := locked.beside;
         r := locked.r;
     END IF;
@@ -3556,7 +3563,7 @@ BEGIN
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_enqueue_shared.log_grants, actor = nullif(event_actor, ''),
-        wake_channel = channel, lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, permits = n
+        wake_channel = channel, lock_mode = distributed_lock_holder_mode(n), permits = n
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
                            AND x.group_id IS NULL)
@@ -3564,7 +3571,7 @@ BEGIN
     IF waiter_id IS NULL THEN
         waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
                                                  log_grants, 0, channel,
-                                                 CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n, ts);
+                                                 distributed_lock_holder_mode(n), n, ts);
     END IF;
     -- Room may have come since the attempt (a release that did not see
     -- this record yet): serve the head, which may be this record. Beside
@@ -4012,6 +4019,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_kind(distributed_lock, text),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
+    distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),

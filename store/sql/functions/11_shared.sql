@@ -32,6 +32,13 @@ RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
+-- distributed_lock_holder_mode: the mode of a lease of n permits: a
+-- semaphore's, or without permits (NULL) a shared lease's.
+CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
+RETURNS text LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+$$;
+
 -- distributed_lock_lease_end: when row l's lease ends: its expires_at, or,
 -- for a running group's row, the last expiry of its holders' unreleased
 -- leases (its start when it has none), never the far future, which no
@@ -239,7 +246,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    mode text := CASE WHEN permits IS NULL THEN 'shared' ELSE 'semaphore' END;
+    mode text := distributed_lock_holder_mode(permits);
     -- The domain refuses permits outside 1-1000 (23514) here, before the
     -- key is read: not only when a group is formed, but when a running
     -- group would answer 'conflict'.

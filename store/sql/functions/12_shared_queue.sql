@@ -118,7 +118,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
     -- path is planned at every call, and every permit waiter calls it twice.
-    RETURN coalesce(r.lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+    RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
                     AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
@@ -187,7 +187,7 @@ BEGIN
         -- making to it (the enqueue that makes its releases hand off, say)
         -- lets this one join after all (14_queue_beside.sql).
         SELECT * INTO locked FROM distributed_lock_lock_to_queue(
-            key, owner, seen_for_us, CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n) t;
+            key, owner, seen_for_us, distributed_lock_holder_mode(n), n) t;
         joining := locked.beside;
         r := locked.r;
     END IF;
@@ -241,7 +241,7 @@ BEGIN
         seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_enqueue_shared.log_grants, actor = nullif(event_actor, ''),
-        wake_channel = channel, lock_mode = CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, permits = n
+        wake_channel = channel, lock_mode = distributed_lock_holder_mode(n), permits = n
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
                            AND x.group_id IS NULL)
@@ -249,7 +249,7 @@ BEGIN
     IF waiter_id IS NULL THEN
         waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
                                                  log_grants, 0, channel,
-                                                 CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END, n, ts);
+                                                 distributed_lock_holder_mode(n), n, ts);
     END IF;
     -- Room may have come since the attempt (a release that did not see
     -- this record yet): serve the head, which may be this record. Beside

@@ -65,6 +65,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_kind(distributed_lock, text),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
+    distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
