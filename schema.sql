@@ -2790,15 +2790,20 @@ END $$;
 -- every holder's before it, and a holder's above every exclusive grant's.
 
 -- distributed_lock_group_end: the far-future expiry of a group's row.
+-- This rule and the next are STABLE, not IMMUTABLE, though their answers
+-- never change: the planner runs an IMMUTABLE function of constants (as a
+-- custom plan's parameters are) to fold it, and running an SQL function
+-- means planning its body, at every custom plan; a STABLE one it inlines,
+-- and the expression folds all the same.
 CREATE OR REPLACE FUNCTION distributed_lock_group_end()
-RETURNS timestamptz LANGUAGE sql IMMUTABLE AS $$
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
 -- distributed_lock_holder_mode: the mode of a lease of n permits: a
 -- semaphore's, or without permits (NULL) a shared lease's.
 CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
-RETURNS text LANGUAGE sql IMMUTABLE AS $$
+RETURNS text LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
 $$;
 
@@ -2833,12 +2838,15 @@ END $$;
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
 CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
-RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_promised(l, ts)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
+    -- being inlined, and every permit waiter's enqueue asks.
+    RETURN distributed_lock_promised(l, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
                            WHERE x.lock_key = l.lock_key AND x.owner_id = owner
-                             AND x.released_at IS NULL AND x.expires_at > ts)
-$$;
+                             AND x.released_at IS NULL AND x.expires_at > ts);
+END $$;
 
 -- distributed_lock_settle ends key's group when no slot holds a lease at
 -- ts: the row is released (keeping lock_mode and permits) and passed on to
