@@ -3642,6 +3642,11 @@ END $$;
 --     waits, on the key's queue lock, for the enqueues in flight, and
 --     serves whoever they queued: an enqueue after that wait finds the
 --     permit free.
+--   * Its waits are bounded (lock_timeout, below PostgreSQL's default
+--     deadlock_timeout): an enqueue it waits for may in turn wait for a
+--     row it holds. Past the bound it is undone, as when it finds nobody
+--     to pin, and the lease ends under the row for update, a wait that
+--     holds nothing.
 
 -- distributed_lock_release_holder releases owner's slot of key granted
 -- with token beside the other holders, as the caller's release: logged
@@ -3651,11 +3656,12 @@ END $$;
 -- columns when it did nothing: not such a slot, no running group whose
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
--- distributed_lock_end_holders). Internal.
+-- distributed_lock_end_holders), as when one of its waits lasted longer
+-- than 200 ms. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
 RETURNS distributed_lock_holder
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '200ms' AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock_holder;
@@ -3698,7 +3704,7 @@ BEGIN
             PERFORM distributed_lock_serve_holders(key, clock_timestamp());
         END IF;
         RETURN h;
-    EXCEPTION WHEN SQLSTATE 'LK001' THEN
+    EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN
         -- Undone, its locks too: the caller may take the row for update,
         -- and one keeping it for share would deadlock with another
         -- doing the same.

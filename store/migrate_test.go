@@ -87,9 +87,12 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_commit_lazily": true,
 }
 
-// boundedWaits are the settings internal functions that wait for a row
-// lock only so long add to their pinned path.
-var boundedWaits = map[string]string{"distributed_lock_lock_claimed": ";lock_timeout=500ms"}
+// boundedWaits are the settings internal functions that wait for a lock
+// only so long add to their pinned path.
+var boundedWaits = map[string]string{
+	"distributed_lock_lock_claimed":   ";lock_timeout=500ms",
+	"distributed_lock_release_holder": ";lock_timeout=200ms",
+}
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the
 // token draw, and a group's end and live holders in 11_shared.sql),

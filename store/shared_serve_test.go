@@ -2,8 +2,11 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -92,4 +95,102 @@ func TestReleaseBesideThatDoesNothingKeepsNoLock(t *testing.T) {
 	if !free {
 		t.Error("the group's row is still locked by a release beside the others that did nothing")
 	}
+}
+
+// A release beside the others that found nobody to hand its permit to
+// waits for the enqueues in flight (the key's queue lock). Should one of
+// them wait in turn for a row the release holds, the two would deadlock;
+// the release's wait is bounded instead, and past it the release is undone
+// and made again under the group's row for update, and both go through.
+func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	var tokens []int64
+	for _, owner := range []string{"h1", "h2"} {
+		q, found, err := store.Enqueue(ctx, db, store.QueueParams{
+			GrantParams: store.GrantParams{Key: "pool", Owner: owner, TTL: time.Minute, Actor: owner},
+			ClaimWindow: 10 * time.Second, SeenFor: 30 * time.Second, Permits: 2,
+		})
+		if err != nil || !found || !q.Granted() {
+			t.Fatalf("holder %s: %+v, %v, %v; want granted", owner, q, found, err)
+		}
+		tokens = append(tokens, q.Token)
+	}
+	// A waiter that came and went leaves the releases handing off.
+	q, found, err := store.Enqueue(ctx, db, store.QueueParams{
+		GrantParams: store.GrantParams{Key: "pool", Owner: "w", TTL: time.Minute, Actor: "w"},
+		ClaimWindow: 10 * time.Second, SeenFor: 30 * time.Second, Permits: 2,
+	})
+	if err != nil || !found || q.Outcome != lockdb.OutcomeQueued {
+		t.Fatalf("waiter: %+v, %v, %v; want queued", q, found, err)
+	}
+	if _, err := db.Exec(ctx, `SELECT distributed_lock_waiter_leave('pool', $1)`, q.WaiterID); err != nil {
+		t.Fatal(err)
+	}
+
+	// An enqueue in flight, holding the queue lock.
+	enqueue, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = enqueue.Rollback(ctx) }()
+	if _, err := enqueue.Exec(ctx, `SELECT distributed_lock_queue_lock('pool', false)`); err != nil {
+		t.Fatal(err)
+	}
+	release, err := db.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release.Release()
+	var pid int32
+	if err := release.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	released := make(chan error, 1)
+	go func() {
+		var outcome string
+		err := release.QueryRow(ctx, `SELECT outcome FROM distributed_lock_release('pool', 'h1', $1)`, tokens[0]).Scan(&outcome)
+		if err == nil && outcome != "released" {
+			err = fmt.Errorf("outcome %q, want released", outcome)
+		}
+		released <- err
+	}()
+	waitForLock(t, db, pid, "advisory")
+	// The enqueue now waits for the release's slot: a cycle.
+	if _, err := enqueue.Exec(ctx, `SELECT 1 FROM distributed_lock_holder WHERE lock_key = 'pool' AND owner_id = 'h1' FOR UPDATE`); err != nil {
+		t.Fatalf("the enqueue's wait: %v", err)
+	}
+	if err := enqueue.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-released; err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	var holders int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_holder
+		WHERE lock_key = 'pool' AND released_at IS NULL AND expires_at > now()`).Scan(&holders); err != nil {
+		t.Fatal(err)
+	}
+	if holders != 1 {
+		t.Errorf("%d live holders after the release, want 1", holders)
+	}
+}
+
+// waitForLock waits until backend pid waits for a heavyweight lock of type
+// lockType (pg_locks.locktype).
+func waitForLock(t *testing.T, db *pgxpool.Pool, pid int32, lockType string) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var waiting bool
+		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = $2)`,
+			pid, lockType).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+	}
+	t.Fatalf("backend %d never waited for a %s lock", pid, lockType)
 }
