@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/store"
@@ -143,10 +141,6 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release.Release()
-	var pid int32
-	if err := release.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
 	released := make(chan error, 1)
 	go func() {
 		var outcome string
@@ -156,7 +150,7 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 		}
 		released <- err
 	}()
-	waitForLock(t, db, pid, "advisory")
+	testdb.WaitUntilBlocked(t, db, release.Conn().PgConn().PID()) // for the queue lock
 	// The enqueue now waits for the release's slot: a cycle.
 	if _, err := enqueue.Exec(ctx, `SELECT 1 FROM distributed_lock_holder WHERE lock_key = 'pool' AND owner_id = 'h1' FOR UPDATE`); err != nil {
 		t.Fatalf("the enqueue's wait: %v", err)
@@ -175,22 +169,4 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 	if holders != 1 {
 		t.Errorf("%d live holders after the release, want 1", holders)
 	}
-}
-
-// waitForLock waits until backend pid waits for a heavyweight lock of type
-// lockType (pg_locks.locktype).
-func waitForLock(t *testing.T, db *pgxpool.Pool, pid int32, lockType string) {
-	t.Helper()
-	ctx := context.Background()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var waiting bool
-		if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE pid = $1 AND NOT granted AND locktype = $2)`,
-			pid, lockType).Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting {
-			return
-		}
-	}
-	t.Fatalf("backend %d never waited for a %s lock", pid, lockType)
 }

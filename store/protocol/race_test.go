@@ -44,13 +44,23 @@ func whileLocked(lockSQL string, waits bool, args ...any) during {
 			return
 		}
 		pid := int32(tx.Conn().PgConn().PID())
+		returned := false
 		testdb.Eventually(t, 10*time.Second, "the call waiting for the other transaction", func() bool {
+			select {
+			case <-done: // it cannot wait any more: say so now
+				returned = true
+				return true
+			default:
+			}
 			var blocked bool
 			if err := db.QueryRow(ctx, blockedBySQL, pid).Scan(&blocked); err != nil {
 				t.Fatal(err)
 			}
 			return blocked
 		})
+		if returned {
+			t.Fatal("the call returned without waiting for the other transaction")
+		}
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
