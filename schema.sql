@@ -831,7 +831,9 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
         PERFORM distributed_lock_queue_lock(key, true);
-        IF distributed_lock_hand_off(key, ts) IS NULL THEN
+        -- Handed now: a record queued while this waited must not get a
+        -- claim window counted from before it asked.
+        IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN
             PERFORM distributed_lock_wake(key);
         END IF;
     END IF;
@@ -3828,7 +3830,9 @@ BEGIN
             after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;
-        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, false);
+        -- Granted now: its record may have queued after ts, and locking it
+        -- may have waited.
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, clock_timestamp(), false);
         first := coalesce(first, w.waiter_id);
     END LOOP;
     RETURN first;

@@ -61,7 +61,9 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
         PERFORM distributed_lock_queue_lock(key, true);
-        IF distributed_lock_hand_off(key, ts) IS NULL THEN
+        -- Handed now: a record queued while this waited must not get a
+        -- claim window counted from before it asked.
+        IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN
             PERFORM distributed_lock_wake(key);
         END IF;
     END IF;

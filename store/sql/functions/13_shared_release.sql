@@ -213,7 +213,9 @@ BEGIN
             after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;
-        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, false);
+        -- Granted now: its record may have queued after ts, and locking it
+        -- may have waited.
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, clock_timestamp(), false);
         first := coalesce(first, w.waiter_id);
     END LOOP;
     RETURN first;
