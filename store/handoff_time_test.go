@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/store"
 )
 
 // A release that found nobody to hand the key to waits for the enqueues in
@@ -19,24 +20,8 @@ func TestHandOffAfterWaitingForAnEnqueueStartsWhenHanded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	params := func(owner string) store.QueueParams {
-		return store.QueueParams{
-			GrantParams: store.GrantParams{Key: "job", Owner: owner, TTL: time.Minute, Actor: owner},
-			ClaimWindow: 5 * time.Second, SeenFor: 30 * time.Second,
-		}
-	}
-	held, found, err := store.Enqueue(ctx, db, params("holder"))
-	if err != nil || !found || !held.Granted() {
-		t.Fatalf("holder: %+v, %v, %v; want granted", held, found, err)
-	}
-	// A waiter that came and went leaves the release handing off.
-	gone, found, err := store.Enqueue(ctx, db, params("gone"))
-	if err != nil || !found || gone.Outcome != lockdb.OutcomeQueued {
-		t.Fatalf("waiter: %+v, %v, %v; want queued", gone, found, err)
-	}
-	if _, err := db.Exec(ctx, `SELECT distributed_lock_waiter_leave('job', $1)`, gone.WaiterID); err != nil {
-		t.Fatal(err)
-	}
+	held := enqueueGranted(t, db, queueParams("job", "holder", 0))
+	leaveHandingOff(t, db, queueParams("job", "gone", 0))
 
 	// An enqueue beside the holder, in flight: it holds the queue lock.
 	enqueue, err := db.Begin(ctx)
@@ -46,28 +31,11 @@ func TestHandOffAfterWaitingForAnEnqueueStartsWhenHanded(t *testing.T) {
 	defer func() { _ = enqueue.Rollback(ctx) }()
 	var outcome string
 	if err := enqueue.QueryRow(ctx, `SELECT outcome FROM distributed_lock_enqueue('job', 'next', $1, $2, $3)`,
-		time.Minute.Microseconds(), (5 * time.Second).Microseconds(), (30 * time.Second).Microseconds()).Scan(&outcome); err != nil || outcome != lockdb.OutcomeQueued {
+		time.Minute.Microseconds(), testClaimWindow.Microseconds(), (30 * time.Second).Microseconds()).Scan(&outcome); err != nil || outcome != lockdb.OutcomeQueued {
 		t.Fatalf("enqueue: %q, %v; want queued", outcome, err)
 	}
-	release, err := db.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release.Release()
-	released := make(chan error, 1)
-	go func() {
-		_, err := release.Exec(ctx, `SELECT distributed_lock_release('job', 'holder', $1)`, held.Token)
-		released <- err
-	}()
-	testdb.WaitUntilBlocked(t, db, release.Conn().PgConn().PID()) // for the queue lock
-	time.Sleep(300 * time.Millisecond)
-	var queuedAt time.Time
-	if err := enqueue.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&queuedAt); err != nil {
-		t.Fatal(err)
-	}
-	if err := enqueue.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	released := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('job', 'holder', $1)`, held.Token) // for the queue lock
+	queuedAt := commitLater(t, enqueue)
 	if err := <-released; err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -79,7 +47,7 @@ func TestHandOffAfterWaitingForAnEnqueueStartsWhenHanded(t *testing.T) {
 	if owner != "next" {
 		t.Fatalf("the key went to %q, want next", owner)
 	}
-	if earliest := queuedAt.Add(5 * time.Second); expires.Before(earliest) {
+	if earliest := queuedAt.Add(testClaimWindow); expires.Before(earliest) {
 		t.Errorf("the handed lease ends at %s, %s before its claim window counted from the commit of its enqueue",
 			expires.Format(time.RFC3339Nano), earliest.Sub(expires))
 	}
@@ -92,24 +60,9 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	params := func(owner string) store.QueueParams {
-		return store.QueueParams{
-			GrantParams: store.GrantParams{Key: "pool", Owner: owner, TTL: time.Minute, Actor: owner},
-			ClaimWindow: 5 * time.Second, SeenFor: 30 * time.Second, Permits: 2,
-		}
-	}
-	var tokens []int64
-	for _, owner := range []string{"h1", "h2"} {
-		q, found, err := store.Enqueue(ctx, db, params(owner))
-		if err != nil || !found || !q.Granted() {
-			t.Fatalf("holder %s: %+v, %v, %v; want granted", owner, q, found, err)
-		}
-		tokens = append(tokens, q.Token)
-	}
-	w, found, err := store.Enqueue(ctx, db, params("next"))
-	if err != nil || !found || w.Outcome != lockdb.OutcomeQueued {
-		t.Fatalf("waiter: %+v, %v, %v; want queued", w, found, err)
-	}
+	first := enqueueGranted(t, db, queueParams("pool", "h1", 2))
+	enqueueGranted(t, db, queueParams("pool", "h2", 2))
+	w := enqueueQueued(t, db, queueParams("pool", "next", 2))
 	heartbeat, err := db.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -118,25 +71,8 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 	if _, err := heartbeat.Exec(ctx, `SELECT FROM distributed_lock_waiter WHERE waiter_id = $1 FOR UPDATE`, w.WaiterID); err != nil {
 		t.Fatal(err)
 	}
-	release, err := db.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release.Release()
-	released := make(chan error, 1)
-	go func() {
-		_, err := release.Exec(ctx, `SELECT distributed_lock_release('pool', 'h1', $1)`, tokens[0])
-		released <- err
-	}()
-	testdb.WaitUntilBlocked(t, db, release.Conn().PgConn().PID()) // for the record
-	time.Sleep(300 * time.Millisecond)
-	var freedAt time.Time
-	if err := heartbeat.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&freedAt); err != nil {
-		t.Fatal(err)
-	}
-	if err := heartbeat.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	released := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('pool', 'h1', $1)`, first.Token) // for the record
+	freedAt := commitLater(t, heartbeat)
 	if err := <-released; err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -145,8 +81,24 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 		WHERE lock_key = 'pool' AND owner_id = 'next' AND released_at IS NULL`).Scan(&expires); err != nil {
 		t.Fatalf("the waiter's slot: %v", err)
 	}
-	if earliest := freedAt.Add(5 * time.Second); expires.Before(earliest) {
+	if earliest := freedAt.Add(testClaimWindow); expires.Before(earliest) {
 		t.Errorf("the handed permit ends at %s, %s before its claim window counted from when its record was free",
 			expires.Format(time.RFC3339Nano), earliest.Sub(expires))
 	}
+}
+
+// commitLater commits tx 300 ms from now, long enough for a lease counted
+// from before to show it, and returns the database's clock just before.
+func commitLater(t *testing.T, tx pgx.Tx) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	time.Sleep(300 * time.Millisecond)
+	var at time.Time
+	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return at
 }

@@ -37,17 +37,7 @@ VALUES ($1, 'p', now() + interval '1 minute', '1 minute', '2 seconds') RETURNING
 	if _, err := holder.Exec(ctx, `SELECT 1 FROM distributed_lock_waiter WHERE lock_key = 'ka' FOR UPDATE`); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	done := make(chan error, 1)
-	go func() {
-		_, err := conn.Exec(ctx, `SELECT distributed_lock_waiter_heartbeat($1, 60000000)`, ids)
-		done <- err
-	}()
-	testdb.WaitUntilBlocked(t, pool, conn.Conn().PgConn().PID())
+	done := testdb.ExecBlocked(t, pool, `SELECT distributed_lock_waiter_heartbeat($1, 60000000)`, ids)
 	var id int64
 	err = pool.QueryRow(ctx, `SELECT waiter_id FROM distributed_lock_waiter WHERE lock_key = 'kb' FOR UPDATE NOWAIT`).Scan(&id)
 	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok && pgErr.Code == "55P03" {

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -104,28 +103,9 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	var tokens []int64
-	for _, owner := range []string{"h1", "h2"} {
-		q, found, err := store.Enqueue(ctx, db, store.QueueParams{
-			GrantParams: store.GrantParams{Key: "pool", Owner: owner, TTL: time.Minute, Actor: owner},
-			ClaimWindow: 10 * time.Second, SeenFor: 30 * time.Second, Permits: 2,
-		})
-		if err != nil || !found || !q.Granted() {
-			t.Fatalf("holder %s: %+v, %v, %v; want granted", owner, q, found, err)
-		}
-		tokens = append(tokens, q.Token)
-	}
-	// A waiter that came and went leaves the releases handing off.
-	q, found, err := store.Enqueue(ctx, db, store.QueueParams{
-		GrantParams: store.GrantParams{Key: "pool", Owner: "w", TTL: time.Minute, Actor: "w"},
-		ClaimWindow: 10 * time.Second, SeenFor: 30 * time.Second, Permits: 2,
-	})
-	if err != nil || !found || q.Outcome != lockdb.OutcomeQueued {
-		t.Fatalf("waiter: %+v, %v, %v; want queued", q, found, err)
-	}
-	if _, err := db.Exec(ctx, `SELECT distributed_lock_waiter_leave('pool', $1)`, q.WaiterID); err != nil {
-		t.Fatal(err)
-	}
+	first := enqueueGranted(t, db, queueParams("pool", "h1", 2))
+	enqueueGranted(t, db, queueParams("pool", "h2", 2))
+	leaveHandingOff(t, db, queueParams("pool", "w", 2))
 
 	// An enqueue in flight, holding the queue lock.
 	enqueue, err := db.Begin(ctx)
@@ -136,21 +116,7 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 	if _, err := enqueue.Exec(ctx, `SELECT distributed_lock_queue_lock('pool', false)`); err != nil {
 		t.Fatal(err)
 	}
-	release, err := db.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release.Release()
-	released := make(chan error, 1)
-	go func() {
-		var outcome string
-		err := release.QueryRow(ctx, `SELECT outcome FROM distributed_lock_release('pool', 'h1', $1)`, tokens[0]).Scan(&outcome)
-		if err == nil && outcome != "released" {
-			err = fmt.Errorf("outcome %q, want released", outcome)
-		}
-		released <- err
-	}()
-	testdb.WaitUntilBlocked(t, db, release.Conn().PgConn().PID()) // for the queue lock
+	releasing := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('pool', 'h1', $1)`, first.Token) // for the queue lock
 	// The enqueue now waits for the release's slot: a cycle.
 	if _, err := enqueue.Exec(ctx, `SELECT 1 FROM distributed_lock_holder WHERE lock_key = 'pool' AND owner_id = 'h1' FOR UPDATE`); err != nil {
 		t.Fatalf("the enqueue's wait: %v", err)
@@ -158,15 +124,17 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 	if err := enqueue.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-released; err != nil {
+	if err := <-releasing; err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	var holders int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_holder
-		WHERE lock_key = 'pool' AND released_at IS NULL AND expires_at > now()`).Scan(&holders); err != nil {
+	var released bool
+	if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE released_at IS NULL AND expires_at > now()),
+		       bool_or(owner_id = 'h1' AND fence_token = $1 AND released_at IS NOT NULL)
+		FROM distributed_lock_holder WHERE lock_key = 'pool'`, first.Token).Scan(&holders, &released); err != nil {
 		t.Fatal(err)
 	}
-	if holders != 1 {
-		t.Errorf("%d live holders after the release, want 1", holders)
+	if !released || holders != 1 {
+		t.Errorf("h1's lease released %v, %d live holders after the release; want released, 1", released, holders)
 	}
 }

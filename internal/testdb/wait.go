@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
@@ -58,6 +60,26 @@ func WaitUntilBlocked(t testing.TB, db store.DBTX, pid uint32) {
 		}
 		return waiting
 	})
+}
+
+// ExecBlocked runs sql on a connection of its own, in the background, and
+// returns once that statement waits for a lock another transaction holds
+// (WaitUntilBlocked). The channel yields the statement's error when it
+// ends; the connection then goes back to db.
+func ExecBlocked(t testing.TB, db *pgxpool.Pool, sql string, args ...any) <-chan error {
+	t.Helper()
+	conn, err := db.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Release()
+		_, err := conn.Exec(context.Background(), sql, args...)
+		done <- err
+	}()
+	WaitUntilBlocked(t, db, conn.Conn().PgConn().PID())
+	return done
 }
 
 const dbClockPastSQL = `SELECT clock_timestamp() > $1`
