@@ -14,7 +14,9 @@ BEGIN
                           AND (x.released_at IS NOT NULL OR x.owner_id = owner OR x.expires_at <= clock_timestamp())
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.fence_token INTO token;
-    IF NOT FOUND THEN
+    -- Only a key without a row is inserted: an insert that meets a row
+    -- another grant is changing waits for that grant's commit.
+    IF NOT FOUND AND NOT EXISTS (SELECT FROM bench_fn_lock x WHERE x.lock_key = key) THEN
         INSERT INTO bench_fn_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
         VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)), clock_timestamp() + ttl_us * interval '1 microsecond',
                 ttl_us * interval '1 microsecond', clock_timestamp())
