@@ -26,11 +26,13 @@
 -- The grant comes first and alone: one UPDATE of a key that has a row and
 -- may be granted anew (distributed_lock_may_grant; the row locked with SKIP
 -- LOCKED, the token drawn under the lock), its result read straight into
--- the result row. Only when it granted nothing is the row read again,
--- in a statement of its own: the caller's own running lease becomes a
--- renewal (the two rules together are distributed_lock_may_take), a key
--- without a row its first grant (distributed_lock_first_grant), anything
--- else a refusal saying why. Only a logged grant writes an event. A grant
+-- the result row. Only when it granted nothing is the row read again, in
+-- a statement of its own that refuses the common case, an exclusive key
+-- another owner's lease or a grant in flight keeps, saying why. Otherwise
+-- the caller's own running lease becomes a renewal (the two rules together
+-- are distributed_lock_may_take), a key without a row its first grant
+-- (distributed_lock_first_grant), a shared or semaphore key's row is
+-- refused by its group. Only a logged grant writes an event. A grant
 -- that also carried its refusal (a CTE and a UNION ALL over the row) cost
 -- every grant the setup of the refusal's plan: about an eighth fewer cycles
 -- at 32 workers (BENCHMARKS.md).
@@ -47,22 +49,14 @@ DECLARE
     r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
-        lock_mode      = 'exclusive',
-        owner_id       = owner,
-        fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at     = ts + ttl_us * interval '1 microsecond',
-        ttl            = ttl_us * interval '1 microsecond',
-        acquired_at    = ts,
-        renewed_at     = NULL,
-        renew_count    = 0,
-        released_at    = NULL,
-        grant_kind     = distributed_lock_grant_kind(l, owner),
-        previous_owner = l.owner_id,
-        previous_token = l.fence_token,
-        metadata       = coalesce(lease_metadata, '{}'),
-        lock_delay     = lock_delay_us * interval '1 microsecond',
-        delay_until    = NULL,
-        handed_to      = NULL
+        lock_mode = 'exclusive', owner_id = owner,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
+        grant_kind = distributed_lock_grant_kind(l, owner),
+        previous_owner = l.owner_id, previous_token = l.fence_token,
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = lock_delay_us * interval '1 microsecond',
+        delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
@@ -79,6 +73,18 @@ BEGIN
         SELECT key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
                l.previous_owner, l.previous_token, coalesce(event_detail, '{}')
         FROM distributed_lock l WHERE l.lock_key = key;
+        RETURN res;
+    END IF;
+    -- One statement, not an expression each (each costs its setup in every
+    -- transaction). No waiter is live past wake_until (05_queue.sql).
+    SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, distributed_lock_refusal(l, ts),
+           l.expires_at - ts,
+           CASE WHEN l.wake_until > ts THEN distributed_lock_queue_length(key, ts) ELSE 0 END,
+           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
+    INTO res
+    FROM distributed_lock l
+    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, ts);
+    IF FOUND THEN
         RETURN res;
     END IF;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
