@@ -73,16 +73,17 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		"in brackets, the lowest and highest ratio within one round.)\n\n")
 
 	if len(r.Targets) > 0 {
-		b.WriteString("| target | want | got | each round | rounds that met it | met |\n|---|--:|--:|---|--:|---|\n")
+		b.WriteString("| target | want | got | each round | rounds that met it | met | its floor |\n|---|--:|--:|---|--:|---|--:|\n")
 		for _, t := range r.Targets {
 			met := "yes"
 			if !t.Met {
 				met = "**NO**"
 			}
-			fmt.Fprintf(&b, "| %s | ≥ %.2f | %.2f | %s | %d of %d | %s |\n", t.Claim, t.Want, t.Got,
-				joinRatios(t.ByRound), t.RoundsMet(), len(t.ByRound), met)
+			fmt.Fprintf(&b, "| %s | ≥ %.2f | %.2f | %s | %d of %d | %s | %s |\n", t.Claim, t.Want, t.Got,
+				joinRatios(t.ByRound), t.RoundsMet(), len(t.ByRound), met, optRatio(t.Floor))
 		}
-		b.WriteString("\n")
+		b.WriteString("\n(its floor: the same ratio with floor-function in the locker's place, in this run; " +
+			"a target above its floor is out of reach in this run.)\n\n")
 	}
 	if k := r.Keepalive; k != nil {
 		fmt.Fprintf(&b, "Keepalive: %d locks, TTL %s (renewed every %s), measured %s: %d renewals, %d lost; "+

@@ -253,6 +253,10 @@ type Ratio struct {
 	// upsert: how near the upsert a protocol whose writes all go through
 	// SECURITY DEFINER functions can come at all.
 	FloorFunctionOverUpsert float64 `json:"floor_function_over_upsert"`
+	// FloorFunctionOverReference and FloorFunctionOverUpdate are the
+	// function floor in the locker's place in the other targets' ratios.
+	FloorFunctionOverReference float64 `json:"floor_function_over_reference"`
+	FloorFunctionOverUpdate    float64 `json:"floor_function_over_update,omitempty"`
 	// LockerOverFloorFunction is the locker ÷ the function floor: what the
 	// protocol's own work costs beyond the function calls.
 	LockerOverFloorFunction float64 `json:"locker_over_floor_function"`
@@ -292,10 +296,12 @@ func ratios(results []Result, samples []sample) []Ratio {
 		ratio.LoggedOverReference = over(SeriesLockerLogged, SeriesReference)
 		ratio.LockerOverStatements, ratio.LockerOverStatementsByRound = over(SeriesLocker, SeriesStatements), byRound(SeriesStatements)
 		ratio.FloorFunctionOverUpsert = over(SeriesFloorFunction, SeriesUpsert)
+		ratio.FloorFunctionOverReference = over(SeriesFloorFunction, SeriesReference)
 		ratio.LockerOverFloorFunction = over(SeriesLocker, SeriesFloorFunction)
 		if r.Scenario == ScenarioSolo {
 			ratio.LockerOverUpdate, ratio.LockerOverUpdateByRound = over(SeriesLocker, SeriesCommitFloor), byRound(SeriesCommitFloor)
 			ratio.UpsertOverUpdate = over(SeriesUpsert, SeriesCommitFloor)
+			ratio.FloorFunctionOverUpdate = over(SeriesFloorFunction, SeriesCommitFloor)
 			ratio.ReferenceOverUpdate = over(SeriesReference, SeriesCommitFloor)
 		}
 		out = append(out, ratio)
@@ -337,6 +343,11 @@ type Target struct {
 	// ByRound is the ratio within each round: a target met by the medians
 	// but in few rounds is met by this run, not by every run.
 	ByRound []float64 `json:"by_round"`
+	// Floor is the same ratio with the function floor (floorfunc.go) in
+	// the locker's place, in the same run: the most any protocol that keeps
+	// the lock contract could get. A target above it is out of reach in
+	// this run. Zero when the target has no such floor.
+	Floor float64 `json:"floor,omitempty"`
 }
 
 // RoundsMet is how many rounds met the target on their own.
@@ -358,15 +369,20 @@ var speedTargets = []struct {
 	workers  int
 	want     float64
 	ratio    func(Ratio) (float64, []float64)
+	floor    func(Ratio) float64
 }{
-	{"locker ÷ upsert, 8 workers, no contention", ScenarioSolo, 8, 1.0, lockerOverUpsert},
-	{"locker ÷ upsert, 32 workers, no contention", ScenarioSolo, 32, 1.0, lockerOverUpsert},
-	{"locker ÷ upsert, 8 workers, hot keys", ScenarioHot, 8, 1.0, lockerOverUpsert},
+	{"locker ÷ upsert, 8 workers, no contention", ScenarioSolo, 8, 1.0, lockerOverUpsert, floorOverUpsert},
+	{"locker ÷ upsert, 32 workers, no contention", ScenarioSolo, 32, 1.0, lockerOverUpsert, floorOverUpsert},
+	{"locker ÷ upsert, 8 workers, hot keys", ScenarioHot, 8, 1.0, lockerOverUpsert, floorOverUpsert},
 	{"locker ÷ one-row UPDATE, 8 workers, no contention", ScenarioSolo, 8, 0.4,
-		func(r Ratio) (float64, []float64) { return r.LockerOverUpdate, r.LockerOverUpdateByRound }},
-	{"locker ÷ reference, 8 workers, no contention", ScenarioSolo, 8, 1.5, lockerOverReference},
-	{"locker ÷ reference, 8 workers, hot keys", ScenarioHot, 8, 1.5, lockerOverReference},
+		func(r Ratio) (float64, []float64) { return r.LockerOverUpdate, r.LockerOverUpdateByRound },
+		func(r Ratio) float64 { return r.FloorFunctionOverUpdate }},
+	{"locker ÷ reference, 8 workers, no contention", ScenarioSolo, 8, 1.5, lockerOverReference, floorOverReference},
+	{"locker ÷ reference, 8 workers, hot keys", ScenarioHot, 8, 1.5, lockerOverReference, floorOverReference},
 }
+
+func floorOverUpsert(r Ratio) float64    { return r.FloorFunctionOverUpsert }
+func floorOverReference(r Ratio) float64 { return r.FloorFunctionOverReference }
 
 func lockerOverUpsert(r Ratio) (float64, []float64) {
 	return r.LockerOverUpsert, r.LockerOverUpsertByRound
@@ -386,7 +402,8 @@ func targets(rs []Ratio) []Target {
 			continue
 		}
 		got, byRound := st.ratio(rs[i])
-		out = append(out, Target{Claim: st.claim, Want: st.want, Got: got, Met: got >= st.want, ByRound: byRound})
+		out = append(out, Target{Claim: st.claim, Want: st.want, Got: got, Met: got >= st.want, ByRound: byRound,
+			Floor: st.floor(rs[i])})
 	}
 	return out
 }

@@ -35,12 +35,14 @@ func TestRoundRatiosPairTheSeriesOfEachRound(t *testing.T) {
 }
 
 // The report shows each round's ratio next to the verdict, so a target met
-// by the medians in one round of five reads as such.
+// by the medians in one round of five reads as such, and the target's
+// floor in the same run beside it.
 func TestReportShowsTheRatioOfEachRound(t *testing.T) {
 	ratios := []Ratio{{Scenario: ScenarioSolo, Workers: 8, LockerOverReference: 1.72,
 		LockerOverReferenceByRound: []float64{1.9, 1.72, 1.5}, LockerOverUpdate: 0.41,
 		LockerOverUpdateByRound: []float64{0.45, 0.39, 0.41}, LockerOverUpsert: 0.95,
-		LockerOverUpsertByRound: []float64{0.93, 1.02, 0.88}}}
+		LockerOverUpsertByRound: []float64{0.93, 1.02, 0.88}, FloorFunctionOverUpsert: 0.97,
+		FloorFunctionOverReference: 1.81, FloorFunctionOverUpdate: 0.52}}
 	rep := &Report{Ratios: ratios, Targets: targets(ratios)}
 	var out strings.Builder
 	if err := rep.WriteMarkdown(&out); err != nil {
@@ -48,9 +50,10 @@ func TestReportShowsTheRatioOfEachRound(t *testing.T) {
 	}
 	for _, want := range []string{
 		"| no contention | 8 | 0.95 (0.88–1.02) | 1.72 (1.50–1.90) | 0.41 (0.39–0.45) |",
-		"| locker ÷ reference, 8 workers, no contention | ≥ 1.50 | 1.72 | 1.90, 1.72, 1.50 | 3 of 3 | yes |",
-		"| locker ÷ one-row UPDATE, 8 workers, no contention | ≥ 0.40 | 0.41 | 0.45, 0.39, 0.41 | 2 of 3 | yes |",
-		"| locker ÷ upsert, 8 workers, no contention | ≥ 1.00 | 0.95 | 0.93, 1.02, 0.88 | 1 of 3 | **NO** |",
+		"| locker ÷ reference, 8 workers, no contention | ≥ 1.50 | 1.72 | 1.90, 1.72, 1.50 | 3 of 3 | yes | 1.81 |",
+		"| locker ÷ one-row UPDATE, 8 workers, no contention | ≥ 0.40 | 0.41 | 0.45, 0.39, 0.41 | 2 of 3 | yes | 0.52 |",
+		// A target above its floor reads as out of reach in this run.
+		"| locker ÷ upsert, 8 workers, no contention | ≥ 1.00 | 0.95 | 0.93, 1.02, 0.88 | 1 of 3 | **NO** | 0.97 |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
