@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -52,5 +53,27 @@ func TestFloorFunctionRefusesAGrantInFlightAtOnce(t *testing.T) {
 	}
 	if after != before {
 		t.Errorf("the refusal drew a token: the sequence moved from %d to %d", before, after)
+	}
+}
+
+// The floor's table is stored as distributed_lock is, so that its updates
+// stay HOT as the locker's do.
+func TestFloorFunctionTableIsStoredAsTheLockTable(t *testing.T) {
+	ctx := context.Background()
+	tg, err := openTarget(ctx, testdb.DSN(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tg.close(ctx) })
+	var lockOpts, floorOpts []string
+	const optsSQL = `SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = $1::regclass`
+	if err := tg.pool.QueryRow(ctx, optsSQL, "distributed_lock").Scan(&lockOpts); err != nil {
+		t.Fatal(err)
+	}
+	if err := tg.pool.QueryRow(ctx, optsSQL, "bench_fn_lock").Scan(&floorOpts); err != nil {
+		t.Fatal(err)
+	}
+	if len(lockOpts) == 0 || !slices.Equal(floorOpts, lockOpts) {
+		t.Errorf("bench_fn_lock is stored with %v, distributed_lock with %v", floorOpts, lockOpts)
 	}
 }
