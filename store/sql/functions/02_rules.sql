@@ -72,10 +72,13 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 -- distributed_lock_may_grant: l may be granted anew now: it is free or
--- lapsed, past its lock-delay, and not promised to waiters.
+-- lapsed, past its lock-delay, and not promised to waiters. "Not delayed"
+-- is written as its delay having ended (or having none), not as NOT
+-- distributed_lock_delayed, which would test open a second time: each node
+-- of an inlined rule is set up again at every execution of the grant.
 CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+    SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
            AND NOT distributed_lock_promised(l, ts)
 $$;
 
