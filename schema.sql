@@ -633,11 +633,11 @@ $$;
 -- another owner's lease or a grant in flight keeps, saying why. Otherwise
 -- the caller's own running lease becomes a renewal (the two rules together
 -- are distributed_lock_may_take), a key without a row its first grant
--- (distributed_lock_first_grant), a shared or semaphore key's row is
--- refused by its group. Only a logged grant writes an event. A grant
--- that also carried its refusal (a CTE and a UNION ALL over the row) cost
--- every grant the setup of the refusal's plan: about an eighth fewer cycles
--- at 32 workers (BENCHMARKS.md).
+-- (distributed_lock_first_grant), and a shared or semaphore key's row is
+-- judged by its group's leases (11_shared.sql). Only a logged grant writes
+-- an event. A grant that also carried its refusal (a CTE and a UNION ALL
+-- over the row) cost every grant the setup of the refusal's plan: about an
+-- eighth fewer cycles at 32 workers (BENCHMARKS.md).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
