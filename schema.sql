@@ -1137,6 +1137,34 @@ BEGIN
     RETURN id;
 END $$;
 
+-- distributed_lock_take_over_waiter gives owner's live record on key, left
+-- by a call whose connection broke before it could leave, the lease now
+-- asked for, written as distributed_lock_add_waiter writes a new one (the
+-- kind it waits for included), and returns its id: an owner has one place
+-- in a key's queue, and keeps it and its id. NULL when owner has no live
+-- record there. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_take_over_waiter(
+    key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, lock_delay_us bigint, channel text, mode text, permits integer,
+    ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    id bigint;
+BEGIN
+    UPDATE distributed_lock_waiter w SET
+        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        log_grants = distributed_lock_take_over_waiter.log_grants, actor = nullif(event_actor, ''),
+        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel, lock_mode = mode,
+        permits = distributed_lock_take_over_waiter.permits
+    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
+                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
+                           AND x.group_id IS NULL)
+    RETURNING w.waiter_id INTO id;
+    RETURN id;
+END $$;
+
 -- distributed_lock_keep_waking keeps releases of key handing off (or
 -- NOTIFYing) until well past the seen_until of a waiter refreshed at ts for
 -- seen_for_us: wake_until must never run out before a live waiter's record.
@@ -1250,18 +1278,8 @@ BEGIN
         db_now := clock_timestamp();
         RETURN;
     END IF;
-    -- An owner has one place in a key's queue: its live record (left by a
-    -- call whose connection broke before it could leave) is taken over,
-    -- with the lease now asked for, and keeps its place and id.
-    UPDATE distributed_lock_waiter w SET
-        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
-        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
-        log_grants = distributed_lock_enqueue.log_grants, actor = nullif(event_actor, ''),
-        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel
-    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
-                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
-                           AND x.group_id IS NULL)
-    RETURNING w.waiter_id INTO waiter_id;
+    waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
+                                                   event_actor, log_grants, lock_delay_us, channel, NULL, NULL, ts);
     IF distributed_lock_open(r, ts) THEN
         IF distributed_lock_hand_off(key, ts) = waiter_id THEN
             -- Handed to the caller's own record: it is here to claim it (a
@@ -3578,15 +3596,9 @@ BEGIN
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
     PERFORM distributed_lock_commit_lazily(lazy_commit);
-    UPDATE distributed_lock_waiter w SET
-        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
-        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
-        log_grants = distributed_lock_enqueue_shared.log_grants, actor = nullif(event_actor, ''),
-        wake_channel = channel, lock_mode = distributed_lock_holder_mode(n), permits = n
-    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
-                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
-                           AND x.group_id IS NULL)
-    RETURNING w.waiter_id INTO waiter_id;
+    waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
+                                                   event_actor, log_grants, 0, channel,
+                                                   distributed_lock_holder_mode(n), n, ts);
     IF waiter_id IS NULL THEN
         waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
                                                  log_grants, 0, channel,
@@ -4073,6 +4085,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
+    distributed_lock_take_over_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),

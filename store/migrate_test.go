@@ -83,7 +83,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_release_holder": true, "distributed_lock_serve_beside": true, "distributed_lock_claim_waiter": true, "distributed_lock_lock_claimed": true,
 	"distributed_lock_queue_lock":     true,
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
-	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true,
+	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
 	"distributed_lock_commit_lazily": true,
 }
 

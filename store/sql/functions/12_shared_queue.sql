@@ -237,15 +237,9 @@ BEGIN
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
     PERFORM distributed_lock_commit_lazily(lazy_commit);
-    UPDATE distributed_lock_waiter w SET
-        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
-        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
-        log_grants = distributed_lock_enqueue_shared.log_grants, actor = nullif(event_actor, ''),
-        wake_channel = channel, lock_mode = distributed_lock_holder_mode(n), permits = n
-    WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
-                         WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
-                           AND x.group_id IS NULL)
-    RETURNING w.waiter_id INTO waiter_id;
+    waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
+                                                   event_actor, log_grants, 0, channel,
+                                                   distributed_lock_holder_mode(n), n, ts);
     IF waiter_id IS NULL THEN
         waiter_id := distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
                                                  log_grants, 0, channel,

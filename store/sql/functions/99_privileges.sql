@@ -92,6 +92,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
+    distributed_lock_take_over_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
