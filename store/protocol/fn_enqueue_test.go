@@ -241,6 +241,17 @@ func TestEnqueue(t *testing.T) {
 			call:  enqueueArgs{owner: me, channel: chanA}.call, want: want{outcome: "queued", owner: other, token: keptToken,
 				waiterID: me, row: untouched, waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second, channel: chanA}},
 				check: dbNowReturned, refusal: placeIn(1, 1)}},
+		{name: "held by another, the caller queued for a permit: its record taken over, waiting for the key now",
+			state: heldBy(other).withWaiter(waiterRow{owner: me, seenFor: 5 * time.Second, mode: "semaphore", permits: 2}),
+			call:  mine.call, want: want{outcome: "queued", owner: other, token: keptToken, waiterID: me, row: untouched,
+				waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second}}, refusal: placeIn(1, 1),
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					t.Helper()
+					dbNowReturned(t, result, p, after)
+					if got := after.waiters[0]; got.Mode != nil || got.Permits != nil {
+						t.Errorf("record waits for %s of %s permits; want the key itself (NULL, NULL)", show(got.Mode), show(got.Permits))
+					}
+				}}},
 		{name: "free, queued, the caller with a wake channel: the head's hand-off on its own channel",
 			state: free().queuedOn(chanB, w1), call: enqueueArgs{owner: me, channel: chanA}.call, want: func() want {
 				w := queuedBehind(w1, drawnToken, handedTo(w1, "acquired", other))
