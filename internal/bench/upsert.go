@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"strconv"
 	"time"
@@ -31,17 +32,11 @@ import (
 // events, no queue, no epoch.
 
 // upsertTableSQL is ShedLock's PostgreSQL table plus the token column and
-// its sequence; created by benchTablesSQL, in the run's schema.
-const upsertTableSQL = `
-CREATE TABLE upsert_lock (
-    name        varchar(64)  PRIMARY KEY,
-    lock_until  timestamp    NOT NULL,
-    locked_at   timestamp    NOT NULL,
-    locked_by   varchar(255) NOT NULL,
-    fence_token bigint       NOT NULL
-);
-CREATE SEQUENCE upsert_lock_seq;
-`
+// its sequence; created by benchTablesSQL, in the run's schema, and by hand
+// beside upsert-cycle.sql for pgbench.
+//
+//go:embed pgbench/upsert-table.sql
+var upsertTableSQL string
 
 const upsertAcquireSQL = `
 INSERT INTO upsert_lock (name, lock_until, locked_at, locked_by, fence_token)

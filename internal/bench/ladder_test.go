@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/testdb"
+)
+
+// The ladder steps (pgbench/ladder, BENCHMARKS.md "Where a cycle's time
+// goes") still apply to a lock schema, and the pgbench cycles still run
+// before and after each, so the measurements written down can be taken
+// again as written.
+func TestLadderStepsRunTheCycles(t *testing.T) {
+	steps, err := filepath.Glob("pgbench/ladder/*.sql")
+	if err != nil || len(steps) == 0 {
+		t.Fatalf("no ladder steps: %v", err)
+	}
+	for _, step := range steps {
+		t.Run(filepath.Base(step), func(t *testing.T) {
+			ctx := context.Background()
+			tg, err := openTarget(ctx, testdb.DSN(t), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { tg.close(ctx) })
+			runCycles(t, tg) // the keys' rows, as a first pgbench run makes them
+			sql, err := os.ReadFile(step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tg.pool.Exec(ctx, string(sql)); err != nil {
+				t.Fatalf("applying %s: %v", step, err)
+			}
+			runCycles(t, tg)
+		})
+	}
+}
+
+// runCycles runs each pgbench cycle script once, as client 0 on key 1.
+func runCycles(t *testing.T, tg *target) {
+	t.Helper()
+	for _, script := range []string{"locker-cycle.sql", "floor-cycle.sql", "upsert-cycle.sql"} {
+		if err := runPgbenchScript(tg, filepath.Join("pgbench", script), map[string]string{"client_id": "0", "k": "1"}); err != nil {
+			t.Fatalf("%s: %v", script, err)
+		}
+	}
+}
+
+var pgbenchVar = regexp.MustCompile(`:([a-z_]+)`)
+
+// runPgbenchScript runs a pgbench script's SQL commands in order, as
+// pgbench would with vars set: meta-commands and comments are skipped, a
+// command ending in \gset sets vars from its row, and every command must
+// return a row (the cycles' statements each select what they took).
+func runPgbenchScript(tg *target, path string, vars map[string]string) error {
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	for line := range strings.Lines(string(text)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "--") || strings.HasPrefix(line, `\`) {
+			continue
+		}
+		sql, gset := strings.CutSuffix(line, `\gset`)
+		sql = pgbenchVar.ReplaceAllStringFunc(sql, func(m string) string {
+			if v, ok := vars[m[1:]]; ok {
+				return v
+			}
+			return m
+		})
+		rows, err := tg.pool.Query(ctx, strings.TrimSuffix(strings.TrimSpace(sql), ";"))
+		if err != nil {
+			return err
+		}
+		if !rows.Next() {
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if rows.CommandTag().RowsAffected() == 0 {
+				return fmt.Errorf("%q: nothing returned or changed", sql)
+			}
+			continue
+		}
+		values, err := rows.Values()
+		fields := rows.FieldDescriptions()
+		rows.Close()
+		if err != nil {
+			return err
+		}
+		if gset {
+			for i, f := range fields {
+				vars[f.Name] = fmt.Sprint(values[i])
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,30 @@
+-- A ladder step (BENCHMARKS.md, "Where a cycle's time goes"): the grant
+-- writes only the function floor's six columns; the rule and the result
+-- row stay the locker's. Only the grant of a key that has a row is kept:
+-- run it after a locker cycle has made the keys' rows. Throwaway databases only.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
+    event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
+    lock_delay_us bigint DEFAULT 0)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz := clock_timestamp();
+    res distributed_lock_acquire_result;
+BEGIN
+    UPDATE distributed_lock l SET owner_id = owner,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        acquired_at = ts, released_at = NULL
+    WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                        WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                        FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
+    INTO res;
+    -- The locker's test on the way out, kept.
+    IF FOUND AND res.outcome <> 'stolen' AND NOT log_grants THEN
+        RETURN res;
+    END IF;
+    RETURN res;
+END $$;

@@ -1,0 +1,27 @@
+-- A ladder step (BENCHMARKS.md, "Where a cycle's time goes"): the grant is
+-- the function floor's (its rule, its six columns, the clock read in the
+-- statement, no test on the way out), returned as the locker's result row.
+-- Only the grant of a key that has a row is kept: run it after a locker
+-- cycle has made the keys' rows. Throwaway databases only.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
+    event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
+    lock_delay_us bigint DEFAULT 0)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_acquire_result;
+BEGIN
+    UPDATE distributed_lock l SET owner_id = owner,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = clock_timestamp() + ttl_us * interval '1 microsecond',
+        ttl = ttl_us * interval '1 microsecond', acquired_at = clock_timestamp(), released_at = NULL
+    WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
+                        WHERE x.lock_key = key
+                          AND (x.released_at IS NOT NULL OR x.owner_id = owner OR x.expires_at <= clock_timestamp())
+                        FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'acquired', interval '0', NULL, NULL
+    INTO res;
+    RETURN res;
+END $$;

@@ -1,0 +1,6 @@
+-- One cycle of the keep-row upsert (internal/bench/upsert.go's two
+-- statements, with pgbench's variables for its parameters), on keys of
+-- each client's own; its table: upsert-table.sql.
+\set k random(1, 200)
+INSERT INTO upsert_lock (name, lock_until, locked_at, locked_by, fence_token) VALUES ('k' || :client_id || '-' || :k, timezone('utc', CURRENT_TIMESTAMP) + cast('30000 milliseconds'::text AS interval), timezone('utc', CURRENT_TIMESTAMP), 'o' || :client_id, nextval('upsert_lock_seq')) ON CONFLICT (name) DO UPDATE SET lock_until = timezone('utc', CURRENT_TIMESTAMP) + cast('30000 milliseconds'::text AS interval), locked_at = timezone('utc', CURRENT_TIMESTAMP), locked_by = 'o' || :client_id, fence_token = CASE WHEN upsert_lock.locked_by = 'o' || :client_id AND upsert_lock.lock_until > timezone('utc', CURRENT_TIMESTAMP) THEN upsert_lock.fence_token ELSE nextval('upsert_lock_seq') END WHERE upsert_lock.name = 'k' || :client_id || '-' || :k AND (upsert_lock.lock_until <= timezone('utc', CURRENT_TIMESTAMP) OR upsert_lock.locked_by = 'o' || :client_id) RETURNING fence_token;
+UPDATE upsert_lock SET lock_until = timezone('utc', CURRENT_TIMESTAMP) WHERE name = 'k' || :client_id || '-' || :k AND locked_by = 'o' || :client_id;
