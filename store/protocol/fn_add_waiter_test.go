@@ -32,17 +32,16 @@ func hasAskedLease(t *testing.T, got waiterState) {
 // key's row is not touched.
 func TestAddWaiter(t *testing.T) {
 	t.Parallel()
-	const fn = "distributed_lock_add_waiter"
-	f := newFixture(t, fn)
+	f := newFixture(t, "distributed_lock_add_waiter")
 	asked := func(t *testing.T, _ map[string]any, _ prepared, after observed) {
 		t.Helper()
 		hasAskedLease(t, after.waiters[len(after.waiters)-1])
 	}
 	f.run(t, []fnCase{
-		{name: "behind a waiter, for the key", state: heldBy(other).queued(w1), call: writeWaiterCall(fn, "", 0),
+		{name: "behind a waiter, for the key", state: heldBy(other).queued(w1), call: writeWaiterCall(f.fn, "", 0),
 			want: want{row: untouched, waiters: []waiterWant{{owner: w1}, {owner: me, seenFor: 30 * time.Second, channel: chanA}},
 				check: asked}},
-		{name: "the first, for a permit of two", state: semaphoreOf(2, other), call: writeWaiterCall(fn, "semaphore", 2),
+		{name: "the first, for a permit of two", state: semaphoreOf(2, other), call: writeWaiterCall(f.fn, "semaphore", 2),
 			want: want{row: untouched, waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second, channel: chanA,
 				mode: "semaphore", permits: 2}}, check: asked}},
 	})
