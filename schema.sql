@@ -392,18 +392,19 @@ INSERT INTO distributed_lock_migration (version) VALUES (1);
 -- gets the same guarantees (docs/protocol.md: arguments, result columns,
 -- outcomes).
 --
--- Each protocol function pins search_path (SET search_path FROM CURRENT) to
--- the one set here: the lock schema, where the function itself is created
--- (objects created unqualified go to the first schema of the path), then
--- pg_catalog, then pg_temp last, so no temporary object can stand in for a
--- lock table. It is taken from current_schema(), so every lock namespace
--- (schema) gets functions on its own tables. Only the migrating role may
--- create objects in the lock schema (lockctl grant gives other roles USAGE,
--- never CREATE), so nothing there can stand in for a built-in either. The
--- rules (rules.sql) pin nothing: PostgreSQL inlines them into the protocol
--- functions, whose path they then run under. Transaction-local: migrate
--- re-creates the functions in one transaction (and psql -1 runs schema.sql
--- in one).
+-- Each protocol function pins its search_path: pg_catalog first, so no
+-- function or operator of the lock schema can stand in for a built-in of
+-- the same name and argument types; then the lock schema, for the lock
+-- tables and functions, unqualified, so every lock namespace (schema) gets
+-- functions on its own tables; pg_temp last, so no temporary object can
+-- stand in for a lock table. PostgreSQL creates unqualified objects in the
+-- first schema of the path, here the lock schema (from current_schema()),
+-- so the functions are created under the path set below, with SET
+-- search_path FROM CURRENT, and 98_search_path_pin.sql pins them to the
+-- path above once they exist. The rules (rules.sql) pin
+-- nothing: PostgreSQL inlines them into the protocol functions, whose path
+-- they then run under. Transaction-local: migrate re-creates the functions
+-- in one transaction (and psql -1 runs schema.sql in one).
 --
 -- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
 -- the call holds the key's row lock (distributed_lock_acquire, which never
@@ -413,7 +414,7 @@ INSERT INTO distributed_lock_migration (version) VALUES (1);
 -- time from before the wait. A call's events carry that now too, so a
 -- release and the hand-off it made share one instant.
 SELECT pg_catalog.set_config('search_path',
-    pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_catalog, pg_temp', true);
+    pg_catalog.quote_ident(pg_catalog.current_schema()) OPERATOR(pg_catalog.||) ', pg_catalog, pg_temp', true);
 
 -- Tokens: the epoch and the draw.
 
@@ -1100,10 +1101,10 @@ BEGIN
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     -- NOTIFY channels are per database, and a database may hold several
-    -- lock schemas: the payload names this one (the pinned search_path's
-    -- first schema), whose waiter ids these are.
+    -- lock schemas: the payload names this one, whose waiter ids these
+    -- are.
     PERFORM distributed_lock_announce(w, ts, json_build_object(
-        'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
+        'schema', distributed_lock_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
         'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM g.ttl) * 1000000)::bigint,
@@ -1725,6 +1726,17 @@ END $$;
 -- a hand-off's grant, or {"schema", "key"} for a wake-up, which names no
 -- waiter.
 
+-- distributed_lock_schema is the lock schema's name, as a payload names it:
+-- the schema of the lock tables these functions use (their current_schema()
+-- is pg_catalog, first on their path). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_schema()
+RETURNS text
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN (SELECT n.nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
+            WHERE c.oid = 'distributed_lock'::regclass);
+END $$;
+
 -- distributed_lock_wake_channel wakes the waiters of key that listen on
 -- channel (a record's wake_channel; NULL: the shared distributed_lock) to
 -- check the queue. Internal.
@@ -1735,7 +1747,7 @@ BEGIN
     IF channel IS NULL THEN
         PERFORM pg_notify('distributed_lock', key);
     ELSE
-        PERFORM pg_notify(channel, json_build_object('schema', current_schema(), 'key', key)::text);
+        PERFORM pg_notify(channel, json_build_object('schema', distributed_lock_schema(), 'key', key)::text);
     END IF;
 END $$;
 
@@ -3420,7 +3432,7 @@ BEGIN
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     PERFORM distributed_lock_announce(w, ts, json_build_object(
-        'schema', current_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
+        'schema', distributed_lock_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
         'token', h.fence_token, 'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM h.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM h.ttl) * 1000000)::bigint, 'kind', kind, 'mode', w.lock_mode)::text);
@@ -3991,6 +4003,27 @@ BEGIN
     END IF;
 END $$;
 
+-- Every function above that pins a path (SET search_path FROM CURRENT) is
+-- pinned again, now that it exists, to pg_catalog first, then the lock
+-- schema, then pg_temp (00_search_path.sql says why it was created under
+-- another). Only lockctl's functions: a lock schema may hold others the
+-- migrating role owns, and their settings are not lockctl's to change. The
+-- rest of the transaction runs under the new path too.
+DO $$
+DECLARE
+    lock_schema name := pg_catalog.current_schema();
+    fn regprocedure;
+BEGIN
+    PERFORM pg_catalog.set_config('search_path',
+        'pg_catalog, ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(lock_schema) OPERATOR(pg_catalog.||) ', pg_temp',
+        true);
+    FOR fn IN SELECT p.oid::regprocedure FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+              WHERE n.nspname = lock_schema AND p.proname LIKE 'distributed\_lock\_%'
+                AND EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search\_path=%') LOOP
+        EXECUTE format('ALTER FUNCTION %s SET search_path FROM CURRENT', fn);
+    END LOOP;
+END $$;
+
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
 -- gives EXECUTE to PUBLIC on every new function. The internal ones and the
 -- rules are granted to nobody; the protocol functions run them as their
@@ -4021,6 +4054,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
+    distributed_lock_schema(),
     distributed_lock_wake_channel(text, text),
     distributed_lock_wake(text),
     distributed_lock_announce(distributed_lock_waiter, timestamptz, text),

@@ -84,7 +84,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_queue_lock":     true,
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
-	"distributed_lock_commit_lazily": true,
+	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true,
 }
 
 // boundedWaits are the settings internal functions that wait for a lock
@@ -148,7 +148,7 @@ WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
 			t.Fatalf("%d protocol functions found; want at least 12: %+v", len(fns), fns)
 		}
 		for _, f := range fns {
-			want := "search_path=" + schema + ", pg_catalog, pg_temp"
+			want := "search_path=pg_catalog, " + schema + ", pg_temp"
 			// The internal helpers run only inside the functions above, as
 			// their owner: they need no SECURITY DEFINER. The rules pin no
 			// path, so that PostgreSQL inlines them (TestRulesAreInlined).

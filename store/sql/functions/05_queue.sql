@@ -93,10 +93,10 @@ BEGIN
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     -- NOTIFY channels are per database, and a database may hold several
-    -- lock schemas: the payload names this one (the pinned search_path's
-    -- first schema), whose waiter ids these are.
+    -- lock schemas: the payload names this one, whose waiter ids these
+    -- are.
     PERFORM distributed_lock_announce(w, ts, json_build_object(
-        'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
+        'schema', distributed_lock_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
         'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM g.ttl) * 1000000)::bigint,

@@ -61,7 +61,7 @@ BEGIN
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     PERFORM distributed_lock_announce(w, ts, json_build_object(
-        'schema', current_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
+        'schema', distributed_lock_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
         'token', h.fence_token, 'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM h.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM h.ttl) * 1000000)::bigint, 'kind', kind, 'mode', w.lock_mode)::text);
