@@ -85,6 +85,11 @@ var (
 	// and changed nothing: an older service instance never downgrades the
 	// functions a newer one relies on.
 	ErrSchemaNewer = lockdb.ErrSchemaNewer
+	// ErrSchemaOpen: Migrate found a lock schema in which roles other than
+	// the lock tables' owner may create objects, or own functions or
+	// operators, and changed nothing: what they make there could run inside
+	// the protocol as the owner. The error names each, with what to run.
+	ErrSchemaOpen = lockdb.ErrSchemaOpen
 )
 
 // HeldError says why a key could not be had: who holds it and for how

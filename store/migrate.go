@@ -55,8 +55,9 @@ var ErrUnknownTimeZone = errors.New("unknown time zone")
 // Migrate applies the migrations db has not recorded, each once and in its
 // own transaction, then re-creates the functions. Running it on a migrated
 // database changes nothing. It refuses the reference service's table
-// (lockdb.ErrCannotAdopt: MigrateWith adopts it) and a schema migrated by a newer
-// lockctl (lockdb.ErrSchemaNewer).
+// (lockdb.ErrCannotAdopt: MigrateWith adopts it), a schema migrated by a newer
+// lockctl (lockdb.ErrSchemaNewer) and a lock schema open to other roles
+// (lockdb.ErrSchemaOpen).
 func Migrate(ctx context.Context, db TxStarter) error {
 	_, err := MigrateWith(ctx, db, MigrateOptions{})
 	return err
@@ -184,10 +185,14 @@ func adoptAround(ctx context.Context, tx pgx.Tx, opts MigrateOptions, apply func
 	return a, nil
 }
 
-// lockAndReadApplied takes the migrate lock, then reads the recorded
-// versions, refusing a schema newer than ms.
+// lockAndReadApplied takes the migrate lock, refuses a lock schema open to
+// other roles (lockSchemaGuardSQL), then reads the recorded versions,
+// refusing a schema newer than ms.
 func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration) ([]int, error) {
 	if _, err := tx.Exec(ctx, migrateLockSQL); err != nil {
+		return nil, err
+	}
+	if err := execScript(ctx, tx, lockSchemaGuardSQL); err != nil {
 		return nil, err
 	}
 	applied, err := readApplied(ctx, tx)

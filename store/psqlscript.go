@@ -9,7 +9,8 @@ import (
 // one psql script. It must run in one transaction (`psql -1 -f schema.sql`);
 // on a migrated database it applies only the migrations not recorded yet
 // (psql's \if on distributed_lock_migration) and re-creates the functions,
-// as Migrate does, and it refuses a database migrated by a newer lockctl.
+// as Migrate does, and it refuses a database migrated by a newer lockctl
+// and a lock schema open to other roles.
 func PsqlScript() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `-- lockctl's schema for psql: apply with psql -1 -f schema.sql (one
@@ -18,6 +19,7 @@ func PsqlScript() string {
 -- this one. `+"`lockctl migrate`"+` applies the same.
 \set ON_ERROR_STOP on
 %s;
+%s
 DO $$ BEGIN
     IF to_regclass('distributed_lock_migration') IS NOT NULL THEN
         IF (SELECT max(version) FROM distributed_lock_migration) > %d THEN
@@ -26,7 +28,7 @@ DO $$ BEGIN
     END IF;
 END $$;
 SELECT to_regclass('distributed_lock_migration') IS NULL AS lockctl_fresh \gset
-`, migrateLockSQL, LatestVersion(), newerSQLState, quoteLiteral(newerMessage(LatestVersion())))
+`, migrateLockSQL, strings.TrimRight(lockSchemaGuardSQL, "\n"), LatestVersion(), newerSQLState, quoteLiteral(newerMessage(LatestVersion())))
 	for _, m := range migrations {
 		fmt.Fprintf(&b, `
 -- Migration %03d %s.

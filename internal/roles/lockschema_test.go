@@ -2,13 +2,19 @@ package roles_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // builtInShadows stand in for built-ins the protocol calls, with the
@@ -85,4 +91,86 @@ func TestBuiltInShadowsDoNotRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runHintRE finds what the refusal says to run: each problem ends with it
+// in brackets, before the next ("; ") or the SQLSTATE.
+var runHintRE = regexp.MustCompile(`\(run(?:, as a superuser)?: (.*?)\)(?:; | \(SQLSTATE)`)
+
+// Migrate and grant refuse a lock schema where another role may create
+// objects, naming the role and the REVOKE to run; once it may not, they
+// refuse the functions and operators it made there (on lockctl's own
+// types, which pg_catalog's place on the path does not shadow), naming
+// each and the DROP to run; once those are gone, they go ahead.
+func TestMigrateRefusesAnOpenLockSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	creator, role := lockSchemaCreator(t, e)
+	for _, s := range []string{
+		`CREATE FUNCTION shadow_name_eq(distributed_lock_name, text) RETURNS boolean LANGUAGE sql AS $$ SELECT true $$`,
+		`CREATE OPERATOR = (LEFTARG = distributed_lock_name, RIGHTARG = text, FUNCTION = shadow_name_eq)`,
+	} {
+		if _, err := creator.Exec(ctx, s); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+	}
+	// The test's names need no quotes, so the refusal shows them bare.
+	schema := e.schema
+	revoke := fmt.Sprintf("REVOKE CREATE ON SCHEMA %s FROM %s", schema, role)
+	wantRefused(t, e, revoke)
+	if _, err := e.admin.Exec(ctx, revoke); err != nil {
+		t.Fatal(err)
+	}
+	refused := wantRefused(t, e, "DROP OPERATOR", "DROP FUNCTION", "owned by "+role)
+	for _, m := range runHintRE.FindAllStringSubmatch(refused, -1) {
+		if _, err := e.admin.Exec(ctx, m[1]); err != nil {
+			t.Fatalf("%s, as the refusal says: %v", m[1], err)
+		}
+	}
+	if err := store.Migrate(ctx, e.admin); err != nil {
+		t.Fatalf("migrate once the schema is closed again: %v", err)
+	}
+	if _, err := e.admin.Exec(ctx, "GRANT CREATE ON SCHEMA "+schema+" TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, e, "REVOKE CREATE ON SCHEMA "+schema+" FROM PUBLIC")
+	if _, err := e.admin.Exec(ctx, "REVOKE CREATE ON SCHEMA "+schema+" FROM PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.admin.Exec(ctx, "ALTER SCHEMA "+schema+" OWNER TO "+role); err != nil {
+		t.Fatal(err)
+	}
+	wantRefused(t, e, "ALTER SCHEMA "+schema+" OWNER TO")
+}
+
+// wantRefused checks that migrate and grant's check both refuse the lock
+// schema with locker.ErrSchemaOpen, saying each of says, and returns the
+// refusal.
+func wantRefused(t *testing.T, e env, says ...string) string {
+	t.Helper()
+	ctx := context.Background()
+	err := store.Migrate(ctx, e.admin)
+	if !errors.Is(err, locker.ErrSchemaOpen) {
+		t.Fatalf("migrate: %v; want locker.ErrSchemaOpen", err)
+	}
+	for _, s := range says {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("migrate's refusal does not say %q: %v", s, err)
+		}
+	}
+	checked := pgx.BeginFunc(ctx, e.admin, func(tx pgx.Tx) error { return store.CheckLockSchema(ctx, tx, e.schema) })
+	if !errors.Is(checked, locker.ErrSchemaOpen) || refusal(checked) != refusal(err) {
+		t.Errorf("grant's check: %v; want migrate's refusal", checked)
+	}
+	return refusal(err)
+}
+
+// refusal is the guard's message, whatever the error says around it.
+func refusal(err error) string {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return ""
+	}
+	return pgErr.Error()
 }

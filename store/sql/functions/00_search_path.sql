@@ -17,7 +17,10 @@
 -- first schema of the path, here the lock schema (from current_schema()),
 -- so the functions are created under the path set below, with SET
 -- search_path FROM CURRENT, and 98_search_path_pin.sql pins them to the
--- path above once they exist. The rules (rules.sql) pin
+-- path above once they exist. What is left, a function or operator on
+-- lockctl's own types made in the lock schema by another role, is what
+-- migrate refuses: a lock schema where other roles may create, or objects
+-- there that they own (sql/guard/lock_schema.sql). The rules (rules.sql) pin
 -- nothing: PostgreSQL inlines them into the protocol functions, whose path
 -- they then run under. Transaction-local: migrate re-creates the functions
 -- in one transaction (and psql -1 runs schema.sql in one).
