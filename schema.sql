@@ -205,6 +205,16 @@ CREATE TABLE distributed_lock_epoch (
 );
 INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0);
 
+-- The prune gate (distributed_lock_prune): a key's first grant locks this
+-- table ROW EXCLUSIVE while it draws and writes its token, prune locks it
+-- SHARE ROW EXCLUSIVE while it deletes. It holds nothing and nobody is
+-- granted anything on it: LOCK TABLE asks for a privilege before it locks,
+-- and what any role may take without one (ACCESS SHARE, which a size
+-- function takes by the table's oid; ROW EXCLUSIVE while a statement
+-- naming it is planned, by a role with USAGE on the schema) never holds a
+-- first grant back. An advisory lock would be anyone's to hold.
+CREATE TABLE distributed_lock_prune_gate ();
+
 -- Value rules, as domains rather than table CHECK constraints: PostgreSQL
 -- parses and plans a table's CHECK constraints again on every INSERT or
 -- UPDATE statement (about a fifth of a grant's server CPU with eight of
@@ -818,10 +828,10 @@ BEGIN
 END $$;
 
 -- distributed_lock_first_grant is distributed_lock_acquire's insert: the
--- first grant of key, which has no row. It takes the gate, a shared
--- advisory lock that distributed_lock_prune takes exclusively, so deleting
--- rows can never let a key's tokens go backwards (see there), and draws the
--- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
+-- first grant of key, which has no row. It takes the prune gate (a lock on
+-- distributed_lock_prune_gate that first grants share and
+-- distributed_lock_prune excludes), so deleting rows can never let a key's
+-- tokens go backwards (see there), and draws the token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
 -- the insert, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
     key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
@@ -833,7 +843,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
@@ -900,7 +910,10 @@ END $$;
 -- wakes the processes that wait for the key (distributed_lock_wake). Before
 -- it wakes them it waits, on the key's queue lock, for the enqueues in
 -- flight beside the lease that ended (14_queue_beside.sql), and hands the
--- key to whoever they queued. Call
+-- key to whoever they queued. That wait is bounded
+-- (distributed_lock_queue_lock): past it, a record queued unseen finds
+-- the key free at its waiter's next check, when the lease it queued behind
+-- would have ended, or sooner. Call
 -- it only when the row's wake_until is after ts (someone may wait): a
 -- NOTIFY serialises the commits of every notifying transaction in the
 -- cluster, a cost releases nobody waits for should not pay, and reading
@@ -910,7 +923,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM distributed_lock_queue_lock(key, true);
+        PERFORM distributed_lock_queue_lock(key);
         -- Handed now: a record queued while this waited must not get a
         -- claim window counted from before it asked.
         IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN
@@ -1537,13 +1550,14 @@ BEGIN
     -- The records are locked in key order too, as a release of several
     -- keys locks each key's head record in turn: in another order (their
     -- ids'), a heartbeat and such a release could each wait for a record
-    -- the other holds.
+    -- the other holds. FOR NO KEY UPDATE, not FOR UPDATE, which says a
+    -- release serves the record (distributed_lock_lock_to_serve).
     RETURN QUERY
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
-                                  ORDER BY x.lock_key, x.waiter_id FOR UPDATE)
+                                  ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)
             RETURNING w.waiter_id, w.lock_key, w.group_id
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)
@@ -1737,17 +1751,20 @@ END $$;
 -- the gate to give another of its keys a row (distributed_lock_lock_set),
 -- and each would wait for the other.
 --
--- It first takes the gate exclusively: it waits until no grant is between
--- drawing a token and writing it (a key's first grant holds the gate
--- shared, see distributed_lock_first_grant), and keeps new ones out until
--- the transaction ends. Deleting a key's row is what could let a token go
+-- It first takes the gate (distributed_lock_prune_gate SHARE ROW
+-- EXCLUSIVE): it waits until no grant is between drawing a token and
+-- writing it (a key's first grant holds the gate ROW EXCLUSIVE, see
+-- distributed_lock_first_grant), and keeps new ones out until the
+-- transaction ends. Deleting a key's row is what could let a token go
 -- backwards: a grant that drew token t on its insert path would insert t
 -- after the key was granted a larger token, released and pruned. With the
 -- gate, every grant that drew a token before the delete has finished
 -- before it, and every grant after it draws a larger token than any the
 -- deleted row had. It waits at most gate_wait_ms (a grant inside a long
--- transaction holds the gate until that ends); past that it fails with
--- SQLSTATE 55P03 and deletes nothing. Its now is read after the gate.
+-- transaction holds the gate until that ends, and so may a statement, by
+-- a role with USAGE on the schema, naming the gate while it is planned);
+-- past that it fails with SQLSTATE 55P03 and deletes nothing. New first
+-- grants wait behind it meanwhile. Its now is read after the gate.
 CREATE OR REPLACE FUNCTION distributed_lock_prune(
     free_for_us bigint, events_older_us bigint DEFAULT NULL, gate_wait_ms bigint DEFAULT 5000,
     OUT locks bigint, OUT waiters bigint, OUT events bigint, OUT sessions bigint)
@@ -1758,7 +1775,7 @@ DECLARE
     ts timestamptz;
 BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
-    PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN SHARE ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
     -- running group's row is never free, so none of them holds a lease.
@@ -2014,7 +2031,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
@@ -3528,10 +3545,13 @@ DECLARE
 BEGIN
     LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        -- FOR NO KEY UPDATE: it may stop here without serving the head,
+        -- and a release beside this call passes over only a record locked
+        -- FOR UPDATE (distributed_lock_lock_to_serve).
         SELECT * INTO w FROM distributed_lock_waiter x
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
-        FOR UPDATE;
+        FOR NO KEY UPDATE;
         EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
         stole := false;
         IF distributed_lock_open(r, ts) THEN
@@ -3590,9 +3610,13 @@ END $$;
 -- instead, beside the other waiters' enqueues, the holders' grants and the
 -- releases that hand their permit straight on (13_shared_release.sql): it
 -- changes nothing on the row. It takes the key's queue lock shared
--- (distributed_lock_queue_lock) before it looks for room, which orders it
--- with a release beside it that found nobody to hand its permit to; the
--- row changed between its look and its lock is answered 'busy'. With
+-- (distributed_lock_try_queue_lock) before it locks the row, which orders
+-- it with a release beside it that found nobody to hand its permit to;
+-- when that lock is not to be had at once it queues under the row lock
+-- instead. (A release that ends the group under the row for update while
+-- this call waits for the row may wait for that lock in turn, for its
+-- bound, 200 ms.) The row changed between its look and its lock is
+-- answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
 -- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
@@ -3623,6 +3647,11 @@ BEGIN
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    IF joining THEN
+        -- Before the row: a release beside this call that finds nobody to
+        -- hand its permit to waits for it (13_shared_release.sql).
+        joining := distributed_lock_try_queue_lock(key);
+    END IF;
     IF NOT joining THEN
         -- The row for update, unless the change another transaction is
         -- making to it (the enqueue that makes its releases hand off, say)
@@ -3631,6 +3660,12 @@ BEGIN
             key, owner, seen_for_us, distributed_lock_holder_mode(n), n) t;
         joining := locked.beside;
         r := locked.r;
+        IF joining AND NOT distributed_lock_try_queue_lock(key) THEN
+            -- Taken exclusively since it looked: the caller enqueues again.
+            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+            outcome := 'busy';
+            RETURN;
+        END IF;
     END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
@@ -3642,9 +3677,6 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
-        -- Before looking for room: a release beside this call that finds
-        -- nobody to hand its permit to waits for it (13_shared_release.sql).
-        PERFORM distributed_lock_queue_lock(key, false);
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
@@ -3749,9 +3781,11 @@ END $$;
 --     permit free.
 --   * Its waits are bounded (lock_timeout, below PostgreSQL's default
 --     deadlock_timeout): an enqueue it waits for may in turn wait for a
---     row it holds. Past the bound it is undone, as when it finds nobody
---     to pin, and the lease ends under the row for update, a wait that
---     holds nothing.
+--     row it holds, and any role may hold the queue lock, an advisory
+--     lock. Past the bound it is undone, as when it finds nobody to pin,
+--     and the lease ends under the row for update, a wait that holds
+--     nothing, which the enqueues beside it (holding the row FOR SHARE)
+--     are ordered with.
 
 -- distributed_lock_release_holder releases owner's slot of key granted
 -- with token beside the other holders, as the caller's release: logged
@@ -3762,7 +3796,7 @@ END $$;
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
 -- distributed_lock_end_holders), as when one of its waits lasted longer
--- than 200 ms. Internal.
+-- than 200 ms or the queue lock was not had. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
 RETURNS distributed_lock_holder
@@ -3805,7 +3839,9 @@ BEGIN
             -- beside this release (distributed_lock_queue_lock), then serve
             -- whoever they queued, waiting for a head another transaction
             -- has locked. An enqueue after this sees the permit free.
-            PERFORM distributed_lock_queue_lock(key, true);
+            IF NOT distributed_lock_queue_lock(key) THEN
+                RAISE SQLSTATE 'LK001';
+            END IF;
             PERFORM distributed_lock_serve_holders(key, clock_timestamp());
         END IF;
         RETURN h;
@@ -3817,61 +3853,87 @@ BEGIN
     END;
 END $$;
 
--- distributed_lock_queue_lock takes the transaction-level advisory lock
--- that orders the enqueues beside a running group (shared, each taking it
--- before it looks for room) with a release beside them that found nobody
--- to hand its permit to (exclusive, waiting for every enqueue in flight).
--- One per key and lock schema (the waiter table's oid); a hash collision
--- only makes one wait for the other. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-BEGIN
-    IF exclusive THEN
-        PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
-    ELSE
-        PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
-    END IF;
-END $$;
+-- The key's queue lock orders the enqueues beside its lease or running
+-- group (they take it shared, before they look at the key again: an
+-- enqueue beside an exclusive lease, 14_queue_beside.sql, and one joining
+-- a group's queue, 12_shared_queue.sql) with a release that found nobody
+-- to hand the key or its permit to (it takes it exclusively, waiting for
+-- every enqueue in flight, then hands on to whoever they queued:
+-- distributed_lock_pass_on, distributed_lock_release_holder). It is a
+-- transaction-level advisory lock, one per key and lock schema (the waiter
+-- table's oid; a hash collision only makes one wait for the other), and
+-- any role may take an advisory lock: so an enqueue never waits for it
+-- (held exclusively, or asked for by a release, it queues under the row
+-- lock instead, which orders it with releases as well), and a release
+-- waits for it a bounded time.
 
--- distributed_lock_claim_waiter takes the transaction-level advisory lock
--- that says this transaction serves waiter record id: a release beside
--- others claims a record before it locks it, so another release beside it
--- passes over the records being served, and only those. A record may be
--- locked for other reasons for a moment (its process's heartbeat
--- refreshing it), and passing over that one would serve the waiter behind
--- it first. One per waiter and lock schema (the holder table's oid); ids
--- 2^31 apart share one, and a release then passes over a record nobody
--- serves, serving the next. False when another transaction has it.
+-- distributed_lock_try_queue_lock takes key's queue lock shared if it is
+-- free of exclusive holders and requests now, and says whether it did.
 -- Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_claim_waiter(id bigint)
+CREATE OR REPLACE FUNCTION distributed_lock_try_queue_lock(key text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN pg_try_advisory_xact_lock('distributed_lock_holder'::regclass::oid::int, (id % 2147483648)::int);
+    RETURN pg_try_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
 END $$;
 
--- distributed_lock_lock_claimed locks waiter record id, which the caller
--- claimed (distributed_lock_claim_waiter), while it still waits, live at
--- ts, for a lease of the kind of row r's group (mode, permits). Another
--- transaction holding it is not serving it, so the record is waited for:
--- a heartbeat commits in a moment. The wait is bounded (lock_timeout,
--- within a subtransaction), for a transaction that might in turn wait for
--- this one: past it, the record is passed over, as is one that is gone
--- or waits for another kind. Returns the record locked, or NULL columns.
+-- distributed_lock_queue_lock takes key's queue lock exclusively, waiting
+-- for the enqueues in flight that hold it shared, at most 500 ms (below
+-- PostgreSQL's default deadlock_timeout: such an enqueue may wait for a
+-- row the caller holds). False past the bound, without the lock (another
+-- transaction held it that long, a slow commit's or another role's): the
+-- caller hands on what it can without it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+    RETURN true;
+EXCEPTION WHEN lock_not_available THEN
+    RETURN false;
+END $$;
+
+-- distributed_lock_lock_to_serve locks waiter record id to serve it, while
+-- it still waits, live at ts, for a lease of the kind of row r's group.
+-- A release serves a record under its row lock FOR UPDATE (and consumes
+-- it); whatever else locks a record takes less: its process's heartbeat,
+-- its own check, a release that looks at the head of the queue (FOR NO
+-- KEY UPDATE). So a record locked FOR UPDATE (or being removed) is being
+-- served by another release beside this one, and is passed over at once,
+-- and only such a record: one locked otherwise commits in a moment and is
+-- waited for, as passing it over would serve the waiter behind it first.
+-- FOR KEY SHARE conflicts only with FOR UPDATE, so a lock of it that would
+-- be granted at once says which (it is undone at once: kept, two releases
+-- waiting for the same record would each wait for the other's). The wait
+-- is bounded (lock_timeout, within a subtransaction), for a transaction
+-- that might in turn wait for this one: past it, the record is passed
+-- over, as is one that is gone or waits for another kind. No role but the
+-- owner may lock a record. Returns the record locked, or NULL columns.
 -- Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_lock_claimed(id bigint, r distributed_lock, ts timestamptz)
+CREATE OR REPLACE FUNCTION distributed_lock_lock_to_serve(id bigint, r distributed_lock, ts timestamptz)
 RETURNS distributed_lock_waiter
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
 DECLARE
     w distributed_lock_waiter;
+    served boolean := true;
 BEGIN
-    -- Without waiting first: the subtransaction below only when needed.
+    -- Without waiting first: the subtransactions below only when needed.
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
       AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
     FOR UPDATE SKIP LOCKED;
     IF FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id AND x.seen_until > ts) THEN
+        RETURN w;
+    END IF;
+    BEGIN
+        PERFORM 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id FOR KEY SHARE SKIP LOCKED;
+        IF FOUND THEN
+            RAISE SQLSTATE 'LK001';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'LK001' THEN
+        served := false;
+    END;
+    IF served THEN
         RETURN w;
     END IF;
     BEGIN
@@ -3888,7 +3950,7 @@ END $$;
 -- distributed_lock_serve_beside hands the room a release beside others
 -- made (the group's row held FOR SHARE) to the waiters queued for it at
 -- ts, in turn: the first live record no other release is serving
--- (distributed_lock_claim_waiter), while it waits for a lease of the
+-- (distributed_lock_lock_to_serve), while it waits for a lease of the
 -- group's kind and no record ahead of it waits for anything else (a
 -- queued writer is not overtaken), until the group has no room. Returns
 -- the first waiter it served, or NULL. Internal.
@@ -3926,10 +3988,8 @@ BEGIN
             ORDER BY x.waiter_id LIMIT 1;
             EXIT WHEN NOT FOUND;
             -- Passed over when another release serves it.
-            IF distributed_lock_claim_waiter(candidate) THEN
-                w := distributed_lock_lock_claimed(candidate, r, ts);
-                EXIT WHEN w.waiter_id IS NOT NULL;
-            END IF;
+            w := distributed_lock_lock_to_serve(candidate, r, ts);
+            EXIT WHEN w.waiter_id IS NOT NULL;
             after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;
@@ -3951,14 +4011,16 @@ END $$;
 -- record. Such an enqueue takes no lock on the row at all.
 --
 -- The release that frees the key must still reach it. The enqueue takes the
--- key's queue lock shared (distributed_lock_queue_lock) and only then reads
--- the row again: a release committed before that is seen, and the call
--- answers 'busy' (the caller enqueues again, now under the row lock); a
--- release that commits after it and finds nobody to hand the key to waits
--- for the queue lock (distributed_lock_pass_on), that is for every enqueue
--- in flight, then hands the key to whoever they queued. A lease that
--- lapses unreleased is taken over at the waiters' checks, which they make
--- when it ends, as for any waiter.
+-- key's queue lock shared (distributed_lock_try_queue_lock) and only then
+-- reads the row again: a release committed before that is seen, and the
+-- call answers 'busy' (the caller enqueues again, now under the row lock);
+-- a release that commits after it and finds nobody to hand the key to
+-- waits for the queue lock (distributed_lock_pass_on), that is for every
+-- enqueue in flight, then hands the key to whoever they queued. When the
+-- queue lock is not to be had at once (a release waits for it, or holds
+-- it), the enqueue queues under the row lock instead. A lease that lapses
+-- unreleased is taken over at the waiters' checks, which they make when it
+-- ends, as for any waiter.
 
 -- distributed_lock_lease_joinable: whether owner may queue for r's key
 -- beside the other waiters (distributed_lock_enqueue_beside) at ts: r is an
@@ -3981,17 +4043,20 @@ END $$;
 -- changed (locked by another transaction), it first waits for that change
 -- beside the other waiters, FOR SHARE, and looks again: if owner may now
 -- queue beside the others (the change was an enqueue that made the
--- queue's releases hand off), it returns beside true, holding nothing.
--- Whether it may is the rule of the lease it waits for (mode): an
--- exclusive one's (distributed_lock_lease_joinable), or for a shared lease
--- or one of n permits, a running group's of that kind
+-- queue's releases hand off) and the key's queue lock is to be had at once
+-- (distributed_lock_try_queue_lock, let go again: the caller takes it), it
+-- returns beside true, holding nothing. Whether it may is the rule of the
+-- lease it waits for (mode): an exclusive one's
+-- (distributed_lock_lease_joinable), or for a shared lease or one of n
+-- permits, a running group's of that kind
 -- (distributed_lock_queue_joinable). Many waiters that come to a key at
 -- once then wait for the first one's commit together, instead of taking
 -- the row in turn; behind a running group, whose releases and joining
 -- enqueues hold the row for share one after another, a wait for update
 -- could last as long as they keep coming. Each wait is undone once over
 -- (a subtransaction), its lock with it; the third try waits for the row
--- lock as any other. Internal.
+-- lock as any other, as does every try while the queue lock is held or
+-- asked for exclusively. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
     key text, owner text, seen_for_us bigint, mode text, n integer, OUT r distributed_lock, OUT beside boolean)
 RETURNS record
@@ -4016,9 +4081,15 @@ BEGIN
         END;
         IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp())
                  ELSE distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) END) THEN
-            r := NULL;
-            beside := true;
-            RETURN;
+            BEGIN
+                IF distributed_lock_try_queue_lock(key) THEN
+                    RAISE SQLSTATE 'LK002';
+                END IF;
+            EXCEPTION WHEN SQLSTATE 'LK002' THEN
+                r := NULL;
+                beside := true;
+                RETURN;
+            END;
         END IF;
     END LOOP;
 END $$;
@@ -4030,8 +4101,9 @@ END $$;
 -- above). Outcome
 -- 'queued', or 'deadlock' (the record removed again, as the enqueue's), or
 -- 'busy' (nothing done) when the key changed hands before the queue lock
--- was taken; NULL (nothing done) when the key is not joinable: the caller
--- queues under the row lock. Internal.
+-- was taken; NULL (nothing done) when the key is not joinable or the
+-- queue lock was not to be had at once: the caller queues under the row
+-- lock. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_beside(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
     event_actor text, log_grants boolean, lock_delay_us bigint, channel text,
@@ -4049,8 +4121,10 @@ BEGIN
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         RETURN;
     END IF;
+    IF NOT distributed_lock_try_queue_lock(key) THEN
+        RETURN;
+    END IF;
     lock_key := key;
-    PERFORM distributed_lock_queue_lock(key, false);
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
@@ -4183,9 +4257,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_head_has_room(text, text, integer, timestamptz),
     distributed_lock_release_holder(text, text, bigint, boolean, text),
     distributed_lock_serve_beside(text, timestamptz),
-    distributed_lock_claim_waiter(bigint),
-    distributed_lock_lock_claimed(bigint, distributed_lock, timestamptz),
-    distributed_lock_queue_lock(text, boolean),
+    distributed_lock_lock_to_serve(bigint, distributed_lock, timestamptz),
+    distributed_lock_try_queue_lock(text),
+    distributed_lock_queue_lock(text),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),

@@ -80,8 +80,8 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_end_lapsed_group": true, "distributed_lock_grant_slot": true, "distributed_lock_holders_ended": true,
 	"distributed_lock_grant_holder_waiter": true, "distributed_lock_serve_holders": true,
 	"distributed_lock_queue_joinable": true, "distributed_lock_head_has_room": true,
-	"distributed_lock_release_holder": true, "distributed_lock_serve_beside": true, "distributed_lock_claim_waiter": true, "distributed_lock_lock_claimed": true,
-	"distributed_lock_queue_lock":     true,
+	"distributed_lock_release_holder": true, "distributed_lock_serve_beside": true, "distributed_lock_lock_to_serve": true,
+	"distributed_lock_queue_lock": true, "distributed_lock_try_queue_lock": true,
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
 	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true,
@@ -90,8 +90,9 @@ var internalFunctions = map[string]bool{
 // boundedWaits are the settings internal functions that wait for a lock
 // only so long add to their pinned path.
 var boundedWaits = map[string]string{
-	"distributed_lock_lock_claimed":   ";lock_timeout=500ms",
+	"distributed_lock_lock_to_serve":  ";lock_timeout=500ms",
 	"distributed_lock_release_holder": ";lock_timeout=200ms",
+	"distributed_lock_queue_lock":     ";lock_timeout=500ms",
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the

@@ -2,23 +2,22 @@ package protocol_test
 
 import "testing"
 
-func queueLockCall(exclusive bool) func(string, prepared) (string, []any) {
-	return func(key string, _ prepared) (string, []any) {
-		return `SELECT 1 AS result FROM (SELECT distributed_lock_queue_lock(key => $1, exclusive => $2) OFFSET 0) q`,
-			[]any{key, exclusive}
-	}
+func queueLockCall(key string, _ prepared) (string, []any) {
+	return `SELECT distributed_lock_queue_lock(key => $1) AS result`, []any{key}
 }
 
-// Enqueues share the lock; a release that found nobody waits for them.
+// A release that found nobody waits for the enqueues in flight, a bounded
+// time: past it, it goes on without the lock, whoever holds it.
 func TestQueueLock(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_queue_lock")
 	f.run(t, []fnCase{
-		{name: "shared beside an enqueue", state: semaphoreOf(2, other), call: queueLockCall(false),
-			during: whileLocked(lockQueueSharedSQL, false), want: is(1)},
-		{name: "exclusive: waits for the enqueue in flight", state: semaphoreOf(2, other), call: queueLockCall(true),
-			during: whileLocked(lockQueueSharedSQL, true), want: is(1)},
-		{name: "exclusive, another key's enqueue: no wait", state: semaphoreOf(2, other), call: queueLockCall(true),
-			during: whileLocked(`SELECT distributed_lock_queue_lock($1 || ' other', false)`, false), want: is(1)},
+		{name: "nobody holds it", state: semaphoreOf(2, other), call: queueLockCall, want: is(true)},
+		{name: "waits for the enqueue in flight", state: semaphoreOf(2, other), call: queueLockCall,
+			during: whileLocked(lockQueueSharedSQL, true), want: is(true)},
+		{name: "held past the bound: not had", state: semaphoreOf(2, other), call: queueLockCall,
+			during: whileLocked(lockQueueSharedSQL, false), want: is(false)},
+		{name: "another key's enqueue: no wait", state: semaphoreOf(2, other), call: queueLockCall,
+			during: whileLocked(`SELECT distributed_lock_try_queue_lock($1 || ' other')`, false), want: is(true)},
 	})
 }

@@ -145,10 +145,10 @@ BEGIN
 END $$;
 
 -- distributed_lock_first_grant is distributed_lock_acquire's insert: the
--- first grant of key, which has no row. It takes the gate, a shared
--- advisory lock that distributed_lock_prune takes exclusively, so deleting
--- rows can never let a key's tokens go backwards (see there), and draws the
--- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
+-- first grant of key, which has no row. It takes the prune gate (a lock on
+-- distributed_lock_prune_gate that first grants share and
+-- distributed_lock_prune excludes), so deleting rows can never let a key's
+-- tokens go backwards (see there), and draws the token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
 -- the insert, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
     key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
@@ -160,7 +160,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),

@@ -459,13 +459,14 @@ BEGIN
     -- The records are locked in key order too, as a release of several
     -- keys locks each key's head record in turn: in another order (their
     -- ids'), a heartbeat and such a release could each wait for a record
-    -- the other holds.
+    -- the other holds. FOR NO KEY UPDATE, not FOR UPDATE, which says a
+    -- release serves the record (distributed_lock_lock_to_serve).
     RETURN QUERY
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
-                                  ORDER BY x.lock_key, x.waiter_id FOR UPDATE)
+                                  ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)
             RETURNING w.waiter_id, w.lock_key, w.group_id
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)

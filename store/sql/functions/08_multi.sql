@@ -149,7 +149,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),

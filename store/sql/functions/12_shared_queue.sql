@@ -87,10 +87,13 @@ DECLARE
 BEGIN
     LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        -- FOR NO KEY UPDATE: it may stop here without serving the head,
+        -- and a release beside this call passes over only a record locked
+        -- FOR UPDATE (distributed_lock_lock_to_serve).
         SELECT * INTO w FROM distributed_lock_waiter x
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
-        FOR UPDATE;
+        FOR NO KEY UPDATE;
         EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
         stole := false;
         IF distributed_lock_open(r, ts) THEN
@@ -149,9 +152,13 @@ END $$;
 -- instead, beside the other waiters' enqueues, the holders' grants and the
 -- releases that hand their permit straight on (13_shared_release.sql): it
 -- changes nothing on the row. It takes the key's queue lock shared
--- (distributed_lock_queue_lock) before it looks for room, which orders it
--- with a release beside it that found nobody to hand its permit to; the
--- row changed between its look and its lock is answered 'busy'. With
+-- (distributed_lock_try_queue_lock) before it locks the row, which orders
+-- it with a release beside it that found nobody to hand its permit to;
+-- when that lock is not to be had at once it queues under the row lock
+-- instead. (A release that ends the group under the row for update while
+-- this call waits for the row may wait for that lock in turn, for its
+-- bound, 200 ms.) The row changed between its look and its lock is
+-- answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
 -- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
@@ -182,6 +189,11 @@ BEGIN
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    IF joining THEN
+        -- Before the row: a release beside this call that finds nobody to
+        -- hand its permit to waits for it (13_shared_release.sql).
+        joining := distributed_lock_try_queue_lock(key);
+    END IF;
     IF NOT joining THEN
         -- The row for update, unless the change another transaction is
         -- making to it (the enqueue that makes its releases hand off, say)
@@ -190,6 +202,12 @@ BEGIN
             key, owner, seen_for_us, distributed_lock_holder_mode(n), n) t;
         joining := locked.beside;
         r := locked.r;
+        IF joining AND NOT distributed_lock_try_queue_lock(key) THEN
+            -- Taken exclusively since it looked: the caller enqueues again.
+            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+            outcome := 'busy';
+            RETURN;
+        END IF;
     END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
@@ -201,9 +219,6 @@ BEGIN
             outcome := 'busy';
             RETURN;
         END IF;
-        -- Before looking for room: a release beside this call that finds
-        -- nobody to hand its permit to waits for it (13_shared_release.sql).
-        PERFORM distributed_lock_queue_lock(key, false);
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).

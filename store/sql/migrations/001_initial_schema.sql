@@ -29,6 +29,16 @@ CREATE TABLE distributed_lock_epoch (
 );
 INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0);
 
+-- The prune gate (distributed_lock_prune): a key's first grant locks this
+-- table ROW EXCLUSIVE while it draws and writes its token, prune locks it
+-- SHARE ROW EXCLUSIVE while it deletes. It holds nothing and nobody is
+-- granted anything on it: LOCK TABLE asks for a privilege before it locks,
+-- and what any role may take without one (ACCESS SHARE, which a size
+-- function takes by the table's oid; ROW EXCLUSIVE while a statement
+-- naming it is planned, by a role with USAGE on the schema) never holds a
+-- first grant back. An advisory lock would be anyone's to hold.
+CREATE TABLE distributed_lock_prune_gate ();
+
 -- Value rules, as domains rather than table CHECK constraints: PostgreSQL
 -- parses and plans a table's CHECK constraints again on every INSERT or
 -- UPDATE statement (about a fifth of a grant's server CPU with eight of
