@@ -20,6 +20,7 @@ func PsqlScript() string {
 \set ON_ERROR_STOP on
 %s;
 %s
+%s;
 DO $$ BEGIN
     IF to_regclass('distributed_lock_migration') IS NOT NULL THEN
         IF (SELECT max(version) FROM distributed_lock_migration) > %d THEN
@@ -28,7 +29,7 @@ DO $$ BEGIN
     END IF;
 END $$;
 SELECT to_regclass('distributed_lock_migration') IS NULL AS lockctl_fresh \gset
-`, migrateLockSQL, strings.TrimRight(lockSchemaGuardSQL, "\n"), LatestVersion(), newerSQLState, quoteLiteral(newerMessage(LatestVersion())))
+`, strings.Replace(migrateLockWaitSQL, "$1", quoteLiteral(lockTimeout(DefaultMigrateLockWait)), 1), strings.TrimRight(lockSchemaGuardSQL, "\n"), migrateLockSQL, LatestVersion(), newerSQLState, quoteLiteral(newerMessage(LatestVersion())))
 	for _, m := range migrations {
 		fmt.Fprintf(&b, `
 -- Migration %03d %s.

@@ -2,6 +2,8 @@ package roles_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,4 +188,29 @@ func acquirePermit(t *testing.T, lk *locker.Locker, db *pgxpool.Pool, owner stri
 		t.Fatalf("permit for %s: %v", owner, err)
 	}
 	return l
+}
+
+// A role with no grant at all holding lockctl's migrate lock (an advisory
+// lock, on a key anyone can compute) makes a migrate fail past its bound,
+// naming the session that holds it, rather than wait for it forever.
+func TestAStrangerCannotStallMigrate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	stranger, err := e.loginRole(t, "lockctl_stranger", nil).Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := stranger.Conn().Config().User
+	// Let go before the cleanup, and soon: every migrate on the database
+	// waits for it, other tests' too.
+	defer stranger.Release()
+	if _, err := stranger.Exec(ctx, `SELECT pg_advisory_lock(hashtext('lockctl.migrate'))`); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = stranger.Exec(ctx, `SELECT pg_advisory_unlock_all()`) }()
+	_, err = store.MigrateWith(ctx, e.admin, store.MigrateOptions{LockWait: time.Second})
+	if !errors.Is(err, locker.ErrLockTimeout) || !strings.Contains(err.Error(), "role "+role) {
+		t.Fatalf("migrate beside the stranger's lock: %v; want locker.ErrLockTimeout naming role %s", err, role)
+	}
 }
