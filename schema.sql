@@ -223,7 +223,12 @@ CREATE TABLE distributed_lock_prune_gate ();
 -- Same bounds as locker.ValidateKey / locker.ValidateOwner.
 CREATE DOMAIN distributed_lock_name AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 255);
 CREATE DOMAIN distributed_lock_token AS bigint CHECK (VALUE > 0);
-CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
+-- A lease's length (and a hand-off's claim window, and how long a waiter's
+-- record lives unseen): a millisecond to a year, as locker.MaxTTL and the
+-- CLI bound it. The protocol turns a caller's microseconds into an
+-- interval with distributed_lock_us (02_rules.sql), which never overflows,
+-- so a length out of range is refused here, by name.
+CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE BETWEEN interval '1 millisecond' AND interval '365 days');
 -- A lease's lock-delay (locker.Config.LockDelay): at most a minute, as
 -- Consul caps its own, so a key left by a dead holder is idle a bounded time.
 CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
@@ -232,7 +237,14 @@ CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', '
 -- holders, or by at most permits holders of a semaphore.
 CREATE DOMAIN distributed_lock_mode AS text CHECK (VALUE IN ('exclusive', 'shared', 'semaphore'));
 CREATE DOMAIN distributed_lock_permits AS integer CHECK (VALUE BETWEEN 1 AND 1000);
-CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
+-- JSON a caller hands the protocol, a lease's metadata or an event's
+-- detail (an operator's reason is kept there): at most 8 KiB as PostgreSQL
+-- stores it (locker.MaxJSONBytes checks the JSON text before it is sent),
+-- so what a reader of the lock tables fetches stays small.
+CREATE DOMAIN distributed_lock_json AS jsonb CHECK (pg_column_size(VALUE) <= 8192);
+CREATE DOMAIN distributed_lock_metadata AS distributed_lock_json CHECK (jsonb_typeof(VALUE) = 'object');
+-- A session's host name, as a process reports it.
+CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 -- A process's wake-up channel (locker.Notifier; docs/queue.md): a lower-case
 -- identifier within NAMEDATALEN (63 bytes), so that LISTEN, quoted or not,
 -- and pg_notify name the same channel, and pg_notify never refuses it.
@@ -306,12 +318,12 @@ CREATE TABLE distributed_lock_event (
     occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
     lock_key       text        NOT NULL,
     kind           distributed_lock_event_kind NOT NULL,
-    owner_id       text,
+    owner_id       distributed_lock_name,
     fence_token    bigint,
     actor          distributed_lock_name NOT NULL,
     previous_owner text,
     previous_token bigint,
-    detail         jsonb       NOT NULL DEFAULT '{}'
+    detail         distributed_lock_json NOT NULL DEFAULT '{}'
 );
 CREATE INDEX distributed_lock_event_key_idx ON distributed_lock_event (lock_key, event_id DESC);
 -- Time ranges (the console's rates, prune): events are appended in time
@@ -345,7 +357,7 @@ CREATE TABLE distributed_lock_waiter (
     lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
-    actor         text,
+    actor         distributed_lock_name,
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
     lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
     permits       distributed_lock_permits,  -- the semaphore's permits it asked for
@@ -398,7 +410,7 @@ CREATE TABLE distributed_lock_holder (
 CREATE TABLE distributed_lock_session (
     session_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     owner_id   distributed_lock_name     NOT NULL, -- who opened it; its heartbeat names it
-    host       text                      NOT NULL DEFAULT '',
+    host       distributed_lock_host     NOT NULL DEFAULT '',
     pid        integer                   NOT NULL DEFAULT 0,
     metadata   distributed_lock_metadata NOT NULL DEFAULT '{}',
     ttl        distributed_lock_ttl      NOT NULL,
@@ -442,11 +454,12 @@ BEGIN
     -- Through text, so one statement reads either column type: a local
     -- time is placed in zone, an instant is kept as it is.
     -- The reference recorded neither when a lock was taken nor its TTL: a
-    -- lock counts as taken at the adoption, with the lease it has left (an
-    -- expired one: a nominal millisecond, as the domain wants a length).
+    -- lock counts as taken at the adoption, with the lease it has left, as
+    -- the domain bounds a length (an expired one: a nominal millisecond; one
+    -- for longer than a year: a year, its expiry kept).
     INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
     SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at,
-           greatest(r.expires_at - adopted, interval '1 millisecond'), adopted
+           least(greatest(r.expires_at - adopted, interval '1 millisecond'), interval '365 days'), adopted
     FROM (SELECT a.lock_key, a.owner_id, a.fence_token,
                  CASE WHEN local THEN a.expires_at::text::timestamp AT TIME ZONE zone
                       ELSE a.expires_at::text::timestamptz END AS expires_at
@@ -576,6 +589,19 @@ $$;
 -- checks): a rule costs nothing at run time. Pass them columns or
 -- variables, not volatile expressions such as clock_timestamp(), which
 -- would stop the inlining. ts is the call's now (00_search_path.sql).
+
+-- distributed_lock_us: a caller's microseconds (ttl_us, lock_delay_us, …)
+-- as an interval, never overflowing: past 10^15 µs (about 31 years) either
+-- way it is that, so a sum with a time stays in range. What it is stored as
+-- refuses what is out of range, by name (distributed_lock_ttl: a
+-- millisecond to a year; distributed_lock_delay: up to a minute), rather
+-- than "interval out of range" or a lease to the year 287225. STABLE, not
+-- IMMUTABLE: a plan with the caller's values in it would call an immutable
+-- one to fold it, which for an SQL function means planning its body.
+CREATE OR REPLACE FUNCTION distributed_lock_us(us bigint)
+RETURNS interval LANGUAGE sql STABLE AS $$
+    SELECT least(greatest(us, -1000000000000000), 1000000000000000) * interval '1 microsecond'
+$$;
 
 -- distributed_lock_held: l is owner's running exclusive lease (a shared or
 -- semaphore key's row is its group's, whose owner is nobody's: 11_shared.sql).
@@ -735,11 +761,11 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, owner),
         previous_owner = l.owner_id, previous_token = l.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), lock_delay = lock_delay_us * interval '1 microsecond',
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
@@ -809,8 +835,8 @@ BEGIN
     -- owner holds the key: a renewal, same token, unless another
     -- transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
-        expires_at = ts + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us),
+        ttl = distributed_lock_us(ttl_us),
         renewed_at = ts,
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
@@ -848,8 +874,8 @@ BEGIN
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond', ts,
-            coalesce(lease_metadata, '{}'), lock_delay_us * interval '1 microsecond')
+            ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
+            coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
     ON CONFLICT (lock_key) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;
@@ -879,8 +905,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 BEGIN
     UPDATE distributed_lock l
-    SET expires_at = c.ts + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond',
+    SET expires_at = c.ts + distributed_lock_us(ttl_us),
+        ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
     FROM (SELECT k.r, clock_timestamp() AS ts
@@ -1215,9 +1241,9 @@ BEGIN
     INSERT INTO distributed_lock_waiter AS w
         (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
          lock_mode, permits)
-    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-            lock_delay_us * interval '1 microsecond', channel, mode, permits)
+    VALUES (key, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+            distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+            distributed_lock_us(lock_delay_us), channel, mode, permits)
     RETURNING w.waiter_id INTO id;
     RETURN id;
 END $$;
@@ -1238,10 +1264,10 @@ DECLARE
     id bigint;
 BEGIN
     UPDATE distributed_lock_waiter w SET
-        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
-        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, ttl = distributed_lock_us(ttl_us),
+        claim_window = distributed_lock_us(claim_us), metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_take_over_waiter.log_grants, actor = nullif(event_actor, ''),
-        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel, lock_mode = mode,
+        lock_delay = distributed_lock_us(lock_delay_us), wake_channel = channel, lock_mode = mode,
         permits = distributed_lock_take_over_waiter.permits
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
@@ -1259,9 +1285,9 @@ CREATE OR REPLACE FUNCTION distributed_lock_keep_waking(key text, ts timestamptz
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE distributed_lock l SET wake_until = ts + 2 * seen_for_us * interval '1 microsecond'
+    UPDATE distributed_lock l SET wake_until = ts + 2 * distributed_lock_us(seen_for_us)
     WHERE l.lock_key = key
-      AND (l.wake_until IS NULL OR l.wake_until < ts + seen_for_us * interval '1 microsecond');
+      AND (l.wake_until IS NULL OR l.wake_until < ts + distributed_lock_us(seen_for_us));
 END $$;
 
 -- distributed_lock_enqueue is a waiting acquirer's first and usually only
@@ -1456,7 +1482,7 @@ BEGIN
             -- The key's row before the record, as everywhere: keep_waking
             -- locks it only when it writes.
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
             -- The update may have waited for a hand-off to this record:
             -- judge the answer after it.
@@ -1480,7 +1506,7 @@ BEGIN
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
             RETURNING w.owner_id INTO waiting;
             IF FOUND THEN
@@ -1555,7 +1581,7 @@ BEGIN
     -- release serves the record (distributed_lock_lock_to_serve).
     RETURN QUERY
         WITH seen AS (
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
                                   ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)
@@ -1783,7 +1809,7 @@ BEGIN
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
+                             WHERE coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
                                AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
                              FOR UPDATE SKIP LOCKED)
         RETURNING l.lock_key
@@ -1798,7 +1824,7 @@ BEGIN
     events := 0;
     IF events_older_us IS NOT NULL THEN
         DELETE FROM distributed_lock_event e
-        WHERE e.occurred_at < ts - events_older_us * interval '1 microsecond';
+        WHERE e.occurred_at < ts - distributed_lock_us(events_older_us);
         GET DIAGNOSTICS events = ROW_COUNT;
     END IF;
     PERFORM set_config('lock_timeout', caller_lock_timeout, true);
@@ -1925,8 +1951,8 @@ BEGIN
             lock_mode      = 'exclusive',
             owner_id       = owner,
             fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            expires_at     = ts + ttl_us * interval '1 microsecond',
-            ttl            = ttl_us * interval '1 microsecond',
+            expires_at     = ts + distributed_lock_us(ttl_us),
+            ttl            = distributed_lock_us(ttl_us),
             acquired_at    = ts,
             renewed_at     = NULL,
             renew_count    = 0,
@@ -1935,7 +1961,7 @@ BEGIN
             previous_owner = l.owner_id,
             previous_token = l.fence_token,
             metadata       = coalesce(lease_metadata, '{}'),
-            lock_delay     = lock_delay_us * interval '1 microsecond',
+            lock_delay     = distributed_lock_us(lock_delay_us),
             delay_until    = NULL,
             handed_to      = NULL
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
@@ -2036,7 +2062,7 @@ BEGIN
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts, ttl_us * interval '1 microsecond', ts, ts)
+            ts, distributed_lock_us(ttl_us), ts, ts)
     ON CONFLICT (lock_key) DO NOTHING;
 END $$;
 
@@ -2134,10 +2160,10 @@ BEGIN
         INSERT INTO distributed_lock_waiter AS w
             (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id,
              wake_channel)
-        SELECT s.k, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-               claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'),
+        SELECT s.k, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+               distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
-               lock_delay_us * interval '1 microsecond', g, channel
+               distributed_lock_us(lock_delay_us), g, channel
         FROM unnest(ks) s(k)
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
@@ -2278,7 +2304,7 @@ BEGIN
     END LOOP;
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
@@ -2664,7 +2690,7 @@ DECLARE
 BEGIN
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
     VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
-            ttl_us * interval '1 microsecond', ts, ts + ttl_us * interval '1 microsecond')
+            distributed_lock_us(ttl_us), ts, ts + distributed_lock_us(ttl_us))
     RETURNING s.session_id, s.expires_at, s.ttl INTO session_id, expires_at, ttl;
 END $$;
 
@@ -3036,7 +3062,7 @@ BEGIN
         lock_mode = mode, permits = n,
         owner_id = '*',
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = distributed_lock_group_end(), ttl = ttl_us * interval '1 microsecond',
+        expires_at = distributed_lock_group_end(), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, '*'),
         -- A row made for this group (owner '*', released as it was made,
@@ -3074,8 +3100,8 @@ BEGIN
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         grant_kind = CASE WHEN s.released_at IS NULL AND s.owner_id <> owner THEN 'stolen' ELSE 'acquired' END,
         previous_owner = s.owner_id, previous_token = s.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
-        acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
+        metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
+        acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
         renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
                                   WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
@@ -3096,8 +3122,8 @@ BEGIN
         END IF;
         INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
         VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-                coalesce(lease_metadata, '{}'), ttl_us * interval '1 microsecond', ts,
-                ts + ttl_us * interval '1 microsecond')
+                coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
+                ts + distributed_lock_us(ttl_us))
         ON CONFLICT DO NOTHING
         RETURNING s.* INTO h;
         IF FOUND THEN
@@ -3246,7 +3272,7 @@ DECLARE
 BEGIN
     -- owner's own running slot: a renewal, same token.
     UPDATE distributed_lock_holder s SET
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
                                   WHERE x.lock_key = key AND x.owner_id = owner
@@ -3326,7 +3352,7 @@ BEGIN
     WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner FOR NO KEY UPDATE;
     ts := clock_timestamp();
     UPDATE distributed_lock_holder s SET
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
     WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner
       AND s.released_at IS NULL AND s.expires_at > ts
@@ -3583,7 +3609,7 @@ BEGIN
     RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
+                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
@@ -3729,7 +3755,7 @@ BEGIN
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in
     -- a condition would be the column.)
-    UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
+    UPDATE distributed_lock_holder s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
     WHERE s.lock_key = key AND s.handed_to = distributed_lock_enqueue_shared.waiter_id AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
@@ -4033,7 +4059,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
+                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false)
         AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
                         WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
 END $$;
@@ -4230,6 +4256,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_queue_position(text, bigint, timestamptz),
     distributed_lock_promised(distributed_lock, timestamptz),
     distributed_lock_delay_end(distributed_lock),
+    distributed_lock_us(bigint),
     distributed_lock_delayed(distributed_lock, timestamptz),
     distributed_lock_may_grant(distributed_lock, timestamptz),
     distributed_lock_may_take(distributed_lock, text, timestamptz),

@@ -107,7 +107,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,
-	"distributed_lock_lease_end":    true,
+	"distributed_lock_lease_end":    true, "distributed_lock_us": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol

@@ -51,11 +51,11 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, owner),
         previous_owner = l.owner_id, previous_token = l.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), lock_delay = lock_delay_us * interval '1 microsecond',
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
@@ -125,8 +125,8 @@ BEGIN
     -- owner holds the key: a renewal, same token, unless another
     -- transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
-        expires_at = ts + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us),
+        ttl = distributed_lock_us(ttl_us),
         renewed_at = ts,
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
@@ -164,8 +164,8 @@ BEGIN
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond', ts,
-            coalesce(lease_metadata, '{}'), lock_delay_us * interval '1 microsecond')
+            ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
+            coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
     ON CONFLICT (lock_key) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;

@@ -18,8 +18,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 BEGIN
     UPDATE distributed_lock l
-    SET expires_at = c.ts + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond',
+    SET expires_at = c.ts + distributed_lock_us(ttl_us),
+        ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
     FROM (SELECT k.r, clock_timestamp() AS ts

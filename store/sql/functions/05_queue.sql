@@ -123,9 +123,9 @@ BEGIN
     INSERT INTO distributed_lock_waiter AS w
         (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
          lock_mode, permits)
-    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-            lock_delay_us * interval '1 microsecond', channel, mode, permits)
+    VALUES (key, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+            distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+            distributed_lock_us(lock_delay_us), channel, mode, permits)
     RETURNING w.waiter_id INTO id;
     RETURN id;
 END $$;
@@ -146,10 +146,10 @@ DECLARE
     id bigint;
 BEGIN
     UPDATE distributed_lock_waiter w SET
-        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
-        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, ttl = distributed_lock_us(ttl_us),
+        claim_window = distributed_lock_us(claim_us), metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_take_over_waiter.log_grants, actor = nullif(event_actor, ''),
-        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel, lock_mode = mode,
+        lock_delay = distributed_lock_us(lock_delay_us), wake_channel = channel, lock_mode = mode,
         permits = distributed_lock_take_over_waiter.permits
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
@@ -167,9 +167,9 @@ CREATE OR REPLACE FUNCTION distributed_lock_keep_waking(key text, ts timestamptz
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE distributed_lock l SET wake_until = ts + 2 * seen_for_us * interval '1 microsecond'
+    UPDATE distributed_lock l SET wake_until = ts + 2 * distributed_lock_us(seen_for_us)
     WHERE l.lock_key = key
-      AND (l.wake_until IS NULL OR l.wake_until < ts + seen_for_us * interval '1 microsecond');
+      AND (l.wake_until IS NULL OR l.wake_until < ts + distributed_lock_us(seen_for_us));
 END $$;
 
 -- distributed_lock_enqueue is a waiting acquirer's first and usually only
@@ -364,7 +364,7 @@ BEGIN
             -- The key's row before the record, as everywhere: keep_waking
             -- locks it only when it writes.
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
             -- The update may have waited for a hand-off to this record:
             -- judge the answer after it.
@@ -388,7 +388,7 @@ BEGIN
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
             RETURNING w.owner_id INTO waiting;
             IF FOUND THEN
@@ -463,7 +463,7 @@ BEGIN
     -- release serves the record (distributed_lock_lock_to_serve).
     RETURN QUERY
         WITH seen AS (
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
                                   ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)

@@ -161,7 +161,7 @@ BEGIN
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
+                             WHERE coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
                                AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
                              FOR UPDATE SKIP LOCKED)
         RETURNING l.lock_key
@@ -176,7 +176,7 @@ BEGIN
     events := 0;
     IF events_older_us IS NOT NULL THEN
         DELETE FROM distributed_lock_event e
-        WHERE e.occurred_at < ts - events_older_us * interval '1 microsecond';
+        WHERE e.occurred_at < ts - distributed_lock_us(events_older_us);
         GET DIAGNOSTICS events = ROW_COUNT;
     END IF;
     PERFORM set_config('lock_timeout', caller_lock_timeout, true);

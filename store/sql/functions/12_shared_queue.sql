@@ -124,7 +124,7 @@ BEGIN
     RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
+                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
@@ -270,7 +270,7 @@ BEGIN
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in
     -- a condition would be the column.)
-    UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
+    UPDATE distributed_lock_holder s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
     WHERE s.lock_key = key AND s.handed_to = distributed_lock_enqueue_shared.waiter_id AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind

@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
+                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false)
         AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
                         WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
 END $$;

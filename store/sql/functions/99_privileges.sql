@@ -59,6 +59,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_queue_position(text, bigint, timestamptz),
     distributed_lock_promised(distributed_lock, timestamptz),
     distributed_lock_delay_end(distributed_lock),
+    distributed_lock_us(bigint),
     distributed_lock_delayed(distributed_lock, timestamptz),
     distributed_lock_may_grant(distributed_lock, timestamptz),
     distributed_lock_may_take(distributed_lock, text, timestamptz),

@@ -46,7 +46,12 @@ CREATE TABLE distributed_lock_prune_gate ();
 -- Same bounds as locker.ValidateKey / locker.ValidateOwner.
 CREATE DOMAIN distributed_lock_name AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 255);
 CREATE DOMAIN distributed_lock_token AS bigint CHECK (VALUE > 0);
-CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
+-- A lease's length (and a hand-off's claim window, and how long a waiter's
+-- record lives unseen): a millisecond to a year, as locker.MaxTTL and the
+-- CLI bound it. The protocol turns a caller's microseconds into an
+-- interval with distributed_lock_us (02_rules.sql), which never overflows,
+-- so a length out of range is refused here, by name.
+CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE BETWEEN interval '1 millisecond' AND interval '365 days');
 -- A lease's lock-delay (locker.Config.LockDelay): at most a minute, as
 -- Consul caps its own, so a key left by a dead holder is idle a bounded time.
 CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
@@ -55,7 +60,14 @@ CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', '
 -- holders, or by at most permits holders of a semaphore.
 CREATE DOMAIN distributed_lock_mode AS text CHECK (VALUE IN ('exclusive', 'shared', 'semaphore'));
 CREATE DOMAIN distributed_lock_permits AS integer CHECK (VALUE BETWEEN 1 AND 1000);
-CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
+-- JSON a caller hands the protocol, a lease's metadata or an event's
+-- detail (an operator's reason is kept there): at most 8 KiB as PostgreSQL
+-- stores it (locker.MaxJSONBytes checks the JSON text before it is sent),
+-- so what a reader of the lock tables fetches stays small.
+CREATE DOMAIN distributed_lock_json AS jsonb CHECK (pg_column_size(VALUE) <= 8192);
+CREATE DOMAIN distributed_lock_metadata AS distributed_lock_json CHECK (jsonb_typeof(VALUE) = 'object');
+-- A session's host name, as a process reports it.
+CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 -- A process's wake-up channel (locker.Notifier; docs/queue.md): a lower-case
 -- identifier within NAMEDATALEN (63 bytes), so that LISTEN, quoted or not,
 -- and pg_notify name the same channel, and pg_notify never refuses it.
@@ -129,12 +141,12 @@ CREATE TABLE distributed_lock_event (
     occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
     lock_key       text        NOT NULL,
     kind           distributed_lock_event_kind NOT NULL,
-    owner_id       text,
+    owner_id       distributed_lock_name,
     fence_token    bigint,
     actor          distributed_lock_name NOT NULL,
     previous_owner text,
     previous_token bigint,
-    detail         jsonb       NOT NULL DEFAULT '{}'
+    detail         distributed_lock_json NOT NULL DEFAULT '{}'
 );
 CREATE INDEX distributed_lock_event_key_idx ON distributed_lock_event (lock_key, event_id DESC);
 -- Time ranges (the console's rates, prune): events are appended in time
@@ -168,7 +180,7 @@ CREATE TABLE distributed_lock_waiter (
     lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
-    actor         text,
+    actor         distributed_lock_name,
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
     lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
     permits       distributed_lock_permits,  -- the semaphore's permits it asked for
@@ -221,7 +233,7 @@ CREATE TABLE distributed_lock_holder (
 CREATE TABLE distributed_lock_session (
     session_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     owner_id   distributed_lock_name     NOT NULL, -- who opened it; its heartbeat names it
-    host       text                      NOT NULL DEFAULT '',
+    host       distributed_lock_host     NOT NULL DEFAULT '',
     pid        integer                   NOT NULL DEFAULT 0,
     metadata   distributed_lock_metadata NOT NULL DEFAULT '{}',
     ttl        distributed_lock_ttl      NOT NULL,

@@ -1,0 +1,87 @@
+package roles_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
+)
+
+// aMegabyte is far more than the schema keeps of anything a caller hands
+// it.
+var aMegabyte = strings.Repeat("x", 1<<20)
+
+// oversized are calls a service or an operator may make whose values the
+// schema refuses: huge lease lengths and delays (by name, never "interval
+// out of range" or a lease to the year 287225), and metadata, details,
+// reasons, actors and host names of a megabyte. $1 is a megabyte of text,
+// $TOKEN the held lock's token.
+var oversized = map[roles.Kind][]struct{ what, sql string }{
+	roles.Service: {
+		{"ttl_us 9e18", `SELECT * FROM distributed_lock_acquire('k', 'o', 9000000000000000000)`},
+		{"ttl_us 2^63-1", `SELECT * FROM distributed_lock_acquire('k', 'o', 9223372036854775807)`},
+		{"ttl_us 2^63-1, a renewal", `SELECT * FROM distributed_lock_renew('held', 'admin-owner', $TOKEN, 9223372036854775807)`},
+		{"lock_delay_us 2^63-1", `SELECT * FROM distributed_lock_acquire('k', 'o', 60000000, lock_delay_us => 9223372036854775807)`},
+		{"a megabyte of metadata", `SELECT * FROM distributed_lock_acquire('k', 'o', 60000000, jsonb_build_object('x', $1::text))`},
+		{"a megabyte of event detail", `SELECT * FROM distributed_lock_acquire('k', 'o', 60000000, NULL, NULL, jsonb_build_object('x', $1::text), true)`},
+		{"a megabyte of stale-write detail", `SELECT distributed_lock_report_stale_write('held', 'o', 1, NULL, jsonb_build_object('x', $1::text))`},
+		{"a megabyte of owner in a stale write", `SELECT distributed_lock_report_stale_write('held', $1::text, 1, 'svc')`},
+		{"a waiter's actor of a megabyte", `SELECT * FROM distributed_lock_enqueue('held', 'w', 60000000, 1000000, 1000000, NULL, $1::text)`},
+		{"a waiter seen for 2^63-1", `SELECT * FROM distributed_lock_enqueue('held', 'w', 60000000, 1000000, 9223372036854775807)`},
+		{"a session's host of a megabyte", `SELECT * FROM distributed_lock_open_session('o', 60000000, $1::text)`},
+		{"a session of 2^63-1", `SELECT * FROM distributed_lock_open_session('o', 9223372036854775807)`},
+	},
+	roles.Operator: {
+		{"a reason of a megabyte", `SELECT * FROM distributed_lock_force_expire('held', $TOKEN, NULL, $1::text)`},
+		{"an end-delay's reason of a megabyte", `SELECT * FROM distributed_lock_end_delay('delayed', NULL, $1::text)`},
+	},
+}
+
+// storedSQL is what a call could have stored, as one text.
+const storedSQL = `
+SELECT concat_ws(' | ',
+    (SELECT json_agg(l ORDER BY l.lock_key)::text FROM distributed_lock l),
+    (SELECT json_agg(h ORDER BY h.lock_key, h.slot)::text FROM distributed_lock_holder h),
+    (SELECT json_agg(e ORDER BY e.event_id)::text FROM distributed_lock_event e),
+    (SELECT json_agg(w ORDER BY w.waiter_id)::text FROM distributed_lock_waiter w),
+    (SELECT json_agg(s ORDER BY s.session_id)::text FROM distributed_lock_session s))`
+
+// Nothing a service or an operator hands the protocol is stored past its
+// bound: each oversized value is refused with locker.ErrInvalidValue, and
+// nothing is stored.
+func TestOversizedValuesAreRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	held := makeLocks(t, e)
+	var before string
+	if err := e.admin.QueryRow(ctx, storedSQL).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	for kind, calls := range oversized {
+		db := e.roleWith(t, kind)
+		for _, c := range calls {
+			sql := strings.ReplaceAll(c.sql, "$TOKEN", strconv.FormatInt(held.Token, 10))
+			var args []any
+			if strings.Contains(sql, "$1") {
+				args = append(args, aMegabyte)
+			}
+			_, err := db.Exec(ctx, sql, args...)
+			if err = store.Interpret(err); !errors.Is(err, locker.ErrInvalidValue) || strings.Contains(err.Error(), "out of range") {
+				t.Errorf("%s, as a %s: %v; want locker.ErrInvalidValue", c.what, kind, err)
+			}
+		}
+	}
+	var after string
+	if err := e.admin.QueryRow(ctx, storedSQL).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	if after != before {
+		t.Errorf("an oversized value was stored:\nbefore %s\nafter  %s", before, after)
+	}
+}
