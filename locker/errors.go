@@ -46,6 +46,10 @@ var (
 	// one, it ran out, or the key has been granted since).
 	ErrNotDelayed  = errors.New("not in a lock-delay")
 	ErrInvalidKeys = errors.New("invalid key set")
+	// ErrTooLarge: metadata, a stale write's detail or an operator's
+	// reason is larger than the schema keeps (MaxJSONBytes,
+	// MaxReasonBytes); nothing was sent.
+	ErrTooLarge = errors.New("too large")
 )
 
 // Database errors: a driver error is mapped to one of these (and stays

@@ -84,6 +84,32 @@ func TTLVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Duratio
 	fs.Var(durationValue{p: p, parse: ParseTTL}, name, usage)
 }
 
+// reasonValue is a pflag.Value for an operator's reason: at most
+// locker.MaxReasonBytes, which an event's detail keeps.
+type reasonValue struct{ p *string }
+
+func (v reasonValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v reasonValue) Set(s string) error {
+	if err := locker.ValidateReason(s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+func (reasonValue) Type() string { return "string" }
+
+// ReasonVar defines a flag holding an operator's reason.
+func ReasonVar(fs *pflag.FlagSet, p *string, name, usage string) {
+	fs.Var(reasonValue{p: p}, name, usage)
+}
+
 // tokenValue is a pflag.Value for a fencing token; 0 means "not given".
 type tokenValue struct{ p *int64 }
 

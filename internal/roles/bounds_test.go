@@ -6,8 +6,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -83,5 +88,64 @@ func TestOversizedValuesAreRefused(t *testing.T) {
 	}
 	if after != before {
 		t.Errorf("an oversized value was stored:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// The library refuses what the schema would, before sending it.
+func TestLockerRefusesOversizedValues(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	if _, err := locker.New(locker.Config{Metadata: map[string]any{"x": aMegabyte}}); !errors.Is(err, locker.ErrTooLarge) {
+		t.Errorf("New with a megabyte of metadata: %v; want ErrTooLarge", err)
+	}
+	e := newEnv(t)
+	held := makeLocks(t, e)
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	if err := lk.ReportStaleWrite(ctx, e.roleWith(t, roles.Service), held, aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+		t.Errorf("ReportStaleWrite of a megabyte: %v; want ErrTooLarge", err)
+	}
+	op := e.roleWith(t, roles.Operator)
+	if _, err := lk.EndDelay(ctx, op, "delayed", aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+		t.Errorf("EndDelay with a megabyte of reason: %v; want ErrTooLarge", err)
+	}
+	if _, err := lk.EndSession(ctx, op, 1, aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+		t.Errorf("EndSession with a megabyte of reason: %v; want ErrTooLarge", err)
+	}
+}
+
+// A detail stored before the schema bounded it (written here by the owner
+// with the bound lifted) reaches a viewer reading the history as its size
+// alone: what the reader fetches stays small.
+func TestAViewerReadsLargeDetailsAsTheirSize(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t)
+	for _, stmt := range []string{
+		`ALTER DOMAIN distributed_lock_json DROP CONSTRAINT distributed_lock_json_check`,
+		`INSERT INTO distributed_lock_event (lock_key, kind, owner_id, actor, detail)
+		 VALUES ('big', 'stale_write_rejected', 'o', 'o', jsonb_build_object('x', repeat(md5(random()::text), 65536)))`,
+		`ALTER DOMAIN distributed_lock_json ADD CONSTRAINT distributed_lock_json_check
+		 CHECK (pg_column_size(VALUE) <= 8192) NOT VALID`,
+	} {
+		if _, err := e.admin.Exec(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	viewer := e.roleWith(t, roles.Viewer)
+	for what, read := range map[string]func(*pgxpool.Pool) ([]lockview.Event, error){
+		"History": func(db *pgxpool.Pool) ([]lockview.Event, error) {
+			return lockview.History(ctx, db, lockview.HistoryQuery{Limit: 10})
+		},
+		"KeyEvents":    func(db *pgxpool.Pool) ([]lockview.Event, error) { return lockview.KeyEvents(ctx, db, "big", 10) },
+		"RecentEvents": func(db *pgxpool.Pool) ([]lockview.Event, error) { return lockview.RecentEvents(ctx, db, 0, 10) },
+	} {
+		events, err := read(viewer)
+		if err != nil || len(events) != 1 {
+			t.Fatalf("%s as a viewer: %d events, %v; want the one", what, len(events), err)
+		}
+		if n, ok := events[0].Detail["omitted_bytes"].(float64); !ok || n <= locker.MaxJSONBytes || len(events[0].Detail) != 1 {
+			t.Errorf("%s as a viewer: a detail of %d keys, omitted_bytes %v; want only its stored size, over %d",
+				what, len(events[0].Detail), events[0].Detail["omitted_bytes"], locker.MaxJSONBytes)
+		}
 	}
 }
