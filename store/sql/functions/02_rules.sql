@@ -14,9 +14,12 @@
 -- than "interval out of range" or a lease to the year 287225. STABLE, not
 -- IMMUTABLE: a plan with the caller's values in it would call an immutable
 -- one to fold it, which for an SQL function means planning its body.
+-- int8smaller and int8larger, not least and greatest: a grant converts
+-- three values, and the two comparisons cost it 5 K backend instructions
+-- this way, 8.5 K the other (of 475 K for a cycle).
 CREATE OR REPLACE FUNCTION distributed_lock_us(us bigint)
 RETURNS interval LANGUAGE sql STABLE AS $$
-    SELECT least(greatest(us, -1000000000000000), 1000000000000000) * interval '1 microsecond'
+    SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
 -- distributed_lock_held: l is owner's running exclusive lease (a shared or
