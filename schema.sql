@@ -940,10 +940,11 @@ END $$;
 -- wakes the processes that wait for the key (distributed_lock_wake). Before
 -- it wakes them it waits, on the key's queue lock, for the enqueues in
 -- flight beside the lease that ended (14_queue_beside.sql), and hands the
--- key to whoever they queued. That wait is bounded
--- (distributed_lock_queue_lock): past it, a record queued unseen finds
--- the key free at its waiter's next check, when the lease it queued behind
--- would have ended, or sooner. Call
+-- key to whoever they queued. That wait is bounded, 5 s (any role may hold
+-- the queue lock; no enqueue holding it waits for the row the caller
+-- holds): past it, a record queued unseen finds the key free at its
+-- waiter's next check, when the lease it queued behind would have ended,
+-- or sooner. Call
 -- it only when the row's wake_until is after ts (someone may wait): a
 -- NOTIFY serialises the commits of every notifying transaction in the
 -- cluster, a cost releases nobody waits for should not pay, and reading
@@ -953,7 +954,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM distributed_lock_queue_lock(key);
+        PERFORM distributed_lock_queue_lock(key, true, interval '5 seconds');
         -- Handed now: a record queued while this waited must not get a
         -- claim window counted from before it asked.
         IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN
@@ -3640,13 +3641,9 @@ END $$;
 -- instead, beside the other waiters' enqueues, the holders' grants and the
 -- releases that hand their permit straight on (13_shared_release.sql): it
 -- changes nothing on the row. It takes the key's queue lock shared
--- (distributed_lock_try_queue_lock) before it locks the row, which orders
+-- (distributed_lock_try_queue_lock) before it looks for room, which orders
 -- it with a release beside it that found nobody to hand its permit to;
--- when that lock is not to be had at once it queues under the row lock
--- instead. (A release that ends the group under the row for update while
--- this call waits for the row may wait for that lock in turn, for its
--- bound, 200 ms.) The row changed between its look and its lock is
--- answered 'busy'. With
+-- the row changed between its look and its lock is answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
 -- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
@@ -3677,11 +3674,6 @@ BEGIN
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
-    IF joining THEN
-        -- Before the row: a release beside this call that finds nobody to
-        -- hand its permit to waits for it (13_shared_release.sql).
-        joining := distributed_lock_try_queue_lock(key);
-    END IF;
     IF NOT joining THEN
         -- The row for update, unless the change another transaction is
         -- making to it (the enqueue that makes its releases hand off, say)
@@ -3690,12 +3682,6 @@ BEGIN
             key, owner, seen_for_us, distributed_lock_holder_mode(n), n) t;
         joining := locked.beside;
         r := locked.r;
-        IF joining AND NOT distributed_lock_try_queue_lock(key) THEN
-            -- Taken exclusively since it looked: the caller enqueues again.
-            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-            outcome := 'busy';
-            RETURN;
-        END IF;
     END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
@@ -3706,6 +3692,17 @@ BEGIN
             owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
             outcome := 'busy';
             RETURN;
+        END IF;
+        -- Before looking for room: a release beside this call that finds
+        -- nobody to hand its permit to waits for it (13_shared_release.sql).
+        -- Held exclusively, by such a release (it commits soon) or by
+        -- another role, it is waited for a moment and then gone without:
+        -- a release that cannot have it in turn ends its lease under the
+        -- row for update, which waits for this call (one that holds it
+        -- longer, its commit slow, leaves its permit to this waiter's next
+        -- check).
+        IF NOT distributed_lock_try_queue_lock(key) THEN
+            PERFORM distributed_lock_queue_lock(key, false, interval '200 milliseconds');
         END IF;
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
@@ -3826,7 +3823,7 @@ END $$;
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
 -- distributed_lock_end_holders), as when one of its waits lasted longer
--- than 200 ms or the queue lock was not had. Internal.
+-- than 200 ms. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
 RETURNS distributed_lock_holder
@@ -3869,7 +3866,7 @@ BEGIN
             -- beside this release (distributed_lock_queue_lock), then serve
             -- whoever they queued, waiting for a head another transaction
             -- has locked. An enqueue after this sees the permit free.
-            IF NOT distributed_lock_queue_lock(key) THEN
+            IF NOT distributed_lock_queue_lock(key, true, interval '200 milliseconds') THEN
                 RAISE SQLSTATE 'LK001';
             END IF;
             PERFORM distributed_lock_serve_holders(key, clock_timestamp());
@@ -3892,10 +3889,10 @@ END $$;
 -- distributed_lock_pass_on, distributed_lock_release_holder). It is a
 -- transaction-level advisory lock, one per key and lock schema (the waiter
 -- table's oid; a hash collision only makes one wait for the other), and
--- any role may take an advisory lock: so an enqueue never waits for it
--- (held exclusively, or asked for by a release, it queues under the row
--- lock instead, which orders it with releases as well), and a release
--- waits for it a bounded time.
+-- any role may take an advisory lock: so no call waits for it without a
+-- bound. An enqueue beside an exclusive lease does not wait at all (held
+-- exclusively, or asked for, it queues under the row lock instead, which
+-- orders it with releases as well).
 
 -- distributed_lock_try_queue_lock takes key's queue lock shared if it is
 -- free of exclusive holders and requests now, and says whether it did.
@@ -3907,20 +3904,28 @@ BEGIN
     RETURN pg_try_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
 END $$;
 
--- distributed_lock_queue_lock takes key's queue lock exclusively, waiting
--- for the enqueues in flight that hold it shared, at most 500 ms (below
--- PostgreSQL's default deadlock_timeout: such an enqueue may wait for a
--- row the caller holds). False past the bound, without the lock (another
--- transaction held it that long, a slow commit's or another role's): the
--- caller hands on what it can without it. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text)
+-- distributed_lock_queue_lock takes key's queue lock (exclusively, or
+-- shared), waiting at most wait for it: false past that, without it. The
+-- caller's lock_timeout is kept. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean, wait interval)
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    caller_lock_timeout text := current_setting('lock_timeout');
+    got boolean := true;
 BEGIN
-    PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
-    RETURN true;
-EXCEPTION WHEN lock_not_available THEN
-    RETURN false;
+    PERFORM set_config('lock_timeout', ceil(extract(epoch FROM wait) * 1000) || 'ms', true);
+    BEGIN
+        IF exclusive THEN
+            PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+        ELSE
+            PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        got := false;
+    END;
+    PERFORM set_config('lock_timeout', caller_lock_timeout, true);
+    RETURN got;
 END $$;
 
 -- distributed_lock_lock_to_serve locks waiter record id to serve it, while
@@ -4290,7 +4295,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_serve_beside(text, timestamptz),
     distributed_lock_lock_to_serve(bigint, distributed_lock, timestamptz),
     distributed_lock_try_queue_lock(text),
-    distributed_lock_queue_lock(text),
+    distributed_lock_queue_lock(text, boolean, interval),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),

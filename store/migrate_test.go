@@ -92,7 +92,6 @@ var internalFunctions = map[string]bool{
 var boundedWaits = map[string]string{
 	"distributed_lock_lock_to_serve":  ";lock_timeout=500ms",
 	"distributed_lock_release_holder": ";lock_timeout=200ms",
-	"distributed_lock_queue_lock":     ";lock_timeout=500ms",
 }
 
 // ruleFunctions are the shared rules (sql/functions/02_rules.sql, the

@@ -100,5 +100,5 @@ const (
 	lockFirstWaiterSQL    = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR NO KEY UPDATE`
 	serveFirstWaiterSQL   = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
 	lockQueueSharedSQL    = `SELECT distributed_lock_try_queue_lock($1)`
-	lockQueueExclusiveSQL = `SELECT distributed_lock_queue_lock($1)`
+	lockQueueExclusiveSQL = `SELECT distributed_lock_queue_lock($1, true, interval '5 seconds')`
 )

@@ -50,10 +50,11 @@ END $$;
 -- wakes the processes that wait for the key (distributed_lock_wake). Before
 -- it wakes them it waits, on the key's queue lock, for the enqueues in
 -- flight beside the lease that ended (14_queue_beside.sql), and hands the
--- key to whoever they queued. That wait is bounded
--- (distributed_lock_queue_lock): past it, a record queued unseen finds
--- the key free at its waiter's next check, when the lease it queued behind
--- would have ended, or sooner. Call
+-- key to whoever they queued. That wait is bounded, 5 s (any role may hold
+-- the queue lock; no enqueue holding it waits for the row the caller
+-- holds): past it, a record queued unseen finds the key free at its
+-- waiter's next check, when the lease it queued behind would have ended,
+-- or sooner. Call
 -- it only when the row's wake_until is after ts (someone may wait): a
 -- NOTIFY serialises the commits of every notifying transaction in the
 -- cluster, a cost releases nobody waits for should not pay, and reading
@@ -63,7 +64,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM distributed_lock_queue_lock(key);
+        PERFORM distributed_lock_queue_lock(key, true, interval '5 seconds');
         -- Handed now: a record queued while this waited must not get a
         -- claim window counted from before it asked.
         IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN

@@ -152,13 +152,9 @@ END $$;
 -- instead, beside the other waiters' enqueues, the holders' grants and the
 -- releases that hand their permit straight on (13_shared_release.sql): it
 -- changes nothing on the row. It takes the key's queue lock shared
--- (distributed_lock_try_queue_lock) before it locks the row, which orders
+-- (distributed_lock_try_queue_lock) before it looks for room, which orders
 -- it with a release beside it that found nobody to hand its permit to;
--- when that lock is not to be had at once it queues under the row lock
--- instead. (A release that ends the group under the row for update while
--- this call waits for the row may wait for that lock in turn, for its
--- bound, 200 ms.) The row changed between its look and its lock is
--- answered 'busy'. With
+-- the row changed between its look and its lock is answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
 -- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
@@ -189,11 +185,6 @@ BEGIN
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
-    IF joining THEN
-        -- Before the row: a release beside this call that finds nobody to
-        -- hand its permit to waits for it (13_shared_release.sql).
-        joining := distributed_lock_try_queue_lock(key);
-    END IF;
     IF NOT joining THEN
         -- The row for update, unless the change another transaction is
         -- making to it (the enqueue that makes its releases hand off, say)
@@ -202,12 +193,6 @@ BEGIN
             key, owner, seen_for_us, distributed_lock_holder_mode(n), n) t;
         joining := locked.beside;
         r := locked.r;
-        IF joining AND NOT distributed_lock_try_queue_lock(key) THEN
-            -- Taken exclusively since it looked: the caller enqueues again.
-            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-            outcome := 'busy';
-            RETURN;
-        END IF;
     END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
@@ -218,6 +203,17 @@ BEGIN
             owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
             outcome := 'busy';
             RETURN;
+        END IF;
+        -- Before looking for room: a release beside this call that finds
+        -- nobody to hand its permit to waits for it (13_shared_release.sql).
+        -- Held exclusively, by such a release (it commits soon) or by
+        -- another role, it is waited for a moment and then gone without:
+        -- a release that cannot have it in turn ends its lease under the
+        -- row for update, which waits for this call (one that holds it
+        -- longer, its commit slow, leaves its permit to this waiter's next
+        -- check).
+        IF NOT distributed_lock_try_queue_lock(key) THEN
+            PERFORM distributed_lock_queue_lock(key, false, interval '200 milliseconds');
         END IF;
     END IF;
     -- Otherwise the row first, for update: the attempt below then never

@@ -44,7 +44,7 @@
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
 -- distributed_lock_end_holders), as when one of its waits lasted longer
--- than 200 ms or the queue lock was not had. Internal.
+-- than 200 ms. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
 RETURNS distributed_lock_holder
@@ -87,7 +87,7 @@ BEGIN
             -- beside this release (distributed_lock_queue_lock), then serve
             -- whoever they queued, waiting for a head another transaction
             -- has locked. An enqueue after this sees the permit free.
-            IF NOT distributed_lock_queue_lock(key) THEN
+            IF NOT distributed_lock_queue_lock(key, true, interval '200 milliseconds') THEN
                 RAISE SQLSTATE 'LK001';
             END IF;
             PERFORM distributed_lock_serve_holders(key, clock_timestamp());
@@ -110,10 +110,10 @@ END $$;
 -- distributed_lock_pass_on, distributed_lock_release_holder). It is a
 -- transaction-level advisory lock, one per key and lock schema (the waiter
 -- table's oid; a hash collision only makes one wait for the other), and
--- any role may take an advisory lock: so an enqueue never waits for it
--- (held exclusively, or asked for by a release, it queues under the row
--- lock instead, which orders it with releases as well), and a release
--- waits for it a bounded time.
+-- any role may take an advisory lock: so no call waits for it without a
+-- bound. An enqueue beside an exclusive lease does not wait at all (held
+-- exclusively, or asked for, it queues under the row lock instead, which
+-- orders it with releases as well).
 
 -- distributed_lock_try_queue_lock takes key's queue lock shared if it is
 -- free of exclusive holders and requests now, and says whether it did.
@@ -125,20 +125,28 @@ BEGIN
     RETURN pg_try_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
 END $$;
 
--- distributed_lock_queue_lock takes key's queue lock exclusively, waiting
--- for the enqueues in flight that hold it shared, at most 500 ms (below
--- PostgreSQL's default deadlock_timeout: such an enqueue may wait for a
--- row the caller holds). False past the bound, without the lock (another
--- transaction held it that long, a slow commit's or another role's): the
--- caller hands on what it can without it. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text)
+-- distributed_lock_queue_lock takes key's queue lock (exclusively, or
+-- shared), waiting at most wait for it: false past that, without it. The
+-- caller's lock_timeout is kept. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean, wait interval)
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    caller_lock_timeout text := current_setting('lock_timeout');
+    got boolean := true;
 BEGIN
-    PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
-    RETURN true;
-EXCEPTION WHEN lock_not_available THEN
-    RETURN false;
+    PERFORM set_config('lock_timeout', ceil(extract(epoch FROM wait) * 1000) || 'ms', true);
+    BEGIN
+        IF exclusive THEN
+            PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+        ELSE
+            PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        got := false;
+    END;
+    PERFORM set_config('lock_timeout', caller_lock_timeout, true);
+    RETURN got;
 END $$;
 
 -- distributed_lock_lock_to_serve locks waiter record id to serve it, while

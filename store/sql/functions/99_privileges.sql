@@ -90,7 +90,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_serve_beside(text, timestamptz),
     distributed_lock_lock_to_serve(bigint, distributed_lock, timestamptz),
     distributed_lock_try_queue_lock(text),
-    distributed_lock_queue_lock(text),
+    distributed_lock_queue_lock(text, boolean, interval),
     distributed_lock_lease_joinable(distributed_lock, text, bigint, timestamptz),
     distributed_lock_lock_to_queue(text, text, bigint, text, integer),
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
