@@ -68,6 +68,7 @@ func (w *sessionWorker) runProcess(runCtx context.Context, owner string) {
 	w.counts.Observe("session_opened")
 	p := &process{owner: owner, session: s, kill: kill, dead: dead}
 	var kas []*locker.Keepalive
+	promises := map[*locker.Keepalive]*promise{}
 	for _, keys := range w.plan() {
 		leases, ok := w.takeKeys(ctx, keys, owner)
 		if !ok {
@@ -77,6 +78,7 @@ func (w *sessionWorker) runProcess(runCtx context.Context, owner string) {
 		ka := s.KeepaliveAll(ctx, leases)
 		w.recordEnd(ka, leases, onArrival, p)
 		kas = append(kas, ka)
+		promises[ka] = w.newPromise(leases, true)
 	}
 	// Killable once it has taken what it could, so a kill finds the
 	// session keeping all of it.
@@ -90,13 +92,21 @@ func (w *sessionWorker) runProcess(runCtx context.Context, owner string) {
 		}
 		ka := live[w.rng.IntN(len(live))]
 		leases := ka.Leases()
-		w.fencedWrite(ka.Context(), leases[w.rng.IntN(len(leases))])
+		i := w.rng.IntN(len(leases))
+		if promises[ka].vouch(ka) {
+			w.fencedWrite(ka.Context(), leases[i])
+		}
 		sleepCtx(ctx, time.Duration(w.rng.IntN(int(w.ttl/3/time.Millisecond)+1))*time.Millisecond)
 	}
 	w.mu.Lock()
 	w.proc = nil
 	p.closing = true
 	w.mu.Unlock()
+	// A killed process keeps its promises whole; a live one lets its
+	// leases go with the close it sends now.
+	for _, pr := range promises {
+		pr.record(dead.Err() == nil)
+	}
 	if dead.Err() != nil {
 		return // killed: nothing more of it reaches the database
 	}
