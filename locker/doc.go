@@ -243,8 +243,9 @@
 // Keepalive's Context ends with a [*LeaseLostError]; a session that could
 // not heartbeat within its trust window, or that an operator ended
 // ([Locker.EndSession], `lockctl end-session`), ends every bound Keepalive
-// with [ErrSessionLost]. `lockctl run` holds its keys in one session (a
-// shared or permit lease with a Keepalive of its own: see below).
+// with [ErrSessionLost], even while a heartbeat is still out. `lockctl run`
+// holds its keys in one session (a shared or permit lease with a Keepalive
+// of its own: see below).
 //
 // What [Lease.ValidFor] promises for a bound lease: read it from the
 // Keepalive ([Keepalive.Lease]), which times the lease from when this

@@ -31,7 +31,8 @@ var ErrSessionLost = errors.New("session lost")
 // Config.RenewEvery (default a third of the TTL) and, like Keepalive, treats
 // a session it could not prove within its trust window (TTL minus
 // Config.SafetyMargin from the last heartbeat sent) as lost: Context is
-// then cancelled with ErrSessionLost, and so is every bound Keepalive's.
+// then cancelled with ErrSessionLost, and so is every bound Keepalive's,
+// even while that heartbeat is still out.
 //
 // A bound lease is trusted only on the word of a statement that named it:
 // its binding, then each heartbeat, which is sent the leases the process
@@ -166,9 +167,20 @@ func (s *Session) run() {
 			s.lose(fmt.Errorf("locker: %w: session %d could not heartbeat before its expiry: %s", ErrSessionLost, s.ref.ID, why))
 			return
 		}
+		// A heartbeat still out when the window ends loses the session then,
+		// not when the call comes back, as Keepalive.run does.
 		rctx, cancel := context.WithTimeout(s.ctx, trustUntil.Sub(now))
+		stopLosing := context.AfterFunc(rctx, func() {
+			if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+				s.lose(fmt.Errorf("locker: %w: session %d could not heartbeat before its expiry: the heartbeat was still out when its trust window ended", ErrSessionLost, s.ref.ID))
+			}
+		})
 		sentAt, err := s.heartbeat(rctx)
+		stopped := stopLosing()
 		cancel()
+		if !stopped {
+			return // lost (or closed) while the heartbeat was out
+		}
 		switch {
 		case err == nil:
 			trustUntil, next, lastErr = sentAt.Add(ttl-margin), sentAt.Add(every), nil

@@ -85,6 +85,28 @@ func TestLeaseBoundToAnotherSessionEndsTheFirstKeepalive(t *testing.T) {
 	}
 }
 
+// A heartbeat still out when the session's trust window ends (a call its
+// context does not stop, on a stalled network) loses the session and ends
+// every bound Keepalive then, with time left on their leases, not when the
+// call comes back.
+func TestSessionLostWhenItsTrustEndsWithAHeartbeatOut(t *testing.T) {
+	t.Parallel()
+	lk, pool, db := faultyLocker(t)
+	s := openOn(t, lk, db, "worker-1")
+	ka := s.Keepalive(context.Background(), testdb.MustAcquire(t, lk, pool, "a", "worker-1"))
+	late := watchLate(ka)
+	held := make(chan struct{})
+	db.holdBeats.Store(&held)
+	defer close(held)
+	waitDone(t, ka.Context(), 2*sessTTL)
+	if !errors.Is(ka.Err(), locker.ErrSessionLost) || !errors.Is(s.Err(), locker.ErrSessionLost) {
+		t.Fatalf("keepalive %v, session %v; want both lost with the session", ka.Err(), s.Err())
+	}
+	if late.Load() {
+		t.Fatal("the keepalive still ran with none of its lease left; want it to end at the session's trust window, before the lease's local deadline")
+	}
+}
+
 // watchLate watches k until it ends and reports whether it ever ran with
 // none of its lease left: it ended past the local deadline. (Read in that
 // order, a watcher the scheduler delays sees nothing wrong that did not
