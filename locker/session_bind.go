@@ -52,7 +52,7 @@ func (k *Keepalive) bind(s *Session) {
 	// The word the session stands on before the binding: what any binding
 	// reads is this heartbeat's expiry or a later one.
 	s.mu.Lock()
-	sentAt := s.sentAt
+	row, sentAt := s.row, s.sentAt
 	s.mu.Unlock()
 	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
 	// Until the binding is made nothing keeps the leases but their grants:
@@ -71,7 +71,11 @@ func (k *Keepalive) bind(s *Session) {
 	switch {
 	case err != nil:
 		// The binding may have committed all the same (a reply lost, or
-		// Stop meanwhile): have the next heartbeat drop it.
+		// Stop meanwhile), which gave the leases the session's expiry,
+		// perhaps an earlier one than their grants': trust each no longer
+		// than the session's word before the binding either, and have the
+		// next heartbeat drop it.
+		k.capLeases(row, sentAt)
 		s.mu.Lock()
 		s.dropLocked(boundRefs(set))
 		s.mu.Unlock()
@@ -179,6 +183,20 @@ func (s *Session) watchLocked(k *Keepalive) {
 				Reason: fmt.Sprintf("%s could not be proven kept by session %d before its expiry: no heartbeat named it in time", quoteKeys(leaseKeys(k.Leases())), s.ref.ID)})
 		}
 	}()
+}
+
+// capLeases lowers the trust in k's leases to the session's word of row,
+// sent at sentAt, where that ends earlier than their own.
+func (k *Keepalive) capLeases(row store.SessionRow, sentAt time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	left := row.TTL - time.Since(sentAt)
+	for i := range k.leases {
+		lease := &k.leases[i]
+		if left < lease.ValidFor() {
+			lease.ExpiresAt, lease.TTL, lease.sentAt, lease.valid, lease.claim = row.ExpiresAt, row.TTL, sentAt, 0, nil
+		}
+	}
 }
 
 // bindWindow is how much longer lease is trusted before it is bound to a

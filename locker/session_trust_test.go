@@ -129,6 +129,29 @@ func watchLate(k *locker.Keepalive) *atomic.Bool {
 	return &late
 }
 
+// A binding that committed but whose reply was lost gave its leases the
+// session's expiry, which may come before their grants': the failed
+// Keepalive's ValidFor promises no more than that, and nobody is granted
+// the key before what it promised (the next heartbeat drops the binding,
+// and the lease lapses then).
+func TestBindingWhoseReplyWasLostPromisesNoMoreThanTheSession(t *testing.T) {
+	t.Parallel()
+	lk, pool, db := faultyLocker(t)
+	s := openOn(t, lk, db, "worker-1")
+	db.nextBeat(t)
+	time.Sleep(sessEvery * 2 / 3) // the grant well after the session's last word
+	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
+	db.loseBindReply.Store(true)
+	ka := s.Keepalive(context.Background(), lease)
+	promised := time.Now().Add(ka.Lease().ValidFor())
+	if ka.Err() == nil || db.loseBindReply.Load() {
+		t.Fatalf("keepalive %v; want it ended by the binding's lost reply", ka.Err())
+	}
+	if !takenAfterPromise(t, lk, pool, "a", madePromise(promised), 3*sessTTL) {
+		t.Fatal("a was never granted to another owner after its binding failed")
+	}
+}
+
 // A binding that ran before a heartbeat but is answered after it stands on
 // the word of the heartbeat before: that heartbeat did not name its lease.
 // When heartbeats then fail, its Keepalive ends with time left on the
