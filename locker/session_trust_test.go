@@ -57,6 +57,28 @@ func TestLeaseEndedWhenAHeartbeatReplyWasLostIsStillReported(t *testing.T) {
 	wantLeaseLostNotSession(t, ka, s)
 }
 
+// A lease bound a second time in one session, while its first Keepalive
+// still runs, is kept by the second: the first ends at once, rather than
+// run on with nothing to keep it, and the lease stays held.
+func TestLeaseBoundTwiceInOneSessionEndsTheFirstKeepalive(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
+	first := s.Keepalive(context.Background(), lease)
+	second := s.Keepalive(context.Background(), lease)
+	waitDone(t, first.Context(), sessEvery)
+	wantLeaseLostNotSession(t, first, s)
+	time.Sleep(2 * sessTTL)
+	if err := second.Err(); err != nil {
+		t.Fatalf("the second keepalive ended: %v", err)
+	}
+	if row := liveRow(t, db, "a"); row.State() != locker.StateHeld {
+		t.Fatalf("a is %s; want it held by the second keepalive", row.State())
+	}
+}
+
 // A lease its owner binds to a second session is no longer the first's to
 // keep: the first session's next heartbeat, which names it, ends its
 // Keepalive. When the second session then stops heartbeating, its lease
