@@ -55,6 +55,11 @@ func (k *Keepalive) bind(s *Session) {
 	row, sentAt := s.row, s.sentAt
 	s.mu.Unlock()
 	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
+	if s.ctx.Err() != nil {
+		// Nothing is sent: the leases keep their grants' word.
+		k.lose(leaseLostWithSession(key, context.Cause(s.ctx)))
+		return
+	}
 	// Until the binding is made nothing keeps the leases but their grants:
 	// trust them no longer than a Keepalive of their own would. Give the
 	// binding up then, or when the session ends.
@@ -79,6 +84,10 @@ func (k *Keepalive) bind(s *Session) {
 		s.mu.Lock()
 		s.dropLocked(boundRefs(set))
 		s.mu.Unlock()
+		if s.ctx.Err() != nil {
+			k.lose(leaseLostWithSession(key, context.Cause(s.ctx))) // lost while it was out
+			return
+		}
 		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("binding to session %d failed: %v", s.ref.ID, err), Err: err})
 		return
 	case bound.Outcome == lockdb.OutcomeNotHeld:

@@ -79,6 +79,27 @@ func TestLeaseBoundTwiceInOneSessionEndsTheFirstKeepalive(t *testing.T) {
 	}
 }
 
+// A lease bound to a session already lost is not sent to it: its Keepalive
+// ends at once with the session's loss, and the lease keeps its grant's
+// word, which no binding can have cut short.
+func TestBindingToALostSessionSendsNothing(t *testing.T) {
+	t.Parallel()
+	db := testdb.New(t)
+	lk := sessionLocker(t)
+	s := openSession(t, lk, db, "worker-1")
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
+	ka := s.Keepalive(context.Background(), lease)
+	if err := ka.Err(); !errors.Is(err, locker.ErrSessionLost) {
+		t.Fatalf("keepalive ended with %v; want the session lost", err)
+	}
+	if left := ka.Lease().ValidFor(); left < lease.ValidFor()-50*time.Millisecond {
+		t.Fatalf("ValidFor %s after a binding that was never sent; want the grant's %s", left, lease.ValidFor())
+	}
+}
+
 // A lease its owner binds to a second session is no longer the first's to
 // keep: the first session's next heartbeat, which names it, ends its
 // Keepalive. When the second session then stops heartbeating, its lease
