@@ -112,11 +112,11 @@ func (k *Keepalive) bind(s *Session) {
 	if !s.row.ExpiresAt.After(bound.Session.ExpiresAt) {
 		sentAt = s.sentAt
 	}
+	k.setLeases(bound.Session, sentAt)
 	if err := s.ctx.Err(); err != nil {
 		k.lose(leaseLostWithSession(key, context.Cause(s.ctx)))
 		return
 	}
-	k.setLeases(bound.Session, sentAt)
 	if k.ctx.Err() != nil {
 		s.dropLocked(boundRefs(set)) // stopped while binding
 		return

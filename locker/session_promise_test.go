@@ -102,13 +102,16 @@ func takenAfterPromise(t *testing.T, lk *locker.Locker, db locker.DBTX, key stri
 // faultyDB passes every call to the pool, but can lose the reply of the
 // next session heartbeat or binding (after it ran, as a connection cut
 // between its commit and its answer would), answer a binding only once a
-// heartbeat that began after it ran is answered, hold heartbeats back
+// heartbeat that began after it ran is answered, or once the test lets
+// it go, hold heartbeats back
 // whatever their context says (a call still out), or cut the process off:
 // every later call fails without reaching the database.
 type faultyDB struct {
 	*pgxpool.Pool
 	loseBeatReply, loseBindReply atomic.Bool
 	bindAfterBeat                atomic.Bool
+	holdBindReply                atomic.Pointer[chan struct{}] // the next binding runs, then its reply waits for this to close
+	bindRan                      chan struct{}
 	holdBeats                    atomic.Pointer[chan struct{}] // closed to let them go
 	cut                          atomic.Bool
 	answered                     chan time.Time // when each answered heartbeat began, as long as there is room
@@ -134,6 +137,12 @@ func (d *faultyDB) QueryRow(ctx context.Context, sql string, args ...any) pgx.Ro
 			case d.answered <- began:
 			default:
 			}
+		}}
+	case bind && d.holdBindReply.Load() != nil:
+		held := *d.holdBindReply.Swap(nil)
+		return hookRow{row: d.Pool.QueryRow(ctx, sql, args...), after: func() {
+			close(d.bindRan)
+			<-held
 		}}
 	case bind && d.bindAfterBeat.Load():
 		return hookRow{row: d.Pool.QueryRow(ctx, sql, args...), after: func() {
@@ -195,7 +204,7 @@ func runDiscarding(ctx context.Context, pool *pgxpool.Pool, sql string, args ...
 // sessEvery, and a pool behind a faultyDB.
 func faultyLocker(t *testing.T) (*locker.Locker, *pgxpool.Pool, *faultyDB) {
 	pool := testdb.New(t)
-	return sessionLocker(t), pool, &faultyDB{Pool: pool, answered: make(chan time.Time, 1)}
+	return sessionLocker(t), pool, &faultyDB{Pool: pool, answered: make(chan time.Time, 1), bindRan: make(chan struct{})}
 }
 
 func openOn(t *testing.T, lk *locker.Locker, db locker.DBTX, owner string) *locker.Session {

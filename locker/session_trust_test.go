@@ -100,6 +100,34 @@ func TestBindingToALostSessionSendsNothing(t *testing.T) {
 	}
 }
 
+// A binding answered after its session was lost (the session's trust
+// window ended while the answer was on its way) ended its leases with the
+// session as the binding read it: its Keepalive ends with the session's
+// loss, and its ValidFor promises no more than that, not the grant's TTL.
+func TestBindingAnsweredAfterItsSessionWasLost(t *testing.T) {
+	t.Parallel()
+	lk, pool, db := faultyLocker(t)
+	s := openOn(t, lk, db, "worker-1")
+	db.nextBeat(t)
+	time.Sleep(sessEvery * 2 / 3) // the grant well after the session's last word
+	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
+	held := make(chan struct{})
+	db.holdBindReply.Store(&held)
+	done := make(chan *locker.Keepalive)
+	go func() { done <- s.Keepalive(context.Background(), lease) }()
+	<-db.bindRan
+	db.cut.Store(true) // no heartbeat reaches the database: the session is lost
+	waitDone(t, s.Context(), 2*sessTTL)
+	close(held)
+	ka := <-done
+	if err := ka.Err(); !errors.Is(err, locker.ErrSessionLost) {
+		t.Fatalf("keepalive ended with %v; want the session lost", err)
+	}
+	if promised, grant := ka.Lease().ValidFor(), lease.ValidFor(); promised > grant-sessEvery/2 {
+		t.Fatalf("ValidFor %s; want the session's word, shorter than the grant's %s", promised, grant)
+	}
+}
+
 // A lease its owner binds to a second session is no longer the first's to
 // keep: the first session's next heartbeat, which names it, ends its
 // Keepalive. When the second session then stops heartbeating, its lease
