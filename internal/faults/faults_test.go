@@ -168,9 +168,10 @@ func TestSessionLeasesThroughRestarts(t *testing.T) {
 	if st := s.Report.Stats; st.VouchedBoundThenTaken == 0 {
 		t.Errorf("no lease kept by a session was taken after its holder vouched for it: the check bit nothing")
 	}
-	for _, what := range []string{"session_keepalive_restarted", "session_bind_retried"} {
-		if s.Observed[what] == 0 {
-			t.Errorf("workers never saw %s", what)
-		}
+	// Bindings retried after an error are counted (session_bind_retried),
+	// not required: a binding is out for a few milliseconds, and a minute
+	// of faults may cut none short.
+	if s.Observed["session_keepalive_restarted"] == 0 {
+		t.Error("no process restarted a keepalive")
 	}
 }
