@@ -1,6 +1,7 @@
 package sshserve
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,25 +109,19 @@ func (k *keyring) recheck() {
 	}
 }
 
-// watch rechecks the file every interval until the returned function is
-// called, so a removed key's sessions end without waiting for someone to
-// connect.
-func (k *keyring) watch(interval time.Duration) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				k.recheck()
-			}
+// watch rechecks the file every interval until ctx ends, so a removed
+// key's sessions end without waiting for someone to connect.
+func (k *keyring) watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			k.recheck()
 		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }
+	}
 }
 
 // current is the identity of key as the file was last read.

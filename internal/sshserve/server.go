@@ -198,8 +198,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		"handshakes_per_address", s.cfg.HandshakesPerAddress)
 	served := make(chan error, 1)
 	go func() { served <- s.ssh.Serve(ln) }()
-	stopChecks := s.keys.watch(s.cfg.KeysCheckInterval)
+	checks, stopChecks := context.WithCancel(ctx)
 	defer stopChecks()
+	go s.keys.watch(checks, s.cfg.KeysCheckInterval)
 	select {
 	case err := <-served:
 		return err
