@@ -3,6 +3,7 @@ package sshserve
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,8 @@ func TestRemovedKeyEndsItsSessionAtTheNextReRead(t *testing.T) {
 
 // Without anyone connecting, the periodic check re-reads the file: a
 // removed viewer's session and an operator taken down to viewer both
-// end; a key whose line did not change keeps its session.
+// end; a key whose line did not change keeps its session until the file
+// becomes unsafe.
 func TestKeysCheckEndsSessionsWithoutAConnection(t *testing.T) {
 	f := startFixture(t, Config{KeysCheckInterval: 100 * time.Millisecond})
 	writeFile(t, f.authorizedKeys, fmt.Sprintf("role=\"operator\",actor=\"alice\" %s\nrole=\"viewer\",actor=\"bob\" %s\nrole=\"viewer\",actor=\"carol\" %s\n",
@@ -110,6 +112,12 @@ func TestKeysCheckEndsSessionsWithoutAConnection(t *testing.T) {
 	}
 	carol.Keys("z")
 	carol.WaitFor("keys 1", within)
+	// A file that became group-writable authorizes no one: carol's
+	// session ends too.
+	if err := os.Chmod(f.authorizedKeys, 0o620); err != nil {
+		t.Fatal(err)
+	}
+	carol.WaitFor("exit status 1", within)
 }
 
 // A session is ended at MaxSessionAge, however busy: the client is told
