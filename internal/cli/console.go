@@ -51,7 +51,7 @@ func consoleCommand() *cobra.Command {
 				return env.Fail(err)
 			}
 			defer stopNotifier()
-			err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: readOnly,
+			err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: readOnly || env.Context.ReadOnly,
 				Server: ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl,
 				WakeUps: notifier.State})
 			if err != nil {
@@ -64,5 +64,5 @@ func consoleCommand() *cobra.Command {
 	TTLVar(fs, &refresh, "refresh", time.Second, "how often the console polls the database (at least 100ms)")
 	fs.BoolVar(&readOnly, "read-only", false, "watch only: no acquire, renew, expire or release")
 	TTLVar(fs, &ttl, "ttl", 30*time.Second, "default lease length in the console's acquire form")
-	return cmd
+	return ReadOnlyOK(cmd)
 }

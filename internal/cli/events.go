@@ -33,7 +33,7 @@ func EventsCommand() *cobra.Command {
 	fs.IntVar(&o.Limit, "limit", 100, "print at most `N` events (the newest)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
 	fs.BoolVar(&o.CSV, "csv", false, csvFlagHelp)
-	return cmd
+	return ReadOnlyOK(cmd)
 }
 
 // EventsOptions are events's flags and argument.

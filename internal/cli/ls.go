@@ -35,7 +35,7 @@ func LsCommand() *cobra.Command {
 	DurationVar(fs, &o.Interval, "interval", 2*time.Second, "how often --watch lists")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array (with --watch: one a line)")
 	fs.BoolVar(&o.CSV, "csv", false, csvFlagHelp)
-	return cmd
+	return ReadOnlyOK(cmd)
 }
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
