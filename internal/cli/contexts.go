@@ -14,8 +14,9 @@ import (
 // the context that named it, if one did.
 type target struct {
 	dsn string
-	// explicit is the database the user named (--dsn, or a context), ""
-	// when it comes from the environment.
+	// explicit is the database the command line named (--dsn or
+	// --context), "" when it comes from the environment or the default
+	// context.
 	explicit string
 	context  contexts.Context // Name "" when no context named it
 	file     contexts.File    // the contexts file, when it was read
@@ -59,7 +60,13 @@ func resolveTarget(g globals, getenv func(string) string) (target, error) {
 		return target{}, usageErrorf("context %q has a password in its dsn, and %s is readable by others (mode %04o): "+
 			"chmod 600 it, or keep the password in ~/.pgpass", c.Name, file.Path, file.Mode)
 	}
-	return target{dsn: c.ConnString(), explicit: c.ConnString(), context: c, file: file}, nil
+	t := target{dsn: c.ConnString(), context: c, file: file}
+	if g.context != "" {
+		// Named on the command line; the file's default is not: the demo
+		// and bench do not write to it unasked.
+		t.explicit = t.dsn
+	}
+	return t, nil
 }
 
 // loadContexts reads the contexts file where getenv's environment puts it.

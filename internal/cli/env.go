@@ -26,9 +26,10 @@ type Env struct {
 	// context's (resolveTarget); "" leaves the connection to libpq's PG*
 	// variables.
 	DSN string
-	// ExplicitDSN is the database the user named, with --dsn or a
-	// context, "" when none: for commands that write to a database only
-	// when the user named it (demo, bench).
+	// ExplicitDSN is the database the command line named, with --dsn or
+	// --context, "" when none did (the default context does not): for
+	// commands that write to a database only when the user named it (demo,
+	// bench).
 	ExplicitDSN string
 	// NotifyDSN is --notify-dsn: where waiting commands LISTEN; "" means
 	// the connection DSN makes.
