@@ -28,11 +28,19 @@ type target struct {
 // or nothing before the default names a database. Every error is the
 // caller's to fix: a usage error.
 func resolveTarget(g globals, getenv func(string) string) (target, error) {
+	return resolve(g, getenv, true)
+}
+
+// resolve is resolveTarget, without the environment's and the default
+// context's database unless fromEnvironment.
+func resolve(g globals, getenv func(string) string, fromEnvironment bool) (target, error) {
 	switch {
 	case g.dsn != "" && g.context != "":
 		return target{}, usageErrorf("--context and --dsn are exclusive: a context names its database (lockctl context ls)")
 	case g.dsn != "":
 		return target{dsn: g.dsn, explicit: g.dsn}, nil
+	case g.context == "" && !fromEnvironment:
+		return target{}, nil
 	case g.context == "" && getenv != nil && getenv("DATABASE_URL") != "":
 		return target{dsn: getenv("DATABASE_URL")}, nil
 	}
@@ -91,6 +99,23 @@ func contextActor(cmd *cobra.Command, g globals, c contexts.Context) (string, er
 		return "", usageErrorf("invalid --actor: %v", err)
 	}
 	return g.actor, nil
+}
+
+// explicitAnnotation marks a command that works only on a database the
+// command line names (ExplicitOnly).
+const explicitAnnotation = "lockctl.explicit-database-only"
+
+// ExplicitOnly marks cmd as one that writes to a database only when the
+// command line names it (--dsn, --context): demo and bench, which start a
+// private server otherwise. Neither $DATABASE_URL nor the default context
+// is looked at for it, so a read-only default context does not refuse it.
+// It returns cmd.
+func ExplicitOnly(cmd *cobra.Command) *cobra.Command {
+	if cmd.Annotations == nil {
+		cmd.Annotations = map[string]string{}
+	}
+	cmd.Annotations[explicitAnnotation] = "true"
+	return cmd
 }
 
 // readOnlyAnnotation marks a command that a read-only context may run: it

@@ -108,7 +108,7 @@ func RunE(action Action) func(*cobra.Command, []string) error {
 func commandEnv(cmd *cobra.Command) (Env, error) {
 	s, _ := cmd.Context().Value(streamsKey{}).(Streams)
 	g := readGlobals(cmd)
-	t, err := resolveTarget(g, s.Getenv)
+	t, err := resolve(g, s.Getenv, cmd.Annotations[explicitAnnotation] != "true")
 	if err != nil {
 		return Env{}, err
 	}

@@ -13,7 +13,7 @@ func TestOnlyTheCommandLineNamesADatabaseExplicitly(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "lockctl"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	file := `{"default": "staging", "contexts": [{"name": "staging", "dsn": "postgres://ops@staging/app"}]}`
+	file := `{"default": "staging", "contexts": [{"name": "staging", "dsn": "postgres://ops@staging/app", "read_only": true}]}`
 	if err := os.WriteFile(filepath.Join(dir, "lockctl", "contexts.json"), []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -25,5 +25,10 @@ func TestOnlyTheCommandLineNamesADatabaseExplicitly(t *testing.T) {
 	named, err := resolveTarget(globals{context: "staging"}, getenv)
 	if err != nil || named.explicit != "postgres://ops@staging/app" {
 		t.Fatalf("--context staging: %+v, %v; want its dsn, explicit", named, err)
+	}
+	// demo and bench (ExplicitOnly) do not look at the default context:
+	// its being read-only does not refuse them.
+	if own, err := resolve(globals{}, getenv, false); err != nil || own.dsn != "" || own.context.ReadOnly {
+		t.Fatalf("an ExplicitOnly command's target: %+v, %v; want none", own, err)
 	}
 }
