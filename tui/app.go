@@ -35,6 +35,12 @@ type Options struct {
 	// action has ended, whatever its outcome (a shared Source drops what
 	// it cached, so the next poll shows the change).
 	ActionDone func()
+	// Context is the context Pool was opened for (its name and colour in
+	// the header); the zero Context: none.
+	Context Context
+	// Theme is the palette: ThemeAuto ("") follows the terminal's
+	// background, ThemeDark and ThemeLight are used whatever it is.
+	Theme Theme
 }
 
 // flashKind colours the message line.
@@ -98,12 +104,13 @@ func New(opts Options) Model {
 	if opts.Source == nil {
 		opts.Source = NewPoolSource(opts.Pool)
 	}
+	styles := newStyles(opts.Theme != ThemeLight)
 	m := Model{
 		opts:   opts,
 		ctx:    context.Background(),
 		keys:   DefaultKeyMap(),
-		styles: newStyles(true),
-		help:   newHelp(newStyles(true)),
+		styles: styles,
+		help:   newHelp(styles),
 		now:    time.Now,
 		poller: poller{source: opts.Source, refresh: opts.Refresh},
 		active: pageLocks,
@@ -149,10 +156,13 @@ func Run(ctx context.Context, opts Options) error {
 	return err
 }
 
-// Init starts the first poll, the countdown redraws and asks the terminal
-// for its background colour.
+// Init starts the first poll, the countdown redraws and, with ThemeAuto,
+// asks the terminal for its background colour.
 func (m Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()), frameTick()}
+	cmds := []tea.Cmd{poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()), frameTick()}
+	if m.followsBackground() {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
 	for _, p := range m.pages {
 		if p != nil {
 			cmds = append(cmds, p.Init())
@@ -166,7 +176,7 @@ func (m Model) common() common {
 	return common{
 		styles: m.styles, keys: m.keys, advance: m.advance(), hasSnap: m.hasSnap,
 		failing: m.failures > 0, paused: m.paused, age: m.elapsed(),
-		reference: m.hasSnap && m.snap.Page.Reference, readOnly: m.opts.ReadOnly, width: m.width,
+		reference: m.hasSnap && m.snap.Page.Reference, readOnly: m.readOnly(), width: m.width,
 	}
 }
 
@@ -286,6 +296,11 @@ func (m Model) flashLine() string {
 	default:
 		return m.styles.Muted.Render(m.flash.text)
 	}
+}
+
+// followsBackground: the palette follows the terminal's background.
+func (m Model) followsBackground() bool {
+	return m.opts.Theme == ThemeAuto || m.opts.Theme == ""
 }
 
 func newHelp(s Styles) help.Model {

@@ -23,8 +23,9 @@ func (m Model) route(msg tea.Msg) (Model, tea.Cmd) {
 		m.width, m.height, m.sized = msg.Width, msg.Height, true
 		return m, m.layout()
 	case tea.BackgroundColorMsg:
-		m.styles = newStyles(msg.IsDark())
-		m.help.Styles = m.styles.Help
+		if m.followsBackground() {
+			m.setStyles(newStyles(msg.IsDark()))
+		}
 		return m, nil
 	case frameMsg:
 		return m, frameTick() // share() brings the pages' countdowns up to date
@@ -45,6 +46,15 @@ func (m Model) route(msg tea.Msg) (Model, tea.Cmd) {
 		return m, m.form.update(msg)
 	}
 	return m, m.toPage(m.active, msg)
+}
+
+// setStyles draws with s from now on.
+func (m *Model) setStyles(s Styles) {
+	m.styles = s
+	m.help.Styles = s.Help
+	if m.form != nil {
+		m.form.setStyles(s)
+	}
 }
 
 // toPage gives msg to page id and carries out what the page asks.

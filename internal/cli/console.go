@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/contexts"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
 )
@@ -21,6 +23,7 @@ const consoleCloseWait = 300 * time.Millisecond
 func consoleCommand() *cobra.Command {
 	var refresh, ttl time.Duration
 	var readOnly bool
+	var theme string
 	cmd := &cobra.Command{
 		Use:   "lockctl",
 		Short: "open the console: the live lock table (the default when no command is given)",
@@ -53,7 +56,7 @@ func consoleCommand() *cobra.Command {
 			defer stopNotifier()
 			err = tui.Run(ctx, tui.Options{Pool: pool, Locker: lk, Refresh: refresh, ReadOnly: readOnly || env.Context.ReadOnly,
 				Server: ServerName(pool.Config().ConnConfig), Owner: locker.NewOwnerID(), TTL: ttl,
-				WakeUps: notifier.State})
+				WakeUps: notifier.State, Theme: tui.Theme(theme), Context: ConsoleContext(env.Context)})
 			if err != nil {
 				return env.Fail(err)
 			}
@@ -64,5 +67,20 @@ func consoleCommand() *cobra.Command {
 	TTLVar(fs, &refresh, "refresh", time.Second, "how often the console polls the database (at least 100ms)")
 	fs.BoolVar(&readOnly, "read-only", false, "watch only: no acquire, renew, expire or release")
 	TTLVar(fs, &ttl, "ttl", 30*time.Second, "default lease length in the console's acquire form")
+	ThemeVar(fs, &theme)
 	return ReadOnlyOK(cmd)
+}
+
+// ThemeVar defines --theme: the console's palette (tui.Themes).
+func ThemeVar(fs *pflag.FlagSet, p *string) {
+	EnumVar(fs, p, "theme", tui.Themes, "the console's colours: dark, light, or auto (the default: from the background the terminal reports)")
+}
+
+// ConsoleContext is how the console shows c: its name in its colour in
+// the header, its database with any password masked.
+func ConsoleContext(c contexts.Context) tui.Context {
+	if c.Name == "" {
+		return tui.Context{}
+	}
+	return tui.Context{Name: c.Name, Color: c.Color, ReadOnly: c.ReadOnly, Database: databaseOf(c)}
 }
