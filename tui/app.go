@@ -38,6 +38,15 @@ type Options struct {
 	// Context is the context Pool was opened for (its name and colour in
 	// the header); the zero Context: none.
 	Context Context
+	// Contexts are the contexts c offers to switch to, and Connect opens
+	// one by its name. Without Connect, c is not offered (the console over
+	// SSH serves one database; the demo has its own).
+	Contexts []Context
+	Connect  func(ctx context.Context, name string) (Connection, error)
+	// Close, when set, lets go of Pool and what was opened with it, once
+	// the console has switched to another context or quit; nil: the
+	// caller closes them, after Run.
+	Close func()
 	// Theme is the palette: ThemeAuto ("") follows the terminal's
 	// background, ThemeDark and ThemeLight are used whatever it is.
 	Theme Theme
@@ -85,8 +94,15 @@ type Model struct {
 
 	confirm   *confirmModel
 	form      *acquireForm
+	picker    *contextPicker
 	actionSeq int
 	flash     flash
+
+	// switchSeq numbers context switches: only the latest one's
+	// connection is used. closeConn closes the connection in use (nil:
+	// the caller's).
+	switchSeq int
+	closeConn func()
 }
 
 // New returns the console's model; Run runs it. Defaults: Refresh 1s, TTL
@@ -115,7 +131,19 @@ func New(opts Options) Model {
 		poller: poller{source: opts.Source, refresh: opts.Refresh},
 		active: pageLocks,
 	}
-	m.pages = [pageCount]Component{
+	m.pages = newPages()
+	m.closeConn = opts.Close
+	m.keys.Context.SetEnabled(m.canSwitch())
+	m.keys = m.actionKeys()
+	m.share()
+	// The first poll goes out from Init.
+	m.seq, m.inflight, m.inflightSince = 1, true, m.now()
+	return m
+}
+
+// newPages are the console's pages as they start.
+func newPages() [pageCount]Component {
+	return [pageCount]Component{
 		pageLocks:    newLocksPage(),
 		pageDetail:   newDetailPage(),
 		pageEvents:   newEventsPage(),
@@ -123,11 +151,6 @@ func New(opts Options) Model {
 		pageSessions: newSessionsPage(),
 		pageHelp:     newHelpPage(),
 	}
-	m.keys = m.actionKeys()
-	m.share()
-	// The first poll goes out from Init.
-	m.seq, m.inflight, m.inflightSince = 1, true, m.now()
-	return m
 }
 
 // WithContext ties the console's polls and actions to ctx: they end with
@@ -149,7 +172,10 @@ func Run(ctx context.Context, opts Options) error {
 	cmdCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := New(opts).WithContext(cmdCtx)
-	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	final, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	if fm, ok := final.(Model); ok && fm.closeConn != nil {
+		fm.closeConn() // the context switched to last
+	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ended by the caller's context: a normal exit
 	}
@@ -242,6 +268,8 @@ func (m Model) render() string {
 		body = m.place(m.confirm.view(m.styles, m.width, bodyH), bodyH)
 	case m.form != nil:
 		body = m.place(m.form.view(m.styles), bodyH)
+	case m.picker != nil:
+		body = m.place(m.pickerView(), bodyH)
 	default:
 		body = m.pages[m.active].View()
 	}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -136,6 +137,16 @@ func consoleStates(theme Theme) map[string]func(t *testing.T, w, h int) Model {
 			m := testModel(t, Options{Theme: theme, Context: Context{Name: "prod-eu", Color: "red", ReadOnly: true,
 				Database: "service=prod-eu"}}, w, h)
 			return withSnapshot(t, m, fixtureSnapshot())
+		},
+		// c: the contexts to switch to, the one in use and a read-only one
+		// marked.
+		"context_picker": func(t *testing.T, w, h int) Model {
+			m := testModel(t, Options{Theme: theme, Context: Context{Name: "staging", Color: "green"},
+				Contexts: []Context{{Name: "staging", Color: "green", Database: "postgres://ops:xxxxx@staging-db.internal/app"},
+					{Name: "prod-eu", Color: "red", ReadOnly: true, Database: "service=lockctl-prod-eu"},
+					{Name: "prod-us", Color: "#d97706", Database: "host=db.us.internal dbname=app user=ops"}},
+				Connect: func(context.Context, string) (Connection, error) { return Connection{}, nil }}, w, h)
+			return press(t, withSnapshot(t, m, fixtureSnapshot()), "c", "down")
 		},
 		"kept_order": func(t *testing.T, w, h int) Model {
 			// Sorted by TTL on a large table between two ordering reads:

@@ -38,6 +38,8 @@ func (m Model) route(msg tea.Msg) (Model, tea.Cmd) {
 		return m.pageLoaded(msg)
 	case actionDoneMsg:
 		return m.actionDone(msg)
+	case contextSwitchedMsg:
+		return m.contextSwitched(msg)
 	case tea.KeyPressMsg:
 		return m.keyPressed(msg)
 	}
@@ -198,6 +200,8 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.confirmKey(msg)
 	case m.form != nil:
 		return m.formKey(msg)
+	case m.picker != nil:
+		return m.pickerKey(msg)
 	}
 	if c, ok := m.pages[m.active].(capturer); ok && c.capturing() {
 		return m, m.toPage(m.active, msg)
@@ -212,6 +216,8 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.togglePause()
 	case key.Matches(msg, k.Slower, k.Faster):
 		return m.changeInterval(key.Matches(msg, k.Slower))
+	case key.Matches(msg, k.Context) && m.canSwitch():
+		return m.openPicker()
 	case key.Matches(msg, k.EndSession) && m.sessions() != nil:
 		return m.startEndSession(m.sessions())
 	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay):

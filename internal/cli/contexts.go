@@ -86,19 +86,19 @@ func loadContexts(getenv func(string) string) (contexts.File, error) {
 	return contexts.Load(path)
 }
 
-// contextActor is the actor a command records: --actor when given, else
-// the context's, else --actor's default.
-func contextActor(cmd *cobra.Command, g globals, c contexts.Context) (string, error) {
-	if f := cmd.Flags().Lookup("actor"); c.Actor != "" && (f == nil || !f.Changed) {
+// contextActor is the actor recorded in context c: --actor (flag) when
+// given, else the context's, else --actor's default.
+func contextActor(flag string, given bool, c contexts.Context) (string, error) {
+	if c.Actor != "" && !given {
 		if err := locker.ValidateOwner(c.Actor); err != nil {
 			return "", usageErrorf("invalid actor of context %q: %v", c.Name, err)
 		}
 		return c.Actor, nil
 	}
-	if err := locker.ValidateOwner(g.actor); err != nil {
+	if err := locker.ValidateOwner(flag); err != nil {
 		return "", usageErrorf("invalid --actor: %v", err)
 	}
-	return g.actor, nil
+	return flag, nil
 }
 
 // explicitAnnotation marks a command that works only on a database the

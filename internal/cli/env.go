@@ -41,9 +41,13 @@ type Env struct {
 	// contexts file's default); Name "" when none did.
 	Context contexts.Context
 
-	getenv   func(string) string // the environment the command runs in
-	helpHint string              // how to get help on this command
-	secrets  []string            // passwords to scrub from every message
+	getenv func(string) string // the environment the command runs in
+	// actorFlag is --actor (or its default) and actorGiven whether it was
+	// given: another context's actor is worked out from them.
+	actorFlag  string
+	actorGiven bool
+	helpHint   string   // how to get help on this command
+	secrets    []string // passwords to scrub from every message
 }
 
 // Usagef reports a usage error ("<prog>: message" and a hint to --help) and

@@ -115,14 +115,16 @@ func commandEnv(cmd *cobra.Command) (Env, error) {
 	if err := checkReadOnly(cmd, t.context); err != nil {
 		return Env{}, err
 	}
-	actor, err := contextActor(cmd, g, t.context)
+	f := cmd.Flags().Lookup("actor")
+	actorGiven := f != nil && f.Changed
+	actor, err := contextActor(g.actor, actorGiven, t.context)
 	if err != nil {
 		return Env{}, err
 	}
 	prog := cmd.CommandPath()
 	env := Env{Prog: prog, Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, helpHint: helpHint(prog),
 		DSN: t.dsn, ExplicitDSN: t.explicit, NotifyDSN: g.notifyDSN, Actor: actor, Context: t.context,
-		getenv: s.Getenv}
+		getenv: s.Getenv, actorFlag: g.actor, actorGiven: actorGiven}
 	env.secrets = append(dsnPasswords(env.DSN), dsnPasswords(env.NotifyDSN)...)
 	if s.Getenv != nil {
 		env.secrets = append(env.secrets, s.Getenv("PGPASSWORD"))
