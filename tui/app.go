@@ -47,6 +47,9 @@ type Options struct {
 	// the console has switched to another context or quit; nil: the
 	// caller closes them, after Run.
 	Close func()
+	// Export offers E, which writes the page on screen to a file on this
+	// machine. Off over SSH, where the file would be the server's.
+	Export bool
 	// Theme is the palette: ThemeAuto ("") follows the terminal's
 	// background, ThemeDark and ThemeLight are used whatever it is.
 	Theme Theme
@@ -95,6 +98,7 @@ type Model struct {
 	confirm   *confirmModel
 	form      *acquireForm
 	picker    *contextPicker
+	export    *exportPrompt
 	actionSeq int
 	flash     flash
 
@@ -134,6 +138,7 @@ func New(opts Options) Model {
 	m.pages = newPages()
 	m.closeConn = opts.Close
 	m.keys.Context.SetEnabled(m.canSwitch())
+	m.keys.Export.SetEnabled(opts.Export)
 	m.keys = m.actionKeys()
 	m.share()
 	// The first poll goes out from Init.
@@ -270,6 +275,8 @@ func (m Model) render() string {
 		body = m.place(m.form.view(m.styles), bodyH)
 	case m.picker != nil:
 		body = m.place(m.pickerView(), bodyH)
+	case m.export != nil:
+		body = m.place(m.export.viewIn(m.styles, m.width), bodyH)
 	default:
 		body = m.pages[m.active].View()
 	}

@@ -148,6 +148,10 @@ func consoleStates(theme Theme) map[string]func(t *testing.T, w, h int) Model {
 				Connect: func(context.Context, string) (Connection, error) { return Connection{}, nil }}, w, h)
 			return press(t, withSnapshot(t, m, fixtureSnapshot()), "c", "down")
 		},
+		// E: where to write the table, a name proposed.
+		"export_prompt": func(t *testing.T, w, h int) Model {
+			return press(t, withSnapshot(t, testModel(t, Options{Theme: theme, Export: true}, w, h), fixtureSnapshot()), "E")
+		},
 		"kept_order": func(t *testing.T, w, h int) Model {
 			// Sorted by TTL on a large table between two ordering reads:
 			// the rows are this poll's, their order 4s old.

@@ -59,6 +59,14 @@ type contextSwitchedMsg struct {
 	err  error
 }
 
+// exportDoneMsg is an export's result: rows of name written to path, or
+// why not.
+type exportDoneMsg struct {
+	name, path string
+	rows       int
+	err        error
+}
+
 // commonMsg carries the root's common to a page; onScreen says whether
 // the page is the one drawn (the others need not redraw their content).
 type commonMsg struct {

@@ -40,12 +40,22 @@ func (m Model) route(msg tea.Msg) (Model, tea.Cmd) {
 		return m.actionDone(msg)
 	case contextSwitchedMsg:
 		return m.contextSwitched(msg)
+	case exportDoneMsg:
+		return m.exportDone(msg)
 	case tea.KeyPressMsg:
 		return m.keyPressed(msg)
 	}
-	// Cursor blinks and pastes: the acquire form's, else the page's.
-	if m.form != nil {
+	// Cursor blinks and pastes: the acquire form's or the export
+	// prompt's, else the page's.
+	switch {
+	case m.form != nil:
 		return m, m.form.update(msg)
+	case m.export != nil:
+		p := *m.export
+		var cmd tea.Cmd
+		p.input, cmd = p.input.Update(msg)
+		m.export = &p
+		return m, cmd
 	}
 	return m, m.toPage(m.active, msg)
 }
@@ -56,6 +66,11 @@ func (m *Model) setStyles(s Styles) {
 	m.help.Styles = s.Help
 	if m.form != nil {
 		m.form.setStyles(s)
+	}
+	if m.export != nil {
+		p := *m.export
+		p.input.SetStyles(s.Input)
+		m.export = &p
 	}
 }
 
@@ -202,6 +217,8 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.formKey(msg)
 	case m.picker != nil:
 		return m.pickerKey(msg)
+	case m.export != nil:
+		return m.exportKey(msg)
 	}
 	if c, ok := m.pages[m.active].(capturer); ok && c.capturing() {
 		return m, m.toPage(m.active, msg)
@@ -218,6 +235,8 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.changeInterval(key.Matches(msg, k.Slower))
 	case key.Matches(msg, k.Context) && m.canSwitch():
 		return m.openPicker()
+	case key.Matches(msg, k.Export) && m.opts.Export:
+		return m.startExport()
 	case key.Matches(msg, k.EndSession) && m.sessions() != nil:
 		return m.startEndSession(m.sessions())
 	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay):

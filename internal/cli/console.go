@@ -43,7 +43,7 @@ func consoleCommand() *cobra.Command {
 			}
 			opts := tui.Options{Pool: first.Pool, Locker: first.Locker, Server: first.Server, WakeUps: first.WakeUps,
 				Context: first.Context, Close: first.Close, Refresh: refresh, ReadOnly: readOnly,
-				Owner: locker.NewOwnerID(), TTL: ttl, Theme: tui.Theme(theme)}
+				Owner: locker.NewOwnerID(), TTL: ttl, Theme: tui.Theme(theme), Export: true}
 			// The contexts file is read again here (the default context may
 			// not have needed it): c switches to its contexts.
 			if file, err := loadContexts(env.getenv); err == nil && len(file.Contexts) > 0 {

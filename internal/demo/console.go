@@ -30,7 +30,7 @@ const consoleOwner = "operator"
 func console(ctx context.Context, o consoleOptions) error {
 	return tui.Run(ctx, tui.Options{
 		Pool: o.pool, Locker: o.operator, Server: o.server,
-		Refresh: o.refresh, ReadOnly: o.readOnly, Theme: tui.Theme(o.theme),
+		Refresh: o.refresh, ReadOnly: o.readOnly, Theme: tui.Theme(o.theme), Export: true,
 		Owner: consoleOwner, TTL: 30 * time.Second, Status: o.status,
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -28,9 +29,9 @@ func FormatOf(path string) (Format, error) {
 	case ".json":
 		return JSON, nil
 	case "":
-		return "", fmt.Errorf("%s has no extension: end it in .csv or .json", path)
+		return "", errors.New("no extension: end the name in .csv or .json")
 	default:
-		return "", fmt.Errorf("%s ends in %s: end it in .csv or .json", path, ext)
+		return "", fmt.Errorf("%s is not a format: end the name in .csv or .json", ext)
 	}
 }
 
