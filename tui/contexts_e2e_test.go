@@ -1,14 +1,12 @@
 package tui
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/contexts/contextstest"
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
@@ -20,17 +18,10 @@ func TestContextsInTmux(t *testing.T) {
 	stagingDSN, prodDSN := testdb.DSN(t), testdb.DSN(t)
 	acquire(t, testdb.Pool(t, stagingDSN), "staging:only", "worker-s", 5*time.Minute)
 	acquire(t, testdb.Pool(t, prodDSN), "prod:only", "worker-p", 5*time.Minute)
-	config := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(config, "lockctl"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-	file := fmt.Sprintf(`{"default": "staging", "contexts": [
+	config := contextstest.ConfigDir(t, fmt.Sprintf(`{"default": "staging", "contexts": [
 		{"name": "staging", "dsn": %s, "color": "green"},
-		{"name": "prod", "dsn": %s, "color": "red", "read_only": true}]}`, q(stagingDSN), q(prodDSN))
-	if err := os.WriteFile(filepath.Join(config, "lockctl", "contexts.json"), []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
+		{"name": "prod", "dsn": %s, "color": "red", "read_only": true}]}`,
+		contextstest.Quote(stagingDSN), contextstest.Quote(prodDSN)), 0o600)
 	p := startPaneEnv(t, 120, 35, []string{"XDG_CONFIG_HOME=" + config}, "--refresh", "300ms")
 	s := p.waitFor("staging:only", 10*time.Second)
 	if header := strings.SplitN(s, "\n", 2)[0]; !strings.Contains(header, " staging ") {

@@ -110,13 +110,7 @@ const explicitAnnotation = "lockctl.explicit-database-only"
 // private server otherwise. Neither $DATABASE_URL nor the default context
 // is looked at for it, so a read-only default context does not refuse it.
 // It returns cmd.
-func ExplicitOnly(cmd *cobra.Command) *cobra.Command {
-	if cmd.Annotations == nil {
-		cmd.Annotations = map[string]string{}
-	}
-	cmd.Annotations[explicitAnnotation] = "true"
-	return cmd
-}
+func ExplicitOnly(cmd *cobra.Command) *cobra.Command { return annotate(cmd, explicitAnnotation) }
 
 // readOnlyAnnotation marks a command that a read-only context may run: it
 // only reads, or (the console, serve) leaves its actions out.
@@ -124,11 +118,14 @@ const readOnlyAnnotation = "lockctl.read-only-context"
 
 // ReadOnlyOK marks cmd as one a read-only context may run; every other
 // command is refused under one, before it connects. It returns cmd.
-func ReadOnlyOK(cmd *cobra.Command) *cobra.Command {
+func ReadOnlyOK(cmd *cobra.Command) *cobra.Command { return annotate(cmd, readOnlyAnnotation) }
+
+// annotate marks cmd with annotation and returns it.
+func annotate(cmd *cobra.Command, annotation string) *cobra.Command {
 	if cmd.Annotations == nil {
 		cmd.Annotations = map[string]string{}
 	}
-	cmd.Annotations[readOnlyAnnotation] = "true"
+	cmd.Annotations[annotation] = "true"
 	return cmd
 }
 

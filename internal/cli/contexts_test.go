@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,31 +8,18 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/contexts/contextstest"
 )
 
 // contextsEnv writes a contexts file into a fresh config directory and
 // returns the environment that points lockctl at it.
 func contextsEnv(t *testing.T, file string, mode os.FileMode, extra ...string) []string {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "lockctl"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, "lockctl", "contexts.json")
-	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, mode); err != nil {
-		t.Fatal(err)
-	}
-	return cleanEnv(append([]string{"XDG_CONFIG_HOME=" + dir}, extra...)...)
+	return cleanEnv(append([]string{"XDG_CONFIG_HOME=" + contextstest.ConfigDir(t, file, mode)}, extra...)...)
 }
 
-// jsonString quotes s for a contexts file.
-func jsonString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
+var jsonString = contextstest.Quote
 
 // keysOf is `ls --json`'s keys, as run in env with args.
 func keysOf(t *testing.T, env []string, args ...string) string {

@@ -1,14 +1,12 @@
 package serve
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/contexts/contextstest"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -21,15 +19,8 @@ func TestServeUnderReadOnlyContext(t *testing.T) {
 	db := testdb.Pool(t, dsn)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	testdb.MustAcquire(t, lk, db, "ssh:watched", "worker-2")
-	config := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(config, "lockctl"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	quoted, _ := json.Marshal(dsn)
-	file := fmt.Sprintf(`{"contexts": [{"name": "prod", "dsn": %s, "read_only": true}]}`, quoted)
-	if err := os.WriteFile(filepath.Join(config, "lockctl", "contexts.json"), []byte(file), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := contextstest.ConfigDir(t, fmt.Sprintf(`{"contexts": [{"name": "prod", "dsn": %s, "read_only": true}]}`,
+		contextstest.Quote(dsn)), 0o600)
 	s := startServeIn(t, []string{"XDG_CONFIG_HOME=" + config}, "--context", "prod")
 
 	op := s.pane(s.operator)
