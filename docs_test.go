@@ -28,7 +28,7 @@ func TestDocsListEveryCommandWithItsFlags(t *testing.T) {
 		if !cmd.IsAvailableCommand() {
 			continue
 		}
-		if !cmd.Runnable() && cmd.HasAvailableSubCommands() {
+		if cmd.HasAvailableSubCommands() {
 			// A group (context): its commands are listed, as "context ls".
 			for _, sub := range cmd.Commands() {
 				if sub.IsAvailableCommand() {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -10,12 +11,23 @@ import (
 	"github.com/lockctl/lockctl/internal/textsafe"
 )
 
-// ContextCommand is `lockctl context`, whose one command is `ls`.
+// ContextCommand is `lockctl context`, whose one command is `ls`; alone
+// it shows its help.
 func ContextCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:        "context",
 		Short:      "the contexts: databases named in the contexts file, for --context NAME",
 		SuggestFor: []string{"contexts", "ctx", "config"},
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &commandUsageError{prog: cmd.CommandPath(), msg: fmt.Sprintf("unknown command %q: its command is ls", args[0])}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			printHelp(cmd, nil)
+			return nil
+		},
 	}
 	cmd.AddCommand(contextListCommand())
 	return cmd

@@ -85,6 +85,7 @@ func TestContextUsageErrors(t *testing.T) {
 		{"with --dsn", env, []string{"ls", "--context", "prod", "--dsn", "postgres://x@127.0.0.1:1/a"}, []string{"--context and --dsn are exclusive"}},
 		{"no file", none, []string{"ls", "--context", "prod"}, []string{`unknown context "prod"`, "contexts.json does not exist"}},
 		{"a broken file", broken, []string{"ls"}, []string{"contexts.json", `unknown field "readonly"`}},
+		{"context's unknown command", env, []string{"context", "lss"}, []string{`unknown command "lss"`, "ls"}},
 		{"a broken file, context ls", broken, []string{"context", "ls", "--dsn", "postgres://x@127.0.0.1:1/a"}, []string{`unknown field "readonly"`}},
 	} {
 		r := runEnv(t, c.env, c.args...)

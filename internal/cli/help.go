@@ -60,7 +60,7 @@ func listed(cmd *cobra.Command) []*cobra.Command {
 	if !cmd.IsAvailableCommand() {
 		return nil
 	}
-	if cmd.Runnable() || !cmd.HasAvailableSubCommands() {
+	if !cmd.HasAvailableSubCommands() {
 		return []*cobra.Command{cmd}
 	}
 	var out []*cobra.Command
