@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,5 +183,27 @@ func TestNoSwitchWithoutConnect(t *testing.T) {
 	}
 	if m = press(t, m, "c"); m.picker != nil {
 		t.Fatal("c opened a picker without Connect")
+	}
+}
+
+// A picker of more contexts than the terminal has rows for shows the
+// cursor's, whichever it is.
+func TestPickerScrollsToItsCursor(t *testing.T) {
+	var many []Context
+	for i := range 40 {
+		many = append(many, Context{Name: fmt.Sprintf("region-%02d", i), Database: "service=r"})
+	}
+	m := testModel(t, Options{Contexts: many, Connect: func(context.Context, string) (Connection, error) { return Connection{}, nil }}, 80, 24)
+	m = withSnapshot(t, m, fixtureSnapshot())
+	m = press(t, m, "c")
+	for range 30 {
+		m = press(t, m, "down")
+	}
+	s := screen(m)
+	if !strings.Contains(s, "▶  region-30") || strings.Contains(s, "region-00") {
+		t.Fatalf("the picker with its cursor on region-30:\n%s", s)
+	}
+	if lines := strings.Count(s, "\n") + 1; lines != 24 {
+		t.Fatalf("%d lines on a 24-line terminal", lines)
 	}
 }

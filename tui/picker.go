@@ -16,7 +16,13 @@ func (m Model) pickerView() string {
 	}
 	inner := max(10, min(m.width-6, 96)) // the dialog's border and padding take 4 cells
 	lines := []string{s.App.Render("Switch context") + s.Muted.Render(" — the polls, the actions and every page move to it"), ""}
-	for i, c := range m.opts.Contexts {
+	// As many contexts as the body holds beside the dialog's other lines,
+	// the cursor's among them.
+	contexts := m.opts.Contexts
+	rows := max(1, m.height-len(m.headerLines())-2-7)
+	first := min(max(0, m.picker.cursor-rows/2), max(0, len(contexts)-rows))
+	for i := first; i < min(len(contexts), first+rows); i++ {
+		c := contexts[i]
 		marker := "  "
 		if i == m.picker.cursor {
 			marker = s.Key.Render("▶ ")
