@@ -106,6 +106,12 @@ func delayedAfterRelease(owner string) state {
 		lockDelay: time.Minute, delayFor: 30 * time.Second}}
 }
 
+// releasedLate is a lease of owner's with a lock-delay of a minute that
+// ran out two seconds ago and was released by its holder a second ago.
+func releasedLate(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: -2 * time.Second, freedAgo: time.Second, lockDelay: time.Minute}}
+}
+
 func delayOver(owner string) state {
 	return state{row: &lockRow{owner: owner, expiresIn: -2 * time.Minute, lockDelay: time.Minute}}
 }
