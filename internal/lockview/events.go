@@ -14,12 +14,12 @@ import (
 
 // Event is one row of distributed_lock_event.
 type Event struct {
-	ID            int64          `db:"event_id"`
-	OccurredAt    time.Time      `db:"occurred_at"`
-	Key           string         `db:"lock_key"`
-	Kind          string         `db:"kind"` // lockdb.EventAcquired, …
-	Owner         *string        `db:"owner_id"`
-	Token         *int64         `db:"fence_token"`
+	ID         int64     `db:"event_id"`
+	OccurredAt time.Time `db:"occurred_at"`
+	Key        string    `db:"lock_key"`
+	Kind       string    `db:"kind"` // lockdb.EventAcquired, …
+	Owner      *string   `db:"owner_id"`
+	Token      *int64    `db:"fence_token"`
 	// Actor is who the caller said it was: a claim, which any caller may
 	// make. Role is the database role whose call wrote the event, set by
 	// the protocol function (session_user), which no caller can choose.
