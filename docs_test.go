@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/locker"
 )
 
 var flagName = regexp.MustCompile(`--([a-z][a-z-]*)`)
@@ -181,5 +184,32 @@ func TestDocsStayInProportion(t *testing.T) {
 		if info.Size() > limit {
 			t.Errorf("%s is %d KB, over its %d KB", file, info.Size()>>10, limit>>10)
 		}
+	}
+}
+
+var keySetBound = regexp.MustCompile(`(?:1 to|at most|more than|up to) (\d+)(?: distinct)? keys`)
+
+// Every page that bounds a key set gives the bound the code has
+// (locker.MaxKeys, which the database's key set check shares).
+func TestDocsGiveTheKeySetBound(t *testing.T) {
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, page := range append(pages, "README.md", "locker/doc.go") {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range keySetBound.FindAllStringSubmatch(strings.Join(strings.Fields(string(text)), " "), -1) {
+			seen++
+			if m[1] != strconv.Itoa(locker.MaxKeys) {
+				t.Errorf("%s says %q; a key set has at most %d keys", page, m[0], locker.MaxKeys)
+			}
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("found %d statements of the key set bound in the docs; the pattern no longer matches them", seen)
 	}
 }

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -217,8 +218,14 @@ func (m Model) View() tea.View {
 }
 
 func (m Model) render() string {
+	if m.width < 1 || m.height < 1 {
+		return ""
+	}
 	lines := m.headerLines()
 	bodyH := m.height - len(lines) - 2
+	if bodyH < 1 {
+		return m.tooSmall(len(lines) + 3)
+	}
 	var body string
 	switch {
 	case m.confirm != nil:
@@ -239,8 +246,27 @@ func (m Model) render() string {
 	return strings.Join(lines, "\n")
 }
 
-// fitLines splits s into exactly h lines.
+// tooSmall is the screen of a terminal with no row left for the page:
+// the connection's state and a line saying how many rows the console
+// needs, as much of them as fits (the keys still work).
+func (m Model) tooSmall(rows int) string {
+	note := m.styles.Muted.Render(fmt.Sprintf("terminal too small: %d rows, the console needs %d", m.height, rows))
+	lines := []string{note}
+	if m.height > 1 {
+		lines = []string{m.connLine(), note}
+	}
+	lines = fitLines(strings.Join(lines, "\n"), m.height)
+	for i, l := range lines {
+		lines[i] = clip(l, m.width)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fitLines splits s into exactly h lines (none when h is not positive).
 func fitLines(s string, h int) []string {
+	if h <= 0 {
+		return nil
+	}
 	out := strings.Split(s, "\n")
 	if len(out) > h {
 		out = out[:h]

@@ -16,10 +16,33 @@ import (
 // matter: the classic 80x24, a wide 200x50 and the 60x15 minimum. Regenerate with
 // `go test ./tui -run TestGolden -update`.
 func TestGolden(t *testing.T) {
+	for name, build := range consoleStates() {
+		for _, size := range [][2]int{{80, 24}, {200, 50}, {60, 15}} {
+			t.Run(fmt.Sprintf("%s_%dx%d", name, size[0], size[1]), func(t *testing.T) {
+				m := build(t, size[0], size[1])
+				view := screen(m)
+				lines := strings.Split(view, "\n")
+				if len(lines) != size[1] {
+					t.Errorf("view has %d lines, want %d", len(lines), size[1])
+				}
+				for i, l := range lines {
+					if width(l) > size[0] {
+						t.Errorf("line %d is %d cells wide, more than %d: %q", i, width(l), size[0], l)
+					}
+				}
+				golden.RequireEqual(t, []byte(view))
+			})
+		}
+	}
+}
+
+// consoleStates builds the console in each state worth seeing, at w x h:
+// every page, dialog and form, up, down and reconnecting.
+func consoleStates() map[string]func(t *testing.T, w, h int) Model {
 	live := func(t *testing.T, w, h int) Model {
 		return withSnapshot(t, testModel(t, Options{}, w, h), fixtureSnapshot())
 	}
-	cases := map[string]func(t *testing.T, w, h int) Model{
+	return map[string]func(t *testing.T, w, h int) Model{
 		"table": live,
 		"starting": func(t *testing.T, w, h int) Model {
 			return testModel(t, Options{}, w, h)
@@ -135,23 +158,5 @@ func TestGolden(t *testing.T) {
 			m := testModel(t, Options{Status: func() string { return "demo: 8 workers · 1,204 grants · 3 steals · 1 zombie write refused" }}, w, h)
 			return withSnapshot(t, m, fixtureSnapshot())
 		},
-	}
-	for name, build := range cases {
-		for _, size := range [][2]int{{80, 24}, {200, 50}, {60, 15}} {
-			t.Run(fmt.Sprintf("%s_%dx%d", name, size[0], size[1]), func(t *testing.T) {
-				m := build(t, size[0], size[1])
-				view := screen(m)
-				lines := strings.Split(view, "\n")
-				if len(lines) != size[1] {
-					t.Errorf("view has %d lines, want %d", len(lines), size[1])
-				}
-				for i, l := range lines {
-					if width(l) > size[0] {
-						t.Errorf("line %d is %d cells wide, more than %d: %q", i, width(l), size[0], l)
-					}
-				}
-				golden.RequireEqual(t, []byte(view))
-			})
-		}
 	}
 }

@@ -21,9 +21,10 @@ import (
 
 // Options are serve's flags.
 type Options struct {
-	SSH, HostKey, AuthorizedKeys string
-	Refresh, IdleTimeout, TTL    time.Duration
-	MaxSessions                  int
+	SSH, HostKey, AuthorizedKeys      string
+	Refresh, IdleTimeout, TTL         time.Duration
+	MaxSessionAge, HandshakeTimeout   time.Duration
+	MaxSessions, HandshakesPerAddress int
 }
 
 // closeWait bounds closing the pool at exit, as the local console's quit.
@@ -37,6 +38,8 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 		return env.Usagef("invalid --refresh %s: must be at least 100ms", o.Refresh)
 	case o.MaxSessions < 1:
 		return env.Usagef("invalid --max-sessions %d: must be at least 1", o.MaxSessions)
+	case o.HandshakesPerAddress < 1:
+		return env.Usagef("invalid --max-handshakes-per-address %d: must be at least 1", o.HandshakesPerAddress)
 	}
 	// One locker validates --ttl before anything starts; each operator
 	// session gets its own, recording its actor.
@@ -70,7 +73,8 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 	}
 	srv, err := sshserve.New(sshserve.Config{
 		HostKeyPath: o.HostKey, AuthorizedKeysPath: o.AuthorizedKeys,
-		IdleTimeout: o.IdleTimeout, MaxSessions: o.MaxSessions,
+		IdleTimeout: o.IdleTimeout, MaxSessions: o.MaxSessions, MaxSessionAge: o.MaxSessionAge,
+		HandshakeTimeout: o.HandshakeTimeout, HandshakesPerAddress: o.HandshakesPerAddress,
 		App: c.open, Log: log,
 	})
 	if err != nil {
@@ -94,7 +98,8 @@ type consoles struct {
 
 // open is the console of one session: a viewer's is read-only and has no
 // locker at all, so no path in it can write; an operator's records its
-// actor on every action's event.
+// actor on every action's event. Its polls and actions run under ctx, so
+// a session the server ends (its key removed) can start none after.
 func (c consoles) open(ctx context.Context, s sshserve.Session) (tea.Model, error) {
 	opts := c.base
 	opts.Owner = locker.NewOwnerID()
@@ -108,5 +113,5 @@ func (c consoles) open(ctx context.Context, s sshserve.Session) (tea.Model, erro
 		}
 		opts.Locker = lk
 	}
-	return tui.New(opts), nil
+	return tui.New(opts).WithContext(ctx), nil
 }
