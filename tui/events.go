@@ -197,6 +197,6 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	if res, ok := e.Detail["resource"]; ok {
 		parts = append(parts, s.Muted.Render("resource "+safe(fmt.Sprint(res))))
 	}
-	parts = append(parts, s.Muted.Render("by "+safe(e.Actor)))
+	parts = append(parts, s.Muted.Render("by "+e.By(safe)))
 	return strings.Join(parts, "  ")
 }

@@ -57,7 +57,8 @@ type eventRow struct {
 	Kind          string         `json:"kind"`
 	Owner         *string        `json:"owner"`
 	Token         *int64         `json:"token"`
-	Actor         string         `json:"actor"`
+	Actor         string         `json:"actor"` // what the caller claimed
+	Role          string         `json:"role"`  // the database role that caused it
 	PreviousOwner *string        `json:"previous_owner"`
 	PreviousToken *int64         `json:"previous_token"`
 	Detail        map[string]any `json:"detail"`
@@ -95,7 +96,7 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 		rows := make([]eventRow, 0, len(events))
 		for _, e := range events {
 			rows = append(rows, eventRow{ID: e.ID, Time: utc(e.OccurredAt), Key: e.Key, Kind: e.Kind,
-				Owner: e.Owner, Token: e.Token, Actor: e.Actor, PreviousOwner: e.PreviousOwner,
+				Owner: e.Owner, Token: e.Token, Actor: e.Actor, Role: e.Role, PreviousOwner: e.PreviousOwner,
 				PreviousToken: e.PreviousToken, Detail: e.Detail})
 		}
 		return env.emit(rows)
@@ -107,10 +108,10 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 			before = orDash(e.PreviousOwner) + " " + tokenText(e.PreviousToken)
 		}
 		rows = append(rows, []string{utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, eventSubject(e),
-			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), textsafe.Escape(e.Actor),
+			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), e.By(textsafe.Escape),
 			textsafe.Escape(before), textsafe.Escape(eventDetail(e))})
 	}
-	header := []string{"TIME", "EVENT", "KEY", "OWNER", "TOKEN", "ACTOR", "BEFORE", "DETAIL"}
+	header := []string{"TIME", "EVENT", "KEY", "OWNER", "TOKEN", "BY", "BEFORE", "DETAIL"}
 	if err := writeTable(env.Stdout, "no events", header, rows); err != nil {
 		return env.Errorf("write output: %v", err)
 	}

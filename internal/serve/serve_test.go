@@ -98,7 +98,7 @@ func (s *served) pane(key sshtest.Key) *tmuxtest.Pane {
 }
 
 // TestServeOverSSH: an operator watches and acts, and the event carries
-// its actor; a viewer watches, and every action key it sends changes
+// its actor and the server's database role; a viewer watches, and every action key it sends changes
 // nothing in the database; a stranger's key and a session without a PTY
 // are refused; SIGTERM quits both consoles (terminals restored, clients
 // exit 0) and the server exits 0.
@@ -120,9 +120,16 @@ func TestServeOverSSH(t *testing.T) {
 	op.WaitFor("Force-expire this lock?", within)
 	op.Keys("y")
 	op.WaitFor("✓ force-expired ssh:acted", within)
+	// The event names the key's actor as its claim, and beside it the
+	// database role the server connects as, which no key can choose.
+	var serverRole string
+	if err := db.QueryRow(ctx, "SELECT session_user").Scan(&serverRole); err != nil {
+		t.Fatal(err)
+	}
 	evs, err := lockview.KeyEvents(ctx, db, "ssh:acted", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != "alice" {
-		t.Fatalf("last event of ssh:acted: %+v, %v; want force_expired by alice", evs, err)
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != "alice" ||
+		evs[0].Role != serverRole {
+		t.Fatalf("last event of ssh:acted: %+v, %v; want force_expired by alice as role %s", evs, err, serverRole)
 	}
 
 	view := s.pane(s.viewer)
