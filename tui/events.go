@@ -102,7 +102,7 @@ func (p *eventsPage) View() string { return p.view.View() }
 
 func (p *eventsPage) ShortHelp() []key.Binding {
 	k := p.c.keys
-	return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, k.Help, k.Quit}
+	return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, shortHelp(k.Export, "export"), k.Help, k.Quit}
 }
 
 func (p *eventsPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }

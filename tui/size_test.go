@@ -21,7 +21,7 @@ var sweepSizes = [][2]int{
 // sweepStates are the goldens' states and a few more that a golden does
 // not hold: a filter being typed and a form with text in it.
 func sweepStates() map[string]func(t *testing.T, w, h int) Model {
-	states := consoleStates()
+	states := consoleStates(ThemeAuto)
 	live := states["table"]
 	states["filter_typing"] = func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "/", "c", "r") }
 	states["acquire_form_typed"] = func(t *testing.T, w, h int) Model {

@@ -32,7 +32,8 @@ func EventsCommand() *cobra.Command {
 	DurationVar(fs, &o.Since, "since", 0, "only events at most this old, e.g. 1h (0: any age)")
 	fs.IntVar(&o.Limit, "limit", 100, "print at most `N` events (the newest)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
-	return cmd
+	fs.BoolVar(&o.CSV, "csv", false, csvFlagHelp)
+	return ReadOnlyOK(cmd)
 }
 
 // EventsOptions are events's flags and argument.
@@ -41,6 +42,7 @@ type EventsOptions struct {
 	Since time.Duration // 0: any age
 	Limit int
 	JSON  bool
+	CSV   bool
 }
 
 // MaxEventsLimit bounds --limit: events is a look at recent history, not an
@@ -70,6 +72,9 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 			return env.Usagef("invalid KEY: %v", err)
 		}
 	}
+	if code, ok := checkOutput(env, opts.JSON, opts.CSV); !ok {
+		return code
+	}
 	if opts.Limit < 1 || opts.Limit > MaxEventsLimit {
 		return env.Usagef("invalid --limit %d: must be between 1 and %d", opts.Limit, MaxEventsLimit)
 	}
@@ -81,6 +86,11 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 	events, err := lockview.History(ctx, pool, lockview.HistoryQuery{Key: opts.Key, Since: opts.Since, Limit: opts.Limit})
 	if err != nil {
 		return env.Fail(err)
+	}
+	if opts.CSV {
+		// The columns are the event reader's (lockview.Event), as the
+		// console's export writes them.
+		return emitCSV(env, events)
 	}
 	if opts.JSON {
 		rows := make([]eventRow, 0, len(events))

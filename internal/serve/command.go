@@ -33,5 +33,5 @@ func Command() *cobra.Command {
 		"at most `N` connections from one address (an IPv6 /64) still authenticating at once; authenticated ones do not count")
 	cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "default lease length in the console's acquire form")
 	cli.Required(fs, "ssh", "host-key", "authorized-keys")
-	return cmd
+	return cli.ReadOnlyOK(cmd)
 }

@@ -66,7 +66,7 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 	// acting session's next poll, as everyone's, reads afresh.
 	shared := tui.NewSharedPoolSource(ctx, pool, o.Refresh)
 	c := consoles{
-		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL,
+		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL, ReadOnly: env.Context.ReadOnly,
 			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: notifier.State,
 			Source: shared, ActionDone: shared.Invalidate},
 		log: log,
@@ -97,16 +97,18 @@ type consoles struct {
 }
 
 // open is the console of one session: a viewer's is read-only and has no
-// locker at all, so no path in it can write; an operator's records its
-// actor on every action's event. Its polls and actions run under ctx, so
+// locker at all, so no path in it can write; so is every session's under
+// a read-only context; an operator's records its actor on every action's
+// event. Its polls and actions run under ctx, so
 // a session the server ends (its key removed) can start none after.
 func (c consoles) open(ctx context.Context, s sshserve.Session) (tea.Model, error) {
 	opts := c.base
 	opts.Owner = locker.NewOwnerID()
-	opts.ReadOnly = !s.Role.CanAct()
+	canAct := s.Role.CanAct() && !c.base.ReadOnly
+	opts.ReadOnly = !canAct
 	who := fmt.Sprintf("over SSH as %s (%s)", s.Actor, s.Role)
 	opts.Status = func() string { return who }
-	if s.Role.CanAct() {
+	if canAct {
 		lk, err := locker.New(locker.Config{Actor: s.Actor, TTL: opts.TTL, LogGrants: true})
 		if err != nil {
 			return nil, err

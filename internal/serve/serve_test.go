@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,13 @@ type served struct {
 
 func startServe(t *testing.T, dsn string, extra ...string) *served {
 	t.Helper()
+	return startServeIn(t, nil, append([]string{"--dsn", dsn}, extra...)...)
+}
+
+// startServeIn starts serve with env added to this process's environment
+// and args after its own.
+func startServeIn(t *testing.T, env []string, args ...string) *served {
+	t.Helper()
 	dir := t.TempDir()
 	s := &served{t: t, dir: dir, log: &lockedBuffer{}, exited: make(chan error, 1)}
 	s.operator = sshtest.NewKey(t, dir, "operator")
@@ -48,10 +56,11 @@ func startServe(t *testing.T, dsn string, extra ...string) *served {
 	sshtest.WriteFile(t, keys, fmt.Sprintf("role=\"operator\",actor=\"alice\" %s\nrole=\"viewer\",actor=\"bob\" %s\n",
 		s.operator.Pub, s.viewer.Pub))
 	s.port = freePort(t)
-	args := append([]string{"serve", "--dsn", dsn, "--ssh", "127.0.0.1:" + s.port,
+	args = append([]string{"serve", "--ssh", "127.0.0.1:" + s.port,
 		"--host-key", filepath.Join(dir, "host", "ssh_host_ed25519_key"), "--authorized-keys", keys,
-		"--refresh", "200ms"}, extra...)
+		"--refresh", "200ms"}, args...)
 	s.cmd = exec.Command(lockctlBinary(t), args...)
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
