@@ -96,6 +96,7 @@ var ownerFunctions = []string{
 	"distributed_lock_report_stale_write(text, text, bigint, text, jsonb)",
 	"distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text)",
 	"distributed_lock_waiter_poll(text, bigint, bigint)",
+	"distributed_lock_waiter_claim(text, bigint)",
 	"distributed_lock_waiter_heartbeat(bigint[], bigint)",
 	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
 	"distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint)",

@@ -9,6 +9,10 @@
 --
 -- Lock order: the session's row, then the bound leases' rows in key order,
 -- as every function locking several keys does (08_multi.sql).
+--
+-- A session belongs to the role that opened it (owner_role), as a lease
+-- to the role that took it: heartbeat, bind and close answer another
+-- role's session as 'gone', and bind only the caller's role's leases.
 
 -- distributed_lock_session_live: s is owner's session and runs at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_session_live(s distributed_lock_session, owner text, ts timestamptz)
@@ -88,7 +92,8 @@ BEGIN
     s := distributed_lock_session_lock(session);
     ts := clock_timestamp();
     -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
+    -- A session another role opened is not the caller's, whatever it names.
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -110,7 +115,7 @@ BEGIN
             renew_count = l.renew_count + 1
         FROM distributed_lock_session_lease b
         WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-          AND distributed_lock_held(l, l.owner_id, ts)
+          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
         RETURNING l.lock_key, l.fence_token)
     SELECT (SELECT count(*) FROM moved),
            (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
@@ -125,7 +130,7 @@ BEGIN
         WHERE b.session_id = session
           AND NOT EXISTS (SELECT 1 FROM distributed_lock l
                           WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                            AND distributed_lock_held(l, l.owner_id, ts));
+                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
     END IF;
     outcome := 'renewed';
 END $$;
@@ -156,7 +161,7 @@ BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := clock_timestamp();
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM session_owner THEN
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -166,7 +171,7 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, ts))
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
         outcome := 'not_held';
@@ -204,14 +209,14 @@ DECLARE
 BEGIN
     released := 0;
     s := distributed_lock_session_lock(session);
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
     ts := clock_timestamp();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
                                                     log_release => log_release, event_actor => event_actor) r)
@@ -252,7 +257,7 @@ BEGIN
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
         expired := expired + 1;
