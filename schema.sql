@@ -2688,17 +2688,23 @@ END $$;
 -- to its ttl from the database's now, and every lease bound to it that is
 -- still held moves with it (one statement for any number of leases). The
 -- bindings named by drop_keys and drop_tokens (leases the caller stopped
--- keeping) are dropped first. One row:
+-- keeping) are dropped first, and bindings whose lease had ended (released,
+-- lapsed, taken, forced) are dropped after. One row:
 --   outcome  'renewed'; 'expired' when the session had lapsed (nothing is
 --            revived: its leases lapsed with it); 'gone' when there is no
 --            such session of owner's (closed, ended by an operator, pruned).
 --   expires_at, ttl: the session's, when renewed.
 --   leases   how many bound leases it kept.
---   lost     the bindings whose lease had ended (released, lapsed, taken,
---            forced), as [{"key", "token"}], dropped: the session keeps
---            them no longer.
+--   lost     of the leases named by keep_keys and keep_tokens (those the
+--            caller counts on this session to keep), each one this
+--            heartbeat did not move, as [{"key", "token"}]: its lease had
+--            ended, or the session no longer had it bound (dropped, bound
+--            to another session). The answer is about this heartbeat
+--            alone, so one whose reply was lost hides nothing from the
+--            next: what was dropped is never kept again.
 CREATE OR REPLACE FUNCTION distributed_lock_session_heartbeat(
     session bigint, owner text, drop_keys text[] DEFAULT NULL, drop_tokens bigint[] DEFAULT NULL,
+    keep_keys text[] DEFAULT NULL, keep_tokens bigint[] DEFAULT NULL,
     OUT outcome text, OUT expires_at timestamptz, OUT ttl interval, OUT leases integer, OUT lost jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -2728,28 +2734,30 @@ BEGIN
     UPDATE distributed_lock_session x SET expires_at = ts + x.ttl, renewed_at = ts
     WHERE x.session_id = session
     RETURNING x.expires_at, x.ttl INTO expires_at, ttl;
-    UPDATE distributed_lock l SET
-        expires_at = distributed_lock_session_heartbeat.expires_at,
-        ttl = distributed_lock_session_heartbeat.ttl,
-        renewed_at = ts,
-        renew_count = l.renew_count + 1
-    FROM distributed_lock_session_lease b
-    WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-      AND distributed_lock_held(l, l.owner_id, l.owner_role, ts);
-    GET DIAGNOSTICS leases = ROW_COUNT;
+    WITH moved AS (
+        UPDATE distributed_lock l SET
+            expires_at = distributed_lock_session_heartbeat.expires_at,
+            ttl = distributed_lock_session_heartbeat.ttl,
+            renewed_at = ts,
+            renew_count = l.renew_count + 1
+        FROM distributed_lock_session_lease b
+        WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+        RETURNING l.lock_key, l.fence_token)
+    SELECT (SELECT count(*) FROM moved),
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
+                                      ORDER BY k.lock_key), '[]')
+            FROM unnest(keep_keys, keep_tokens) AS k(lock_key, fence_token)
+            WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.lock_key = k.lock_key AND m.fence_token = k.fence_token))
+    INTO leases, lost;
     SELECT count(*) INTO bound FROM distributed_lock_session_lease b WHERE b.session_id = session;
     IF bound > leases THEN
         -- Every binding the update did not reach is of a lease that ended.
-        WITH gone AS (
-            DELETE FROM distributed_lock_session_lease b
-            WHERE b.session_id = session
-              AND NOT EXISTS (SELECT 1 FROM distributed_lock l
-                              WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                                AND distributed_lock_held(l, l.owner_id, l.owner_role, ts))
-            RETURNING b.lock_key, b.fence_token)
-        SELECT coalesce(jsonb_agg(jsonb_build_object('key', g.lock_key, 'token', g.fence_token)
-                                  ORDER BY g.lock_key), '[]')
-        INTO lost FROM gone g;
+        DELETE FROM distributed_lock_session_lease b
+        WHERE b.session_id = session
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock l
+                          WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
     END IF;
     outcome := 'renewed';
 END $$;
@@ -4118,7 +4126,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_prune(bigint, bigint, bigint),
     distributed_lock_open_session(text, bigint, text, integer, jsonb),
     distributed_lock_session_lock(bigint),
-    distributed_lock_session_heartbeat(bigint, text, text[], bigint[]),
+    distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[]),
     distributed_lock_session_bind(bigint, text, text, text[], bigint[]),
     distributed_lock_close_session(bigint, text, boolean, text),
     distributed_lock_end_session(bigint, text, text),

@@ -106,7 +106,7 @@ var ownerFunctions = []string{
 	"distributed_lock_renew_all(text[], text, bigint[], bigint)",
 	"distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text)",
 	"distributed_lock_open_session(text, bigint, text, integer, jsonb)",
-	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[])",
+	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[])",
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
 	"distributed_lock_close_session(bigint, text, boolean, text)",
 }

@@ -287,7 +287,7 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_bind(bigint, text, text, text[], bigint[]) FROM %[2]s`, locker.ErrPermissionDenied},
 		// A heartbeat refused is retried until the session can no longer
 		// be trusted: the bound lease is not moved on.
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_heartbeat(bigint, text, text[], bigint[]) FROM %[2]s`, errNoSessionHeartbeat},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[]) FROM %[2]s`, errNoSessionHeartbeat},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_close_session(bigint, text, boolean, text) FROM %[2]s`, locker.ErrPermissionDenied},
 	}
 	for _, c := range cases {

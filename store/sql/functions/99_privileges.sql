@@ -16,7 +16,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_prune(bigint, bigint, bigint),
     distributed_lock_open_session(text, bigint, text, integer, jsonb),
     distributed_lock_session_lock(bigint),
-    distributed_lock_session_heartbeat(bigint, text, text[], bigint[]),
+    distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[]),
     distributed_lock_session_bind(bigint, text, text, text[], bigint[]),
     distributed_lock_close_session(bigint, text, boolean, text),
     distributed_lock_end_session(bigint, text, text),
