@@ -4,11 +4,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lockctl/lockctl/locker"
 )
 
 var flagName = regexp.MustCompile(`--([a-z][a-z-]*)`)
@@ -22,9 +25,19 @@ func TestDocsListEveryCommandWithItsFlags(t *testing.T) {
 	// no commands of lockctl's own.
 	commandByName := map[string]*cobra.Command{"": root}
 	for _, cmd := range root.Commands() {
-		if cmd.IsAvailableCommand() {
-			commandByName[cmd.Name()] = cmd
+		if !cmd.IsAvailableCommand() {
+			continue
 		}
+		if cmd.HasAvailableSubCommands() {
+			// A group (context): its commands are listed, as "context ls".
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					commandByName[cmd.Name()+" "+sub.Name()] = sub
+				}
+			}
+			continue
+		}
+		commandByName[cmd.Name()] = cmd
 	}
 	if len(commandByName) < 10 {
 		t.Fatalf("the command tree holds %d commands; want every command of main.go", len(commandByName))
@@ -41,6 +54,9 @@ func TestDocsListEveryCommandWithItsFlags(t *testing.T) {
 		listed := map[string]bool{}
 		for _, line := range lines {
 			name := synopsisCommand(line)
+			if words := strings.Fields(line); len(words) > 2 && commandByName[name+" "+words[2]] != nil {
+				name += " " + words[2] // a group's command: context ls
+			}
 			cmd, ok := commandByName[name]
 			if !ok {
 				t.Errorf("%s lists a command %q that does not exist:\n%s", page, name, line)
@@ -181,5 +197,32 @@ func TestDocsStayInProportion(t *testing.T) {
 		if info.Size() > limit {
 			t.Errorf("%s is %d KB, over its %d KB", file, info.Size()>>10, limit>>10)
 		}
+	}
+}
+
+var keySetBound = regexp.MustCompile(`(?:1 to|at most|more than|up to) (\d+)(?: distinct)? keys`)
+
+// Every page that bounds a key set gives the bound the code has
+// (locker.MaxKeys, which the database's key set check shares).
+func TestDocsGiveTheKeySetBound(t *testing.T) {
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, page := range append(pages, "README.md", "locker/doc.go") {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range keySetBound.FindAllStringSubmatch(strings.Join(strings.Fields(string(text)), " "), -1) {
+			seen++
+			if m[1] != strconv.Itoa(locker.MaxKeys) {
+				t.Errorf("%s says %q; a key set has at most %d keys", page, m[0], locker.MaxKeys)
+			}
+		}
+	}
+	if seen < 3 {
+		t.Fatalf("found %d statements of the key set bound in the docs; the pattern no longer matches them", seen)
 	}
 }

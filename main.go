@@ -36,6 +36,7 @@ func newRoot() *cobra.Command {
 		cli.GrantCommand(),
 		cli.PruneCommand(),
 		cli.BlockingCommand(),
+		cli.ContextCommand(),
 		bench.Command(),
 		demo.Command(),
 		serve.Command(),

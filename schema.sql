@@ -287,6 +287,7 @@ CREATE TABLE distributed_lock (
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
     grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     owner_id       distributed_lock_name       NOT NULL, -- holder, or last holder when free
+    owner_role     text NOT NULL DEFAULT session_user,   -- the database role that took the lease: only it acts on it
     previous_owner text,
     previous_token bigint,
     fence_token    distributed_lock_token      NOT NULL,
@@ -320,7 +321,10 @@ CREATE TABLE distributed_lock_event (
     kind           distributed_lock_event_kind NOT NULL,
     owner_id       distributed_lock_name,
     fence_token    bigint,
-    actor          distributed_lock_name NOT NULL,
+    actor          distributed_lock_name NOT NULL, -- who the caller says it is (a claim)
+    -- The database role whose call wrote the event (the session_user of the
+    -- protocol function, which no caller passes in), beside actor.
+    caller_role    text        NOT NULL DEFAULT session_user,
     previous_owner text,
     previous_token bigint,
     detail         distributed_lock_json NOT NULL DEFAULT '{}'
@@ -350,6 +354,7 @@ CREATE TABLE distributed_lock_waiter (
     waiter_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
+    owner_role    text NOT NULL DEFAULT session_user, -- the role that queued it: only it polls, refreshes or removes it
     waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
@@ -386,6 +391,7 @@ CREATE TABLE distributed_lock_holder (
     lock_key    distributed_lock_name       NOT NULL,
     slot        integer                     NOT NULL,
     owner_id    distributed_lock_name       NOT NULL,
+    owner_role  text                        NOT NULL DEFAULT session_user, -- the role that took the slot's lease
     fence_token distributed_lock_token      NOT NULL,
     grant_kind  distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     previous_owner text,                              -- the slot's holder before this grant
@@ -410,6 +416,7 @@ CREATE TABLE distributed_lock_holder (
 CREATE TABLE distributed_lock_session (
     session_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     owner_id   distributed_lock_name     NOT NULL, -- who opened it; its heartbeat names it
+    owner_role text NOT NULL DEFAULT session_user, -- the role that opened it: only it heartbeats, binds or closes it
     host       distributed_lock_host     NOT NULL DEFAULT '',
     pid        integer                   NOT NULL DEFAULT 0,
     metadata   distributed_lock_metadata NOT NULL DEFAULT '{}',
@@ -606,11 +613,16 @@ RETURNS interval LANGUAGE sql STABLE AS $$
     SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
--- distributed_lock_held: l is owner's running exclusive lease (a shared or
--- semaphore key's row is its group's, whose owner is nobody's: 11_shared.sql).
-CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, ts timestamptz)
+-- distributed_lock_held: l is owner's running exclusive lease, taken by
+-- database role role (a shared or semaphore key's row is its group's,
+-- whose owner is nobody's: 11_shared.sql). A lease belongs to the role that
+-- took it (owner_role): an owner id is only a name, which any service may
+-- say, so a call acting on a lease as its holder passes session_user, and
+-- another role's lease of the same owner is not its own.
+CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > ts AND l.lock_mode = 'exclusive'
+    SELECT l.owner_id = owner AND l.owner_role = role AND l.released_at IS NULL AND l.expires_at > ts
+           AND l.lock_mode = 'exclusive'
 $$;
 
 -- distributed_lock_open: nobody holds l: released, or its lease lapsed.
@@ -655,12 +667,15 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 -- distributed_lock_delay_end: when the lock-delay of l's last lease ends
--- (NULL: it has none). A lease that ran out or was force-expired (never
--- released) is followed by its lock_delay from expires_at; a force-release
--- writes delay_until; a clean release writes none, so it starts no delay.
+-- (NULL: it has none). A lease that ran out or was force-expired is
+-- followed by its lock_delay from expires_at, whether or not it was
+-- released after it had run out (a late release ends no delay); a
+-- force-release writes delay_until; a clean release, before its expiry,
+-- writes none, so it starts no delay.
 CREATE OR REPLACE FUNCTION distributed_lock_delay_end(l distributed_lock)
 RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.released_at IS NULL THEN l.expires_at + l.lock_delay ELSE l.delay_until END
+    SELECT CASE WHEN l.released_at IS NULL OR l.released_at >= l.expires_at THEN l.expires_at + l.lock_delay
+                ELSE l.delay_until END
 $$;
 
 -- distributed_lock_delayed: nobody holds l, but its last lease's lock-delay
@@ -682,11 +697,12 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
            AND NOT distributed_lock_promised(l, ts)
 $$;
 
--- distributed_lock_may_take, the grant rule: owner may take l now. It is
--- owner's running lease (a renewal), or it may be granted anew.
-CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, ts timestamptz)
+-- distributed_lock_may_take, the grant rule: owner, calling as role, may
+-- take l now. It is their running lease (a renewal), or it may be granted
+-- anew.
+CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, ts) OR distributed_lock_may_grant(l, ts)
+    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_may_grant(l, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
@@ -704,11 +720,13 @@ RETURNS text LANGUAGE sql STABLE AS $$
                 ELSE 'held' END
 $$;
 
--- distributed_lock_grant_kind: the kind of a new grant of l to owner:
--- 'stolen' when it ends another owner's unreleased lease, else 'acquired'.
-CREATE OR REPLACE FUNCTION distributed_lock_grant_kind(l distributed_lock, owner text)
+-- distributed_lock_grant_kind: the kind of a new grant of l to owner,
+-- taken by role: 'stolen' when it ends another's unreleased lease (another
+-- owner's, or another role's), else 'acquired'.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_kind(l distributed_lock, owner text, role text)
 RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.released_at IS NULL AND l.owner_id <> owner THEN 'stolen' ELSE 'acquired' END
+    SELECT CASE WHEN l.released_at IS NULL AND (l.owner_id <> owner OR l.owner_role <> role) THEN 'stolen'
+                ELSE 'acquired' END
 $$;
 
 -- distributed_lock_acquire makes one attempt to take key for owner, for
@@ -762,11 +780,11 @@ DECLARE
     r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
-        lock_mode = 'exclusive', owner_id = owner,
+        lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
-        grant_kind = distributed_lock_grant_kind(l, owner),
+        grant_kind = distributed_lock_grant_kind(l, owner, session_user),
         previous_owner = l.owner_id, previous_token = l.fence_token,
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
@@ -796,7 +814,7 @@ BEGIN
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO res
     FROM distributed_lock l
-    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, ts);
+    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, session_user, ts);
     IF FOUND THEN
         RETURN res;
     END IF;
@@ -827,7 +845,7 @@ BEGIN
         r.expires_at := distributed_lock_lease_end(r);
     END IF;
     res := ROW(r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, NULL, r.expires_at - ts, NULL, NULL);
-    IF NOT distributed_lock_held(r, owner, ts) THEN
+    IF NOT distributed_lock_held(r, owner, session_user, ts) THEN
         res.outcome := distributed_lock_refusal(r, ts);
         res.queue_length := distributed_lock_queue_length(key, ts);
         IF res.outcome = 'delayed' THEN
@@ -835,7 +853,9 @@ BEGIN
         END IF;
         RETURN res;
     END IF;
-    -- owner holds the key: a renewal, same token, unless another
+    -- owner holds the key (as the caller's role: another role's lease of
+    -- the same owner name is refused as another's): a renewal, same token,
+    -- unless another
     -- transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
@@ -844,7 +864,7 @@ BEGIN
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
+                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, session_user, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
@@ -893,7 +913,11 @@ END $$;
 -- distributed_lock_renew extends owner's lease of key, granted with token,
 -- by ttl_us from the database's now. One row: outcome 'renewed' with the
 -- lease, or 'not_held' (only lock_key set) when that grant is no longer the
--- current, unexpired one. An expired lease is not revived even if nobody
+-- current, unexpired one, or was taken by another database role: every
+-- call acting on a lease as its holder (renew, release, fence, a session's
+-- bind, and the waiter's calls on its record) acts only on a lease or
+-- record its own role (session_user) took, and answers another's as not
+-- held. An expired lease is not revived even if nobody
 -- took it: its holder may already have been told it was lost. The lease is
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
@@ -915,10 +939,10 @@ BEGIN
     FROM (SELECT k.r, clock_timestamp() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                  AND z.released_at IS NULL
+                  AND z.released_at IS NULL AND z.owner_role = session_user
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, c.ts)
+    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
     IF NOT FOUND THEN
@@ -984,8 +1008,11 @@ END $$;
 -- and keeps the row (see distributed_lock_acquire). One row
 -- (distributed_lock_release_result): outcome 'released' with the lease as
 -- it was, or 'not_held' (only lock_key set) when that grant is not current
--- or was already released. It sets only
--- released_at, which no index covers, so the update can be HOT.
+-- or was already released (or was taken by another role). It sets only
+-- released_at, which no index covers, so the update can be HOT. A lease
+-- released after it ran out keeps its lock-delay (02_rules.sql,
+-- distributed_lock_delay_end): the holder that let it lapse may have been
+-- paused, and its release says nothing about writes made meanwhile.
 --
 -- When some may wait (wake_until, set by distributed_lock_enqueue, read
 -- under the row lock, so no waiter is missed) it passes the key on
@@ -1025,7 +1052,7 @@ BEGIN
     -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
-      AND l.lock_mode = 'exclusive'
+      AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
               l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
               CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
@@ -1087,11 +1114,11 @@ DECLARE
     held boolean;
 BEGIN
     held := coalesce((
-        SELECT distributed_lock_held(c.r, owner, c.ts)
+        SELECT distributed_lock_held(c.r, owner, session_user, c.ts)
         FROM (SELECT k.r, clock_timestamp() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
                     WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                      AND z.released_at IS NULL
+                      AND z.released_at IS NULL AND z.owner_role = session_user
                     FOR SHARE) k
               OFFSET 0) c), false);
     IF NOT held THEN
@@ -1105,7 +1132,10 @@ END $$;
 -- owner's token on key was refused (by the fence or by a resource that
 -- checks tokens); detail is a JSON object (e.g. {"resource": "ledger"}).
 -- Returns the event's id. A key or detail outside the rules of a lock's
--- (1–255 bytes, a JSON object) is refused (23514).
+-- (1–255 bytes, a JSON object) is refused (23514). Any service may report
+-- one, whoever holds the key (the resource that refused the write is often
+-- another service's): event_actor is what the caller claims, and the event
+-- records beside it the role that called (caller_role).
 CREATE OR REPLACE FUNCTION distributed_lock_report_stale_write(
     key text, owner text, token bigint, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL)
 RETURNS bigint
@@ -1172,8 +1202,10 @@ END $$;
 
 -- distributed_lock_grant_waiter grants w's key, whose row the caller has
 -- locked, to waiter record w (which the caller has locked): the grant of a
--- hand-off (see distributed_lock_hand_off), the record consumed, the event,
--- the NOTIFY (distributed_lock_announce). It commits durably whatever the caller set: a grant lost in a
+-- hand-off (see distributed_lock_hand_off), the lease the role that queued
+-- w takes (owner_role), the record consumed, the event, the NOTIFY
+-- (distributed_lock_announce), a hint that names the waiter: what it was
+-- granted the waiter asks the database (distributed_lock_waiter_claim). It commits durably whatever the caller set: a grant lost in a
 -- crash after its NOTIFY went out could see its token drawn again. Returns
 -- w's id. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_waiter(w distributed_lock_waiter, ts timestamptz)
@@ -1187,13 +1219,14 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive',
         owner_id = w.owner_id,
+        owner_role = w.owner_role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = ts + least(w.claim_window, w.ttl),
         ttl = w.ttl,
         acquired_at = ts,
         renewed_at = NULL,
         renew_count = 0,
-        grant_kind = distributed_lock_grant_kind(l, w.owner_id),
+        grant_kind = distributed_lock_grant_kind(l, w.owner_id, w.owner_role),
         released_at = NULL,
         previous_owner = l.owner_id,
         previous_token = l.fence_token,
@@ -1206,9 +1239,12 @@ BEGIN
     INTO g;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     IF g.grant_kind = 'stolen' OR w.log_grants THEN
+        -- The actor is the waiter's claim, so the role beside it is the
+        -- one that queued it, not the one whose release handed it on.
         INSERT INTO distributed_lock_event
-            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        VALUES (ts, key, g.grant_kind, g.owner_id, g.fence_token, coalesce(w.actor, w.owner_id),
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, caller_role, previous_owner, previous_token,
+             detail)
+        VALUES (ts, key, g.grant_kind, g.owner_id, g.fence_token, coalesce(w.actor, w.owner_id), w.owner_role,
                 g.previous_owner, g.previous_token,
                 jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
                                    'waiter_id', w.waiter_id));
@@ -1257,7 +1293,8 @@ END $$;
 -- asked for, written as distributed_lock_add_waiter writes a new one (the
 -- kind it waits for included), and returns its id: an owner has one place
 -- in a key's queue, and keeps it and its id. NULL when owner has no live
--- record there. Internal.
+-- record there queued by the caller's role (another role's record of the
+-- same owner name is not the caller's to take). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_over_waiter(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
     event_actor text, log_grants boolean, lock_delay_us bigint, channel text, mode text, permits integer,
@@ -1275,7 +1312,7 @@ BEGIN
         permits = distributed_lock_take_over_waiter.permits
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
-                           AND x.group_id IS NULL)
+                           AND x.group_id IS NULL AND x.owner_role = session_user)
     RETURNING w.waiter_id INTO id;
     RETURN id;
 END $$;
@@ -1384,7 +1421,7 @@ BEGIN
         -- handed to, rather than behind a group nobody holds.
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     END IF;
-    IF distributed_lock_may_take(r, owner, ts) THEN
+    IF distributed_lock_may_take(r, owner, session_user, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
@@ -1452,6 +1489,9 @@ END $$;
 -- if it had taken the lock first; it judges with a ts read after its last
 -- wait (00_search_path.sql), and a lease it reports as granted was read
 -- committed. Every other check takes the row lock first, as everywhere.
+-- Only the role that queued record id (its owner_role) is answered about
+-- it: to any other the record is 'gone' and its grant unknown, and the
+-- record is neither refreshed nor refused.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1472,11 +1512,11 @@ BEGIN
     -- A group's row is always checked under the lock: a group whose
     -- holders all lapsed is ended here, and one with room serves the queue.
     IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND r.lock_mode = 'exclusive' THEN
-        IF r.handed_to = id THEN
+        IF r.handed_to = id AND r.owner_role = session_user THEN
             unlocked := true;
         ELSE
             SELECT w.owner_id INTO waiting FROM distributed_lock_waiter w
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             unlocked := waiting IS NOT NULL
                 AND (SELECT c.youngest FROM distributed_lock_wait_cycle(waiting, ts) c) IS DISTINCT FROM id;
         END IF;
@@ -1487,7 +1527,7 @@ BEGIN
             -- locks it only when it writes.
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             -- The update may have waited for a hand-off to this record:
             -- judge the answer after it.
             ts := clock_timestamp();
@@ -1511,7 +1551,7 @@ BEGIN
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
             RETURNING w.owner_id INTO waiting;
             IF FOUND THEN
                 IF distributed_lock_open(r, ts) THEN
@@ -1528,9 +1568,11 @@ BEGIN
     END IF;
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
-                WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
+                WHEN l.handed_to = id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts)
+                    THEN l.grant_kind::text
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
-                             WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
+                             WHERE w.waiter_id = id AND w.seen_until > ts AND w.owner_role = session_user)
+                    THEN 'queued'
                 ELSE 'gone' END,
            least(distributed_lock_lease_end(l), l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
@@ -1538,7 +1580,8 @@ BEGIN
     IF outcome = 'gone' THEN
         -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
         SELECT * INTO slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts;
+        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts
+          AND s.owner_role = session_user;
         IF FOUND THEN
             owner_id := slot.owner_id; fence_token := slot.fence_token; expires_at := slot.expires_at;
             ttl := slot.ttl; outcome := slot.grant_kind; remaining := slot.expires_at - ts;
@@ -1549,6 +1592,46 @@ BEGIN
         queue_length := distributed_lock_queue_length(key, ts);
     ELSE
         delay_until := NULL;
+    END IF;
+END $$;
+
+-- distributed_lock_waiter_claim is a waiter's answer to a hand-off's
+-- NOTIFY, which is only a hint (anyone may NOTIFY, 07_wake.sql): it asks
+-- the database whether waiter record id, queued by the caller's role, was
+-- handed key (its exclusive lease, or a slot of a shared or semaphore key),
+-- and if so claims it: renewed to its full TTL (distributed_lock_renew),
+-- in the one statement. One row: outcome the grant's kind ('acquired',
+-- 'stolen') with the claimed lease, or 'not_handed' (only lock_key set):
+-- no running grant to id of the caller's role (a forged, replayed or stale
+-- notification, or a claim window that ran out): the waiter waits on, its
+-- record untouched. So an honest hand-off costs the waiter the one round
+-- trip its claim cost anyway, and a false one no more than that.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_claim(
+    key text, id bigint,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
+    WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL
+      AND l.lock_mode = 'exclusive';
+    IF NOT FOUND THEN
+        SELECT s.owner_id, s.fence_token, s.ttl, s.grant_kind INTO g FROM distributed_lock_holder s
+        WHERE s.lock_key = key AND s.handed_to = id AND s.owner_role = session_user AND s.released_at IS NULL;
+    END IF;
+    IF FOUND THEN
+        SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_renew(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) r
+        WHERE r.outcome = 'renewed';
+    END IF;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_handed';
     END IF;
 END $$;
 
@@ -1565,7 +1648,8 @@ END $$;
 -- set's record is left out: a set heading a free key waits for its other
 -- keys. Its ts is read first, before any row lock: wake_until
 -- (ts + 2 seen_for_us) must stay after every seen_until it writes
--- (ts + seen_for_us), however long it waits; it judges no lease.
+-- (ts + seen_for_us), however long it waits; it judges no lease. A record
+-- another role queued is not refreshed, and answered as not found.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -1575,7 +1659,7 @@ DECLARE
 BEGIN
     -- Lock rows before waiter rows, in key order, as everywhere.
     FOR k IN SELECT DISTINCT w.lock_key FROM distributed_lock_waiter w
-             WHERE w.waiter_id = ANY (ids) ORDER BY 1 LOOP
+             WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user ORDER BY 1 LOOP
         PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
     END LOOP;
     -- The records are locked in key order too, as a release of several
@@ -1588,6 +1672,7 @@ BEGIN
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
+                                    AND x.owner_role = session_user
                                   ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)
             RETURNING w.waiter_id, w.lock_key, w.group_id
         )
@@ -1607,7 +1692,10 @@ END $$;
 -- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
 -- the lease is released (with log_release, logged as a release by
 -- event_actor) and passed on to the next waiter. Returns 'left' (it was
--- queued), 'passed_on' (it had been handed the key), or 'none'.
+-- queued), 'passed_on' (it had been handed the key), or 'none' (also for a
+-- record, or a lease handed to one, that another role queued: only its
+-- own role takes a waiter out of the queue, or an operator's prune once it
+-- lapsed).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
     key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -1620,11 +1708,11 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key;
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user;
     IF FOUND THEN
         RETURN 'left';
     END IF;
-    IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+    IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
         UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key;
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
@@ -1637,7 +1725,8 @@ BEGIN
     -- A slot of a shared or semaphore key handed to it and unclaimed: its
     -- release passes the room on (12_shared_queue.sql).
     SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0;
+    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+      AND s.owner_role = session_user;
     IF FOUND THEN
         PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release');
         IF log_release THEN
@@ -1954,6 +2043,7 @@ BEGIN
         UPDATE distributed_lock l SET
             lock_mode      = 'exclusive',
             owner_id       = owner,
+            owner_role     = session_user,
             fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             expires_at     = ts + distributed_lock_us(ttl_us),
             ttl            = distributed_lock_us(ttl_us),
@@ -1961,7 +2051,7 @@ BEGIN
             renewed_at     = NULL,
             renew_count    = 0,
             released_at    = NULL,
-            grant_kind     = distributed_lock_grant_kind(l, owner),
+            grant_kind     = distributed_lock_grant_kind(l, owner, session_user),
             previous_owner = l.owner_id,
             previous_token = l.fence_token,
             metadata       = coalesce(lease_metadata, '{}'),
@@ -2146,7 +2236,7 @@ BEGIN
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_settle(k, ts);
     END LOOP;
-    IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
+    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                             NULL::bigint, clock_timestamp(), NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
@@ -2232,7 +2322,7 @@ BEGIN
             -- The owner's own running lease it may take again at once, as
             -- acquire renews it, whoever is queued for it: they wait for the
             -- owner, and making the set wait for them would deadlock it.
-            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, ts);
+            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
             IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
                    SELECT 1 FROM distributed_lock_waiter a
                    WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
@@ -2258,11 +2348,13 @@ BEGIN
 END $$;
 
 -- distributed_lock_set_handed: every key of keys was handed to its record
--- of ids (the same order) and the grant still runs. Internal.
+-- of ids (the same order), queued by the caller's role, and the grant
+-- still runs. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_set_handed(keys text[], ids bigint[], ts timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT bool_and(coalesce(l.handed_to = s.id AND NOT distributed_lock_open(l, ts), false))
+    SELECT bool_and(coalesce(l.handed_to = s.id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts),
+                             false))
     FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k
 $$;
 
@@ -2276,7 +2368,8 @@ $$;
 -- keys found free or lapsed are first handed to their queues' heads, which
 -- may grant the set); 'gone' when its records are gone with no grant;
 -- 'deadlock' when its wait closes a cycle of which it is the youngest (its
--- records removed; cycle says who waits for what).
+-- records removed; cycle says who waits for what). Records another role
+-- queued are answered as gone, as distributed_lock_waiter_poll answers.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll_all(keys text[], ids bigint[], seen_for_us bigint)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
                outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
@@ -2309,7 +2402,7 @@ BEGIN
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
+            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts AND w.owner_role = session_user
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
@@ -2338,7 +2431,7 @@ BEGIN
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
               LEFT JOIN distributed_lock l ON l.lock_key = s.k
-              LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id) x
+              LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id AND w.owner_role = session_user) x
         ORDER BY x.k;
 END $$;
 
@@ -2348,7 +2441,8 @@ END $$;
 -- released by event_actor), and every key left free with waiters is
 -- passed on, once all the set's records are gone, so a set queued behind
 -- it can have them all. Returns 'passed_on' (it had been handed its keys),
--- 'left' (it was queued) or 'none'.
+-- 'left' (it was queued) or 'none'. Only records (and leases handed to
+-- them) the caller's role queued are touched.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave_all(
     keys text[], ids bigint[], log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -2366,11 +2460,11 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids);
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user;
     left_queue := FOUND;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
-        IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+        IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
             UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k;
             IF log_release THEN
                 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
@@ -2442,7 +2536,7 @@ BEGIN
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
         UPDATE distributed_lock l SET released_at = clock_timestamp()
         WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
-          AND l.lock_mode = 'exclusive'
+          AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;
@@ -2495,7 +2589,7 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
-        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)));
+        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, w.owner_role, ts)));
 END $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's
@@ -2672,6 +2766,10 @@ END $$;
 --
 -- Lock order: the session's row, then the bound leases' rows in key order,
 -- as every function locking several keys does (08_multi.sql).
+--
+-- A session belongs to the role that opened it (owner_role), as a lease
+-- to the role that took it: heartbeat, bind and close answer another
+-- role's session as 'gone', and bind only the caller's role's leases.
 
 -- distributed_lock_session_live: s is owner's session and runs at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_session_live(s distributed_lock_session, owner text, ts timestamptz)
@@ -2720,17 +2818,23 @@ END $$;
 -- to its ttl from the database's now, and every lease bound to it that is
 -- still held moves with it (one statement for any number of leases). The
 -- bindings named by drop_keys and drop_tokens (leases the caller stopped
--- keeping) are dropped first. One row:
+-- keeping) are dropped first, and bindings whose lease had ended (released,
+-- lapsed, taken, forced) are dropped after. One row:
 --   outcome  'renewed'; 'expired' when the session had lapsed (nothing is
 --            revived: its leases lapsed with it); 'gone' when there is no
 --            such session of owner's (closed, ended by an operator, pruned).
 --   expires_at, ttl: the session's, when renewed.
 --   leases   how many bound leases it kept.
---   lost     the bindings whose lease had ended (released, lapsed, taken,
---            forced), as [{"key", "token"}], dropped: the session keeps
---            them no longer.
+--   lost     of the leases named by keep_keys and keep_tokens (those the
+--            caller counts on this session to keep), each one this
+--            heartbeat did not move, as [{"key", "token"}]: its lease had
+--            ended, or the session no longer had it bound (dropped, bound
+--            to another session). The answer is about this heartbeat
+--            alone, so one whose reply was lost hides nothing from the
+--            next: what was dropped is never kept again.
 CREATE OR REPLACE FUNCTION distributed_lock_session_heartbeat(
     session bigint, owner text, drop_keys text[] DEFAULT NULL, drop_tokens bigint[] DEFAULT NULL,
+    keep_keys text[] DEFAULT NULL, keep_tokens bigint[] DEFAULT NULL,
     OUT outcome text, OUT expires_at timestamptz, OUT ttl interval, OUT leases integer, OUT lost jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -2745,7 +2849,8 @@ BEGIN
     s := distributed_lock_session_lock(session);
     ts := clock_timestamp();
     -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
+    -- A session another role opened is not the caller's, whatever it names.
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -2759,28 +2864,30 @@ BEGIN
     UPDATE distributed_lock_session x SET expires_at = ts + x.ttl, renewed_at = ts
     WHERE x.session_id = session
     RETURNING x.expires_at, x.ttl INTO expires_at, ttl;
-    UPDATE distributed_lock l SET
-        expires_at = distributed_lock_session_heartbeat.expires_at,
-        ttl = distributed_lock_session_heartbeat.ttl,
-        renewed_at = ts,
-        renew_count = l.renew_count + 1
-    FROM distributed_lock_session_lease b
-    WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-      AND distributed_lock_held(l, l.owner_id, ts);
-    GET DIAGNOSTICS leases = ROW_COUNT;
+    WITH moved AS (
+        UPDATE distributed_lock l SET
+            expires_at = distributed_lock_session_heartbeat.expires_at,
+            ttl = distributed_lock_session_heartbeat.ttl,
+            renewed_at = ts,
+            renew_count = l.renew_count + 1
+        FROM distributed_lock_session_lease b
+        WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+        RETURNING l.lock_key, l.fence_token)
+    SELECT (SELECT count(*) FROM moved),
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
+                                      ORDER BY k.lock_key), '[]')
+            FROM unnest(keep_keys, keep_tokens) AS k(lock_key, fence_token)
+            WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.lock_key = k.lock_key AND m.fence_token = k.fence_token))
+    INTO leases, lost;
     SELECT count(*) INTO bound FROM distributed_lock_session_lease b WHERE b.session_id = session;
     IF bound > leases THEN
         -- Every binding the update did not reach is of a lease that ended.
-        WITH gone AS (
-            DELETE FROM distributed_lock_session_lease b
-            WHERE b.session_id = session
-              AND NOT EXISTS (SELECT 1 FROM distributed_lock l
-                              WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                                AND distributed_lock_held(l, l.owner_id, ts))
-            RETURNING b.lock_key, b.fence_token)
-        SELECT coalesce(jsonb_agg(jsonb_build_object('key', g.lock_key, 'token', g.fence_token)
-                                  ORDER BY g.lock_key), '[]')
-        INTO lost FROM gone g;
+        DELETE FROM distributed_lock_session_lease b
+        WHERE b.session_id = session
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock l
+                          WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
     END IF;
     outcome := 'renewed';
 END $$;
@@ -2811,7 +2918,7 @@ BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := clock_timestamp();
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM session_owner THEN
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -2821,7 +2928,7 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, ts))
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
         outcome := 'not_held';
@@ -2859,14 +2966,14 @@ DECLARE
 BEGIN
     released := 0;
     s := distributed_lock_session_lock(session);
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
     ts := clock_timestamp();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
                                                     log_release => log_release, event_actor => event_actor) r)
@@ -2907,7 +3014,7 @@ BEGIN
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
         expired := expired + 1;
@@ -2992,7 +3099,7 @@ BEGIN
 END $$;
 
 -- distributed_lock_queued_ahead: l is kept for live waiters (promised)
--- and owner holds none of its slots: a shared lease or a permit granted to
+-- and owner (as the caller's role) holds none of its slots: a shared lease or a permit granted to
 -- owner now would overtake them (a writer waiting for the readers to end,
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
@@ -3003,7 +3110,7 @@ BEGIN
     -- being inlined, and every permit waiter's enqueue asks.
     RETURN distributed_lock_promised(l, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
-                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner
+                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner AND x.owner_role = session_user
                              AND x.released_at IS NULL AND x.expires_at > ts);
 END $$;
 
@@ -3055,10 +3162,12 @@ END $$;
 -- FOR NO KEY UPDATE (or just inserted) and which no lease holds, the row of
 -- a group of mode with permits n (NULL for shared): owner '*', a token of
 -- its own. A semaphore whose permits change is recorded
--- ('permits_changed'). Returns whether it ended a lease that ran out
--- unreleased (its first holder's grant is then a steal). Internal.
+-- ('permits_changed', by actor, a claim of actor_role's: the role of the
+-- caller, or of the waiter for whom it forms). Returns whether it ended a
+-- lease that ran out unreleased (its first holder's grant is then a
+-- steal). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_form_group(
-    r distributed_lock, mode text, n integer, ts timestamptz, ttl_us bigint, actor text)
+    r distributed_lock, mode text, n integer, ts timestamptz, ttl_us bigint, actor text, actor_role text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
@@ -3068,7 +3177,7 @@ BEGIN
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = distributed_lock_group_end(), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
-        grant_kind = distributed_lock_grant_kind(l, '*'),
+        grant_kind = distributed_lock_grant_kind(l, '*', l.owner_role),
         -- A row made for this group (owner '*', released as it was made,
         -- never held) has no previous lease.
         previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
@@ -3076,22 +3185,23 @@ BEGIN
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = r.lock_key;
     IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
-        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, detail)
-        VALUES (ts, r.lock_key, 'permits_changed', NULL, actor,
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
+        VALUES (ts, r.lock_key, 'permits_changed', NULL, actor, actor_role,
                 jsonb_build_object('permits', n, 'previous_permits', r.permits));
     END IF;
     RETURN r.released_at IS NULL;
 END $$;
 
 -- distributed_lock_take_slot grants owner a slot of key's group (whose row
--- the caller holds): a slot whose lease was released or ran out, the lowest
+-- the caller holds), a lease of role's (the caller's, or for a hand-off
+-- the role that queued the waiter): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
 -- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
 RETURNS distributed_lock_holder
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -3100,9 +3210,10 @@ DECLARE
     next integer;
 BEGIN
     UPDATE distributed_lock_holder s SET
-        owner_id = owner,
+        owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        grant_kind = CASE WHEN s.released_at IS NULL AND s.owner_id <> owner THEN 'stolen' ELSE 'acquired' END,
+        grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
+                          ELSE 'acquired' END,
         previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
@@ -3124,8 +3235,9 @@ BEGIN
         IF n IS NOT NULL AND next > n THEN
             RETURN h;
         END IF;
-        INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
-        VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        INSERT INTO distributed_lock_holder AS s
+            (lock_key, slot, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
+        VALUES (key, next, owner, role, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
                 coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
                 ts + distributed_lock_us(ttl_us))
         ON CONFLICT DO NOTHING
@@ -3221,7 +3333,7 @@ BEGIN
         END IF;
         -- A lease of owner's own that ran out is not stolen from it, as
         -- for an exclusive grant (distributed_lock_grant_kind).
-        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner))
+        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
     ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
@@ -3235,7 +3347,7 @@ BEGIN
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
         END IF;
-        PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user);
         lock_mode := mode; key_permits := n;
         holders := NULL; -- counted for a refusal only
     ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
@@ -3279,14 +3391,14 @@ BEGIN
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND x.owner_id = owner
+                                  WHERE x.lock_key = key AND x.owner_id = owner AND x.owner_role = session_user
                                     AND x.released_at IS NULL AND x.expires_at > ts
                                   LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING s.* INTO h;
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, ttl_us, key_permits, lease_metadata, ts);
+        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts);
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -3353,12 +3465,13 @@ DECLARE
 BEGIN
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
     PERFORM 1 FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner FOR NO KEY UPDATE;
+    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
+    FOR NO KEY UPDATE;
     ts := clock_timestamp();
     UPDATE distributed_lock_holder s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner
+    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
       AND s.released_at IS NULL AND s.expires_at > ts
     RETURNING s.* INTO h;
     RETURN h;
@@ -3366,7 +3479,8 @@ END $$;
 
 -- distributed_lock_end_holders ends the leases of key's slots that match
 -- token (every slot holding a lease when token is the group's own, on
--- which an operator acts on all holders) and owner (NULL: any), as
+-- which an operator acts on all holders) and owner (NULL: any, for an
+-- operator; else only owner's slots the caller's role took), as
 -- released (how 'release') or ran out (how 'expire'); the caller then
 -- logs them and passes the key on (distributed_lock_holders_ended). The
 -- row FOR NO KEY UPDATE: a group's end must see every release before it.
@@ -3389,7 +3503,8 @@ BEGIN
     RETURN QUERY
     WITH ended AS (
         SELECT s.lock_key, s.slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner) AND s.released_at IS NULL
+        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner AND s.owner_role = session_user)
+          AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
     ), upd AS (
@@ -3436,7 +3551,7 @@ BEGIN
         FROM (SELECT k.expires_at, clock_timestamp() AS ts
               FROM (SELECT s.expires_at FROM distributed_lock_holder s
                     WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token
-                      AND s.released_at IS NULL
+                      AND s.released_at IS NULL AND s.owner_role = session_user
                     FOR SHARE) k
               OFFSET 0) c), false);
 END $$;
@@ -3522,7 +3637,7 @@ DECLARE
     h distributed_lock_holder;
     kind text;
 BEGIN
-    h := distributed_lock_take_slot(w.lock_key, w.owner_id, (extract(epoch FROM w.ttl) * 1000000)::bigint,
+    h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                     w.permits, w.metadata, ts);
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
@@ -3541,8 +3656,9 @@ BEGIN
     kind := h.grant_kind;
     IF kind = 'stolen' OR w.log_grants THEN
         INSERT INTO distributed_lock_event
-            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        VALUES (ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id),
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, caller_role, previous_owner, previous_token,
+             detail)
+        VALUES (ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id), w.owner_role,
                 CASE WHEN kind = 'stolen' THEN h.previous_owner END,
                 CASE WHEN kind = 'stolen' THEN h.previous_token END,
                 jsonb_strip_nulls(jsonb_build_object('mode', w.lock_mode, 'permits', w.permits, 'slot', h.slot,
@@ -3589,7 +3705,7 @@ BEGIN
             EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
-                                                 coalesce(w.actor, w.owner_id));
+                                                 coalesce(w.actor, w.owner_id), w.owner_role);
         ELSIF r.lock_mode <> w.lock_mode OR r.permits IS DISTINCT FROM w.permits THEN
             EXIT;
         END IF;
@@ -3845,6 +3961,7 @@ BEGIN
         ts := clock_timestamp();
         UPDATE distributed_lock_holder s SET released_at = ts
         WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
+          AND s.owner_role = session_user
         RETURNING s.* INTO h;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001'; -- not such a slot: the row's lock goes too
@@ -4221,7 +4338,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_prune(bigint, bigint, bigint),
     distributed_lock_open_session(text, bigint, text, integer, jsonb),
     distributed_lock_session_lock(bigint),
-    distributed_lock_session_heartbeat(bigint, text, text[], bigint[]),
+    distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[]),
     distributed_lock_session_bind(bigint, text, text, text[], bigint[]),
     distributed_lock_close_session(bigint, text, boolean, text),
     distributed_lock_end_session(bigint, text, text),
@@ -4230,6 +4347,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_keep_waking(text, timestamptz, bigint),
     distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
     distributed_lock_waiter_poll(text, bigint, bigint),
+    distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
@@ -4257,7 +4375,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_advance_epoch(),
     distributed_lock_next_token(),
     distributed_lock_draw_token(bigint),
-    distributed_lock_held(distributed_lock, text, timestamptz),
+    distributed_lock_held(distributed_lock, text, text, timestamptz),
     distributed_lock_open(distributed_lock, timestamptz),
     distributed_lock_queue_live(text, timestamptz),
     distributed_lock_queue_length(text, timestamptz),
@@ -4267,17 +4385,17 @@ REVOKE ALL ON FUNCTION
     distributed_lock_us(bigint),
     distributed_lock_delayed(distributed_lock, timestamptz),
     distributed_lock_may_grant(distributed_lock, timestamptz),
-    distributed_lock_may_take(distributed_lock, text, timestamptz),
+    distributed_lock_may_take(distributed_lock, text, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
-    distributed_lock_grant_kind(distributed_lock, text),
+    distributed_lock_grant_kind(distributed_lock, text, text),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
-    distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text),
-    distributed_lock_take_slot(text, text, bigint, integer, jsonb, timestamptz),
+    distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text, text),
+    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_refuse(distributed_lock, timestamptz),
     distributed_lock_renew_holder(text, text, bigint, bigint),
     distributed_lock_end_holders(text, text, bigint, text),

@@ -13,12 +13,15 @@ import (
 
 // A lease handed to a queued waiter first runs for the claim window only
 // (Config.ClaimWindow), so a waiter that died cannot block the key for a
-// whole TTL. The claim renews it to the full TTL; to keep a hand-off at one
-// transaction on each side, it is lazy: Acquire returns the handed lease at
-// once (its ExpiresAt is the end of the claim window, truthfully) and the
-// Locker renews it in the background after half the window, only if it is
-// still held by then. A Release or Renew before that (a Keepalive's first
-// renewal, say) settles the claim: no claim transaction.
+// whole TTL. The claim renews it to the full TTL. A waiter woken by its
+// hand-off's NOTIFY claims it in the call that asks whether the hand-off
+// was real (store.Claim). One whose check finds the grant instead claims
+// lazily, to keep that hand-off at one transaction on each side: Acquire
+// returns the handed lease at once (its ExpiresAt is the end of the claim
+// window, truthfully) and the Locker renews it in the background after
+// half the window, only if it is still held by then. A Release or Renew
+// before that (a Keepalive's first renewal, say) settles the claim: no
+// claim transaction.
 
 // claims are the background claims in flight, by lease.
 type claims struct {

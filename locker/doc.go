@@ -237,13 +237,27 @@
 //	defer sess.Close(ctx) // releases what is still bound
 //	ka := sess.Keepalive(ctx, lease) // binds; ka.Context() ends if the lease or the session is lost
 //
-// A lease bound to a session is kept only while both are: the heartbeat
-// reports a bound lease that ended (released, force-expired, taken) and that
+// A lease bound to a session is kept only while both are: each heartbeat
+// names the leases the process keeps and says which it did not keep (one
+// released, force-expired or taken, or bound elsewhere), and that
 // Keepalive's Context ends with a [*LeaseLostError]; a session that could
 // not heartbeat within its trust window, or that an operator ended
 // ([Locker.EndSession], `lockctl end-session`), ends every bound Keepalive
-// with [ErrSessionLost]. `lockctl run` holds its keys in one session (a
-// shared or permit lease with a Keepalive of its own: see below).
+// with [ErrSessionLost], even while a heartbeat is still out. `lockctl run`
+// holds its keys in one session (a shared or permit lease with a Keepalive
+// of its own: see below).
+//
+// What [Lease.ValidFor] promises for a bound lease: read it from the
+// Keepalive ([Keepalive.Lease]), which times the lease from when this
+// process sent the last statement that proved the session kept it (its
+// binding, or a heartbeat that named it), and counts the session's TTL
+// from there. The database keeps the lease at least that long unless its
+// owner or an operator ends or moves it (a release, a force, a binding to
+// another session): no heartbeat whose reply was lost, no binding dropped
+// behind the process's back, can make it vouch longer. Its Context ends a
+// safety margin sooner. Binding gives the lease the session's end, which
+// may come before its grant's: the Lease you bound no longer speaks for
+// it.
 //
 // # Shared leases and semaphores
 //

@@ -53,8 +53,11 @@ type Lease struct {
 }
 
 // ValidFor is how much longer the lease certainly lasts, measured on this
-// process's monotonic clock from before the granting statement was sent.
-// Zero for a Lease not returned by this package.
+// process's monotonic clock from before the granting statement was sent
+// (for a lease a Keepalive renews, its last renewal; for one a Session
+// keeps, its binding or the last heartbeat that named it: see "Sessions"
+// in the package documentation). Zero for a Lease not returned by this
+// package.
 func (l Lease) ValidFor() time.Duration {
 	if l.claim != nil {
 		if claimed := l.claim.claimed.Load(); claimed != nil {

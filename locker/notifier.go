@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,8 @@ import (
 // process only when they concern its waiters. It gives each hand-off to the
 // one waiter it was made for (the others of the key only learn the new
 // expiry, without checking: this process hears another waiter's hand-off
-// when one of its own is now first in line), and keeps all of their waiter
+// when one of its own is now first in line; every payload is a hint, which
+// the waiter checks with the database), and keeps all of their waiter
 // records live with one heartbeat statement per interval, so the cost of
 // waiting does not grow with the number of waiters. LISTEN needs a session
 // of its own (a pooled connection or a transaction would lose it), so the
@@ -58,7 +60,9 @@ type waiting struct {
 	id      int64         // waiter record
 	seenFor time.Duration // how long a heartbeat keeps the record live
 	wake    chan struct{} // check the queue: a hand-off may have been missed
-	handoff chan store.HandOff
+	// handoff: a NOTIFY named this waiter as handed the key. Anyone may
+	// send one, so it is a reason to claim (store.Claim), never the grant.
+	handoff chan struct{}
 	// expiresAt is when (local Unix ns) the key's latest lease, handed to
 	// another waiter, ends at the latest: the end of its claim window unless
 	// claimed. retime wakes the waiter only when that is earlier than
@@ -68,9 +72,10 @@ type waiting struct {
 	retime     chan struct{}
 	expiresAt  atomic.Int64
 	sleepUntil atomic.Int64
-	// early are hand-offs of the key seen before id was known (0 until
-	// then), one of which may be this waiter's; at most maxEarly.
-	early []store.HandOff
+	// early are the waiter ids of hand-offs of the key seen before id was
+	// known (0 until then), one of which may be this waiter's; at most
+	// maxEarly.
+	early []int64
 }
 
 // maxEarly bounds the hand-offs kept for a waiter whose enqueue is in
@@ -398,22 +403,21 @@ func (n *Notifier) dispatch(note *pgconn.Notification) {
 		return
 	}
 	// A hand-off, to one of this process's waiters, or to another waiter
-	// while one of this process's is first in line. The new lease ends
-	// within its claim window, as measured from now (it was granted before
-	// the NOTIFY arrived).
+	// while one of this process's is first in line: hints, since any role
+	// may NOTIFY. The one named claims (and so learns from the database
+	// whether it was handed anything); the others may wake sooner, when the
+	// new lease's claim window ends, as measured from now (it was granted
+	// before the NOTIFY arrived), and then check.
 	ends := time.Now().Add(h.Row().ExpiresAt.Sub(h.AcquiredAt())).UnixNano()
 	for w := range n.subs[h.Key] {
 		if w.id == 0 {
 			if len(w.early) < maxEarly {
-				w.early = append(w.early, h)
+				w.early = append(w.early, h.WaiterID)
 			}
 			continue
 		}
 		if w.id == h.WaiterID {
-			select {
-			case w.handoff <- h:
-			default:
-			}
+			signal(w.handoff)
 			continue
 		}
 		w.expiresAt.Store(ends)
@@ -429,7 +433,7 @@ func (n *Notifier) dispatch(note *pgconn.Notification) {
 // to check on its wake channel. Call the function returned when done.
 func (n *Notifier) await(key string, seenFor time.Duration) (*waiting, func()) {
 	w := &waiting{seenFor: seenFor, wake: make(chan struct{}, 1),
-		handoff: make(chan store.HandOff, 1), retime: make(chan struct{}, 1)}
+		handoff: make(chan struct{}, 1), retime: make(chan struct{}, 1)}
 	n.mu.Lock()
 	if n.subs[key] == nil {
 		n.subs[key] = map[*waiting]struct{}{}
@@ -452,11 +456,8 @@ func (n *Notifier) queued(w *waiting, id int64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	w.id = id
-	for _, h := range w.early {
-		if h.WaiterID == id {
-			w.handoff <- h
-			break
-		}
+	if slices.Contains(w.early, id) {
+		signal(w.handoff)
 	}
 	w.early = nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -32,7 +31,17 @@ var ErrSessionLost = errors.New("session lost")
 // Config.RenewEvery (default a third of the TTL) and, like Keepalive, treats
 // a session it could not prove within its trust window (TTL minus
 // Config.SafetyMargin from the last heartbeat sent) as lost: Context is
-// then cancelled with ErrSessionLost, and so is every bound Keepalive's.
+// then cancelled with ErrSessionLost, and so is every bound Keepalive's,
+// even while that heartbeat is still out.
+//
+// A bound lease is trusted only on the word of a statement that named it:
+// its binding, then each heartbeat, which is sent the leases the process
+// keeps and answers for each whether it kept it. So a heartbeat whose reply
+// was lost, a binding another heartbeat dropped, or a lease bound since to
+// another session cannot leave a Keepalive vouching for a lease the
+// session no longer keeps: its Lease's ValidFor (the send time of that
+// statement plus the TTL) and its Context (a safety margin sooner, or when
+// the session is lost) never outlast the lease in the database.
 type Session struct {
 	l   *Locker
 	db  DBTX
@@ -47,6 +56,10 @@ type Session struct {
 	sentAt time.Time // this process's clock before the last heartbeat (or the open) was sent
 	kept   map[store.BoundRef]*Keepalive
 	drop   []store.BoundRef // stopped keepalives: dropped at the next heartbeat
+	// behind are the kept keepalives whose leases stand on an older
+	// heartbeat's word than the session's, with their own trust end
+	// (watchLocked).
+	behind map[*Keepalive]time.Time
 }
 
 // OpenSession opens a session for owner on db, which must outlive it (a
@@ -68,7 +81,7 @@ func (l *Locker) OpenSession(ctx context.Context, db DBTX, owner string) (*Sessi
 	s := &Session{
 		l: l, db: db, ref: store.SessionRef{ID: row.ID, Owner: owner},
 		ctx: sctx, cancel: cancel, done: make(chan struct{}),
-		row: row, sentAt: sentAt, kept: map[store.BoundRef]*Keepalive{},
+		row: row, sentAt: sentAt, kept: map[store.BoundRef]*Keepalive{}, behind: map[*Keepalive]time.Time{},
 	}
 	go s.run()
 	return s, nil
@@ -118,7 +131,7 @@ func (s *Session) Close(ctx context.Context) error {
 	if len(drop) > 0 {
 		// Leases whose Keepalive was stopped are the caller's to release,
 		// not Close's: unbind them first.
-		if _, err := store.SessionHeartbeat(ctx, s.db, s.ref, drop); err != nil {
+		if _, err := store.SessionHeartbeat(ctx, s.db, s.ref, drop, nil); err != nil {
 			return fmt.Errorf("locker: close session %d: %w", s.ref.ID, err)
 		}
 	}
@@ -126,142 +139,6 @@ func (s *Session) Close(ctx context.Context) error {
 		return fmt.Errorf("locker: close session %d: %w", s.ref.ID, err)
 	}
 	return nil
-}
-
-// Keepalive binds lease to the session (one statement, before it returns)
-// and keeps it with the session's heartbeat instead of renewals of its
-// own. Its Context
-// is cancelled with a *LeaseLostError when the lease ends (released,
-// forced, taken), when the binding is refused (the lease was no longer
-// held) or not made while the lease and the session were both still
-// trusted, or when the session is lost (then it wraps ErrSessionLost). The
-// lease's ExpiresAt becomes the session's (which may shorten it). Stop
-// unbinds it at the next heartbeat; then Release it (or release first).
-func (s *Session) Keepalive(ctx context.Context, lease Lease) *Keepalive {
-	return s.KeepaliveAll(ctx, []Lease{lease})
-}
-
-// KeepaliveAll is Keepalive for a set of leases of one owner: one statement
-// binds them all, all or none, and Context ends when any of them is lost.
-func (s *Session) KeepaliveAll(ctx context.Context, leases []Lease) *Keepalive {
-	k := s.l.newKeepalive(ctx, slices.Clone(leases))
-	k.session = s
-	if err := validLeases(leases); err != nil {
-		k.lose(&LeaseLostError{Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
-		close(k.done)
-		return k
-	}
-	k.bind(s)
-	return k
-}
-
-// bind binds k's leases to s and registers k with it; a refusal cancels k.
-func (k *Keepalive) bind(s *Session) {
-	defer close(k.done)
-	set := k.Leases()
-	refs := make([]store.LeaseRef, len(set))
-	for i, lease := range set {
-		refs[i] = lease.ref()
-		s.l.claims.settle(lease.ref()) // the binding is the claim of a handed-off lease
-	}
-	s.mu.Lock()
-	sentAt := s.sentAt
-	s.mu.Unlock()
-	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
-	// Until the binding is made nothing keeps the leases but their grants:
-	// trust them no longer than a Keepalive of their own would, nor than
-	// the session, whose expiry the binding gives them (it may be the
-	// earlier: a binding that commits while its reply is held up ends the
-	// leases with the session, or with a heartbeat after it). Give the
-	// binding up when either ends.
-	window := bindWindow(s.l, earliest(set))
-	if window <= 0 {
-		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
-		return
-	}
-	bctx, cancel := context.WithTimeout(k.ctx, window)
-	stop := context.AfterFunc(s.ctx, cancel)
-	bound, err := store.BindSession(bctx, s.db, s.ref, refs)
-	stop()
-	cancel()
-	switch {
-	case err != nil:
-		// The binding may have committed all the same (a reply lost, or
-		// Stop meanwhile): have the next heartbeat drop it.
-		s.mu.Lock()
-		for _, lease := range set {
-			s.drop = append(s.drop, store.BoundRef{Key: lease.Key, Token: lease.Token})
-		}
-		s.mu.Unlock()
-		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("binding to session %d failed: %v", s.ref.ID, err), Err: err})
-		return
-	case bound.Outcome == lockdb.OutcomeNotHeld:
-		nh := &NotHeldError{Key: bound.NotHeld}
-		k.lose(&LeaseLostError{Key: bound.NotHeld, Reason: nh.Error(), Err: nh})
-		return
-	case bound.Outcome != lockdb.OutcomeBound:
-		s.lose(sessionLost(s.ref.ID, bound.Outcome))
-		k.lose(leaseLostWithSession(key, s.Err()))
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	row := bound.Session
-	if s.sentAt.After(sentAt) {
-		// A heartbeat was acknowledged meanwhile. The two serialize on the
-		// session's row: either it saw the binding and moved the leases
-		// too, or the binding read the expiry it set. Either way the leases
-		// run to its expiry at least, so time them from it, as the session.
-		row, sentAt = s.row, s.sentAt
-	}
-	if err := s.ctx.Err(); err != nil {
-		k.lose(leaseLostWithSession(key, context.Cause(s.ctx)))
-		return
-	}
-	k.setLeases(row, sentAt)
-	for _, lease := range set {
-		ref := store.BoundRef{Key: lease.Key, Token: lease.Token}
-		if k.ctx.Err() != nil {
-			s.drop = append(s.drop, ref) // stopped while binding
-			continue
-		}
-		s.kept[ref] = k
-	}
-}
-
-// bindWindow is how much longer lease is trusted before it is bound to a
-// session: as Keepalive.run trusts it, to a safety margin short of the end
-// of its grant (of its claim window, handed off and not yet claimed; from
-// now, when nothing says when it was granted).
-func bindWindow(l *Locker, lease Lease) time.Duration {
-	ttl := lease.TTL
-	if ttl == 0 {
-		ttl = l.cfg.TTL
-	}
-	margin := l.safetyMargin(ttl)
-	if lease.sentAt.IsZero() {
-		return ttl - margin
-	}
-	length := lease.length()
-	if lease.valid > 0 {
-		margin = min(margin, length/2)
-	}
-	return lease.sentAt.Add(length - margin).Sub(l.clock.Now())
-}
-
-// unbind is Stop of a session's Keepalive: the session no longer keeps its
-// leases after its next heartbeat.
-func (s *Session) unbind(k *Keepalive) {
-	leases := k.Leases()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, lease := range leases {
-		ref := store.BoundRef{Key: lease.Key, Token: lease.Token}
-		if s.kept[ref] == k {
-			delete(s.kept, ref)
-			s.drop = append(s.drop, ref)
-		}
-	}
 }
 
 // run heartbeats until the session is closed or lost.
@@ -290,9 +167,20 @@ func (s *Session) run() {
 			s.lose(fmt.Errorf("locker: %w: session %d could not heartbeat before its expiry: %s", ErrSessionLost, s.ref.ID, why))
 			return
 		}
+		// A heartbeat still out when the window ends loses the session then,
+		// not when the call comes back, as Keepalive.run does.
 		rctx, cancel := context.WithTimeout(s.ctx, trustUntil.Sub(now))
+		stopLosing := context.AfterFunc(rctx, func() {
+			if errors.Is(rctx.Err(), context.DeadlineExceeded) {
+				s.lose(fmt.Errorf("locker: %w: session %d could not heartbeat before its expiry: the heartbeat was still out when its trust window ended", ErrSessionLost, s.ref.ID))
+			}
+		})
 		sentAt, err := s.heartbeat(rctx)
+		stopped := stopLosing()
 		cancel()
+		if !stopped {
+			return // lost (or closed) while the heartbeat was out
+		}
 		switch {
 		case err == nil:
 			trustUntil, next, lastErr = sentAt.Add(ttl-margin), sentAt.Add(every), nil
@@ -306,18 +194,23 @@ func (s *Session) run() {
 	}
 }
 
-// heartbeat sends one heartbeat and applies its answer to the bound
-// keepalives. It returns when it was sent.
+// heartbeat sends one heartbeat, naming every lease the session keeps, and
+// applies its answer to their keepalives. It returns when it was sent.
 func (s *Session) heartbeat(ctx context.Context) (time.Time, error) {
 	s.mu.Lock()
 	drop := s.drop
 	s.drop = nil
+	keep := make([]store.BoundRef, 0, len(s.kept))
+	keepers := make([]*Keepalive, 0, len(s.kept))
+	for ref, k := range s.kept {
+		keep, keepers = append(keep, ref), append(keepers, k)
+	}
 	s.mu.Unlock()
 	sentAt := s.l.clock.Now()
-	beat, err := store.SessionHeartbeat(ctx, s.db, s.ref, drop)
+	beat, err := store.SessionHeartbeat(ctx, s.db, s.ref, drop, keep)
 	if err != nil {
 		s.mu.Lock()
-		s.drop = append(drop, s.drop...) // try them again with the next one
+		s.dropLocked(drop) // try them again with the next one
 		s.mu.Unlock()
 		return sentAt, fmt.Errorf("locker: session %d heartbeat: %w", s.ref.ID, err)
 	}
@@ -327,36 +220,64 @@ func (s *Session) heartbeat(ctx context.Context) (time.Time, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.row, s.sentAt = beat.Session, sentAt
-	lost := map[*Keepalive][]string{}
+	notKept := make(map[store.BoundRef]bool, len(beat.Lost))
 	for _, ref := range beat.Lost {
-		if k := s.kept[ref]; k != nil {
+		notKept[ref] = true
+	}
+	// The answer is about the leases it named, for the keepalives that kept
+	// them when it was sent: one stopped or bound anew meanwhile is not
+	// answered for.
+	named := map[*Keepalive]int{}
+	lost := map[*Keepalive][]string{}
+	for i, ref := range keep {
+		k := keepers[i]
+		switch {
+		case s.kept[ref] != k:
+		case notKept[ref]:
 			lost[k] = append(lost[k], ref.Key)
-			delete(s.kept, ref)
+		default:
+			named[k]++
 		}
 	}
-	seen := map[*Keepalive]bool{}
-	for _, k := range s.kept {
-		if !seen[k] && lost[k] == nil {
-			seen[k] = true
+	proven := 0
+	for k, n := range named {
+		if lost[k] == nil && n == len(k.leases) {
 			k.setLeases(beat.Session, sentAt)
+			delete(s.behind, k)
+			proven += n
+		} else {
+			delete(named, k)
 		}
 	}
 	for k, keys := range lost {
 		s.forgetLocked(k)
 		k.lose(&LeaseLostError{Key: keys[0],
-			Reason: fmt.Sprintf("%s ended while bound to session %d (released, expired, taken or forced)", quoteKeys(keys), s.ref.ID)})
+			Reason: fmt.Sprintf("%s ended while bound to session %d (released, expired, taken or forced), or the session no longer kept it", quoteKeys(keys), s.ref.ID)})
+	}
+	if proven < len(s.kept) {
+		// The rest were bound while it was out: they stand on their
+		// binding's word, older than the session's now.
+		for _, k := range s.kept {
+			if _, ok := named[k]; !ok {
+				s.watchLocked(k)
+			}
+		}
 	}
 	return sentAt, nil
 }
 
-// forgetLocked drops every binding of k (one of a set was lost: the set is).
+// forgetLocked drops every binding of k (one of a set was lost, or k was
+// stopped: the set is).
 func (s *Session) forgetLocked(k *Keepalive) {
+	var refs []store.BoundRef
 	for ref, kk := range s.kept {
 		if kk == k {
 			delete(s.kept, ref)
-			s.drop = append(s.drop, ref)
+			refs = append(refs, ref)
 		}
 	}
+	s.dropLocked(refs)
+	delete(s.behind, k)
 }
 
 // lose ends the session with cause and every bound keepalive with it.
@@ -369,6 +290,7 @@ func (s *Session) loseAll(cause error) {
 	s.mu.Lock()
 	kept := s.kept
 	s.kept = map[store.BoundRef]*Keepalive{}
+	clear(s.behind)
 	s.mu.Unlock()
 	for _, k := range kept {
 		// A set's bindings all lead to its one Keepalive: the first cancel

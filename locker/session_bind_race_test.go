@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,25 +32,7 @@ func TestLeaseBoundAcrossAHeartbeatIsTimedFromIt(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
 	ka := s.Keepalive(context.Background(), lease)
-	// Watched until the keepalive ends: its lease's time left read as none
-	// while the keepalive still ran means it ended past the local deadline.
-	// (Read in that order, a watcher the scheduler delays sees nothing
-	// wrong that did not happen; a callback after the end would read the
-	// time left too late.)
-	var late atomic.Bool
-	go func() {
-		for {
-			left := ka.Lease().ValidFor()
-			if ka.Context().Err() != nil {
-				return
-			}
-			if left <= 0 {
-				late.Store(true)
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
+	late := watchLate(ka)
 	waitDone(t, ka.Context(), 3*sessTTL)
 	if !errors.Is(ka.Err(), locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want the session lost", ka.Err())

@@ -116,9 +116,7 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitDone(t, kaA.Context(), 2*sessTTL)
-	if err := kaA.Err(); !errors.Is(err, locker.ErrLeaseLost) || errors.Is(err, locker.ErrSessionLost) {
-		t.Fatalf("a's keepalive ended with %v; want a lost lease, not a lost session", err)
-	}
+	wantLeaseLostNotSession(t, kaA, s)
 	// The key as given, as a Keepalive of its own names it: lockctl run
 	// finds the lease it lost by it.
 	if lost := (*locker.LeaseLostError)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {

@@ -19,13 +19,17 @@ import (
 // hands the lease to the head of the queue in the release's own
 // transaction and announces it to that waiter's process alone, and to the
 // process of the waiter now first in line (with Config.Notifier, whose
-// channel the waiter's record names: the NOTIFY carries the lease, so the
-// waiter holds it without another round trip; without one, the waiter finds
-// its grant when it next checks, every WaitRecheck at most). A handed-off lease first runs for
-// Config.ClaimWindow only, and Lease.ExpiresAt says so; the Locker claims it
-// (renews it to the TTL) in the background after half the window if it is
-// still held, or at once when db is not a pool. Lease.ValidFor counts
-// from the claim once it ran.
+// channel the waiter's record names; without one, the waiter finds its
+// grant when it next checks, every WaitRecheck at most). The announcement
+// is only a hint, since any role may NOTIFY: woken by it, the waiter asks
+// the database whether its own record was handed the key, and claims the
+// lease (renews it to the TTL) in that same call
+// (distributed_lock_waiter_claim); a false one costs that call and leaves
+// it queued. A handed-off lease first runs for Config.ClaimWindow only; one
+// a check finds (not claimed yet) says so in Lease.ExpiresAt, and the
+// Locker claims it in the background after half the window if it is still
+// held, or at once when db is not a pool. Lease.ValidFor counts from the
+// claim once it ran.
 //
 // While it waits, the caller's record in distributed_lock_waiter is the
 // console's queue; a Notifier refreshes the records of all its waiters in
@@ -145,9 +149,6 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store.Queued, w *waiting, sentAt time.Time,
 	seenFor time.Duration, started time.Time) (lease Lease, done bool, err error) {
 	key, id := q.Key, q.WaiterID
-	// sentAt is no later than q.DBNow, whatever the two clocks say: a
-	// hand-off's time, on the database clock, is dated on ours from it.
-	ref := clockRef{local: sentAt, db: q.DBNow}
 	handed := false
 	defer func() {
 		if handed {
@@ -187,7 +188,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 	checked := false
 	for {
 		var wake, retime <-chan struct{}
-		var handoffs <-chan store.HandOff
+		var handoffs <-chan struct{}
 		listening := w != nil && l.cfg.Notifier.Live()
 		if w != nil {
 			wake, retime, handoffs = w.wake, w.retime, w.handoff
@@ -205,27 +206,33 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			stopTimer()
 			return Lease{}, true, &GaveUpError{Key: key, Holder: holder, Waited: l.since(started), Err: ctx.Err(),
 				Position: last.Position, QueueLength: last.QueueLength, DelayUntil: last.DelayUntil}
-		case h := <-handoffs:
+		case <-handoffs:
+			// Said to be handed the key: the database says whether it was,
+			// and the claim is made in the same call.
 			stopTimer()
+			claimedAt := l.clock.Now()
+			row, kind, ok, err := store.Claim(ctx, db, key, id)
+			switch {
+			case err != nil && ctx.Err() != nil:
+				continue // reported by the select
+			case err != nil:
+				return Lease{}, true, fmt.Errorf("locker: acquire %q: claim the hand-off: %w", key, err)
+			case !ok:
+				continue // not a grant of its own: it waits on, still queued
+			}
 			handed = true
-			lease, err := l.claim(ctx, db, handedLease(h, ref))
-			return lease, true, err
+			return leaseFrom(row, Outcome(kind), claimedAt), true, nil
 		case <-retime:
-			// Handed to another waiter: sleep until its claim window ends.
+			// Said to be handed to another waiter: wake when that lease's
+			// claim window ends, if sooner. A hint only shortens the sleep
+			// (what the waiter then learns comes from its check): a false
+			// one costs at most that check.
 			stopTimer()
-			holderEnds = time.Unix(0, w.expiresAt.Load())
+			holderEnds = minTime(holderEnds, time.Unix(0, w.expiresAt.Load()))
 			continue
 		case <-wake:
 			stopTimer()
 		case <-timer:
-			if w != nil && listening && checked {
-				// The key changed hands meanwhile: sleep on until the new
-				// lease's end, with no statement.
-				if ends := time.Unix(0, w.expiresAt.Load()); ends.After(holderEnds) && ends.After(time.Now()) {
-					holderEnds = ends
-					continue
-				}
-			}
 		}
 		checked = true
 		polledAt := l.clock.Now()
@@ -289,21 +296,11 @@ func (l *Locker) checkAgainAt(d time.Duration) time.Time {
 // about twice this of the wait that closed it.
 const DeadlockCheck = 500 * time.Millisecond
 
-// clockRef pairs a reading of this process's clock with a later reading of
-// the database's.
-type clockRef struct {
-	local time.Time // monotonic, taken first
-	db    time.Time
-}
-
-// handedLease is the lease a hand-off NOTIFY carries. It lasts at least its
-// claim window from the hand-off, which on this clock is no earlier than
-// ref.local plus the database time between ref.db and the hand-off.
-func handedLease(h store.HandOff, ref clockRef) Lease {
-	row := h.Row()
-	lease := leaseFrom(row, Outcome(h.Kind), ref.local.Add(h.AcquiredAt().Sub(ref.db)))
-	lease.valid = row.ExpiresAt.Sub(h.AcquiredAt())
-	return lease
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // waitFor is the sleep before a queued waiter checks on its own: until the

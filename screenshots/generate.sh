@@ -78,17 +78,22 @@ refused() { screen | sed -nE 's/.*fenced writes [0-9]+ ok, ([0-9]+) refused.*/\1
 
 keys() { t send-keys -t demo "$@"; sleep 0.6; }
 
-# shot FILE: the pane as it is now, with colours, as a PNG. freeze v0.2.2
+# shot FILE [light]: the pane as it is now, with colours, as a PNG; light:
+# in a white window, for a console run with --theme light. freeze v0.2.2
 # ignores "default colour" (SGR 39 and 49), so the previous colour would
 # bleed on; they are replaced by its window's own foreground and background.
 shot() {
+	local fg="197;200;198" bg="23;23;23" look=()
+	if [[ ${2:-} == light ]]; then
+		fg="36;41;47" bg="255;255;255" look=(--theme github --background "#FFFFFF")
+	fi
 	t capture-pane -e -p -t demo |
-		sed -e 's/\x1b\[39m/\x1b[38;2;197;200;198m/g' -e 's/\x1b\[49m/\x1b[48;2;23;23;23m/g' \
+		sed -e "s/\x1b\[39m/\x1b[38;2;${fg}m/g" -e "s/\x1b\[49m/\x1b[48;2;${bg}m/g" \
 			>"$work/$1.ansi"
 	# An empty PATH: freeze prefers rsvg-convert where it is installed, which
 	# draws with the system's fonts (proportional ones misalign the columns);
 	# without it freeze renders itself, with its built-in JetBrains Mono.
-	env PATH="$work/no-rsvg" "$work/freeze-bin" --language ansi --window --padding "$padding" \
+	env PATH="$work/no-rsvg" "$work/freeze-bin" --language ansi --window "${look[@]}" --padding "$padding" \
 		--font.size "$font_size" --width "$width" --height "$height" \
 		--output "$work/$1" <"$work/$1.ansi" >/dev/null
 	pngquant --quality 80-100 --speed 1 --strip --force --output "$here/$1" "$work/$1"
@@ -211,4 +216,14 @@ keys b
 wait_for_all 10 'ci-runner-7 +root blocker' 'migrator-b +root blocker'
 shot blocking.png
 kill "${waiters[@]}" 2>/dev/null || true
+quit_demo
+
+# 9. The light theme: the table mid-story, as a terminal with a light
+#    background shows it.
+t new-session -d -s demo -x 120 -y 35 "exec '$work/lockctl' demo --seed $seed --workers 14 --keys 8 --theme light"
+wait_for 'fenced writes [0-9]+ ok, [1-9][0-9]* refused · steals [1-9]'
+wait_for 'reports:stuck +report-gen'
+keys g
+sleep 2
+shot light.png light
 quit_demo

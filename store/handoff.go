@@ -7,10 +7,12 @@ import (
 )
 
 // HandOff is the NOTIFY payload of a hand-off (distributed_lock_hand_off in
-// schema.sql): the grant, for the waiter it was made for, which then holds
-// the lease without another round trip, and which the waiter now first in
-// line hears too (it learns when the new lease ends at the latest). Times
-// are the database's clock.
+// schema.sql), a hint: it names the waiter the key was handed to, which then
+// claims it through the database (Claim), and the waiter now first in line
+// hears it too (it may wake when the new lease's claim window ends). Any
+// role may NOTIFY any payload, so nothing here is the grant: Owner, Token,
+// Kind and the times are what the sender says. Times are the database's
+// clock.
 type HandOff struct {
 	// Schema is the lock schema (namespace) of the hand-off: NOTIFY
 	// channels are per database, waiter ids per schema.

@@ -29,6 +29,6 @@ const ExpiresAtColumn = `(CASE WHEN l.lock_mode <> 'exclusive' AND l.released_at
 // because a reader (the viewer role) may not execute the rules, which are
 // granted to nobody. store/protocol's TestReadDelayIsTheRule holds the two
 // together.
-const DelayUntilColumn = `CASE WHEN l.released_at IS NULL AND l.expires_at <= c.ts
+const DelayUntilColumn = `CASE WHEN (l.released_at IS NULL OR l.released_at >= l.expires_at) AND l.expires_at <= c.ts
 		AND l.expires_at + l.lock_delay > c.ts THEN l.expires_at + l.lock_delay
-	WHEN l.released_at IS NOT NULL AND l.delay_until > c.ts THEN l.delay_until END`
+	WHEN l.released_at < l.expires_at AND l.delay_until > c.ts THEN l.delay_until END`

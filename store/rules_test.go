@@ -22,8 +22,8 @@ func TestRulesAreInlined(t *testing.T) {
 		inlined []string
 		shows   string // what the inlined expression reads
 	}{
-		{`SELECT distributed_lock_may_take(l, 'o', c.ts), distributed_lock_may_grant(l, c.ts), distributed_lock_refusal(l, c.ts),
-		         distributed_lock_grant_kind(l, 'o')
+		{`SELECT distributed_lock_may_take(l, 'o', session_user, c.ts), distributed_lock_may_grant(l, c.ts), distributed_lock_refusal(l, c.ts),
+		         distributed_lock_grant_kind(l, 'o', session_user)
 		  FROM distributed_lock l, (SELECT now() AS ts OFFSET 0) c`,
 			[]string{"distributed_lock_may_take", "distributed_lock_may_grant", "distributed_lock_held", "distributed_lock_open",
 				"distributed_lock_promised", "distributed_lock_refusal", "distributed_lock_grant_kind",

@@ -48,8 +48,10 @@ func OpenSession(ctx context.Context, db DBTX, p SessionParams) (SessionRow, err
 type SessionBeat struct {
 	Outcome string // lockdb.OutcomeRenewed, OutcomeExpired or OutcomeGone
 	Session SessionRow
-	Leases  int        // bound leases it kept
-	Lost    []BoundRef // bindings whose lease had ended, now dropped
+	Leases  int // bound leases it kept
+	// Lost are the leases of keep this heartbeat did not keep: ended, or
+	// no longer bound to the session.
+	Lost []BoundRef
 }
 
 // BoundRef names a lease bound to a session: key and token.
@@ -60,19 +62,21 @@ type BoundRef struct {
 
 const sessionHeartbeatSQL = `
 SELECT h.outcome, h.expires_at, h.ttl, h.leases, h.lost
-FROM distributed_lock_session_heartbeat($1::bigint, $2, $3::text[], $4::bigint[]) h`
+FROM distributed_lock_session_heartbeat($1::bigint, $2, $3::text[], $4::bigint[], $5::text[], $6::bigint[]) h`
 
 // SessionHeartbeat renews s and every lease bound to it, after dropping the
-// bindings in drop (leases the caller no longer keeps).
-func SessionHeartbeat(ctx context.Context, db DBTX, s SessionRef, drop []BoundRef) (SessionBeat, error) {
-	keys, tokens := splitBound(drop)
+// bindings in drop (leases the caller no longer keeps), and says which of
+// keep (the leases the caller counts on s to keep) it did not keep.
+func SessionHeartbeat(ctx context.Context, db DBTX, s SessionRef, drop, keep []BoundRef) (SessionBeat, error) {
+	dropKeys, dropTokens := splitBound(drop)
+	keepKeys, keepTokens := splitBound(keep)
 	var (
 		h         SessionBeat
 		expiresAt *time.Time
 		ttl       *time.Duration
 		lost      []byte
 	)
-	err := db.QueryRow(ctx, sessionHeartbeatSQL, s.ID, s.Owner, keys, tokens).
+	err := db.QueryRow(ctx, sessionHeartbeatSQL, s.ID, s.Owner, dropKeys, dropTokens, keepKeys, keepTokens).
 		Scan(&h.Outcome, &expiresAt, &ttl, &h.Leases, &lost)
 	if err != nil {
 		return SessionBeat{}, Interpret(err)

@@ -27,6 +27,10 @@ SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.
        e.queue_position, e.queue_length, e.delay_until, e.cycle
 FROM distributed_lock_enqueue_shared($1, $2, $3::bigint, $4::integer, $5::bigint, $6::bigint, $7::jsonb, $8,
                                      $9::jsonb, $10::boolean, $11, $12::boolean) e`
+	// claimSQL keeps only a claim: 'not_handed' reads as no row.
+	claimSQL = `
+SELECT c.lock_key, c.owner_id, c.fence_token, c.expires_at, c.ttl, c.outcome
+FROM distributed_lock_waiter_claim($1, $2::bigint) c WHERE c.outcome <> '` + lockdb.OutcomeNotHanded + `'`
 	heartbeatSQL = `SELECT id FROM distributed_lock_waiter_heartbeat($1::bigint[], $2::bigint) id`
 	leaveSQL     = `SELECT distributed_lock_waiter_leave($1, $2::bigint, $3::boolean, $4)`
 )
@@ -99,6 +103,24 @@ func Enqueue(ctx context.Context, db DBTX, p QueueParams) (q Queued, found bool,
 func Poll(ctx context.Context, db DBTX, key string, id int64, seenFor time.Duration) (Queued, error) {
 	q, _, err := scanQueued(db.QueryRow(ctx, pollSQL, key, id, seenFor.Microseconds()))
 	return q, err
+}
+
+// Claim asks whether waiter id of key, queued by this connection's role,
+// was handed the key (or a slot of it), and if so claims the lease (renewed
+// to its full TTL) in the same call: what a waiter does when a NOTIFY says
+// it was handed the key, which anyone may send, so the notification is
+// never the grant. ok is false when no running grant to id is the
+// caller's: the waiter waits on. kind is the grant's (lockdb.OutcomeAcquired
+// or lockdb.OutcomeStolen).
+func Claim(ctx context.Context, db DBTX, key string, id int64) (row LeaseRow, kind string, ok bool, err error) {
+	err = db.QueryRow(ctx, claimSQL, key, id).Scan(&row.Key, &row.Owner, &row.Token, &row.ExpiresAt, &row.TTL, &kind)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LeaseRow{}, "", false, nil
+	}
+	if err != nil {
+		return LeaseRow{}, "", false, Interpret(err)
+	}
+	return row, kind, true, nil
 }
 
 func scanQueued(row pgx.Row) (q Queued, found bool, err error) {

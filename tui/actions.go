@@ -33,7 +33,7 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 				suggest = row.Key
 			}
 		}
-		m.form = newAcquireForm(m.opts.Owner, m.opts.TTL, suggest, m.width)
+		m.form = newAcquireForm(m.styles, m.opts.Owner, m.opts.TTL, suggest, m.width)
 		return m, m.form.inputs[0].Focus()
 	}
 	if !ok {

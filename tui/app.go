@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -34,6 +35,24 @@ type Options struct {
 	// action has ended, whatever its outcome (a shared Source drops what
 	// it cached, so the next poll shows the change).
 	ActionDone func()
+	// Context is the context Pool was opened for (its name and colour in
+	// the header); the zero Context: none.
+	Context Context
+	// Contexts are the contexts c offers to switch to, and Connect opens
+	// one by its name. Without Connect, c is not offered (the console over
+	// SSH serves one database; the demo has its own).
+	Contexts []Context
+	Connect  func(ctx context.Context, name string) (Connection, error)
+	// Close, when set, lets go of Pool and what was opened with it, once
+	// the console has switched to another context or quit; nil: the
+	// caller closes them, after Run.
+	Close func()
+	// Export offers E, which writes the page on screen to a file on this
+	// machine. Off over SSH, where the file would be the server's.
+	Export bool
+	// Theme is the palette: ThemeAuto ("") follows the terminal's
+	// background, ThemeDark and ThemeLight are used whatever it is.
+	Theme Theme
 }
 
 // flashKind colours the message line.
@@ -78,8 +97,16 @@ type Model struct {
 
 	confirm   *confirmModel
 	form      *acquireForm
+	picker    *contextPicker
+	export    *exportPrompt
 	actionSeq int
 	flash     flash
+
+	// switchSeq numbers context switches: only the latest one's
+	// connection is used. closeConn closes the connection in use (nil:
+	// the caller's).
+	switchSeq int
+	closeConn func()
 }
 
 // New returns the console's model; Run runs it. Defaults: Refresh 1s, TTL
@@ -97,17 +124,31 @@ func New(opts Options) Model {
 	if opts.Source == nil {
 		opts.Source = NewPoolSource(opts.Pool)
 	}
+	styles := newStyles(opts.Theme != ThemeLight)
 	m := Model{
 		opts:   opts,
 		ctx:    context.Background(),
 		keys:   DefaultKeyMap(),
-		styles: newStyles(true),
-		help:   newHelp(newStyles(true)),
+		styles: styles,
+		help:   newHelp(styles),
 		now:    time.Now,
 		poller: poller{source: opts.Source, refresh: opts.Refresh},
 		active: pageLocks,
 	}
-	m.pages = [pageCount]Component{
+	m.pages = newPages()
+	m.closeConn = opts.Close
+	m.keys.Context.SetEnabled(m.canSwitch())
+	m.keys.Export.SetEnabled(opts.Export)
+	m.keys = m.actionKeys()
+	m.share()
+	// The first poll goes out from Init.
+	m.seq, m.inflight, m.inflightSince = 1, true, m.now()
+	return m
+}
+
+// newPages are the console's pages as they start.
+func newPages() [pageCount]Component {
+	return [pageCount]Component{
 		pageLocks:    newLocksPage(),
 		pageDetail:   newDetailPage(),
 		pageEvents:   newEventsPage(),
@@ -115,11 +156,6 @@ func New(opts Options) Model {
 		pageSessions: newSessionsPage(),
 		pageHelp:     newHelpPage(),
 	}
-	m.keys = m.actionKeys()
-	m.share()
-	// The first poll goes out from Init.
-	m.seq, m.inflight, m.inflightSince = 1, true, m.now()
-	return m
 }
 
 // WithContext ties the console's polls and actions to ctx: they end with
@@ -141,17 +177,23 @@ func Run(ctx context.Context, opts Options) error {
 	cmdCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	m := New(opts).WithContext(cmdCtx)
-	_, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	final, err := tea.NewProgram(m, tea.WithContext(ctx)).Run()
+	if fm, ok := final.(Model); ok && fm.closeConn != nil {
+		fm.closeConn() // the context switched to last
+	}
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil // ended by the caller's context: a normal exit
 	}
 	return err
 }
 
-// Init starts the first poll, the countdown redraws and asks the terminal
-// for its background colour.
+// Init starts the first poll, the countdown redraws and, with ThemeAuto,
+// asks the terminal for its background colour.
 func (m Model) Init() tea.Cmd {
-	cmds := []tea.Cmd{tea.RequestBackgroundColor, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()), frameTick()}
+	cmds := []tea.Cmd{poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()), frameTick()}
+	if m.followsBackground() {
+		cmds = append(cmds, tea.RequestBackgroundColor)
+	}
 	for _, p := range m.pages {
 		if p != nil {
 			cmds = append(cmds, p.Init())
@@ -165,7 +207,7 @@ func (m Model) common() common {
 	return common{
 		styles: m.styles, keys: m.keys, advance: m.advance(), hasSnap: m.hasSnap,
 		failing: m.failures > 0, paused: m.paused, age: m.elapsed(),
-		reference: m.hasSnap && m.snap.Page.Reference, readOnly: m.opts.ReadOnly, width: m.width,
+		reference: m.hasSnap && m.snap.Page.Reference, readOnly: m.readOnly(), width: m.width,
 	}
 }
 
@@ -217,14 +259,24 @@ func (m Model) View() tea.View {
 }
 
 func (m Model) render() string {
+	if m.width < 1 || m.height < 1 {
+		return ""
+	}
 	lines := m.headerLines()
 	bodyH := m.height - len(lines) - 2
+	if bodyH < 1 {
+		return m.tooSmall(len(lines) + 3)
+	}
 	var body string
 	switch {
 	case m.confirm != nil:
 		body = m.place(m.confirm.view(m.styles, m.width, bodyH), bodyH)
 	case m.form != nil:
 		body = m.place(m.form.view(m.styles), bodyH)
+	case m.picker != nil:
+		body = m.place(m.pickerView(), bodyH)
+	case m.export != nil:
+		body = m.place(m.export.viewIn(m.styles, m.width), bodyH)
 	default:
 		body = m.pages[m.active].View()
 	}
@@ -239,8 +291,27 @@ func (m Model) render() string {
 	return strings.Join(lines, "\n")
 }
 
-// fitLines splits s into exactly h lines.
+// tooSmall is the screen of a terminal with no row left for the page:
+// the connection's state and a line saying how many rows the console
+// needs, as much of them as fits (the keys still work).
+func (m Model) tooSmall(rows int) string {
+	note := m.styles.Muted.Render(fmt.Sprintf("terminal too small: %d rows, the console needs %d", m.height, rows))
+	lines := []string{note}
+	if m.height > 1 {
+		lines = []string{m.connLine(), note}
+	}
+	lines = fitLines(strings.Join(lines, "\n"), m.height)
+	for i, l := range lines {
+		lines[i] = clip(l, m.width)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// fitLines splits s into exactly h lines (none when h is not positive).
 func fitLines(s string, h int) []string {
+	if h <= 0 {
+		return nil
+	}
 	out := strings.Split(s, "\n")
 	if len(out) > h {
 		out = out[:h]
@@ -260,6 +331,11 @@ func (m Model) flashLine() string {
 	default:
 		return m.styles.Muted.Render(m.flash.text)
 	}
+}
+
+// followsBackground: the palette follows the terminal's background.
+func (m Model) followsBackground() bool {
+	return m.opts.Theme == ThemeAuto || m.opts.Theme == ""
 }
 
 func newHelp(s Styles) help.Model {

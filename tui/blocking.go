@@ -148,10 +148,10 @@ func (p *blockingPage) View() string { return p.view.View() }
 func (p *blockingPage) ShortHelp() []key.Binding {
 	k := p.c.keys
 	if p.cursor < 0 {
-		return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, shortHelp(k.Events, "events"), k.Help, k.Quit}
+		return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, shortHelp(k.Events, "events"), shortHelp(k.Export, "export"), k.Help, k.Quit}
 	}
 	return []key.Binding{shortHelp(k.Close, "back"), shortHelp(k.Detail, "detail"), shortHelp(k.Scroll, "select"),
-		shortHelp(k.Events, "events"), k.Help, k.Quit}
+		shortHelp(k.Events, "events"), shortHelp(k.Export, "export"), k.Help, k.Quit}
 }
 
 func (p *blockingPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }

@@ -30,6 +30,15 @@
 // Polls go through a Source (source.go): NewPoolSource reads the database;
 // several consoles may share one.
 //
+// Around the pages: the context picker (contexts.go, picker.go) moves the
+// whole console to another database by swapping the connection under the
+// root and starting the pages afresh (sequence numbers drop what the old
+// one still answers); the export prompt (export.go) writes the page on
+// screen to a file, each page offering its rows through the exporter
+// interface (pageexports.go); the palette (styles.go) is dark or light,
+// picked by the terminal's background or Options.Theme, and is the only
+// place colours are chosen.
+//
 // All I/O happens in tea.Cmds (commands.go) on values copied before the
 // closure; Update only changes the model. Text from the database passes
 // through textsafe.Escape before it is drawn.

@@ -102,7 +102,7 @@ func (p *eventsPage) View() string { return p.view.View() }
 
 func (p *eventsPage) ShortHelp() []key.Binding {
 	k := p.c.keys
-	return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, k.Help, k.Quit}
+	return []key.Binding{shortHelp(k.Close, "back"), k.Scroll, shortHelp(k.Export, "export"), k.Help, k.Quit}
 }
 
 func (p *eventsPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
@@ -197,6 +197,6 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	if res, ok := e.Detail["resource"]; ok {
 		parts = append(parts, s.Muted.Render("resource "+safe(fmt.Sprint(res))))
 	}
-	parts = append(parts, s.Muted.Render("by "+safe(e.Actor)))
+	parts = append(parts, s.Muted.Render("by "+e.By(safe)))
 	return strings.Join(parts, "  ")
 }

@@ -85,9 +85,9 @@ func delayedSnapshot() Snapshot {
 func fixtureEvents() []lockview.Event {
 	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
 	return []lockview.Event{
-		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockdb.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(tok(997)), Actor: "alice@ops"},
-		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockdb.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(tok(1042)), Actor: "worker-3:8812:ab12cd34", Detail: map[string]any{"waited_ms": 1200}},
-		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockdb.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(tok(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(tok(5)), Actor: "bad\x1b[31mowner"},
+		{ID: 9, OccurredAt: at(2), Key: "reports:daily", Kind: lockdb.EventForceExpired, Owner: ptr("cron-7:1:deadbeef"), Token: ptr(tok(997)), Actor: "alice@ops", Role: "lockctl_ops"},
+		{ID: 8, OccurredAt: at(8), Key: "billing:nightly", Kind: lockdb.EventAcquired, Owner: ptr("worker-3:8812:ab12cd34"), Token: ptr(tok(1042)), Actor: "worker-3:8812:ab12cd34", Role: "svc_billing", Detail: map[string]any{"waited_ms": 1200}},
+		{ID: 7, OccurredAt: at(30), Key: "evil\x1b]2;owned\x07", Kind: lockdb.EventStolen, Owner: ptr("bad\x1b[31mowner"), Token: ptr(tok(1043)), PreviousOwner: ptr("x"), PreviousToken: ptr(tok(5)), Actor: "bad\x1b[31mowner", Role: "bad\x1b[31mrole"},
 		{ID: 6, OccurredAt: at(61), Key: "search:reindex", Kind: lockdb.EventReleased, Owner: ptr("indexer:5:cafe0001"), Token: ptr(tok(1001)), Actor: "indexer:5:cafe0001"},
 		{ID: 5, OccurredAt: at(75), Key: "inventory:us", Kind: lockdb.EventDeadlockRefused, Owner: ptr("sync-eu"), Actor: "sync-eu",
 			Detail: map[string]any{"cycle": []any{map[string]any{"owner": "sync-eu", "key": "inventory:us"},

@@ -23,7 +23,7 @@ type acquireForm struct {
 
 var formLabels = [3]string{"key", "owner", "TTL"}
 
-func newAcquireForm(owner string, ttl time.Duration, key string, termW int) *acquireForm {
+func newAcquireForm(s Styles, owner string, ttl time.Duration, key string, termW int) *acquireForm {
 	f := &acquireForm{}
 	for i := range f.inputs {
 		in := textinput.New()
@@ -31,6 +31,7 @@ func newAcquireForm(owner string, ttl time.Duration, key string, termW int) *acq
 		in.CharLimit = locker.MaxKeyBytes
 		f.inputs[i] = in
 	}
+	f.setStyles(s)
 	f.inputs[0].Placeholder = "e.g. billing:nightly"
 	f.inputs[0].SetValue(key)
 	f.inputs[1].SetValue(owner)
@@ -39,6 +40,12 @@ func newAcquireForm(owner string, ttl time.Duration, key string, termW int) *acq
 	f.setWidth(termW)
 	f.inputs[0].Focus()
 	return f
+}
+
+func (f *acquireForm) setStyles(s Styles) {
+	for i := range f.inputs {
+		f.inputs[i].SetStyles(s.Input)
+	}
 }
 
 func (f *acquireForm) setWidth(termW int) {

@@ -107,12 +107,14 @@ func sparkline(counts []int64) string {
 	return b.String()
 }
 
-// bar splits w cells into filled and empty parts for frac in [0,1].
+// bar splits w cells (none when w is not positive) into filled and
+// empty parts for frac in [0,1].
 func bar(frac float64, w int) (filled, empty string) {
+	w = max(w, 0)
 	frac = min(max(frac, 0), 1)
 	n := int(frac*float64(w) + 0.5)
 	if frac > 0 && n == 0 {
-		n = 1
+		n = min(1, w)
 	}
 	return strings.Repeat("█", n), strings.Repeat("░", w-n)
 }

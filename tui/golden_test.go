@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,13 +17,36 @@ import (
 // matter: the classic 80x24, a wide 200x50 and the 60x15 minimum. Regenerate with
 // `go test ./tui -run TestGolden -update`.
 func TestGolden(t *testing.T) {
-	live := func(t *testing.T, w, h int) Model {
-		return withSnapshot(t, testModel(t, Options{}, w, h), fixtureSnapshot())
+	for name, build := range consoleStates(ThemeAuto) {
+		for _, size := range [][2]int{{80, 24}, {200, 50}, {60, 15}} {
+			t.Run(fmt.Sprintf("%s_%dx%d", name, size[0], size[1]), func(t *testing.T) {
+				m := build(t, size[0], size[1])
+				view := screen(m)
+				lines := strings.Split(view, "\n")
+				if len(lines) != size[1] {
+					t.Errorf("view has %d lines, want %d", len(lines), size[1])
+				}
+				for i, l := range lines {
+					if width(l) > size[0] {
+						t.Errorf("line %d is %d cells wide, more than %d: %q", i, width(l), size[0], l)
+					}
+				}
+				golden.RequireEqual(t, []byte(view))
+			})
+		}
 	}
-	cases := map[string]func(t *testing.T, w, h int) Model{
+}
+
+// consoleStates builds the console in each state worth seeing, at w x h,
+// in theme: every page, dialog and form, up, down and reconnecting.
+func consoleStates(theme Theme) map[string]func(t *testing.T, w, h int) Model {
+	live := func(t *testing.T, w, h int) Model {
+		return withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), fixtureSnapshot())
+	}
+	return map[string]func(t *testing.T, w, h int) Model{
 		"table": live,
 		"starting": func(t *testing.T, w, h int) Model {
-			return testModel(t, Options{}, w, h)
+			return testModel(t, Options{Theme: theme}, w, h)
 		},
 		"reconnecting": func(t *testing.T, w, h int) Model {
 			m := live(t, w, h)
@@ -31,7 +55,7 @@ func TestGolden(t *testing.T) {
 				err: connRefused()})
 		},
 		"down_at_start": func(t *testing.T, w, h int) Model {
-			m := testModel(t, Options{}, w, h)
+			m := testModel(t, Options{Theme: theme}, w, h)
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq,
 				err: connRefused()})
 		},
@@ -68,10 +92,10 @@ func TestGolden(t *testing.T) {
 		},
 		// The selected key in its lock-delay: the footer offers u.
 		"delayed": func(t *testing.T, w, h int) Model {
-			return withSnapshot(t, testModel(t, Options{}, w, h), delayedSnapshot())
+			return withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), delayedSnapshot())
 		},
 		"delayed_detail": func(t *testing.T, w, h int) Model {
-			m := press(t, withSnapshot(t, testModel(t, Options{}, w, h), delayedSnapshot()), "enter")
+			m := press(t, withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), delayedSnapshot()), "enter")
 			s := delayedSnapshot()
 			row := s.Page.Rows[0]
 			s.Detail = &Detail{Key: row.Key, Lock: &row,
@@ -92,18 +116,41 @@ func TestGolden(t *testing.T) {
 		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
 		"help_readonly": func(t *testing.T, w, h int) Model {
-			return press(t, withSnapshot(t, testModel(t, Options{ReadOnly: true}, w, h), fixtureSnapshot()), "?")
+			return press(t, withSnapshot(t, testModel(t, Options{Theme: theme, ReadOnly: true}, w, h), fixtureSnapshot()), "?")
 		},
 		"replica": func(t *testing.T, w, h int) Model {
 			s := fixtureSnapshot()
 			s.Page.InRecovery = true
-			return press(t, withSnapshot(t, testModel(t, Options{}, w, h), s), "x")
+			return press(t, withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), s), "x")
 		},
 		"filter_no_match": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "/", "z", "z", "enter")
 			s := fixtureSnapshot()
 			s.Page = lockview.Page{Anchor: -1, Totals: s.Page.Totals, DBNow: t0}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		// The filter typed: its input has the keyboard.
+		"filtering": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "/", "b", "i") },
+		// Connected through a read-only context: its name in its colour
+		// before everything else, and no action offered.
+		"context": func(t *testing.T, w, h int) Model {
+			m := testModel(t, Options{Theme: theme, Context: Context{Name: "prod-eu", Color: "red", ReadOnly: true,
+				Database: "service=prod-eu"}}, w, h)
+			return withSnapshot(t, m, fixtureSnapshot())
+		},
+		// c: the contexts to switch to, the one in use and a read-only one
+		// marked.
+		"context_picker": func(t *testing.T, w, h int) Model {
+			m := testModel(t, Options{Theme: theme, Context: Context{Name: "staging", Color: "green"},
+				Contexts: []Context{{Name: "staging", Color: "green", Database: "postgres://ops:xxxxx@staging-db.internal/app"},
+					{Name: "prod-eu", Color: "red", ReadOnly: true, Database: "service=lockctl-prod-eu"},
+					{Name: "prod-us", Color: "#d97706", Database: "host=db.us.internal dbname=app user=ops"}},
+				Connect: func(context.Context, string) (Connection, error) { return Connection{}, nil }}, w, h)
+			return press(t, withSnapshot(t, m, fixtureSnapshot()), "c", "down")
+		},
+		// E: where to write the table, a name proposed.
+		"export_prompt": func(t *testing.T, w, h int) Model {
+			return press(t, withSnapshot(t, testModel(t, Options{Theme: theme, Export: true}, w, h), fixtureSnapshot()), "E")
 		},
 		"kept_order": func(t *testing.T, w, h int) Model {
 			// Sorted by TTL on a large table between two ordering reads:
@@ -117,41 +164,23 @@ func TestGolden(t *testing.T) {
 		// Shared and semaphore keys: OWNER names their holders, the
 		// footer's actions are the key's (every holder).
 		"groups": func(t *testing.T, w, h int) Model {
-			return withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot())
+			return withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), groupSnapshot())
 		},
 		"confirm_group": func(t *testing.T, w, h int) Model {
-			return press(t, withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot()), "x")
+			return press(t, withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), groupSnapshot()), "x")
 		},
 		// The shared key's holders, the second selected.
 		"group_detail": func(t *testing.T, w, h int) Model {
-			m := press(t, withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot()), "enter")
+			m := press(t, withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), groupSnapshot()), "enter")
 			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: groupDetailSnapshot()}), "down", "down")
 		},
 		"confirm_holder": func(t *testing.T, w, h int) Model {
-			m := press(t, withSnapshot(t, testModel(t, Options{}, w, h), groupSnapshot()), "enter")
+			m := press(t, withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), groupSnapshot()), "enter")
 			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: groupDetailSnapshot()}), "down", "down", "d")
 		},
 		"status_line": func(t *testing.T, w, h int) Model {
-			m := testModel(t, Options{Status: func() string { return "demo: 8 workers · 1,204 grants · 3 steals · 1 zombie write refused" }}, w, h)
+			m := testModel(t, Options{Theme: theme, Status: func() string { return "demo: 8 workers · 1,204 grants · 3 steals · 1 zombie write refused" }}, w, h)
 			return withSnapshot(t, m, fixtureSnapshot())
 		},
-	}
-	for name, build := range cases {
-		for _, size := range [][2]int{{80, 24}, {200, 50}, {60, 15}} {
-			t.Run(fmt.Sprintf("%s_%dx%d", name, size[0], size[1]), func(t *testing.T) {
-				m := build(t, size[0], size[1])
-				view := screen(m)
-				lines := strings.Split(view, "\n")
-				if len(lines) != size[1] {
-					t.Errorf("view has %d lines, want %d", len(lines), size[1])
-				}
-				for i, l := range lines {
-					if width(l) > size[0] {
-						t.Errorf("line %d is %d cells wide, more than %d: %q", i, width(l), size[0], l)
-					}
-				}
-				golden.RequireEqual(t, []byte(view))
-			})
-		}
 	}
 }

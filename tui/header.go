@@ -96,6 +96,9 @@ func (m Model) connLine() string {
 	s := m.styles
 	narrow := m.width < 100
 	parts := []string{s.App.Render("lockctl")}
+	if badge := m.contextBadge(); badge != "" {
+		parts = append(parts, badge)
+	}
 	if !narrow {
 		parts = append(parts, s.Value.Render(safe(m.opts.Server)))
 	}
@@ -107,7 +110,10 @@ func (m Model) connLine() string {
 	if m.hasSnap && m.snap.Page.Reference {
 		parts = append(parts, s.Warning.Render(referenceNotice))
 	}
-	if m.opts.ReadOnly {
+	switch {
+	case m.opts.Context.ReadOnly:
+		parts = append(parts, s.Warning.Render("read-only context"))
+	case m.opts.ReadOnly:
 		parts = append(parts, s.Warning.Render("--read-only"))
 	}
 	if m.opts.WakeUps != nil {

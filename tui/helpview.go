@@ -169,6 +169,11 @@ func (m Model) contextHelp() []key.Binding {
 			shortHelp(k.Confirm, "choose focused ("+focused+")")}
 	case m.form != nil:
 		return []key.Binding{shortHelp(k.Close, "cancel"), shortHelp(k.Switch, "next field"), shortHelp(k.Confirm, "acquire")}
+	case m.export != nil:
+		return []key.Binding{shortHelp(k.Confirm, "write"), shortHelp(k.Close, "cancel")}
+	case m.picker != nil:
+		choose := key.NewBinding(key.WithKeys("up", "down"), key.WithHelp("↑/↓", "choose"))
+		return []key.Binding{choose, shortHelp(k.Confirm, "switch"), shortHelp(k.Close, "cancel")}
 	}
 	return m.pages[m.active].ShortHelp()
 }

@@ -26,6 +26,8 @@ type KeyMap struct {
 	Events   key.Binding
 	Blocking key.Binding
 	Sessions key.Binding
+	Context  key.Binding // switch to another context (Options.Connect)
+	Export   key.Binding // write the page on screen to a file (Options.Export)
 	Help     key.Binding
 	Close    key.Binding
 	Quit     key.Binding
@@ -65,6 +67,8 @@ func DefaultKeyMap() KeyMap {
 		Events:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "event log (all locks)")),
 		Blocking: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "who waits for whom (blocking)")),
 		Sessions: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sessions (processes keeping leases)")),
+		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "switch context (database)")),
+		Export:   key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "export this page to CSV or JSON")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Close:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "close / back")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
@@ -112,7 +116,7 @@ func (k KeyMap) ShortHelp(delayed, group bool) []key.Binding {
 	b = append(b, k.delayHelp(delayed)...)
 	b = append(b, k.forceHelp(group, false)...)
 	return append(b, shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
-		shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
+		shortHelp(k.Context, "context"), shortHelp(k.Export, "export"), shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
 }
 
 // forceHelp is the footer's expire, release and renew. On a group's row
@@ -145,7 +149,7 @@ func (k KeyMap) delayHelp(delayed bool) []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
-		{k.Detail, k.Holder, k.Events, k.Blocking, k.Sessions, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Detail, k.Holder, k.Events, k.Blocking, k.Sessions, k.Context, k.Export, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
 		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
 	}
 }

@@ -49,7 +49,7 @@ func (m *Model) pollSucceeded(s Snapshot) {
 // while the role's capabilities are not known yet.
 func (m Model) actionKeys() KeyMap {
 	switch {
-	case m.opts.ReadOnly || (m.hasSnap && m.snap.Page.Reference):
+	case m.readOnly() || (m.hasSnap && m.snap.Page.Reference):
 		return m.keys.withActions(false)
 	case m.hasCaps:
 		return m.keys.withCapabilities(m.caps)

@@ -117,6 +117,7 @@ func (p *locksPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 	switch msg := msg.(type) {
 	case commonMsg:
 		q.c = msg.common
+		q.filterInput.SetStyles(q.c.styles.Input)
 	case snapshotMsg: // replies to an older query never come here (poller.go)
 		q.page, q.holders, q.awaiting = msg.snap.Page, msg.snap.Holders, false
 		q.followSelection()

@@ -50,6 +50,23 @@ type actionDoneMsg struct {
 	err     error
 }
 
+// contextSwitchedMsg is a context's connection opened for switch seq (or
+// why it could not be).
+type contextSwitchedMsg struct {
+	seq  int
+	name string
+	conn Connection
+	err  error
+}
+
+// exportDoneMsg is an export's result: rows of name written to path, or
+// why not.
+type exportDoneMsg struct {
+	name, path string
+	rows       int
+	err        error
+}
+
 // commonMsg carries the root's common to a page; onScreen says whether
 // the page is the one drawn (the others need not redraw their content).
 type commonMsg struct {

@@ -27,7 +27,7 @@ type poller struct {
 // pollRequest asks every page what the next poll should read.
 func (m Model) pollRequest() PollRequest {
 	req := PollRequest{
-		Caps:  !m.hasCaps && !m.opts.ReadOnly,
+		Caps:  !m.hasCaps && !m.readOnly(),
 		Shape: !m.sawLockctlTable,
 	}
 	for id, p := range m.pages {

@@ -32,13 +32,24 @@ var paneSeq atomic.Int64
 // startPane runs `lockctl args…` in a w x h tmux pane.
 func startPane(t *testing.T, w, h int, args ...string) *tmuxPane {
 	t.Helper()
+	return startPaneEnv(t, w, h, nil, args...)
+}
+
+// startPaneEnv is startPane with env (VAR=value) added to lockctl's
+// environment.
+func startPaneEnv(t *testing.T, w, h int, env []string, args ...string) *tmuxPane {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end")
 	}
 	if _, err := exec.LookPath("tmux"); err != nil {
 		testdb.Unavailable(t, "tmux not installed")
 	}
-	quoted := []string{shellQuote(sharedBinary(t))}
+	quoted := []string{"env"}
+	for _, e := range env {
+		quoted = append(quoted, shellQuote(e))
+	}
+	quoted = append(quoted, shellQuote(sharedBinary(t)))
 	for _, a := range args {
 		quoted = append(quoted, shellQuote(a))
 	}

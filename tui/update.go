@@ -23,8 +23,9 @@ func (m Model) route(msg tea.Msg) (Model, tea.Cmd) {
 		m.width, m.height, m.sized = msg.Width, msg.Height, true
 		return m, m.layout()
 	case tea.BackgroundColorMsg:
-		m.styles = newStyles(msg.IsDark())
-		m.help.Styles = m.styles.Help
+		if m.followsBackground() {
+			m.setStyles(newStyles(msg.IsDark()))
+		}
 		return m, nil
 	case frameMsg:
 		return m, frameTick() // share() brings the pages' countdowns up to date
@@ -37,14 +38,40 @@ func (m Model) route(msg tea.Msg) (Model, tea.Cmd) {
 		return m.pageLoaded(msg)
 	case actionDoneMsg:
 		return m.actionDone(msg)
+	case contextSwitchedMsg:
+		return m.contextSwitched(msg)
+	case exportDoneMsg:
+		return m.exportDone(msg)
 	case tea.KeyPressMsg:
 		return m.keyPressed(msg)
 	}
-	// Cursor blinks and pastes: the acquire form's, else the page's.
-	if m.form != nil {
+	// Cursor blinks and pastes: the acquire form's or the export
+	// prompt's, else the page's.
+	switch {
+	case m.form != nil:
 		return m, m.form.update(msg)
+	case m.export != nil:
+		p := *m.export
+		var cmd tea.Cmd
+		p.input, cmd = p.input.Update(msg)
+		m.export = &p
+		return m, cmd
 	}
 	return m, m.toPage(m.active, msg)
+}
+
+// setStyles draws with s from now on.
+func (m *Model) setStyles(s Styles) {
+	m.styles = s
+	m.help.Styles = s.Help
+	if m.form != nil {
+		m.form.setStyles(s)
+	}
+	if m.export != nil {
+		p := *m.export
+		p.input.SetStyles(s.Input)
+		m.export = &p
+	}
 }
 
 // toPage gives msg to page id and carries out what the page asks.
@@ -188,6 +215,10 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.confirmKey(msg)
 	case m.form != nil:
 		return m.formKey(msg)
+	case m.picker != nil:
+		return m.pickerKey(msg)
+	case m.export != nil:
+		return m.exportKey(msg)
 	}
 	if c, ok := m.pages[m.active].(capturer); ok && c.capturing() {
 		return m, m.toPage(m.active, msg)
@@ -202,6 +233,10 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.togglePause()
 	case key.Matches(msg, k.Slower, k.Faster):
 		return m.changeInterval(key.Matches(msg, k.Slower))
+	case key.Matches(msg, k.Context) && m.canSwitch():
+		return m.openPicker()
+	case key.Matches(msg, k.Export) && m.opts.Export:
+		return m.startExport()
 	case key.Matches(msg, k.EndSession) && m.sessions() != nil:
 		return m.startEndSession(m.sessions())
 	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay):

@@ -248,7 +248,7 @@ func (c contention) runWith(t *testing.T, client javaClient, pool *pgxpool.Pool,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return contentionResult{report: history.Check(ops, nil, obs), ops: ops, events: obs.Events}
+	return contentionResult{report: history.Check(ops, nil, nil, obs), ops: ops, events: obs.Events}
 }
 
 type sideCounts struct{ grants, writes int }

@@ -113,7 +113,7 @@ func Command() *cobra.Command {
 	fs.IntVar(&k.Deadlocks, "deadlocks", 10, "keys scenario: deadlocks closed each way (one wait after the other, two at once)")
 	fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
 	_ = fs.MarkHidden(queueWorkerFlag)
-	return cmd
+	return cli.ExplicitOnly(cmd)
 }
 
 // Scenario names for --scenario.

@@ -21,7 +21,7 @@ func BlockingCommand() *cobra.Command {
 		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Blocking(ctx, env, asJSON) }),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"waits": [...], "deadlocks": [[owners...]]}`)
-	return cmd
+	return ReadOnlyOK(cmd)
 }
 
 // Blocking prints the waits across keys (lockview.ReadBlocking): a table

@@ -113,8 +113,8 @@ func completionWait(getenv func(string) string) time.Duration {
 // completionLimit bounds how many keys completion offers.
 const completionLimit = 200
 
-// fromDatabase runs read on the database cmd names (--dsn, else
-// $DATABASE_URL, else libpq's PG* variables) within completionTimeout. It
+// fromDatabase runs read on the database cmd names (--dsn, --context,
+// and so on: resolveTarget) within completionTimeout. It
 // offers nothing, silently, when the database cannot answer: completion
 // must never print an error into the line being typed.
 func fromDatabase(cmd *cobra.Command, read func(ctx context.Context, pool *pgxpool.Pool) ([]string, error)) ([]cobra.Completion, cobra.ShellCompDirective) {
@@ -122,7 +122,11 @@ func fromDatabase(cmd *cobra.Command, read func(ctx context.Context, pool *pgxpo
 	wait := completionWait(s.Getenv)
 	ctx, cancel := context.WithTimeout(cmd.Context(), wait)
 	defer cancel()
-	pool, err := Open(ctx, ResolveDSN(readGlobals(cmd).dsn, s.Getenv))
+	t, err := resolveTarget(readGlobals(cmd), s.Getenv)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	pool, err := Open(ctx, t.dsn)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

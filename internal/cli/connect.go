@@ -16,18 +16,6 @@ import (
 // an unreachable server is reported in seconds rather than hanging.
 const ConnectTimeout = 5 * time.Second
 
-// ResolveDSN picks the connection string: the --dsn flag, else
-// $DATABASE_URL, else "" (libpq's PG* variables, read by pgx).
-func ResolveDSN(flag string, getenv func(string) string) string {
-	if flag != "" {
-		return flag
-	}
-	if getenv != nil {
-		return getenv("DATABASE_URL")
-	}
-	return ""
-}
-
 // Open builds a pool on dsn ("" reads libpq's PG* variables) without
 // connecting: the first query connects. The console opens its pool this way
 // so it can start while the database is down and show itself reconnecting.

@@ -66,7 +66,7 @@ func noDSNHint(getenv func(string) string) string {
 		}
 	}
 	if len(set) == 0 {
-		return "no connection was given, so libpq's defaults were used: pass --dsn, set $DATABASE_URL, " +
+		return "no connection was given, so libpq's defaults were used: pass --dsn or --context, set $DATABASE_URL, " +
 			"or set libpq's PG* variables (PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD)"
 	}
 	return "no --dsn or $DATABASE_URL was given, so the connection came from " + strings.Join(set, ", ") +

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/lockctl/lockctl/internal/contexts"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -21,20 +22,32 @@ type Env struct {
 	// Stdout receives results; Stderr receives errors and held/not-held
 	// explanations in text mode.
 	Stdout, Stderr io.Writer
-	// DSN is --dsn, else $DATABASE_URL; "" leaves the connection to libpq's
-	// PG* variables.
+	// DSN is --dsn, else --context's, else $DATABASE_URL, else the default
+	// context's (resolveTarget); "" leaves the connection to libpq's PG*
+	// variables.
 	DSN string
-	// ExplicitDSN is --dsn as given, "" when it was not: for commands that
-	// write to a database only when the user named it (demo, bench).
+	// ExplicitDSN is the database the command line named, with --dsn or
+	// --context, "" when none did (the default context does not): for
+	// commands that write to a database only when the user named it (demo,
+	// bench).
 	ExplicitDSN string
 	// NotifyDSN is --notify-dsn: where waiting commands LISTEN; "" means
 	// the connection DSN makes.
 	NotifyDSN string
-	// Actor is --actor, recorded on the events of operator actions.
+	// Actor is --actor, recorded on the events of operator actions (a
+	// context's actor when --actor is not given).
 	Actor string
+	// Context is the context that named the database (--context, or the
+	// contexts file's default); Name "" when none did.
+	Context contexts.Context
 
-	helpHint string   // how to get help on this command
-	secrets  []string // passwords to scrub from every message
+	getenv func(string) string // the environment the command runs in
+	// actorFlag is --actor (or its default) and actorGiven whether it was
+	// given: another context's actor is worked out from them.
+	actorFlag  string
+	actorGiven bool
+	helpHint   string   // how to get help on this command
+	secrets    []string // passwords to scrub from every message
 }
 
 // Usagef reports a usage error ("<prog>: message" and a hint to --help) and

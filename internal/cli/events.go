@@ -32,7 +32,8 @@ func EventsCommand() *cobra.Command {
 	DurationVar(fs, &o.Since, "since", 0, "only events at most this old, e.g. 1h (0: any age)")
 	fs.IntVar(&o.Limit, "limit", 100, "print at most `N` events (the newest)")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array")
-	return cmd
+	fs.BoolVar(&o.CSV, "csv", false, csvFlagHelp)
+	return ReadOnlyOK(cmd)
 }
 
 // EventsOptions are events's flags and argument.
@@ -41,6 +42,7 @@ type EventsOptions struct {
 	Since time.Duration // 0: any age
 	Limit int
 	JSON  bool
+	CSV   bool
 }
 
 // MaxEventsLimit bounds --limit: events is a look at recent history, not an
@@ -55,7 +57,8 @@ type eventRow struct {
 	Kind          string         `json:"kind"`
 	Owner         *string        `json:"owner"`
 	Token         *int64         `json:"token"`
-	Actor         string         `json:"actor"`
+	Actor         string         `json:"actor"` // what the caller claimed
+	Role          string         `json:"role"`  // the database role that caused it
 	PreviousOwner *string        `json:"previous_owner"`
 	PreviousToken *int64         `json:"previous_token"`
 	Detail        map[string]any `json:"detail"`
@@ -69,6 +72,9 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 			return env.Usagef("invalid KEY: %v", err)
 		}
 	}
+	if code, ok := checkOutput(env, opts.JSON, opts.CSV); !ok {
+		return code
+	}
 	if opts.Limit < 1 || opts.Limit > MaxEventsLimit {
 		return env.Usagef("invalid --limit %d: must be between 1 and %d", opts.Limit, MaxEventsLimit)
 	}
@@ -81,11 +87,16 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 	if err != nil {
 		return env.Fail(err)
 	}
+	if opts.CSV {
+		// The columns are the event reader's (lockview.Event), as the
+		// console's export writes them.
+		return emitCSV(env, events)
+	}
 	if opts.JSON {
 		rows := make([]eventRow, 0, len(events))
 		for _, e := range events {
 			rows = append(rows, eventRow{ID: e.ID, Time: utc(e.OccurredAt), Key: e.Key, Kind: e.Kind,
-				Owner: e.Owner, Token: e.Token, Actor: e.Actor, PreviousOwner: e.PreviousOwner,
+				Owner: e.Owner, Token: e.Token, Actor: e.Actor, Role: e.Role, PreviousOwner: e.PreviousOwner,
 				PreviousToken: e.PreviousToken, Detail: e.Detail})
 		}
 		return env.emit(rows)
@@ -97,10 +108,10 @@ func Events(ctx context.Context, env Env, opts EventsOptions) int {
 			before = orDash(e.PreviousOwner) + " " + tokenText(e.PreviousToken)
 		}
 		rows = append(rows, []string{utc(e.OccurredAt).Format(eventTimeLayout), e.Kind, eventSubject(e),
-			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), textsafe.Escape(e.Actor),
+			textsafe.Escape(orDash(e.Owner)), tokenText(e.Token), e.By(textsafe.Escape),
 			textsafe.Escape(before), textsafe.Escape(eventDetail(e))})
 	}
-	header := []string{"TIME", "EVENT", "KEY", "OWNER", "TOKEN", "ACTOR", "BEFORE", "DETAIL"}
+	header := []string{"TIME", "EVENT", "KEY", "OWNER", "TOKEN", "BY", "BEFORE", "DETAIL"}
 	if err := writeTable(env.Stdout, "no events", header, rows); err != nil {
 		return env.Errorf("write output: %v", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
@@ -19,6 +21,7 @@ type eventJSON struct {
 	Owner         *string        `json:"owner"`
 	Token         *int64         `json:"token"`
 	Actor         string         `json:"actor"`
+	Role          string         `json:"role"`
 	PreviousOwner *string        `json:"previous_owner"`
 	PreviousToken *int64         `json:"previous_token"`
 	Detail        map[string]any `json:"detail"`
@@ -61,6 +64,18 @@ func TestEvents(t *testing.T) {
 	}
 	if got[1].Actor != "ops" || *got[1].Token != first.Token {
 		t.Errorf("force_expired event = %+v; want actor ops, token %d", got[1], first.Token)
+	}
+	// The role that made each call, beside what the caller claimed.
+	var role string
+	d.onConn(func(conn *pgx.Conn) {
+		if err := conn.QueryRow(context.Background(), `SELECT session_user`).Scan(&role); err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, e := range got {
+		if e.Role != role {
+			t.Errorf("%s event's role %q; want %q, the role lockctl connected as", e.Kind, e.Role, role)
+		}
 	}
 	if *got[2].Owner != "b" || *got[2].PreviousOwner != "a" || *got[2].PreviousToken != first.Token {
 		t.Errorf("stolen event = %+v; want b taking over a's token %d", got[2], first.Token)

@@ -7,8 +7,6 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-
-	"github.com/lockctl/lockctl/locker"
 )
 
 // Action is a command's body, run once its flags and arguments are parsed
@@ -105,16 +103,28 @@ func RunE(action Action) func(*cobra.Command, []string) error {
 }
 
 // commandEnv is the Env of cmd, from the streams Execute put in its
-// context and the global flags.
+// context and the global flags: the database they name (resolveTarget),
+// and the actor.
 func commandEnv(cmd *cobra.Command) (Env, error) {
 	s, _ := cmd.Context().Value(streamsKey{}).(Streams)
 	g := readGlobals(cmd)
-	if err := locker.ValidateOwner(g.actor); err != nil {
-		return Env{}, usageErrorf("invalid --actor: %v", err)
+	t, err := resolve(g, s.Getenv, cmd.Annotations[explicitAnnotation] != "true")
+	if err != nil {
+		return Env{}, err
+	}
+	if err := checkReadOnly(cmd, t.context); err != nil {
+		return Env{}, err
+	}
+	f := cmd.Flags().Lookup("actor")
+	actorGiven := f != nil && f.Changed
+	actor, err := contextActor(g.actor, actorGiven, t.context)
+	if err != nil {
+		return Env{}, err
 	}
 	prog := cmd.CommandPath()
 	env := Env{Prog: prog, Stdin: s.Stdin, Stdout: s.Stdout, Stderr: s.Stderr, helpHint: helpHint(prog),
-		DSN: ResolveDSN(g.dsn, s.Getenv), ExplicitDSN: g.dsn, NotifyDSN: g.notifyDSN, Actor: g.actor}
+		DSN: t.dsn, ExplicitDSN: t.explicit, NotifyDSN: g.notifyDSN, Actor: actor, Context: t.context,
+		getenv: s.Getenv, actorFlag: g.actor, actorGiven: actorGiven}
 	env.secrets = append(dsnPasswords(env.DSN), dsnPasswords(env.NotifyDSN)...)
 	if s.Getenv != nil {
 		env.secrets = append(env.secrets, s.Getenv("PGPASSWORD"))

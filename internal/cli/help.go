@@ -12,7 +12,7 @@ import (
 
 const exitCodesHelp = "Exit codes: 0 done, 1 error, 2 usage, 3 held by another owner, 4 not held (lost, wrong owner or token), 5 deadlock (the wait would close a cycle of waits), 128+signal a wait interrupted (129 SIGHUP, 130 SIGINT, 143 SIGTERM)."
 
-const connectionHelp = "Connection: --dsn, else $DATABASE_URL, else libpq's PG* variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...)."
+const connectionHelp = "Connection: --dsn, else --context, else $DATABASE_URL, else the contexts file's default context, else libpq's PG* variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, ...)."
 
 // printHelp is every command's help (cobra's HelpFunc): for the root, every
 // command with its synopsis and the global flags; for a command, its
@@ -24,6 +24,12 @@ func printHelp(cmd *cobra.Command, _ []string) {
 		return
 	}
 	fmt.Fprintf(w, "Usage: %s [global flags]\n\n%s\n", synopsis(cmd), cmd.Short)
+	if subs := listed(cmd); len(subs) > 1 || len(subs) == 1 && subs[0] != cmd {
+		fmt.Fprintln(w, "\nCommands:")
+		for _, sub := range subs {
+			fmt.Fprintf(w, "  %s\n        %s\n", synopsis(sub), sub.Short)
+		}
+	}
 	if own := ownFlags(cmd); own.HasAvailableFlags() {
 		fmt.Fprintf(w, "\nFlags:\n%s", flagUsages(own))
 	}
@@ -33,11 +39,11 @@ func printHelp(cmd *cobra.Command, _ []string) {
 // printUsage writes the program's help.
 func printUsage(w io.Writer, root *cobra.Command) {
 	fmt.Fprintf(w, "%s: distributed locks in PostgreSQL, watched and operated from a terminal.\n\nUsage:\n", root.Name())
-	for _, cmd := range append([]*cobra.Command{root}, root.Commands()...) {
-		if cmd != root && !cmd.IsAvailableCommand() {
-			continue
+	fmt.Fprintf(w, "  %s\n        %s\n", synopsis(root), root.Short)
+	for _, cmd := range root.Commands() {
+		for _, c := range listed(cmd) {
+			fmt.Fprintf(w, "  %s\n        %s\n", synopsis(c), c.Short)
 		}
-		fmt.Fprintf(w, "  %s\n        %s\n", synopsis(cmd), cmd.Short)
 	}
 	if root.Version != "" {
 		fmt.Fprintf(w, "  %s --version\n        print the version and VCS revision of this binary\n", root.Name())
@@ -45,6 +51,23 @@ func printUsage(w io.Writer, root *cobra.Command) {
 	fmt.Fprintf(w, "\nGlobal flags (every command):\n%s\n", flagUsages(root.PersistentFlags()))
 	fmt.Fprintf(w, "%s\n%s\n\nRun '%s COMMAND --help' for a command's flags and their defaults.\n",
 		connectionHelp, exitCodesHelp, root.Name())
+}
+
+// listed are the commands help lists for cmd: cmd itself, or, for a
+// group of commands (context), each of its commands; none for one help
+// leaves out.
+func listed(cmd *cobra.Command) []*cobra.Command {
+	if !cmd.IsAvailableCommand() {
+		return nil
+	}
+	if !cmd.HasAvailableSubCommands() {
+		return []*cobra.Command{cmd}
+	}
+	var out []*cobra.Command
+	for _, c := range cmd.Commands() {
+		out = append(out, listed(c)...)
+	}
+	return out
 }
 
 // synopsis is "lockctl renew KEY --owner token --token N [--ttl duration]":

@@ -34,7 +34,8 @@ func LsCommand() *cobra.Command {
 	fs.BoolVar(&o.Watch, "watch", false, "list again every --interval until interrupted")
 	DurationVar(fs, &o.Interval, "interval", 2*time.Second, "how often --watch lists")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array (with --watch: one a line)")
-	return cmd
+	fs.BoolVar(&o.CSV, "csv", false, csvFlagHelp)
+	return ReadOnlyOK(cmd)
 }
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
@@ -44,6 +45,7 @@ var LockStates = []string{string(locker.StateHeld), string(locker.StateExpiring)
 // LsOptions are ls's flags.
 type LsOptions struct {
 	JSON     bool
+	CSV      bool
 	Prefix   string        // only keys starting with it
 	States   []string      // only rows in one of these states (nil: all)
 	Watch    bool          // list again every Interval until interrupted
@@ -66,6 +68,12 @@ const MinWatchInterval = 100 * time.Millisecond
 func Ls(ctx context.Context, env Env, opts LsOptions) int {
 	if !utf8.ValidString(opts.Prefix) {
 		return env.Usagef("invalid --prefix: not valid UTF-8")
+	}
+	if code, ok := checkOutput(env, opts.JSON, opts.CSV); !ok {
+		return code
+	}
+	if opts.Watch && opts.CSV {
+		return env.Usagef("--csv does not go with --watch: a CSV file is one table")
 	}
 	if opts.Watch && opts.Interval < MinWatchInterval {
 		return env.Usagef("invalid --interval %s: must be at least %s", opts.Interval, MinWatchInterval)
@@ -114,7 +122,7 @@ func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions)
 		return listReferenceLocks(ctx, env, pool, opts)
 	}
 	out := bufio.NewWriterSize(env.Stdout, 64<<10)
-	printer := newLockPrinter(out, opts.JSON, func(keys []string) (map[string][]lockview.Holder, error) {
+	printer := newLockPrinter(env, out, opts, func(keys []string) (map[string][]lockview.Holder, error) {
 		return lockview.HoldersOf(ctx, pool, keys)
 	})
 	f := lockview.LockFilter{Prefix: opts.Prefix}
@@ -143,7 +151,7 @@ func listReferenceLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts L
 			return !slices.Contains(opts.States, string(l.State()))
 		})
 	}
-	if code := writeReferenceLocks(env, locks, opts.JSON); code != ExitOK {
+	if code := writeReferenceLocks(env, locks, opts); code != ExitOK {
 		return errReferenceOutput
 	}
 	return nil

@@ -28,13 +28,16 @@ type referenceLockRow struct {
 
 // writeReferenceLocks prints the reference service's table as ls does, with
 // referenceNote on stderr.
-func writeReferenceLocks(env Env, locks []lockview.Lock, asJSON bool) int {
+func writeReferenceLocks(env Env, locks []lockview.Lock, opts LsOptions) int {
 	env.printLine(env.Prog + ": " + referenceNote)
-	if asJSON {
+	if opts.JSON || opts.CSV {
 		rows := make([]referenceLockRow, 0, len(locks))
 		for _, l := range locks {
 			rows = append(rows, referenceLockRow{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
 				State: l.State(), RemainingMs: l.Remaining.Milliseconds()})
+		}
+		if opts.CSV {
+			return emitCSV(env, rows)
 		}
 		return env.emit(rows)
 	}

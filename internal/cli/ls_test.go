@@ -166,14 +166,7 @@ func TestPrune(t *testing.T) {
 
 func lsKeys(t *testing.T, d db, args ...string) string {
 	t.Helper()
-	r := d.expect(0, append(append([]string{"ls"}, args...), "--json")...)
-	var rows []lsRow
-	decode(t, r, &rows)
-	var keys []string
-	for _, row := range rows {
-		keys = append(keys, row.Key)
-	}
-	return strings.Join(keys, " ")
+	return keysOf(t, cleanEnv(), append(args, "--dsn", d.dsn)...)
 }
 
 // --prefix and --state narrow the listing; % and _ in a prefix are plain

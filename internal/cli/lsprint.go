@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/export"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
@@ -60,21 +61,34 @@ func toLockRow(l lockview.Lock, holders []lockview.Holder) lockRow {
 // and memory that does not grow with the table.
 const holdersBatch = 256
 
+// lockRecord is one row of `ls --csv`: the lock row as lockview reads it,
+// its state, and a running shared or semaphore key's holders (package
+// export names the columns).
+type lockRecord struct {
+	lockview.Lock
+	State   locker.State      `db:"state"`
+	Holders []lockview.Holder `db:"holders"`
+}
+
 // lockPrinter prints lock rows as ls does, one at a time: an aligned
-// table, or one JSON array. A running shared or semaphore key's row waits,
-// with the rows after it (to keep key order), until the holders of a batch
-// are read.
+// table, one JSON array, or CSV. A running shared or semaphore key's row
+// waits, with the rows after it (to keep key order), until the holders of
+// a batch are read.
 type lockPrinter struct {
 	table *tableWriter
 	json  *jsonArray
+	csv   export.Writer
 	// holders reads the running leases of the holders of keys.
 	holders func(keys []string) (map[string][]lockview.Holder, error)
 	pending []lockview.Lock
 }
 
-func newLockPrinter(w io.Writer, asJSON bool, holders func(keys []string) (map[string][]lockview.Holder, error)) *lockPrinter {
-	if asJSON {
+func newLockPrinter(env Env, w io.Writer, opts LsOptions, holders func(keys []string) (map[string][]lockview.Holder, error)) *lockPrinter {
+	switch {
+	case opts.JSON:
 		return &lockPrinter{json: newJSONArray(w), holders: holders}
+	case opts.CSV:
+		return &lockPrinter{csv: newCSV(env, w, export.Columns(lockRecord{})), holders: holders}
 	}
 	return &lockPrinter{holders: holders,
 		table: newTableWriter(w, "no locks", []string{"KEY", "OWNER", "TOKEN", "STATE", "REMAINING", "HELD-FOR"})}
@@ -111,8 +125,11 @@ func (p *lockPrinter) flush() error {
 
 // print prints l, with its holders when it is a shared or semaphore key.
 func (p *lockPrinter) print(l lockview.Lock, holders []lockview.Holder) error {
-	if p.json != nil {
+	switch {
+	case p.json != nil:
 		return wrapOutput(p.json.add(toLockRow(l, holders)))
+	case p.csv != nil:
+		return wrapOutput(p.csv.Write(export.Values(lockRecord{Lock: l, State: l.State(), Holders: holders})))
 	}
 	remaining, heldFor := "-", "-"
 	switch l.State() {
@@ -147,8 +164,11 @@ func (p *lockPrinter) close() error {
 	if err := p.flush(); err != nil {
 		return err
 	}
-	if p.json != nil {
+	switch {
+	case p.json != nil:
 		return wrapOutput(p.json.close())
+	case p.csv != nil:
+		return wrapOutput(p.csv.Close())
 	}
 	return wrapOutput(p.table.close())
 }

@@ -30,7 +30,7 @@ func MetricsCommand() *cobra.Command {
 	fs.IntVar(&o.TopKeys, "top-keys", 10, "per-key waiter series for the `N` keys with the most waiters; 0: none")
 	TTLVar(fs, &o.ScrapeTimeout, "scrape-timeout", 5*time.Second, "bound on one scrape's database reads")
 	DurationVar(fs, &o.Settle, "settle", 5*time.Second, "count an event this long after it occurred, so its transaction has committed")
-	return cmd
+	return ReadOnlyOK(cmd)
 }
 
 // MetricsOptions are metrics's flags.

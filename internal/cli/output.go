@@ -9,11 +9,13 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
 )
 
 // writeJSON writes v as one line of JSON. Beyond what encoding/json
-// escapes, C1 controls and bidirectional overrides are written as \u
-// escapes too, so the output is safe to show on a terminal as well as to
+// escapes, every rune textsafe keeps from a terminal is written as a \u
+// escape too, so the output is safe to show on a terminal as well as to
 // parse.
 func writeJSON(w io.Writer, v any) error {
 	b, err := encodeJSON(v)
@@ -119,14 +121,14 @@ func (t *tableWriter) close() error {
 	return t.tw.Flush()
 }
 
-// escapeUnsafeRunes rewrites runes a terminal may act on as JSON \u
-// escapes. Outside strings JSON is ASCII, so every such rune is inside a
+// escapeUnsafeRunes rewrites the runes textsafe keeps from a terminal as
+// JSON \u escapes. Outside strings JSON is ASCII, so every such rune is inside a
 // string, where \uXXXX means the same rune.
 func escapeUnsafeRunes(b []byte) []byte {
 	var out []byte
 	for i := 0; i < len(b); {
 		r, size := utf8.DecodeRune(b[i:])
-		if r >= 0x80 && terminalUnsafe(r) {
+		if r >= 0x80 && textsafe.Unsafe(r) {
 			if out == nil {
 				out = append(make([]byte, 0, len(b)+16), b[:i]...)
 			}
@@ -140,12 +142,6 @@ func escapeUnsafeRunes(b []byte) []byte {
 		return b
 	}
 	return out
-}
-
-func terminalUnsafe(r rune) bool {
-	return r >= 0x80 && r <= 0x9f ||
-		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 ||
-		r == 0x200e || r == 0x200f || r == 0x061c
 }
 
 // formatDuration shows a duration at a precision that suits its size:

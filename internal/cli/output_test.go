@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/textsafe"
 )
 
 func TestFormatDuration(t *testing.T) {
@@ -74,6 +76,28 @@ func TestJSONArrayMatchesWriteJSON(t *testing.T) {
 		}
 		if streamed.String() != whole.String() {
 			t.Errorf("streamed %q; writeJSON wrote %q", streamed.String(), whole.String())
+		}
+	}
+}
+
+// JSON and text output keep the same runes from a terminal: every rune the
+// text escape writes as an escape (format characters such as U+200B
+// included), --json writes as \u too.
+func TestJSONEscapesWhatTextEscapes(t *testing.T) {
+	for r := rune(0x80); r <= 0x10ffff; r++ {
+		if r >= 0xd800 && r <= 0xdfff {
+			continue // not a rune a string can carry
+		}
+		s := string(r)
+		if textsafe.Escape(s) == s {
+			continue
+		}
+		b, err := encodeJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(s)) {
+			t.Errorf("text output escapes U+%04X, --json writes it raw: %s", r, b)
 		}
 	}
 }

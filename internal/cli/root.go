@@ -23,6 +23,7 @@ func configureRoot(root *cobra.Command, version string, commands ...*cobra.Comma
 	root.SuggestionsMinimumDistance = 2
 	defineGlobals(root.PersistentFlags())
 	root.PersistentFlags().SortFlags = false
+	_ = root.RegisterFlagCompletionFunc("context", completeContext)
 	if version != "" {
 		root.Version = version
 		root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
@@ -57,11 +58,12 @@ func walk(cmd *cobra.Command, fn func(*cobra.Command)) {
 
 // globals are the flags every command has.
 type globals struct {
-	dsn, notifyDSN, actor string
+	dsn, context, notifyDSN, actor string
 }
 
 func defineGlobals(fs *pflag.FlagSet) {
-	fs.String("dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else libpq's PG* variables")
+	fs.String("dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else the default context, else libpq's PG* variables")
+	fs.String("context", "", "the database a context of the contexts file names, by its `name` (lockctl context ls); exclusive with --dsn")
 	fs.String("notify-dsn", "", "connection `string` waiting commands LISTEN on for releases (default: --dsn); behind a transaction pooler, give a direct or session-pooled one")
 	fs.String("actor", locker.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, end-delay, end-session, prune)")
 	fs.BoolP("help", "h", false, "show help")
@@ -75,7 +77,7 @@ func readGlobals(cmd *cobra.Command) globals {
 		}
 		return ""
 	}
-	return globals{dsn: get("dsn"), notifyDSN: get("notify-dsn"), actor: get("actor")}
+	return globals{dsn: get("dsn"), context: get("context"), notifyDSN: get("notify-dsn"), actor: get("actor")}
 }
 
 // isGlobal says whether f is one of the flags every command has.

@@ -21,7 +21,7 @@ func SessionsCommand() *cobra.Command {
 		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Sessions(ctx, env, asJSON) }),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON array")
-	return cmd
+	return ReadOnlyOK(cmd)
 }
 
 // sessionRow is one element of `sessions --json`.

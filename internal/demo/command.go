@@ -47,7 +47,8 @@ func Command() *cobra.Command {
 	fs.Uint64Var(&o.Seed, "seed", 0, "seed of every random choice: the same seed replays the same story (0: pick one, shown in the header)")
 	cli.DurationVar(fs, &o.Refresh, "refresh", 500*time.Millisecond, "console poll interval")
 	fs.BoolVar(&o.ReadOnly, "read-only", false, "watch only: no acquire, renew, expire or release in the console")
-	return cmd
+	cli.ThemeVar(fs, &o.Theme)
+	return cli.ExplicitOnly(cmd)
 }
 
 // flagsValid names the first flag out of bounds. Zero is refused here,

@@ -17,6 +17,7 @@ type consoleOptions struct {
 	server   string
 	refresh  time.Duration
 	readOnly bool
+	theme    string
 	status   func() string
 }
 
@@ -29,7 +30,7 @@ const consoleOwner = "operator"
 func console(ctx context.Context, o consoleOptions) error {
 	return tui.Run(ctx, tui.Options{
 		Pool: o.pool, Locker: o.operator, Server: o.server,
-		Refresh: o.refresh, ReadOnly: o.readOnly,
+		Refresh: o.refresh, ReadOnly: o.readOnly, Theme: tui.Theme(o.theme), Export: true,
 		Owner: consoleOwner, TTL: 30 * time.Second, Status: o.status,
 	})
 }

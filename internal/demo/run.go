@@ -29,6 +29,8 @@ type Options struct {
 	Refresh time.Duration
 	// ReadOnly removes the console's actions.
 	ReadOnly bool
+	// Theme is the console's palette (tui.Themes; "": auto).
+	Theme string
 	// Actor is recorded on the events of the console's operator actions.
 	// Defaults to locker.DefaultActor().
 	Actor string
@@ -145,7 +147,7 @@ func run(ctx context.Context, o Options) error {
 	}
 	err = console(ctx, consoleOptions{
 		pool: pool, operator: operator, server: server + where,
-		refresh: o.Refresh, readOnly: o.ReadOnly, status: sim.Status,
+		refresh: o.Refresh, readOnly: o.ReadOnly, theme: o.Theme, status: sim.Status,
 	})
 	sim.Stop()
 	fmt.Fprintf(o.Stderr, "lockctl demo: workers stopped, their locks released. %s\n", sim.Status())

@@ -42,7 +42,10 @@
 //     holder's release (half the workers' leases carry one), and every set
 //     was granted whole, in one transaction, or not at all;
 //   - every lease a killed process's session kept was granted to nobody
-//     before the session's last expires_at (plus the lease's lock-delay).
+//     before the session's last expires_at (plus the lease's lock-delay);
+//   - no other owner heard of a grant of a key that conflicts with a lease
+//     before the last instant its holder's Lease.ValidFor vouched for, for
+//     every kind of kept lease (workers write only while it vouches).
 //
 // The run lasts its Duration, or up to twice as long until the injector has
 // tried every kind of fault once.

@@ -18,8 +18,10 @@ import (
 // sessionWorker is a worker whose processes keep all their leases with one
 // locker.Session, as lockctl run does: each process opens a session, takes
 // two to four keys (one alone, the rest as a set, or each alone), binds
-// them to the session (Session.Keepalive, Session.KeepaliveAll) and makes
-// fenced writes under them; then it closes the session, which releases
+// them to the session (Session.Keepalive, Session.KeepaliveAll), binding
+// again what a failed binding could not, and makes fenced writes under them
+// for up to a few TTLs, restarting a keepalive now and then (stopped, its
+// leases bound again at once); then it closes the session, which releases
 // what is still bound, unless the injector killed it first (KillSession).
 // A killed process sends nothing more: its session and leases lapse
 // together at the session's last expiry, which history's property 8
@@ -41,6 +43,13 @@ type process struct {
 	dead    context.Context
 	kept    atomic.Int32 // keepalives bound and not ended
 	closing bool         // under sessionWorker.mu: past the point a kill is meant for
+	holds   []hold       // every Keepalive it made, used by the worker's goroutine only
+}
+
+// hold is one Keepalive of a process, with what its ValidFor promised.
+type hold struct {
+	ka      *locker.Keepalive
+	promise *promise
 }
 
 func (w *sessionWorker) run(ctx context.Context) {
@@ -67,36 +76,46 @@ func (w *sessionWorker) runProcess(runCtx context.Context, owner string) {
 	}
 	w.counts.Observe("session_opened")
 	p := &process{owner: owner, session: s, kill: kill, dead: dead}
-	var kas []*locker.Keepalive
 	for _, keys := range w.plan() {
-		leases, ok := w.takeKeys(ctx, keys, owner)
-		if !ok {
-			continue
+		if leases, ok := w.takeKeys(ctx, keys, owner); ok {
+			w.keep(ctx, p, leases)
 		}
-		onArrival := validFor(leases)
-		ka := s.KeepaliveAll(ctx, leases)
-		w.recordEnd(ka, leases, onArrival, p)
-		kas = append(kas, ka)
 	}
 	// Killable once it has taken what it could, so a kill finds the
 	// session keeping all of it.
 	w.mu.Lock()
 	w.proc = p
 	w.mu.Unlock()
-	for rounds := 2 + w.rng.IntN(6); rounds > 0 && ctx.Err() == nil && s.Err() == nil; rounds-- {
-		live := slices.DeleteFunc(slices.Clone(kas), func(k *locker.Keepalive) bool { return k.Context().Err() != nil })
+	for rounds := 2 + w.rng.IntN(12); rounds > 0 && ctx.Err() == nil && s.Err() == nil; rounds-- {
+		live := slices.DeleteFunc(slices.Clone(p.holds), func(h hold) bool { return h.ka.Context().Err() != nil })
 		if len(live) == 0 {
 			break
 		}
-		ka := live[w.rng.IntN(len(live))]
-		leases := ka.Leases()
-		w.fencedWrite(ka.Context(), leases[w.rng.IntN(len(leases))])
+		h := live[w.rng.IntN(len(live))]
+		if w.rng.IntN(8) == 0 {
+			// The holder restarts its keepalive: stops it and binds the
+			// same leases again at once.
+			h.ka.Stop()
+			w.counts.Observe("session_keepalive_restarted")
+			w.keep(ctx, p, h.ka.Leases())
+			continue
+		}
+		leases := h.ka.Leases()
+		i := w.rng.IntN(len(leases))
+		if h.promise.vouch(h.ka) {
+			w.fencedWrite(h.ka.Context(), leases[i])
+		}
 		sleepCtx(ctx, time.Duration(w.rng.IntN(int(w.ttl/3/time.Millisecond)+1))*time.Millisecond)
 	}
 	w.mu.Lock()
 	w.proc = nil
 	p.closing = true
 	w.mu.Unlock()
+	// A killed process keeps its promises whole; a live one lets its
+	// leases go with the close it sends now.
+	for _, h := range p.holds {
+		h.promise.record(dead.Err() == nil)
+	}
 	if dead.Err() != nil {
 		return // killed: nothing more of it reaches the database
 	}
@@ -132,6 +151,32 @@ func (w *sessionWorker) plan() [][]string {
 		plan = append(plan, []string{k})
 	}
 	return plan
+}
+
+// keep binds leases to p's session (Session.KeepaliveAll) and records the
+// Keepalive. A binding that failed with an error (its reply lost to a
+// restart or a killed backend: it may have committed) is made again while
+// the leases are still trusted, as a caller retrying it would, twice at
+// most.
+func (w *sessionWorker) keep(ctx context.Context, p *process, leases []locker.Lease) {
+	onArrival := validFor(leases)
+	for try := 0; ; try++ {
+		ka := p.session.KeepaliveAll(ctx, leases)
+		w.recordEnd(ka, leases, onArrival, p)
+		p.holds = append(p.holds, hold{ka: ka, promise: w.newPromise(leases, true)})
+		if try == 2 || !bindFailed(ka.Err()) || slices.Min(validFor(leases)) <= w.margin || ctx.Err() != nil {
+			return
+		}
+		w.counts.Observe("session_bind_retried")
+	}
+}
+
+// bindFailed: a Keepalive ended at once because its binding's statement
+// failed, not because the database refused it or the session was lost.
+func bindFailed(err error) bool {
+	var lost *locker.LeaseLostError
+	return errors.As(err, &lost) && lost.Err != nil &&
+		!errors.Is(err, locker.ErrNotHeld) && !errors.Is(err, locker.ErrSessionLost)
 }
 
 // takeKeys takes keys for owner: one alone, or several as a set (named by

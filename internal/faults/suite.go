@@ -266,7 +266,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		if err == nil {
 			var obs history.Observed
 			if obs, err = history.Observe(ctx, conn); err == nil {
-				report = history.Check(rec.Ops(), rec.LeaseEnds(), obs)
+				report = history.Check(rec.Ops(), rec.LeaseEnds(), rec.VouchedLeases(), obs)
 				err = countHandOffs(ctx, conn, tally)
 			}
 			conn.Close(ctx)

@@ -235,6 +235,9 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 		}
 	})
 
+	// A safe worker writes only while its context runs and ValidFor
+	// vouches for every lease it keeps.
+	p := w.newPromise(leases, false)
 	writes := 1 + w.rng.IntN(4)
 	for i := 0; i < writes && ctx.Err() == nil; i++ {
 		if !w.unsafe && ka.Context().Err() != nil {
@@ -244,7 +247,7 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 		if d := time.Duration(w.freezeReq.Swap(0)); d > 0 {
 			// A zombie: the process stalls (its keepalive's connection too)
 			// right before a write, then resumes and writes without looking
-			// at its context: only the fence can stop that write.
+			// at its context or ValidFor: only the fence can stop that write.
 			w.ka.freezeFor(d)
 			w.counts.Observe("zombie_froze")
 			sleepCtx(ctx, d)
@@ -253,6 +256,8 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 		wctx := ka.Context()
 		if w.unsafe || zombie {
 			wctx = ctx
+		} else if !p.vouch(ka) {
+			break
 		}
 		w.fencedWrite(wctx, ka.Leases()[w.rng.IntN(len(leases))])
 		sleepCtx(ctx, time.Duration(w.rng.IntN(int(w.ttl/5/time.Millisecond)+1))*time.Millisecond)
@@ -260,8 +265,10 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 	lost := ka.Context().Err() != nil
 	ka.Stop()
 	if lost || ctx.Err() != nil || w.rng.IntN(10) >= 8 {
+		p.record(false)
 		return
 	}
+	p.record(true) // the release is sent now
 	if len(leases) == 1 {
 		w.release(ctx, leases[0])
 	} else {

@@ -101,7 +101,7 @@ func TestZombieWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			report := history.Check(rec.Ops(), rec.LeaseEnds(), obs)
+			report := history.Check(rec.Ops(), rec.LeaseEnds(), rec.VouchedLeases(), obs)
 			if !unsafe {
 				if resB != history.OK || resA != history.NotHeld {
 					t.Fatalf("results B=%s A=%s; want B ok, A not held", resB, resA)

@@ -80,6 +80,10 @@ type Stats struct {
 	// rest of Grants are exclusive), and exclusive grants that followed a
 	// shared or permit grant on their key: a writer after the readers.
 	SharedGrants, PermitGrants, ExclusiveAfterHolders int
+	// ValidFor (Vouched): leases whose holder's ValidFor vouched for them,
+	// and how many of those a conflicting grant followed (each checked
+	// against the promise); the same for leases kept by a session.
+	Vouched, VouchedThenTaken, VouchedBound, VouchedBoundThenTaken int
 }
 
 func (s Stats) String() string {
@@ -92,7 +96,9 @@ func (s Stats) String() string {
 		fmt.Sprintf("; %d killed sessions kept %d leases (%d stolen after the session's expiry)",
 			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen) +
 		fmt.Sprintf("; %d shared grants, %d semaphore permits granted, %d exclusive grants after holders",
-			s.SharedGrants, s.PermitGrants, s.ExclusiveAfterHolders)
+			s.SharedGrants, s.PermitGrants, s.ExclusiveAfterHolders) +
+		fmt.Sprintf("; ValidFor vouched for %d leases (%d taken after), %d of them kept by a session (%d taken after)",
+			s.Vouched, s.VouchedThenTaken, s.VouchedBound, s.VouchedBoundThenTaken)
 }
 
 // Report is the result of Check.
@@ -184,8 +190,15 @@ type leaseFacts struct {
 //     session kept (bound to it in the database) was taken over by no
 //     grant (one it could not stand beside, or the steal of its permit)
 //     before the session's last expires_at plus the lease's lock-delay.
-func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
-	c := checker{ops: ops, ends: ends, obs: obs, leases: map[leaseID]*leaseFacts{}}
+//  9. ValidFor (vouched, from holders that read locker.Lease.ValidFor of
+//     the leases they kept before each guarded write): no grant that
+//     conflicts with a lease (as in property 4) took effect before the
+//     last instant its holder's ValidFor vouched for, up to its release:
+//     no client heard of that grant, or of a later grant of the key,
+//     before then, on the clients' own clock. For every kind of kept
+//     lease, renewed on its own or bound to a session.
+func Check(ops []Op, ends []LeaseEnd, vouched []Vouched, obs Observed) Report {
+	c := checker{ops: ops, ends: ends, vouched: vouched, obs: obs, leases: map[leaseID]*leaseFacts{}}
 	c.learnLeases()
 	c.learnDelays()
 	c.checkLog()
@@ -195,6 +208,7 @@ func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 	c.checkWrites()
 	c.checkLeaseEnds()
 	c.checkKilledSessions()
+	c.checkVouched()
 	c.countOps()
 	return Report{Violations: c.violations, Stats: c.stats}
 }
@@ -202,6 +216,7 @@ func Check(ops []Op, ends []LeaseEnd, obs Observed) Report {
 type checker struct {
 	ops        []Op
 	ends       []LeaseEnd
+	vouched    []Vouched
 	obs        Observed
 	leases     map[leaseID]*leaseFacts
 	violations []string

@@ -48,7 +48,7 @@ func delayed() ([]Op, Observed) {
 
 func TestDelayedHistoryPasses(t *testing.T) {
 	ops, obs := delayed()
-	r := Check(ops, nil, obs)
+	r := Check(ops, nil, nil, obs)
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
@@ -109,7 +109,7 @@ func TestCheckerFlagsGrantsInsideALockDelay(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, obs := delayed()
 			ops = tc.mutate(ops, &obs)
-			r := Check(ops, nil, obs)
+			r := Check(ops, nil, nil, obs)
 			found := false
 			for _, v := range r.Violations {
 				found = found || strings.Contains(v, tc.want)

@@ -60,7 +60,7 @@ FROM guarded_write`
 	// event_id order is the order the operations took effect.
 	eventLogSQL = `
 SELECT event_id, occurred_at, lock_key, kind, owner_id, fence_token,
-       actor, previous_owner, previous_token, detail
+       actor, caller_role, previous_owner, previous_token, detail
 FROM distributed_lock_event ORDER BY event_id`
 )
 

@@ -120,10 +120,11 @@ type Op struct {
 
 // Recorder collects operations from many goroutines.
 type Recorder struct {
-	start time.Time
-	mu    sync.Mutex
-	ops   []Op
-	ends  []LeaseEnd
+	start   time.Time
+	mu      sync.Mutex
+	ops     []Op
+	ends    []LeaseEnd
+	vouched []Vouched
 }
 
 // NewRecorder starts a history now.

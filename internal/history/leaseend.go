@@ -42,6 +42,8 @@ type LeaseEnd struct {
 	// Keepalive returned. A lease untrusted on arrival must never have been
 	// trusted: its keepalive ends before it returns (it may have arrived
 	// after its database expiry, which no cancellation can then precede).
+	// Any keepalive that did never vouched for its lease, so only steals
+	// hold it to when it ended.
 	EndedAtStart bool
 	// Diagnosis, printed with a violation: the keepalive's last database
 	// call (start and end on this clock; end zero if it had not returned)
@@ -66,7 +68,8 @@ func (r *Recorder) LeaseEnds() []LeaseEnd {
 
 // checkLeaseEnds verifies property 5: a lost lease's holder was told before
 // its local deadline and before the database expiry it knew of (one
-// untrusted on arrival, at once), and every holder stopped believing
+// untrusted on arrival, at once; one whose keepalive ended before it was
+// handed over is not held to when), and every holder stopped believing
 // before its lease was stolen. The database's
 // event times and At are compared directly: the server runs on this machine.
 func (c *checker) checkLeaseEnds() {
@@ -91,6 +94,12 @@ func (c *checker) checkLeaseEnds() {
 					c.fail("client %d's keepalive of %q (token %d), untrusted on arrival (%s left, margin %s), did not end before it returned (%s)",
 						e.Client, e.Key, e.Token, e.OnArrival, e.Margin, e.Cause)
 				}
+			case e.EndedAtStart:
+				// Trusted on arrival, but its keepalive ended before it was
+				// handed over (a session's binding that failed, or a session
+				// already lost): its holder never had a running Context to
+				// trust, so when it ended is no promise broken. What its
+				// leases' ValidFor still said is property 9's.
 			case e.Remaining <= 0:
 				c.fail("client %d's keepalive of %q (token %d) cancelled at or after the lease's local deadline (%s; %s)",
 					e.Client, e.Key, e.Token, e.Cause, e.diagnosis())

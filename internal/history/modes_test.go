@@ -104,7 +104,7 @@ func write(client int, key, owner string, token, seq int64, at time.Duration) Op
 
 func TestModesHistoryPasses(t *testing.T) {
 	ops, obs := modes()
-	r := Check(ops, nil, obs)
+	r := Check(ops, nil, nil, obs)
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
@@ -115,7 +115,7 @@ func TestModesHistoryPasses(t *testing.T) {
 	// An exclusive steal takes the key over from every reader: its event
 	// need not name one.
 	obs.Events[13].PreviousToken = nil
-	if r := Check(ops, nil, obs); !r.OK() {
+	if r := Check(ops, nil, nil, obs); !r.OK() {
 		t.Fatalf("an exclusive steal naming no reader: %q", r.Violations)
 	}
 }
@@ -257,7 +257,7 @@ func TestCheckerFlagsModes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, obs := modes()
 			ops = tc.mutate(ops, &obs)
-			r := Check(ops, nil, obs)
+			r := Check(ops, nil, nil, obs)
 			found := false
 			for _, v := range r.Violations {
 				found = found || strings.Contains(v, tc.want)
@@ -293,11 +293,11 @@ func TestKilledSessionKeepsAReadersLease(t *testing.T) {
 		return ops, obs
 	}
 	ops, obs := history(310 * ms)
-	if r := Check(ops, nil, obs); !r.OK() || r.Stats.KilledLeasesStolen != 1 {
+	if r := Check(ops, nil, nil, obs); !r.OK() || r.Stats.KilledLeasesStolen != 1 {
 		t.Fatalf("a correct history: %q, %+v", r.Violations, r.Stats)
 	}
 	ops, obs = history(250 * ms)
-	r := Check(ops, nil, obs)
+	r := Check(ops, nil, nil, obs)
 	want := `killed session 7 of "r1" kept "doc" (token 1) until 2026-06-01T12:00:00.3Z, but event 3 granted it (stolen) to "w" with token 3`
 	if !strings.Contains(strings.Join(r.Violations, "\n"), want) {
 		t.Fatalf("want a violation containing %q; got %q", want, r.Violations)

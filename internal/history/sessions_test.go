@@ -37,7 +37,7 @@ func killed() ([]Op, Observed) {
 
 func TestKilledSessionHistoryPasses(t *testing.T) {
 	ops, obs := killed()
-	r := Check(ops, nil, obs)
+	r := Check(ops, nil, nil, obs)
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
@@ -69,7 +69,7 @@ func TestCheckerFlagsGrantsBeforeAKilledSessionExpired(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, obs := killed()
 			tc.mutate(ops, &obs)
-			r := Check(ops, nil, obs)
+			r := Check(ops, nil, nil, obs)
 			found := false
 			for _, v := range r.Violations {
 				found = found || strings.Contains(v, tc.want)
@@ -87,7 +87,7 @@ func TestKilledSessionLeaseReleasedFirstIsNotChecked(t *testing.T) {
 	ops, obs := killed()
 	obs.Events = append(obs.Events[:2], ev(5, "y", "released", "s", 2, 60*ms), ev(6, "y", "acquired", "b", 4, 70*ms), obs.Events[3])
 	ops[4] = grant(2, "y", "b", 4, "acquired", 69*ms, 71*ms, 170*ms)
-	r := Check(ops, nil, obs)
+	r := Check(ops, nil, nil, obs)
 	for _, v := range r.Violations {
 		if strings.Contains(v, "killed session") {
 			t.Fatalf("flagged a released lease: %s", v)
@@ -102,11 +102,11 @@ func TestBoundLeaseMayEndBeforeItsGrantsExpiry(t *testing.T) {
 	ops, obs := killed()
 	ops[0].ExpiresAt = t0.Add(400 * ms) // the grant said 400ms; the binding made it the session's 300ms
 	ops[0].Bound = true
-	if r := Check(ops, nil, obs); !r.OK() {
+	if r := Check(ops, nil, nil, obs); !r.OK() {
 		t.Fatalf("violations: %q", r.Violations)
 	}
 	ops[0].Bound = false
-	if r := Check(ops, nil, obs); r.OK() {
+	if r := Check(ops, nil, nil, obs); r.OK() {
 		t.Fatal("a steal before an unbound lease's expiry passed")
 	}
 }

@@ -43,7 +43,7 @@ func sets() ([]Op, Observed) {
 
 func TestSetHistoryPasses(t *testing.T) {
 	ops, obs := sets()
-	r := Check(ops, nil, obs)
+	r := Check(ops, nil, nil, obs)
 	if !r.OK() {
 		t.Fatalf("violations in a correct history: %q", r.Violations)
 	}
@@ -96,7 +96,7 @@ func TestCheckerFlagsPartialSetGrants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ops, obs := sets()
 			ops = tc.mutate(ops, &obs)
-			r := Check(ops, nil, obs)
+			r := Check(ops, nil, nil, obs)
 			found := false
 			for _, v := range r.Violations {
 				found = found || strings.Contains(v, tc.want)

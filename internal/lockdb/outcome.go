@@ -50,6 +50,10 @@ const (
 	OutcomeClosed = "closed"
 	OutcomeEnded  = "ended"
 
+	// A waiter's claim of a hand-off (distributed_lock_waiter_claim) found
+	// no running grant to its record: the NOTIFY that sent it was not one.
+	OutcomeNotHanded = "not_handed"
+
 	// What distributed_lock_waiter_leave did.
 	LeftQueue = "left"      // took the waiter out of the queue
 	PassedOn  = "passed_on" // released a lease handed to it, unclaimed, and passed it on

@@ -15,16 +15,33 @@ import (
 
 // Event is one row of distributed_lock_event.
 type Event struct {
-	ID            int64          `db:"event_id"`
-	OccurredAt    time.Time      `db:"occurred_at"`
-	Key           string         `db:"lock_key"`
-	Kind          string         `db:"kind"` // lockdb.EventAcquired, …
-	Owner         *string        `db:"owner_id"`
-	Token         *int64         `db:"fence_token"`
+	ID         int64     `db:"event_id"`
+	OccurredAt time.Time `db:"occurred_at"`
+	Key        string    `db:"lock_key"`
+	Kind       string    `db:"kind"` // lockdb.EventAcquired, …
+	Owner      *string   `db:"owner_id"`
+	Token      *int64    `db:"fence_token"`
+	// Actor is who the caller said it was: a claim, which any caller may
+	// make. Role is the database role whose call wrote the event, set by
+	// the protocol function (session_user), which no caller can choose.
 	Actor         string         `db:"actor"`
+	Role          string         `db:"caller_role"`
 	PreviousOwner *string        `db:"previous_owner"`
 	PreviousToken *int64         `db:"previous_token"`
 	Detail        map[string]any `db:"detail"`
+}
+
+// By says who caused e, as every reader shows it: the actor the caller
+// claimed, marked as a claim, and the database role that made the call,
+// "alice@ops (claimed) as role svc_billing" (without a role, as an event
+// made up by a test: the claim alone). escape makes each name safe to
+// print.
+func (e Event) By(escape func(string) string) string {
+	by := escape(e.Actor) + " (claimed)"
+	if e.Role != "" {
+		by += " as role " + escape(e.Role)
+	}
+	return by
 }
 
 // DeadlockCycle is the cycle a deadlock_refused event records, the refused
@@ -71,7 +88,7 @@ func (e Event) SessionID() (int64, bool) {
 // reads without fetching the value: a reader of the history fetches and
 // decodes a bounded amount, whatever was written.
 var eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
-	e.actor, e.previous_owner, e.previous_token,
+	e.actor, e.caller_role, e.previous_owner, e.previous_token,
 	CASE WHEN pg_column_size(e.detail) <= ` + strconv.Itoa(locker.MaxJSONBytes) + ` THEN e.detail::jsonb
 	     ELSE jsonb_build_object('omitted_bytes', pg_column_size(e.detail)) END AS detail`
 

@@ -71,6 +71,7 @@ var functionCalls = map[string]string{
 	"enqueue":           `SELECT * FROM distributed_lock_enqueue('held', 'x', 60000000, 1000000, 1000000)`,
 	"waiter poll":       `SELECT * FROM distributed_lock_waiter_poll('held', 1, 1000000)`,
 	"waiter heartbeat":  `SELECT * FROM distributed_lock_waiter_heartbeat(ARRAY[1::bigint], 1000000)`,
+	"waiter claim":      `SELECT * FROM distributed_lock_waiter_claim('held', 1)`,
 	"waiter leave":      `SELECT distributed_lock_waiter_leave('held', 1)`,
 	"acquire all":       `SELECT * FROM distributed_lock_acquire_all(ARRAY['held', 'x'], 'x', 60000000)`,
 	"enqueue all":       `SELECT * FROM distributed_lock_enqueue_all(ARRAY['held', 'x'], 'x', 60000000, 1000000, 1000000)`,
@@ -94,11 +95,11 @@ var functionCalls = map[string]string{
 // forbiddenCalls are the functions each kind may not call.
 var forbiddenCalls = map[roles.Kind][]string{
 	roles.Viewer: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
+		"waiter claim", "waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "force expire", "force release", "end delay", "prune", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session", "end session"},
 	roles.Operator: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
-		"waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
+		"waiter claim", "waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session"},
 	roles.Service: {"force expire", "force release", "end delay", "prune", "next token", "advance epoch", "end session"},

@@ -96,6 +96,7 @@ var ownerFunctions = []string{
 	"distributed_lock_report_stale_write(text, text, bigint, text, jsonb)",
 	"distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text)",
 	"distributed_lock_waiter_poll(text, bigint, bigint)",
+	"distributed_lock_waiter_claim(text, bigint)",
 	"distributed_lock_waiter_heartbeat(bigint[], bigint)",
 	"distributed_lock_waiter_leave(text, bigint, boolean, text)",
 	"distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint)",
@@ -105,7 +106,7 @@ var ownerFunctions = []string{
 	"distributed_lock_renew_all(text[], text, bigint[], bigint)",
 	"distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text)",
 	"distributed_lock_open_session(text, bigint, text, integer, jsonb)",
-	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[])",
+	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[])",
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
 	"distributed_lock_close_session(bigint, text, boolean, text)",
 }

@@ -128,13 +128,15 @@ func sharedWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) er
 
 // queuedWait waits in a queue as a process with a Notifier does (its
 // heartbeat keeps the waiter record live) and gives up (the record is taken
-// out).
+// out), then queues again and is handed the key by the holder's release
+// (woken by the NOTIFY, it claims the grant).
 func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	other, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		return err
 	}
-	if _, err := other.TryAcquire(ctx, admin, "svc-queue", "other-service"); err != nil {
+	held, err := other.TryAcquire(ctx, admin, "svc-queue", "other-service")
+	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	nctx, stop := context.WithCancel(ctx)
@@ -193,7 +195,23 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err := admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`).Scan(&left); err != nil || left != 0 {
 		return fmt.Errorf("%w: %d waiter records left behind (%v)", errWaiterLeft, left, err)
 	}
-	return nil
+	// Queued again, then handed the key by the holder's release: the
+	// NOTIFY wakes the waiter, which claims its grant through the database.
+	hctx, cancelHanded := context.WithTimeout(ctx, 10*time.Second)
+	defer cancelHanded()
+	go func() {
+		_, err := lk.Acquire(hctx, db, "svc-queue", "service")
+		done <- err
+	}()
+	testdb.Within(5*time.Second, func() bool {
+		var n int
+		_ = admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`).Scan(&n)
+		return n > 0
+	})
+	if _, err := other.Release(ctx, admin, held); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	return <-done
 }
 
 // sessionWorkload opens a session, binds a lease to it, waits for a
@@ -257,6 +275,9 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_report_stale_write(text, text, bigint, text, jsonb) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_poll(text, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
+		// A hand-off's NOTIFY is a hint the waiter claims through the
+		// database.
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_claim(text, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		// The Notifier's heartbeat and Acquire's leaving are best-effort and
 		// report no failure: a missing grant shows as a record that stops
 		// being refreshed, or one left behind.
@@ -266,7 +287,7 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_bind(bigint, text, text, text[], bigint[]) FROM %[2]s`, locker.ErrPermissionDenied},
 		// A heartbeat refused is retried until the session can no longer
 		// be trusted: the bound lease is not moved on.
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_heartbeat(bigint, text, text[], bigint[]) FROM %[2]s`, errNoSessionHeartbeat},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[]) FROM %[2]s`, errNoSessionHeartbeat},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_close_session(bigint, text, boolean, text) FROM %[2]s`, locker.ErrPermissionDenied},
 	}
 	for _, c := range cases {

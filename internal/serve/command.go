@@ -26,7 +26,12 @@ func Command() *cobra.Command {
 	cli.TTLVar(fs, &o.Refresh, "refresh", time.Second, "how often the shared poll reads the database (at least 100ms)")
 	cli.TTLVar(fs, &o.IdleTimeout, "idle-timeout", sshserve.DefaultIdleTimeout, "end a session that sent no key for this long")
 	fs.IntVar(&o.MaxSessions, "max-sessions", sshserve.DefaultMaxSessions, "at most `N` sessions open at once; one more is refused with a message")
+	cli.TTLVar(fs, &o.MaxSessionAge, "max-session-age", sshserve.DefaultMaxSessionAge, "end a session this long after it opened, telling the client")
+	cli.TTLVar(fs, &o.HandshakeTimeout, "handshake-timeout", sshserve.DefaultHandshakeTimeout,
+		"close a connection that has not authenticated within this long")
+	fs.IntVar(&o.HandshakesPerAddress, "max-handshakes-per-address", sshserve.DefaultHandshakesPerAddress,
+		"at most `N` connections from one address (an IPv6 /64) still authenticating at once; authenticated ones do not count")
 	cli.TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "default lease length in the console's acquire form")
 	cli.Required(fs, "ssh", "host-key", "authorized-keys")
-	return cmd
+	return cli.ReadOnlyOK(cmd)
 }

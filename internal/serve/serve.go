@@ -21,9 +21,10 @@ import (
 
 // Options are serve's flags.
 type Options struct {
-	SSH, HostKey, AuthorizedKeys string
-	Refresh, IdleTimeout, TTL    time.Duration
-	MaxSessions                  int
+	SSH, HostKey, AuthorizedKeys      string
+	Refresh, IdleTimeout, TTL         time.Duration
+	MaxSessionAge, HandshakeTimeout   time.Duration
+	MaxSessions, HandshakesPerAddress int
 }
 
 // closeWait bounds closing the pool at exit, as the local console's quit.
@@ -37,6 +38,8 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 		return env.Usagef("invalid --refresh %s: must be at least 100ms", o.Refresh)
 	case o.MaxSessions < 1:
 		return env.Usagef("invalid --max-sessions %d: must be at least 1", o.MaxSessions)
+	case o.HandshakesPerAddress < 1:
+		return env.Usagef("invalid --max-handshakes-per-address %d: must be at least 1", o.HandshakesPerAddress)
 	}
 	// One locker validates --ttl before anything starts; each operator
 	// session gets its own, recording its actor.
@@ -63,14 +66,15 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 	// acting session's next poll, as everyone's, reads afresh.
 	shared := tui.NewSharedPoolSource(ctx, pool, o.Refresh)
 	c := consoles{
-		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL,
+		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL, ReadOnly: env.Context.ReadOnly,
 			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: notifier.State,
 			Source: shared, ActionDone: shared.Invalidate},
 		log: log,
 	}
 	srv, err := sshserve.New(sshserve.Config{
 		HostKeyPath: o.HostKey, AuthorizedKeysPath: o.AuthorizedKeys,
-		IdleTimeout: o.IdleTimeout, MaxSessions: o.MaxSessions,
+		IdleTimeout: o.IdleTimeout, MaxSessions: o.MaxSessions, MaxSessionAge: o.MaxSessionAge,
+		HandshakeTimeout: o.HandshakeTimeout, HandshakesPerAddress: o.HandshakesPerAddress,
 		App: c.open, Log: log,
 	})
 	if err != nil {
@@ -93,20 +97,23 @@ type consoles struct {
 }
 
 // open is the console of one session: a viewer's is read-only and has no
-// locker at all, so no path in it can write; an operator's records its
-// actor on every action's event.
+// locker at all, so no path in it can write; so is every session's under
+// a read-only context; an operator's records its actor on every action's
+// event. Its polls and actions run under ctx, so
+// a session the server ends (its key removed) can start none after.
 func (c consoles) open(ctx context.Context, s sshserve.Session) (tea.Model, error) {
 	opts := c.base
 	opts.Owner = locker.NewOwnerID()
-	opts.ReadOnly = !s.Role.CanAct()
+	canAct := s.Role.CanAct() && !c.base.ReadOnly
+	opts.ReadOnly = !canAct
 	who := fmt.Sprintf("over SSH as %s (%s)", s.Actor, s.Role)
 	opts.Status = func() string { return who }
-	if s.Role.CanAct() {
+	if canAct {
 		lk, err := locker.New(locker.Config{Actor: s.Actor, TTL: opts.TTL, LogGrants: true})
 		if err != nil {
 			return nil, err
 		}
 		opts.Locker = lk
 	}
-	return tui.New(opts), nil
+	return tui.New(opts).WithContext(ctx), nil
 }

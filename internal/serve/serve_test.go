@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,13 @@ type served struct {
 
 func startServe(t *testing.T, dsn string, extra ...string) *served {
 	t.Helper()
+	return startServeIn(t, nil, append([]string{"--dsn", dsn}, extra...)...)
+}
+
+// startServeIn starts serve with env added to this process's environment
+// and args after its own.
+func startServeIn(t *testing.T, env []string, args ...string) *served {
+	t.Helper()
 	dir := t.TempDir()
 	s := &served{t: t, dir: dir, log: &lockedBuffer{}, exited: make(chan error, 1)}
 	s.operator = sshtest.NewKey(t, dir, "operator")
@@ -48,10 +56,11 @@ func startServe(t *testing.T, dsn string, extra ...string) *served {
 	sshtest.WriteFile(t, keys, fmt.Sprintf("role=\"operator\",actor=\"alice\" %s\nrole=\"viewer\",actor=\"bob\" %s\n",
 		s.operator.Pub, s.viewer.Pub))
 	s.port = freePort(t)
-	args := append([]string{"serve", "--dsn", dsn, "--ssh", "127.0.0.1:" + s.port,
+	args = append([]string{"serve", "--ssh", "127.0.0.1:" + s.port,
 		"--host-key", filepath.Join(dir, "host", "ssh_host_ed25519_key"), "--authorized-keys", keys,
-		"--refresh", "200ms"}, extra...)
+		"--refresh", "200ms"}, args...)
 	s.cmd = exec.Command(lockctlBinary(t), args...)
+	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -89,7 +98,7 @@ func (s *served) pane(key sshtest.Key) *tmuxtest.Pane {
 }
 
 // TestServeOverSSH: an operator watches and acts, and the event carries
-// its actor; a viewer watches, and every action key it sends changes
+// its actor and the server's database role; a viewer watches, and every action key it sends changes
 // nothing in the database; a stranger's key and a session without a PTY
 // are refused; SIGTERM quits both consoles (terminals restored, clients
 // exit 0) and the server exits 0.
@@ -111,9 +120,16 @@ func TestServeOverSSH(t *testing.T) {
 	op.WaitFor("Force-expire this lock?", within)
 	op.Keys("y")
 	op.WaitFor("✓ force-expired ssh:acted", within)
+	// The event names the key's actor as its claim, and beside it the
+	// database role the server connects as, which no key can choose.
+	var serverRole string
+	if err := db.QueryRow(ctx, "SELECT session_user").Scan(&serverRole); err != nil {
+		t.Fatal(err)
+	}
 	evs, err := lockview.KeyEvents(ctx, db, "ssh:acted", 1)
-	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != "alice" {
-		t.Fatalf("last event of ssh:acted: %+v, %v; want force_expired by alice", evs, err)
+	if err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != "alice" ||
+		evs[0].Role != serverRole {
+		t.Fatalf("last event of ssh:acted: %+v, %v; want force_expired by alice as role %s", evs, err, serverRole)
 	}
 
 	view := s.pane(s.viewer)

@@ -10,11 +10,15 @@
 //
 // Other options (from=, command=, no-pty, …) are refused rather than
 // ignored, since they would look like restrictions and restrict nothing.
-// The file is checked on every authentication attempt: its permissions
-// every time (StrictModes, below), its content re-read when its size,
-// mtime, ctime or inode changed. At start a bad line is an error; while
-// serving it is logged and skipped, and a file that became unsafe or
-// unreadable lets no one in until it is fixed.
+// The file is checked on every authentication attempt and every
+// Config.KeysCheckInterval: its permissions every time (StrictModes,
+// below), its content re-read when its size, mtime, ctime or inode
+// changed. At start a bad line is an error; while serving it is logged and
+// skipped, and a file that became unsafe or unreadable lets no one in
+// until it is fixed. After a re-read, every session whose key the file no
+// longer gives the identity the session opened with is ended: its
+// program's context is cancelled (so its model starts no query after),
+// the client is told why and exits 1.
 //
 // The public-key callback can be asked about several keys during one
 // authentication (a client offers its keys in turn), so it only answers
@@ -27,8 +31,13 @@
 // Config.MaxSessions. Only public keys authenticate: no password or
 // keyboard-interactive method is offered. A session that sends no input
 // for Config.IdleTimeout is ended (a console redraws itself, so output does
-// not count as activity). Port forwarding and agent forwarding are not
-// served.
+// not count as activity), and every session at Config.MaxSessionAge. Port
+// forwarding and agent forwarding are not served.
+//
+// Before its key is accepted, a connection counts against its address
+// (handshake.go): at most Config.HandshakesPerAddress at once, each closed
+// after Config.HandshakeTimeout. Nothing else counts connections, so idle
+// connections from addresses without a key cannot keep a key holder out.
 //
 // StrictModes, as sshd: the authorized_keys file and the host key are
 // refused when group or others may write them or their directory (a

@@ -32,12 +32,24 @@ type Config struct {
 	// Defaults to DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// MaxSessions bounds the sessions open at once; one more is refused
-	// with a message. At most twice as many connections may be open
-	// (handshakes in progress count). Defaults to DefaultMaxSessions.
+	// with a message. Defaults to DefaultMaxSessions.
 	MaxSessions int
+	// MaxSessionAge ends a session this long after it opened, with a
+	// message to the client. Defaults to DefaultMaxSessionAge.
+	MaxSessionAge time.Duration
 	// HandshakeTimeout bounds a connection's key exchange and
 	// authentication. Defaults to DefaultHandshakeTimeout.
 	HandshakeTimeout time.Duration
+	// HandshakesPerAddress bounds the connections one address (an IPv6
+	// /64) may have in their handshake at once; one more is closed at
+	// once. Authenticated connections do not count. Defaults to
+	// DefaultHandshakesPerAddress.
+	HandshakesPerAddress int
+	// KeysCheckInterval is how often the authorized keys file is checked
+	// for changes besides every authentication attempt; at each re-read
+	// the sessions of keys no longer in it end. Defaults to
+	// DefaultKeysCheckInterval.
+	KeysCheckInterval time.Duration
 	// ShutdownWait bounds how long Serve waits, once its context ends, for
 	// the sessions' programs to quit and restore their terminals before it
 	// closes the connections. Defaults to DefaultShutdownWait.
@@ -49,10 +61,13 @@ type Config struct {
 
 // Defaults of Config.
 const (
-	DefaultIdleTimeout      = 15 * time.Minute
-	DefaultMaxSessions      = 10
-	DefaultHandshakeTimeout = 10 * time.Second
-	DefaultShutdownWait     = 5 * time.Second
+	DefaultIdleTimeout          = 15 * time.Minute
+	DefaultMaxSessions          = 10
+	DefaultMaxSessionAge        = 12 * time.Hour
+	DefaultHandshakeTimeout     = 10 * time.Second
+	DefaultHandshakesPerAddress = 4
+	DefaultKeysCheckInterval    = 2 * time.Second
+	DefaultShutdownWait         = 5 * time.Second
 )
 
 // Session is what Config.App knows of the session it builds a model for.
@@ -65,16 +80,16 @@ type Session struct {
 
 // Server serves one Bubble Tea program per SSH session.
 type Server struct {
-	cfg  Config
-	keys *keyring
-	ssh  *ssh.Server
-	host gossh.Signer
+	cfg        Config
+	keys       *keyring
+	ssh        *ssh.Server
+	host       gossh.Signer
+	handshakes *handshakes
 
 	sessions atomic.Int64 // open sessions (running a program or about to)
-	conns    atomic.Int64 // open connections
 
 	mu       sync.Mutex
-	running  map[*tea.Program]struct{} // programs to quit at shutdown
+	running  map[*sessionState]struct{} // sessions running a program: the shutdown quits them, a key's removal ends them
 	stopping bool
 	handlers sync.WaitGroup // session handlers still running
 }
@@ -90,8 +105,9 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("sshserve: an authorized keys path is required")
 	case cfg.App == nil:
 		return nil, errors.New("sshserve: Config.App is required")
-	case cfg.IdleTimeout < 0 || cfg.MaxSessions < 0 || cfg.HandshakeTimeout < 0 || cfg.ShutdownWait < 0:
-		return nil, errors.New("sshserve: timeouts and the session limit must not be negative")
+	case cfg.IdleTimeout < 0 || cfg.MaxSessions < 0 || cfg.MaxSessionAge < 0 || cfg.HandshakeTimeout < 0 ||
+		cfg.HandshakesPerAddress < 0 || cfg.KeysCheckInterval < 0 || cfg.ShutdownWait < 0:
+		return nil, errors.New("sshserve: timeouts and limits must not be negative")
 	}
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -99,8 +115,17 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxSessions == 0 {
 		cfg.MaxSessions = DefaultMaxSessions
 	}
+	if cfg.MaxSessionAge == 0 {
+		cfg.MaxSessionAge = DefaultMaxSessionAge
+	}
 	if cfg.HandshakeTimeout == 0 {
 		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.HandshakesPerAddress == 0 {
+		cfg.HandshakesPerAddress = DefaultHandshakesPerAddress
+	}
+	if cfg.KeysCheckInterval == 0 {
+		cfg.KeysCheckInterval = DefaultKeysCheckInterval
 	}
 	if cfg.ShutdownWait == 0 {
 		cfg.ShutdownWait = DefaultShutdownWait
@@ -119,7 +144,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, keys: keys, host: host, running: map[*tea.Program]struct{}{}}
+	s := &Server{cfg: cfg, keys: keys, host: host, handshakes: newHandshakes(cfg.HandshakesPerAddress),
+		running: map[*sessionState]struct{}{}}
+	keys.changed = s.endRevoked
 	s.ssh, err = wish.NewServer(
 		// Public keys only: with no password or keyboard-interactive
 		// handler the server offers neither method.
@@ -129,7 +156,7 @@ func New(cfg Config) (*Server, error) {
 			srv.AddHostKey(host)
 			srv.HandshakeTimeout = cfg.HandshakeTimeout
 			srv.ConnCallback = s.admitConn
-			srv.ConnectionCloseCallback = func(net.Conn) { s.conns.Add(-1) }
+			srv.ServerConfigCallback = serverConfig
 			srv.ConnectionFailedCallback = func(c net.Conn, err error) {
 				cfg.Log.Info("connection refused", "remote", c.RemoteAddr().String(), "err", err)
 			}
@@ -159,17 +186,6 @@ func (s *Server) authorize(ctx ssh.Context, key ssh.PublicKey) bool {
 	return true
 }
 
-// admitConn refuses a connection beyond twice the session limit, so
-// clients that never finish their handshake cannot exhaust the server.
-func (s *Server) admitConn(_ ssh.Context, c net.Conn) net.Conn {
-	if s.conns.Add(1) > int64(2*s.cfg.MaxSessions) {
-		s.conns.Add(-1)
-		s.cfg.Log.Warn("connection refused: too many connections", "remote", c.RemoteAddr().String(), "limit", 2*s.cfg.MaxSessions)
-		return nil
-	}
-	return c
-}
-
 // Serve accepts sessions on ln until ctx ends, then quits every session's
 // program (each restores its terminal and the session exits 0), waits up
 // to ShutdownWait for them, and closes what is left. It returns nil after
@@ -177,9 +193,14 @@ func (s *Server) admitConn(_ ssh.Context, c net.Conn) net.Conn {
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.cfg.Log.Info("serving the console over SSH", "addr", ln.Addr().String(),
 		"host_key", s.HostKeyFingerprint(), "authorized_keys", s.cfg.AuthorizedKeysPath,
-		"max_sessions", s.cfg.MaxSessions, "idle_timeout", s.cfg.IdleTimeout.String())
+		"max_sessions", s.cfg.MaxSessions, "idle_timeout", s.cfg.IdleTimeout.String(),
+		"max_session_age", s.cfg.MaxSessionAge.String(), "handshake_timeout", s.cfg.HandshakeTimeout.String(),
+		"handshakes_per_address", s.cfg.HandshakesPerAddress)
 	served := make(chan error, 1)
 	go func() { served <- s.ssh.Serve(ln) }()
+	checks, stopChecks := context.WithCancel(ctx)
+	defer stopChecks()
+	go s.keys.watch(checks, s.cfg.KeysCheckInterval)
 	select {
 	case err := <-served:
 		return err
@@ -199,8 +220,8 @@ func (s *Server) shutdown() {
 	s.mu.Lock()
 	s.stopping = true
 	programs := make([]*tea.Program, 0, len(s.running))
-	for p := range s.running {
-		programs = append(programs, p)
+	for st := range s.running {
+		programs = append(programs, st.program)
 	}
 	s.mu.Unlock()
 	s.cfg.Log.Info("shutting down", "sessions", len(programs))

@@ -34,12 +34,35 @@ func (s *Server) middleware() []wish.Middleware {
 // program handler.
 type sessionKey struct{}
 
-// sessionState is one session's identity and what ended it.
+// sessionState is one session's identity, its program and what ended it.
 type sessionState struct {
 	id      Identity
+	key     ssh.PublicKey // the key the client authenticated with
 	started time.Time
 	idled   atomic.Bool // ended by the idle timeout
 	ended   string      // why the program ended, for the log (set by run)
+
+	// Set by run before the session is registered.
+	program *tea.Program
+	cancel  context.CancelFunc // ends the program and every query of its model
+	stop    atomic.Pointer[sessionEnd]
+}
+
+// sessionEnd is why the server ended a session, and what the client is
+// told.
+type sessionEnd struct {
+	reason  string // for the log
+	message string // for the client, after its terminal is restored
+	status  int    // the session's exit status
+}
+
+// end ends the session for e (the first reason given counts): the
+// program's context is cancelled, so the program is killed and its model
+// can start no query from then on.
+func (st *sessionState) end(e sessionEnd) {
+	if st.stop.CompareAndSwap(nil, &e) {
+		st.cancel()
+	}
 }
 
 // track counts the handler for the shutdown, logs the session's end, and
@@ -50,7 +73,13 @@ func (s *Server) track(next ssh.Handler) ssh.Handler {
 		s.handlers.Add(1)
 		defer s.handlers.Done()
 		next(sess)
-		_ = sess.Exit(0)
+		status := 0
+		if st, ok := sess.Context().Value(sessionKey{}).(*sessionState); ok {
+			if e := st.stop.Load(); e != nil {
+				status = e.status
+			}
+		}
+		_ = sess.Exit(status)
 	}
 }
 
@@ -73,7 +102,7 @@ func (s *Server) identify(next ssh.Handler) ssh.Handler {
 			wish.Fatalln(sess, "lockctl: this key is not authorized")
 			return
 		}
-		st := &sessionState{id: id, started: time.Now()}
+		st := &sessionState{id: id, key: key, started: time.Now()}
 		sess.Context().SetValue(sessionKey{}, st)
 		s.cfg.Log.Info("session opened", "actor", id.Actor, "role", id.Role, "fingerprint", id.Fingerprint,
 			"remote", remote, "user", sess.User())
@@ -121,6 +150,7 @@ func (s *Server) run(next ssh.Handler) ssh.Handler {
 		}
 		ctx, cancel := context.WithCancel(sess.Context())
 		defer cancel()
+		st.cancel = cancel
 		model, err := s.cfg.App(ctx, Session{Identity: st.id, Remote: sess.RemoteAddr().String(),
 			Width: pty.Window.Width, Height: pty.Window.Height})
 		if err != nil {
@@ -133,13 +163,21 @@ func (s *Server) run(next ssh.Handler) ssh.Handler {
 		input.touch()
 		// The server owns the process's signals: a program that heard
 		// SIGTERM itself would quit before the shutdown could say why.
-		p := tea.NewProgram(model, append(bm.MakeOptions(sess), tea.WithInput(input), tea.WithContext(ctx),
+		st.program = tea.NewProgram(model, append(bm.MakeOptions(sess), tea.WithInput(input), tea.WithContext(ctx),
 			tea.WithoutSignalHandler())...)
-		if !s.register(p) {
-			wish.Fatalln(sess, "lockctl: the server is shutting down")
+		p := st.program
+		if refusal := s.register(st); refusal != "" {
+			st.ended = refusal
+			wish.Fatalln(sess, "lockctl: "+refusal)
 			return
 		}
-		defer s.unregister(p)
+		defer s.unregister(st)
+		aged := time.AfterFunc(s.cfg.MaxSessionAge-time.Since(st.started), func() {
+			st.end(sessionEnd{reason: "max session age",
+				message: fmt.Sprintf("lockctl: this session reached the server's maximum session age (%s); connect again to go on", s.cfg.MaxSessionAge),
+			})
+		})
+		defer aged.Stop()
 		stopIdle := watchIdle(input, s.cfg.IdleTimeout, func() {
 			st.idled.Store(true)
 			p.Quit()
@@ -159,6 +197,10 @@ func (s *Server) run(next ssh.Handler) ssh.Handler {
 		st.ended = s.endReason(st, err)
 		// Kill restores the terminal if the program did not get to.
 		p.Kill()
+		if e := st.stop.Load(); e != nil {
+			wish.Errorln(sess, e.message)
+			wish.Errorf(sess, "\r")
+		}
 		next(sess)
 	}
 }
@@ -168,6 +210,9 @@ func (s *Server) endReason(st *sessionState, err error) string {
 	s.mu.Lock()
 	stopping := s.stopping
 	s.mu.Unlock()
+	if e := st.stop.Load(); e != nil {
+		return e.reason
+	}
 	switch {
 	case st.idled.Load():
 		return "idle timeout"
@@ -181,22 +226,30 @@ func (s *Server) endReason(st *sessionState, err error) string {
 	return "quit"
 }
 
-// register adds p to the programs the shutdown quits; false once the
-// server is stopping.
-func (s *Server) register(p *tea.Program) bool {
+// register adds st to the sessions the shutdown quits and a key's
+// removal ends. It refuses (saying why) once the server is stopping, or
+// when st's key lost its identity since the session looked it up: a
+// re-read between that lookup and this registration did not see st, so
+// the key is looked up once more now that any later re-read will.
+func (s *Server) register(st *sessionState) (refusal string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.stopping {
-		return false
+		s.mu.Unlock()
+		return "the server is shutting down"
 	}
-	s.running[p] = struct{}{}
-	return true
+	s.running[st] = struct{}{}
+	s.mu.Unlock()
+	if id, ok := s.keys.lookup(st.key); !ok || id != st.id {
+		s.unregister(st)
+		return "this key is not authorized"
+	}
+	return ""
 }
 
-func (s *Server) unregister(p *tea.Program) {
+func (s *Server) unregister(st *sessionState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.running, p)
+	delete(s.running, st)
 }
 
 // activityReader is the session's input, noting when the client last

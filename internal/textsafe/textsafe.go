@@ -38,7 +38,7 @@ func Escape(s string) string {
 			b.WriteString(`\r`)
 		case r < 0x20 || r == 0x7f:
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case unsafeRune(r):
+		case Unsafe(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteString(s[i : i+size])
@@ -58,10 +58,12 @@ func isPlain(s string) bool {
 	return true
 }
 
-// unsafeRune: C1 controls (0x80–0x9f; 0x9b is a one-byte CSI on some
-// terminals), other non-printing format characters, and the bidi controls
-// that can make text display in an order other than stored.
-func unsafeRune(r rune) bool {
+// Unsafe reports whether a non-ASCII rune must not reach a terminal as it
+// is: C1 controls (0x80–0x9f; 0x9b is a one-byte CSI on some terminals),
+// other non-printing format characters (U+200B …), and the bidi controls
+// that can make text display in an order other than stored. It is the one
+// rule for every output, text or JSON.
+func Unsafe(r rune) bool {
 	if r >= 0x80 && r <= 0x9f {
 		return true
 	}

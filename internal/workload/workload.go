@@ -178,7 +178,7 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		t.Fatal(err)
 	}
 	ops := rec.Ops()
-	return Result{Ops: ops, Report: history.Check(ops, nil, obs), Pruned: pruned.Load()}
+	return Result{Ops: ops, Report: history.Check(ops, nil, nil, obs), Pruned: pruned.Load()}
 }
 
 // grants counts the leases granted so far.

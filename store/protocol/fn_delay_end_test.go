@@ -25,7 +25,7 @@ func endsIn(s *span) want {
 
 // When the lock-delay after a key's last lease ends: expires_at plus the
 // lease's lock_delay for a lease never released (held, run out,
-// force-expired), delay_until (a force-release's) for a released one, none
+// force-expired) or released only after it ran out, delay_until (a force-release's) for a released one, none
 // after a clean release.
 func TestDelayEnd(t *testing.T) {
 	t.Parallel()
@@ -37,6 +37,8 @@ func TestDelayEnd(t *testing.T) {
 			want: endsIn(&span{110*time.Second - slack, 110 * time.Second})},
 		{name: "expired, in its lock-delay", state: delayedAfterExpiry(other), call: end, want: endsIn(&span{59*time.Second - slack, 59 * time.Second})},
 		{name: "expired, its lock-delay over", state: delayOver(other), call: end, want: endsIn(&span{-time.Minute - slack, -time.Minute})},
+		{name: "released after it ran out: its expiry and the delay still", state: releasedLate(other), call: end,
+			want: endsIn(&span{58*time.Second - slack, 58 * time.Second})},
 		{name: "force-released: delay_until", state: delayedAfterRelease(other), call: end, want: endsIn(&span{30*time.Second - slack, 30 * time.Second})},
 		{name: "released cleanly, with a lock-delay: none", state: free().with(func(r *lockRow) { r.lockDelay = time.Minute }), call: end, want: endsIn(nil)},
 	})

@@ -18,6 +18,7 @@ func TestDelayed(t *testing.T) {
 		{name: "expired, its lock-delay over", state: delayOver(other), call: delayed, want: is(false)},
 		{name: "expired, no lock-delay", state: lapsed(other), call: delayed, want: is(false)},
 		{name: "force-released, in its lock-delay", state: delayedAfterRelease(other), call: delayed, want: is(true)},
+		{name: "released after it ran out, in its lock-delay", state: releasedLate(other), call: delayed, want: is(true)},
 		{name: "force-released, its lock-delay over", state: delayedAfterRelease(other).with(func(r *lockRow) { r.delayFor = -time.Second }),
 			call: delayed, want: is(false)},
 		{name: "released cleanly, with a lock-delay", state: free().with(func(r *lockRow) { r.lockDelay = time.Minute }), call: delayed, want: is(false)},

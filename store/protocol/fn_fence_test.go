@@ -33,6 +33,8 @@ func TestFence(t *testing.T) {
 		{name: "held by the caller", state: heldBy(me), call: mine.call, want: current},
 		{name: "held by the caller, an older token", state: heldBy(me), call: fenceArgs{owner: me, token: keptPrevious}.call, want: stale},
 		{name: "held by another, its token", state: heldBy(other), call: mine.call, want: stale},
+		{name: "held by the caller's owner, taken by another role", state: heldBy(me).ofAnotherRole(), call: mine.call,
+			want: stale},
 		{name: "expired, the caller's own", state: lapsed(me), call: mine.call, want: stale},
 		{name: "held by the caller, queued", state: heldBy(me).queued(w1), call: mine.call, want: want{value: true, row: untouched, waiters: waiters(w1)}},
 		{name: "promised to the caller, unclaimed", state: promisedTo(me), call: mine.call, want: current},

@@ -5,9 +5,11 @@ import "testing"
 func TestHeld(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_held")
-	mine := ruleCall(`distributed_lock_held(l, $2, c.ts)`, me)
+	mine := ruleCall(`distributed_lock_held(l, $2, session_user, c.ts)`, me)
 	f.run(t, []fnCase{
 		{name: "held by the caller", state: heldBy(me), call: mine, want: is(true)},
+		{name: "held by the caller's owner, taken by another role", state: heldBy(me).ofAnotherRole(), call: mine,
+			want: is(false)},
 		{name: "held by another", state: heldBy(other), call: mine, want: is(false)},
 		{name: "expired, the caller's own", state: lapsed(me), call: mine, want: is(false)},
 		{name: "free, the caller's last", state: free().with(func(r *lockRow) { r.owner = me }), call: mine, want: is(false)},

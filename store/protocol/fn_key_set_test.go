@@ -1,6 +1,11 @@
 package protocol_test
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+
+	"github.com/lockctl/lockctl/locker"
+)
 
 func keySetCall(keys func(key string) []string) func(string, prepared) (string, []any) {
 	return func(key string, _ prepared) (string, []any) {
@@ -14,14 +19,15 @@ func TestKeySet(t *testing.T) {
 	f.run(t, []fnCase{
 		{name: "sorted", state: noRow(), call: keySetCall(func(string) []string { return []string{"b", "c", "a"} }),
 			want: want{row: untouched, value: []string{"a", "b", "c"}}},
-		{name: "64 keys", state: noRow(), call: keySetCall(manyKeys(64)), want: want{row: untouched,
+		// The database's bound is locker.MaxKeys, the one the client checks.
+		{name: fmt.Sprintf("%d keys", locker.MaxKeys), state: noRow(), call: keySetCall(manyKeys(locker.MaxKeys)), want: want{row: untouched,
 			check: func(t *testing.T, result map[string]any, _ prepared, _ observed) {
-				if keys, _ := result["result"].([]any); len(keys) != 64 {
-					t.Errorf("%d keys; want 64", len(keys))
+				if keys, _ := result["result"].([]any); len(keys) != locker.MaxKeys {
+					t.Errorf("%d keys; want %d", len(keys), locker.MaxKeys)
 				}
 			}}},
 		{name: "a key named twice", state: noRow(), call: keySetCall(func(string) []string { return []string{"a", "b", "a"} }), want: want{err: "22023"}},
 		{name: "no keys", state: noRow(), call: keySetCall(func(string) []string { return []string{} }), want: want{err: "22023"}},
-		{name: "129 keys", state: noRow(), call: keySetCall(manyKeys(129)), want: want{err: "22023"}},
+		{name: fmt.Sprintf("%d keys", locker.MaxKeys+1), state: noRow(), call: keySetCall(manyKeys(locker.MaxKeys + 1)), want: want{err: "22023"}},
 	})
 }

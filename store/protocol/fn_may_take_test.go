@@ -7,10 +7,12 @@ import "testing"
 func TestMayTake(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_may_take")
-	mine := ruleCall(`distributed_lock_may_take(l, $2, c.ts)`, me)
+	mine := ruleCall(`distributed_lock_may_take(l, $2, session_user, c.ts)`, me)
 	f.run(t, []fnCase{
 		{name: "held by the caller", state: heldBy(me), call: mine, want: is(true)},
 		{name: "held by another", state: heldBy(other), call: mine, want: is(false)},
+		{name: "held by the caller's owner, taken by another role", state: heldBy(me).ofAnotherRole(), call: mine,
+			want: is(false)},
 		{name: "free", state: free(), call: mine, want: is(true)},
 		{name: "expired, another's", state: lapsed(other), call: mine, want: is(true)},
 		{name: "expired, the caller's own", state: lapsed(me), call: mine, want: is(true)},

@@ -64,6 +64,18 @@ func TestRelease(t *testing.T) {
 		}()},
 		{name: "held by the caller, an older token", state: heldBy(me), call: releaseArgs{owner: me, token: keptPrevious}.call, want: notHeld},
 		{name: "held by another, its token", state: heldBy(other), call: mine.call, want: notHeld},
+		{name: "held by the caller's owner, taken by another role: not held", state: heldBy(me).ofAnotherRole(),
+			call: mine.call, want: notHeld},
+		{name: "a slot of the caller's owner, taken by another role: not held", state: sharedBy(other, me).ofAnotherRole(),
+			call: releaseArgs{owner: me, token: slotTok(2)}.call, want: notHeld},
+		{name: "expired with a lock-delay, queued: released, the delay kept, handed to nobody",
+			state: delayedAfterExpiry(me).queued(w1), call: mine.call, want: func() want {
+				row := freed
+				row.wakes, row.lockDelay = &span{0, time.Minute}, time.Minute
+				w := released(row)
+				w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
+				return w
+			}()},
 		{name: "expired, the caller's own: released", state: lapsed(me), call: mine.call, want: func() want {
 			row := freed
 			return released(row)

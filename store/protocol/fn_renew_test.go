@@ -48,6 +48,8 @@ func TestRenew(t *testing.T) {
 		{name: "held by the caller", state: heldBy(me), call: mine.call, want: renewed(me)},
 		{name: "held by the caller, an older token", state: heldBy(me), call: renewArgs{owner: me, token: keptPrevious, ttl: time.Minute}.call, want: notHeld},
 		{name: "held by another, its token", state: heldBy(other), call: mine.call, want: notHeld},
+		{name: "held by the caller's owner, taken by another role: not held", state: heldBy(me).ofAnotherRole(),
+			call: mine.call, want: notHeld},
 		{name: "expired, the caller's own: not revived", state: lapsed(me), call: mine.call, want: notHeld},
 		{name: "held by the caller, queued: waiters do not stop a renewal", state: heldBy(me).queued(w1), call: mine.call, want: func() want {
 			w := renewed(me)

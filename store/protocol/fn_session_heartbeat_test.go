@@ -6,22 +6,30 @@ import (
 )
 
 // beatArgs: owner's heartbeat of the case's session (noSession: of an id
-// no session has), dropping the bindings drop first. owner "": NULL.
+// no session has), dropping the bindings drop first and asking which of
+// keep it did not keep. owner "": NULL.
 type beatArgs struct {
 	owner     string
 	noSession bool
 	drop      []binding
+	keep      []binding
 }
 
 func (a beatArgs) call(_ string, p prepared) (string, []any) {
-	var keys []string
-	var tokens []int64
-	for _, b := range a.drop {
+	dropKeys, dropTokens := p.refArrays(a.drop)
+	keepKeys, keepTokens := p.refArrays(a.keep)
+	return `SELECT * FROM distributed_lock_session_heartbeat(session => $1, owner => $2, drop_keys => $3, drop_tokens => $4,
+		keep_keys => $5, keep_tokens => $6)`,
+		[]any{caseSession(p, a.noSession), null(a.owner), dropKeys, dropTokens, keepKeys, keepTokens}
+}
+
+// refArrays names bindings as a statement takes them: keys and tokens.
+func (p prepared) refArrays(bindings []binding) (keys []string, tokens []int64) {
+	for _, b := range bindings {
 		key, token := p.ref(b)
 		keys, tokens = append(keys, key), append(tokens, token)
 	}
-	return `SELECT * FROM distributed_lock_session_heartbeat(session => $1, owner => $2, drop_keys => $3, drop_tokens => $4)`,
-		[]any{caseSession(p, a.noSession), null(a.owner), keys, tokens}
+	return keys, tokens
 }
 
 // caseSession is the id of the case's session, or with none one that no
@@ -53,12 +61,17 @@ func beat(i, leases int, lost ...binding) check {
 }
 
 // A heartbeat moves the session's end and every bound lease still held to
-// one instant, two minutes on; a lease that ended is not revived but
-// reported lost and let go; a lapsed session revives nothing.
+// one instant, two minutes on; a lease that ended is not revived but let
+// go; of the leases the caller names to keep, it reports each it did not
+// keep, ended or not bound to the session (dropped before: by a heartbeat
+// whose reply was lost, say); a lapsed session revives nothing.
 func TestSessionHeartbeat(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_session_heartbeat")
-	mine := beatArgs{owner: me}
+	mine := beatArgs{owner: me, keep: []binding{theGrant}}
+	keeping := func(keep ...binding) func(string, prepared) (string, []any) {
+		return beatArgs{owner: me, keep: keep}.call
+	}
 	kept := rowWant{owner: me, token: keptToken, expires: about(sessionTTL), ttl: sessionTTL, kind: "acquired",
 		prevOwner: "earlier", prevToken: keptPrevious, renewals: 1}
 	renewed := func(row rowWant, c check, sessions ...sessionWant) want {
@@ -82,7 +95,7 @@ func TestSessionHeartbeat(t *testing.T) {
 		{name: "two leases bound, one not, one of another session: the two renewed, the others left alone",
 			state: heldBy(me).and(also{name: "b", state: heldBy(me)}, also{name: "c", state: heldBy(me)}, also{name: "d", state: heldBy(me)}).
 				inSession(liveSession(theGrant, grantOf("b"))).inSession(liveSession(grantOf("d"))),
-			call: mine.call,
+			call: keeping(theGrant, grantOf("b")),
 			want: renewed(kept, checks(beat(0, 2), endsWithSession(0, true, "", "b"), othersUntouched("c", "d")),
 				renewedSession(theGrant, grantOf("b")), untouchedSession)},
 		{name: "its lease released: not revived, lost", state: releasedByMe.inSession(liveSession(theGrant)), call: mine.call,
@@ -94,27 +107,45 @@ func TestSessionHeartbeat(t *testing.T) {
 		{name: "its lease force-released: not revived, lost", state: delayedAfterRelease(me).inSession(liveSession(theGrant)),
 			call: mine.call, want: renewed(untouched, beat(0, 0, theGrant), renewedSession())},
 		{name: "its key granted to another since: the new lease left alone, the old one lost",
-			state: heldBy(other).inSession(liveSession(olderGrant)), call: mine.call,
+			state: heldBy(other).inSession(liveSession(olderGrant)), call: keeping(olderGrant),
 			want: renewed(untouched, beat(0, 0, olderGrant), renewedSession())},
 		{name: "its key granted to me again since: the new grant, not bound, left alone",
-			state: heldBy(me).inSession(liveSession(olderGrant)), call: mine.call,
+			state: heldBy(me).inSession(liveSession(olderGrant)), call: keeping(olderGrant),
 			want: renewed(untouched, beat(0, 0, olderGrant), renewedSession())},
 		{name: "one of two leases ran out: the other renewed, that one lost",
-			state: heldBy(me).and(also{name: "b", state: lapsed(me)}).inSession(liveSession(theGrant, grantOf("b"))), call: mine.call,
+			state: heldBy(me).and(also{name: "b", state: lapsed(me)}).inSession(liveSession(theGrant, grantOf("b"))),
+			call:  keeping(theGrant, grantOf("b")),
 			want: renewed(kept, checks(beat(0, 1, grantOf("b")), endsWithSession(0, true, ""), othersUntouched("b")),
 				renewedSession(theGrant))},
 		{name: "its lease dropped: let go first, not extended", state: heldBy(me).inSession(liveSession(theGrant)),
 			call: beatArgs{owner: me, drop: []binding{theGrant}}.call, want: renewed(untouched, beat(0, 0), renewedSession())},
 		{name: "one of two leases dropped: the other renewed",
 			state: heldBy(me).and(also{name: "b", state: heldBy(me)}).inSession(liveSession(theGrant, grantOf("b"))),
-			call:  beatArgs{owner: me, drop: []binding{grantOf("b")}}.call,
+			call:  beatArgs{owner: me, drop: []binding{grantOf("b")}, keep: []binding{theGrant}}.call,
 			want: renewed(kept, checks(beat(0, 1), endsWithSession(0, true, ""), othersUntouched("b")),
 				renewedSession(theGrant))},
 		{name: "dropping another session's binding: it stays that session's",
 			state: heldBy(me).and(also{name: "b", state: heldBy(me)}).inSession(liveSession(theGrant)).inSession(liveSession(grantOf("b"))),
-			call:  beatArgs{owner: me, drop: []binding{grantOf("b")}}.call,
+			call:  beatArgs{owner: me, drop: []binding{grantOf("b")}, keep: []binding{theGrant}}.call,
 			want: renewed(kept, checks(beat(0, 1), endsWithSession(0, true, ""), othersUntouched("b")),
 				renewedSession(theGrant), untouchedSession)},
+		{name: "a lease named to keep but not bound (dropped by a heartbeat whose reply was lost): lost, not extended",
+			state: heldBy(me).inSession(liveSession()), call: mine.call,
+			want: renewed(untouched, beat(0, 0, theGrant), renewedSession())},
+		{name: "a lease named to keep, bound to another session since: lost, left to that session",
+			state: heldBy(me).inSession(liveSession()).inSession(liveSession(theGrant)), call: mine.call,
+			want: renewed(untouched, beat(0, 0, theGrant), renewedSession(), untouchedSession)},
+		{name: "one of two leases named, both bound: both renewed, none lost",
+			state: heldBy(me).and(also{name: "b", state: heldBy(me)}).inSession(liveSession(theGrant, grantOf("b"))),
+			call:  keeping(grantOf("b")),
+			want: renewed(kept, checks(beat(0, 2), endsWithSession(0, true, "", "b")),
+				renewedSession(theGrant, grantOf("b")))},
+		{name: "nothing named: the bound lease renewed, none lost", state: heldBy(me).inSession(liveSession(theGrant)),
+			call: keeping(), want: renewed(kept, checks(beat(0, 1), endsWithSession(0, true, "")), renewedSession(theGrant))},
+		{name: "a lease named to keep and dropped in one call: dropped first, lost",
+			state: heldBy(me).inSession(liveSession(theGrant)),
+			call:  beatArgs{owner: me, drop: []binding{theGrant}, keep: []binding{theGrant}}.call,
+			want:  renewed(untouched, beat(0, 0, theGrant), renewedSession())},
 		{name: "the session lapsed, its lease with it: expired, nothing revived", state: lapsed(me).inSession(lapsedSession(theGrant)),
 			call: mine.call, want: expired},
 		{name: "the session lapsed, its lease renewed on its own: expired, the lease not extended",

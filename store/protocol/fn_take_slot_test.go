@@ -18,7 +18,8 @@ func (a takeSlotArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT t.lock_key, t.owner_id, t.fence_token, t.slot,
 		       CASE WHEN t.grant_kind = 'stolen' THEN t.previous_owner END AS previous_owner,
 		       CASE WHEN t.grant_kind = 'stolen' THEN t.previous_token END AS previous_token
-		FROM distributed_lock_take_slot(key => $1, owner => $2, ttl_us => $3, n => $4, lease_metadata => NULL,
+		FROM distributed_lock_take_slot(key => $1, owner => $2, role => session_user, ttl_us => $3, n => $4,
+		                                lease_metadata => NULL,
 		                                ts => clock_timestamp()) t`,
 		[]any{key, a.owner, time.Minute.Microseconds(), nonZero(a.permits)}
 }
@@ -88,5 +89,5 @@ func whileSlotLocked(slot int) during {
 // which then commits.
 func whileSlotInsertCommits(slot int, owner string) during {
 	return whileLocked(insertHolderSQL, true, slot, owner, "acquired", time.Minute.Microseconds(),
-		time.Minute.Microseconds(), 0, 0)
+		time.Minute.Microseconds(), 0, 0, "")
 }

@@ -34,6 +34,10 @@ func TestWaiterLeave(t *testing.T) {
 			outcome: "left", row: untouched, waiters: waiters(w1)}},
 		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "none", row: untouched}},
 		{name: "held by another, the record gone", state: heldBy(other), call: mine.call, want: want{outcome: "none", row: untouched}},
+		{name: "the record queued by another role: none, it stays", state: heldBy(other).queued(me).ofAnotherRole(),
+			call: mine.call, want: want{outcome: "none", row: untouched, waiters: waiters(me)}},
+		{name: "promised to a record queued by another role: none, kept", state: promisedTo(me).ofAnotherRole(),
+			call: mine.call, want: want{outcome: "none", row: untouched}},
 		{name: "promised to the caller, nobody queued: released, nobody to wake", state: promisedTo(me), call: mine.call, want: want{
 			outcome: "passed_on", row: givenBack(rowWant{})}},
 		{name: "promised to the caller, logged", state: promisedTo(me), call: leaveArgs{waiter: me, logRelease: true, actor: "svc"}.call, want: want{

@@ -75,6 +75,11 @@ func TestWaiterPoll(t *testing.T) {
 			}()},
 		{name: "held by another, the record gone", state: heldBy(other), call: mine.call, want: want{
 			outcome: "gone", owner: other, token: keptToken, waiterID: me, row: untouched}},
+		{name: "held by another, the record queued by another role: gone to the caller, left as it is",
+			state: heldBy(other).queued(me).ofAnotherRole(), call: mine.call, want: want{
+				outcome: "gone", owner: other, token: keptToken, waiterID: me, row: untouched, waiters: waiters(me)}},
+		{name: "promised to a record queued by another role: gone to the caller", state: promisedTo(me).ofAnotherRole(),
+			call: mine.call, want: want{outcome: "gone", owner: me, token: keptToken, waiterID: me, row: untouched}},
 		{name: "promised to the caller", state: promisedTo(me).queued(w2), call: mine.call, want: want{
 			outcome: "acquired", owner: me, token: keptToken, waiterID: me, remaining: &span{8*time.Second - slack, 8 * time.Second},
 			row: untouched, waiters: waiters(w2)}},

@@ -20,6 +20,7 @@ type holderRow struct {
 	freedAgo  time.Duration // > 0: released that long ago
 	renewals  int
 	kind      string // grant_kind; "": acquired
+	role      string // owner_role; "": the caller's
 }
 
 // groupOwner owns a group's row: nobody (11_shared.sql).
@@ -74,11 +75,12 @@ func (s state) holding(hs ...holderRow) state {
 // Every column of a slot a case prepares, as insertLockSQL names a row's.
 const insertHolderSQL = `
 INSERT INTO distributed_lock_holder (lock_key, slot, owner_id, fence_token, grant_kind, ttl,
-    acquired_at, expires_at, renew_count, renewed_at, released_at)
+    acquired_at, expires_at, renew_count, renewed_at, released_at, owner_role)
 SELECT $1, $2, $3, nextval('distributed_lock_fence_seq'), $4, $5 * interval '1 microsecond',
        c.now + ($6 - $5) * interval '1 microsecond', c.now + $6 * interval '1 microsecond', $7::int,
        CASE WHEN $7::int > 0 THEN c.now - interval '1 second' END,
-       CASE WHEN $8::bigint > 0 THEN c.now - $8 * interval '1 microsecond' END
+       CASE WHEN $8::bigint > 0 THEN c.now - $8 * interval '1 microsecond' END,
+       coalesce(nullif($9, ''), session_user)
 FROM (SELECT clock_timestamp() AS now) c
 RETURNING fence_token`
 
@@ -95,6 +97,7 @@ func prepareHolders(t *testing.T, db *pgxpool.Pool, key string, hs []holderRow) 
 		var token int64
 		err := db.QueryRow(context.Background(), insertHolderSQL, key, slot, h.owner, orString(h.kind, "acquired"),
 			or(h.ttl, time.Minute).Microseconds(), h.expiresIn.Microseconds(), h.renewals, h.freedAgo.Microseconds(),
+			h.role,
 		).Scan(&token)
 		if err != nil {
 			t.Fatalf("prepare slot %d of %q: %v", slot, key, err)

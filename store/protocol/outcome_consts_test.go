@@ -23,6 +23,7 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 		"distributed_lock_release":           {lockdb.OutcomeReleased, lockdb.OutcomeNotHeld},
 		"distributed_lock_waiter_poll":       {lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeQueued, lockdb.OutcomeGone},
 		"distributed_lock_waiter_leave":      {lockdb.LeftQueue, lockdb.PassedOn, lockdb.LeftNone},
+		"distributed_lock_waiter_claim":      {lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeNotHanded},
 		"distributed_lock_force_expire":      {lockdb.OutcomeForceExpired, lockdb.OutcomeNotHeld},
 		"distributed_lock_force_release":     {lockdb.OutcomeForceReleased, lockdb.OutcomeNotHeld},
 		"distributed_lock_end_delay":         {lockdb.OutcomeDelayEnded, lockdb.OutcomeNotDelayed},

@@ -22,6 +22,7 @@ func TestReadDelayIsTheRule(t *testing.T) {
 		{name: "expired, in its lock-delay", state: delayedAfterExpiry(other), call: same, want: is(true)},
 		{name: "expired, its lock-delay over", state: delayOver(other), call: same, want: is(true)},
 		{name: "force-released, in its lock-delay", state: delayedAfterRelease(other), call: same, want: is(true)},
+		{name: "released after it ran out, in its lock-delay", state: releasedLate(other), call: same, want: is(true)},
 		{name: "force-released, its lock-delay over", state: delayedAfterRelease(other).with(func(r *lockRow) { r.delayFor = -time.Second }),
 			call: same, want: is(true)},
 		{name: "released cleanly, with a lock-delay", state: free().with(func(r *lockRow) { r.lockDelay = time.Minute }), call: same, want: is(true)},

@@ -20,6 +20,7 @@ type sessionRow struct {
 	host      string
 	pid       int
 	bound     []binding
+	role      string // owner_role, the role that opened it; "": the caller's
 }
 
 // binding names one grant of the case's keys: the case's key (name "") or
@@ -84,9 +85,9 @@ func (p prepared) ref(b binding) (string, int64) {
 // "billing"}, and never renewed.
 const (
 	insertSessionSQL = `
-INSERT INTO distributed_lock_session (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
+INSERT INTO distributed_lock_session (owner_id, host, pid, metadata, ttl, opened_at, expires_at, owner_role)
 SELECT $1, $2, $3, '{"app": "billing"}', $4 * interval '1 microsecond', c.now - interval '1 hour',
-       c.now + $5 * interval '1 microsecond'
+       c.now + $5 * interval '1 microsecond', coalesce(nullif($6, ''), session_user)
 FROM (SELECT clock_timestamp() AS now) c
 RETURNING session_id`
 	insertBindingSQL = `INSERT INTO distributed_lock_session_lease (lock_key, fence_token, session_id) VALUES ($1, $2, $3)`
@@ -100,7 +101,7 @@ func prepareSessions(t *testing.T, db *pgxpool.Pool, sessions []sessionRow, p pr
 	var ids []int64
 	for _, s := range sessions {
 		var id int64
-		err := db.QueryRow(ctx, insertSessionSQL, s.owner, s.host, s.pid, s.ttl.Microseconds(), s.expiresIn.Microseconds()).Scan(&id)
+		err := db.QueryRow(ctx, insertSessionSQL, s.owner, s.host, s.pid, s.ttl.Microseconds(), s.expiresIn.Microseconds(), s.role).Scan(&id)
 		if err != nil {
 			t.Fatalf("prepare %s's session: %v", s.owner, err)
 		}

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,9 @@ const (
 	other = "other"
 	w1    = "w1"
 	w2    = "w2"
+	// anotherRole is a database role other than the caller's (session_user)
+	// that took a lease or queued a record: another service.
+	anotherRole = "another_service"
 )
 
 // lockRow is a key's distributed_lock row as a case prepares it. Durations
@@ -36,6 +40,7 @@ type lockRow struct {
 	// running group's, expiring at distributed_lock_group_end().
 	mode    string
 	permits int
+	role    string // owner_role, the role that took the lease; "": the caller's (session_user)
 }
 
 // waiterRow is one distributed_lock_waiter row, queued in the order given.
@@ -57,6 +62,7 @@ type waiterRow struct {
 	// for a holder's slot (12_shared_queue.sql); "": NULL, the key itself.
 	mode    string
 	permits int
+	role    string // owner_role, the role that queued it; "": the caller's
 }
 
 // state is what a key holds before the call, and for a key set's
@@ -98,6 +104,12 @@ func delayedAfterExpiry(owner string) state {
 func delayedAfterRelease(owner string) state {
 	return state{row: &lockRow{owner: owner, expiresIn: 30 * time.Second, freedAgo: time.Second,
 		lockDelay: time.Minute, delayFor: 30 * time.Second}}
+}
+
+// releasedLate is a lease of owner's with a lock-delay of a minute that
+// ran out two seconds ago and was released by its holder a second ago.
+func releasedLate(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: -2 * time.Second, freedAgo: time.Second, lockDelay: time.Minute}}
 }
 
 func delayOver(owner string) state {
@@ -154,6 +166,28 @@ func (s state) waking() state {
 	return s
 }
 
+// ofAnotherRole is s with its lease, its waiter records, its slots and its
+// sessions taken by another database role (anotherRole), under the same
+// owner names: another service that names the caller's owners.
+func (s state) ofAnotherRole() state {
+	if s.row != nil {
+		s = s.with(func(r *lockRow) { r.role = anotherRole })
+	}
+	s.waiters = slices.Clone(s.waiters)
+	for i := range s.waiters {
+		s.waiters[i].role = anotherRole
+	}
+	s.holders = slices.Clone(s.holders)
+	for i := range s.holders {
+		s.holders[i].role = anotherRole
+	}
+	s.sessions = slices.Clone(s.sessions)
+	for i := range s.sessions {
+		s.sessions[i].role = anotherRole
+	}
+	return s
+}
+
 // with changes the prepared row.
 func (s state) with(change func(*lockRow)) state {
 	r := *s.row
@@ -197,7 +231,7 @@ WITH c AS (SELECT clock_timestamp() AS now, nextval('distributed_lock_fence_seq'
      t AS (SELECT c.*, nextval('distributed_lock_fence_seq') AS token FROM c)
 INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at,
     renewed_at, renew_count, released_at, grant_kind, previous_owner, previous_token,
-    metadata, wake_until, handed_to, lock_delay, delay_until, lock_mode, permits)
+    metadata, wake_until, handed_to, lock_delay, delay_until, lock_mode, permits, owner_role)
 SELECT $1, $2, t.token,
        CASE WHEN $13::text <> 'exclusive' AND $5::bigint = 0 THEN distributed_lock_group_end()
             ELSE t.now + $3 * interval '1 microsecond' END,
@@ -209,16 +243,16 @@ SELECT $1, $2, t.token,
        CASE WHEN $9::bigint <> 0 THEN t.now + $9 * interval '1 microsecond' END, $10,
        $11 * interval '1 microsecond',
        CASE WHEN $12::bigint <> 0 THEN t.now + $12 * interval '1 microsecond' END,
-       $13, nullif($14::int, 0)
+       $13, nullif($14::int, 0), coalesce(nullif($15, ''), session_user)
 FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl,
-    claim_window, metadata, log_grants, actor, lock_delay, wake_channel, lock_mode, permits)
+    claim_window, metadata, log_grants, actor, lock_delay, wake_channel, lock_mode, permits, owner_role)
 VALUES ($1, $2, clock_timestamp() - $3 * interval '1 microsecond',
         clock_timestamp() + $4 * interval '1 microsecond', $5 * interval '1 microsecond',
         $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''), $10 * interval '1 microsecond',
-        nullif($11, ''), nullif($12, ''), nullif($13::int, 0))
+        nullif($11, ''), nullif($12, ''), nullif($13::int, 0), coalesce(nullif($14, ''), session_user))
 RETURNING waiter_id`
 	// A waiter id as the queue would have drawn it, for a hand-off whose
 	// waiter record is consumed.
@@ -243,7 +277,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertLockSQL, key, r.owner, r.expiresIn.Microseconds(),
 			or(r.ttl, time.Minute).Microseconds(), r.freedAgo.Microseconds(), r.renewals,
 			orString(r.kind, "acquired"), orString(r.metadata, "{}"), r.wakeFor.Microseconds(), handed,
-			r.lockDelay.Microseconds(), r.delayFor.Microseconds(), orString(r.mode, "exclusive"), r.permits,
+			r.lockDelay.Microseconds(), r.delayFor.Microseconds(), orString(r.mode, "exclusive"), r.permits, r.role,
 		).Scan(&p.token, &p.previousToken)
 		if err != nil {
 			t.Fatalf("prepare the row of %q: %v", key, err)
@@ -255,7 +289,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),
 			w.seenFor.Microseconds(), or(w.ttl, time.Minute).Microseconds(),
 			or(w.claim, 10*time.Second).Microseconds(), orString(w.metadata, "{}"), w.logGrants, w.actor,
-			w.lockDelay.Microseconds(), w.channel, w.mode, w.permits,
+			w.lockDelay.Microseconds(), w.channel, w.mode, w.permits, w.role,
 		).Scan(&id)
 		if err != nil {
 			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)

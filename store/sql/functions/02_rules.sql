@@ -22,11 +22,16 @@ RETURNS interval LANGUAGE sql STABLE AS $$
     SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
--- distributed_lock_held: l is owner's running exclusive lease (a shared or
--- semaphore key's row is its group's, whose owner is nobody's: 11_shared.sql).
-CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, ts timestamptz)
+-- distributed_lock_held: l is owner's running exclusive lease, taken by
+-- database role role (a shared or semaphore key's row is its group's,
+-- whose owner is nobody's: 11_shared.sql). A lease belongs to the role that
+-- took it (owner_role): an owner id is only a name, which any service may
+-- say, so a call acting on a lease as its holder passes session_user, and
+-- another role's lease of the same owner is not its own.
+CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.owner_id = owner AND l.released_at IS NULL AND l.expires_at > ts AND l.lock_mode = 'exclusive'
+    SELECT l.owner_id = owner AND l.owner_role = role AND l.released_at IS NULL AND l.expires_at > ts
+           AND l.lock_mode = 'exclusive'
 $$;
 
 -- distributed_lock_open: nobody holds l: released, or its lease lapsed.
@@ -71,12 +76,15 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
 $$;
 
 -- distributed_lock_delay_end: when the lock-delay of l's last lease ends
--- (NULL: it has none). A lease that ran out or was force-expired (never
--- released) is followed by its lock_delay from expires_at; a force-release
--- writes delay_until; a clean release writes none, so it starts no delay.
+-- (NULL: it has none). A lease that ran out or was force-expired is
+-- followed by its lock_delay from expires_at, whether or not it was
+-- released after it had run out (a late release ends no delay); a
+-- force-release writes delay_until; a clean release, before its expiry,
+-- writes none, so it starts no delay.
 CREATE OR REPLACE FUNCTION distributed_lock_delay_end(l distributed_lock)
 RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.released_at IS NULL THEN l.expires_at + l.lock_delay ELSE l.delay_until END
+    SELECT CASE WHEN l.released_at IS NULL OR l.released_at >= l.expires_at THEN l.expires_at + l.lock_delay
+                ELSE l.delay_until END
 $$;
 
 -- distributed_lock_delayed: nobody holds l, but its last lease's lock-delay
@@ -98,11 +106,12 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
            AND NOT distributed_lock_promised(l, ts)
 $$;
 
--- distributed_lock_may_take, the grant rule: owner may take l now. It is
--- owner's running lease (a renewal), or it may be granted anew.
-CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, ts timestamptz)
+-- distributed_lock_may_take, the grant rule: owner, calling as role, may
+-- take l now. It is their running lease (a renewal), or it may be granted
+-- anew.
+CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, ts) OR distributed_lock_may_grant(l, ts)
+    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_may_grant(l, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
@@ -120,9 +129,11 @@ RETURNS text LANGUAGE sql STABLE AS $$
                 ELSE 'held' END
 $$;
 
--- distributed_lock_grant_kind: the kind of a new grant of l to owner:
--- 'stolen' when it ends another owner's unreleased lease, else 'acquired'.
-CREATE OR REPLACE FUNCTION distributed_lock_grant_kind(l distributed_lock, owner text)
+-- distributed_lock_grant_kind: the kind of a new grant of l to owner,
+-- taken by role: 'stolen' when it ends another's unreleased lease (another
+-- owner's, or another role's), else 'acquired'.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_kind(l distributed_lock, owner text, role text)
 RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.released_at IS NULL AND l.owner_id <> owner THEN 'stolen' ELSE 'acquired' END
+    SELECT CASE WHEN l.released_at IS NULL AND (l.owner_id <> owner OR l.owner_role <> role) THEN 'stolen'
+                ELSE 'acquired' END
 $$;

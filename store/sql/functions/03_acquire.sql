@@ -49,11 +49,11 @@ DECLARE
     r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
-        lock_mode = 'exclusive', owner_id = owner,
+        lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
-        grant_kind = distributed_lock_grant_kind(l, owner),
+        grant_kind = distributed_lock_grant_kind(l, owner, session_user),
         previous_owner = l.owner_id, previous_token = l.fence_token,
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
@@ -83,7 +83,7 @@ BEGIN
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO res
     FROM distributed_lock l
-    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, ts);
+    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, session_user, ts);
     IF FOUND THEN
         RETURN res;
     END IF;
@@ -114,7 +114,7 @@ BEGIN
         r.expires_at := distributed_lock_lease_end(r);
     END IF;
     res := ROW(r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, NULL, r.expires_at - ts, NULL, NULL);
-    IF NOT distributed_lock_held(r, owner, ts) THEN
+    IF NOT distributed_lock_held(r, owner, session_user, ts) THEN
         res.outcome := distributed_lock_refusal(r, ts);
         res.queue_length := distributed_lock_queue_length(key, ts);
         IF res.outcome = 'delayed' THEN
@@ -122,7 +122,9 @@ BEGIN
         END IF;
         RETURN res;
     END IF;
-    -- owner holds the key: a renewal, same token, unless another
+    -- owner holds the key (as the caller's role: another role's lease of
+    -- the same owner name is refused as another's): a renewal, same token,
+    -- unless another
     -- transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
@@ -131,7 +133,7 @@ BEGIN
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, ts)
+                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, session_user, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN

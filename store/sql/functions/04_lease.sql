@@ -3,7 +3,11 @@
 -- distributed_lock_renew extends owner's lease of key, granted with token,
 -- by ttl_us from the database's now. One row: outcome 'renewed' with the
 -- lease, or 'not_held' (only lock_key set) when that grant is no longer the
--- current, unexpired one. An expired lease is not revived even if nobody
+-- current, unexpired one, or was taken by another database role: every
+-- call acting on a lease as its holder (renew, release, fence, a session's
+-- bind, and the waiter's calls on its record) acts only on a lease or
+-- record its own role (session_user) took, and answers another's as not
+-- held. An expired lease is not revived even if nobody
 -- took it: its holder may already have been told it was lost. The lease is
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
@@ -25,10 +29,10 @@ BEGIN
     FROM (SELECT k.r, clock_timestamp() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                  AND z.released_at IS NULL
+                  AND z.released_at IS NULL AND z.owner_role = session_user
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, c.ts)
+    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
     IF NOT FOUND THEN
@@ -94,8 +98,11 @@ END $$;
 -- and keeps the row (see distributed_lock_acquire). One row
 -- (distributed_lock_release_result): outcome 'released' with the lease as
 -- it was, or 'not_held' (only lock_key set) when that grant is not current
--- or was already released. It sets only
--- released_at, which no index covers, so the update can be HOT.
+-- or was already released (or was taken by another role). It sets only
+-- released_at, which no index covers, so the update can be HOT. A lease
+-- released after it ran out keeps its lock-delay (02_rules.sql,
+-- distributed_lock_delay_end): the holder that let it lapse may have been
+-- paused, and its release says nothing about writes made meanwhile.
 --
 -- When some may wait (wake_until, set by distributed_lock_enqueue, read
 -- under the row lock, so no waiter is missed) it passes the key on
@@ -135,7 +142,7 @@ BEGIN
     -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = clock_timestamp()
     WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
-      AND l.lock_mode = 'exclusive'
+      AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
               l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
               CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
@@ -197,11 +204,11 @@ DECLARE
     held boolean;
 BEGIN
     held := coalesce((
-        SELECT distributed_lock_held(c.r, owner, c.ts)
+        SELECT distributed_lock_held(c.r, owner, session_user, c.ts)
         FROM (SELECT k.r, clock_timestamp() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
                     WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                      AND z.released_at IS NULL
+                      AND z.released_at IS NULL AND z.owner_role = session_user
                     FOR SHARE) k
               OFFSET 0) c), false);
     IF NOT held THEN
@@ -215,7 +222,10 @@ END $$;
 -- owner's token on key was refused (by the fence or by a resource that
 -- checks tokens); detail is a JSON object (e.g. {"resource": "ledger"}).
 -- Returns the event's id. A key or detail outside the rules of a lock's
--- (1–255 bytes, a JSON object) is refused (23514).
+-- (1–255 bytes, a JSON object) is refused (23514). Any service may report
+-- one, whoever holds the key (the resource that refused the write is often
+-- another service's): event_actor is what the caller claims, and the event
+-- records beside it the role that called (caller_role).
 CREATE OR REPLACE FUNCTION distributed_lock_report_stale_write(
     key text, owner text, token bigint, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL)
 RETURNS bigint

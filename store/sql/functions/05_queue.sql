@@ -50,8 +50,10 @@ END $$;
 
 -- distributed_lock_grant_waiter grants w's key, whose row the caller has
 -- locked, to waiter record w (which the caller has locked): the grant of a
--- hand-off (see distributed_lock_hand_off), the record consumed, the event,
--- the NOTIFY (distributed_lock_announce). It commits durably whatever the caller set: a grant lost in a
+-- hand-off (see distributed_lock_hand_off), the lease the role that queued
+-- w takes (owner_role), the record consumed, the event, the NOTIFY
+-- (distributed_lock_announce), a hint that names the waiter: what it was
+-- granted the waiter asks the database (distributed_lock_waiter_claim). It commits durably whatever the caller set: a grant lost in a
 -- crash after its NOTIFY went out could see its token drawn again. Returns
 -- w's id. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_waiter(w distributed_lock_waiter, ts timestamptz)
@@ -65,13 +67,14 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive',
         owner_id = w.owner_id,
+        owner_role = w.owner_role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = ts + least(w.claim_window, w.ttl),
         ttl = w.ttl,
         acquired_at = ts,
         renewed_at = NULL,
         renew_count = 0,
-        grant_kind = distributed_lock_grant_kind(l, w.owner_id),
+        grant_kind = distributed_lock_grant_kind(l, w.owner_id, w.owner_role),
         released_at = NULL,
         previous_owner = l.owner_id,
         previous_token = l.fence_token,
@@ -84,9 +87,12 @@ BEGIN
     INTO g;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     IF g.grant_kind = 'stolen' OR w.log_grants THEN
+        -- The actor is the waiter's claim, so the role beside it is the
+        -- one that queued it, not the one whose release handed it on.
         INSERT INTO distributed_lock_event
-            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        VALUES (ts, key, g.grant_kind, g.owner_id, g.fence_token, coalesce(w.actor, w.owner_id),
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, caller_role, previous_owner, previous_token,
+             detail)
+        VALUES (ts, key, g.grant_kind, g.owner_id, g.fence_token, coalesce(w.actor, w.owner_id), w.owner_role,
                 g.previous_owner, g.previous_token,
                 jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
                                    'waiter_id', w.waiter_id));
@@ -135,7 +141,8 @@ END $$;
 -- asked for, written as distributed_lock_add_waiter writes a new one (the
 -- kind it waits for included), and returns its id: an owner has one place
 -- in a key's queue, and keeps it and its id. NULL when owner has no live
--- record there. Internal.
+-- record there queued by the caller's role (another role's record of the
+-- same owner name is not the caller's to take). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_over_waiter(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
     event_actor text, log_grants boolean, lock_delay_us bigint, channel text, mode text, permits integer,
@@ -153,7 +160,7 @@ BEGIN
         permits = distributed_lock_take_over_waiter.permits
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
-                           AND x.group_id IS NULL)
+                           AND x.group_id IS NULL AND x.owner_role = session_user)
     RETURNING w.waiter_id INTO id;
     RETURN id;
 END $$;
@@ -262,7 +269,7 @@ BEGIN
         -- handed to, rather than behind a group nobody holds.
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     END IF;
-    IF distributed_lock_may_take(r, owner, ts) THEN
+    IF distributed_lock_may_take(r, owner, session_user, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
         SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
@@ -330,6 +337,9 @@ END $$;
 -- if it had taken the lock first; it judges with a ts read after its last
 -- wait (00_search_path.sql), and a lease it reports as granted was read
 -- committed. Every other check takes the row lock first, as everywhere.
+-- Only the role that queued record id (its owner_role) is answered about
+-- it: to any other the record is 'gone' and its grant unknown, and the
+-- record is neither refreshed nor refused.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll(
     key text, id bigint, seen_for_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -350,11 +360,11 @@ BEGIN
     -- A group's row is always checked under the lock: a group whose
     -- holders all lapsed is ended here, and one with room serves the queue.
     IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND r.lock_mode = 'exclusive' THEN
-        IF r.handed_to = id THEN
+        IF r.handed_to = id AND r.owner_role = session_user THEN
             unlocked := true;
         ELSE
             SELECT w.owner_id INTO waiting FROM distributed_lock_waiter w
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             unlocked := waiting IS NOT NULL
                 AND (SELECT c.youngest FROM distributed_lock_wait_cycle(waiting, ts) c) IS DISTINCT FROM id;
         END IF;
@@ -365,7 +375,7 @@ BEGIN
             -- locks it only when it writes.
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts;
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             -- The update may have waited for a hand-off to this record:
             -- judge the answer after it.
             ts := clock_timestamp();
@@ -389,7 +399,7 @@ BEGIN
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts
+            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
             RETURNING w.owner_id INTO waiting;
             IF FOUND THEN
                 IF distributed_lock_open(r, ts) THEN
@@ -406,9 +416,11 @@ BEGIN
     END IF;
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
-                WHEN l.handed_to = id AND NOT distributed_lock_open(l, ts) THEN l.grant_kind::text
+                WHEN l.handed_to = id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts)
+                    THEN l.grant_kind::text
                 WHEN EXISTS (SELECT 1 FROM distributed_lock_waiter w
-                             WHERE w.waiter_id = id AND w.seen_until > ts) THEN 'queued'
+                             WHERE w.waiter_id = id AND w.seen_until > ts AND w.owner_role = session_user)
+                    THEN 'queued'
                 ELSE 'gone' END,
            least(distributed_lock_lease_end(l), l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
@@ -416,7 +428,8 @@ BEGIN
     IF outcome = 'gone' THEN
         -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
         SELECT * INTO slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts;
+        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts
+          AND s.owner_role = session_user;
         IF FOUND THEN
             owner_id := slot.owner_id; fence_token := slot.fence_token; expires_at := slot.expires_at;
             ttl := slot.ttl; outcome := slot.grant_kind; remaining := slot.expires_at - ts;
@@ -427,6 +440,46 @@ BEGIN
         queue_length := distributed_lock_queue_length(key, ts);
     ELSE
         delay_until := NULL;
+    END IF;
+END $$;
+
+-- distributed_lock_waiter_claim is a waiter's answer to a hand-off's
+-- NOTIFY, which is only a hint (anyone may NOTIFY, 07_wake.sql): it asks
+-- the database whether waiter record id, queued by the caller's role, was
+-- handed key (its exclusive lease, or a slot of a shared or semaphore key),
+-- and if so claims it: renewed to its full TTL (distributed_lock_renew),
+-- in the one statement. One row: outcome the grant's kind ('acquired',
+-- 'stolen') with the claimed lease, or 'not_handed' (only lock_key set):
+-- no running grant to id of the caller's role (a forged, replayed or stale
+-- notification, or a claim window that ran out): the waiter waits on, its
+-- record untouched. So an honest hand-off costs the waiter the one round
+-- trip its claim cost anyway, and a false one no more than that.
+CREATE OR REPLACE FUNCTION distributed_lock_waiter_claim(
+    key text, id bigint,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
+    WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL
+      AND l.lock_mode = 'exclusive';
+    IF NOT FOUND THEN
+        SELECT s.owner_id, s.fence_token, s.ttl, s.grant_kind INTO g FROM distributed_lock_holder s
+        WHERE s.lock_key = key AND s.handed_to = id AND s.owner_role = session_user AND s.released_at IS NULL;
+    END IF;
+    IF FOUND THEN
+        SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_renew(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) r
+        WHERE r.outcome = 'renewed';
+    END IF;
+    IF NOT FOUND THEN
+        lock_key := key;
+        outcome := 'not_handed';
     END IF;
 END $$;
 
@@ -443,7 +496,8 @@ END $$;
 -- set's record is left out: a set heading a free key waits for its other
 -- keys. Its ts is read first, before any row lock: wake_until
 -- (ts + 2 seen_for_us) must stay after every seen_until it writes
--- (ts + seen_for_us), however long it waits; it judges no lease.
+-- (ts + seen_for_us), however long it waits; it judges no lease. A record
+-- another role queued is not refreshed, and answered as not found.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_for_us bigint)
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -453,7 +507,7 @@ DECLARE
 BEGIN
     -- Lock rows before waiter rows, in key order, as everywhere.
     FOR k IN SELECT DISTINCT w.lock_key FROM distributed_lock_waiter w
-             WHERE w.waiter_id = ANY (ids) ORDER BY 1 LOOP
+             WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user ORDER BY 1 LOOP
         PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
     END LOOP;
     -- The records are locked in key order too, as a release of several
@@ -466,6 +520,7 @@ BEGIN
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
+                                    AND x.owner_role = session_user
                                   ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)
             RETURNING w.waiter_id, w.lock_key, w.group_id
         )
@@ -485,7 +540,10 @@ END $$;
 -- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
 -- the lease is released (with log_release, logged as a release by
 -- event_actor) and passed on to the next waiter. Returns 'left' (it was
--- queued), 'passed_on' (it had been handed the key), or 'none'.
+-- queued), 'passed_on' (it had been handed the key), or 'none' (also for a
+-- record, or a lease handed to one, that another role queued: only its
+-- own role takes a waiter out of the queue, or an operator's prune once it
+-- lapsed).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
     key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -498,11 +556,11 @@ DECLARE
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key;
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user;
     IF FOUND THEN
         RETURN 'left';
     END IF;
-    IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+    IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
         UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key;
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
@@ -515,7 +573,8 @@ BEGIN
     -- A slot of a shared or semaphore key handed to it and unclaimed: its
     -- release passes the room on (12_shared_queue.sql).
     SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0;
+    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+      AND s.owner_role = session_user;
     IF FOUND THEN
         PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release');
         IF log_release THEN

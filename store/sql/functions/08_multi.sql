@@ -41,6 +41,7 @@ BEGIN
         UPDATE distributed_lock l SET
             lock_mode      = 'exclusive',
             owner_id       = owner,
+            owner_role     = session_user,
             fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             expires_at     = ts + distributed_lock_us(ttl_us),
             ttl            = distributed_lock_us(ttl_us),
@@ -48,7 +49,7 @@ BEGIN
             renewed_at     = NULL,
             renew_count    = 0,
             released_at    = NULL,
-            grant_kind     = distributed_lock_grant_kind(l, owner),
+            grant_kind     = distributed_lock_grant_kind(l, owner, session_user),
             previous_owner = l.owner_id,
             previous_token = l.fence_token,
             metadata       = coalesce(lease_metadata, '{}'),
@@ -233,7 +234,7 @@ BEGIN
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_settle(k, ts);
     END LOOP;
-    IF (SELECT bool_and(distributed_lock_may_take(l, owner, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
+    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                             NULL::bigint, clock_timestamp(), NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
@@ -319,7 +320,7 @@ BEGIN
             -- The owner's own running lease it may take again at once, as
             -- acquire renews it, whoever is queued for it: they wait for the
             -- owner, and making the set wait for them would deadlock it.
-            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, ts);
+            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
             IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
                    SELECT 1 FROM distributed_lock_waiter a
                    WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
@@ -345,11 +346,13 @@ BEGIN
 END $$;
 
 -- distributed_lock_set_handed: every key of keys was handed to its record
--- of ids (the same order) and the grant still runs. Internal.
+-- of ids (the same order), queued by the caller's role, and the grant
+-- still runs. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_set_handed(keys text[], ids bigint[], ts timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT bool_and(coalesce(l.handed_to = s.id AND NOT distributed_lock_open(l, ts), false))
+    SELECT bool_and(coalesce(l.handed_to = s.id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts),
+                             false))
     FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k
 $$;
 
@@ -363,7 +366,8 @@ $$;
 -- keys found free or lapsed are first handed to their queues' heads, which
 -- may grant the set); 'gone' when its records are gone with no grant;
 -- 'deadlock' when its wait closes a cycle of which it is the youngest (its
--- records removed; cycle says who waits for what).
+-- records removed; cycle says who waits for what). Records another role
+-- queued are answered as gone, as distributed_lock_waiter_poll answers.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_poll_all(keys text[], ids bigint[], seen_for_us bigint)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
                outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
@@ -396,7 +400,7 @@ BEGIN
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts
+            WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts AND w.owner_role = session_user
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
@@ -425,7 +429,7 @@ BEGIN
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
               LEFT JOIN distributed_lock l ON l.lock_key = s.k
-              LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id) x
+              LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id AND w.owner_role = session_user) x
         ORDER BY x.k;
 END $$;
 
@@ -435,7 +439,8 @@ END $$;
 -- released by event_actor), and every key left free with waiters is
 -- passed on, once all the set's records are gone, so a set queued behind
 -- it can have them all. Returns 'passed_on' (it had been handed its keys),
--- 'left' (it was queued) or 'none'.
+-- 'left' (it was queued) or 'none'. Only records (and leases handed to
+-- them) the caller's role queued are touched.
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave_all(
     keys text[], ids bigint[], log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -453,11 +458,11 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids);
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user;
     left_queue := FOUND;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
-        IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 THEN
+        IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
             UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k;
             IF log_release THEN
                 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
@@ -529,7 +534,7 @@ BEGIN
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
         UPDATE distributed_lock l SET released_at = clock_timestamp()
         WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
-          AND l.lock_mode = 'exclusive'
+          AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;

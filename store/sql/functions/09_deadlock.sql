@@ -16,7 +16,7 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
-        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, ts)));
+        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, w.owner_role, ts)));
 END $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's

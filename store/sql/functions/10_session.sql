@@ -9,6 +9,10 @@
 --
 -- Lock order: the session's row, then the bound leases' rows in key order,
 -- as every function locking several keys does (08_multi.sql).
+--
+-- A session belongs to the role that opened it (owner_role), as a lease
+-- to the role that took it: heartbeat, bind and close answer another
+-- role's session as 'gone', and bind only the caller's role's leases.
 
 -- distributed_lock_session_live: s is owner's session and runs at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_session_live(s distributed_lock_session, owner text, ts timestamptz)
@@ -57,17 +61,23 @@ END $$;
 -- to its ttl from the database's now, and every lease bound to it that is
 -- still held moves with it (one statement for any number of leases). The
 -- bindings named by drop_keys and drop_tokens (leases the caller stopped
--- keeping) are dropped first. One row:
+-- keeping) are dropped first, and bindings whose lease had ended (released,
+-- lapsed, taken, forced) are dropped after. One row:
 --   outcome  'renewed'; 'expired' when the session had lapsed (nothing is
 --            revived: its leases lapsed with it); 'gone' when there is no
 --            such session of owner's (closed, ended by an operator, pruned).
 --   expires_at, ttl: the session's, when renewed.
 --   leases   how many bound leases it kept.
---   lost     the bindings whose lease had ended (released, lapsed, taken,
---            forced), as [{"key", "token"}], dropped: the session keeps
---            them no longer.
+--   lost     of the leases named by keep_keys and keep_tokens (those the
+--            caller counts on this session to keep), each one this
+--            heartbeat did not move, as [{"key", "token"}]: its lease had
+--            ended, or the session no longer had it bound (dropped, bound
+--            to another session). The answer is about this heartbeat
+--            alone, so one whose reply was lost hides nothing from the
+--            next: what was dropped is never kept again.
 CREATE OR REPLACE FUNCTION distributed_lock_session_heartbeat(
     session bigint, owner text, drop_keys text[] DEFAULT NULL, drop_tokens bigint[] DEFAULT NULL,
+    keep_keys text[] DEFAULT NULL, keep_tokens bigint[] DEFAULT NULL,
     OUT outcome text, OUT expires_at timestamptz, OUT ttl interval, OUT leases integer, OUT lost jsonb)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
@@ -82,7 +92,8 @@ BEGIN
     s := distributed_lock_session_lock(session);
     ts := clock_timestamp();
     -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
+    -- A session another role opened is not the caller's, whatever it names.
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -96,28 +107,30 @@ BEGIN
     UPDATE distributed_lock_session x SET expires_at = ts + x.ttl, renewed_at = ts
     WHERE x.session_id = session
     RETURNING x.expires_at, x.ttl INTO expires_at, ttl;
-    UPDATE distributed_lock l SET
-        expires_at = distributed_lock_session_heartbeat.expires_at,
-        ttl = distributed_lock_session_heartbeat.ttl,
-        renewed_at = ts,
-        renew_count = l.renew_count + 1
-    FROM distributed_lock_session_lease b
-    WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-      AND distributed_lock_held(l, l.owner_id, ts);
-    GET DIAGNOSTICS leases = ROW_COUNT;
+    WITH moved AS (
+        UPDATE distributed_lock l SET
+            expires_at = distributed_lock_session_heartbeat.expires_at,
+            ttl = distributed_lock_session_heartbeat.ttl,
+            renewed_at = ts,
+            renew_count = l.renew_count + 1
+        FROM distributed_lock_session_lease b
+        WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+        RETURNING l.lock_key, l.fence_token)
+    SELECT (SELECT count(*) FROM moved),
+           (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
+                                      ORDER BY k.lock_key), '[]')
+            FROM unnest(keep_keys, keep_tokens) AS k(lock_key, fence_token)
+            WHERE NOT EXISTS (SELECT 1 FROM moved m WHERE m.lock_key = k.lock_key AND m.fence_token = k.fence_token))
+    INTO leases, lost;
     SELECT count(*) INTO bound FROM distributed_lock_session_lease b WHERE b.session_id = session;
     IF bound > leases THEN
         -- Every binding the update did not reach is of a lease that ended.
-        WITH gone AS (
-            DELETE FROM distributed_lock_session_lease b
-            WHERE b.session_id = session
-              AND NOT EXISTS (SELECT 1 FROM distributed_lock l
-                              WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                                AND distributed_lock_held(l, l.owner_id, ts))
-            RETURNING b.lock_key, b.fence_token)
-        SELECT coalesce(jsonb_agg(jsonb_build_object('key', g.lock_key, 'token', g.fence_token)
-                                  ORDER BY g.lock_key), '[]')
-        INTO lost FROM gone g;
+        DELETE FROM distributed_lock_session_lease b
+        WHERE b.session_id = session
+          AND NOT EXISTS (SELECT 1 FROM distributed_lock l
+                          WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
+                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
     END IF;
     outcome := 'renewed';
 END $$;
@@ -148,7 +161,7 @@ BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := clock_timestamp();
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM session_owner THEN
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
@@ -158,7 +171,7 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, ts))
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
         outcome := 'not_held';
@@ -196,14 +209,14 @@ DECLARE
 BEGIN
     released := 0;
     s := distributed_lock_session_lock(session);
-    IF s.session_id IS NULL OR s.owner_id IS DISTINCT FROM owner THEN
+    IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
     END IF;
     ts := clock_timestamp();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
                                                     log_release => log_release, event_actor => event_actor) r)
@@ -244,7 +257,7 @@ BEGIN
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, ts)
+             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
         expired := expired + 1;

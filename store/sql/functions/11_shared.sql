@@ -70,7 +70,7 @@ BEGIN
 END $$;
 
 -- distributed_lock_queued_ahead: l is kept for live waiters (promised)
--- and owner holds none of its slots: a shared lease or a permit granted to
+-- and owner (as the caller's role) holds none of its slots: a shared lease or a permit granted to
 -- owner now would overtake them (a writer waiting for the readers to end,
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
@@ -81,7 +81,7 @@ BEGIN
     -- being inlined, and every permit waiter's enqueue asks.
     RETURN distributed_lock_promised(l, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
-                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner
+                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner AND x.owner_role = session_user
                              AND x.released_at IS NULL AND x.expires_at > ts);
 END $$;
 
@@ -133,10 +133,12 @@ END $$;
 -- FOR NO KEY UPDATE (or just inserted) and which no lease holds, the row of
 -- a group of mode with permits n (NULL for shared): owner '*', a token of
 -- its own. A semaphore whose permits change is recorded
--- ('permits_changed'). Returns whether it ended a lease that ran out
--- unreleased (its first holder's grant is then a steal). Internal.
+-- ('permits_changed', by actor, a claim of actor_role's: the role of the
+-- caller, or of the waiter for whom it forms). Returns whether it ended a
+-- lease that ran out unreleased (its first holder's grant is then a
+-- steal). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_form_group(
-    r distributed_lock, mode text, n integer, ts timestamptz, ttl_us bigint, actor text)
+    r distributed_lock, mode text, n integer, ts timestamptz, ttl_us bigint, actor text, actor_role text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
@@ -146,7 +148,7 @@ BEGIN
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = distributed_lock_group_end(), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
-        grant_kind = distributed_lock_grant_kind(l, '*'),
+        grant_kind = distributed_lock_grant_kind(l, '*', l.owner_role),
         -- A row made for this group (owner '*', released as it was made,
         -- never held) has no previous lease.
         previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
@@ -154,22 +156,23 @@ BEGIN
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = r.lock_key;
     IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
-        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, detail)
-        VALUES (ts, r.lock_key, 'permits_changed', NULL, actor,
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
+        VALUES (ts, r.lock_key, 'permits_changed', NULL, actor, actor_role,
                 jsonb_build_object('permits', n, 'previous_permits', r.permits));
     END IF;
     RETURN r.released_at IS NULL;
 END $$;
 
 -- distributed_lock_take_slot grants owner a slot of key's group (whose row
--- the caller holds): a slot whose lease was released or ran out, the lowest
+-- the caller holds), a lease of role's (the caller's, or for a hand-off
+-- the role that queued the waiter): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
 -- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
 RETURNS distributed_lock_holder
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -178,9 +181,10 @@ DECLARE
     next integer;
 BEGIN
     UPDATE distributed_lock_holder s SET
-        owner_id = owner,
+        owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        grant_kind = CASE WHEN s.released_at IS NULL AND s.owner_id <> owner THEN 'stolen' ELSE 'acquired' END,
+        grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
+                          ELSE 'acquired' END,
         previous_owner = s.owner_id, previous_token = s.fence_token,
         metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
@@ -202,8 +206,9 @@ BEGIN
         IF n IS NOT NULL AND next > n THEN
             RETURN h;
         END IF;
-        INSERT INTO distributed_lock_holder AS s (lock_key, slot, owner_id, fence_token, metadata, ttl, acquired_at, expires_at)
-        VALUES (key, next, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        INSERT INTO distributed_lock_holder AS s
+            (lock_key, slot, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
+        VALUES (key, next, owner, role, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
                 coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
                 ts + distributed_lock_us(ttl_us))
         ON CONFLICT DO NOTHING
@@ -299,7 +304,7 @@ BEGIN
         END IF;
         -- A lease of owner's own that ran out is not stolen from it, as
         -- for an exclusive grant (distributed_lock_grant_kind).
-        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner))
+        stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
     ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
@@ -313,7 +318,7 @@ BEGIN
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
         END IF;
-        PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner));
+        PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user);
         lock_mode := mode; key_permits := n;
         holders := NULL; -- counted for a refusal only
     ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
@@ -357,14 +362,14 @@ BEGIN
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND x.owner_id = owner
+                                  WHERE x.lock_key = key AND x.owner_id = owner AND x.owner_role = session_user
                                     AND x.released_at IS NULL AND x.expires_at > ts
                                   LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING s.* INTO h;
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, ttl_us, key_permits, lease_metadata, ts);
+        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts);
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -431,12 +436,13 @@ DECLARE
 BEGIN
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
     PERFORM 1 FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner FOR NO KEY UPDATE;
+    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
+    FOR NO KEY UPDATE;
     ts := clock_timestamp();
     UPDATE distributed_lock_holder s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner
+    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
       AND s.released_at IS NULL AND s.expires_at > ts
     RETURNING s.* INTO h;
     RETURN h;
@@ -444,7 +450,8 @@ END $$;
 
 -- distributed_lock_end_holders ends the leases of key's slots that match
 -- token (every slot holding a lease when token is the group's own, on
--- which an operator acts on all holders) and owner (NULL: any), as
+-- which an operator acts on all holders) and owner (NULL: any, for an
+-- operator; else only owner's slots the caller's role took), as
 -- released (how 'release') or ran out (how 'expire'); the caller then
 -- logs them and passes the key on (distributed_lock_holders_ended). The
 -- row FOR NO KEY UPDATE: a group's end must see every release before it.
@@ -467,7 +474,8 @@ BEGIN
     RETURN QUERY
     WITH ended AS (
         SELECT s.lock_key, s.slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner) AND s.released_at IS NULL
+        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner AND s.owner_role = session_user)
+          AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
     ), upd AS (
@@ -514,7 +522,7 @@ BEGIN
         FROM (SELECT k.expires_at, clock_timestamp() AS ts
               FROM (SELECT s.expires_at FROM distributed_lock_holder s
                     WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token
-                      AND s.released_at IS NULL
+                      AND s.released_at IS NULL AND s.owner_role = session_user
                     FOR SHARE) k
               OFFSET 0) c), false);
 END $$;

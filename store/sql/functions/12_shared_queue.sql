@@ -33,7 +33,7 @@ DECLARE
     h distributed_lock_holder;
     kind text;
 BEGIN
-    h := distributed_lock_take_slot(w.lock_key, w.owner_id, (extract(epoch FROM w.ttl) * 1000000)::bigint,
+    h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                     w.permits, w.metadata, ts);
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
@@ -52,8 +52,9 @@ BEGIN
     kind := h.grant_kind;
     IF kind = 'stolen' OR w.log_grants THEN
         INSERT INTO distributed_lock_event
-            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        VALUES (ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id),
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, caller_role, previous_owner, previous_token,
+             detail)
+        VALUES (ts, w.lock_key, kind, h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id), w.owner_role,
                 CASE WHEN kind = 'stolen' THEN h.previous_owner END,
                 CASE WHEN kind = 'stolen' THEN h.previous_token END,
                 jsonb_strip_nulls(jsonb_build_object('mode', w.lock_mode, 'permits', w.permits, 'slot', h.slot,
@@ -100,7 +101,7 @@ BEGIN
             EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
-                                                 coalesce(w.actor, w.owner_id));
+                                                 coalesce(w.actor, w.owner_id), w.owner_role);
         ELSIF r.lock_mode <> w.lock_mode OR r.permits IS DISTINCT FROM w.permits THEN
             EXIT;
         END IF;

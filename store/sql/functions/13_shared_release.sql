@@ -66,6 +66,7 @@ BEGIN
         ts := clock_timestamp();
         UPDATE distributed_lock_holder s SET released_at = ts
         WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
+          AND s.owner_role = session_user
         RETURNING s.* INTO h;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001'; -- not such a slot: the row's lock goes too

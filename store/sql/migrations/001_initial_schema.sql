@@ -110,6 +110,7 @@ CREATE TABLE distributed_lock (
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
     grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     owner_id       distributed_lock_name       NOT NULL, -- holder, or last holder when free
+    owner_role     text NOT NULL DEFAULT session_user,   -- the database role that took the lease: only it acts on it
     previous_owner text,
     previous_token bigint,
     fence_token    distributed_lock_token      NOT NULL,
@@ -143,7 +144,10 @@ CREATE TABLE distributed_lock_event (
     kind           distributed_lock_event_kind NOT NULL,
     owner_id       distributed_lock_name,
     fence_token    bigint,
-    actor          distributed_lock_name NOT NULL,
+    actor          distributed_lock_name NOT NULL, -- who the caller says it is (a claim)
+    -- The database role whose call wrote the event (the session_user of the
+    -- protocol function, which no caller passes in), beside actor.
+    caller_role    text        NOT NULL DEFAULT session_user,
     previous_owner text,
     previous_token bigint,
     detail         distributed_lock_json NOT NULL DEFAULT '{}'
@@ -173,6 +177,7 @@ CREATE TABLE distributed_lock_waiter (
     waiter_id     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
+    owner_role    text NOT NULL DEFAULT session_user, -- the role that queued it: only it polls, refreshes or removes it
     waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
@@ -209,6 +214,7 @@ CREATE TABLE distributed_lock_holder (
     lock_key    distributed_lock_name       NOT NULL,
     slot        integer                     NOT NULL,
     owner_id    distributed_lock_name       NOT NULL,
+    owner_role  text                        NOT NULL DEFAULT session_user, -- the role that took the slot's lease
     fence_token distributed_lock_token      NOT NULL,
     grant_kind  distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
     previous_owner text,                              -- the slot's holder before this grant
@@ -233,6 +239,7 @@ CREATE TABLE distributed_lock_holder (
 CREATE TABLE distributed_lock_session (
     session_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     owner_id   distributed_lock_name     NOT NULL, -- who opened it; its heartbeat names it
+    owner_role text NOT NULL DEFAULT session_user, -- the role that opened it: only it heartbeats, binds or closes it
     host       distributed_lock_host     NOT NULL DEFAULT '',
     pid        integer                   NOT NULL DEFAULT 0,
     metadata   distributed_lock_metadata NOT NULL DEFAULT '{}',
