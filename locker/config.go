@@ -110,6 +110,9 @@ func New(cfg Config) (*Locker, error) {
 		return nil, err
 	}
 	metadata, err := json.Marshal(cfg.Metadata)
+	if err == nil {
+		err = validJSON("metadata", metadata)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("locker: metadata: %w", err)
 	}

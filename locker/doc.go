@@ -379,12 +379,14 @@
 //
 // Branch with errors.Is on [ErrHeld], [ErrNotHeld], [ErrQueueLost],
 // [ErrLeaseLost], [ErrDeadlock], [ErrInvalidKey], [ErrInvalidKeys],
-// [ErrInvalidOwner], [ErrInvalidTTL], and on the database errors a driver
-// error is mapped to: [ErrNotMigrated], [ErrReadOnly],
+// [ErrInvalidOwner], [ErrInvalidTTL], [ErrTooLarge], and on the database
+// errors a driver error is mapped to: [ErrNotMigrated], [ErrReadOnly],
 // [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
 // [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
 // [ErrPoolerStartupParameter]; [Migrate] also fails
-// with [ErrCannotAdopt] or [ErrSchemaNewer]. The typed errors [*HeldError]
+// with [ErrCannotAdopt], [ErrSchemaNewer], [ErrSchemaOpen] (another role
+// may create objects in the lock schema) or [ErrLockTimeout] (it waited a
+// minute for the migrate lock, whose holders it names). The typed errors [*HeldError]
 // and [*NotHeldError] carry the current holder; [*LeaseLostError] says why a
 // Keepalive lost its lease, [*DeadlockError] the cycle a refused wait
 // would have closed, and [*GaveUpError] whether a waiting Acquire that gave

@@ -46,6 +46,10 @@ var (
 	// one, it ran out, or the key has been granted since).
 	ErrNotDelayed  = errors.New("not in a lock-delay")
 	ErrInvalidKeys = errors.New("invalid key set")
+	// ErrTooLarge: metadata, a stale write's detail or an operator's
+	// reason is larger than the schema keeps (MaxJSONBytes,
+	// MaxReasonBytes); nothing was sent.
+	ErrTooLarge = errors.New("too large")
 )
 
 // Database errors: a driver error is mapped to one of these (and stays
@@ -85,6 +89,11 @@ var (
 	// and changed nothing: an older service instance never downgrades the
 	// functions a newer one relies on.
 	ErrSchemaNewer = lockdb.ErrSchemaNewer
+	// ErrSchemaOpen: Migrate found a lock schema in which roles other than
+	// the lock tables' owner may create objects, or own functions or
+	// operators, and changed nothing: what they make there could run inside
+	// the protocol as the owner. The error names each, with what to run.
+	ErrSchemaOpen = lockdb.ErrSchemaOpen
 )
 
 // HeldError says why a key could not be had: who holds it and for how

@@ -2,6 +2,7 @@ package locker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/lockctl/lockctl/store"
@@ -38,6 +39,13 @@ func (l *Locker) ReportStaleWrite(ctx context.Context, db DBTX, lease Lease, res
 	detail := map[string]any{}
 	if resource != "" {
 		detail["resource"] = resource
+	}
+	b, err := json.Marshal(detail)
+	if err == nil {
+		err = validJSON("detail", b)
+	}
+	if err != nil {
+		return fmt.Errorf("locker: report stale write on %q: %w", lease.Key, err)
 	}
 	if err := store.RecordStaleWrite(ctx, db, lease.ref(), l.ownerActor(lease.Owner), detail); err != nil {
 		return fmt.Errorf("locker: report stale write on %q: %w", lease.Key, err)

@@ -2,6 +2,7 @@ package locker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -55,7 +56,7 @@ type EndedDelay struct {
 // Config.Actor and reason. A key in no lock-delay is left alone
 // (ErrNotDelayed).
 func (l *Locker) EndDelay(ctx context.Context, db DBTX, key, reason string) (EndedDelay, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := errors.Join(ValidateKey(key), ValidateReason(reason)); err != nil {
 		return EndedDelay{}, fmt.Errorf("locker: end-delay: %w", err)
 	}
 	row, until, ok, err := store.EndDelay(ctx, db, store.EndDelayParams{Key: key, Actor: l.operatorActor(), Reason: reason})

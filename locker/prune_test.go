@@ -112,14 +112,14 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer gate.Rollback(ctx)
-	if _, err := gate.Exec(ctx, `SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)`); err != nil {
+	if _, err := gate.Exec(ctx, `LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE`); err != nil {
 		t.Fatal(err)
 	}
 	waiting := func(call string) func() bool {
 		return func() bool {
 			var n int
 			err := db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
-				WHERE application_name = 'prune-vs-set' AND wait_event = 'advisory' AND query LIKE '%' || $1 || '(%'`, call).Scan(&n)
+				WHERE application_name = 'prune-vs-set' AND wait_event = 'relation' AND query LIKE '%' || $1 || '(%'`, call).Scan(&n)
 			return err == nil && n > 0
 		}
 	}

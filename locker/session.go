@@ -321,6 +321,9 @@ var ErrNoSession = errors.New("no such session")
 // heartbeat that the session is lost, and every bound Keepalive's Context
 // ends. It returns how many leases it expired.
 func (l *Locker) EndSession(ctx context.Context, db DBTX, id int64, reason string) (int, error) {
+	if err := ValidateReason(reason); err != nil {
+		return 0, fmt.Errorf("locker: end session %d: %w", id, err)
+	}
 	outcome, expired, err := store.EndSession(ctx, db, id, l.operatorActor(), reason)
 	if err != nil {
 		return 0, fmt.Errorf("locker: end session %d: %w", id, err)

@@ -18,6 +18,35 @@ const (
 	MaxOwnerBytes = 255
 )
 
+// MaxJSONBytes bounds the JSON a caller stores: a Locker's metadata
+// (Config.Metadata, on every lease and session it opens) and the detail of
+// a stale write's report. The schema refuses more (ErrInvalidValue: at most
+// 8 KiB as PostgreSQL stores it, which differs a little from the text);
+// New and ReportStaleWrite refuse JSON text longer than this, with
+// ErrTooLarge, before anything is sent.
+const MaxJSONBytes = 8192
+
+// MaxReasonBytes bounds an operator's reason (EndDelay, EndSession), which
+// an event's detail keeps beside what the event says itself.
+const MaxReasonBytes = MaxJSONBytes / 2
+
+// ValidateReason accepts a reason of at most MaxReasonBytes.
+func ValidateReason(reason string) error {
+	if len(reason) > MaxReasonBytes {
+		return fmt.Errorf("%w: reason is %d bytes, more than %d", ErrTooLarge, len(reason), MaxReasonBytes)
+	}
+	return nil
+}
+
+// validJSON accepts what of (metadata, detail) is JSON of at most
+// MaxJSONBytes.
+func validJSON(of string, b []byte) error {
+	if len(b) > MaxJSONBytes {
+		return fmt.Errorf("%w: %s is %d bytes of JSON, more than %d", ErrTooLarge, of, len(b), MaxJSONBytes)
+	}
+	return nil
+}
+
 // ValidateKey accepts a non-empty, valid UTF-8 key of at most MaxKeyBytes
 // bytes without NUL (PostgreSQL text cannot hold NUL). Other control
 // characters are allowed: keys are data, and the console shows them escaped.

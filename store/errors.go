@@ -87,6 +87,8 @@ func bySQLState(code string) error {
 		return lockdb.ErrCannotAdopt
 	case newerSQLState: // raised by schema.sql on a schema a newer lockctl migrated
 		return lockdb.ErrSchemaNewer
+	case "LKA03": // raised by the lock schema's guard (sql/guard)
+		return lockdb.ErrSchemaOpen
 	case "25006": // read_only_sql_transaction
 		return lockdb.ErrReadOnly
 	case "42501": // insufficient_privilege

@@ -68,7 +68,7 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = heartbeat.Rollback(ctx) }()
-	if _, err := heartbeat.Exec(ctx, `SELECT FROM distributed_lock_waiter WHERE waiter_id = $1 FOR UPDATE`, w.WaiterID); err != nil {
+	if _, err := heartbeat.Exec(ctx, `SELECT FROM distributed_lock_waiter WHERE waiter_id = $1 FOR NO KEY UPDATE`, w.WaiterID); err != nil {
 		t.Fatal(err)
 	}
 	released := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('pool', 'h1', $1)`, first.Token) // for the record

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -14,8 +15,23 @@ import (
 
 // migrateLockSQL serialises concurrent migrations: each transaction of a
 // migrate takes it first and only then reads which versions are recorded,
-// so two migrates never apply one version twice.
-const migrateLockSQL = `SELECT pg_advisory_xact_lock(hashtext('lockctl.migrate'))`
+// so two migrates never apply one version twice. It is an advisory lock,
+// which any role may hold, so every lock wait of a migrate's transactions
+// is bounded (migrateLockWaitSQL): past the bound migrate fails, naming
+// who holds the migrate lock (migrateLockHoldersSQL), and changes nothing.
+const (
+	migrateLockWaitSQL    = `SELECT pg_catalog.set_config('lock_timeout', $1, true)`
+	migrateLockSQL        = `SELECT pg_advisory_xact_lock(hashtext('lockctl.migrate'))`
+	migrateTryLockSQL     = `SELECT pg_try_advisory_xact_lock(hashtext('lockctl.migrate'))`
+	migrateLockHoldersSQL = `
+SELECT coalesce(string_agg(format('pid %s (role %s, application %L)', a.pid, a.usename, a.application_name), ', '
+                           ORDER BY a.pid), 'nobody now')
+FROM (SELECT hashtext('lockctl.migrate')::bigint AS key) k
+JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+ AND l.classid = ((k.key >> 32) & 4294967295)::oid AND l.objid = (k.key & 4294967295)::oid
+ AND l.database = (SELECT d.oid FROM pg_database d WHERE d.datname = current_database())
+JOIN pg_stat_activity a ON a.pid = l.pid`
+)
 
 // Reading and recording versions. distributed_lock_migration is made by
 // migration 1, so a database without it has none applied.
@@ -46,7 +62,19 @@ type MigrateOptions struct {
 	// that migrates at start-up never takes the table over by itself while
 	// the reference service may still write it. `lockctl migrate` sets it.
 	AdoptReference bool
+	// LockWait bounds every lock wait of a migrate: for the migrate lock,
+	// which any role may hold (it is an advisory lock), and for the lock
+	// tables, which any role may lock ACCESS SHARE by their oid. Past it
+	// migrate fails with lockdb.ErrLockTimeout, naming who held the migrate
+	// lock, and changes nothing more. Defaults to DefaultMigrateLockWait.
+	LockWait time.Duration
 }
+
+// DefaultMigrateLockWait is MigrateOptions.LockWait's default, and schema.sql's.
+const DefaultMigrateLockWait = time.Minute
+
+// lockTimeout is d as a lock_timeout setting.
+func lockTimeout(d time.Duration) string { return fmt.Sprintf("%dms", max(d.Milliseconds(), 1)) }
 
 // ErrUnknownTimeZone: MigrateOptions.ReferenceTimeZone names no zone the server
 // knows.
@@ -55,8 +83,9 @@ var ErrUnknownTimeZone = errors.New("unknown time zone")
 // Migrate applies the migrations db has not recorded, each once and in its
 // own transaction, then re-creates the functions. Running it on a migrated
 // database changes nothing. It refuses the reference service's table
-// (lockdb.ErrCannotAdopt: MigrateWith adopts it) and a schema migrated by a newer
-// lockctl (lockdb.ErrSchemaNewer).
+// (lockdb.ErrCannotAdopt: MigrateWith adopts it), a schema migrated by a newer
+// lockctl (lockdb.ErrSchemaNewer) and a lock schema open to other roles
+// (lockdb.ErrSchemaOpen).
 func Migrate(ctx context.Context, db TxStarter) error {
 	_, err := MigrateWith(ctx, db, MigrateOptions{})
 	return err
@@ -107,7 +136,7 @@ func migrateWith(ctx context.Context, db TxStarter, opts MigrateOptions, ms []Mi
 	}
 	for _, m := range ms {
 		if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-			applied, err := lockAndReadApplied(ctx, tx, ms)
+			applied, err := lockAndReadApplied(ctx, tx, ms, opts.LockWait)
 			if err != nil || slices.Contains(applied, m.Version) {
 				return err
 			}
@@ -125,7 +154,7 @@ func migrateWith(ctx context.Context, db TxStarter, opts MigrateOptions, ms []Mi
 		}
 	}
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := lockAndReadApplied(ctx, tx, ms); err != nil {
+		if _, err := lockAndReadApplied(ctx, tx, ms, opts.LockWait); err != nil {
 			return err
 		}
 		return execScript(ctx, tx, functionsSQL)
@@ -184,10 +213,21 @@ func adoptAround(ctx context.Context, tx pgx.Tx, opts MigrateOptions, apply func
 	return a, nil
 }
 
-// lockAndReadApplied takes the migrate lock, then reads the recorded
+// lockAndReadApplied bounds tx's lock waits by wait, refuses a lock schema open to
+// other roles (lockSchemaGuardSQL: before anything else runs on the
+// caller's path), takes the migrate lock, then reads the recorded
 // versions, refusing a schema newer than ms.
-func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration) ([]int, error) {
-	if _, err := tx.Exec(ctx, migrateLockSQL); err != nil {
+func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration, wait time.Duration) ([]int, error) {
+	if wait <= 0 {
+		wait = DefaultMigrateLockWait
+	}
+	if _, err := tx.Exec(ctx, migrateLockWaitSQL, lockTimeout(wait)); err != nil {
+		return nil, err
+	}
+	if err := execScript(ctx, tx, lockSchemaGuardSQL); err != nil {
+		return nil, err
+	}
+	if err := takeMigrateLock(ctx, tx); err != nil {
 		return nil, err
 	}
 	applied, err := readApplied(ctx, tx)
@@ -199,6 +239,25 @@ func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration) ([]int, 
 			lockdb.ErrSchemaNewer, applied[len(applied)-1], ms[len(ms)-1].Version)
 	}
 	return applied, nil
+}
+
+// takeMigrateLock takes the migrate lock in tx, waiting for it at most as
+// long as migrateLockWaitSQL says; past that it names who held it (as
+// seen before the wait).
+func takeMigrateLock(ctx context.Context, tx pgx.Tx) error {
+	var free bool
+	if err := tx.QueryRow(ctx, migrateTryLockSQL).Scan(&free); err != nil || free {
+		return err
+	}
+	var holders string
+	if err := tx.QueryRow(ctx, migrateLockHoldersSQL).Scan(&holders); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, migrateLockSQL); err != nil {
+		return fmt.Errorf("waiting for lockctl's migrate lock (an advisory lock, which any role may take), held by %s: %w",
+			holders, Interpret(err))
+	}
+	return nil
 }
 
 // readApplied is the recorded versions, ascending (none without the table).

@@ -17,7 +17,7 @@ import (
 // (`go generate ./store`) for psql users.
 //
 //go:generate go run ./internal/genschema ../schema.sql
-//go:embed sql/migrations/*.sql sql/functions/*.sql sql/adopt/*.sql
+//go:embed sql/migrations/*.sql sql/functions/*.sql sql/adopt/*.sql sql/guard/*.sql
 var sqlFiles embed.FS
 
 // Migration is one numbered step of the schema, from
@@ -39,6 +39,9 @@ var (
 	// rules before the functions that inline them, the grants last.
 	functionsSQL = strings.Join(readDir("sql/functions"), "\n")
 	adoptSQL     = readDir("sql/adopt") // set aside, copy in
+	// lockSchemaGuardSQL refuses a lock schema where code another role
+	// makes could run inside the protocol (LKA03, lockdb.ErrSchemaOpen).
+	lockSchemaGuardSQL = readFile("sql/guard/lock_schema.sql")
 )
 
 // Migrations are the schema's migrations, in version order.

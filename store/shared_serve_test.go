@@ -113,7 +113,7 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = enqueue.Rollback(ctx) }()
-	if _, err := enqueue.Exec(ctx, `SELECT distributed_lock_queue_lock('pool', false)`); err != nil {
+	if _, err := enqueue.Exec(ctx, `SELECT distributed_lock_try_queue_lock('pool')`); err != nil {
 		t.Fatal(err)
 	}
 	releasing := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('pool', 'h1', $1)`, first.Token) // for the queue lock

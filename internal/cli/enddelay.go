@@ -27,7 +27,7 @@ func EndDelayCommand() *cobra.Command {
 		}),
 		ValidArgsFunction: completeDelayedKey,
 	}
-	cmd.Flags().StringVar(&o.Reason, "reason", "", "why, recorded on the event")
+	ReasonVar(cmd.Flags(), &o.Reason, "reason", "why, recorded on the event")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -28,7 +28,7 @@ func EndSessionCommand() *cobra.Command {
 		}),
 		ValidArgsFunction: completeLiveSession,
 	}
-	cmd.Flags().StringVar(&o.Reason, "reason", "", "why, recorded on the events")
+	ReasonVar(cmd.Flags(), &o.Reason, "reason", "why, recorded on the events")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }

@@ -56,7 +56,8 @@ type GrantOptions struct {
 
 // Grant gives Role the least-privilege grant set of Kind on the lock
 // objects (internal/roles), in one transaction, or with Print shows the
-// statements for a DBA to run. Each set first revokes what the role held on
+// statements for a DBA to run. It refuses, as migrate does, a lock schema
+// open to other roles (store.CheckLockSchema). Each set first revokes what the role held on
 // the lock objects, so running it again, or with another kind, leaves the
 // role with exactly that set.
 func Grant(ctx context.Context, env Env, opts GrantOptions) int {
@@ -96,6 +97,11 @@ func Grant(ctx context.Context, env Env, opts GrantOptions) int {
 		return env.Fail(err)
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// A role granted the protocol could then run code another role
+		// made there as the lock tables' owner.
+		if err := store.CheckLockSchema(ctx, tx, schema); err != nil {
+			return err
+		}
 		for _, s := range stmts {
 			if _, err := tx.Exec(ctx, s); err != nil {
 				return err

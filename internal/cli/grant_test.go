@@ -147,3 +147,36 @@ func TestGrantPrint(t *testing.T) {
 		}
 	}
 }
+
+// Migrate and grant refuse a lock schema another role may create objects
+// in (exit 1), naming the role and the REVOKE to run, and grant nothing.
+func TestGrantAndMigrateRefuseAnOpenLockSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d := newDB(t)
+	creator, _ := d.loginRole("cli_creator")
+	svc, svcDSN := d.loginRole("cli_service")
+	admin := testdb.Pool(t, d.dsn)
+	var schema string
+	if err := admin.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "GRANT CREATE ON SCHEMA "+schema+" TO "+creator); err != nil {
+		t.Fatal(err)
+	}
+	revoke := "REVOKE CREATE ON SCHEMA " + schema + " FROM " + creator
+	for _, args := range [][]string{{"migrate"}, {"grant", svc, "--as", "service"}} {
+		if r := d.expect(1, args...); !strings.Contains(r.stderr, "the lock schema is open to other roles") ||
+			!strings.Contains(r.stderr, revoke) {
+			t.Errorf("lockctl %s: %s\nwant the refusal, saying: %s", strings.Join(args, " "), r, revoke)
+		}
+	}
+	if r := d.as(svcDSN, 1, "acquire", "k", "--owner", "svc"); !strings.Contains(r.stderr, "permission denied") &&
+		!strings.Contains(r.stderr, "lock tables missing") {
+		t.Fatalf("acquire after the refused grant: %s; want it refused", r)
+	}
+	if _, err := admin.Exec(ctx, revoke); err != nil {
+		t.Fatal(err)
+	}
+	d.expect(0, "grant", svc, "--as", "service")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -89,6 +90,19 @@ func flagError(cmd *cobra.Command, err error) error {
 	return usageErrorf("%s%s", describeParseError(err), suggestFlag(err, cmd.Flags()))
 }
 
+// clipValue is a rejected flag value as an error quotes it: its first 64
+// bytes (whole runes) and an ellipsis, for a value refused for its length.
+func clipValue(v string) string {
+	if len(v) <= 64 {
+		return v
+	}
+	cut := 64
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return v[:cut] + "…"
+}
+
 // describeParseError names the flag and value pflag rejected.
 func describeParseError(err error) string {
 	var invalid *pflag.InvalidValueError
@@ -96,7 +110,7 @@ func describeParseError(err error) string {
 	var needsValue *pflag.ValueRequiredError
 	switch {
 	case errors.As(err, &invalid):
-		return fmt.Sprintf("invalid --%s %q: %v", invalid.GetFlag().Name, invalid.GetValue(), invalid.Unwrap())
+		return fmt.Sprintf("invalid --%s %q: %v", invalid.GetFlag().Name, clipValue(invalid.GetValue()), invalid.Unwrap())
 	case errors.As(err, &unknown):
 		name := textsafe.Escape(unknown.GetSpecifiedName())
 		if unknown.GetSpecifiedShortnames() != "" {

@@ -161,31 +161,41 @@ func isRequired(f *pflag.Flag) bool {
 	return ok
 }
 
-// ownerValue is a pflag.Value for an owner id, checked by
-// locker.ValidateOwner when given (an explicit empty id is an error).
-type ownerValue struct{ p *string }
+// checkedValue is a pflag.Value for text that check accepts (an explicit
+// empty value is checked too).
+type checkedValue struct {
+	p     *string
+	check func(string) error
+}
 
-func (v ownerValue) String() string {
+func (v checkedValue) String() string {
 	if v.p == nil {
 		return ""
 	}
 	return *v.p
 }
 
-func (v ownerValue) Set(s string) error {
-	if err := locker.ValidateOwner(s); err != nil {
+func (v checkedValue) Set(s string) error {
+	if err := v.check(s); err != nil {
 		return err
 	}
 	*v.p = s
 	return nil
 }
 
-func (ownerValue) Type() string { return "string" }
+func (checkedValue) Type() string { return "string" }
 
-// OwnerVar defines a flag holding an owner id; its value stays "" until set.
+// OwnerVar defines a flag holding an owner id (locker.ValidateOwner); its
+// value stays "" until set.
 func OwnerVar(fs *pflag.FlagSet, p *string, name, usage string) {
 	*p = ""
-	fs.Var(ownerValue{p: p}, name, usage)
+	fs.Var(checkedValue{p: p, check: locker.ValidateOwner}, name, usage)
+}
+
+// ReasonVar defines a flag holding an operator's reason: at most
+// locker.MaxReasonBytes, which an event's detail keeps.
+func ReasonVar(fs *pflag.FlagSet, p *string, name, usage string) {
+	fs.Var(checkedValue{p: p, check: locker.ValidateReason}, name, usage)
 }
 
 // choicesAnnotation lists the values an enum flag accepts, for help and

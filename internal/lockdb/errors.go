@@ -22,6 +22,12 @@ var (
 	// records a migration this binary does not have). Migrate refuses it
 	// rather than re-create older functions over the newer ones.
 	ErrSchemaNewer = errors.New("the lock schema is newer than this lockctl: it was migrated by a newer version; upgrade lockctl (or the service) instead")
+	// ErrSchemaOpen: roles other than the lock tables' owner may create
+	// objects in the lock schema, or own functions or operators there, and
+	// what they make could run inside the protocol as that owner. Migrate
+	// and grant refuse it and change nothing; the driver error's message
+	// names each role and object with what to run.
+	ErrSchemaOpen = errors.New("refused: the lock schema is open to other roles, whose functions or operators there could run inside the protocol as the lock tables' owner (see docs/security.md, The lock schema)")
 	// ErrPoolerStatements and ErrPoolerStartupParameter: a connection
 	// pooler lockctl cannot work through as configured; each says what to
 	// change.
@@ -32,7 +38,7 @@ var (
 // Meanings lists the errors above, most specific first: the order in which
 // to ask errors.Is of an error that may wrap more than one.
 var Meanings = []error{
-	ErrNotMigrated, ErrCannotAdopt, ErrSchemaNewer, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
+	ErrNotMigrated, ErrCannotAdopt, ErrSchemaNewer, ErrSchemaOpen, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
 	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
 	ErrPoolerStatements, ErrPoolerStartupParameter,
 }

@@ -3,6 +3,7 @@ package lockview
 import (
 	"context"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -81,10 +82,17 @@ func (e Event) SessionID() (int64, bool) {
 	return int64(id), true
 }
 
-const eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
-	e.actor, e.caller_role, e.previous_owner, e.previous_token, e.detail`
+// eventColumns read an event. Its detail is at most locker.MaxJSONBytes as
+// stored (the schema's bound); one stored before that bound, larger, is
+// read as its size alone ({"omitted_bytes": n}), which pg_column_size
+// reads without fetching the value: a reader of the history fetches and
+// decodes a bounded amount, whatever was written.
+var eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
+	e.actor, e.caller_role, e.previous_owner, e.previous_token,
+	CASE WHEN pg_column_size(e.detail) <= ` + strconv.Itoa(locker.MaxJSONBytes) + ` THEN e.detail::jsonb
+	     ELSE jsonb_build_object('omitted_bytes', pg_column_size(e.detail)) END AS detail`
 
-const keyEventsSQL = `
+var keyEventsSQL = `
 SELECT ` + eventColumns + ` FROM distributed_lock_event e
 WHERE e.lock_key = $1 ORDER BY e.event_id DESC LIMIT $2`
 
@@ -93,7 +101,7 @@ func KeyEvents(ctx context.Context, db store.DBTX, key string, limit int) ([]Eve
 	return collect[Event](db.Query(ctx, keyEventsSQL, key, limit))
 }
 
-const recentEventsSQL = `
+var recentEventsSQL = `
 SELECT ` + eventColumns + ` FROM distributed_lock_event e
 WHERE e.event_id > $1 ORDER BY e.event_id DESC LIMIT $2`
 

@@ -18,7 +18,7 @@ type HistoryQuery struct {
 // older than $2 microseconds unless it is NULL) and returns them oldest
 // first. A key goes through the (lock_key, event_id) index; an age through
 // the BRIN index on occurred_at.
-const historySQL = `
+var historySQL = `
 SELECT * FROM (
     SELECT ` + eventColumns + ` FROM distributed_lock_event e
     WHERE ($1::text IS NULL OR e.lock_key = $1::text)

@@ -54,6 +54,8 @@ var forgeries = []struct{ what, sql string }{
 	{"replace a function", `CREATE OR REPLACE FUNCTION distributed_lock_fence(key text, owner text, token bigint) RETURNS boolean LANGUAGE sql AS 'SELECT true'`},
 	{"drop a function", `DROP FUNCTION distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint)`},
 	{"shadow a table", `CREATE TABLE distributed_lock_shadow (x int)`},
+	{"hold the prune gate", `BEGIN; LOCK TABLE distributed_lock_prune_gate IN SHARE MODE; COMMIT`},
+	{"lock a waiter record", `BEGIN; SELECT FROM distributed_lock_waiter FOR UPDATE; COMMIT`},
 }
 
 // functionCalls are the protocol functions, called directly. $TOKEN is the

@@ -26,6 +26,28 @@ func (a acquireArgs) call(key string, _ prepared) (string, []any) {
 			a.lockDelay.Microseconds()}
 }
 
+// rawUS is a's call with ttl_us and lock_delay_us as given: microseconds
+// no time.Duration holds.
+func (a acquireArgs) rawUS(ttlUS, delayUS int64) func(string, prepared) (string, []any) {
+	return func(key string, p prepared) (string, []any) {
+		sql, args := a.call(key, p)
+		args[2], args[7] = ttlUS, delayUS
+		return sql, args
+	}
+}
+
+// The bounds of what a caller stores: a lease from a millisecond to a year
+// (locker.MaxTTL), JSON of at most 8 KiB (locker.MaxJSONBytes), as
+// PostgreSQL stores it; past them by much, in text.
+const (
+	aYear    = 365 * 24 * time.Hour
+	maxInt64 = int64(^uint64(0) >> 1)
+	minInt64 = -maxInt64 - 1
+)
+
+// overSizedJSON is a JSON object larger than the schema keeps.
+var overSizedJSON = `{"x": "` + strings.Repeat("x", 8200) + `"}`
+
 // keyOf is a case's key when it must be a given one (a bad one).
 func keyOf(s string) *string { return &s }
 
@@ -204,5 +226,22 @@ func TestAcquire(t *testing.T) {
 		{name: "metadata an array", state: free(), call: acquireArgs{owner: me, ttl: time.Minute, metadata: `[1]`}.call, want: want{err: "23514"}},
 		{name: "lock-delay over a minute", state: free(), call: withDelay(mine, time.Minute+time.Microsecond).call, want: want{err: "23514"}},
 		{name: "negative lock-delay, no row", state: noRow(), call: withDelay(mine, -time.Second).call, want: want{err: "23514"}},
+		{name: "TTL under a millisecond", state: free(), call: withTTL(mine, time.Millisecond-time.Microsecond).call, want: want{err: "23514"}},
+		{name: "TTL over a year, no row", state: noRow(), call: withTTL(mine, aYear+time.Microsecond).call, want: want{err: "23514"}},
+		{name: "TTL over a year, free", state: free(), call: withTTL(mine, aYear+time.Microsecond).call, want: want{err: "23514"}},
+		{name: "TTL over a year, held by the caller", state: heldBy(me), call: withTTL(mine, aYear+time.Microsecond).call, want: want{err: "23514"}},
+		// Refused by the domain, by name (23514), not "interval out of
+		// range" (22008) or a lease to the year 287225.
+		{name: "ttl_us 9e18, free", state: free(), call: mine.rawUS(9e18, 0), want: want{err: "23514"}},
+		{name: "ttl_us 2^63-1, no row", state: noRow(), call: mine.rawUS(maxInt64, 0), want: want{err: "23514"}},
+		{name: "ttl_us 2^63-1, free", state: free(), call: mine.rawUS(maxInt64, 0), want: want{err: "23514"}},
+		{name: "ttl_us 2^63-1, held by the caller", state: heldBy(me), call: mine.rawUS(maxInt64, 0), want: want{err: "23514"}},
+		{name: "ttl_us -2^63, free", state: free(), call: mine.rawUS(minInt64, 0), want: want{err: "23514"}},
+		{name: "lock_delay_us 2^63-1, free", state: free(), call: mine.rawUS(time.Minute.Microseconds(), maxInt64), want: want{err: "23514"}},
+		{name: "lock_delay_us 2^63-1, no row", state: noRow(), call: mine.rawUS(time.Minute.Microseconds(), maxInt64), want: want{err: "23514"}},
+		{name: "metadata over 8 KiB", state: free(), call: acquireArgs{owner: me, ttl: time.Minute, metadata: overSizedJSON}.call, want: want{err: "23514"}},
+		{name: "metadata over 8 KiB, no row", state: noRow(), call: acquireArgs{owner: me, ttl: time.Minute, metadata: overSizedJSON}.call, want: want{err: "23514"}},
+		{name: "event detail over 8 KiB, logged", state: free(),
+			call: acquireArgs{owner: me, ttl: time.Minute, detail: overSizedJSON, logGrants: true}.call, want: want{err: "23514"}},
 	})
 }

@@ -15,10 +15,10 @@ func besideCall(key string, _ prepared) (string, []any) {
 		[]any{key, me, time.Minute.Microseconds(), (10 * time.Second).Microseconds(), (30 * time.Second).Microseconds()}
 }
 
-// releaseUnderQueueLockSQL: a release that found nobody to hand the key to
-// waits for the queue lock, then commits; an enqueue beside it that looked
-// at the row before waits for it.
-const releaseUnderQueueLockSQL = `WITH q AS (SELECT distributed_lock_queue_lock($1, true) AS x)
+// releaseUnderQueueLockSQL: a release that found nobody to hand the key to,
+// holding the queue lock exclusively; an enqueue beside it does not wait
+// for it.
+const releaseUnderQueueLockSQL = `WITH q AS (SELECT distributed_lock_queue_lock($1, true, interval '5 seconds') AS x)
 UPDATE distributed_lock SET released_at = clock_timestamp() WHERE lock_key = $1 AND EXISTS (SELECT FROM q)`
 
 func TestEnqueueBeside(t *testing.T) {
@@ -41,11 +41,10 @@ func TestEnqueueBeside(t *testing.T) {
 		{name: "nobody ever waited: nothing done", state: heldBy(other), call: besideCall, want: nothing(heldBy(other))},
 		{name: "the caller's live record: nothing done", state: alreadyQueued, call: besideCall, want: nothing(alreadyQueued)},
 		{name: "free: nothing done", state: free().queued(w1), call: besideCall, want: nothing(free().queued(w1))},
-		{name: "released while it waited for the queue lock: busy, nothing queued", state: queued, call: besideCall,
-			during: whileLocked(releaseUnderQueueLockSQL, true),
-			want: want{outcome: "busy", waiters: waiters(w1), row: rowWant{owner: other, token: keptToken, keptExpiry: true,
-				ttl: time.Minute, released: releasedNow, kind: "acquired", prevOwner: "earlier", prevToken: keptPrevious,
-				wakes: &span{time.Minute - slack, time.Minute}}}},
+		{name: "a release holds the queue lock: nothing done, no wait", state: queued, call: besideCall,
+			during: whileLocked(releaseUnderQueueLockSQL, false), want: nothing(queued)},
+		{name: "another role holds the queue lock: nothing done, no wait", state: queued, call: besideCall,
+			during: whileLocked(lockQueueExclusiveSQL, false), want: nothing(queued)},
 		{name: "held by another who waits for a key the caller holds: deadlock, not queued, nothing handed on",
 			state: queued.and(also{name: "b", state: heldBy(me).queued(other)}), call: besideCall, want: want{
 				outcome: "deadlock", owner: other, token: keptToken, row: untouched, waiters: waiters(w1),

@@ -271,6 +271,11 @@ func TestEnqueue(t *testing.T) {
 		{name: "negative TTL, queued", state: heldBy(other), call: enqueueArgs{owner: me, ttl: -time.Microsecond}.call, want: want{err: "23514"}},
 		{name: "metadata an array, queued", state: heldBy(other), call: enqueueArgs{owner: me, metadata: "[1]"}.call, want: want{err: "23514"}},
 		{name: "negative TTL, free", state: free(), call: enqueueArgs{owner: me, ttl: -time.Microsecond}.call, want: want{err: "23514"}},
+		{name: "TTL over a year, queued", state: heldBy(other), call: enqueueArgs{owner: me, ttl: aYear + time.Microsecond}.call, want: want{err: "23514"}},
+		{name: "claim window over a year, queued", state: heldBy(other), call: enqueueArgs{owner: me, claim: aYear + time.Microsecond}.call, want: want{err: "23514"}},
+		{name: "record seen for over a year, queued", state: heldBy(other), call: enqueueArgs{owner: me, seen: aYear + time.Microsecond}.call, want: want{err: "23514"}},
+		{name: "actor of 256 bytes, queued", state: heldBy(other), call: enqueueArgs{owner: me, actor: strings.Repeat("a", 256)}.call, want: want{err: "23514"}},
+		{name: "metadata over 8 KiB, queued", state: heldBy(other), call: enqueueArgs{owner: me, metadata: overSizedJSON}.call, want: want{err: "23514"}},
 	})
 }
 

@@ -101,6 +101,8 @@ func TestForceExpire(t *testing.T) {
 			call: forceArgs{fn: op.fn, token: slotTok(2), actor: "alice"}.call, want: notHeld},
 		{name: "actor of 256 bytes", state: heldBy(other), call: forceArgs{fn: op.fn, token: keptToken, actor: strings.Repeat("a", 256)}.call,
 			want: want{err: "23514"}},
+		{name: "reason over 8 KiB", state: heldBy(other), call: forceArgs{fn: op.fn, token: keptToken, reason: strings.Repeat("r", 8200)}.call,
+			want: want{err: "23514"}},
 	})
 }
 

@@ -77,5 +77,8 @@ func TestOpenSession(t *testing.T) {
 		{name: "metadata an array", state: noRow(), call: withBad(func(a *openSessionArgs) { a.meta = `[1]` }), want: refused},
 		{name: "metadata a string", state: noRow(), call: withBad(func(a *openSessionArgs) { a.meta = `"x"` }), want: refused},
 		{name: "metadata JSON null", state: noRow(), call: withBad(func(a *openSessionArgs) { a.meta = `null` }), want: refused},
+		{name: "metadata over 8 KiB", state: noRow(), call: withBad(func(a *openSessionArgs) { a.meta = overSizedJSON }), want: refused},
+		{name: "host of 256 bytes", state: noRow(), call: withBad(func(a *openSessionArgs) { a.host = strings.Repeat("h", 256) }), want: refused},
+		{name: "ttl over a year", state: noRow(), call: withBad(func(a *openSessionArgs) { a.ttl = aYear + time.Microsecond }), want: refused},
 	})
 }

@@ -13,7 +13,7 @@ func passOnCall(key string, _ prepared) (string, []any) {
 // reviveUnderQueueLockSQL: an enqueue beside the lease that ended, in
 // flight: holding the key's queue lock shared, it makes the key's lapsed
 // record live again (as its new record would be), then commits.
-const reviveUnderQueueLockSQL = `WITH q AS (SELECT distributed_lock_queue_lock($1, false) AS x)
+const reviveUnderQueueLockSQL = `WITH q AS (SELECT distributed_lock_try_queue_lock($1) AS x)
 UPDATE distributed_lock_waiter SET seen_until = clock_timestamp() + interval '30 seconds'
 WHERE lock_key = $1 AND EXISTS (SELECT FROM q)`
 
@@ -35,5 +35,9 @@ func TestPassOn(t *testing.T) {
 			state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: passOnCall,
 			during: whileLocked(reviveUnderQueueLockSQL, true),
 			want:   want{row: handedTo(w1, "acquired", other), notify: []notifyWant{handOffTo(w1, "acquired")}}},
+		{name: "the queue lock held past the bound (an enqueue in flight, or any role): a wake-up, not a wait",
+			state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: passOnCall,
+			during: whileLocked(lockQueueSharedSQL, false),
+			want:   want{row: untouched, waiters: waiters(w1), notify: []notifyWant{wakeUp}}},
 	})
 }

@@ -51,7 +51,7 @@ SELECT o, interval '10 seconds', clock_timestamp() - interval '1 hour', clock_ti
 FROM (VALUES ('lapsed for 2m', interval '-2 minutes'), ('lapsed for 30s', interval '-30 seconds'), ('live', interval '10 seconds')) v(o, a)`
 	pruneSQL = `SELECT * FROM distributed_lock_prune(free_for_us => $1, events_older_us => $2, gate_wait_ms => $3)`
 	// What a grant in flight holds, between drawing a token and writing it.
-	grantGateSQL = `SELECT pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0)`
+	grantGateSQL = `LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE`
 	leftSQL      = `SELECT (SELECT coalesce(array_agg(lock_key ORDER BY lock_key), '{}') FROM distributed_lock),
 		(SELECT coalesce(array_agg(owner_id::text ORDER BY owner_id), '{}') FROM distributed_lock_waiter),
 		(SELECT count(*) FROM distributed_lock_event),

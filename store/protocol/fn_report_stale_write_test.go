@@ -41,6 +41,10 @@ func TestReportStaleWrite(t *testing.T) {
 		}()},
 		{name: "actor of 256 bytes", state: heldBy(other), call: staleWriteArgs{owner: me, token: keptPrevious, actor: strings.Repeat("a", 256)}.call,
 			want: want{err: "23514"}},
+		{name: "detail over 8 KiB", state: heldBy(other), call: staleWriteArgs{owner: me, token: keptPrevious, detail: overSizedJSON}.call,
+			want: want{err: "23514"}},
+		{name: "owner of 256 bytes, by an actor", state: heldBy(other),
+			call: staleWriteArgs{owner: strings.Repeat("o", 256), token: keptPrevious, actor: "svc"}.call, want: want{err: "23514"}},
 	})
 }
 

@@ -19,7 +19,7 @@ func TestServeBeside(t *testing.T) {
 				slots:  []slotWant{asPrepared, slotHandedTo(w1, "acquired")},
 				notify: []notifyWant{slotHandOffTo(w1, "acquired", "semaphore")}}},
 		{name: "the first being served by another release: the next served", state: twoPermitWaiters, call: serveBesideCall,
-			during: whileLocked(claimFirstWaiterSQL, false),
+			during: whileLocked(serveFirstWaiterSQL, false),
 			want: want{row: untouched, waiters: []waiterWant{{owner: w1, mode: "semaphore", permits: 2}}, check: handedBy(w2),
 				slots:  []slotWant{asPrepared, slotHandedTo(w2, "acquired")},
 				notify: []notifyWant{slotHandOffTo(w2, "acquired", "semaphore")}}},

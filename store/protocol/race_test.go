@@ -92,12 +92,13 @@ func whileRowChanges(change string) during { return whileLocked(change, true) }
 
 // Locks whileLocked takes: slot 1 of the key's holders (its lease being
 // renewed), the record of the key's first waiter (refreshed by its
-// heartbeat; claimed too, being served by a release beside others), the
-// key's queue lock shared (an enqueue beside a running group).
+// heartbeat, FOR NO KEY UPDATE; or being served by a release beside
+// others, FOR UPDATE), the key's queue lock shared (an enqueue beside a
+// running group) or exclusively (a release that found nobody).
 const (
-	lockFirstSlotSQL    = `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
-	lockFirstWaiterSQL  = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
-	claimFirstWaiterSQL = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1)
-		AND distributed_lock_claim_waiter(waiter_id) FOR UPDATE`
-	lockQueueSharedSQL = `SELECT distributed_lock_queue_lock($1, false)`
+	lockFirstSlotSQL      = `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
+	lockFirstWaiterSQL    = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR NO KEY UPDATE`
+	serveFirstWaiterSQL   = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
+	lockQueueSharedSQL    = `SELECT distributed_lock_try_queue_lock($1)`
+	lockQueueExclusiveSQL = `SELECT distributed_lock_queue_lock($1, true, interval '5 seconds')`
 )

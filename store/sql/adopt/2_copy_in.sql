@@ -20,11 +20,12 @@ BEGIN
     -- Through text, so one statement reads either column type: a local
     -- time is placed in zone, an instant is kept as it is.
     -- The reference recorded neither when a lock was taken nor its TTL: a
-    -- lock counts as taken at the adoption, with the lease it has left (an
-    -- expired one: a nominal millisecond, as the domain wants a length).
+    -- lock counts as taken at the adoption, with the lease it has left, as
+    -- the domain bounds a length (an expired one: a nominal millisecond; one
+    -- for longer than a year: a year, its expiry kept).
     INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at)
     SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at,
-           greatest(r.expires_at - adopted, interval '1 millisecond'), adopted
+           least(greatest(r.expires_at - adopted, interval '1 millisecond'), interval '365 days'), adopted
     FROM (SELECT a.lock_key, a.owner_id, a.fence_token,
                  CASE WHEN local THEN a.expires_at::text::timestamp AT TIME ZONE zone
                       ELSE a.expires_at::text::timestamptz END AS expires_at

@@ -8,18 +8,22 @@
 -- gets the same guarantees (docs/protocol.md: arguments, result columns,
 -- outcomes).
 --
--- Each protocol function pins search_path (SET search_path FROM CURRENT) to
--- the one set here: the lock schema, where the function itself is created
--- (objects created unqualified go to the first schema of the path), then
--- pg_catalog, then pg_temp last, so no temporary object can stand in for a
--- lock table. It is taken from current_schema(), so every lock namespace
--- (schema) gets functions on its own tables. Only the migrating role may
--- create objects in the lock schema (lockctl grant gives other roles USAGE,
--- never CREATE), so nothing there can stand in for a built-in either. The
--- rules (rules.sql) pin nothing: PostgreSQL inlines them into the protocol
--- functions, whose path they then run under. Transaction-local: migrate
--- re-creates the functions in one transaction (and psql -1 runs schema.sql
--- in one).
+-- Each protocol function pins its search_path: pg_catalog first, so no
+-- function or operator of the lock schema can stand in for a built-in of
+-- the same name and argument types; then the lock schema, for the lock
+-- tables and functions, unqualified, so every lock namespace (schema) gets
+-- functions on its own tables; pg_temp last, so no temporary object can
+-- stand in for a lock table. PostgreSQL creates unqualified objects in the
+-- first schema of the path, here the lock schema (from current_schema()),
+-- so the functions are created under the path set below, with SET
+-- search_path FROM CURRENT, and 98_search_path_pin.sql pins them to the
+-- path above once they exist. What is left, a function or operator on
+-- lockctl's own types made in the lock schema by another role, is what
+-- migrate refuses: a lock schema where other roles may create, or objects
+-- there that they own (sql/guard/lock_schema.sql). The rules (rules.sql) pin
+-- nothing: PostgreSQL inlines them into the protocol functions, whose path
+-- they then run under. Transaction-local: migrate re-creates the functions
+-- in one transaction (and psql -1 runs schema.sql in one).
 --
 -- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
 -- the call holds the key's row lock (distributed_lock_acquire, which never
@@ -29,4 +33,4 @@
 -- time from before the wait. A call's events carry that now too, so a
 -- release and the hand-off it made share one instant.
 SELECT pg_catalog.set_config('search_path',
-    pg_catalog.quote_ident(pg_catalog.current_schema()) || ', pg_catalog, pg_temp', true);
+    pg_catalog.quote_ident(pg_catalog.current_schema()) OPERATOR(pg_catalog.||) ', pg_catalog, pg_temp', true);

@@ -51,11 +51,11 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, owner, session_user),
         previous_owner = l.owner_id, previous_token = l.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), lock_delay = lock_delay_us * interval '1 microsecond',
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
@@ -127,8 +127,8 @@ BEGIN
     -- unless another
     -- transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
-        expires_at = ts + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us),
+        ttl = distributed_lock_us(ttl_us),
         renewed_at = ts,
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
@@ -147,10 +147,10 @@ BEGIN
 END $$;
 
 -- distributed_lock_first_grant is distributed_lock_acquire's insert: the
--- first grant of key, which has no row. It takes the gate, a shared
--- advisory lock that distributed_lock_prune takes exclusively, so deleting
--- rows can never let a key's tokens go backwards (see there), and draws the
--- token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
+-- first grant of key, which has no row. It takes the prune gate (a lock on
+-- distributed_lock_prune_gate that first grants share and
+-- distributed_lock_prune excludes), so deleting rows can never let a key's
+-- tokens go backwards (see there), and draws the token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
 -- the insert, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
     key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
@@ -162,12 +162,12 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond', ts,
-            coalesce(lease_metadata, '{}'), lock_delay_us * interval '1 microsecond')
+            ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
+            coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
     ON CONFLICT (lock_key) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;

@@ -22,8 +22,8 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 BEGIN
     UPDATE distributed_lock l
-    SET expires_at = c.ts + ttl_us * interval '1 microsecond',
-        ttl = ttl_us * interval '1 microsecond',
+    SET expires_at = c.ts + distributed_lock_us(ttl_us),
+        ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
     FROM (SELECT k.r, clock_timestamp() AS ts
@@ -54,7 +54,11 @@ END $$;
 -- wakes the processes that wait for the key (distributed_lock_wake). Before
 -- it wakes them it waits, on the key's queue lock, for the enqueues in
 -- flight beside the lease that ended (14_queue_beside.sql), and hands the
--- key to whoever they queued. Call
+-- key to whoever they queued. That wait is bounded, 5 s (any role may hold
+-- the queue lock; no enqueue holding it waits for the row the caller
+-- holds): past it, a record queued unseen finds the key free at its
+-- waiter's next check, when the lease it queued behind would have ended,
+-- or sooner. Call
 -- it only when the row's wake_until is after ts (someone may wait): a
 -- NOTIFY serialises the commits of every notifying transaction in the
 -- cluster, a cost releases nobody waits for should not pay, and reading
@@ -64,7 +68,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
-        PERFORM distributed_lock_queue_lock(key, true);
+        PERFORM distributed_lock_queue_lock(key, true, interval '5 seconds');
         -- Handed now: a record queued while this waited must not get a
         -- claim window counted from before it asked.
         IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN

@@ -99,10 +99,10 @@ BEGIN
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     -- NOTIFY channels are per database, and a database may hold several
-    -- lock schemas: the payload names this one (the pinned search_path's
-    -- first schema), whose waiter ids these are.
+    -- lock schemas: the payload names this one, whose waiter ids these
+    -- are.
     PERFORM distributed_lock_announce(w, ts, json_build_object(
-        'schema', current_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
+        'schema', distributed_lock_schema(), 'key', key, 'waiter', w.waiter_id, 'owner', g.owner_id, 'token', g.fence_token,
         'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM g.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM g.ttl) * 1000000)::bigint,
@@ -129,9 +129,9 @@ BEGIN
     INSERT INTO distributed_lock_waiter AS w
         (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
          lock_mode, permits)
-    VALUES (key, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-            claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
-            lock_delay_us * interval '1 microsecond', channel, mode, permits)
+    VALUES (key, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+            distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
+            distributed_lock_us(lock_delay_us), channel, mode, permits)
     RETURNING w.waiter_id INTO id;
     RETURN id;
 END $$;
@@ -153,10 +153,10 @@ DECLARE
     id bigint;
 BEGIN
     UPDATE distributed_lock_waiter w SET
-        seen_until = ts + seen_for_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
-        claim_window = claim_us * interval '1 microsecond', metadata = coalesce(lease_metadata, '{}'),
+        seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, ttl = distributed_lock_us(ttl_us),
+        claim_window = distributed_lock_us(claim_us), metadata = coalesce(lease_metadata, '{}'),
         log_grants = distributed_lock_take_over_waiter.log_grants, actor = nullif(event_actor, ''),
-        lock_delay = lock_delay_us * interval '1 microsecond', wake_channel = channel, lock_mode = mode,
+        lock_delay = distributed_lock_us(lock_delay_us), wake_channel = channel, lock_mode = mode,
         permits = distributed_lock_take_over_waiter.permits
     WHERE w.waiter_id = (SELECT min(x.waiter_id) FROM distributed_lock_waiter x
                          WHERE x.lock_key = key AND x.owner_id = owner AND x.seen_until > ts
@@ -174,9 +174,9 @@ CREATE OR REPLACE FUNCTION distributed_lock_keep_waking(key text, ts timestamptz
 RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE distributed_lock l SET wake_until = ts + 2 * seen_for_us * interval '1 microsecond'
+    UPDATE distributed_lock l SET wake_until = ts + 2 * distributed_lock_us(seen_for_us)
     WHERE l.lock_key = key
-      AND (l.wake_until IS NULL OR l.wake_until < ts + seen_for_us * interval '1 microsecond');
+      AND (l.wake_until IS NULL OR l.wake_until < ts + distributed_lock_us(seen_for_us));
 END $$;
 
 -- distributed_lock_enqueue is a waiting acquirer's first and usually only
@@ -374,7 +374,7 @@ BEGIN
             -- The key's row before the record, as everywhere: keep_waking
             -- locks it only when it writes.
             PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             -- The update may have waited for a hand-off to this record:
             -- judge the answer after it.
@@ -398,7 +398,7 @@ BEGIN
         END IF;
         -- A lapsed record is not revived: its waiter is gone.
         IF r.handed_to IS DISTINCT FROM id THEN
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
             RETURNING w.owner_id INTO waiting;
             IF FOUND THEN
@@ -513,14 +513,15 @@ BEGIN
     -- The records are locked in key order too, as a release of several
     -- keys locks each key's head record in turn: in another order (their
     -- ids'), a heartbeat and such a release could each wait for a record
-    -- the other holds.
+    -- the other holds. FOR NO KEY UPDATE, not FOR UPDATE, which says a
+    -- release serves the record (distributed_lock_lock_to_serve).
     RETURN QUERY
         WITH seen AS (
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id IN (SELECT x.waiter_id FROM distributed_lock_waiter x
                                   WHERE x.waiter_id = ANY (ids) AND x.seen_until > ts
                                     AND x.owner_role = session_user
-                                  ORDER BY x.lock_key, x.waiter_id FOR UPDATE)
+                                  ORDER BY x.lock_key, x.waiter_id FOR NO KEY UPDATE)
             RETURNING w.waiter_id, w.lock_key, w.group_id
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)

@@ -130,17 +130,20 @@ END $$;
 -- the gate to give another of its keys a row (distributed_lock_lock_set),
 -- and each would wait for the other.
 --
--- It first takes the gate exclusively: it waits until no grant is between
--- drawing a token and writing it (a key's first grant holds the gate
--- shared, see distributed_lock_first_grant), and keeps new ones out until
--- the transaction ends. Deleting a key's row is what could let a token go
+-- It first takes the gate (distributed_lock_prune_gate SHARE ROW
+-- EXCLUSIVE): it waits until no grant is between drawing a token and
+-- writing it (a key's first grant holds the gate ROW EXCLUSIVE, see
+-- distributed_lock_first_grant), and keeps new ones out until the
+-- transaction ends. Deleting a key's row is what could let a token go
 -- backwards: a grant that drew token t on its insert path would insert t
 -- after the key was granted a larger token, released and pruned. With the
 -- gate, every grant that drew a token before the delete has finished
 -- before it, and every grant after it draws a larger token than any the
 -- deleted row had. It waits at most gate_wait_ms (a grant inside a long
--- transaction holds the gate until that ends); past that it fails with
--- SQLSTATE 55P03 and deletes nothing. Its now is read after the gate.
+-- transaction holds the gate until that ends, and so may a statement, by
+-- a role with USAGE on the schema, naming the gate while it is planned);
+-- past that it fails with SQLSTATE 55P03 and deletes nothing. New first
+-- grants wait behind it meanwhile. Its now is read after the gate.
 CREATE OR REPLACE FUNCTION distributed_lock_prune(
     free_for_us bigint, events_older_us bigint DEFAULT NULL, gate_wait_ms bigint DEFAULT 5000,
     OUT locks bigint, OUT waiters bigint, OUT events bigint, OUT sessions bigint)
@@ -151,14 +154,14 @@ DECLARE
     ts timestamptz;
 BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
-    PERFORM pg_advisory_xact_lock('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN SHARE ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
     -- running group's row is never free, so none of them holds a lease.
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE coalesce(x.released_at, x.expires_at) < ts - free_for_us * interval '1 microsecond'
+                             WHERE coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
                                AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
                              FOR UPDATE SKIP LOCKED)
         RETURNING l.lock_key
@@ -173,7 +176,7 @@ BEGIN
     events := 0;
     IF events_older_us IS NOT NULL THEN
         DELETE FROM distributed_lock_event e
-        WHERE e.occurred_at < ts - events_older_us * interval '1 microsecond';
+        WHERE e.occurred_at < ts - distributed_lock_us(events_older_us);
         GET DIAGNOSTICS events = ROW_COUNT;
     END IF;
     PERFORM set_config('lock_timeout', caller_lock_timeout, true);

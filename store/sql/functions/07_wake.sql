@@ -8,6 +8,17 @@
 -- a hand-off's grant, or {"schema", "key"} for a wake-up, which names no
 -- waiter.
 
+-- distributed_lock_schema is the lock schema's name, as a payload names it:
+-- the schema of the lock tables these functions use (their current_schema()
+-- is pg_catalog, first on their path). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_schema()
+RETURNS text
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN (SELECT n.nspname FROM pg_namespace n JOIN pg_class c ON c.relnamespace = n.oid
+            WHERE c.oid = 'distributed_lock'::regclass);
+END $$;
+
 -- distributed_lock_wake_channel wakes the waiters of key that listen on
 -- channel (a record's wake_channel; NULL: the shared distributed_lock) to
 -- check the queue. Internal.
@@ -18,7 +29,7 @@ BEGIN
     IF channel IS NULL THEN
         PERFORM pg_notify('distributed_lock', key);
     ELSE
-        PERFORM pg_notify(channel, json_build_object('schema', current_schema(), 'key', key)::text);
+        PERFORM pg_notify(channel, json_build_object('schema', distributed_lock_schema(), 'key', key)::text);
     END IF;
 END $$;
 

@@ -43,8 +43,8 @@ BEGIN
             owner_id       = owner,
             owner_role     = session_user,
             fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            expires_at     = ts + ttl_us * interval '1 microsecond',
-            ttl            = ttl_us * interval '1 microsecond',
+            expires_at     = ts + distributed_lock_us(ttl_us),
+            ttl            = distributed_lock_us(ttl_us),
             acquired_at    = ts,
             renewed_at     = NULL,
             renew_count    = 0,
@@ -53,7 +53,7 @@ BEGIN
             previous_owner = l.owner_id,
             previous_token = l.fence_token,
             metadata       = coalesce(lease_metadata, '{}'),
-            lock_delay     = lock_delay_us * interval '1 microsecond',
+            lock_delay     = distributed_lock_us(lock_delay_us),
             delay_until    = NULL,
             handed_to      = NULL
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
@@ -150,11 +150,11 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz;
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared('distributed_lock'::regclass::oid::int, 0);
+    LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     ts := clock_timestamp();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts, ttl_us * interval '1 microsecond', ts, ts)
+            ts, distributed_lock_us(ttl_us), ts, ts)
     ON CONFLICT (lock_key) DO NOTHING;
 END $$;
 
@@ -252,10 +252,10 @@ BEGIN
         INSERT INTO distributed_lock_waiter AS w
             (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id,
              wake_channel)
-        SELECT s.k, owner, ts + seen_for_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
-               claim_us * interval '1 microsecond', coalesce(lease_metadata, '{}'),
+        SELECT s.k, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+               distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
-               lock_delay_us * interval '1 microsecond', g, channel
+               distributed_lock_us(lock_delay_us), g, channel
         FROM unnest(ks) s(k)
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
@@ -399,7 +399,7 @@ BEGIN
     END LOOP;
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
-            UPDATE distributed_lock_waiter w SET seen_until = ts + seen_for_us * interval '1 microsecond'
+            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = ANY (ids) AND w.seen_until > ts AND w.owner_role = session_user
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;

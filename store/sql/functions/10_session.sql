@@ -35,7 +35,7 @@ DECLARE
 BEGIN
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
     VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
-            ttl_us * interval '1 microsecond', ts, ts + ttl_us * interval '1 microsecond')
+            distributed_lock_us(ttl_us), ts, ts + distributed_lock_us(ttl_us))
     RETURNING s.session_id, s.expires_at, s.ttl INTO session_id, expires_at, ttl;
 END $$;
 

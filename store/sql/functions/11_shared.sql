@@ -146,7 +146,7 @@ BEGIN
         lock_mode = mode, permits = n,
         owner_id = '*',
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = distributed_lock_group_end(), ttl = ttl_us * interval '1 microsecond',
+        expires_at = distributed_lock_group_end(), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, '*', l.owner_role),
         -- A row made for this group (owner '*', released as it was made,
@@ -186,8 +186,8 @@ BEGIN
         grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
                           ELSE 'acquired' END,
         previous_owner = s.owner_id, previous_token = s.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), ttl = ttl_us * interval '1 microsecond',
-        acquired_at = ts, expires_at = ts + ttl_us * interval '1 microsecond',
+        metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
+        acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
         renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
                                   WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
@@ -209,8 +209,8 @@ BEGIN
         INSERT INTO distributed_lock_holder AS s
             (lock_key, slot, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
         VALUES (key, next, owner, role, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-                coalesce(lease_metadata, '{}'), ttl_us * interval '1 microsecond', ts,
-                ts + ttl_us * interval '1 microsecond')
+                coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
+                ts + distributed_lock_us(ttl_us))
         ON CONFLICT DO NOTHING
         RETURNING s.* INTO h;
         IF FOUND THEN
@@ -359,7 +359,7 @@ DECLARE
 BEGIN
     -- owner's own running slot: a renewal, same token.
     UPDATE distributed_lock_holder s SET
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
     WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
                                   WHERE x.lock_key = key AND x.owner_id = owner AND x.owner_role = session_user
@@ -440,7 +440,7 @@ BEGIN
     FOR NO KEY UPDATE;
     ts := clock_timestamp();
     UPDATE distributed_lock_holder s SET
-        expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
     WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
       AND s.released_at IS NULL AND s.expires_at > ts

@@ -62,7 +62,7 @@ BEGIN
     END IF;
     PERFORM set_config('synchronous_commit', 'on', true);
     PERFORM distributed_lock_announce(w, ts, json_build_object(
-        'schema', current_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
+        'schema', distributed_lock_schema(), 'key', w.lock_key, 'waiter', w.waiter_id, 'owner', h.owner_id,
         'token', h.fence_token, 'acquired_us', (extract(epoch FROM ts) * 1000000)::bigint,
         'expires_us', (extract(epoch FROM h.expires_at) * 1000000)::bigint,
         'ttl_us', (extract(epoch FROM h.ttl) * 1000000)::bigint, 'kind', kind, 'mode', w.lock_mode)::text);
@@ -88,10 +88,13 @@ DECLARE
 BEGIN
     LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        -- FOR NO KEY UPDATE: it may stop here without serving the head,
+        -- and a release beside this call passes over only a record locked
+        -- FOR UPDATE (distributed_lock_lock_to_serve).
         SELECT * INTO w FROM distributed_lock_waiter x
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
-        FOR UPDATE;
+        FOR NO KEY UPDATE;
         EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
         stole := false;
         IF distributed_lock_open(r, ts) THEN
@@ -122,7 +125,7 @@ BEGIN
     RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
                     AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false);
+                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
@@ -150,9 +153,9 @@ END $$;
 -- instead, beside the other waiters' enqueues, the holders' grants and the
 -- releases that hand their permit straight on (13_shared_release.sql): it
 -- changes nothing on the row. It takes the key's queue lock shared
--- (distributed_lock_queue_lock) before it looks for room, which orders it
--- with a release beside it that found nobody to hand its permit to; the
--- row changed between its look and its lock is answered 'busy'. With
+-- (distributed_lock_try_queue_lock) before it looks for room, which orders
+-- it with a release beside it that found nobody to hand its permit to;
+-- the row changed between its look and its lock is answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
 -- (distributed_lock_commit_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
@@ -204,7 +207,15 @@ BEGIN
         END IF;
         -- Before looking for room: a release beside this call that finds
         -- nobody to hand its permit to waits for it (13_shared_release.sql).
-        PERFORM distributed_lock_queue_lock(key, false);
+        -- Held exclusively, by such a release (it commits soon) or by
+        -- another role, it is waited for a moment and then gone without:
+        -- a release that cannot have it in turn ends its lease under the
+        -- row for update, which waits for this call (one that holds it
+        -- longer, its commit slow, leaves its permit to this waiter's next
+        -- check).
+        IF NOT distributed_lock_try_queue_lock(key) THEN
+            PERFORM distributed_lock_queue_lock(key, false, interval '200 milliseconds');
+        END IF;
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
@@ -256,7 +267,7 @@ BEGIN
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in
     -- a condition would be the column.)
-    UPDATE distributed_lock_holder s SET expires_at = ts + ttl_us * interval '1 microsecond',
+    UPDATE distributed_lock_holder s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
     WHERE s.lock_key = key AND s.handed_to = distributed_lock_enqueue_shared.waiter_id AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind

@@ -29,9 +29,11 @@
 --     permit free.
 --   * Its waits are bounded (lock_timeout, below PostgreSQL's default
 --     deadlock_timeout): an enqueue it waits for may in turn wait for a
---     row it holds. Past the bound it is undone, as when it finds nobody
---     to pin, and the lease ends under the row for update, a wait that
---     holds nothing.
+--     row it holds, and any role may hold the queue lock, an advisory
+--     lock. Past the bound it is undone, as when it finds nobody to pin,
+--     and the lease ends under the row for update, a wait that holds
+--     nothing, which the enqueues beside it (holding the row FOR SHARE)
+--     are ordered with.
 
 -- distributed_lock_release_holder releases owner's slot of key granted
 -- with token beside the other holders, as the caller's release: logged
@@ -86,7 +88,9 @@ BEGIN
             -- beside this release (distributed_lock_queue_lock), then serve
             -- whoever they queued, waiting for a head another transaction
             -- has locked. An enqueue after this sees the permit free.
-            PERFORM distributed_lock_queue_lock(key, true);
+            IF NOT distributed_lock_queue_lock(key, true, interval '200 milliseconds') THEN
+                RAISE SQLSTATE 'LK001';
+            END IF;
             PERFORM distributed_lock_serve_holders(key, clock_timestamp());
         END IF;
         RETURN h;
@@ -98,61 +102,95 @@ BEGIN
     END;
 END $$;
 
--- distributed_lock_queue_lock takes the transaction-level advisory lock
--- that orders the enqueues beside a running group (shared, each taking it
--- before it looks for room) with a release beside them that found nobody
--- to hand its permit to (exclusive, waiting for every enqueue in flight).
--- One per key and lock schema (the waiter table's oid); a hash collision
--- only makes one wait for the other. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-BEGIN
-    IF exclusive THEN
-        PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
-    ELSE
-        PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
-    END IF;
-END $$;
+-- The key's queue lock orders the enqueues beside its lease or running
+-- group (they take it shared, before they look at the key again: an
+-- enqueue beside an exclusive lease, 14_queue_beside.sql, and one joining
+-- a group's queue, 12_shared_queue.sql) with a release that found nobody
+-- to hand the key or its permit to (it takes it exclusively, waiting for
+-- every enqueue in flight, then hands on to whoever they queued:
+-- distributed_lock_pass_on, distributed_lock_release_holder). It is a
+-- transaction-level advisory lock, one per key and lock schema (the waiter
+-- table's oid; a hash collision only makes one wait for the other), and
+-- any role may take an advisory lock: so no call waits for it without a
+-- bound. An enqueue beside an exclusive lease does not wait at all (held
+-- exclusively, or asked for, it queues under the row lock instead, which
+-- orders it with releases as well).
 
--- distributed_lock_claim_waiter takes the transaction-level advisory lock
--- that says this transaction serves waiter record id: a release beside
--- others claims a record before it locks it, so another release beside it
--- passes over the records being served, and only those. A record may be
--- locked for other reasons for a moment (its process's heartbeat
--- refreshing it), and passing over that one would serve the waiter behind
--- it first. One per waiter and lock schema (the holder table's oid); ids
--- 2^31 apart share one, and a release then passes over a record nobody
--- serves, serving the next. False when another transaction has it.
+-- distributed_lock_try_queue_lock takes key's queue lock shared if it is
+-- free of exclusive holders and requests now, and says whether it did.
 -- Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_claim_waiter(id bigint)
+CREATE OR REPLACE FUNCTION distributed_lock_try_queue_lock(key text)
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN pg_try_advisory_xact_lock('distributed_lock_holder'::regclass::oid::int, (id % 2147483648)::int);
+    RETURN pg_try_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
 END $$;
 
--- distributed_lock_lock_claimed locks waiter record id, which the caller
--- claimed (distributed_lock_claim_waiter), while it still waits, live at
--- ts, for a lease of the kind of row r's group (mode, permits). Another
--- transaction holding it is not serving it, so the record is waited for:
--- a heartbeat commits in a moment. The wait is bounded (lock_timeout,
--- within a subtransaction), for a transaction that might in turn wait for
--- this one: past it, the record is passed over, as is one that is gone
--- or waits for another kind. Returns the record locked, or NULL columns.
+-- distributed_lock_queue_lock takes key's queue lock (exclusively, or
+-- shared), waiting at most wait for it: false past that, without it. The
+-- caller's lock_timeout is kept. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_lock(key text, exclusive boolean, wait interval)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    caller_lock_timeout text := current_setting('lock_timeout');
+    got boolean := true;
+BEGIN
+    PERFORM set_config('lock_timeout', ceil(extract(epoch FROM wait) * 1000) || 'ms', true);
+    BEGIN
+        IF exclusive THEN
+            PERFORM pg_advisory_xact_lock('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+        ELSE
+            PERFORM pg_advisory_xact_lock_shared('distributed_lock_waiter'::regclass::oid::int, hashtext(key));
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        got := false;
+    END;
+    PERFORM set_config('lock_timeout', caller_lock_timeout, true);
+    RETURN got;
+END $$;
+
+-- distributed_lock_lock_to_serve locks waiter record id to serve it, while
+-- it still waits, live at ts, for a lease of the kind of row r's group.
+-- A release serves a record under its row lock FOR UPDATE (and consumes
+-- it); whatever else locks a record takes less: its process's heartbeat,
+-- its own check, a release that looks at the head of the queue (FOR NO
+-- KEY UPDATE). So a record locked FOR UPDATE (or being removed) is being
+-- served by another release beside this one, and is passed over at once,
+-- and only such a record: one locked otherwise commits in a moment and is
+-- waited for, as passing it over would serve the waiter behind it first.
+-- FOR KEY SHARE conflicts only with FOR UPDATE, so a lock of it that would
+-- be granted at once says which (it is undone at once: kept, two releases
+-- waiting for the same record would each wait for the other's). The wait
+-- is bounded (lock_timeout, within a subtransaction), for a transaction
+-- that might in turn wait for this one: past it, the record is passed
+-- over, as is one that is gone or waits for another kind. No role but the
+-- owner may lock a record. Returns the record locked, or NULL columns.
 -- Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_lock_claimed(id bigint, r distributed_lock, ts timestamptz)
+CREATE OR REPLACE FUNCTION distributed_lock_lock_to_serve(id bigint, r distributed_lock, ts timestamptz)
 RETURNS distributed_lock_waiter
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '500ms' AS $$
 DECLARE
     w distributed_lock_waiter;
+    served boolean := true;
 BEGIN
-    -- Without waiting first: the subtransaction below only when needed.
+    -- Without waiting first: the subtransactions below only when needed.
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
       AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
     FOR UPDATE SKIP LOCKED;
     IF FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id AND x.seen_until > ts) THEN
+        RETURN w;
+    END IF;
+    BEGIN
+        PERFORM 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id FOR KEY SHARE SKIP LOCKED;
+        IF FOUND THEN
+            RAISE SQLSTATE 'LK001';
+        END IF;
+    EXCEPTION WHEN SQLSTATE 'LK001' THEN
+        served := false;
+    END;
+    IF served THEN
         RETURN w;
     END IF;
     BEGIN
@@ -169,7 +207,7 @@ END $$;
 -- distributed_lock_serve_beside hands the room a release beside others
 -- made (the group's row held FOR SHARE) to the waiters queued for it at
 -- ts, in turn: the first live record no other release is serving
--- (distributed_lock_claim_waiter), while it waits for a lease of the
+-- (distributed_lock_lock_to_serve), while it waits for a lease of the
 -- group's kind and no record ahead of it waits for anything else (a
 -- queued writer is not overtaken), until the group has no room. Returns
 -- the first waiter it served, or NULL. Internal.
@@ -207,10 +245,8 @@ BEGIN
             ORDER BY x.waiter_id LIMIT 1;
             EXIT WHEN NOT FOUND;
             -- Passed over when another release serves it.
-            IF distributed_lock_claim_waiter(candidate) THEN
-                w := distributed_lock_lock_claimed(candidate, r, ts);
-                EXIT WHEN w.waiter_id IS NOT NULL;
-            END IF;
+            w := distributed_lock_lock_to_serve(candidate, r, ts);
+            EXIT WHEN w.waiter_id IS NOT NULL;
             after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;

@@ -8,14 +8,16 @@
 -- record. Such an enqueue takes no lock on the row at all.
 --
 -- The release that frees the key must still reach it. The enqueue takes the
--- key's queue lock shared (distributed_lock_queue_lock) and only then reads
--- the row again: a release committed before that is seen, and the call
--- answers 'busy' (the caller enqueues again, now under the row lock); a
--- release that commits after it and finds nobody to hand the key to waits
--- for the queue lock (distributed_lock_pass_on), that is for every enqueue
--- in flight, then hands the key to whoever they queued. A lease that
--- lapses unreleased is taken over at the waiters' checks, which they make
--- when it ends, as for any waiter.
+-- key's queue lock shared (distributed_lock_try_queue_lock) and only then
+-- reads the row again: a release committed before that is seen, and the
+-- call answers 'busy' (the caller enqueues again, now under the row lock);
+-- a release that commits after it and finds nobody to hand the key to
+-- waits for the queue lock (distributed_lock_pass_on), that is for every
+-- enqueue in flight, then hands the key to whoever they queued. When the
+-- queue lock is not to be had at once (a release waits for it, or holds
+-- it), the enqueue queues under the row lock instead. A lease that lapses
+-- unreleased is taken over at the waiters' checks, which they make when it
+-- ends, as for any waiter.
 
 -- distributed_lock_lease_joinable: whether owner may queue for r's key
 -- beside the other waiters (distributed_lock_enqueue_beside) at ts: r is an
@@ -27,7 +29,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
-                    AND r.wake_until >= ts + seen_for_us * interval '1 microsecond', false)
+                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false)
         AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
                         WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
 END $$;
@@ -38,17 +40,20 @@ END $$;
 -- changed (locked by another transaction), it first waits for that change
 -- beside the other waiters, FOR SHARE, and looks again: if owner may now
 -- queue beside the others (the change was an enqueue that made the
--- queue's releases hand off), it returns beside true, holding nothing.
--- Whether it may is the rule of the lease it waits for (mode): an
--- exclusive one's (distributed_lock_lease_joinable), or for a shared lease
--- or one of n permits, a running group's of that kind
+-- queue's releases hand off) and the key's queue lock is to be had at once
+-- (distributed_lock_try_queue_lock, let go again: the caller takes it), it
+-- returns beside true, holding nothing. Whether it may is the rule of the
+-- lease it waits for (mode): an exclusive one's
+-- (distributed_lock_lease_joinable), or for a shared lease or one of n
+-- permits, a running group's of that kind
 -- (distributed_lock_queue_joinable). Many waiters that come to a key at
 -- once then wait for the first one's commit together, instead of taking
 -- the row in turn; behind a running group, whose releases and joining
 -- enqueues hold the row for share one after another, a wait for update
 -- could last as long as they keep coming. Each wait is undone once over
 -- (a subtransaction), its lock with it; the third try waits for the row
--- lock as any other. Internal.
+-- lock as any other, as does every try while the queue lock is held or
+-- asked for exclusively. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
     key text, owner text, seen_for_us bigint, mode text, n integer, OUT r distributed_lock, OUT beside boolean)
 RETURNS record
@@ -73,9 +78,15 @@ BEGIN
         END;
         IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp())
                  ELSE distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) END) THEN
-            r := NULL;
-            beside := true;
-            RETURN;
+            BEGIN
+                IF distributed_lock_try_queue_lock(key) THEN
+                    RAISE SQLSTATE 'LK002';
+                END IF;
+            EXCEPTION WHEN SQLSTATE 'LK002' THEN
+                r := NULL;
+                beside := true;
+                RETURN;
+            END;
         END IF;
     END LOOP;
 END $$;
@@ -87,8 +98,9 @@ END $$;
 -- above). Outcome
 -- 'queued', or 'deadlock' (the record removed again, as the enqueue's), or
 -- 'busy' (nothing done) when the key changed hands before the queue lock
--- was taken; NULL (nothing done) when the key is not joinable: the caller
--- queues under the row lock. Internal.
+-- was taken; NULL (nothing done) when the key is not joinable or the
+-- queue lock was not to be had at once: the caller queues under the row
+-- lock. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_beside(
     key text, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
     event_actor text, log_grants boolean, lock_delay_us bigint, channel text,
@@ -106,8 +118,10 @@ BEGIN
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         RETURN;
     END IF;
+    IF NOT distributed_lock_try_queue_lock(key) THEN
+        RETURN;
+    END IF;
     lock_key := key;
-    PERFORM distributed_lock_queue_lock(key, false);
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     ts := clock_timestamp();
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN

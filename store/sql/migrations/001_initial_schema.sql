@@ -29,23 +29,47 @@ CREATE TABLE distributed_lock_epoch (
 );
 INSERT INTO distributed_lock_epoch (timeline, base) VALUES (0, 0);
 
+-- The prune gate (distributed_lock_prune): a key's first grant locks this
+-- table ROW EXCLUSIVE while it draws and writes its token, prune locks it
+-- SHARE ROW EXCLUSIVE while it deletes. It holds nothing and nobody is
+-- granted anything on it: LOCK TABLE asks for a privilege before it locks,
+-- and what any role may take without one (ACCESS SHARE, which a size
+-- function takes by the table's oid; ROW EXCLUSIVE while a statement
+-- naming it is planned, by a role with USAGE on the schema) never holds a
+-- first grant back. An advisory lock would be anyone's to hold.
+CREATE TABLE distributed_lock_prune_gate ();
+
 -- Value rules, as domains rather than table CHECK constraints: PostgreSQL
 -- parses and plans a table's CHECK constraints again on every INSERT or
 -- UPDATE statement (about a fifth of a grant's server CPU with eight of
 -- them), while a domain's rules are parsed once per session and cached.
--- Same bounds as locker.ValidateKey / locker.ValidateOwner.
+-- Same bounds as locker.ValidateKey / locker.ValidateOwner. A column only
+-- the protocol computes (the mode a grant writes, a grant's kind, a token
+-- drawn from the sequence) has no domain: no caller's value reaches it, and
+-- every domain a write assigns is checked anew at each execution (three
+-- such checks were 3% of an uncontended cycle's backend instructions).
 CREATE DOMAIN distributed_lock_name AS text CHECK (octet_length(VALUE) BETWEEN 1 AND 255);
-CREATE DOMAIN distributed_lock_token AS bigint CHECK (VALUE > 0);
-CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE > interval '0');
+-- A lease's length (and a hand-off's claim window, and how long a waiter's
+-- record lives unseen): a millisecond to a year, as locker.MaxTTL and the
+-- CLI bound it. The protocol turns a caller's microseconds into an
+-- interval with distributed_lock_us (02_rules.sql), which never overflows,
+-- so a length out of range is refused here, by name.
+CREATE DOMAIN distributed_lock_ttl AS interval CHECK (VALUE BETWEEN interval '1 millisecond' AND interval '365 days');
 -- A lease's lock-delay (locker.Config.LockDelay): at most a minute, as
 -- Consul caps its own, so a key left by a dead holder is idle a bounded time.
 CREATE DOMAIN distributed_lock_delay AS interval CHECK (VALUE BETWEEN interval '0' AND interval '60 seconds');
-CREATE DOMAIN distributed_lock_grant_kind AS text CHECK (VALUE IN ('acquired', 'stolen'));
 -- How a key is held (11_shared.sql): by one owner, by any number of shared
 -- holders, or by at most permits holders of a semaphore.
 CREATE DOMAIN distributed_lock_mode AS text CHECK (VALUE IN ('exclusive', 'shared', 'semaphore'));
 CREATE DOMAIN distributed_lock_permits AS integer CHECK (VALUE BETWEEN 1 AND 1000);
-CREATE DOMAIN distributed_lock_metadata AS jsonb CHECK (jsonb_typeof(VALUE) = 'object');
+-- JSON a caller hands the protocol, a lease's metadata or an event's
+-- detail (an operator's reason is kept there): at most 8 KiB as PostgreSQL
+-- stores it (locker.MaxJSONBytes checks the JSON text before it is sent),
+-- so what a reader of the lock tables fetches stays small.
+CREATE DOMAIN distributed_lock_json AS jsonb CHECK (pg_column_size(VALUE) <= 8192);
+CREATE DOMAIN distributed_lock_metadata AS distributed_lock_json CHECK (jsonb_typeof(VALUE) = 'object');
+-- A session's host name, as a process reports it.
+CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 -- A process's wake-up channel (locker.Notifier; docs/queue.md): a lower-case
 -- identifier within NAMEDATALEN (63 bytes), so that LISTEN, quoted or not,
 -- and pg_notify name the same channel, and pg_notify never refuses it.
@@ -81,17 +105,17 @@ CREATE TYPE distributed_lock_release_result AS (
 -- are HOT updates: a heap write with no index writes.
 CREATE TABLE distributed_lock (
     lock_key       distributed_lock_name       PRIMARY KEY,
-    lock_mode      distributed_lock_mode       NOT NULL DEFAULT 'exclusive', -- 'shared'/'semaphore': held by its holders (11_shared.sql)
+    lock_mode      text                        NOT NULL DEFAULT 'exclusive', -- 'exclusive', or 'shared'/'semaphore': held by its holders (11_shared.sql)
     permits        distributed_lock_permits,             -- a semaphore's N, kept while the key is free
     ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
     lock_delay     distributed_lock_delay      NOT NULL DEFAULT '0', -- the grant's lock-delay (02_rules.sql)
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
-    grant_kind     distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+    grant_kind     text                        NOT NULL DEFAULT 'acquired', -- 'acquired' or 'stolen'
     owner_id       distributed_lock_name       NOT NULL, -- holder, or last holder when free
     owner_role     text NOT NULL DEFAULT session_user,   -- the database role that took the lease: only it acts on it
     previous_owner text,
     previous_token bigint,
-    fence_token    distributed_lock_token      NOT NULL,
+    fence_token    bigint                      NOT NULL,
     acquired_at    timestamptz                 NOT NULL, -- start of the current grant
     expires_at     timestamptz                 NOT NULL, -- database clock
     renew_count    integer                     NOT NULL DEFAULT 0,
@@ -120,7 +144,7 @@ CREATE TABLE distributed_lock_event (
     occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
     lock_key       text        NOT NULL,
     kind           distributed_lock_event_kind NOT NULL,
-    owner_id       text,
+    owner_id       distributed_lock_name,
     fence_token    bigint,
     actor          distributed_lock_name NOT NULL, -- who the caller says it is (a claim)
     -- The database role whose call wrote the event (the session_user of the
@@ -128,7 +152,7 @@ CREATE TABLE distributed_lock_event (
     caller_role    text        NOT NULL DEFAULT session_user,
     previous_owner text,
     previous_token bigint,
-    detail         jsonb       NOT NULL DEFAULT '{}'
+    detail         distributed_lock_json NOT NULL DEFAULT '{}'
 );
 CREATE INDEX distributed_lock_event_key_idx ON distributed_lock_event (lock_key, event_id DESC);
 -- Time ranges (the console's rates, prune): events are appended in time
@@ -163,7 +187,7 @@ CREATE TABLE distributed_lock_waiter (
     lock_delay    distributed_lock_delay NOT NULL DEFAULT '0', -- the lock-delay of the lease it asked for
     metadata      distributed_lock_metadata,
     log_grants    boolean NOT NULL DEFAULT false,
-    actor         text,
+    actor         distributed_lock_name,
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
     lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
     permits       distributed_lock_permits,  -- the semaphore's permits it asked for
@@ -193,8 +217,8 @@ CREATE TABLE distributed_lock_holder (
     slot        integer                     NOT NULL,
     owner_id    distributed_lock_name       NOT NULL,
     owner_role  text                        NOT NULL DEFAULT session_user, -- the role that took the slot's lease
-    fence_token distributed_lock_token      NOT NULL,
-    grant_kind  distributed_lock_grant_kind NOT NULL DEFAULT 'acquired',
+    fence_token bigint                      NOT NULL,
+    grant_kind  text                        NOT NULL DEFAULT 'acquired',
     previous_owner text,                              -- the slot's holder before this grant
     previous_token bigint,
     metadata    distributed_lock_metadata   NOT NULL DEFAULT '{}',
@@ -218,7 +242,7 @@ CREATE TABLE distributed_lock_session (
     session_id bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     owner_id   distributed_lock_name     NOT NULL, -- who opened it; its heartbeat names it
     owner_role text NOT NULL DEFAULT session_user, -- the role that opened it: only it heartbeats, binds or closes it
-    host       text                      NOT NULL DEFAULT '',
+    host       distributed_lock_host     NOT NULL DEFAULT '',
     pid        integer                   NOT NULL DEFAULT 0,
     metadata   distributed_lock_metadata NOT NULL DEFAULT '{}',
     ttl        distributed_lock_ttl      NOT NULL,
