@@ -79,6 +79,28 @@ DO $$ BEGIN
         END IF;
     END IF;
 END $$;
+DO $$
+DECLARE
+    found text;
+BEGIN
+    IF pg_catalog.to_regclass('distributed_lock_migration') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid = pg_catalog.to_regclass('distributed_lock_migration')
+                     AND a.attname = 'checksum' AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema was made by a lockctl that did not record what its migrations were (a build before v0.1.0): this one cannot tell which tables and functions it holds, and changes nothing. No released lockctl made it: once no lock is held, drop its lock tables and migrate again (docs/operations.md, An unrecognised schema)';
+    END IF;
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s (checksum %s…, this build''s %s…)',
+               pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
+               pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
+    INTO found
+    FROM distributed_lock_migration m JOIN (VALUES (1, '946cf3fa66119b64996621d8726a50851e1c040d3adcceeb1480e4d9f543411b')) b (version, checksum) ON b.version = m.version
+    WHERE m.checksum IS DISTINCT FROM b.checksum;
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
+    END IF;
+END $$;
 SELECT to_regclass('distributed_lock_migration') IS NULL AS lockctl_fresh \gset
 
 -- Migration 001 initial_schema.
@@ -180,9 +202,13 @@ END $$;
 -- several independent lock namespaces (one per schema).
 
 -- Which migrations this schema has had (store.Migrate, schema.sql): one row
--- per version, written in the transaction that applied it.
+-- per version, written in the transaction that applied it, with the
+-- SHA-256 of the text that applied it, so a schema made by another build
+-- of a migration is refused before anything runs on it
+-- (store/migrate_checksum.go).
 CREATE TABLE distributed_lock_migration (
     version    integer     PRIMARY KEY,
+    checksum   text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -478,7 +504,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version) VALUES (1);
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '946cf3fa66119b64996621d8726a50851e1c040d3adcceeb1480e4d9f543411b');
 \endif
 
 -- The functions, re-created every time.

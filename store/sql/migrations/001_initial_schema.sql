@@ -3,9 +3,13 @@
 -- several independent lock namespaces (one per schema).
 
 -- Which migrations this schema has had (store.Migrate, schema.sql): one row
--- per version, written in the transaction that applied it.
+-- per version, written in the transaction that applied it, with the
+-- SHA-256 of the text that applied it, so a schema made by another build
+-- of a migration is refused before anything runs on it
+-- (store/migrate_checksum.go).
 CREATE TABLE distributed_lock_migration (
     version    integer     PRIMARY KEY,
+    checksum   text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
