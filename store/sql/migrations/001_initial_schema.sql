@@ -6,7 +6,10 @@
 -- per version, written in the transaction that applied it, with the
 -- SHA-256 of the text that applied it, so a schema made by another build
 -- of a migration is refused before anything runs on it
--- (store/migrate_checksum.go).
+-- (store/migrate_checksum.go). applied_at is that transaction's start on
+-- the server's wall clock, not lock time: it is written before the
+-- protocol's clock (distributed_lock_now) exists, and a test that moves
+-- that clock does not move when its schema was made.
 CREATE TABLE distributed_lock_migration (
     version    integer     PRIMARY KEY,
     checksum   text        NOT NULL,
@@ -145,7 +148,7 @@ CREATE TABLE distributed_lock (
 -- traffic stays cheap.
 CREATE TABLE distributed_lock_event (
     event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    occurred_at    timestamptz NOT NULL, -- the writing call's now (distributed_lock_now)
     lock_key       text        NOT NULL,
     kind           distributed_lock_event_kind NOT NULL,
     owner_id       distributed_lock_name,
@@ -184,7 +187,7 @@ CREATE TABLE distributed_lock_waiter (
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
     owner_role    text NOT NULL DEFAULT session_user, -- the role that queued it: only it polls, refreshes or removes it
-    waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
+    waiting_since timestamptz NOT NULL,      -- the enqueue's now (distributed_lock_now)
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
     claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
