@@ -62,35 +62,45 @@ const grantLookback = 1000
 const maxWaitMs = 365 * 24 * 3600 * 1000
 
 // measuresSQL reads the measured events after event $1, in event_id order
-// (the primary key), at most $3 of them, and says of each whether it
-// occurred more than $2 microseconds ago (settled). A grant's or a give-up's
-// wait is its waited_ms when that is a number (a grant's detail is partly
-// the caller's: anything else counts as none, and it is bounded); an
-// ending event's hold runs from its lease's grant, the newest grant on the
-// key before it with a token no larger than its own (tokens of a key grow
-// with its grants), read backwards through the key's index: the token
-// must be the same, else the lease's grant was not logged.
+// (the primary key), at most $3 of them (b), and says of each whether it
+// occurred more than $2 microseconds ago (settled). A grant's or a
+// give-up's wait is its waited_ms when that is a number (a grant's detail
+// is partly the caller's: anything else counts as none, and it is
+// bounded). An ending event's hold runs from its lease's grant: the grant
+// of its key and token among the events read with it (g), which is where
+// a short lease's is; else the newest grant on the key before it with a
+// token no larger than its own (tokens of a key grow with its grants),
+// read backwards through the key's index (o), which must have its token,
+// or the lease's grant was not logged.
 var measuresSQL = `
-WITH c AS (SELECT clock_timestamp() - $2::bigint * interval '1 microsecond' AS settled)
+WITH c AS (SELECT clock_timestamp() - $2::bigint * interval '1 microsecond' AS settled),
+b AS MATERIALIZED (
+    SELECT e.event_id, e.occurred_at, e.lock_key, e.kind, e.fence_token, e.detail
+    FROM distributed_lock_event e
+    WHERE e.event_id > $1 AND e.kind = ANY ($4::text[])
+    ORDER BY e.event_id LIMIT $3)
 SELECT e.event_id, e.occurred_at, e.lock_key, e.kind, e.occurred_at <= c.settled AS settled,
        CASE WHEN e.kind IN ('acquired', 'stolen', 'gave_up') THEN
            CASE WHEN jsonb_typeof(e.detail -> 'waited_ms') = 'number'
                 THEN least(greatest((e.detail ->> 'waited_ms')::numeric, 0), ` + strconv.Itoa(maxWaitMs) + `)::bigint
                 ELSE 0 END END AS wait_ms,
        e.kind IN ('acquired', 'stolen') AND coalesce(jsonb_typeof(e.detail -> 'waited_ms') = 'number', false) AS handoff,
-       CASE WHEN g.fence_token = e.fence_token THEN greatest(e.occurred_at - g.occurred_at, interval '0') END AS hold
-FROM c CROSS JOIN distributed_lock_event e
+       CASE WHEN coalesce(g.occurred_at, o.occurred_at) IS NOT NULL
+            THEN greatest(e.occurred_at - coalesce(g.occurred_at, o.occurred_at), interval '0') END AS hold
+FROM c CROSS JOIN b e
+LEFT JOIN b g ON e.kind IN ('released', 'force_expired', 'force_released') AND g.kind IN ('acquired', 'stolen')
+    AND g.lock_key = e.lock_key AND g.fence_token = e.fence_token AND g.event_id < e.event_id
 LEFT JOIN LATERAL (
-    SELECT p.occurred_at, p.fence_token FROM (
-        SELECT p.occurred_at, p.fence_token, p.kind, p.event_id FROM distributed_lock_event p
-        WHERE e.kind IN ('released', 'force_expired', 'force_released')
-          AND p.lock_key = e.lock_key AND p.event_id < e.event_id
-        ORDER BY p.event_id DESC LIMIT ` + strconv.Itoa(grantLookback) + `) p
-    WHERE p.kind IN ('acquired', 'stolen') AND p.fence_token <= e.fence_token
-    ORDER BY p.event_id DESC LIMIT 1) g ON true
-WHERE e.event_id > $1 AND e.kind = ANY ($4::text[])
-ORDER BY e.event_id
-LIMIT $3`
+    SELECT p.occurred_at FROM (
+        SELECT p.occurred_at, p.fence_token FROM (
+            SELECT p.occurred_at, p.fence_token, p.kind, p.event_id FROM distributed_lock_event p
+            WHERE g.event_id IS NULL AND e.kind IN ('released', 'force_expired', 'force_released')
+              AND p.lock_key = e.lock_key AND p.event_id < e.event_id
+            ORDER BY p.event_id DESC LIMIT ` + strconv.Itoa(grantLookback) + `) p
+        WHERE p.kind IN ('acquired', 'stolen') AND p.fence_token <= e.fence_token
+        ORDER BY p.event_id DESC LIMIT 1) p
+    WHERE p.fence_token = e.fence_token) o ON true
+ORDER BY e.event_id`
 
 type measureRow struct {
 	ID      int64          `db:"event_id"`

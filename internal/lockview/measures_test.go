@@ -88,6 +88,13 @@ func TestReadMeasures(t *testing.T) {
 		t.Errorf("through %d, more %v; want the last measure's id %d, no more", through, more, ms[len(ms)-1].ID)
 	}
 
+	// A release read without its grant (a batch that starts after it)
+	// finds the grant in the key's history.
+	if alone, _, _, err := lockview.ReadMeasures(ctx, pool, ms[0].ID, 10*time.Second, 1); err != nil ||
+		len(alone) != 1 || alone[0].Kind != "released" || !alone[0].Held || alone[0].Hold.Round(time.Second) != time.Minute {
+		t.Errorf("a's release read alone: %+v, %v; want its hold of 1m", alone, err)
+	}
+
 	// Read on from there: the unsettled grant once it has settled, and
 	// a batch cut at the limit says there is more.
 	again, through2, _, err := lockview.ReadMeasures(ctx, pool, through, 0, 100)
