@@ -83,7 +83,7 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -143,9 +143,9 @@ CREATE TABLE distributed_lock (
 -- (docs/operations.md, "Large tables").
 
 -- Append-only history: grants, steals, releases, operator actions,
--- rejected stale writes and waits refused as deadlocks. Renewals are not
--- logged (they are counted in distributed_lock.renew_count) so keepalive
--- traffic stays cheap.
+-- rejected stale writes, waits refused as deadlocks and waits given up.
+-- Renewals are not logged (they are counted in
+-- distributed_lock.renew_count) so keepalive traffic stays cheap.
 CREATE TABLE distributed_lock_event (
     event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     occurred_at    timestamptz NOT NULL, -- the writing call's now (distributed_lock_now)
