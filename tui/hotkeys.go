@@ -34,21 +34,20 @@ type hotKeysPage struct {
 	win           time.Duration
 	by            hotkeys.Column
 	data          *hotkeys.Ranking // nil until a poll of the window and column on screen
-	cursor        int              // index in data.Rows; -1: none
+	listCursor                     // over data.Rows
 	selKey        string
-	top           int
 	out           outbox
 }
 
 func newHotKeysPage() *hotKeysPage {
-	return &hotKeysPage{win: defaultWindow, by: hotkeys.ByWaitTime, cursor: -1}
+	return &hotKeysPage{win: defaultWindow, by: hotkeys.ByWaitTime, listCursor: listCursor{cursor: -1}}
 }
 
 func (p *hotKeysPage) Init() tea.Cmd { return nil }
 
 func (p *hotKeysPage) SetSize(width, height int) {
 	p.width, p.height = width, height
-	p.ensureVisible()
+	p.keepVisible(len(p.ranked()), p.rows())
 }
 
 func (p *hotKeysPage) takeAsks() (Component, outbox) {
@@ -105,18 +104,8 @@ func (p *hotKeysPage) key(msg tea.KeyPressMsg) {
 	case key.Matches(msg, k.Sort):
 		p.by = nextOf(hotkeys.Columns, p.by)
 		p.data, p.out.poll = nil, true
-	case key.Matches(msg, k.Up):
-		p.selectRow(p.cursor - 1)
-	case key.Matches(msg, k.Down):
-		p.selectRow(p.cursor + 1)
-	case key.Matches(msg, k.PageUp):
-		p.selectRow(p.cursor - p.rows())
-	case key.Matches(msg, k.PageDown):
-		p.selectRow(p.cursor + p.rows())
-	case key.Matches(msg, k.Home):
-		p.selectRow(0)
-	case key.Matches(msg, k.End):
-		p.selectRow(len(p.ranked()) - 1)
+	case p.moveBy(k, msg, len(p.ranked()), p.rows()):
+		p.selectRow(p.cursor)
 	}
 }
 
@@ -148,25 +137,11 @@ func (p *hotKeysPage) follow() {
 // selectRow puts the cursor on row i, kept within the rows.
 func (p *hotKeysPage) selectRow(i int) {
 	rows := p.ranked()
-	if len(rows) == 0 {
-		p.cursor, p.selKey = -1, ""
-		return
+	p.place(i, len(rows), p.rows())
+	p.selKey = ""
+	if p.cursor >= 0 {
+		p.selKey = rows[p.cursor].Key
 	}
-	p.cursor = min(max(i, 0), len(rows)-1)
-	p.selKey = rows[p.cursor].Key
-	p.ensureVisible()
-}
-
-// ensureVisible scrolls so the cursor's row is on screen.
-func (p *hotKeysPage) ensureVisible() {
-	n := p.rows()
-	if p.cursor < p.top {
-		p.top = max(p.cursor, 0)
-	}
-	if p.cursor >= p.top+n {
-		p.top = p.cursor - n + 1
-	}
-	p.top = max(0, min(p.top, len(p.ranked())-n))
 }
 
 func (p *hotKeysPage) ShortHelp() []key.Binding {

@@ -15,9 +15,9 @@ import (
 func TestHotKeysPageInTmux(t *testing.T) {
 	dsn := testdb.DSN(t)
 	pool := testdb.Pool(t, dsn)
-	logEvent(t, pool, 50*time.Minute, "old:hot", "stolen", 1, `{"waited_ms": 600000}`)
-	logEvent(t, pool, 10*time.Minute, "queue:a", "acquired", 2, `{"waited_ms": 4000}`)
-	logEvent(t, pool, 20*time.Second, "steal:b", "stolen", 4, `{}`)
+	testdb.LogEvent(t, pool, 50*time.Minute, "old:hot", "stolen", 1, `{"waited_ms": 600000}`)
+	testdb.LogEvent(t, pool, 10*time.Minute, "queue:a", "acquired", 2, `{"waited_ms": 4000}`)
+	testdb.LogEvent(t, pool, 20*time.Second, "steal:b", "stolen", 4, `{}`)
 	acquire(t, pool, "billing:nightly", "worker-3", 5*time.Minute)
 	p := startPane(t, 120, 35, "--dsn", dsn, "--refresh", "300ms")
 	p.waitFor("billing:nightly", 10*time.Second)

@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,28 +11,17 @@ import (
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
-// logEvent writes one event as the protocol would, age before the
-// database's now.
-func logEvent(t *testing.T, pool *pgxpool.Pool, age time.Duration, key, kind string, token int64, detail string) {
-	t.Helper()
-	if _, err := pool.Exec(context.Background(), `INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-		VALUES (clock_timestamp() - $1::bigint * interval '1 microsecond', $2, $3, 'o', $4, 'a', $5::jsonb)`,
-		age.Microseconds(), key, kind, token, detail); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // hotLog is a log with a key waited for over the last 15 minutes, one
 // stolen twice in the last minute and one waited for long 50 minutes ago.
 func hotLog(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	pool := testdb.New(t)
-	logEvent(t, pool, 50*time.Minute, "old:hot", "stolen", 1, `{"waited_ms": 600000}`)
-	logEvent(t, pool, 10*time.Minute, "queue:a", "acquired", 2, `{"waited_ms": 4000}`)
-	logEvent(t, pool, 9*time.Minute, "queue:a", "released", 2, `{}`)
-	logEvent(t, pool, 30*time.Second, "queue:a", "acquired", 3, `{"waited_ms": 2000}`)
-	logEvent(t, pool, 20*time.Second, "steal:b", "stolen", 4, `{}`)
-	logEvent(t, pool, 19*time.Second, "steal:b", "stolen", 5, `{}`)
+	testdb.LogEvent(t, pool, 50*time.Minute, "old:hot", "stolen", 1, `{"waited_ms": 600000}`)
+	testdb.LogEvent(t, pool, 10*time.Minute, "queue:a", "acquired", 2, `{"waited_ms": 4000}`)
+	testdb.LogEvent(t, pool, 9*time.Minute, "queue:a", "released", 2, `{}`)
+	testdb.LogEvent(t, pool, 30*time.Second, "queue:a", "acquired", 3, `{"waited_ms": 2000}`)
+	testdb.LogEvent(t, pool, 20*time.Second, "steal:b", "stolen", 4, `{}`)
+	testdb.LogEvent(t, pool, 19*time.Second, "steal:b", "stolen", 5, `{}`)
 	return pool
 }
 
