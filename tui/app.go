@@ -154,6 +154,7 @@ func newPages() [pageCount]Component {
 		pageEvents:   newEventsPage(),
 		pageBlocking: newBlockingPage(),
 		pageSessions: newSessionsPage(),
+		pageHotKeys:  newHotKeysPage(),
 		pageHelp:     newHelpPage(),
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/hotkeys"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -32,11 +34,16 @@ type detailPage struct {
 	holderCursor int
 	holderToken  int64
 	holdersAt    int
-	view         viewport.Model
-	out          outbox
+	// win is the window of the key's wait and hold times (w switches it;
+	// opened from the hot keys page, that page's).
+	win  time.Duration
+	view viewport.Model
+	out  outbox
 }
 
-func newDetailPage() *detailPage { return &detailPage{view: viewport.New(), holdersAt: -1} }
+func newDetailPage() *detailPage {
+	return &detailPage{view: viewport.New(), holdersAt: -1, win: defaultWindow}
+}
 
 func (p *detailPage) Init() tea.Cmd { return nil }
 
@@ -54,7 +61,7 @@ func (p *detailPage) takeAsks() (Component, outbox) {
 
 func (p *detailPage) askPoll(req *PollRequest, active bool) {
 	if active {
-		req.DetailKey = p.key
+		req.DetailKey, req.HotWindow = p.key, p.win
 	}
 }
 
@@ -82,6 +89,9 @@ func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 		case msg.key != "": // a key without its row (a wait's): the poll reads it
 			q.key, q.detail, q.holdersKnown = msg.key, nil, false
 		}
+		if msg.window > 0 {
+			q.win = msg.window
+		}
 		q.holderCursor, q.holderToken = 0, 0
 		q.render()
 		q.view.GotoTop()
@@ -95,6 +105,10 @@ func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case tea.KeyPressMsg:
 		k := q.c.keys
 		switch {
+		case key.Matches(msg, k.Window):
+			q.win = nextOf(hotkeys.Windows, q.win)
+			q.render()
+			q.out.poll = true
 		case q.group() && key.Matches(msg, k.Up):
 			q.moveHolder(-1)
 		case q.group() && key.Matches(msg, k.Down):
@@ -127,7 +141,7 @@ func (p *detailPage) ShortHelp() []key.Binding {
 	} else {
 		b = append(b, k.forceHelp(false, false)...)
 	}
-	return append(b, scrolling, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
+	return append(b, scrolling, shortHelp(k.Window, "window"), shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
 }
 
 func (p *detailPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
@@ -151,7 +165,7 @@ func (p *detailPage) content() string {
 	if d.Lock == nil {
 		lines = append(lines, "", "  "+s.Muted.Render("this key has no lock row (pruned, or never acquired)"))
 		if !p.c.reference { // its waiters, as the blocking page's waits for it
-			lines = append(lines, p.queueAndHistory(*d)...)
+			lines = append(append(lines, p.timesLines(*d)...), p.queueAndHistory(*d)...)
 		}
 		return strings.Join(lines, "\n")
 	}
@@ -227,6 +241,7 @@ func (p *detailPage) content() string {
 	if runningGroup(r.Lock) {
 		lines = append(lines, p.holderLines(r, len(lines))...)
 	}
+	lines = append(lines, p.timesLines(*d)...)
 	return strings.Join(append(lines, p.queueAndHistory(*d)...), "\n")
 }
 

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"time"
+
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -91,5 +93,8 @@ type pageOpenedMsg struct {
 	holders      []lockview.Holder
 	holdersKnown bool
 	key          string
-	returned     bool
+	// window is the window of time the page it was opened from shows (0:
+	// none): the detail page shows the key's times over it.
+	window   time.Duration
+	returned bool
 }
