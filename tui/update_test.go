@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -462,7 +463,7 @@ func TestActionOnChangedLockSaysWhoHoldsItNow(t *testing.T) {
 	if !errors.Is(done.err, locker.ErrNotHeld) {
 		t.Fatalf("err = %v, want ErrNotHeld", done.err)
 	}
-	want := fmt.Sprintf("now held by worker-2:batch-host-17:8812 (token %s)", locker.FormatToken(newer.Token))
+	want := fmt.Sprintf("now held by worker-2:batch-host-17:8812 (token %s)", fencetoken.Format(newer.Token))
 	lines := strings.Split(screen(m), "\n")
 	if flashLine := lines[len(lines)-2]; !strings.Contains(flashLine, want) || !strings.Contains(flashLine, "force-expire refused") {
 		t.Fatalf("status line %q lacks %q", flashLine, want)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -45,8 +46,8 @@ func ParseTTL(s string) (time.Duration, error) {
 }
 
 // ParseToken reads a fencing token: the full number or EPOCH·COUNT
-// (locker.ParseToken).
-func ParseToken(s string) (int64, error) { return locker.ParseToken(s) }
+// (fencetoken.Parse).
+func ParseToken(s string) (int64, error) { return fencetoken.Parse(s) }
 
 // durationValue is a pflag.Value backed by a parse function.
 type durationValue struct {

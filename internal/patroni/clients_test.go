@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -111,7 +112,7 @@ func (c *clients) release(ctx context.Context, lease locker.Lease) {
 		c.j.released(release{key: lease.Key, token: lease.Token, acked: time.Now()})
 	case errors.Is(err, locker.ErrNotHeld) || ctx.Err() != nil:
 	default:
-		c.t.Errorf("release %s %s: %v", lease.Key, locker.FormatToken(lease.Token), err)
+		c.t.Errorf("release %s %s: %v", lease.Key, fencetoken.Format(lease.Token), err)
 	}
 }
 
@@ -168,7 +169,7 @@ func (c *clients) hold(ctx context.Context, key, owner string) *holder {
 			switch {
 			case err == nil && renewed.Token != lease.Token:
 				c.t.Errorf("%s renewed %s and got token %s; it holds %s", owner, key,
-					locker.FormatToken(renewed.Token), locker.FormatToken(lease.Token))
+					fencetoken.Format(renewed.Token), fencetoken.Format(lease.Token))
 				return
 			case err == nil:
 				lease = renewed
@@ -230,7 +231,7 @@ func (c *clients) wait(ctx context.Context, lk *locker.Locker, key, owner string
 		}
 		sent := floor()
 		if sent.IsZero() {
-			c.t.Errorf("%s got %s (%s) before its holder let go", owner, key, locker.FormatToken(lease.Token))
+			c.t.Errorf("%s got %s (%s) before its holder let go", owner, key, fencetoken.Format(lease.Token))
 		}
 		c.j.granted(grant{key: key, owner: owner, token: lease.Token, sent: sent, acked: time.Now()})
 		time.Sleep(20 * time.Millisecond)

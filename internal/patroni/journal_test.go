@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -94,7 +95,7 @@ func (j *journal) tokenViolations() (violations, noGrants []string) {
 			after++
 			if g.token <= before.token {
 				violations = append(violations, fmt.Sprintf("after the %s, %s got %s as %s; %s got %s as %s before it",
-					c.what, g.key, locker.FormatToken(g.token), g.owner, before.key, locker.FormatToken(before.token), before.owner))
+					c.what, g.key, fencetoken.Format(g.token), g.owner, before.key, fencetoken.Format(before.token), before.owner))
 			}
 		}
 		if after == 0 {
@@ -124,9 +125,9 @@ func (j *journal) undoneReleases(ctx context.Context, lk *locker.Locker, db lock
 		}
 		switch {
 		case !found || info.Token < r.token:
-			undone = append(undone, fmt.Sprintf("%s: released %s, the row has %v", key, locker.FormatToken(r.token), rowText(info, found)))
+			undone = append(undone, fmt.Sprintf("%s: released %s, the row has %v", key, fencetoken.Format(r.token), rowText(info, found)))
 		case info.Token == r.token && info.ReleasedAt == nil:
-			undone = append(undone, fmt.Sprintf("%s: released %s, held again under it (%s)", key, locker.FormatToken(r.token), info.State()))
+			undone = append(undone, fmt.Sprintf("%s: released %s, held again under it (%s)", key, fencetoken.Format(r.token), info.State()))
 		}
 	}
 	return undone, nil
@@ -136,5 +137,5 @@ func rowText(info locker.LockInfo, found bool) string {
 	if !found {
 		return "no row"
 	}
-	return "token " + locker.FormatToken(info.Token)
+	return "token " + fencetoken.Format(info.Token)
 }

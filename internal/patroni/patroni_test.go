@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
@@ -182,7 +183,7 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	}
 	j.mu.Lock()
 	t.Logf("%d grants, %d acknowledged releases, tokens up to %s; %s in all",
-		len(j.grants), len(j.releases), locker.FormatToken(maxToken(j.grants)), time.Since(start).Round(time.Second))
+		len(j.grants), len(j.releases), fencetoken.Format(maxToken(j.grants)), time.Since(start).Round(time.Second))
 	j.mu.Unlock()
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -128,7 +129,7 @@ func (h *sessionHolder) carriedOn(ctx context.Context, t *testing.T, ch change, 
 		case err != nil:
 			t.Errorf("%s on the new primary: %v", l.Key, err)
 		case !found || info.Token != l.Token || info.Owner != h.owner || info.ReleasedAt != nil:
-			t.Errorf("%s on the new primary: %v; want %s's token %s", l.Key, rowText(info, found), h.owner, locker.FormatToken(l.Token))
+			t.Errorf("%s on the new primary: %v; want %s's token %s", l.Key, rowText(info, found), h.owner, fencetoken.Format(l.Token))
 		case info.ExpiresAt.Before(expires):
 			// A heartbeat may have moved both between the two reads, but
 			// never the lease without its session.
