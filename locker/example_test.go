@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -79,7 +80,7 @@ func ExampleLocker_Acquire() {
 	pool := examplePool(ctx)
 	defer pool.Close()
 
-	notifier := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
+	notifier := locker.NewNotifier(lockdb.ConnectWith(pool.Config().ConnConfig))
 	go notifier.Run(ctx)
 	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: notifier})
 	if err != nil {

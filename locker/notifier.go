@@ -100,8 +100,7 @@ type NotifierConfig struct {
 }
 
 // NewNotifier returns a Notifier that connects with connect and sends no
-// probe; start it with Run. ConnectWith(pool.Config().ConnConfig) suits
-// most callers that connect directly to PostgreSQL.
+// probe; start it with Run.
 func NewNotifier(connect func(ctx context.Context) (*pgx.Conn, error)) *Notifier {
 	return NewNotifierWithConfig(NotifierConfig{Connect: connect})
 }
@@ -157,14 +156,6 @@ const probePrefix = "probe:"
 // probesToHear is how many delivery probes must arrive, each sent after a
 // heartbeat of its own, before wake-ups count as live.
 const probesToHear = 2
-
-// ConnectWith returns a connect function for NewNotifier that opens a new
-// connection from cfg.
-func ConnectWith(cfg *pgx.ConnConfig) func(ctx context.Context) (*pgx.Conn, error) {
-	return func(ctx context.Context) (*pgx.Conn, error) {
-		return pgx.ConnectConfig(ctx, cfg.Copy())
-	}
-}
 
 // Run listens until ctx ends, reconnecting with backoff after errors. After
 // every (re)connection it wakes all subscribers once: a release announced

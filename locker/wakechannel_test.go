@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -27,7 +28,7 @@ type waitingProcess struct {
 
 func startProcess(t *testing.T, db *pgxpool.Pool) *waitingProcess {
 	t.Helper()
-	p := &waitingProcess{n: locker.NewNotifier(locker.ConnectWith(db.Config().ConnConfig))}
+	p := &waitingProcess{n: locker.NewNotifier(lockdb.ConnectWith(db.Config().ConnConfig))}
 	locker.OnHeard(p.n, func(note *pgconn.Notification) {
 		p.mu.Lock()
 		defer p.mu.Unlock()

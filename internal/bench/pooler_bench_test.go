@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -108,7 +109,7 @@ func BenchmarkWakeThroughPooler(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(c.listen), Probe: pool,
+			n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: lockdb.ConnectWith(c.listen), Probe: pool,
 				ProbeTimeout: time.Second, Logf: func(string, ...any) {}})
 			go func() { _ = n.Run(ctx) }()
 			holder, err := locker.New(locker.Config{TTL: 30 * time.Second})

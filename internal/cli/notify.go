@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -27,7 +28,7 @@ func StartNotifier(ctx context.Context, env Env, pool *pgxpool.Pool) (n *locker.
 		}
 	}
 	n = locker.NewNotifierWithConfig(locker.NotifierConfig{
-		Connect: locker.ConnectWith(listen),
+		Connect: lockdb.ConnectWith(listen),
 		Probe:   pool,
 		Logf: func(format string, args ...any) {
 			if _, tty := terminalWidth(env.Stderr); tty {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -69,7 +70,7 @@ func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
 	s := &Sim{
 		cfg:     cfg,
 		pool:    pool,
-		notify:  locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig)),
+		notify:  locker.NewNotifier(lockdb.ConnectWith(pool.Config().ConnConfig)),
 		cancel:  cancel,
 		holding: leases{m: map[string]locker.Lease{}},
 	}

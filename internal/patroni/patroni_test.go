@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
@@ -59,7 +60,7 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	// The waiters' records must outlive the outage (3×WaitRecheck), and
 	// their Notifier follows the primary through the same DSN.
 	notifier := locker.NewNotifierWithConfig(locker.NotifierConfig{
-		Connect: locker.ConnectWith(pool.Config().ConnConfig), Probe: pool, Logf: t.Logf})
+		Connect: lockdb.ConnectWith(pool.Config().ConnConfig), Probe: pool, Logf: t.Logf})
 	cl.wg.Add(1)
 	go func() { defer cl.wg.Done(); _ = notifier.Run(work) }()
 	waitLk := testdb.Locker(t, locker.Config{TTL: time.Minute, DurableRelease: true,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -31,7 +32,7 @@ const quietFor = time.Second
 // (its checks are a minute apart).
 func waitingService(t *testing.T, svc *pgxpool.Pool) *locker.Locker {
 	t.Helper()
-	n := locker.NewNotifier(locker.ConnectWith(svc.Config().ConnConfig))
+	n := locker.NewNotifier(lockdb.ConnectWith(svc.Config().ConnConfig))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -141,7 +142,7 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	}
 	nctx, stop := context.WithCancel(ctx)
 	defer stop()
-	n := locker.NewNotifier(locker.ConnectWith(db.Config().ConnConfig))
+	n := locker.NewNotifier(lockdb.ConnectWith(db.Config().ConnConfig))
 	go func() { _ = n.Run(nctx) }()
 	if !testdb.Within(5*time.Second, n.Live) {
 		return errors.New("notifier did not start listening")
