@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -51,8 +52,14 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 			_, err := lk.Release(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
 			return err
 		},
-		"ForceExpire":  func() error { _, err := lk.ForceExpire(ctx, db, reference[1].Key, reference[1].Token); return err },
-		"ForceRelease": func() error { _, err := lk.ForceRelease(ctx, db, reference[1].Key, reference[1].Token); return err },
+		"ForceExpire": func() error {
+			_, err := (operator.Operator{}).ForceExpire(ctx, db, reference[1].Key, reference[1].Token)
+			return err
+		},
+		"ForceRelease": func() error {
+			_, err := (operator.Operator{}).ForceRelease(ctx, db, reference[1].Key, reference[1].Token)
+			return err
+		},
 	}
 	before := tableText(t, db)
 	for name, write := range writes {

@@ -13,8 +13,7 @@ type Config struct {
 	// TTL is the lease length of acquisitions and renewals. Defaults to 30s.
 	TTL time.Duration
 	// Actor is recorded on events this Locker causes. Defaults to the owner
-	// id for an owner's own operations and to DefaultActor() for operator
-	// actions (force-expire, force-release, prune).
+	// id of each operation.
 	Actor string
 	// Notifier wakes waiting Acquire calls when a key is released. nil: a
 	// waiter wakes at the holder's expiry and every WaitRecheck.
@@ -212,11 +211,4 @@ func (l *Locker) ownerActor(owner string) string {
 		return l.cfg.Actor
 	}
 	return owner
-}
-
-func (l *Locker) operatorActor() string {
-	if l.cfg.Actor != "" {
-		return l.cfg.Actor
-	}
-	return DefaultActor()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -92,7 +93,7 @@ func TestLockDelayAfterForceActions(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: 45 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
 	for _, c := range []struct {
 		key   string
 		force func(context.Context, locker.DBTX, string, int64) (locker.Lease, error)
@@ -144,9 +145,9 @@ func TestEndDelay(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
 	lease := testdb.MustAcquire(t, lk, db, "k", "a")
-	if _, err := op.EndDelay(ctx, db, "k", "no delay yet"); !errors.Is(err, locker.ErrNotDelayed) {
+	if _, err := op.EndDelay(ctx, db, "k", "no delay yet"); !errors.Is(err, operator.ErrNotDelayed) {
 		t.Fatalf("EndDelay of a held key = %v; want ErrNotDelayed", err)
 	}
 	if _, err := op.ForceRelease(ctx, db, "k", lease.Token); err != nil {
@@ -168,7 +169,7 @@ func TestEndDelay(t *testing.T) {
 	if got, err := lk.TryAcquire(ctx, db, "k", "b"); err != nil || got.Outcome != locker.Acquired {
 		t.Fatalf("after EndDelay: %+v, %v; want acquired", got, err)
 	}
-	if _, err := op.EndDelay(ctx, db, "k", "again"); !errors.Is(err, locker.ErrNotDelayed) {
+	if _, err := op.EndDelay(ctx, db, "k", "again"); !errors.Is(err, operator.ErrNotDelayed) {
 		t.Fatalf("EndDelay of a granted key = %v; want ErrNotDelayed", err)
 	}
 }
@@ -184,7 +185,7 @@ func TestWaiterIsServedWhenTheLockDelayEnds(t *testing.T) {
 	const delay = 700 * time.Millisecond
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: delay, Notifier: startNotifier(t, db),
 		WaitRecheck: 30 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	first := testdb.AcquireAsync(ctx, lk, db, "k", "w1")
 	testdb.WaitForWaiter(t, db, "k", "w1")
@@ -231,7 +232,7 @@ func TestEndDelayServesTheHeadWaiter(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute, Notifier: startNotifier(t, db),
 		WaitRecheck: 30 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	waiting := testdb.AcquireAsync(ctx, lk, db, "k", "w1")
 	testdb.WaitForWaiter(t, db, "k", "w1")
@@ -295,7 +296,7 @@ func TestWaitingSetIsServedWhenTheLockDelayEnds(t *testing.T) {
 	const delay = 700 * time.Millisecond
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: delay, Notifier: startNotifier(t, db),
 		WaitRecheck: 30 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
 	// Far less than the minute the released lease had left.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

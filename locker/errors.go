@@ -42,10 +42,7 @@ var (
 	// ErrInvalidLockDelay: Config.LockDelay is negative or above
 	// MaxLockDelay.
 	ErrInvalidLockDelay = errors.New("invalid lock-delay")
-	// ErrNotDelayed: EndDelay found the key in no lock-delay (it never had
-	// one, it ran out, or the key has been granted since).
-	ErrNotDelayed  = errors.New("not in a lock-delay")
-	ErrInvalidKeys = errors.New("invalid key set")
+	ErrInvalidKeys      = errors.New("invalid key set")
 	// ErrTooLarge: metadata, a stale write's detail or an operator's
 	// reason is larger than the schema keeps (MaxJSONBytes,
 	// MaxReasonBytes); nothing was sent.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -195,7 +196,7 @@ func ExampleLocker_Keepalive() {
 	lease, _ = lk.TryAcquire(ctx, pool, "compaction", "worker-1")
 	k = lk.Keepalive(ctx, pool, lease)
 	defer k.Stop()
-	if _, err := lk.ForceExpire(ctx, pool, "compaction", lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, "compaction", lease.Token); err != nil {
 		panic(err)
 	}
 	<-k.Context().Done()
@@ -237,7 +238,7 @@ func ExampleFence() {
 
 	// The lease is lost (here an operator expires it, and worker-2 takes
 	// the key); worker-1 does not know yet and tries to write again.
-	if _, err := lk.ForceExpire(ctx, pool, "report:1", lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, "report:1", lease.Token); err != nil {
 		panic(err)
 	}
 	next, err := lk.TryAcquire(ctx, pool, "report:1", "worker-2")

@@ -104,13 +104,13 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
-	operator := testdb.Locker(t, locker.Config{Actor: "ops"})
+	oper := testdb.Operator(t, "ops")
 	lease := testdb.MustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 
 	passRenewInterval(t, clk, db, "k")
-	if _, err := operator.ForceExpire(ctx, db, "k", lease.Token); err != nil {
+	if _, err := oper.ForceExpire(ctx, db, "k", lease.Token); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Err(); err != nil {

@@ -12,12 +12,10 @@ import (
 type Outcome string
 
 const (
-	Acquired      Outcome = lockdb.OutcomeAcquired      // "acquired": new row, or a free one: new token
-	Stolen        Outcome = lockdb.OutcomeStolen        // "stolen": another owner's expired lease: new, larger token
-	Renewed       Outcome = lockdb.OutcomeRenewed       // "renewed": already ours: same token, later expiry
-	Released      Outcome = lockdb.OutcomeReleased      // "released": freed by its owner
-	Expired       Outcome = lockdb.OutcomeExpired       // "expired": force-expired by an operator
-	ForceReleased Outcome = lockdb.OutcomeForceReleased // "force_released": freed by an operator
+	Acquired Outcome = lockdb.OutcomeAcquired // "acquired": new row, or a free one: new token
+	Stolen   Outcome = lockdb.OutcomeStolen   // "stolen": another owner's expired lease: new, larger token
+	Renewed  Outcome = lockdb.OutcomeRenewed  // "renewed": already ours: same token, later expiry
+	Released Outcome = lockdb.OutcomeReleased // "released": freed by its owner
 )
 
 // Lease is one grant of a key to an owner. Token is its fencing token: on a

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -266,7 +267,7 @@ func TestKeepaliveAllEndsWhenOneLeaseIsLost(t *testing.T) {
 	if got := k.Leases(); !slices.Equal(leaseKeys(got), []string{"a", "b"}) || got[1].Token != leases[1].Token {
 		t.Fatalf("Leases() = %+v; want a and b with their tokens", got)
 	}
-	if _, err := lk.ForceRelease(ctx, db, "b", leases[1].Token); err != nil {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, db, "b", leases[1].Token); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -215,24 +216,24 @@ func TestForceOperations(t *testing.T) {
 	ctx := context.Background()
 	ops := []struct {
 		name    string
-		run     func(*locker.Locker, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
+		run     func(operator.Operator, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
 		outcome locker.Outcome
 		kind    string
 		state   locker.State
 		next    locker.Outcome // the next acquirer's outcome
 	}{
-		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockdb.EventForceExpired, locker.StateExpired, locker.Stolen},
-		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockdb.EventForceReleased, locker.StateFree, locker.Acquired},
+		{"force-expire", operator.Operator.ForceExpire, operator.Expired, lockdb.EventForceExpired, locker.StateExpired, locker.Stolen},
+		{"force-release", operator.Operator.ForceRelease, operator.ForceReleased, lockdb.EventForceReleased, locker.StateFree, locker.Acquired},
 	}
 	for _, op := range ops {
 		t.Run(op.name+" current token", func(t *testing.T) {
 			t.Parallel()
 			db := testdb.New(t)
 			owners := testdb.Locker(t, locker.Config{TTL: time.Minute})
-			operator := testdb.Locker(t, locker.Config{Actor: "ops@console"})
+			oper := testdb.Operator(t, "ops@console")
 			lease := testdb.MustAcquire(t, owners, db, "k", "a")
 
-			got, err := op.run(operator, ctx, db, "k", lease.Token)
+			got, err := op.run(oper, ctx, db, "k", lease.Token)
 			if err != nil || got.Outcome != op.outcome || got.Token != lease.Token || got.Owner != "a" {
 				t.Fatalf("%s = %+v, %v; want %s of a's token %d", op.name, got, err, op.outcome, lease.Token)
 			}
@@ -258,9 +259,9 @@ func TestForceOperations(t *testing.T) {
 		t.Run(op.name+" stale token", func(t *testing.T) {
 			t.Parallel()
 			db, owners, victim, thief := stolenSetup(t, false)
-			operator := testdb.Locker(t, locker.Config{Actor: "ops@console"})
+			oper := testdb.Operator(t, "ops@console")
 			before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
-			_, err := op.run(operator, ctx, db, "k", victim.Token)
+			_, err := op.run(oper, ctx, db, "k", victim.Token)
 			nh := notHeldErr(t, op.name+" with the token the operator saw before a steal", err)
 			if nh.Current == nil || nh.Current.Token != thief.Token || nh.Current.Owner != "b" {
 				t.Fatalf("Current = %+v; want b's grant %d", nh.Current, thief.Token)
@@ -274,7 +275,7 @@ func TestForceOperations(t *testing.T) {
 			if _, err := owners.Renew(ctx, db, thief); err != nil {
 				t.Fatalf("current holder's renew after a refused %s: %v", op.name, err)
 			}
-			if _, err := op.run(operator, ctx, db, "missing", 1); !errors.Is(err, locker.ErrNotHeld) {
+			if _, err := op.run(oper, ctx, db, "missing", 1); !errors.Is(err, locker.ErrNotHeld) {
 				t.Fatalf("%s of a key with no row = %v; want ErrNotHeld", op.name, err)
 			}
 		})
@@ -366,8 +367,8 @@ func TestValidationBeforeSQL(t *testing.T) {
 		calls := map[string]func(locker.DBTX) error{
 			"TryAcquire key": func(db locker.DBTX) error { _, err := lk.TryAcquire(ctx, db, bad, "o"); return err },
 			"Acquire key":    func(db locker.DBTX) error { _, err := lk.Acquire(ctx, db, bad, "o"); return err },
-			"ForceExpire":    func(db locker.DBTX) error { _, err := lk.ForceExpire(ctx, db, bad, 1); return err },
-			"ForceRelease":   func(db locker.DBTX) error { _, err := lk.ForceRelease(ctx, db, bad, 1); return err },
+			"ForceExpire":    func(db locker.DBTX) error { _, err := (operator.Operator{}).ForceExpire(ctx, db, bad, 1); return err },
+			"ForceRelease":   func(db locker.DBTX) error { _, err := (operator.Operator{}).ForceRelease(ctx, db, bad, 1); return err },
 			"Renew key":      func(db locker.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
 			"Release key":    func(db locker.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
 			"Fence key":      func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf(bad, "o", 1)) },

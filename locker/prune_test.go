@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -27,7 +28,7 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	testdb.AgeLock(t, db, "k", time.Second)
 	testdb.AgeLock(t, db, "expired", time.Second)
 
-	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Second / 2})
+	res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Second / 2})
 	if err != nil || res.Locks != 2 {
 		t.Fatalf("prune = %+v, %v; want the released and the expired row deleted", res, err)
 	}
@@ -67,7 +68,7 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Millisecond, GateWait: 200 * time.Millisecond})
+	res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Millisecond, GateWait: 200 * time.Millisecond})
 	if !errors.Is(err, locker.ErrLockTimeout) {
 		t.Fatalf("prune behind an open grant = %+v, %v; want ErrLockTimeout", res, err)
 	}
@@ -80,10 +81,10 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Millisecond}); err != nil || res.Locks != 1 {
+	if res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Millisecond}); err != nil || res.Locks != 1 {
 		t.Fatalf("prune after the transaction ended = %+v, %v; want 1 row", res, err)
 	}
-	if _, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: -time.Second}); err == nil {
+	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: -time.Second}); err == nil {
 		t.Fatal("prune with a negative FreeFor succeeded")
 	}
 }
@@ -125,7 +126,7 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 	}
 	pruned := make(chan error, 1)
 	go func() {
-		_, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Second / 2})
+		_, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Second / 2})
 		pruned <- err
 	}()
 	testdb.Eventually(t, 10*time.Second, "the prune queued for the gate", waiting("distributed_lock_prune"))
@@ -174,7 +175,7 @@ func TestPruneKeepsAKeyPromisedToAWaitingSet(t *testing.T) {
 	testdb.WaitForWaiter(t, db, "a", "set")
 	testdb.WaitForWaiter(t, db, "b", "set")
 	testdb.AgeLock(t, db, "a", time.Hour)
-	if _, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Minute}); err != nil {
+	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lk.Release(ctx, db, held); err != nil {

@@ -309,27 +309,3 @@ func sessionLost(id int64, outcome string) error {
 func leaseLostWithSession(key string, cause error) *LeaseLostError {
 	return &LeaseLostError{Key: key, Reason: cause.Error(), Err: cause}
 }
-
-// ErrNoSession: EndSession found no such session (closed, ended, or pruned
-// after it lapsed).
-var ErrNoSession = errors.New("no such session")
-
-// EndSession is the operator's end of session id (lockctl end-session):
-// every lease still bound to it is force-expired (an event each, naming
-// Config.Actor and reason; its lock-delay starts), the session is deleted
-// and a session_ended event records it. Its process learns at its next
-// heartbeat that the session is lost, and every bound Keepalive's Context
-// ends. It returns how many leases it expired.
-func (l *Locker) EndSession(ctx context.Context, db DBTX, id int64, reason string) (int, error) {
-	if err := ValidateReason(reason); err != nil {
-		return 0, fmt.Errorf("locker: end session %d: %w", id, err)
-	}
-	outcome, expired, err := store.EndSession(ctx, db, id, l.operatorActor(), reason)
-	if err != nil {
-		return 0, fmt.Errorf("locker: end session %d: %w", id, err)
-	}
-	if outcome != lockdb.OutcomeEnded {
-		return 0, fmt.Errorf("locker: end session %d: %w", id, ErrNoSession)
-	}
-	return expired, nil
-}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -112,7 +113,7 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
 	kaA, kaB := s.Keepalive(context.Background(), a), s.Keepalive(context.Background(), b)
 	time.Sleep(sessEvery)
-	if _, err := lk.ForceExpire(context.Background(), db, "a", a.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(context.Background(), db, "a", a.Token); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, kaA.Context(), 2*sessTTL)
@@ -142,7 +143,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 	ka := s.KeepaliveAll(context.Background(), []locker.Lease{a})
 	kb := s.Keepalive(context.Background(), b)
 	time.Sleep(sessEvery)
-	op := testdb.Locker(t, locker.Config{Actor: "alice"})
+	op := testdb.Operator(t, "alice")
 	n, err := op.EndSession(context.Background(), db, s.ID(), "stuck worker")
 	if err != nil || n != 2 {
 		t.Fatalf("EndSession: %d leases, %v; want 2", n, err)
@@ -164,7 +165,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 			t.Errorf("%s still held after its session ended", key)
 		}
 	}
-	if _, err := op.EndSession(context.Background(), db, s.ID(), ""); !errors.Is(err, locker.ErrNoSession) {
+	if _, err := op.EndSession(context.Background(), db, s.ID(), ""); !errors.Is(err, operator.ErrNoSession) {
 		t.Errorf("ending it again: %v; want ErrNoSession", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -46,7 +47,7 @@ func TestLeaseEndedWhenAHeartbeatReplyWasLostIsStillReported(t *testing.T) {
 	// Right after a heartbeat, so that the next one is the first to find
 	// the lease ended.
 	db.nextBeat(t)
-	if _, err := testdb.Locker(t, locker.Config{}).ForceExpire(context.Background(), pool, "a", ka.Lease().Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(context.Background(), pool, "a", ka.Lease().Token); err != nil {
 		t.Fatal(err)
 	}
 	db.loseBeatReply.Store(true)

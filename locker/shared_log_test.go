@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -54,9 +55,9 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 			case "released":
 				_, err = lk.Release(ctx, db, r)
 			case "force_released":
-				_, err = lk.ForceRelease(ctx, db, "cfg", r.Token)
+				_, err = (operator.Operator{}).ForceRelease(ctx, db, "cfg", r.Token)
 			default:
-				_, err = lk.ForceExpire(ctx, db, "cfg", r.Token)
+				_, err = (operator.Operator{}).ForceExpire(ctx, db, "cfg", r.Token)
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"os/user"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -25,18 +24,6 @@ const (
 // New and ReportStaleWrite refuse JSON text longer than this, with
 // ErrTooLarge, before anything is sent.
 const MaxJSONBytes = 8192
-
-// MaxReasonBytes bounds an operator's reason (EndDelay, EndSession), which
-// an event's detail keeps beside what the event says itself.
-const MaxReasonBytes = MaxJSONBytes / 2
-
-// ValidateReason accepts a reason of at most MaxReasonBytes.
-func ValidateReason(reason string) error {
-	if len(reason) > MaxReasonBytes {
-		return fmt.Errorf("%w: reason is %d bytes, more than %d", ErrTooLarge, len(reason), MaxReasonBytes)
-	}
-	return nil
-}
 
 // validJSON accepts what of (metadata, detail) is JSON of at most
 // MaxJSONBytes.
@@ -88,22 +75,4 @@ func NewOwnerID() string {
 		id = id[len(id)-MaxOwnerBytes:]
 	}
 	return id
-}
-
-// DefaultActor is "user@host", the name recorded on events an operator
-// causes.
-func DefaultActor() string {
-	name := "unknown"
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "unknown-host"
-	}
-	actor := name + "@" + host
-	if len(actor) > MaxOwnerBytes {
-		actor = actor[:MaxOwnerBytes]
-	}
-	return actor
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -130,7 +131,7 @@ func TestWakeUpsReachOnlyTheirProcess(t *testing.T) {
 
 	// An operator's force-expire of b-key hands nothing off: it wakes the
 	// key's waiters, whose check takes the lapsed key. Only b hears it.
-	if _, err := holder.ForceExpire(ctx, db, "b-key", onB.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, db, "b-key", onB.Token); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-gotB; r.Err != nil || r.Lease.Owner != "waiter-b" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -122,7 +123,7 @@ func (m Model) startEndSession(p sessionSelector) (Model, tea.Cmd) {
 func (m *Model) send(req actionRequest) tea.Cmd {
 	m.actionSeq++
 	req.seq = m.actionSeq
-	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, m.opts.ActionDone, req)
+	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, m.opts.Operator, m.opts.ActionDone, req)
 }
 
 // actionDone shows an action's result and refreshes the table. A result
@@ -209,9 +210,9 @@ func actionResult(msg actionDoneMsg) flash {
 	case errors.As(msg.err, &held):
 		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s%s — %s",
 			safe(held.Owner), token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
-	case errors.Is(msg.err, locker.ErrNotDelayed):
+	case errors.Is(msg.err, operator.ErrNotDelayed):
 		return flash{fmt.Sprintf("✗ end-delay refused: the lock-delay is over already — %s", key), flashError}
-	case errors.Is(msg.err, locker.ErrNoSession):
+	case errors.Is(msg.err, operator.ErrNoSession):
 		return flash{fmt.Sprintf("✗ end-session refused: %s is gone already (closed by its process, ended, or pruned)", key), flashError}
 	case errors.Is(msg.err, locker.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -62,10 +63,11 @@ type actionRequest struct {
 	slot int32
 }
 
-// runAction performs one operator action through the locker: every action
-// passes through it. done, when set, is called once the action has ended,
-// whatever its outcome (Options.ActionDone).
-func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done func(), req actionRequest) tea.Cmd {
+// runAction performs one operator action through the locker (acquire,
+// renew) or the operator (the rest): every action passes through it. done,
+// when set, is called once the action has ended, whatever its outcome
+// (Options.ActionDone).
+func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, op operator.Operator, done func(), req actionRequest) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
@@ -86,13 +88,13 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done fu
 			lease.TTL = req.ttl
 			res.lease, res.err = lk.Renew(ctx, db, lease)
 		case actExpire:
-			res.lease, res.err = lk.ForceExpire(ctx, db, req.key, req.token)
+			res.lease, res.err = op.ForceExpire(ctx, db, req.key, req.token)
 		case actRelease:
-			res.lease, res.err = lk.ForceRelease(ctx, db, req.key, req.token)
+			res.lease, res.err = op.ForceRelease(ctx, db, req.key, req.token)
 		case actEndDelay:
-			res.ended, res.err = lk.EndDelay(ctx, db, req.key, "")
+			res.ended, res.err = op.EndDelay(ctx, db, req.key, "")
 		case actEndSession:
-			res.expired, res.err = lk.EndSession(ctx, db, req.session, "")
+			res.expired, res.err = op.EndSession(ctx, db, req.session, "")
 		}
 		return res
 	}

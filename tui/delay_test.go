@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -36,7 +37,7 @@ func delayedKey(t *testing.T, pool store.DBTX, key string) locker.Lease {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.ForceExpire(ctx, pool, key, lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, key, lease.Token); err != nil {
 		t.Fatal(err)
 	}
 	return lease
@@ -163,7 +164,7 @@ func TestDelayEndingMovesTheTotals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.ForceRelease(ctx, pool, "k", lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, pool, "k", lease.Token); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)

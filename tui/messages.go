@@ -2,6 +2,7 @@ package tui
 
 import (
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -41,7 +42,7 @@ type actionDoneMsg struct {
 	key   string
 	token int64 // the token the operator acted on (0 for acquire)
 	lease locker.Lease
-	ended locker.EndedDelay // end-delay's
+	ended operator.EndedDelay // end-delay's
 	// session is the session end-session ended, expired how many leases
 	// that took.
 	session int64

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -120,7 +121,7 @@ func TestEndSessionFromTheSessionsPage(t *testing.T) {
 	}
 
 	// Ended meanwhile: the console says so.
-	gone := actionResult(actionDoneMsg{kind: actEndSession, key: fmt.Sprintf("session %d", s.ID()), err: fmt.Errorf("x: %w", locker.ErrNoSession)})
+	gone := actionResult(actionDoneMsg{kind: actEndSession, key: fmt.Sprintf("session %d", s.ID()), err: fmt.Errorf("x: %w", operator.ErrNoSession)})
 	if gone.kind != flashError || !strings.Contains(gone.text, "is gone already") {
 		t.Errorf("ending a session gone meanwhile: %+v", gone)
 	}

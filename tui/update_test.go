@@ -30,7 +30,7 @@ func dbModel(t *testing.T, pool *pgxpool.Pool, opts Options, w, h int) Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Pool, opts.Locker = pool, lk
+	opts.Pool, opts.Locker, opts.Operator = pool, lk, testdb.Operator(t, actor)
 	m := New(opts)
 	m = step(t, m, tea.WindowSizeMsg{Width: w, Height: h})
 	return runPoll(t, m, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()))

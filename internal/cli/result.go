@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -53,9 +54,9 @@ func leaseResult(l locker.Lease) result {
 		r.Mode, r.Permits = l.Mode, l.Permits
 	}
 	switch l.Outcome {
-	case locker.Released, locker.ForceReleased:
+	case locker.Released, operator.ForceReleased:
 		r.State = string(locker.StateFree)
-	case locker.Expired:
+	case operator.Expired:
 		r.State = string(locker.StateExpired)
 	}
 	return r
@@ -116,10 +117,10 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 		if l.Outcome == locker.Stolen {
 			line += " (taken over from an expired lease)"
 		}
-	case locker.Expired:
+	case operator.Expired:
 		line = fmt.Sprintf("expired %s token=%d owner=%s (by %s; the next acquirer takes it over)",
 			key, l.Token, owner, textsafe.Escape(actor))
-	case locker.ForceReleased:
+	case operator.ForceReleased:
 		line = fmt.Sprintf("force-released %s token=%d owner=%s (by %s; the next acquirer gets a new token)",
 			key, l.Token, owner, textsafe.Escape(actor))
 	default:

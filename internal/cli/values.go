@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -194,9 +195,9 @@ func OwnerVar(fs *pflag.FlagSet, p *string, name, usage string) {
 }
 
 // ReasonVar defines a flag holding an operator's reason: at most
-// locker.MaxReasonBytes, which an event's detail keeps.
+// operator.MaxReasonBytes, which an event's detail keeps.
 func ReasonVar(fs *pflag.FlagSet, p *string, name, usage string) {
-	fs.Var(checkedValue{p: p, check: locker.ValidateReason}, name, usage)
+	fs.Var(checkedValue{p: p, check: operator.ValidateReason}, name, usage)
 }
 
 // choicesAnnotation lists the values an enum flag accepts, for help and

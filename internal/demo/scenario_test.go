@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/demo"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -166,7 +167,7 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 		t.Fatalf("stuck lock TTL %s, remaining %s; want a one-hour lease", stuck.TTL, stuck.Remaining)
 	}
 	before := sim.Stats().OperatorFreed
-	op, err := locker.New(locker.Config{Actor: "test-operator"})
+	op, err := operator.New("test-operator")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/internal/workload"
 	"github.com/lockctl/lockctl/locker"
@@ -110,14 +111,14 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	}
 
 	// Operator actions.
-	if f, err := lk.ForceExpire(ctx, db, "steal", stolen.Token); err != nil || f.Outcome != locker.Expired {
+	if f, err := (operator.Operator{}).ForceExpire(ctx, db, "steal", stolen.Token); err != nil || f.Outcome != operator.Expired {
 		t.Fatalf("force-expire = %+v, %v", f, err)
 	}
 	fr := testdb.MustAcquire(t, lk, db, "force", "a")
-	if f, err := lk.ForceRelease(ctx, db, "force", fr.Token); err != nil || f.Outcome != locker.ForceReleased {
+	if f, err := (operator.Operator{}).ForceRelease(ctx, db, "force", fr.Token); err != nil || f.Outcome != operator.ForceReleased {
 		t.Fatalf("force-release = %+v, %v", f, err)
 	}
-	if _, err := lk.ForceRelease(ctx, db, "force", fr.Token); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, db, "force", fr.Token); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("second force-release = %v, want ErrNotHeld", err)
 	}
 
@@ -153,7 +154,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if caps, err := store.Capabilities(ctx, db); err != nil || !caps.Hold {
 		t.Fatalf("capabilities = %+v, %v; want the owner able to hold locks", caps, err)
 	}
-	if _, err := lk.Prune(ctx, db, locker.PruneOptions{}); err != nil {
+	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{}); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
 }

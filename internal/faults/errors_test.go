@@ -112,7 +112,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		wantErr(t, "Renew", err, locker.ErrReadOnly, "read-only")
 		_, err = lk.Release(ctx, sdb, lease)
 		wantErr(t, "Release", err, locker.ErrReadOnly, "read-only")
-		_, err = lk.ForceExpire(ctx, sdb, "k", lease.Token)
+		_, err = testdb.Operator(t, "tester").ForceExpire(ctx, sdb, "k", lease.Token)
 		wantErr(t, "ForceExpire", err, locker.ErrReadOnly, "read-only")
 		err = lk.ReportStaleWrite(ctx, sdb, lease, "x")
 		wantErr(t, "ReportStaleWrite", err, locker.ErrReadOnly, "read-only")

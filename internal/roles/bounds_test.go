@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -108,10 +109,10 @@ func TestLockerRefusesOversizedValues(t *testing.T) {
 		t.Errorf("ReportStaleWrite of a megabyte: %v; want ErrTooLarge", err)
 	}
 	op := e.roleWith(t, roles.Operator)
-	if _, err := lk.EndDelay(ctx, op, "delayed", aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+	if _, err := (operator.Operator{}).EndDelay(ctx, op, "delayed", aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
 		t.Errorf("EndDelay with a megabyte of reason: %v; want ErrTooLarge", err)
 	}
-	if _, err := lk.EndSession(ctx, op, 1, aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+	if _, err := (operator.Operator{}).EndSession(ctx, op, 1, aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
 		t.Errorf("EndSession with a megabyte of reason: %v; want ErrTooLarge", err)
 	}
 }

@@ -48,7 +48,7 @@ func TestEventsNameTheRoleBesideTheClaimedActor(t *testing.T) {
 	if handed.Err != nil {
 		t.Fatal(handed.Err)
 	}
-	ops := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "bob@ops"})
+	ops := testdb.Operator(t, "bob@ops")
 	if _, err := ops.ForceExpire(ctx, operator, "ledger", handed.Lease.Token); err != nil {
 		t.Fatal(err)
 	}

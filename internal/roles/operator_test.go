@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -23,7 +24,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	op, err := locker.New(locker.Config{Actor: "oncall"})
+	op, err := operator.New("oncall")
 	if err != nil {
 		return err
 	}
@@ -79,7 +80,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 		return fmt.Errorf("end session: %d leases, %w", n, err)
 	}
 	_ = sess.Close(ctx)
-	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
+	res, err := op.Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
 	if err != nil {
 		return err
 	}

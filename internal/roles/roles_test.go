@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -131,7 +132,7 @@ func makeLocks(t *testing.T, e env) locker.Lease {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.ForceRelease(ctx, e.admin, "delayed", gone.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, e.admin, "delayed", gone.Token); err != nil {
 		t.Fatal(err)
 	}
 	// "sem" has a holder's slot, which only the protocol may write.
@@ -192,13 +193,13 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	wantDenied(t, "Renew", err)
 	_, err = lk.Release(ctx, db, held)
 	wantDenied(t, "Release", err)
-	_, err = lk.ForceExpire(ctx, db, "held", held.Token)
+	_, err = testdb.Operator(t, "viewer").ForceExpire(ctx, db, "held", held.Token)
 	wantDenied(t, "ForceExpire", err)
-	_, err = lk.ForceRelease(ctx, db, "held", held.Token)
+	_, err = testdb.Operator(t, "viewer").ForceRelease(ctx, db, "held", held.Token)
 	wantDenied(t, "ForceRelease", err)
 	err = lk.ReportStaleWrite(ctx, db, held, "test")
 	wantDenied(t, "ReportStaleWrite", err)
-	_, err = lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond})
+	_, err = testdb.Operator(t, "viewer").Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond})
 	wantDenied(t, "Prune", err)
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, held) })
 	wantDenied(t, "Fence", err)
@@ -215,7 +216,8 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	e := newEnv(t)
 	held := makeLocks(t, e)
 	db := e.roleWith(t, roles.Operator)
-	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
+	opLk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
 	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 4 {
 		t.Fatalf("operator ListPrefix = %d, %v", len(locks), err)
@@ -228,32 +230,32 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 		t.Fatalf("operator ForceRelease of a permit = %+v, %v", ended, err)
 	}
 	expired, err := op.ForceExpire(ctx, db, "held", held.Token)
-	if err != nil || expired.Outcome != locker.Expired {
+	if err != nil || expired.Outcome != operator.Expired {
 		t.Fatalf("operator ForceExpire = %+v, %v", expired, err)
 	}
 	freed, err := op.ForceRelease(ctx, db, "held", held.Token)
-	if err != nil || freed.Outcome != locker.ForceReleased {
+	if err != nil || freed.Outcome != operator.ForceReleased {
 		t.Fatalf("operator ForceRelease = %+v, %v", freed, err)
 	}
 	ev, err := lockview.KeyEvents(ctx, db, "held", 1)
 	if err != nil || len(ev) != 1 || ev[0].Kind != lockdb.EventForceReleased || ev[0].Actor != "oncall" {
 		t.Fatalf("latest event = %+v, %v; want force_released by oncall", ev, err)
 	}
-	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
+	res, err := op.Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
 	// Three free rows: held and sem, freed above, and free.
 	if err != nil || res.Locks != 3 || res.Events == 0 {
 		t.Fatalf("operator Prune = %+v, %v; want the three free rows and the events deleted", res, err)
 	}
 
 	// An operator is not a holder: it cannot take or extend a lease.
-	_, err = op.TryAcquire(ctx, db, "k", "oncall")
+	_, err = opLk.TryAcquire(ctx, db, "k", "oncall")
 	wantDenied(t, "operator TryAcquire", err)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	lease, err := lk.TryAcquire(ctx, e.admin, "k2", "svc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = op.Renew(ctx, db, lease)
+	_, err = opLk.Renew(ctx, db, lease)
 	wantDenied(t, "operator Renew", err)
 	_, err = db.Exec(ctx, `UPDATE distributed_lock SET owner_id = 'forged'`)
 	wantDenied(t, "operator UPDATE owner_id", store.Interpret(err))
@@ -286,8 +288,7 @@ func TestServiceRunsLockerOnly(t *testing.T) {
 		// ALTER on an object one does not own is "must be owner" (42501 too).
 		wantDenied(t, "service "+c.what, err)
 	}
-	lk := testdb.Locker(t, locker.Config{})
-	_, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond})
+	_, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond})
 	wantDenied(t, "service Prune", err)
 }
 

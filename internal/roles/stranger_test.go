@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -70,7 +71,7 @@ func TestAStrangerHoldsNothingTheProtocolWaitsFor(t *testing.T) {
 	if _, err := lk.TryAcquire(ctx, svc, "new", "svc"); err != nil {
 		t.Errorf("first grant of a key: %v", err)
 	}
-	if _, err := lk.Prune(ctx, op, locker.PruneOptions{FreeFor: time.Hour}); err != nil {
+	if _, err := (operator.Operator{}).Prune(ctx, op, operator.PruneOptions{FreeFor: time.Hour}); err != nil {
 		t.Errorf("prune: %v", err)
 	}
 	// A release that finds nobody to hand the key to waits for the

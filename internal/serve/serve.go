@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/sshserve"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
@@ -111,6 +112,9 @@ func (c consoles) open(ctx context.Context, s sshserve.Session) (tea.Model, erro
 	if canAct {
 		lk, err := locker.New(locker.Config{Actor: s.Actor, TTL: opts.TTL, LogGrants: true})
 		if err != nil {
+			return nil, err
+		}
+		if opts.Operator, err = operator.New(s.Actor); err != nil {
 			return nil, err
 		}
 		opts.Locker = lk

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -87,7 +88,7 @@ func acquireIn(ctx context.Context, c Client, pool *pgxpool.Pool, key, owner str
 // leases and force-expires (or, one time in four, force-releases) one of
 // them with its own token, as the console's operator acts on the holder it
 // picked.
-func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder,
+func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, oper operator.Operator, rec *history.Recorder,
 	r *rand.Rand, key string) {
 	holders, err := lockview.HoldersOf(ctx, pool, []string{key})
 	if err != nil || len(holders[key]) == 0 {
@@ -96,10 +97,10 @@ func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, lk *locke
 	h := holders[key][r.IntN(len(holders[key]))]
 	op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: h.Token, Call: rec.Now()}
 	if r.IntN(4) != 0 {
-		_, err = lk.ForceExpire(ctx, pool, key, h.Token)
+		_, err = oper.ForceExpire(ctx, pool, key, h.Token)
 	} else {
 		op.Kind = history.ForceRelease
-		_, err = lk.ForceRelease(ctx, pool, key, h.Token)
+		_, err = oper.ForceRelease(ctx, pool, key, h.Token)
 	}
 	op.Return = rec.Now()
 	op.Result, op.Err = history.ResultOf(err)

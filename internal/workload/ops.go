@@ -12,7 +12,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // opCtx bounds one operation; the run's end is signalled by stop, not by
@@ -163,7 +165,7 @@ func (w Workload) fencedWrite(pool *pgxpool.Pool, rec *history.Recorder, id int,
 // hot key (or a holder of a mode key) now and then, with the token it
 // read, as the console's operator would, and ends a key's lock-delay early
 // when it finds one.
-func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder, stop *atomic.Bool) {
+func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, oper operator.Operator, rec *history.Recorder, stop *atomic.Bool) {
 	r := rand.New(rand.NewPCG(99, uint64(time.Now().UnixNano())))
 	endNext := false
 	for !stop.Load() {
@@ -173,20 +175,20 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, 
 			key = []string{sharedKey, semaphoreKey}[r.IntN(2)]
 		}
 		ctx, cancel := opCtx()
-		row, found, err := lk.Get(ctx, pool, key)
+		row, found, err := store.Get[locker.LockInfo](ctx, pool, key)
 		switch {
 		case err != nil || !found:
 		case row.Mode != locker.ModeExclusive && row.State() != locker.StateFree:
-			w.forceHolder(ctx, pool, lk, rec, r, key)
+			w.forceHolder(ctx, pool, oper, rec, r, key)
 		case row.State() == locker.StateDelayed:
-			w.endDelay(t, ctx, pool, lk, key)
+			w.endDelay(t, ctx, pool, oper, key)
 		case row.State() != locker.StateFree:
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
 			if r.IntN(4) != 0 {
-				_, err = lk.ForceExpire(ctx, pool, key, row.Token)
+				_, err = oper.ForceExpire(ctx, pool, key, row.Token)
 			} else { // one force in four is a release
 				op.Kind = history.ForceRelease
-				_, err = lk.ForceRelease(ctx, pool, key, row.Token)
+				_, err = oper.ForceRelease(ctx, pool, key, row.Token)
 			}
 			op.Return = rec.Now()
 			op.Result, op.Err = history.ResultOf(err)
@@ -196,7 +198,7 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, 
 				// ended at once, as by an operator who knows the holder is
 				// gone; the others run their course.
 				if endNext = !endNext; endNext {
-					w.endDelay(t, ctx, pool, lk, key)
+					w.endDelay(t, ctx, pool, oper, key)
 				}
 			}
 		}
@@ -284,8 +286,8 @@ func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, 
 }
 
 // endDelay ends key's lock-delay, if it is in one.
-func (w Workload) endDelay(t testing.TB, ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, key string) {
-	if _, err := lk.EndDelay(ctx, pool, key, "workload"); err != nil && !errors.Is(err, locker.ErrNotDelayed) {
+func (w Workload) endDelay(t testing.TB, ctx context.Context, pool *pgxpool.Pool, oper operator.Operator, key string) {
+	if _, err := oper.EndDelay(ctx, pool, key, "workload"); err != nil && !errors.Is(err, operator.ErrNotDelayed) {
 		t.Errorf("end the delay of %q: %v", key, err)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -124,6 +125,10 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oper, err := operator.New("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.delayed = w.Client
 	if w.Client == nil {
 		w.Client = lk
@@ -150,13 +155,13 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		wg.Go(func() { w.worker(pool, rec, &stop, id) })
 	}
 	if w.Operator {
-		wg.Go(func() { w.operator(t, pool, lk, rec, &stop) })
+		wg.Go(func() { w.operator(t, pool, oper, rec, &stop) })
 	}
 	var pruned atomic.Int64
 	if w.Pruner {
 		wg.Go(func() {
 			for !stop.Load() {
-				res, err := lk.Prune(ctx, pool, locker.PruneOptions{FreeFor: time.Millisecond, GateWait: 5 * time.Second})
+				res, err := oper.Prune(ctx, pool, operator.PruneOptions{FreeFor: time.Millisecond, GateWait: 5 * time.Second})
 				if err != nil {
 					t.Errorf("prune: %v", err)
 					return
