@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -48,8 +49,8 @@ func TestTryAcquireOutcomes(t *testing.T) {
 	if err != nil || released.Outcome != locker.Released {
 		t.Fatalf("release = %+v, %v", released, err)
 	}
-	row, found, err := store.Get[locker.LockInfo](ctx, db, "k")
-	if err != nil || !found || row.State() != locker.StateFree || row.Owner != "b" {
+	row, found, err := store.Get[lockdb.LockInfo](ctx, db, "k")
+	if err != nil || !found || row.State() != lockdb.StateFree || row.Owner != "b" {
 		t.Fatalf("row after release = %+v found=%v err=%v; want kept, free, last holder b", row, found, err)
 	}
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -91,7 +92,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 		t.Errorf("migrate reported %+v; want %+v", adoption, want)
 	}
 	for _, s := range reference {
-		info, found, err := lk.Get(ctx, db, s.Key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, db, s.Key)
 		if err != nil || !found {
 			t.Fatalf("%s after migrate: found %v, %v", s.Key, found, err)
 		}
@@ -99,9 +100,9 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 			t.Errorf("%s after migrate = %s, %d, expires %s; want %s, %d, %s", s.Key,
 				info.Owner, info.Token, info.ExpiresAt.UTC(), s.Owner, s.Token, s.ExpiresAt.UTC())
 		}
-		wantState := locker.StateHeld
+		wantState := lockdb.StateHeld
 		if s.ExpiresAt.Before(info.DBNow) {
-			wantState = locker.StateExpired
+			wantState = lockdb.StateExpired
 		}
 		if info.State() != wantState {
 			t.Errorf("%s after migrate is %s; want %s", s.Key, info.State(), wantState)

@@ -11,6 +11,7 @@ import (
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // delayedErr asserts err is a refusal for a lock-delay (a *HeldError that
@@ -29,13 +30,13 @@ func delayedErr(t *testing.T, what string, err error) *locker.HeldError {
 
 // delayedRow asserts key reads as delayed, its delay ending within
 // [lo, hi] of the read, and returns the row.
-func delayedRow(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, lo, hi time.Duration) locker.LockInfo {
+func delayedRow(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, lo, hi time.Duration) lockdb.LockInfo {
 	t.Helper()
-	info, found, err := lk.Get(context.Background(), db, key)
+	info, found, err := store.Get[lockdb.LockInfo](context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("get %q: %v, found=%v", key, err, found)
 	}
-	if info.State() != locker.StateDelayed || info.DelayUntil == nil {
+	if info.State() != lockdb.StateDelayed || info.DelayUntil == nil {
 		t.Fatalf("%q is %s (delay_until %v); want delayed", key, info.State(), info.DelayUntil)
 	}
 	if left := info.DelayUntil.Sub(info.DBNow); left < lo || left > hi {
@@ -203,7 +204,7 @@ func TestWaiterIsServedWhenTheLockDelayEnds(t *testing.T) {
 	if got.Err != nil {
 		t.Fatalf("w1: %v", got.Err)
 	}
-	now, _, err := lk.Get(ctx, db, "k")
+	now, _, err := store.Get[lockdb.LockInfo](ctx, db, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,8 +244,8 @@ func TestEndDelayServesTheHeadWaiter(t *testing.T) {
 	if _, err := op.EndDelay(ctx, db, "k", ""); err != nil {
 		t.Fatal(err)
 	}
-	info, _, err := lk.Get(ctx, db, "k")
-	if err != nil || info.Owner != "w1" || info.State() == locker.StateDelayed {
+	info, _, err := store.Get[lockdb.LockInfo](ctx, db, "k")
+	if err != nil || info.Owner != "w1" || info.State() == lockdb.StateDelayed {
 		t.Fatalf("after EndDelay the key is %+v (%v); want handed to w1", info, err)
 	}
 	if got := <-waiting; got.Err != nil || got.Lease.Token != info.Token {

@@ -168,7 +168,7 @@ type NotHeldError struct {
 	Owner string // the caller's owner ("" for operator actions)
 	Token int64  // the token the caller named
 	// Current is the key's row now, nil when it has none.
-	Current *LockInfo
+	Current *lockdb.LockInfo
 }
 
 func (e *NotHeldError) Error() string {

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -58,7 +59,7 @@ func FuzzValidateKey(f *testing.F) {
 			t.Fatalf("acquire of accepted key %q: %v", key, err)
 		}
 		defer lk.Release(ctx, db, lease)
-		row, found, err := store.Get[locker.LockInfo](ctx, db, key)
+		row, found, err := store.Get[lockdb.LockInfo](ctx, db, key)
 		if err != nil || !found || row.Key != key || lease.Key != key {
 			t.Fatalf("key %q read back as %q (lease %q), found=%v err=%v", key, row.Key, lease.Key, found, err)
 		}
@@ -84,7 +85,7 @@ func FuzzValidateOwner(f *testing.F) {
 		if err != nil {
 			t.Fatalf("acquire by accepted owner %q: %v", owner, err)
 		}
-		row, _, err := store.Get[locker.LockInfo](ctx, db, "fuzz-owner")
+		row, _, err := store.Get[lockdb.LockInfo](ctx, db, "fuzz-owner")
 		if err != nil || row.Owner != owner {
 			t.Fatalf("owner %q read back as %q: %v", owner, row.Owner, err)
 		}

@@ -9,9 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // The keepalive tests run on a fake clock (fakeclock_test.go): the test
@@ -38,9 +40,9 @@ func waitDone(t *testing.T, ctx context.Context, limit time.Duration) {
 }
 
 // liveRow is key's row with its state on the database clock.
-func liveRow(t *testing.T, db locker.DBTX, key string) locker.LockInfo {
+func liveRow(t *testing.T, db locker.DBTX, key string) lockdb.LockInfo {
 	t.Helper()
-	row, found, err := testdb.Locker(t, locker.Config{}).Get(context.Background(), db, key)
+	row, found, err := store.Get[lockdb.LockInfo](context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("read %q: found=%v err=%v", key, found, err)
 	}
@@ -73,7 +75,7 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 	// Four intervals: the lease would have expired after three.
 	for i := 1; i <= 4; i++ {
 		passRenewInterval(t, clk, db, "k")
-		if row := liveRow(t, db, "k"); int(row.RenewCount) != i || row.State() != locker.StateHeld {
+		if row := liveRow(t, db, "k"); int(row.RenewCount) != i || row.State() != lockdb.StateHeld {
 			t.Fatalf("after %s: row %+v; want held, renewed %d times", time.Duration(i)*kaEvery, row, i)
 		}
 	}
@@ -290,7 +292,7 @@ func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
 	if err := k.Err(); err != nil {
 		t.Fatalf("keepalive with RenewEvery %s on a %s TTL: %v", kaTTL-500*time.Millisecond, kaTTL, err)
 	}
-	if row := liveRow(t, db, "k"); row.RenewCount != 4 || row.State() != locker.StateHeld {
+	if row := liveRow(t, db, "k"); row.RenewCount != 4 || row.State() != lockdb.StateHeld {
 		t.Fatalf("row %+v; want held, renewed 4 times", row)
 	}
 }

@@ -131,7 +131,7 @@ func TestRenew(t *testing.T) {
 		testdb.ExpireLease(t, db, "k")
 		_, err := lk.Renew(ctx, db, lease)
 		nh := notHeldErr(t, "renew of an expired lease", err)
-		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != locker.StateExpired {
+		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != lockdb.StateExpired {
 			t.Fatalf("Current = %+v; want the same grant, expired", nh.Current)
 		}
 		if !strings.Contains(err.Error(), "expired") {
@@ -219,11 +219,11 @@ func TestForceOperations(t *testing.T) {
 		run     func(operator.Operator, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
 		outcome locker.Outcome
 		kind    string
-		state   locker.State
+		state   lockdb.State
 		next    locker.Outcome // the next acquirer's outcome
 	}{
-		{"force-expire", operator.Operator.ForceExpire, operator.Expired, lockdb.EventForceExpired, locker.StateExpired, locker.Stolen},
-		{"force-release", operator.Operator.ForceRelease, operator.ForceReleased, lockdb.EventForceReleased, locker.StateFree, locker.Acquired},
+		{"force-expire", operator.Operator.ForceExpire, operator.Expired, lockdb.EventForceExpired, lockdb.StateExpired, locker.Stolen},
+		{"force-release", operator.Operator.ForceRelease, operator.ForceReleased, lockdb.EventForceReleased, lockdb.StateFree, locker.Acquired},
 	}
 	for _, op := range ops {
 		t.Run(op.name+" current token", func(t *testing.T) {

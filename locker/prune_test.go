@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -33,7 +34,7 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 		t.Fatalf("prune = %+v, %v; want the released and the expired row deleted", res, err)
 	}
 	for _, key := range []string{"k", "expired"} {
-		if _, found, _ := store.Get[locker.LockInfo](ctx, db, key); found {
+		if _, found, _ := store.Get[lockdb.LockInfo](ctx, db, key); found {
 			t.Fatalf("%q still has a row after prune", key)
 		}
 	}
@@ -75,7 +76,7 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	if waited := time.Since(started); waited < 150*time.Millisecond {
 		t.Fatalf("prune gave up after %s; want it to wait about GateWait (200ms)", waited)
 	}
-	if _, found, _ := store.Get[locker.LockInfo](ctx, db, "free"); !found {
+	if _, found, _ := store.Get[lockdb.LockInfo](ctx, db, "free"); !found {
 		t.Fatal("a timed-out prune deleted a row")
 	}
 	if err := tx.Rollback(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -77,7 +78,7 @@ func validLease(lease Lease) error {
 // key's current row so the message can say what happened.
 func notHeld(ctx context.Context, db DBTX, key, owner string, token int64) error {
 	e := &NotHeldError{Key: key, Owner: owner, Token: token}
-	if cur, found, err := store.Get[LockInfo](ctx, db, key); err == nil && found {
+	if cur, found, err := store.Get[lockdb.LockInfo](ctx, db, key); err == nil && found {
 		e.Current = &cur
 	}
 	return e

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -82,7 +83,7 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 	at := sessionExpiry(t, snap, s.ID())
 	for _, key := range keys {
 		row := liveRow(t, snap, key)
-		if row.State() != locker.StateHeld || !row.ExpiresAt.Equal(at) {
+		if row.State() != lockdb.StateHeld || !row.ExpiresAt.Equal(at) {
 			t.Fatalf("%s: %s until %v; want held until the session's %v", key, row.State(), row.ExpiresAt, at)
 		}
 	}
@@ -97,7 +98,7 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 		waitDone(t, ka.Context(), time.Second)
 	}
 	for _, key := range keys {
-		if row := liveRow(t, db, key); row.State() != locker.StateFree {
+		if row := liveRow(t, db, key); row.State() != lockdb.StateFree {
 			t.Fatalf("%s after Close: %s; want free", key, row.State())
 		}
 	}
@@ -127,7 +128,7 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	if kaB.Err() != nil || s.Err() != nil {
 		t.Fatalf("b's keepalive %v, session %v; want both running", kaB.Err(), s.Err())
 	}
-	if row := liveRow(t, db, "a"); row.State() == locker.StateHeld {
+	if row := liveRow(t, db, "a"); row.State() == lockdb.StateHeld {
 		t.Errorf("the force-expired lease was revived: %+v", row)
 	}
 }
@@ -161,7 +162,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 		t.Errorf("session: %v; want ErrSessionLost", s.Err())
 	}
 	for _, key := range []string{"a", "b"} {
-		if row := liveRow(t, db, key); row.State() == locker.StateHeld {
+		if row := liveRow(t, db, key); row.State() == lockdb.StateHeld {
 			t.Errorf("%s still held after its session ended", key)
 		}
 	}
@@ -181,7 +182,7 @@ func TestStoppedKeepaliveIsNoLongerKeptBySession(t *testing.T) {
 	time.Sleep(sessEvery)
 	ka.Stop()
 	time.Sleep(2 * sessTTL)
-	if row := liveRow(t, db, "a"); row.State() == locker.StateHeld {
+	if row := liveRow(t, db, "a"); row.State() == lockdb.StateHeld {
 		t.Fatalf("a still held %v after its keepalive stopped", row.ExpiresAt)
 	}
 	if s.Err() != nil {
@@ -244,7 +245,7 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	}
 	for _, key := range []string{"a", "b", "c"} {
 		row := liveRow(t, db, key)
-		if row.State() == locker.StateHeld || !row.ExpiresAt.Equal(at) {
+		if row.State() == lockdb.StateHeld || !row.ExpiresAt.Equal(at) {
 			t.Errorf("%s: %s until %v; want lapsed at the session's %v", key, row.State(), row.ExpiresAt, at)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -75,7 +76,7 @@ func TestLeaseBoundTwiceInOneSessionEndsTheFirstKeepalive(t *testing.T) {
 	if err := second.Err(); err != nil {
 		t.Fatalf("the second keepalive ended: %v", err)
 	}
-	if row := liveRow(t, db, "a"); row.State() != locker.StateHeld {
+	if row := liveRow(t, db, "a"); row.State() != lockdb.StateHeld {
 		t.Fatalf("a is %s; want it held by the second keepalive", row.State())
 	}
 }

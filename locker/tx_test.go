@@ -33,7 +33,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, found, err := store.Get[locker.LockInfo](ctx, db, "k"); err != nil || found {
+		if _, found, err := store.Get[lockdb.LockInfo](ctx, db, "k"); err != nil || found {
 			t.Fatalf("after rollback: found=%v err=%v; want no row", found, err)
 		}
 		if evs := eventsOf(t, db, "k"); len(evs) != 0 {

@@ -255,7 +255,7 @@ func TestEnqueueRefusesABadWakeChannel(t *testing.T) {
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Errorf("%d waiter records after refused enqueues; want none", n)
 	}
-	if _, found, err := store.Get[locker.LockInfo](ctx, db, "k"); err != nil || found {
+	if _, found, err := store.Get[lockdb.LockInfo](ctx, db, "k"); err != nil || found {
 		t.Errorf("the key was granted by a refused enqueue (%v, %v)", found, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	_ "time/tzdata"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -130,7 +131,7 @@ func TestMigrateReferenceTimeZone(t *testing.T) {
 	if _, err := store.MigrateWith(ctx, db, adopt); err != nil {
 		t.Fatal(err)
 	}
-	l, _, err := store.Get[locker.LockInfo](ctx, db, "a")
+	l, _, err := store.Get[lockdb.LockInfo](ctx, db, "a")
 	if err != nil || !l.ExpiresAt.Equal(expires) {
 		t.Fatalf("adopted in the session's zone: expires %s, %v; want %s", l.ExpiresAt.UTC(), err, expires.UTC())
 	}

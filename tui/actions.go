@@ -43,14 +43,14 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	}
 	state := live(row, m.advance()).state
 	if key.Matches(msg, k.EndDelay) {
-		if state != locker.StateDelayed {
+		if state != lockdb.StateDelayed {
 			m.flash = flash{fmt.Sprintf("%s is not in a lock-delay (%s): nothing to end", safe(row.Key), state), flashError}
 			return m, nil
 		}
 		m.confirm = &confirmModel{kind: actEndDelay, key: row.Key, owner: row.Owner, token: row.Token}
 		return m, nil
 	}
-	if state == locker.StateFree {
+	if state == lockdb.StateFree {
 		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
 		return m, nil
 	}
@@ -136,17 +136,17 @@ func (m Model) actionDone(msg actionDoneMsg) (Model, tea.Cmd) {
 }
 
 // nowHolder says who has a lock now: "now held by X (token N)".
-func nowHolder(l locker.LockInfo) string {
+func nowHolder(l lockdb.LockInfo) string {
 	if grouped(l) {
 		return nowHolders(l)
 	}
 	owner := safe(l.Owner)
 	switch l.State() {
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		return fmt.Sprintf("now expired, last held by %s (token %s)", owner, token(l.Token))
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return fmt.Sprintf("now free, released by %s (token %s)", owner, token(l.Token))
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		return fmt.Sprintf("now in its lock-delay, last held by %s (token %s)", owner, token(l.Token))
 	default:
 		return fmt.Sprintf("now held by %s (token %s)", owner, token(l.Token))
@@ -155,15 +155,15 @@ func nowHolder(l locker.LockInfo) string {
 
 // nowHolders is nowHolder for a shared or semaphore key's row, whose
 // owner is its holders' group.
-func nowHolders(l locker.LockInfo) string {
+func nowHolders(l lockdb.LockInfo) string {
 	mode := "shared"
 	if l.Mode == locker.ModeSemaphore {
 		mode = fmt.Sprintf("as a semaphore of %d permits", l.Permits)
 	}
 	switch l.State() {
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		return fmt.Sprintf("now held %s by holders whose leases all ran out (group token %s)", mode, token(l.Token))
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return fmt.Sprintf("now free, last held %s (group token %s)", mode, token(l.Token))
 	default:
 		return fmt.Sprintf("now held %s by its holders (group token %s)", mode, token(l.Token))

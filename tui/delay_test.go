@@ -71,10 +71,10 @@ func TestDelayEndsOnScreenBetweenPolls(t *testing.T) {
 	r.DBNow = time.Now()
 	until := r.DBNow.Add(time.Second)
 	r.DelayUntil, r.Remaining = &until, -time.Second
-	if st := live(r, 500*time.Millisecond).state; st != locker.StateDelayed {
+	if st := live(r, 500*time.Millisecond).state; st != lockdb.StateDelayed {
 		t.Fatalf("half a second in: %s; want delayed", st)
 	}
-	if st := live(r, 1500*time.Millisecond).state; st != locker.StateExpired {
+	if st := live(r, 1500*time.Millisecond).state; st != lockdb.StateExpired {
 		t.Fatalf("after the delay: %s; want expired", st)
 	}
 }
@@ -106,8 +106,8 @@ func TestEndDelayConfirmedHandsTheKeyOn(t *testing.T) {
 	if s := screen(m); !strings.Contains(s, "✓ ended the lock-delay of billing:nightly") {
 		t.Fatalf("result not shown:\n%s", s)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, "billing:nightly")
-	if l.Owner != "waiter-7" || l.State() == locker.StateDelayed {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, "billing:nightly")
+	if l.Owner != "waiter-7" || l.State() == lockdb.StateDelayed {
 		t.Fatalf("after end-delay the key is %s's, %s; want handed to waiter-7", l.Owner, l.State())
 	}
 	evs, err := lockview.KeyEvents(context.Background(), pool, "billing:nightly", 10)
@@ -176,7 +176,7 @@ func TestDelayEndingMovesTheTotals(t *testing.T) {
 		t.Fatalf("header does not count the delayed key:\n%s", s)
 	}
 	m.snap.ReadAt = m.snap.ReadAt.Add(-2 * time.Second) // the delay has ended on screen
-	if st := live(m.snap.Page.Rows[0], m.advance()).state; st != locker.StateFree {
+	if st := live(m.snap.Page.Rows[0], m.advance()).state; st != lockdb.StateFree {
 		t.Fatalf("on screen 2s later the row is %s; want free", st)
 	}
 	if after := m.liveTotals(); after.Delayed != 0 || after.Free != 1 || after.All != 1 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -250,18 +251,18 @@ func (m Model) liveTotals() lockview.Totals {
 }
 
 // countState adds d to st's count; Held includes Expiring.
-func countState(t *lockview.Totals, st locker.State, d int64) {
+func countState(t *lockview.Totals, st lockdb.State, d int64) {
 	switch st {
-	case locker.StateHeld:
+	case lockdb.StateHeld:
 		t.Held += d
-	case locker.StateExpiring:
+	case lockdb.StateExpiring:
 		t.Held += d
 		t.Expiring += d
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		t.Expired += d
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		t.Delayed += d
-	case locker.StateFree:
+	case lockdb.StateFree:
 		t.Free += d
 	}
 }

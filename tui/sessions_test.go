@@ -107,7 +107,7 @@ func TestEndSessionFromTheSessionsPage(t *testing.T) {
 		t.Errorf("keepalive ended with %v; want ErrSessionLost", keep.Err())
 	}
 	for _, key := range []string{"k1", "k2"} {
-		if l, _, _ := store.Get[locker.LockInfo](ctx, pool, key); l.State() != locker.StateExpired {
+		if l, _, _ := store.Get[lockdb.LockInfo](ctx, pool, key); l.State() != lockdb.StateExpired {
 			t.Errorf("%s is %s after its session ended; want expired", key, l.State())
 		}
 	}

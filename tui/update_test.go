@@ -444,8 +444,8 @@ func TestConfirmDefaultsToNo(t *testing.T) {
 	if done := cmd().(actionDoneMsg); done.err != nil || done.kind != actRelease {
 		t.Fatalf("release: %+v", done)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, "billing:nightly")
-	if l.State() != locker.StateFree {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, "billing:nightly")
+	if l.State() != lockdb.StateFree {
 		t.Fatalf("state %s after force-release", l.State())
 	}
 }
@@ -468,8 +468,8 @@ func TestActionOnChangedLockSaysWhoHoldsItNow(t *testing.T) {
 	if flashLine := lines[len(lines)-2]; !strings.Contains(flashLine, want) || !strings.Contains(flashLine, "force-expire refused") {
 		t.Fatalf("status line %q lacks %q", flashLine, want)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, key)
-	if l.Token != newer.Token || l.State() != locker.StateHeld {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, key)
+	if l.Token != newer.Token || l.State() != lockdb.StateHeld {
 		t.Fatalf("the newer holder was touched: %+v", l)
 	}
 }
@@ -491,8 +491,8 @@ func TestActionDuringOutageChangesNothing(t *testing.T) {
 	if !strings.Contains(m.flash.text, "failed, nothing changed") || !strings.Contains(m.flash.text, "unreachable") {
 		t.Fatalf("flash %q", m.flash.text)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, "billing:nightly")
-	if l.State() != locker.StateHeld {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, "billing:nightly")
+	if l.State() != lockdb.StateHeld {
 		t.Fatalf("state %s", l.State())
 	}
 }

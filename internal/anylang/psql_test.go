@@ -17,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // withLock runs testdata/psql/with-lock.sh as a separate process.
@@ -157,7 +159,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 				t.Errorf("with-lock.sh with TTL %q: exit %d, %q; want %d, %q and the command not run", ttl, code, out, want.code, want.message)
 			}
 		}
-		if _, found, err := lk.Get(ctx, admin, "cleanup"); err != nil || found {
+		if _, found, err := store.Get[lockdb.LockInfo](ctx, admin, "cleanup"); err != nil || found {
 			t.Errorf("bad TTLs left a row for the key (found %v, %v)", found, err)
 		}
 	})

@@ -9,8 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // AcquireCommand is `lockctl acquire KEY`.
@@ -149,7 +151,7 @@ func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pg
 	// holds it now, for the message and the JSON fields.
 	var now keyState
 	if waitedOut || errors.Is(err, locker.ErrHeld) {
-		if row, found, gerr := lk.Get(ctx, pool, opts.Key); gerr == nil && found {
+		if row, found, gerr := store.Get[lockdb.LockInfo](ctx, pool, opts.Key); gerr == nil && found {
 			now = readKeyState(ctx, pool, &row)
 			if waitedOut {
 				err = waitedOutRefusal(err, row)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -67,7 +68,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 
 	token := opts.Token
 	if token == 0 {
-		row, found, err := store.Get[locker.LockInfo](ctx, pool, opts.Key)
+		row, found, err := store.Get[lockdb.LockInfo](ctx, pool, opts.Key)
 		if err != nil {
 			return env.Fail(err)
 		}
@@ -87,7 +88,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 	}
 	// The action may have started the lease's lock-delay: say until when.
 	var delayUntil *time.Time
-	if row, found, err := store.Get[locker.LockInfo](ctx, pool, opts.Key); err == nil && found && row.Token == done.lease.Token {
+	if row, found, err := store.Get[lockdb.LockInfo](ctx, pool, opts.Key); err == nil && found && row.Token == done.lease.Token {
 		delayUntil = row.DelayUntil
 	}
 	return printForced(env, opts.JSON, done, delayUntil)

@@ -126,13 +126,13 @@ func conflictText(c *locker.ConflictError) string {
 
 // waitedOutRefusal is the held refusal of a wait that ran out: the key's
 // row read after it (row) and where the waiter stood (err's *GaveUpError).
-func waitedOutRefusal(err error, row locker.LockInfo) *locker.HeldError {
+func waitedOutRefusal(err error, row lockdb.LockInfo) *locker.HeldError {
 	h := &locker.HeldError{Key: row.Key, Owner: row.Owner, Token: row.Token,
 		ExpiresAt: row.ExpiresAt, Remaining: row.Remaining, DelayUntil: row.DelayUntil}
 	switch row.State() {
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		h.Remaining, h.DelayLeft = 0, row.DelayUntil.Sub(row.DBNow)
-	case locker.StateFree, locker.StateExpired:
+	case lockdb.StateFree, lockdb.StateExpired:
 		h.Remaining, h.Queued = 0, true // kept for the waiters ahead
 	}
 	var gaveUp *locker.GaveUpError

@@ -49,21 +49,21 @@ type result struct {
 func leaseResult(l locker.Lease) result {
 	exp := utc(l.ExpiresAt)
 	r := result{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: &exp,
-		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(locker.StateHeld)}
+		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(lockdb.StateHeld)}
 	if l.Mode == locker.ModeShared || l.Mode == locker.ModeSemaphore {
 		r.Mode, r.Permits = l.Mode, l.Permits
 	}
 	switch l.Outcome {
 	case locker.Released, operator.ForceReleased:
-		r.State = string(locker.StateFree)
+		r.State = string(lockdb.StateFree)
 	case operator.Expired:
-		r.State = string(locker.StateExpired)
+		r.State = string(lockdb.StateExpired)
 	}
 	return r
 }
 
 // rowResult describes a refusal with the key's current row (nil: no row).
-func rowResult(outcome, key string, row *locker.LockInfo) result {
+func rowResult(outcome, key string, row *lockdb.LockInfo) result {
 	r := result{Key: key, Outcome: outcome, State: "none"}
 	if row == nil {
 		return r
@@ -77,7 +77,7 @@ func rowResult(outcome, key string, row *locker.LockInfo) result {
 
 // heldResult turns a *HeldError into a held result, with the holder's row
 // when it was read (for its TTL and whether it is expiring).
-func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockInfo) result {
+func heldResult(requestedOwner string, held *locker.HeldError, row *lockdb.LockInfo) result {
 	if row != nil && row.Token == held.Token {
 		r := rowResult(lockdb.OutcomeHeld, held.Key, row)
 		r.RequestedOwner = requestedOwner
@@ -86,7 +86,7 @@ func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockI
 	exp := utc(held.ExpiresAt)
 	remaining := held.Remaining.Milliseconds()
 	return result{Key: held.Key, Owner: held.Owner, Token: held.Token, ExpiresAt: &exp,
-		Outcome: lockdb.OutcomeHeld, State: string(locker.StateHeld), RemainingMs: &remaining,
+		Outcome: lockdb.OutcomeHeld, State: string(lockdb.StateHeld), RemainingMs: &remaining,
 		RequestedOwner: requestedOwner}
 }
 

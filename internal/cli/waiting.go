@@ -8,8 +8,10 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // waitForLease waits in opts.Key's queue (lk.Acquire, or AcquireShared or
@@ -68,7 +70,7 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 			case <-tick.C:
 			}
 			rctx, rcancel := context.WithTimeout(pctx, progressEvery)
-			holder, found, err := lk.Get(rctx, db, key)
+			holder, found, err := store.Get[lockdb.LockInfo](rctx, db, key)
 			rcancel()
 			line := progressLine(env.Prog, key, holder, found && err == nil, time.Since(start), wait)
 			fmt.Fprint(env.Stderr, "\r"+ansi.EraseEntireLine+ansi.Truncate(line, width-1, "…"))
@@ -84,7 +86,7 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 // progressLine is the text of the waiting line, escaped for a terminal. How
 // long it has waited comes before the holder, so a narrow terminal cuts the
 // holder's details (tokens are long: locker, "Failover"), not the count.
-func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, wait time.Duration) string {
+func progressLine(prog, key string, holder lockdb.LockInfo, known bool, waited, wait time.Duration) string {
 	line := fmt.Sprintf("%s: waiting for %s, %s of %s", prog, textsafe.Escape(key),
 		formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
 	if known && isGroup(holder) {
@@ -92,7 +94,7 @@ func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, 
 		if holder.Remaining > 0 {
 			line += " (the last lease ends in " + formatDuration(holder.Remaining) + ")"
 		}
-	} else if known && holder.State() != locker.StateFree {
+	} else if known && holder.State() != lockdb.StateFree {
 		line += fmt.Sprintf("; held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
 		if holder.Remaining > 0 {
 			line += ", expires in " + formatDuration(holder.Remaining)

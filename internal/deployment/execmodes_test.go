@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -88,7 +89,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if err := lk.ReportStaleWrite(ctx, db, a, "ledger"); err != nil {
 		t.Fatalf("report stale write: %v", err)
 	}
-	info, found, err := lk.Get(ctx, db, "k")
+	info, found, err := store.Get[lockdb.LockInfo](ctx, db, "k")
 	if err != nil || !found || info.Owner != "a" || info.Metadata["purpose"] != "exec modes" {
 		t.Fatalf("get = %+v, %v, %v; want a's row with its metadata", info, found, err)
 	}

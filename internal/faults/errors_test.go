@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -101,7 +102,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			t.Fatalf("pg_is_in_recovery() = %v, %v; want a standby", inRecovery, err)
 		}
 		// Reads work and see the primary's lock.
-		row, found, err := store.Get[locker.LockInfo](ctx, sdb, "k")
+		row, found, err := store.Get[lockdb.LockInfo](ctx, sdb, "k")
 		if err != nil || !found || row.Token != lease.Token {
 			t.Fatalf("read on standby = %+v, %v, %v; want the primary's lock", row, found, err)
 		}

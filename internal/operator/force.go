@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -48,7 +49,7 @@ func (o Operator) force(ctx context.Context, db locker.DBTX, op string, run forc
 // with the key's row now.
 func notHeld(ctx context.Context, db locker.DBTX, key string, token int64) error {
 	e := &locker.NotHeldError{Key: key, Token: token}
-	if cur, found, err := store.Get[locker.LockInfo](ctx, db, key); err == nil && found {
+	if cur, found, err := store.Get[lockdb.LockInfo](ctx, db, key); err == nil && found {
 		e.Current = &cur
 	}
 	return e

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // journal is what the clients were told, with when they asked and when
@@ -119,7 +121,7 @@ func (j *journal) undoneReleases(ctx context.Context, lk *locker.Locker, db lock
 	j.mu.Unlock()
 	var undone []string
 	for key, r := range last {
-		info, found, err := lk.Get(ctx, db, key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, db, key)
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +135,7 @@ func (j *journal) undoneReleases(ctx context.Context, lk *locker.Locker, db lock
 	return undone, nil
 }
 
-func rowText(info locker.LockInfo, found bool) string {
+func rowText(info lockdb.LockInfo, found bool) string {
 	if !found {
 		return "no row"
 	}

@@ -12,8 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Processes that keep several leases with one locker.Session through both
@@ -124,7 +126,7 @@ func (h *sessionHolder) carriedOn(ctx context.Context, t *testing.T, ch change, 
 			h.owner, renewed, expires, dbNow)
 	}
 	for _, l := range h.leases {
-		info, found, err := h.lk.Get(ctx, h.db, l.Key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, h.db, l.Key)
 		switch {
 		case err != nil:
 			t.Errorf("%s on the new primary: %v", l.Key, err)

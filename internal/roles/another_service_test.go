@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Owner ids, tokens, waiter ids and session ids are readable by every
@@ -72,7 +74,7 @@ func TestAnotherServiceCannotEndOrKeepALease(t *testing.T) {
 		t.Errorf("another service's TryAcquire as the holder's owner = %v; want ErrHeld", err)
 	}
 	for _, l := range append([]locker.Lease{lease, shared}, set...) {
-		info, found, err := lk.Get(ctx, e.admin, l.Key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, e.admin, l.Key)
 		if err != nil || !found {
 			t.Fatalf("%s: %v", l.Key, err)
 		}
@@ -161,7 +163,7 @@ func TestAnotherServiceCannotTouchASessionOrAQueue(t *testing.T) {
 		t.Errorf("heartbeat of the victim's waiter: missing %v, %v; want it answered as not found", missing, err)
 	}
 
-	info, _, err := lk.Get(ctx, e.admin, "billing")
+	info, _, err := store.Get[lockdb.LockInfo](ctx, e.admin, "billing")
 	if err != nil || info.Token != lease.Token || info.ReleasedAt != nil || !info.ExpiresAt.Equal(lease.ExpiresAt) {
 		t.Errorf("the victim's lease after the attack: %+v, %v; want %d, expiring %s as granted", info, err, lease.Token,
 			lease.ExpiresAt)
@@ -234,7 +236,7 @@ func TestLateReleaseKeepsTheLockDelay(t *testing.T) {
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	testdb.Eventually(t, 10*time.Second, "the lease running out", func() bool {
-		info, _, err := lk.Get(ctx, svc, "ledger")
+		info, _, err := store.Get[lockdb.LockInfo](ctx, svc, "ledger")
 		return err == nil && info.Remaining <= 0
 	})
 	if _, err := short.Release(ctx, svc, lease); err != nil && !errors.Is(err, locker.ErrNotHeld) {

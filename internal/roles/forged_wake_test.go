@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // A viewer may NOTIFY any channel (it needs no privilege) and read every
@@ -91,7 +92,7 @@ func notify(t *testing.T, viewer *pgxpool.Pool, channel, payload string) {
 // stillHeld checks that key is still holder's lease granted with token.
 func stillHeld(t *testing.T, admin *pgxpool.Pool, key, holder string, token int64) {
 	t.Helper()
-	info, found, err := testdb.Locker(t, locker.Config{TTL: time.Minute}).Get(context.Background(), admin, key)
+	info, found, err := store.Get[lockdb.LockInfo](context.Background(), admin, key)
 	if err != nil || !found || info.Owner != holder || info.Token != token || info.ReleasedAt != nil {
 		t.Fatalf("after the forgery %s is %+v (found %v, %v); want still %s's lease %d", key, info, found, err, holder, token)
 	}

@@ -174,7 +174,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	if hs, err := lockview.HoldersOf(ctx, db, []string{"sem"}); err != nil || len(hs["sem"]) != 1 {
 		t.Fatalf("viewer HoldersOf(sem) = %v, %v; want its one holder", hs, err)
 	}
-	if l, found, err := store.Get[locker.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
+	if l, found, err := store.Get[lockdb.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
 	}
 	if ev, err := lockview.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
@@ -205,7 +205,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	wantDenied(t, "Fence", err)
 
 	// Nothing changed.
-	if l, _, _ := store.Get[locker.LockInfo](ctx, e.admin, "held"); l.Token != held.Token || l.ReleasedAt != nil || l.RenewCount != 0 {
+	if l, _, _ := store.Get[lockdb.LockInfo](ctx, e.admin, "held"); l.Token != held.Token || l.ReleasedAt != nil || l.RenewCount != 0 {
 		t.Fatalf("held lock changed by a viewer: %+v", l)
 	}
 }

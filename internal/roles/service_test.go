@@ -34,7 +34,7 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if _, err := holder.TryAcquire(ctx, admin, "svc", "other-service"); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if cur, _, err := store.Get[locker.LockInfo](ctx, admin, "svc"); err != nil || cur.Remaining < 300*time.Millisecond {
+	if cur, _, err := store.Get[lockdb.LockInfo](ctx, admin, "svc"); err != nil || cur.Remaining < 300*time.Millisecond {
 		return fmt.Errorf("setup: the key must be held long enough for Acquire to wait: %+v, %v", cur, err)
 	}
 	lease, err := lk.Acquire(ctx, db, "svc", "service")

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -175,14 +176,14 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, oper operator.Opera
 			key = []string{sharedKey, semaphoreKey}[r.IntN(2)]
 		}
 		ctx, cancel := opCtx()
-		row, found, err := store.Get[locker.LockInfo](ctx, pool, key)
+		row, found, err := store.Get[lockdb.LockInfo](ctx, pool, key)
 		switch {
 		case err != nil || !found:
-		case row.Mode != locker.ModeExclusive && row.State() != locker.StateFree:
+		case row.Mode != locker.ModeExclusive && row.State() != lockdb.StateFree:
 			w.forceHolder(ctx, pool, oper, rec, r, key)
-		case row.State() == locker.StateDelayed:
+		case row.State() == lockdb.StateDelayed:
 			w.endDelay(t, ctx, pool, oper, key)
-		case row.State() != locker.StateFree:
+		case row.State() != lockdb.StateFree:
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
 			if r.IntN(4) != 0 {
 				_, err = oper.ForceExpire(ctx, pool, key, row.Token)
