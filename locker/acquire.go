@@ -26,10 +26,10 @@ func (l *Locker) TryAcquire(ctx context.Context, db DBTX, key, owner string) (Le
 }
 
 func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, detail []byte) (Lease, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := lockdb.ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	params := store.GrantParams{

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"time"
 )
 
@@ -69,7 +70,7 @@ type Config struct {
 	// long to notice. A clean release starts none. Waiters keep their
 	// place and are served when it ends; an operator can end it early
 	// (Locker.EndDelay). Defaults to 0 (no delay). At most MaxLockDelay;
-	// outside 0…MaxLockDelay New returns ErrInvalidLockDelay. It applies to
+	// outside 0…MaxLockDelay New returns errInvalidLockDelay. It applies to
 	// exclusive leases only: a shared lease or a permit carries none (a
 	// permit's slot is granted again as soon as its lease ends).
 	LockDelay time.Duration
@@ -110,7 +111,7 @@ func New(cfg Config) (*Locker, error) {
 	}
 	metadata, err := json.Marshal(cfg.Metadata)
 	if err == nil {
-		err = validJSON("metadata", metadata)
+		err = lockdb.ValidJSON("metadata", metadata)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("locker: metadata: %w", err)
@@ -123,7 +124,7 @@ func (c Config) validate() error {
 		return err
 	}
 	if c.LockDelay < 0 || c.LockDelay > MaxLockDelay {
-		return fmt.Errorf("%w: %s (must be between 0 and %s)", ErrInvalidLockDelay, c.LockDelay, MaxLockDelay)
+		return fmt.Errorf("%w: %s (must be between 0 and %s)", errInvalidLockDelay, c.LockDelay, MaxLockDelay)
 	}
 	if c.WaitRecheck < 0 || c.RenewEvery < 0 || c.SafetyMargin < 0 || c.ClaimWindow < 0 {
 		return errors.New("locker: WaitRecheck, ClaimWindow, RenewEvery and SafetyMargin must not be negative")
@@ -135,7 +136,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("locker: SafetyMargin %s must be shorter than TTL %s", c.SafetyMargin, c.TTL)
 	}
 	if c.Actor != "" {
-		if err := ValidateOwner(c.Actor); err != nil {
+		if err := lockdb.ValidateOwner(c.Actor); err != nil {
 			return fmt.Errorf("locker: actor: %w", err)
 		}
 	}
@@ -148,7 +149,7 @@ const MaxTTL = 365 * 24 * time.Hour
 
 func validTTL(ttl time.Duration) error {
 	if ttl < time.Millisecond || ttl > MaxTTL {
-		return fmt.Errorf("%w: %s (must be between 1ms and %s)", ErrInvalidTTL, ttl, MaxTTL)
+		return fmt.Errorf("%w: %s (must be between 1ms and %s)", errInvalidTTL, ttl, MaxTTL)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func delayedRow(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, lo,
 func TestLockDelayMustBeBetweenZeroAndAMinute(t *testing.T) {
 	t.Parallel()
 	for _, d := range []time.Duration{-time.Nanosecond, locker.MaxLockDelay + time.Nanosecond} {
-		if _, err := locker.New(locker.Config{LockDelay: d}); !errors.Is(err, locker.ErrInvalidLockDelay) {
+		if _, err := locker.New(locker.Config{LockDelay: d}); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("LockDelay %v: %v; want ErrInvalidLockDelay", d, err)
 		}
 	}

@@ -33,20 +33,21 @@ var (
 	// holds Y and waits for X; any length, across processes). The error is
 	// a *DeadlockError naming the cycle.
 	ErrDeadlock = errors.New("deadlock")
-	// ErrInvalidKey, ErrInvalidOwner and ErrInvalidTTL report bad arguments
-	// before anything is sent to the database; ErrInvalidKeys a key set
-	// that is empty, names a key twice or has more than MaxKeys keys.
-	ErrInvalidKey   = errors.New("invalid lock key")
-	ErrInvalidOwner = errors.New("invalid owner id")
-	ErrInvalidTTL   = errors.New("invalid TTL")
-	// ErrInvalidLockDelay: Config.LockDelay is negative or above
-	// MaxLockDelay.
-	ErrInvalidLockDelay = errors.New("invalid lock-delay")
-	ErrInvalidKeys      = errors.New("invalid key set")
-	// ErrTooLarge: metadata, a stale write's detail or an operator's
-	// reason is larger than the schema keeps (MaxJSONBytes,
-	// MaxReasonBytes); nothing was sent.
-	ErrTooLarge = errors.New("too large")
+	// ErrInvalid: a bad argument (key, key set, owner, TTL, lock-delay,
+	// permits), refused before anything is sent to the database. The
+	// message says which.
+	ErrInvalid = lockdb.ErrInvalid
+	// ErrTooLarge: metadata or a stale write's detail is larger than the
+	// schema keeps (8 KiB of JSON); nothing was sent.
+	ErrTooLarge = lockdb.ErrTooLarge
+)
+
+// The ErrInvalid errors of each argument.
+var (
+	errInvalidKeys      = lockdb.Invalid("key set")
+	errInvalidTTL       = lockdb.Invalid("TTL")
+	errInvalidLockDelay = lockdb.Invalid("lock-delay")
+	errInvalidPermits   = lockdb.Invalid("permits")
 )
 
 // Database errors: a driver error is mapped to one of these (and stays

@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -42,7 +42,7 @@ func (l *Locker) ReportStaleWrite(ctx context.Context, db DBTX, lease Lease, res
 	}
 	b, err := json.Marshal(detail)
 	if err == nil {
-		err = validJSON("detail", b)
+		err = lockdb.ValidJSON("detail", b)
 	}
 	if err != nil {
 		return fmt.Errorf("locker: report stale write on %q: %w", lease.Key, err)

@@ -43,12 +43,12 @@ func FuzzValidateKey(f *testing.F) {
 	fuzzSeeds(f)
 	lk, db := fuzzLocker(f)
 	f.Fuzz(func(t *testing.T, key string) {
-		err := locker.ValidateKey(key)
+		err := lockdb.ValidateKey(key)
 		if (err == nil) != wantValid(key) {
 			t.Fatalf("ValidateKey(%q) = %v; want valid=%v", key, err, wantValid(key))
 		}
 		if err != nil {
-			if !errors.Is(err, locker.ErrInvalidKey) {
+			if !errors.Is(err, locker.ErrInvalid) {
 				t.Fatalf("ValidateKey(%q) = %v; want ErrInvalidKey", key, err)
 			}
 			return
@@ -70,12 +70,12 @@ func FuzzValidateOwner(f *testing.F) {
 	fuzzSeeds(f)
 	lk, db := fuzzLocker(f)
 	f.Fuzz(func(t *testing.T, owner string) {
-		err := locker.ValidateOwner(owner)
+		err := lockdb.ValidateOwner(owner)
 		if (err == nil) != wantValid(owner) {
 			t.Fatalf("ValidateOwner(%q) = %v; want valid=%v", owner, err, wantValid(owner))
 		}
 		if err != nil {
-			if !errors.Is(err, locker.ErrInvalidOwner) {
+			if !errors.Is(err, locker.ErrInvalid) {
 				t.Fatalf("ValidateOwner(%q) = %v; want ErrInvalidOwner", owner, err)
 			}
 			return

@@ -18,10 +18,10 @@ const MaxKeys = 128
 // named twice. It returns the keys sorted, the order the set is locked in.
 func validKeys(keys []string) ([]string, error) {
 	if len(keys) == 0 || len(keys) > MaxKeys {
-		return nil, fmt.Errorf("%w: %d keys (must be 1 to %d)", ErrInvalidKeys, len(keys), MaxKeys)
+		return nil, fmt.Errorf("%w: %d keys (must be 1 to %d)", errInvalidKeys, len(keys), MaxKeys)
 	}
 	for _, k := range keys {
-		if err := ValidateKey(k); err != nil {
+		if err := lockdb.ValidateKey(k); err != nil {
 			return nil, err
 		}
 	}
@@ -29,7 +29,7 @@ func validKeys(keys []string) ([]string, error) {
 	slices.Sort(sorted)
 	for i := 1; i < len(sorted); i++ {
 		if sorted[i] == sorted[i-1] {
-			return nil, fmt.Errorf("%w: %q is named twice", ErrInvalidKeys, sorted[i])
+			return nil, fmt.Errorf("%w: %q is named twice", errInvalidKeys, sorted[i])
 		}
 	}
 	return sorted, nil
@@ -43,13 +43,13 @@ func validKeys(keys []string) ([]string, error) {
 // refusal of the first key (in sorted order) that could not be taken, a
 // *HeldError as TryAcquire's, and then nothing is held: no key granted,
 // renewed or created. Like TryAcquire it never waits and does not jump a
-// queue. Keys must be 1 to MaxKeys distinct keys (ErrInvalidKeys).
+// queue. Keys must be 1 to MaxKeys distinct keys (errInvalidKeys).
 func (l *Locker) TryAcquireAll(ctx context.Context, db DBTX, keys []string, owner string) ([]Lease, error) {
 	sorted, err := validKeys(keys)
 	if err != nil {
 		return nil, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return nil, fmt.Errorf("locker: acquire %s: %w", quoteKeys(keys), err)
 	}
 	params := store.GrantParams{
@@ -128,7 +128,7 @@ func validLeases(leases []Lease) error {
 			return err
 		}
 		if lease.Owner != leases[0].Owner {
-			return fmt.Errorf("%w: leases of %q and %q: a set has one owner", ErrInvalidKeys, leases[0].Owner, lease.Owner)
+			return fmt.Errorf("%w: leases of %q and %q: a set has one owner", errInvalidKeys, leases[0].Owner, lease.Owner)
 		}
 	}
 	return nil

@@ -128,10 +128,10 @@ func TestKeySetsRefusedBeforeSQL(t *testing.T) {
 	for name, keys := range map[string][]string{
 		"a key named twice": {"a", "b", "a"}, "none": {}, "more than MaxKeys": many,
 	} {
-		if _, err := lk.TryAcquireAll(context.Background(), nil, keys, "me"); !errors.Is(err, locker.ErrInvalidKeys) {
+		if _, err := lk.TryAcquireAll(context.Background(), nil, keys, "me"); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("TryAcquireAll, %s: %v; want ErrInvalidKeys", name, err)
 		}
-		if _, err := lk.AcquireAll(context.Background(), nil, keys, "me"); !errors.Is(err, locker.ErrInvalidKeys) {
+		if _, err := lk.AcquireAll(context.Background(), nil, keys, "me"); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("AcquireAll, %s: %v; want ErrInvalidKeys", name, err)
 		}
 	}

@@ -382,13 +382,13 @@ func TestValidationBeforeSQL(t *testing.T) {
 		}
 		for op, call := range calls {
 			db := &noSQL{}
-			if err := call(db); !errors.Is(err, locker.ErrInvalidKey) || db.calls != 0 {
+			if err := call(db); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
 				t.Errorf("%s with a key that is %s = %v after %d statements; want ErrInvalidKey before any", op, name, err, db.calls)
 			}
 		}
 		for op, call := range ownerCalls {
 			db := &noSQL{}
-			if err := call(db); !errors.Is(err, locker.ErrInvalidOwner) || db.calls != 0 {
+			if err := call(db); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
 				t.Errorf("%s with an owner that is %s = %v after %d statements; want ErrInvalidOwner before any", op, name, err, db.calls)
 			}
 		}
@@ -397,18 +397,18 @@ func TestValidationBeforeSQL(t *testing.T) {
 	db := &noSQL{}
 	bad := locker.LeaseOf("k", "o", 1)
 	bad.TTL = -time.Second
-	if _, err := lk.Renew(ctx, db, bad); !errors.Is(err, locker.ErrInvalidTTL) || db.calls != 0 {
+	if _, err := lk.Renew(ctx, db, bad); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
 		t.Errorf("Renew with a negative TTL = %v after %d statements; want ErrInvalidTTL before any", err, db.calls)
 	}
 	for _, ttl := range []time.Duration{time.Microsecond, -time.Second, locker.MaxTTL + time.Hour} {
-		if _, err := locker.New(locker.Config{TTL: ttl}); !errors.Is(err, locker.ErrInvalidTTL) {
+		if _, err := locker.New(locker.Config{TTL: ttl}); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("New with TTL %s = %v; want ErrInvalidTTL", ttl, err)
 		}
-		if _, err := lk.WithTTL(ttl); !errors.Is(err, locker.ErrInvalidTTL) {
+		if _, err := lk.WithTTL(ttl); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("WithTTL(%s) = %v; want ErrInvalidTTL", ttl, err)
 		}
 	}
-	if _, err := locker.New(locker.Config{Actor: "a\x00"}); !errors.Is(err, locker.ErrInvalidOwner) {
+	if _, err := locker.New(locker.Config{Actor: "a\x00"}); !errors.Is(err, locker.ErrInvalid) {
 		t.Errorf("New with a NUL in Actor = %v; want ErrInvalidOwner", err)
 	}
 }

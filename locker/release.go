@@ -68,10 +68,10 @@ func (l *Locker) Release(ctx context.Context, db DBTX, lease Lease) (Lease, erro
 // typed on a command line) before any SQL, as TryAcquire does: otherwise a
 // NUL byte would come back as a database encoding error.
 func validLease(lease Lease) error {
-	if err := ValidateKey(lease.Key); err != nil {
+	if err := lockdb.ValidateKey(lease.Key); err != nil {
 		return err
 	}
-	return ValidateOwner(lease.Owner)
+	return lockdb.ValidateOwner(lease.Owner)
 }
 
 // notHeld builds the error for a statement that matched no row, with the

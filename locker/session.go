@@ -66,7 +66,7 @@ type Session struct {
 // pool, not a transaction), and starts its heartbeat. The session records
 // this host's name and process id (lockctl sessions). Close it when done.
 func (l *Locker) OpenSession(ctx context.Context, db DBTX, owner string) (*Session, error) {
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return nil, fmt.Errorf("locker: open session: %w", err)
 	}
 	host, _ := os.Hostname()

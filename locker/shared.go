@@ -2,7 +2,6 @@ package locker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
@@ -11,10 +10,6 @@ import (
 
 // MaxPermits is the most permits a semaphore key may have.
 const MaxPermits = 1000
-
-// ErrInvalidPermits: a semaphore asked for fewer than 1 or more than
-// MaxPermits permits.
-var ErrInvalidPermits = errors.New("invalid permits")
 
 // Modes of a key (Lease.Mode, LockInfo.Mode).
 const (
@@ -42,7 +37,7 @@ func (l *Locker) TryAcquireShared(ctx context.Context, db DBTX, key, owner strin
 // the new permits take effect (an event records the change).
 func (l *Locker) TryAcquirePermit(ctx context.Context, db DBTX, key, owner string, permits int) (Lease, error) {
 	if permits < 1 || permits > MaxPermits {
-		return Lease{}, fmt.Errorf("locker: acquire %q: %w: %d, want 1 to %d", key, ErrInvalidPermits, permits, MaxPermits)
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w: %d, want 1 to %d", key, errInvalidPermits, permits, MaxPermits)
 	}
 	return l.tryAcquireShared(ctx, db, key, owner, permits)
 }
@@ -55,10 +50,10 @@ func (l *Locker) TryAcquirePermit(ctx context.Context, db DBTX, key, owner strin
 // the wait (the Notifier, the claim of a handed lease, giving up) holds.
 // A *ConflictError (the key is a semaphore's) ends it at once.
 func (l *Locker) AcquireShared(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := lockdb.ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	w := wanted{shared: true}
@@ -71,12 +66,12 @@ func (l *Locker) AcquireShared(ctx context.Context, db DBTX, key, owner string) 
 // with other permits, or shared) ends it at once.
 func (l *Locker) AcquirePermit(ctx context.Context, db DBTX, key, owner string, permits int) (Lease, error) {
 	if permits < 1 || permits > MaxPermits {
-		return Lease{}, fmt.Errorf("locker: acquire %q: %w: %d, want 1 to %d", key, ErrInvalidPermits, permits, MaxPermits)
+		return Lease{}, fmt.Errorf("locker: acquire %q: %w: %d, want 1 to %d", key, errInvalidPermits, permits, MaxPermits)
 	}
-	if err := ValidateKey(key); err != nil {
+	if err := lockdb.ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	w := wanted{permits: permits}
@@ -100,10 +95,10 @@ func (w wanted) stamp(lease Lease, err error) (Lease, error) {
 }
 
 func (l *Locker) tryAcquireShared(ctx context.Context, db DBTX, key, owner string, permits int) (Lease, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := lockdb.ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	params := store.GrantParams{Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,

@@ -233,7 +233,7 @@ func TestInvalidPermits(t *testing.T) {
 	t.Parallel()
 	lk := testdb.Locker(t, locker.Config{})
 	for _, n := range []int{0, -1, locker.MaxPermits + 1} {
-		if _, err := lk.TryAcquirePermit(context.Background(), nil, "k", "o", n); !errors.Is(err, locker.ErrInvalidPermits) {
+		if _, err := lk.TryAcquirePermit(context.Background(), nil, "k", "o", n); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("%d permits: %v; want ErrInvalidPermits", n, err)
 		}
 	}

@@ -48,10 +48,10 @@ import (
 // record would be invisible until commit, and a transaction that waits holds
 // its snapshot and locks for as long. Inside a transaction, use TryAcquire.
 func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := lockdb.ValidateKey(key); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	return l.acquireQueued(ctx, db, key, owner, wanted{})

@@ -32,14 +32,14 @@ import (
 // the records to lapse, 3×WaitRecheck after their last refresh, and a
 // handed set unclaimed to lapse at the end of its claim window). A wait
 // that would close a cycle of waits fails with a *DeadlockError. Keys must
-// be 1 to MaxKeys distinct keys (ErrInvalidKeys); one key is Acquire. Run
+// be 1 to MaxKeys distinct keys (errInvalidKeys); one key is Acquire. Run
 // it on a pool or a connection, as Acquire.
 func (l *Locker) AcquireAll(ctx context.Context, db DBTX, keys []string, owner string) ([]Lease, error) {
 	sorted, err := validKeys(keys)
 	if err != nil {
 		return nil, fmt.Errorf("locker: acquire: %w", err)
 	}
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return nil, fmt.Errorf("locker: acquire %s: %w", quoteKeys(keys), err)
 	}
 	if len(keys) == 1 {

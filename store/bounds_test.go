@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -16,7 +17,7 @@ import (
 // The schema bounds what it stores as the library does before sending it:
 // a lease of locker.MaxTTL and a lock-delay of locker.MaxLockDelay are
 // granted, a microsecond more is refused (locker.ErrInvalidValue), and the
-// JSON bound is locker.MaxJSONBytes.
+// JSON bound is lockdb.MaxJSONBytes.
 func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -46,7 +47,7 @@ func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 		WHERE c.contypid = 'distributed_lock_json'::regtype`).Scan(&check); err != nil {
 		t.Fatal(err)
 	}
-	if want := "<= " + strconv.Itoa(locker.MaxJSONBytes) + ")"; !strings.Contains(check, want) {
-		t.Errorf("distributed_lock_json: %s; want a bound of locker.MaxJSONBytes, %d", check, locker.MaxJSONBytes)
+	if want := "<= " + strconv.Itoa(lockdb.MaxJSONBytes) + ")"; !strings.Contains(check, want) {
+		t.Errorf("distributed_lock_json: %s; want a bound of lockdb.MaxJSONBytes, %d", check, lockdb.MaxJSONBytes)
 	}
 }

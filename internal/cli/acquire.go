@@ -170,7 +170,7 @@ func (o AcquireOptions) check() error {
 		return err
 	}
 	if o.Owner != "" {
-		if err := locker.ValidateOwner(o.Owner); err != nil {
+		if err := lockdb.ValidateOwner(o.Owner); err != nil {
 			return usagef("invalid --owner: %w", err)
 		}
 	}

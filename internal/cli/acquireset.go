@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -24,7 +25,7 @@ func checkKeys(key string, keys []string) error {
 	}
 	seen := map[string]bool{}
 	for _, k := range keys {
-		if err := locker.ValidateKey(k); err != nil {
+		if err := lockdb.ValidateKey(k); err != nil {
 			return usagef("invalid KEY: %w", err)
 		}
 		if seen[k] {

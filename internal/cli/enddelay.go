@@ -13,7 +13,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // EndDelayCommand is `lockctl end-delay KEY`.
@@ -55,7 +54,7 @@ type endDelayResult struct {
 // and the reason): the key is handed to the head of its queue, or left for
 // the next acquirer. A key in no lock-delay is left alone: exit 4.
 func EndDelay(ctx context.Context, env Env, opts EndDelayOptions) int {
-	if err := locker.ValidateKey(opts.Key); err != nil {
+	if err := lockdb.ValidateKey(opts.Key); err != nil {
 		return env.Fail(usagef("invalid KEY: %w", err))
 	}
 	op, err := operator.New(env.Actor)

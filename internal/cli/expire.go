@@ -96,7 +96,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 
 // check validates what the flag types cannot, before connecting.
 func (o ExpireOptions) check() error {
-	if err := locker.ValidateKey(o.Key); err != nil {
+	if err := lockdb.ValidateKey(o.Key); err != nil {
 		return usagef("invalid KEY: %w", err)
 	}
 	if o.Token < 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -20,10 +21,10 @@ type LeaseOptions struct {
 
 // check validates what the flag types cannot, before connecting.
 func (o LeaseOptions) check() error {
-	if err := locker.ValidateKey(o.Key); err != nil {
+	if err := lockdb.ValidateKey(o.Key); err != nil {
 		return usagef("invalid KEY: %w", err)
 	}
-	if err := locker.ValidateOwner(o.Owner); err != nil {
+	if err := lockdb.ValidateOwner(o.Owner); err != nil {
 		return usagef("invalid --owner: %w", err)
 	}
 	if o.Token <= 0 {

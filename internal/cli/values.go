@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -187,11 +188,11 @@ func (v checkedValue) Set(s string) error {
 
 func (checkedValue) Type() string { return "string" }
 
-// OwnerVar defines a flag holding an owner id (locker.ValidateOwner); its
+// OwnerVar defines a flag holding an owner id (lockdb.ValidateOwner); its
 // value stays "" until set.
 func OwnerVar(fs *pflag.FlagSet, p *string, name, usage string) {
 	*p = ""
-	fs.Var(checkedValue{p: p, check: locker.ValidateOwner}, name, usage)
+	fs.Var(checkedValue{p: p, check: lockdb.ValidateOwner}, name, usage)
 }
 
 // ReasonVar defines a flag holding an operator's reason: at most

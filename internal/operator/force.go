@@ -31,7 +31,7 @@ func (o Operator) ForceRelease(ctx context.Context, db locker.DBTX, key string, 
 type forceFunc func(context.Context, store.DBTX, store.ForceParams) (store.LeaseRow, bool, error)
 
 func (o Operator) force(ctx context.Context, db locker.DBTX, op string, run forceFunc, outcome locker.Outcome, key string, token int64) (locker.Lease, error) {
-	if err := locker.ValidateKey(key); err != nil {
+	if err := lockdb.ValidateKey(key); err != nil {
 		return locker.Lease{}, fmt.Errorf("locker: %s: %w", op, err)
 	}
 	row, ok, err := run(ctx, db, store.ForceParams{Key: key, Token: token, Actor: o.Actor()})
@@ -69,7 +69,7 @@ type EndedDelay struct {
 // queue (or to the next acquirer). An event ("delay_ended") records the
 // actor and reason. A key in no lock-delay is left alone (ErrNotDelayed).
 func (o Operator) EndDelay(ctx context.Context, db locker.DBTX, key, reason string) (EndedDelay, error) {
-	if err := errors.Join(locker.ValidateKey(key), ValidateReason(reason)); err != nil {
+	if err := errors.Join(lockdb.ValidateKey(key), ValidateReason(reason)); err != nil {
 		return EndedDelay{}, fmt.Errorf("locker: end-delay: %w", err)
 	}
 	row, until, ok, err := store.EndDelay(ctx, db, store.EndDelayParams{Key: key, Actor: o.Actor(), Reason: reason})

@@ -29,7 +29,7 @@ type Operator struct {
 // New returns an Operator acting as actor ("": DefaultActor()), which must
 // be a valid owner id.
 func New(actor string) (Operator, error) {
-	if err := locker.ValidateOwner(actor); actor != "" && err != nil {
+	if err := lockdb.ValidateOwner(actor); actor != "" && err != nil {
 		return Operator{}, fmt.Errorf("locker: actor: %w", err)
 	}
 	return Operator{actor: actor}, nil
@@ -69,15 +69,15 @@ func DefaultActor() string {
 		host = "unknown-host"
 	}
 	actor := name + "@" + host
-	if len(actor) > locker.MaxOwnerBytes {
-		actor = actor[:locker.MaxOwnerBytes]
+	if len(actor) > lockdb.MaxOwnerBytes {
+		actor = actor[:lockdb.MaxOwnerBytes]
 	}
 	return actor
 }
 
 // MaxReasonBytes bounds an operator's reason (EndDelay, EndSession), which
 // an event's detail keeps beside what the event says itself.
-const MaxReasonBytes = locker.MaxJSONBytes / 2
+const MaxReasonBytes = lockdb.MaxJSONBytes / 2
 
 // ValidateReason accepts a reason of at most MaxReasonBytes.
 func ValidateReason(reason string) error {

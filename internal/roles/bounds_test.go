@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
@@ -147,9 +148,9 @@ func TestAViewerReadsLargeDetailsAsTheirSize(t *testing.T) {
 		if err != nil || len(events) != 1 {
 			t.Fatalf("%s as a viewer: %d events, %v; want the one", what, len(events), err)
 		}
-		if n, ok := events[0].Detail["omitted_bytes"].(float64); !ok || n <= locker.MaxJSONBytes || len(events[0].Detail) != 1 {
+		if n, ok := events[0].Detail["omitted_bytes"].(float64); !ok || n <= lockdb.MaxJSONBytes || len(events[0].Detail) != 1 {
 			t.Errorf("%s as a viewer: a detail of %d keys, omitted_bytes %v; want only its stored size, over %d",
-				what, len(events[0].Detail), events[0].Detail["omitted_bytes"], locker.MaxJSONBytes)
+				what, len(events[0].Detail), events[0].Detail["omitted_bytes"], lockdb.MaxJSONBytes)
 		}
 	}
 }
