@@ -81,7 +81,7 @@ func ExampleLocker_Acquire() {
 	pool := examplePool(ctx)
 	defer pool.Close()
 
-	notifier := locker.NewNotifier(lockdb.ConnectWith(pool.Config().ConnConfig))
+	notifier := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(pool.Config().ConnConfig)})
 	go notifier.Run(ctx)
 	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: notifier})
 	if err != nil {

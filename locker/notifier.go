@@ -43,7 +43,7 @@ type Notifier struct {
 	cfg     NotifierConfig
 	channel string // the wake channel this process's waiter records name
 
-	state  atomic.Int32 // a WakeState
+	state  atomic.Int32 // a wakeState
 	warned atomic.Bool
 
 	mu     sync.Mutex
@@ -99,15 +99,8 @@ type NotifierConfig struct {
 	Logf func(format string, args ...any)
 }
 
-// NewNotifier returns a Notifier that connects with connect and sends no
-// probe; start it with Run.
-func NewNotifier(connect func(ctx context.Context) (*pgx.Conn, error)) *Notifier {
-	return NewNotifierWithConfig(NotifierConfig{Connect: connect})
-}
-
-// NewNotifierWithConfig returns a Notifier configured by cfg; start it with
-// Run.
-func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
+// NewNotifier returns a Notifier configured by cfg; start it with Run.
+func NewNotifier(cfg NotifierConfig) *Notifier {
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = 5 * time.Second
 	}
@@ -122,31 +115,35 @@ func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
 // lifetime, across reconnections.
 func (n *Notifier) Channel() string { return n.channel }
 
-// WakeState is what a Notifier knows about the delivery of releases.
-type WakeState int32
+// wakeState is what a Notifier knows about the delivery of releases.
+type wakeState int32
 
 const (
-	// WakeChecking: not listening yet (connecting, reconnecting), or the
+	// wakeChecking: not listening yet (connecting, reconnecting), or the
 	// probe is on its way.
-	WakeChecking WakeState = iota
-	// WakeLive: LISTEN is in place and, with a Probe, two probes, each sent
+	wakeChecking wakeState = iota
+	// wakeLive: LISTEN is in place and, with a Probe, two probes, each sent
 	// after a heartbeat of its own, arrived on its connection between
 	// statements (a pooler may pass one on by chance): releases wake
 	// waiters.
-	WakeLive
-	// WakeNotLive: the probe did not arrive within ProbeTimeout, or could
+	wakeLive
+	// wakeNotLive: the probe did not arrive within ProbeTimeout, or could
 	// not be sent: waiters wake at the holder's expiry and every
 	// Config.WaitRecheck.
-	WakeNotLive
+	wakeNotLive
 )
 
-// State reports what the Notifier knows about delivery now.
-func (n *Notifier) State() WakeState { return WakeState(n.state.Load()) }
+// Live reports whether releases wake waiters now: LISTEN is in place and,
+// with a Probe, probes sent through it arrived.
+func (n *Notifier) Live() bool { return wakeState(n.state.Load()) == wakeLive }
 
-// Live reports whether releases wake waiters now (State is WakeLive).
-func (n *Notifier) Live() bool { return n.State() == WakeLive }
+// Checking reports whether the Notifier is still finding out whether
+// releases reach it (connecting, reconnecting, or a probe on its way).
+// Neither Live nor Checking: the probe was lost or could not be sent, and
+// waiters wake at the holder's expiry and every Config.WaitRecheck.
+func (n *Notifier) Checking() bool { return wakeState(n.state.Load()) == wakeChecking }
 
-func (n *Notifier) setState(s WakeState) { n.state.Store(int32(s)) }
+func (n *Notifier) setState(s wakeState) { n.state.Store(int32(s)) }
 
 // probePrefix starts a delivery probe's payload, sent on the Notifier's own
 // channel (so it proves the path its hand-offs take, and no other process
@@ -196,7 +193,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	if err != nil {
 		return listened
 	}
-	defer n.setState(WakeChecking)
+	defer n.setState(wakeChecking)
 	defer conn.Close(context.WithoutCancel(ctx))
 	// Hand-offs name their lock schema; this connection's is the one its
 	// waiters queue in (connect as the pool does: same search_path).
@@ -226,7 +223,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	sendProbe := n.cfg.Probe != nil
 	heard, reprobe := 0, false
 	if !sendProbe {
-		n.setState(WakeLive)
+		n.setState(wakeLive)
 	}
 	nextBeat := time.Now()
 	for {
@@ -248,7 +245,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			}
 			probe = probePrefix + newProbeID()
 			if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, probe); err != nil && ctx.Err() == nil {
-				n.setState(WakeNotLive)
+				n.setState(wakeNotLive)
 				n.warn("could not send the probe NOTIFY: %v", err)
 				probe = ""
 			}
@@ -264,7 +261,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 		switch {
 		case err != nil && ctx.Err() == nil && pgconn.Timeout(err) && !conn.IsClosed():
 			if probe != "" && !time.Now().Before(probeDeadline) {
-				n.setState(WakeNotLive)
+				n.setState(wakeNotLive)
 				n.warn("the probe NOTIFY sent through the pool did not arrive on the LISTEN connection within %s (is that connection behind a transaction pooler, or on another database? give it a direct or session-pooled connection)", n.cfg.ProbeTimeout)
 				probe = ""
 			}
@@ -275,7 +272,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			if note.Payload == probe {
 				probe = ""
 				if heard++; heard >= probesToHear {
-					n.setState(WakeLive)
+					n.setState(wakeLive)
 				} else {
 					// The next probe after a heartbeat run now, not at its
 					// time, which may be later than ProbeTimeout.

@@ -73,7 +73,7 @@ func TestNotifierBackoffStartsAgainAfterAConnectionListened(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	c := &connects{connect: lockdb.ConnectWith(db.Config().ConnConfig)}
-	n := locker.NewNotifier(c.Connect)
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: c.Connect})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx) }()

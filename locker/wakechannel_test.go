@@ -29,7 +29,7 @@ type waitingProcess struct {
 
 func startProcess(t *testing.T, db *pgxpool.Pool) *waitingProcess {
 	t.Helper()
-	p := &waitingProcess{n: locker.NewNotifier(lockdb.ConnectWith(db.Config().ConnConfig))}
+	p := &waitingProcess{n: locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(db.Config().ConnConfig)})}
 	locker.OnHeard(p.n, func(note *pgconn.Notification) {
 		p.mu.Lock()
 		defer p.mu.Unlock()

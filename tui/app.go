@@ -29,9 +29,10 @@ type Options struct {
 	TTL      time.Duration // default TTL in the acquire form
 	Status   func() string // optional extra header line (the demo's statistics); called from View, must be cheap and concurrency-safe
 	// WakeUps reports whether release notifications reach this console's
-	// LISTEN connection (locker.Notifier.State); nil hides the indicator.
-	// Called from View, like Status.
-	WakeUps func() locker.WakeState
+	// LISTEN connection, and whether that is known yet
+	// (locker.Notifier.Live); nil hides the indicator. Called from View,
+	// like Status.
+	WakeUps func() (live, known bool)
 	// Source answers the polls; nil: NewPoolSource(Pool), a read of the
 	// database per poll. Several consoles may share one.
 	Source Source

@@ -31,7 +31,7 @@ type Connection struct {
 	Locker   *locker.Locker // nil only with a read-only Context
 	Operator operator.Operator
 	Server   string
-	WakeUps  func() locker.WakeState
+	WakeUps  func() (live, known bool)
 	Context  Context
 	// Close lets go of the pool and what was started with it (the
 	// notifier); the console calls it, from a command, once it has

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // sortLabel says what an order puts first.
@@ -119,14 +118,14 @@ func (m Model) connLine() string {
 	}
 	if m.opts.WakeUps != nil {
 		// Narrow, only the problem is worth the room.
-		switch state := m.opts.WakeUps(); {
-		case state == locker.WakeLive && !narrow:
+		switch live, known := m.opts.WakeUps(); {
+		case live && !narrow:
 			parts = append(parts, s.Label.Render("wake-ups live"))
-		case state == locker.WakeChecking && !narrow:
+		case !known && !narrow:
 			parts = append(parts, s.Muted.Render("wake-ups: checking…"))
-		case state == locker.WakeNotLive && m.width >= 120:
+		case !live && known && m.width >= 120:
 			parts = append(parts, s.Warning.Render("wake-ups not live (see --notify-dsn)"))
-		case state == locker.WakeNotLive:
+		case !live && known:
 			parts = append(parts, s.Warning.Render("no wake-ups"))
 		}
 	}

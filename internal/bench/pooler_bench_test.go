@@ -109,7 +109,7 @@ func BenchmarkWakeThroughPooler(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: lockdb.ConnectWith(c.listen), Probe: pool,
+			n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(c.listen), Probe: pool,
 				ProbeTimeout: time.Second, Logf: func(string, ...any) {}})
 			go func() { _ = n.Run(ctx) }()
 			holder, err := locker.New(locker.Config{TTL: 30 * time.Second})

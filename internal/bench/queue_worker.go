@@ -312,7 +312,7 @@ func openWaitersLocker(ctx context.Context, side, counted *pgx.ConnConfig, job q
 		return nil, nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
 	}
 	nctx, stopNotifier := context.WithCancel(ctx)
-	notifier := locker.NewNotifier(lockdb.ConnectWith(side))
+	notifier := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(side)})
 	notifierDone := make(chan struct{})
 	go func() {
 		defer close(notifierDone)

@@ -111,7 +111,7 @@ func (cc *consoleConnections) open(ctx context.Context, dsn, notifyDSN, actor st
 	cc.closes = append(cc.closes, closeOnce)
 	cc.mu.Unlock()
 	return tui.Connection{Pool: pool, Locker: lk, Operator: op, Server: ServerName(pool.Config().ConnConfig),
-		WakeUps: notifier.State, Context: ConsoleContext(c), Close: closeOnce}, nil
+		WakeUps: WakeUps(notifier), Context: ConsoleContext(c), Close: closeOnce}, nil
 }
 
 // connect opens context name for the console's switch (tui.Options.Connect),

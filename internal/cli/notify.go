@@ -12,6 +12,11 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
+// WakeUps is the console's wake-up indicator of n (tui.Options.WakeUps).
+func WakeUps(n *locker.Notifier) func() (live, known bool) {
+	return func() (bool, bool) { return n.Live(), !n.Checking() }
+}
+
 // StartNotifier runs a Notifier for a waiting command (or the console) until
 // stop is called. It LISTENs on --notify-dsn, else on pool's server, and
 // proves delivery with a probe sent through pool, the path releases take; if
@@ -27,7 +32,7 @@ func StartNotifier(ctx context.Context, env Env, pool *pgxpool.Pool) (n *locker.
 			listen.ConnectTimeout = ConnectTimeout
 		}
 	}
-	n = locker.NewNotifierWithConfig(locker.NotifierConfig{
+	n = locker.NewNotifier(locker.NotifierConfig{
 		Connect: lockdb.ConnectWith(listen),
 		Probe:   pool,
 		Logf: func(format string, args ...any) {

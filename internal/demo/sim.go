@@ -70,7 +70,7 @@ func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
 	s := &Sim{
 		cfg:     cfg,
 		pool:    pool,
-		notify:  locker.NewNotifier(lockdb.ConnectWith(pool.Config().ConnConfig)),
+		notify:  locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(pool.Config().ConnConfig)}),
 		cancel:  cancel,
 		holding: leases{m: map[string]locker.Lease{}},
 	}

@@ -153,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	for i := range cfg.ColdKeys {
 		keys = append(keys, fmt.Sprintf("cold-%d", i))
 	}
-	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
+	notifier := locker.NewNotifier(locker.NotifierConfig{Connect: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
 	lockers := map[time.Duration]*locker.Locker{}
 	margin := cfg.TTL / 4 // the keepalives' and sessions' safety margin
 	for _, delay := range []time.Duration{0, max(0, cfg.LockDelay)} {

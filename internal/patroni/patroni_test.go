@@ -59,7 +59,7 @@ func TestSwitchoverAndFailover(t *testing.T) {
 
 	// The waiters' records must outlive the outage (3×WaitRecheck), and
 	// their Notifier follows the primary through the same DSN.
-	notifier := locker.NewNotifierWithConfig(locker.NotifierConfig{
+	notifier := locker.NewNotifier(locker.NotifierConfig{
 		Connect: lockdb.ConnectWith(pool.Config().ConnConfig), Probe: pool, Logf: t.Logf})
 	cl.wg.Add(1)
 	go func() { defer cl.wg.Done(); _ = notifier.Run(work) }()

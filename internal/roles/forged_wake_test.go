@@ -33,7 +33,7 @@ const quietFor = time.Second
 // (its checks are a minute apart).
 func waitingService(t *testing.T, svc *pgxpool.Pool) *locker.Locker {
 	t.Helper()
-	n := locker.NewNotifier(lockdb.ConnectWith(svc.Config().ConnConfig))
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(svc.Config().ConnConfig)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()

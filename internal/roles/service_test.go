@@ -142,7 +142,7 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	}
 	nctx, stop := context.WithCancel(ctx)
 	defer stop()
-	n := locker.NewNotifier(lockdb.ConnectWith(db.Config().ConnConfig))
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(db.Config().ConnConfig)})
 	go func() { _ = n.Run(nctx) }()
 	if !testdb.Within(5*time.Second, n.Live) {
 		return errors.New("notifier did not start listening")

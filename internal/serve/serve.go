@@ -68,7 +68,7 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 	shared := tui.NewSharedPoolSource(ctx, pool, o.Refresh)
 	c := consoles{
 		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL, ReadOnly: env.Context.ReadOnly,
-			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: notifier.State,
+			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: cli.WakeUps(notifier),
 			Source: shared, ActionDone: shared.Invalidate},
 		log: log,
 	}

@@ -18,7 +18,7 @@ import (
 func StartNotifier(t testing.TB, cfg *pgx.ConnConfig) *locker.Notifier {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n := locker.NewNotifier(lockdb.ConnectWith(cfg))
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(cfg)})
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
