@@ -44,13 +44,13 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	writes := map[string]func() error{
-		"TryAcquire": func() error { _, err := lk.TryAcquire(ctx, db, "new", "svc"); return err },
+		"TryAcquire": func() error { _, err := testdb.Try(ctx, lk, db, "new", "svc"); return err },
 		"Renew": func() error {
-			_, err := lk.Renew(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
+			_, err := testdb.One(lk.Renew(ctx, db, locker.Lease{Key: reference[0].Key, Owner: reference[0].Owner, Token: reference[0].Token}))
 			return err
 		},
 		"Release": func() error {
-			_, err := lk.Release(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
+			_, err := testdb.One(lk.Release(ctx, db, locker.Lease{Key: reference[0].Key, Owner: reference[0].Owner, Token: reference[0].Token}))
 			return err
 		},
 		"ForceExpire": func() error {
@@ -77,7 +77,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 		maxOld = max(maxOld, s.Token)
 	}
 	// A service's own Migrate at start-up leaves the table to the operator.
-	if err := locker.Migrate(ctx, db); !errors.Is(err, locker.ErrCannotAdopt) || !strings.Contains(err.Error(), "lockctl migrate") {
+	if err := locker.Migrate(ctx, db); !errors.Is(err, lockdb.ErrCannotAdopt) || !strings.Contains(err.Error(), "lockctl migrate") {
 		t.Fatalf("locker.Migrate on the reference table: %v; want ErrCannotAdopt pointing at lockctl migrate", err)
 	}
 	if after := tableText(t, db); after != before {
@@ -110,21 +110,21 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	}
 
 	// The old holders go on with their tokens.
-	held := locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token)
-	renewed, err := lk.Renew(ctx, db, held)
+	held := locker.Lease{Key: reference[0].Key, Owner: reference[0].Owner, Token: reference[0].Token}
+	renewed, err := testdb.One(lk.Renew(ctx, db, held))
 	if err != nil || renewed.Token != reference[0].Token || !renewed.ExpiresAt.After(reference[0].ExpiresAt) {
 		t.Fatalf("renew of an adopted lease = %+v, %v; want token %d kept and a later expiry", renewed, err, reference[0].Token)
 	}
-	if _, err := lk.Release(ctx, db, renewed); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, renewed)); err != nil {
 		t.Fatalf("release of an adopted lease: %v", err)
 	}
-	if _, err := lk.TryAcquire(ctx, db, reference[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.Try(ctx, lk, db, reference[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire of a held adopted lock: %v; want ErrHeld", err)
 	}
 
 	// New grants, steals and re-grants draw tokens above every old one.
 	for _, key := range []string{"new", reference[2].Key, reference[0].Key} {
-		lease, err := lk.TryAcquire(ctx, db, key, "lockctl-svc")
+		lease, err := testdb.Try(ctx, lk, db, key, "lockctl-svc")
 		if err != nil {
 			t.Fatalf("acquire %s after migrate: %v", key, err)
 		}

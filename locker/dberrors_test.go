@@ -15,7 +15,7 @@ func TestDatabaseErrorsAreLockers(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.Pool(t, testdb.EmptyDSN(t))
 	lk := testdb.Locker(t, locker.Config{})
-	_, err := lk.TryAcquire(ctx, db, "k", "a")
+	_, err := testdb.Try(ctx, lk, db, "k", "a")
 	if !errors.Is(err, locker.ErrNotMigrated) {
 		t.Fatalf("TryAcquire on an unmigrated database: %v; want locker.ErrNotMigrated", err)
 	}

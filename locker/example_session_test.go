@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -27,7 +28,7 @@ func ExampleLocker_OpenSession() {
 	}
 	var kept []*locker.Keepalive
 	for _, shard := range []string{"shard:1", "shard:2", "shard:3"} {
-		lease, err := lk.TryAcquire(ctx, pool, shard, "worker-7")
+		lease, err := testdb.Try(ctx, lk, pool, shard, "worker-7")
 		if err != nil {
 			panic(err)
 		}
@@ -38,7 +39,7 @@ func ExampleLocker_OpenSession() {
 		panic(err)
 	}
 	fmt.Println(kept[0].Context().Err() != nil)
-	_, err = lk.TryAcquire(ctx, pool, "shard:2", "worker-8")
+	_, err = testdb.Try(ctx, lk, pool, "shard:2", "worker-8")
 	fmt.Println(err == nil)
 	// Output:
 	// true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -13,7 +14,7 @@ import (
 // hold one each, with a lease and a token of their own; a third is
 // refused until one of them releases. The permits live on the key: asked
 // with other permits while it has holders, it is a conflict.
-func ExampleLocker_TryAcquirePermit() {
+func ExampleLocker_Acquire_permits() {
 	ctx := context.Background()
 	pool := examplePool(ctx)
 	defer pool.Close()
@@ -22,30 +23,30 @@ func ExampleLocker_TryAcquirePermit() {
 		panic(err)
 	}
 
-	first, err := lk.TryAcquirePermit(ctx, pool, "licences:builder", "build-1", 2)
+	first, err := testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: "licences:builder", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "build-1"}))
 	if err != nil {
 		panic(err)
 	}
-	second, err := lk.TryAcquirePermit(ctx, pool, "licences:builder", "build-2", 2)
+	second, err := testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: "licences:builder", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "build-2"}))
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(first.Mode, first.Permits, second.Token > first.Token)
 
-	_, err = lk.TryAcquirePermit(ctx, pool, "licences:builder", "build-3", 2)
-	var held *locker.HeldError
+	_, err = testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: "licences:builder", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "build-3"}))
+	var held *locker.Error
 	fmt.Println(errors.As(err, &held), held.Holders)
 
-	_, err = lk.TryAcquirePermit(ctx, pool, "licences:builder", "build-3", 3)
-	var conflict *locker.ConflictError
-	fmt.Println(errors.As(err, &conflict), errors.Is(err, locker.ErrHeld))
+	_, err = testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: "licences:builder", Mode: locker.ModeSemaphore, Permits: 3}}, Owner: "build-3"}))
+	var conflict *locker.Error
+	fmt.Println(errors.As(err, &conflict) && conflict.Conflict, errors.Is(err, locker.ErrHeld))
 
 	// A holder's lease is released by its token, as any lease; the other
 	// holder keeps its own.
-	if _, err := lk.Release(ctx, pool, first); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, first)); err != nil {
 		panic(err)
 	}
-	third, err := lk.TryAcquirePermit(ctx, pool, "licences:builder", "build-3", 2)
+	third, err := testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: "licences:builder", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "build-3"}))
 	fmt.Println(third.Owner, third.Token > second.Token, err)
 	// Output:
 	// semaphore 2 true

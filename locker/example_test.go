@@ -58,7 +58,7 @@ func ExampleMigrate() {
 	if err != nil {
 		panic(err)
 	}
-	_, err = lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	_, err = testdb.Try(ctx, lk, pool, "reports:nightly", "worker-1")
 	fmt.Println("before:", errors.Is(err, locker.ErrNotMigrated))
 
 	for range 2 { // a second run changes nothing
@@ -66,7 +66,7 @@ func ExampleMigrate() {
 			panic(err)
 		}
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	lease, err := testdb.Try(ctx, lk, pool, "reports:nightly", "worker-1")
 	fmt.Println("after:", lease.Outcome, err)
 	// Output:
 	// before: true
@@ -75,7 +75,7 @@ func ExampleMigrate() {
 
 // Wait for a lock another owner holds. With a Notifier, the waiter wakes
 // when the holder releases, not only at the holder's expiry.
-func ExampleLocker_Acquire() {
+func ExampleLocker_Acquire_wait() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pool := examplePool(ctx)
@@ -87,7 +87,7 @@ func ExampleLocker_Acquire() {
 	if err != nil {
 		panic(err)
 	}
-	held, err := lk.TryAcquire(ctx, pool, "compaction", "worker-1")
+	held, err := testdb.Try(ctx, lk, pool, "compaction", "worker-1")
 	if err != nil {
 		panic(err)
 	}
@@ -97,7 +97,7 @@ func ExampleLocker_Acquire() {
 		// Bound the wait, as a service should.
 		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		lease, err := lk.Acquire(waitCtx, pool, "compaction", "worker-2")
+		lease, err := testdb.Wait(waitCtx, lk, pool, "compaction", "worker-2")
 		if err != nil {
 			panic(err)
 		}
@@ -107,7 +107,7 @@ func ExampleLocker_Acquire() {
 	// worker-1 finishes its work (here: at once) and releases. worker-2,
 	// queued by then or about to queue, gets the key now rather than at the
 	// end of worker-1's minute-long lease.
-	if _, err := lk.Release(ctx, pool, held); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, held)); err != nil {
 		panic(err)
 	}
 	lease := <-got
@@ -133,29 +133,29 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	lease, err := testdb.Try(ctx, lk, pool, "reports:nightly", "worker-1")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("worker-1:", lease.Outcome)
 
-	_, err = lk.TryAcquire(ctx, pool, "reports:nightly", "worker-2")
-	var held *locker.HeldError
+	_, err = testdb.Try(ctx, lk, pool, "reports:nightly", "worker-2")
+	var held *locker.Error
 	if errors.As(err, &held) {
 		fmt.Println("worker-2: held by", held.Owner)
 	}
 
-	if _, err := lk.Release(ctx, pool, lease); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, lease)); err != nil {
 		panic(err)
 	}
-	again, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-2")
+	again, err := testdb.Try(ctx, lk, pool, "reports:nightly", "worker-2")
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("worker-2:", again.Outcome, "with a larger token:", again.Token > lease.Token)
 
 	// Releasing a lease you no longer hold is reported, and changes nothing.
-	_, err = lk.Release(ctx, pool, lease)
+	_, err = testdb.One(lk.Release(ctx, pool, lease))
 	fmt.Println("worker-1 releases again:", errors.Is(err, locker.ErrNotHeld))
 	// Output:
 	// worker-1: acquired
@@ -175,7 +175,7 @@ func ExampleLocker_Keepalive() {
 	if err != nil {
 		panic(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "compaction", locker.NewOwnerID())
+	lease, err := testdb.Try(ctx, lk, pool, "compaction", locker.NewOwnerID())
 	if err != nil {
 		panic(err)
 	}
@@ -189,11 +189,11 @@ func ExampleLocker_Keepalive() {
 		fmt.Println("still held after 2 TTLs:", k.Err() == nil)
 	}
 	k.Stop()
-	_, err = lk.Release(ctx, pool, k.Lease())
+	_, err = testdb.One(lk.Release(ctx, pool, k.Leases()[0]))
 	fmt.Println("released:", err == nil)
 
 	// An operator force-expiring the lease ends the holder's context.
-	lease, _ = lk.TryAcquire(ctx, pool, "compaction", "worker-1")
+	lease, _ = testdb.Try(ctx, lk, pool, "compaction", "worker-1")
 	k = lk.Keepalive(ctx, pool, lease)
 	defer k.Stop()
 	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, "compaction", lease.Token); err != nil {
@@ -221,7 +221,7 @@ func ExampleFence() {
 	if err != nil {
 		panic(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "report:1", "worker-1")
+	lease, err := testdb.Try(ctx, lk, pool, "report:1", "worker-1")
 	if err != nil {
 		panic(err)
 	}
@@ -241,7 +241,7 @@ func ExampleFence() {
 	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, "report:1", lease.Token); err != nil {
 		panic(err)
 	}
-	next, err := lk.TryAcquire(ctx, pool, "report:1", "worker-2")
+	next, err := testdb.Try(ctx, lk, pool, "report:1", "worker-2")
 	if err != nil {
 		panic(err)
 	}
@@ -258,7 +258,7 @@ func ExampleFence() {
 
 // Take a lock inside your own transaction: it commits or rolls back with
 // your work, and a refusal does not spoil the transaction.
-func ExampleLocker_TryAcquire_inTransaction() {
+func ExampleLocker_Acquire_inTransaction() {
 	ctx := context.Background()
 	pool := examplePool(ctx)
 	defer pool.Close()
@@ -272,7 +272,7 @@ func ExampleLocker_TryAcquire_inTransaction() {
 
 	run := func(owner string) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			lease, err := lk.TryAcquire(ctx, tx, "invoices:2026-06", owner)
+			lease, err := testdb.Try(ctx, lk, tx, "invoices:2026-06", owner)
 			if err != nil {
 				return err
 			}

@@ -54,11 +54,11 @@ func FuzzValidateKey(f *testing.F) {
 			return
 		}
 		ctx := context.Background()
-		lease, err := lk.TryAcquire(ctx, db, key, "fuzz")
+		lease, err := testdb.Try(ctx, lk, db, key, "fuzz")
 		if err != nil {
 			t.Fatalf("acquire of accepted key %q: %v", key, err)
 		}
-		defer lk.Release(ctx, db, lease)
+		defer testdb.One(lk.Release(ctx, db, lease))
 		row, found, err := store.Get[lockdb.LockInfo](ctx, db, key)
 		if err != nil || !found || row.Key != key || lease.Key != key {
 			t.Fatalf("key %q read back as %q (lease %q), found=%v err=%v", key, row.Key, lease.Key, found, err)
@@ -81,7 +81,7 @@ func FuzzValidateOwner(f *testing.F) {
 			return
 		}
 		ctx := context.Background()
-		lease, err := lk.TryAcquire(ctx, db, "fuzz-owner", owner)
+		lease, err := testdb.Try(ctx, lk, db, "fuzz-owner", owner)
 		if err != nil {
 			t.Fatalf("acquire by accepted owner %q: %v", owner, err)
 		}
@@ -89,7 +89,7 @@ func FuzzValidateOwner(f *testing.F) {
 		if err != nil || row.Owner != owner {
 			t.Fatalf("owner %q read back as %q: %v", owner, row.Owner, err)
 		}
-		if _, err := lk.Release(ctx, db, lease); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 			t.Fatalf("release by owner %q: %v", owner, err)
 		}
 	})

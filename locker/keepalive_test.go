@@ -82,10 +82,10 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 	if err := k.Err(); err != nil || k.Context().Err() != nil {
 		t.Fatalf("keepalive ended: %v", err)
 	}
-	if _, err := lk.TryAcquire(ctx, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.Try(ctx, lk, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire by b during keepalive = %v; want ErrHeld", err)
 	}
-	kept := k.Lease()
+	kept := k.Leases()[0]
 	if row := rowOf(t, db, "k"); kept.Token != lease.Token || row.Token != lease.Token || !kept.ExpiresAt.Equal(row.ExpiresAt) {
 		t.Fatalf("kept lease %+v, row %+v; want token %d, as last renewed", kept, row, lease.Token)
 	}
@@ -94,7 +94,7 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 		t.Fatalf("after Stop: ctx err %v, cause %v; want cancelled, not lost", k.Context().Err(), k.Err())
 	}
 	// Stop does not release: the holder releases with the kept lease.
-	if _, err := lk.Release(ctx, db, k.Lease()); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, k.Leases()[0])); err != nil {
 		t.Fatalf("release after Stop: %v", err)
 	}
 }
@@ -182,7 +182,7 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 	if trusted := clk.Now().Sub(lastRenewal); trusted != kaTrust {
 		t.Fatalf("keepalive gave up %s after the last renewal was sent; want exactly the trust window %s", trusted, kaTrust)
 	}
-	if lost := (*locker.LeaseLostError)(nil); !errors.As(k.Err(), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
+	if lost := (*locker.Error)(nil); !errors.As(k.Err(), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
 		t.Fatalf("cause %#v; want a LeaseLostError stamped with the end of the trust window %s", k.Err(), lastRenewal.Add(kaTrust))
 	}
 	if failed < 3 {
@@ -212,7 +212,7 @@ func TestKeepaliveEndsWhileARenewalHangs(t *testing.T) {
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 	waitDone(t, k.Context(), 5*time.Second)
-	lost := (*locker.LeaseLostError)(nil)
+	lost := (*locker.Error)(nil)
 	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "still out") {
 		t.Fatalf("cause %v; want a LeaseLostError: the renewal was still out when the trust window ended", k.Err())
 	}
@@ -266,7 +266,7 @@ func TestKeepaliveOfALeasePastItsTrustWindowEndsAtOnce(t *testing.T) {
 	if k.Context().Err() == nil {
 		t.Fatal("keepalive of a lease past its trust window returned with a live Context")
 	}
-	lost := (*locker.LeaseLostError)(nil)
+	lost := (*locker.Error)(nil)
 	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "trust window had already passed") || !lost.At.Equal(clk.Now()) {
 		t.Fatalf("cause %#v; want a LeaseLostError at %s: its trust window had already passed", k.Err(), clk.Now())
 	}

@@ -29,10 +29,8 @@ type Lease struct {
 	ExpiresAt time.Time
 	TTL       time.Duration
 	Outcome   Outcome
-	// Mode is how the key is held: ModeExclusive ("" on a Lease not
-	// granted here, e.g. LeaseOf), ModeShared or ModeSemaphore, with the
-	// semaphore's Permits. Renew, Release and Fence do not read it: a token
-	// names one lease whatever its mode.
+	// Mode is ModeExclusive (or ""), ModeShared or ModeSemaphore, with the
+	// semaphore's Permits.
 	Mode    string
 	Permits int
 
@@ -50,12 +48,9 @@ type Lease struct {
 	claim *pendingClaim
 }
 
-// ValidFor is how much longer the lease certainly lasts, measured on this
-// process's monotonic clock from before the granting statement was sent
-// (for a lease a Keepalive renews, its last renewal; for one a Session
-// keeps, its binding or the last heartbeat that named it: see "Sessions"
-// in the package documentation). Zero for a Lease not returned by this
-// package.
+// ValidFor is how much longer the lease certainly lasts, on this process's
+// monotonic clock from before the statement that last proved it was sent.
+// Zero for a Lease not returned by this package.
 func (l Lease) ValidFor() time.Duration {
 	if l.claim != nil {
 		if claimed := l.claim.claimed.Load(); claimed != nil {
@@ -75,12 +70,6 @@ func (l Lease) length() time.Duration {
 		return l.valid
 	}
 	return l.TTL
-}
-
-// LeaseOf names a lease by key, owner and token, e.g. from the command line,
-// for Renew, Release or Fence.
-func LeaseOf(key, owner string, token int64) Lease {
-	return Lease{Key: key, Owner: owner, Token: token}
 }
 
 func (l Lease) ref() store.LeaseRef {

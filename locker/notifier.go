@@ -17,28 +17,15 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Notifier serves the queued Acquire calls of this process on one dedicated
-// connection: it LISTENs on a channel of its own (Channel), which every
-// waiter record of this process names, so hand-offs and wake-ups reach this
-// process only when they concern its waiters. It gives each hand-off to the
-// one waiter it was made for (the others of the key only learn the new
-// expiry, without checking: this process hears another waiter's hand-off
-// when one of its own is now first in line; every payload is a hint, which
-// the waiter checks with the database), and keeps all of their waiter
-// records live with one heartbeat statement per interval, so the cost of
-// waiting does not grow with the number of waiters. LISTEN needs a session
-// of its own (a pooled connection or a transaction would lose it), so the
-// Notifier opens one with connect and reconnects when it breaks. Its
-// connection must use the lock schema (search_path) of the pool its waiters
-// queue through: it only takes hand-offs of that schema, and its heartbeat
-// refreshes that schema's waiter records. One Notifier per lock schema.
-//
-// LISTEN through a transaction pooler (PgBouncer's transaction mode)
-// succeeds and then hears nothing. So a Notifier with a Probe proves
-// delivery after every LISTEN: it sends a NOTIFY through Probe, the path
-// releases take, and only once that arrives are wake-ups Live. If it does
-// not arrive within ProbeTimeout, the Notifier logs one warning, and waiters
-// wake at the holder's expiry and every Config.WaitRecheck instead.
+// Notifier serves this process's waiting Acquire calls on one connection of
+// its own: it LISTENs on a channel of its own, which their waiter records
+// name, gives each hand-off to the waiter it was made for, and keeps all of
+// their records live with one heartbeat statement per interval. Its
+// connection must use the lock schema of the pool its waiters queue
+// through; one Notifier per lock schema. LISTEN through a transaction pooler
+// hears nothing: with a Probe it proves delivery after every LISTEN, and
+// until it does waiters wake at the holder's expiry and every
+// Config.WaitRecheck.
 type Notifier struct {
 	cfg     NotifierConfig
 	channel string // the wake channel this process's waiter records name
@@ -85,17 +72,15 @@ const maxEarly = 64
 
 // NotifierConfig configures a Notifier.
 type NotifierConfig struct {
-	// Connect opens the connection LISTEN runs on: a direct one, or one
-	// through a session-pooling pooler. Required.
+	// Connect opens the LISTEN connection (direct, or session-pooled).
+	// Required.
 	Connect func(ctx context.Context) (*pgx.Conn, error)
-	// Probe is where the delivery probe's NOTIFY is sent: the pool the
-	// service's releases go through. nil: no probe; wake-ups count as live
-	// once LISTEN is in place.
+	// Probe is where the delivery probe is sent: the pool releases go
+	// through. nil: none.
 	Probe DBTX
 	// ProbeTimeout bounds the wait for the probes. Defaults to 5s.
 	ProbeTimeout time.Duration
-	// Logf receives the warning when a probe is not delivered. Defaults to
-	// log.Printf.
+	// Logf gets the warning of a lost probe. Defaults to log.Printf.
 	Logf func(format string, args ...any)
 }
 
@@ -109,11 +94,6 @@ func NewNotifier(cfg NotifierConfig) *Notifier {
 	}
 	return &Notifier{cfg: cfg, channel: store.NewWakeChannel(), subs: map[string]map[*waiting]struct{}{}}
 }
-
-// Channel is the channel this Notifier LISTENs on, which the waiter records
-// of the Acquire calls it serves name (their wake_channel): fixed for its
-// lifetime, across reconnections.
-func (n *Notifier) Channel() string { return n.channel }
 
 // wakeState is what a Notifier knows about the delivery of releases.
 type wakeState int32
@@ -138,9 +118,7 @@ const (
 func (n *Notifier) Live() bool { return wakeState(n.state.Load()) == wakeLive }
 
 // Checking reports whether the Notifier is still finding out whether
-// releases reach it (connecting, reconnecting, or a probe on its way).
-// Neither Live nor Checking: the probe was lost or could not be sent, and
-// waiters wake at the holder's expiry and every Config.WaitRecheck.
+// releases reach it.
 func (n *Notifier) Checking() bool { return wakeState(n.state.Load()) == wakeChecking }
 
 func (n *Notifier) setState(s wakeState) { n.state.Store(int32(s)) }
@@ -154,9 +132,8 @@ const probePrefix = "probe:"
 // heartbeat of its own, before wake-ups count as live.
 const probesToHear = 2
 
-// Run listens until ctx ends, reconnecting with backoff after errors. After
-// every (re)connection it wakes all subscribers once: a release announced
-// while it was not listening would otherwise be missed.
+// Run listens until ctx ends, reconnecting with backoff, and wakes every
+// waiter after each (re)connection.
 func (n *Notifier) Run(ctx context.Context) error {
 	backoff := minBackoff
 	for {

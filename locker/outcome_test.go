@@ -36,7 +36,7 @@ func TestAcquireGivenUpMidStatementLeavesTheKeyFree(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	_, err := lk.TryAcquire(ctx, endsAfterSend{DBTX: db, cancel: cancel}, "job", "a")
+	_, err := testdb.Try(ctx, lk, endsAfterSend{DBTX: db, cancel: cancel}, "job", "a")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("TryAcquire given up mid-statement = %v; want context.Canceled", err)
 	}
@@ -47,7 +47,7 @@ func TestAcquireGivenUpMidStatementLeavesTheKeyFree(t *testing.T) {
 	if found && info.State() != lockdb.StateFree {
 		t.Fatalf("after the caller gave up, %q is %s by %q (token %d); want it free", "job", info.State(), info.Owner, info.Token)
 	}
-	if _, err := lk.TryAcquire(context.Background(), db, "job", "b"); err != nil {
+	if _, err := testdb.Try(context.Background(), lk, db, "job", "b"); err != nil {
 		t.Fatalf("another owner cannot take the key the first gave up: %v", err)
 	}
 }

@@ -19,7 +19,7 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	first := testdb.MustAcquire(t, lk, db, "k", "a")
-	if _, err := lk.Release(ctx, db, first); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, first)); err != nil {
 		t.Fatal(err)
 	}
 	testdb.MustAcquire(t, lk, db, "expired", "a") // expires, never released
@@ -55,7 +55,7 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	free := testdb.MustAcquire(t, lk, db, "free", "a")
-	if _, err := lk.Release(ctx, db, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, free)); err != nil {
 		t.Fatal(err)
 	}
 	testdb.AgeLock(t, db, "free", time.Second)
@@ -65,12 +65,12 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := lk.TryAcquire(ctx, tx, "busy", "x"); err != nil {
+	if _, err := testdb.Try(ctx, lk, tx, "busy", "x"); err != nil {
 		t.Fatal(err)
 	}
 	started := time.Now()
 	res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Millisecond, GateWait: 200 * time.Millisecond})
-	if !errors.Is(err, locker.ErrLockTimeout) {
+	if !errors.Is(err, lockdb.ErrLockTimeout) {
 		t.Fatalf("prune behind an open grant = %+v, %v; want ErrLockTimeout", res, err)
 	}
 	if waited := time.Since(started); waited < 150*time.Millisecond {
@@ -104,7 +104,7 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 	db := testdb.Pool(t, dsn)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	free := testdb.MustAcquire(t, lk, db, "a", "x")
-	if _, err := lk.Release(ctx, db, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, free)); err != nil {
 		t.Fatal(err)
 	}
 	testdb.AgeLock(t, db, "a", time.Second) // "b" has no row
@@ -135,7 +135,7 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err := lk.AcquireAll(actx, db, []string{"a", "b"}, "s")
+		_, err := lk.Acquire(actx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "s", Wait: locker.WaitForever})
 		granted <- err
 	}()
 	testdb.Eventually(t, 10*time.Second, "the set queued for the gate", waiting("distributed_lock_enqueue_all"))
@@ -170,7 +170,7 @@ func TestPruneKeepsAKeyPromisedToAWaitingSet(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		leases, err := lk.AcquireAll(actx, db, []string{"a", "b"}, "set")
+		leases, err := lk.Acquire(actx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "set", Wait: locker.WaitForever})
 		done <- result{leases, err}
 	}()
 	testdb.WaitForWaiter(t, db, "a", "set")
@@ -179,14 +179,14 @@ func TestPruneKeepsAKeyPromisedToAWaitingSet(t *testing.T) {
 	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, db, held); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("AcquireAll after a prune and the release of its held key: %v; want both keys", r.err)
 	}
-	if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, db, r.leases...)); err != nil {
 		t.Fatal(err)
 	}
 }

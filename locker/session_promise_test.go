@@ -32,7 +32,7 @@ func watchPromise(t *testing.T, k *locker.Keepalive) *promise {
 		defer close(p.done)
 		for {
 			now := time.Now()
-			left := k.Lease().ValidFor()
+			left := k.Leases()[0].ValidFor()
 			if k.Context().Err() == nil && left > 0 {
 				p.mu.Lock()
 				if now.Add(left).After(p.until) {
@@ -81,7 +81,7 @@ func (p *promise) last() time.Time {
 func takenAfterPromise(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, p *promise, limit time.Duration) bool {
 	t.Helper()
 	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		lease, err := lk.TryAcquire(context.Background(), db, key, "thief")
+		lease, err := testdb.Try(context.Background(), lk, db, key, "thief")
 		if errors.Is(err, locker.ErrHeld) {
 			continue
 		}

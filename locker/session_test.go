@@ -88,7 +88,7 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 		}
 	}
 	_ = snap.Rollback(context.Background())
-	if got := kas[0].Lease().ExpiresAt; got.Before(at.Add(-sessEvery)) {
+	if got := kas[0].Leases()[0].ExpiresAt; got.Before(at.Add(-sessEvery)) {
 		t.Errorf("Keepalive's lease says %v; the session runs until %v", got, at)
 	}
 	if err := s.Close(context.Background()); err != nil {
@@ -121,7 +121,7 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	wantLeaseLostNotSession(t, kaA, s)
 	// The key as given, as a Keepalive of its own names it: lockctl run
 	// finds the lease it lost by it.
-	if lost := (*locker.LeaseLostError)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
+	if lost := (*locker.Error)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
 		t.Errorf("a's loss names key %+v; want a", lost)
 	}
 	time.Sleep(2 * sessTTL)
@@ -141,7 +141,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
 	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
-	ka := s.KeepaliveAll(context.Background(), []locker.Lease{a})
+	ka := s.Keepalive(context.Background(), []locker.Lease{a}...)
 	kb := s.Keepalive(context.Background(), b)
 	time.Sleep(sessEvery)
 	op := testdb.Operator(t, "alice")
@@ -154,7 +154,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 		if !errors.Is(k.Err(), locker.ErrSessionLost) {
 			t.Errorf("keepalive ended with %v; want ErrSessionLost", k.Err())
 		}
-		if lost := (*locker.LeaseLostError)(nil); !errors.As(k.Err(), &lost) || lost.Key != k.Leases()[0].Key {
+		if lost := (*locker.Error)(nil); !errors.As(k.Err(), &lost) || lost.Key != k.Leases()[0].Key {
 			t.Errorf("loss names key %+v; want %s", lost, k.Leases()[0].Key)
 		}
 	}
@@ -198,7 +198,7 @@ func TestBindingALeaseNotHeldFails(t *testing.T) {
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
 	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
-	if _, err := lk.Release(context.Background(), db, lease); err != nil {
+	if _, err := testdb.One(lk.Release(context.Background(), db, lease)); err != nil {
 		t.Fatal(err)
 	}
 	ka := s.Keepalive(context.Background(), lease)
@@ -216,11 +216,11 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	db := testdb.New(t)
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
-	leases, err := lk.TryAcquireAll(context.Background(), db, []string{"a", "b", "c"}, "worker-1")
+	leases, err := lk.Acquire(context.Background(), db, locker.Request{Keys: locker.Keys([]string{"a", "b", "c"}...), Owner: "worker-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ka := s.KeepaliveAll(context.Background(), leases)
+	ka := s.Keepalive(context.Background(), leases...)
 	time.Sleep(sessEvery)
 	// Freeze the session's row as a hung process would leave it: its
 	// heartbeats wait for the row lock until the session has lapsed.
@@ -264,11 +264,11 @@ func TestCloseLogsItsReleasesWithLogGrants(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: sessTTL, RenewEvery: sessEvery, LogGrants: true})
 	s := openSession(t, lk, db, "worker-1")
-	leases, err := lk.TryAcquireAll(context.Background(), db, []string{"a", "b"}, "worker-1")
+	leases, err := lk.Acquire(context.Background(), db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "worker-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ka := s.KeepaliveAll(context.Background(), leases)
+	ka := s.Keepalive(context.Background(), leases...)
 	testdb.Eventually(t, 2*sessTTL, "the leases bound", func() bool {
 		return liveRow(t, db, "a").ExpiresAt.Equal(sessionExpiry(t, db, s.ID()))
 	})

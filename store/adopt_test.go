@@ -10,7 +10,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -40,7 +39,7 @@ func TestMigrateRefusesBadReferenceRows(t *testing.T) {
 	}
 	before := databaseText(t, db)
 	_, err := store.MigrateWith(ctx, db, adopt)
-	if !errors.Is(err, locker.ErrCannotAdopt) {
+	if !errors.Is(err, lockdb.ErrCannotAdopt) {
 		t.Fatalf("migrate with bad rows: %v; want ErrCannotAdopt", err)
 	}
 	for _, want := range []string{
@@ -74,7 +73,7 @@ func TestMigrateRefusesAnUnknownTable(t *testing.T) {
 	}
 	before := databaseText(t, db)
 	err := store.Migrate(ctx, db)
-	if !errors.Is(err, locker.ErrCannotAdopt) || !strings.Contains(err.Error(), "lock_key text, holder text, until timestamp with time zone") {
+	if !errors.Is(err, lockdb.ErrCannotAdopt) || !strings.Contains(err.Error(), "lock_key text, holder text, until timestamp with time zone") {
 		t.Fatalf("migrate of an unknown table: %v; want ErrCannotAdopt naming its columns", err)
 	}
 	if after := databaseText(t, db); after != before {

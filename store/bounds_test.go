@@ -16,7 +16,7 @@ import (
 
 // The schema bounds what it stores as the library does before sending it:
 // a lease of locker.MaxTTL and a lock-delay of locker.MaxLockDelay are
-// granted, a microsecond more is refused (locker.ErrInvalidValue), and the
+// granted, a microsecond more is refused (lockdb.ErrInvalidValue), and the
 // JSON bound is lockdb.MaxJSONBytes.
 func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 	t.Parallel()
@@ -38,8 +38,8 @@ func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 		if c.granted && (err != nil || !g.Granted()) {
 			t.Errorf("TTL %s, lock-delay %s: %+v, %v; want granted", c.ttl, c.delay, g, err)
 		}
-		if !c.granted && !errors.Is(err, locker.ErrInvalidValue) {
-			t.Errorf("TTL %s, lock-delay %s: %v; want locker.ErrInvalidValue", c.ttl, c.delay, err)
+		if !c.granted && !errors.Is(err, lockdb.ErrInvalidValue) {
+			t.Errorf("TTL %s, lock-delay %s: %v; want lockdb.ErrInvalidValue", c.ttl, c.delay, err)
 		}
 	}
 	var check string

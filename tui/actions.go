@@ -180,8 +180,8 @@ func queued(n int) string {
 
 func actionResult(msg actionDoneMsg) flash {
 	key := safe(msg.key)
-	var notHeld *locker.NotHeldError
-	var held *locker.HeldError
+	var notHeld *locker.Error
+	var held *locker.Error
 	switch {
 	case errors.As(msg.err, &notHeld):
 		// What the operator must know comes first (who has the lock now),

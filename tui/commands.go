@@ -63,6 +63,14 @@ type actionRequest struct {
 	slot int32
 }
 
+// one is the lease of an action on one key.
+func one(leases []locker.Lease, err error) (locker.Lease, error) {
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
+}
+
 // runAction performs one operator action through the locker (acquire,
 // renew) or the operator (the rest): every action passes through it. done,
 // when set, is called once the action has ended, whatever its outcome
@@ -77,16 +85,9 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, op oper
 		res := actionDoneMsg{seq: req.seq, kind: req.kind, key: req.key, token: req.token, session: req.session, slot: req.slot}
 		switch req.kind {
 		case actAcquire:
-			l, err := lk.WithTTL(req.ttl)
-			if err != nil {
-				res.err = err
-				break
-			}
-			res.lease, res.err = l.TryAcquire(ctx, db, req.key, req.owner)
+			res.lease, res.err = one(lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys(req.key), Owner: req.owner, TTL: req.ttl}))
 		case actRenew:
-			lease := locker.LeaseOf(req.key, req.owner, req.token)
-			lease.TTL = req.ttl
-			res.lease, res.err = lk.Renew(ctx, db, lease)
+			res.lease, res.err = one(lk.Renew(ctx, db, locker.Lease{Key: req.key, Owner: req.owner, Token: req.token, TTL: req.ttl}))
 		case actExpire:
 			res.lease, res.err = op.ForceExpire(ctx, db, req.key, req.token)
 		case actRelease:

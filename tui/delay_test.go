@@ -23,11 +23,11 @@ import (
 func delayedKey(t *testing.T, pool store.DBTX, key string) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
-	lk, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Minute, LogGrants: true})
+	lk, err := locker.New(locker.Config{TTL: time.Minute, LogGrants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, key, "worker-1")
+	lease, err := testdb.TryDelayed(ctx, lk, pool, key, "worker-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +156,11 @@ var _ tea.Msg = actionDoneMsg{}
 func TestDelayEndingMovesTheTotals(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
-	lk, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Second})
+	lk, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "k", "worker-1")
+	lease, err := testdb.TryDelayed(ctx, lk, pool, "k", "worker-1", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,9 +27,9 @@ func acquireShared(t *testing.T, pool *pgxpool.Pool, key, owner string, permits 
 	}
 	var lease locker.Lease
 	if permits == 0 {
-		lease, err = lk.TryAcquireShared(context.Background(), pool, key, owner)
+		lease, err = testdb.One(lk.Acquire(context.Background(), pool, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeShared}}, Owner: owner}))
 	} else {
-		lease, err = lk.TryAcquirePermit(context.Background(), pool, key, owner, permits)
+		lease, err = testdb.One(lk.Acquire(context.Background(), pool, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeSemaphore, Permits: permits}}, Owner: owner}))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +231,7 @@ func TestForceReleaseOneHolderKeepsTheOthers(t *testing.T) {
 	}
 	// migrator-a leaves: the selection stays on migrator-c, now the
 	// second line.
-	if _, err := lk.Release(ctx, pool, a); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, a)); err != nil {
 		t.Fatal(err)
 	}
 	m = repoll(t, m)

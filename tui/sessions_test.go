@@ -35,11 +35,11 @@ func heldSession(t *testing.T, pool *pgxpool.Pool, owner string, keys ...string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	leases, err := lk.TryAcquireAll(ctx, pool, keys, owner)
+	leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(keys...), Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := s.KeepaliveAll(ctx, leases)
+	keep := s.Keepalive(ctx, leases...)
 	testdb.Eventually(t, 10*time.Second, "the leases bound to the session", func() bool {
 		got, err := lockview.ReadSessions(ctx, pool)
 		return err == nil && len(got) > 0 && got[len(got)-1].Leases == len(keys)

@@ -62,7 +62,7 @@ func acquire(t *testing.T, pool *pgxpool.Pool, key, owner string, ttl time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(context.Background(), pool, key, owner)
+	lease, err := testdb.Try(context.Background(), lk, pool, key, owner)
 	if err != nil {
 		t.Fatal(err)
 	}

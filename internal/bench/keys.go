@@ -172,7 +172,7 @@ func setKeys(key string, n int) []string {
 func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
 	return series{name: SeriesSetAtOnce, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
-		leases, err := lk.TryAcquireAll(ctx, pool, setKeys(key, n), o)
+		leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(setKeys(key, n)...), Owner: o})
 		if errors.Is(err, locker.ErrHeld) {
 			return false, nil
 		}
@@ -183,7 +183,7 @@ func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker)
 			chk.granted(l.Key, o, l.Token)
 			chk.releasing(l.Key, o)
 		}
-		if err := lk.ReleaseAll(ctx, pool, leases); err != nil {
+		if _, err := lk.Release(ctx, pool, leases...); err != nil {
 			if errors.Is(err, locker.ErrNotHeld) {
 				chk.releaseLost()
 				return true, nil
@@ -214,7 +214,7 @@ func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checke
 			return nil
 		}
 		for _, k := range setKeys(key, n) {
-			l, err := lk.TryAcquire(ctx, pool, k, o)
+			l, err := tryKey(ctx, lk, pool, k, o)
 			if errors.Is(err, locker.ErrHeld) {
 				return false, release()
 			}

@@ -67,9 +67,9 @@ func BenchmarkThroughPooler(b *testing.B) {
 				id := worker.Add(1)
 				owner, key := fmt.Sprint("bench-", id), fmt.Sprintf("%s-%d", c.name, id)
 				for pb.Next() {
-					lease, err := lk.TryAcquire(context.Background(), pool, key, owner)
+					lease, err := testdb.Try(context.Background(), lk, pool, key, owner)
 					if err == nil {
-						_, err = lk.Release(context.Background(), pool, lease)
+						_, err = testdb.One(lk.Release(context.Background(), pool, lease))
 					}
 					if err != nil {
 						b.Error(err)
@@ -125,17 +125,17 @@ func BenchmarkWakeThroughPooler(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				key := fmt.Sprintf("%s-%d-%d", c.name, run, i)
-				held, err := holder.TryAcquire(ctx, pool, key, "holder")
+				held, err := testdb.Try(ctx, holder, pool, key, "holder")
 				if err != nil {
 					b.Fatal(err)
 				}
 				got := make(chan error, 1)
 				go func() {
-					_, err := waiter.Acquire(ctx, pool, key, "waiter")
+					_, err := testdb.Wait(ctx, waiter, pool, key, "waiter")
 					got <- err
 				}()
 				waitForWaiterRow(b, pool, key)
-				if _, err := holder.Release(ctx, pool, held); err != nil {
+				if _, err := testdb.One(holder.Release(ctx, pool, held)); err != nil {
 					b.Fatal(err)
 				}
 				released := time.Now()

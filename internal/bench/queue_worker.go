@@ -292,7 +292,7 @@ func lockerWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queue
 		return nil, nil, err
 	}
 	return leaseAcquirers(job, "queue", lk, pool, func(ctx context.Context, _ int, owner string) (locker.Lease, error) {
-		return lk.Acquire(ctx, pool, job.Key, owner)
+		return waitKey(ctx, lk, pool, job.Key, owner)
 	}), cleanup, nil
 }
 

@@ -29,7 +29,7 @@ func permitWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queue
 		return nil, nil, err
 	}
 	return leaseAcquirers(job, "permit", lk, pool, func(ctx context.Context, _ int, owner string) (locker.Lease, error) {
-		return lk.AcquirePermit(ctx, pool, job.Key, owner, job.Permits)
+		return waitPermit(ctx, lk, pool, job.Key, owner, job.Permits)
 	}), cleanup, nil
 }
 
@@ -41,6 +41,6 @@ func mutexKeysWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job qu
 		return nil, nil, err
 	}
 	return leaseAcquirers(job, "mutex", lk, pool, func(ctx context.Context, i int, owner string) (locker.Lease, error) {
-		return lk.Acquire(ctx, pool, waiterKey(job, i), owner)
+		return waitKey(ctx, lk, pool, waiterKey(job, i), owner)
 	}), cleanup, nil
 }

@@ -55,7 +55,7 @@ func owner(worker int) string { return "bench-worker-" + strconv.Itoa(worker) }
 func lockerSeries(name string, lk *locker.Locker, pool *pgxpool.Pool, chk *checker) series {
 	return series{name: name, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
-		lease, err := lk.TryAcquire(ctx, pool, key, o)
+		lease, err := tryKey(ctx, lk, pool, key, o)
 		if errors.Is(err, locker.ErrHeld) {
 			return false, nil
 		}

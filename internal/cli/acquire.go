@@ -100,7 +100,7 @@ func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, i
 	var lease locker.Lease
 	var err error
 	if opts.Wait == 0 {
-		lease, err = opts.tryTake(ctx, lk, pool)
+		lease, err = one(lk.Acquire(ctx, pool, opts.request(0)))
 	} else {
 		lease, err = waitForLease(ctx, env, pool, cfg, opts)
 	}
@@ -120,7 +120,7 @@ func prepareTake(ctx context.Context, env Env, opts AcquireOptions) (AcquireOpti
 	if opts.Owner == "" {
 		opts.Owner = locker.NewOwnerID()
 	}
-	cfg := locker.Config{TTL: opts.TTL, LogGrants: true, LockDelay: opts.LockDelay}
+	cfg := locker.Config{TTL: opts.TTL, LogGrants: true}
 	pool, err := Connect(ctx, env.DSN)
 	if err != nil {
 		return opts, nil, cfg, nil, env.Fail(err)

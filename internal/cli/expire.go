@@ -73,7 +73,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 			return env.Fail(err)
 		}
 		if !found {
-			err := &locker.NotHeldError{Key: opts.Key}
+			err := &locker.Error{Kind: locker.ErrNotHeld, Key: opts.Key}
 			code, _ := printRefusal(env, opts.JSON, "", err, keyState{})
 			return code
 		}

@@ -83,7 +83,7 @@ func lastToEnd(hs []lockview.Holder) time.Duration {
 // many, then why this request waits: the waiters queued (whom later
 // requests do not overtake), every permit taken (until the first ends),
 // or the holders (until the last ends).
-func groupRefusalLine(prog string, held *locker.HeldError, g *keyGroup) string {
+func groupRefusalLine(prog string, held *locker.Error, g *keyGroup) string {
 	line := fmt.Sprintf("%s: %s is held %s by %s", prog, textsafe.Escape(held.Key), heldAs(g.mode, g.permits),
 		plural(len(g.holders), "holder", "holders"))
 	switch {

@@ -114,7 +114,7 @@ func TestMetricsAfterLockActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lk.ReportStaleWrite(ctx, pool, locker.LeaseOf("held", "old-owner", 1), "orders table"); err != nil {
+	if err := lk.ReportStaleWrite(ctx, pool, locker.Lease{Key: "held", Owner: "old-owner", Token: 1}, "orders table"); err != nil {
 		t.Fatal(err)
 	}
 	// Four waiters: two on held, one each on held2 and held3 (held2's first).

@@ -75,9 +75,9 @@ func rowResult(outcome, key string, row *lockdb.LockInfo) result {
 	return r
 }
 
-// heldResult turns a *HeldError into a held result, with the holder's row
+// heldResult turns a held *locker.Error into a held result, with the holder's row
 // when it was read (for its TTL and whether it is expiring).
-func heldResult(requestedOwner string, held *locker.HeldError, row *lockdb.LockInfo) result {
+func heldResult(requestedOwner string, held *locker.Error, row *lockdb.LockInfo) result {
 	if row != nil && row.Token == held.Token {
 		r := rowResult(lockdb.OutcomeHeld, held.Key, row)
 		r.RequestedOwner = requestedOwner
@@ -140,30 +140,32 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 // explanation goes to Stderr; with --json the result goes to Stdout.
 // now is the key as read after a held or conflict refusal (zero: not read).
 func printRefusal(env Env, asJSON bool, requestedOwner string, err error, now keyState) (code int, ok bool) {
-	var held *locker.HeldError
-	var conflict *locker.ConflictError
-	var notHeld *locker.NotHeldError
-	var dead *locker.DeadlockError
+	var e *locker.Error
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	// A wait that ended first (e.Err: ctx's) is no refusal of its own.
+	held, conflict, notHeld, dead := e, e, e, e
 	switch {
-	case errors.As(err, &conflict):
+	case e.Kind == locker.ErrHeld && e.Conflict:
 		if asJSON {
 			return env.emitCode(conflictOf(requestedOwner, conflict, now), ExitHeld), true
 		}
 		env.printLine(env.Prog + ": " + textsafe.Escape(conflictText(conflict)))
 		return ExitHeld, true
-	case errors.As(err, &dead):
+	case e.Kind == locker.ErrDeadlock:
 		if asJSON {
 			return env.emitCode(deadlockOf(dead), ExitDeadlock), true
 		}
 		env.printLine(deadlockLine(env.Prog, dead))
 		return ExitDeadlock, true
-	case errors.As(err, &held):
+	case e.Kind == locker.ErrHeld && e.Err == nil:
 		if asJSON {
 			return env.emitCode(refusalOf(requestedOwner, held, now), ExitHeld), true
 		}
 		env.printLine(refusalLine(env.Prog, held, now.group))
 		return ExitHeld, true
-	case errors.As(err, &notHeld):
+	case e.Kind == locker.ErrNotHeld:
 		why := notHeldReason(notHeld)
 		if asJSON {
 			r := rowResult(lockdb.OutcomeNotHeld, notHeld.Key, notHeld.Current)
@@ -178,7 +180,7 @@ func printRefusal(env Env, asJSON bool, requestedOwner string, err error, now ke
 }
 
 // notHeldReason says why a named lease is not current, escaped for a terminal.
-func notHeldReason(e *locker.NotHeldError) string {
+func notHeldReason(e *locker.Error) string {
 	c := e.Current
 	switch {
 	case c == nil:

@@ -34,13 +34,15 @@ func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.C
 	defer cancel()
 	stopProgress := showWaitProgress(wctx, env, lk, pool, opts.Key, opts.Wait)
 	defer stopProgress()
-	lease, err := opts.waitTake(wctx, lk, pool)
+	// A lease handed off from the queue first runs for the claim window
+	// only, and this process may exit before a background claim: waiting on
+	// a connection of its own, Acquire claims it before it returns.
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return lease, err
+		return locker.Lease{}, fmt.Errorf("acquire %q: %w", opts.Key, err)
 	}
-	// Handed off from the queue, the lease first runs for the claim window
-	// only; this process may exit at once, before the background claim.
-	return lk.Claim(ctx, pool, lease)
+	defer conn.Release()
+	return one(lk.Acquire(wctx, conn.Conn(), opts.request(opts.Wait)))
 }
 
 // progressEvery is how often the progress line is rewritten (and the holder

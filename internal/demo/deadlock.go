@@ -82,7 +82,7 @@ func (s *Sim) syncRound(ctx context.Context, lk *locker.Locker, first int, hold,
 		started++
 		go func() {
 			asked := time.Now()
-			lease, err := lk.Acquire(rctx, s.pool, sy.other, sy.owner)
+			lease, err := s.waitFor(rctx, lk, sy.other, sy.owner)
 			results <- waited{who: i, lease: lease, err: err, took: time.Since(asked)}
 		}()
 	}
@@ -124,5 +124,14 @@ func (s *Sim) letGo(ctx context.Context, lk *locker.Locker, ka *locker.Keepalive
 		return
 	}
 	ka.Stop()
-	s.give(ctx, lk, ka.Lease())
+	s.give(ctx, lk, ka.Leases()[0])
+}
+
+// waitFor waits for key as owner as long as ctx lasts.
+func (s *Sim) waitFor(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
+	leases, err := lk.Acquire(ctx, s.pool, locker.Request{Keys: locker.Keys(key), Owner: owner, Wait: locker.WaitForever})
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
 }

@@ -275,9 +275,9 @@ func deadlockReported(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 		t.Errorf("Status() = %q; want the deadlocks counted", sim.Status())
 	}
 	d, ok := sim.LastDeadlock()
-	var de *locker.DeadlockError
+	var de *locker.Error
 	if !ok || !errors.As(d.Err, &de) || !errors.Is(d.Err, locker.ErrDeadlock) {
-		t.Fatalf("LastDeadlock() = %+v, %v; want a *locker.DeadlockError", d, ok)
+		t.Fatalf("LastDeadlock() = %+v, %v; want a *locker.Error", d, ok)
 	}
 	// The target: reported within 1s of the wait that closes the
 	// cycle.

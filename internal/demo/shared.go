@@ -82,7 +82,7 @@ func (s *Sim) pricingWriter(ctx context.Context) {
 			continue
 		}
 		ka := lk.Keepalive(ctx, s.pool, lease)
-		if sleep(ka.Context(), work/2) && s.write(ctx, lk, ka.Lease()) {
+		if sleep(ka.Context(), work/2) && s.write(ctx, lk, ka.Leases()[0]) {
 			s.stats.priceUpdates.Add(1)
 			sleep(ka.Context(), work-work/2)
 		}
@@ -93,6 +93,6 @@ func (s *Sim) pricingWriter(ctx context.Context) {
 			s.holding.drop(lease)
 			continue
 		}
-		s.give(ctx, lk, ka.Lease())
+		s.give(ctx, lk, ka.Leases()[0])
 	}
 }

@@ -134,7 +134,7 @@ type Deadlock struct {
 	Owner string        // the owner whose wait closed the cycle
 	Key   string        // the key it asked for
 	After time.Duration // from its Acquire call to the refusal
-	Err   error         // the *locker.DeadlockError, naming the cycle
+	Err   error         // the *locker.Error, naming the cycle
 }
 
 // LastDeadlock is the latest wait refused with ErrDeadlock; false before

@@ -75,11 +75,11 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if again.Outcome != locker.Renewed || again.Token != a.Token {
 		t.Fatalf("acquire by the holder = %+v, want renewed with token %d", again, a.Token)
 	}
-	var held *locker.HeldError
-	if _, err := lk.TryAcquire(ctx, db, "k", "b"); !errors.As(err, &held) || held.Owner != "a" || held.Remaining <= 0 {
+	var held *locker.Error
+	if _, err := testdb.Try(ctx, lk, db, "k", "b"); !errors.As(err, &held) || held.Owner != "a" || held.Remaining <= 0 {
 		t.Fatalf("acquire by another owner = %v, want held by a with time left", err)
 	}
-	renewed, err := lk.Renew(ctx, db, a)
+	renewed, err := testdb.One(lk.Renew(ctx, db, a))
 	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
 		t.Fatalf("renew = %+v, %v; want a later expiry than %s", renewed, err, a.ExpiresAt)
 	}
@@ -93,10 +93,10 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if err != nil || !found || info.Owner != "a" || info.Metadata["purpose"] != "exec modes" {
 		t.Fatalf("get = %+v, %v, %v; want a's row with its metadata", info, found, err)
 	}
-	if rel, err := lk.Release(ctx, db, a); err != nil || rel.Outcome != locker.Released {
+	if rel, err := testdb.One(lk.Release(ctx, db, a)); err != nil || rel.Outcome != locker.Released {
 		t.Fatalf("release = %+v, %v", rel, err)
 	}
-	if _, err := lk.Release(ctx, db, a); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Release(ctx, db, a)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("second release = %v, want ErrNotHeld", err)
 	}
 
@@ -171,17 +171,17 @@ func exerciseSession(t *testing.T, db *pgxpool.Pool) {
 	if err != nil {
 		t.Fatalf("open session: %v", err)
 	}
-	leases, err := lk.TryAcquireAll(ctx, db, []string{"session-1", "session-2"}, "a")
+	leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"session-1", "session-2"}...), Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ka := s.KeepaliveAll(ctx, leases)
+	ka := s.Keepalive(ctx, leases...)
 	time.Sleep(2 * ttl)
 	if ka.Err() != nil || s.Err() != nil {
 		t.Fatalf("after two TTLs: keepalive %v, session %v; want both kept", ka.Err(), s.Err())
 	}
 	for _, key := range []string{"session-1", "session-2"} {
-		if _, err := lk.TryAcquire(ctx, db, key, "b"); !errors.Is(err, locker.ErrHeld) {
+		if _, err := testdb.Try(ctx, lk, db, key, "b"); !errors.Is(err, locker.ErrHeld) {
 			t.Fatalf("%s after two TTLs: %v; want still held by the session", key, err)
 		}
 	}

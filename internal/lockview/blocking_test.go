@@ -25,7 +25,7 @@ func TestReadBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range [][2]string{{"x", "a"}, {"y", "b"}, {"z", "c"}, {"lapsed", "g"}} {
-		if _, err := lk.TryAcquire(ctx, pool, h[0], h[1]); err != nil {
+		if _, err := testdb.Try(ctx, lk, pool, h[0], h[1]); err != nil {
 			t.Fatal(err)
 		}
 	}

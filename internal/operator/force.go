@@ -48,7 +48,7 @@ func (o Operator) force(ctx context.Context, db locker.DBTX, op string, run forc
 // notHeld is the refusal of a force action whose token was not current,
 // with the key's row now.
 func notHeld(ctx context.Context, db locker.DBTX, key string, token int64) error {
-	e := &locker.NotHeldError{Key: key, Token: token}
+	e := &locker.Error{Kind: locker.ErrNotHeld, Key: key, Token: token}
 	if cur, found, err := store.Get[lockdb.LockInfo](ctx, db, key); err == nil && found {
 		e.Current = &cur
 	}
@@ -98,7 +98,7 @@ type PruneOptions struct {
 // It never breaks per-key token order: it first waits for every grant
 // statement in flight and holds new ones back while it deletes, so a
 // deleted key's next grant gets a larger token than any it had. It fails
-// with locker.ErrLockTimeout, deleting nothing, if a grant inside a long
+// with lockdb.ErrLockTimeout, deleting nothing, if a grant inside a long
 // transaction holds it back for more than opts.GateWait. It also deletes
 // the waiter records of processes that died waiting, and sessions that
 // lapsed.

@@ -62,7 +62,7 @@ func (c *clients) keepInSession(ctx context.Context, owner string) *sessionHolde
 	}
 	sent := time.Now()
 	if err := call(ctx, func(ctx context.Context) (err error) {
-		h.leases, err = h.lk.TryAcquireAll(ctx, c.pool, keys, owner)
+		h.leases, err = h.lk.Acquire(ctx, c.pool, locker.Request{Keys: locker.Keys(keys...), Owner: owner})
 		return err
 	}); err != nil {
 		c.t.Fatalf("%s takes %v: %v", owner, keys, err)
@@ -70,7 +70,7 @@ func (c *clients) keepInSession(ctx context.Context, owner string) *sessionHolde
 	for _, l := range h.leases {
 		c.j.granted(grant{key: l.Key, owner: owner, token: l.Token, sent: sent, acked: time.Now()})
 	}
-	h.ka = h.session.KeepaliveAll(ctx, h.leases)
+	h.ka = h.session.Keepalive(ctx, h.leases...)
 	return h
 }
 

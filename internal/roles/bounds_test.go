@@ -62,7 +62,7 @@ SELECT concat_ws(' | ',
     (SELECT json_agg(s ORDER BY s.session_id)::text FROM distributed_lock_session s))`
 
 // Nothing a service or an operator hands the protocol is stored past its
-// bound: each oversized value is refused with locker.ErrInvalidValue, and
+// bound: each oversized value is refused with lockdb.ErrInvalidValue, and
 // nothing is stored.
 func TestOversizedValuesAreRefused(t *testing.T) {
 	t.Parallel()
@@ -82,8 +82,8 @@ func TestOversizedValuesAreRefused(t *testing.T) {
 				args = append(args, aMegabyte)
 			}
 			_, err := db.Exec(ctx, sql, args...)
-			if err = store.Interpret(err); !errors.Is(err, locker.ErrInvalidValue) || strings.Contains(err.Error(), "out of range") {
-				t.Errorf("%s, as a %s: %v; want locker.ErrInvalidValue", c.what, kind, err)
+			if err = store.Interpret(err); !errors.Is(err, lockdb.ErrInvalidValue) || strings.Contains(err.Error(), "out of range") {
+				t.Errorf("%s, as a %s: %v; want lockdb.ErrInvalidValue", c.what, kind, err)
 			}
 		}
 	}

@@ -28,7 +28,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
 	op := testdb.Operator(t, "capabilities-test")
-	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
+	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	for kind, w := range want {
 		db := e.roleWith(t, kind)
 		got, err := store.Capabilities(ctx, db)
@@ -41,15 +41,15 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 			}
 			return err == nil
 		}
-		_, err = lk.TryAcquire(ctx, db, fmt.Sprintf("hold-%s", kind), "svc")
+		_, err = testdb.Try(ctx, lk, db, fmt.Sprintf("hold-%s", kind), "svc")
 		hold := can(err)
-		victim, err := lk.TryAcquire(ctx, e.admin, fmt.Sprintf("victim-%s", kind), "other")
+		victim, err := testdb.Try(ctx, lk, e.admin, fmt.Sprintf("victim-%s", kind), "other")
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = op.ForceExpire(ctx, db, victim.Key, victim.Token)
 		force := can(err)
-		delayed, err := delaying.TryAcquire(ctx, e.admin, fmt.Sprintf("delayed-%s", kind), "other")
+		delayed, err := testdb.TryDelayed(ctx, delaying, e.admin, fmt.Sprintf("delayed-%s", kind), "other", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

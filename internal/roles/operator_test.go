@@ -13,6 +13,7 @@ import (
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -28,19 +29,19 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	a, err := svc.TryAcquire(ctx, admin, "a", "svc")
+	a, err := testdb.Try(ctx, svc, admin, "a", "svc")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	b, err := svc.TryAcquire(ctx, admin, "b", "svc")
+	b, err := testdb.Try(ctx, svc, admin, "b", "svc")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	delaying, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Minute})
+	delaying, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		return err
 	}
-	c, err := delaying.TryAcquire(ctx, admin, "c", "svc")
+	c, err := testdb.TryDelayed(ctx, delaying, admin, "c", "svc", time.Minute)
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -69,7 +70,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	d, err := svc.TryAcquire(ctx, admin, "d", "svc")
+	d, err := testdb.Try(ctx, svc, admin, "d", "svc")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}

@@ -115,20 +115,20 @@ func makeLocks(t *testing.T, e env) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
-	held, err := lk.TryAcquire(ctx, e.admin, "held", "admin-owner")
+	held, err := testdb.Try(ctx, lk, e.admin, "held", "admin-owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	free, err := lk.TryAcquire(ctx, e.admin, "free", "admin-owner")
+	free, err := testdb.Try(ctx, lk, e.admin, "free", "admin-owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, e.admin, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, e.admin, free)); err != nil {
 		t.Fatal(err)
 	}
 	// "delayed" sits in a lock-delay, which only an operator may end.
-	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
-	gone, err := delaying.TryAcquire(ctx, e.admin, "delayed", "admin-owner")
+	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	gone, err := testdb.TryDelayed(ctx, delaying, e.admin, "delayed", "admin-owner", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func makeLocks(t *testing.T, e env) locker.Lease {
 		t.Fatal(err)
 	}
 	// "sem" has a holder's slot, which only the protocol may write.
-	if _, err := lk.TryAcquirePermit(ctx, e.admin, "sem", "admin-owner", 2); err != nil {
+	if _, err := testdb.One(lk.Acquire(ctx, e.admin, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "admin-owner"})); err != nil {
 		t.Fatal(err)
 	}
 	return held
@@ -187,11 +187,11 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 		t.Fatalf("viewer Waiters: %v", err)
 	}
 
-	_, err = lk.TryAcquire(ctx, db, "new-key", "viewer")
+	_, err = testdb.Try(ctx, lk, db, "new-key", "viewer")
 	wantDenied(t, "TryAcquire", err)
-	_, err = lk.Renew(ctx, db, held)
+	_, err = testdb.One(lk.Renew(ctx, db, held))
 	wantDenied(t, "Renew", err)
-	_, err = lk.Release(ctx, db, held)
+	_, err = testdb.One(lk.Release(ctx, db, held))
 	wantDenied(t, "Release", err)
 	_, err = testdb.Operator(t, "viewer").ForceExpire(ctx, db, "held", held.Token)
 	wantDenied(t, "ForceExpire", err)
@@ -248,14 +248,14 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	}
 
 	// An operator is not a holder: it cannot take or extend a lease.
-	_, err = opLk.TryAcquire(ctx, db, "k", "oncall")
+	_, err = testdb.Try(ctx, opLk, db, "k", "oncall")
 	wantDenied(t, "operator TryAcquire", err)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	lease, err := lk.TryAcquire(ctx, e.admin, "k2", "svc")
+	lease, err := testdb.Try(ctx, lk, e.admin, "k2", "svc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = opLk.Renew(ctx, db, lease)
+	_, err = testdb.One(opLk.Renew(ctx, db, lease))
 	wantDenied(t, "operator Renew", err)
 	_, err = db.Exec(ctx, `UPDATE distributed_lock SET owner_id = 'forged'`)
 	wantDenied(t, "operator UPDATE owner_id", store.Interpret(err))
@@ -303,7 +303,7 @@ func TestReadOnlyRoleIsReported(t *testing.T) {
 	}
 	db.Reset()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	_, err := lk.TryAcquire(ctx, db, "k", "svc")
+	_, err := testdb.Try(ctx, lk, db, "k", "svc")
 	if !errors.Is(err, locker.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("TryAcquire as a read-only role = %v; want locker.ErrReadOnly", err)
 	}

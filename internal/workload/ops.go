@@ -60,7 +60,7 @@ func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic
 }
 
 // workerClient is the client a worker takes its keys with, and the
-// lock-delay its leases carry.
+// lock-delay its exclusive leases carry.
 type workerClient struct {
 	Client
 	delay time.Duration
@@ -70,7 +70,7 @@ type workerClient struct {
 // LockDelay.
 func (w Workload) clientOf(id int) workerClient {
 	if w.LockDelay > 0 && id%2 == 1 {
-		return workerClient{w.delayed, w.LockDelay}
+		return workerClient{w.Client, w.LockDelay}
 	}
 	return workerClient{w.Client, 0}
 }
@@ -92,7 +92,7 @@ func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand,
 		// is formed with none (store/sql/functions/11_shared.sql).
 		op.LockDelay = c.delay
 	}
-	lease, err := acquireIn(ctx, c.Client, pool, key, owner, m, wait)
+	lease, err := acquireIn(ctx, c, pool, key, owner, m, wait)
 	op.Return = rec.Now()
 	op.Result, op.Err = history.GrantResultOf(err)
 	if err == nil {
@@ -106,7 +106,7 @@ func (w Workload) renew(pool *pgxpool.Pool, rec *history.Recorder, id int, lease
 	ctx, cancel := opCtx()
 	defer cancel()
 	op := history.Op{Client: id, Kind: history.Renew, Key: lease.Key, Owner: lease.Owner, Token: lease.Token, Call: rec.Now()}
-	renewed, err := w.Client.Renew(ctx, pool, lease)
+	renewed, err := one(w.Client.Renew(ctx, pool, lease))
 	op.Return = rec.Now()
 	op.Result, op.Err = history.ResultOf(err)
 	if err == nil {
@@ -213,7 +213,6 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, oper operator.Opera
 // gives them back with one ReleaseAll. Every key of a set call is recorded
 // as an op of its own, named by the call.
 func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, owner string, writeSeq *int64) {
-	sc := c.Client.(SetClient)
 	keys := w.pickSet(r, 2+r.IntN(2))
 	ctx, cancel := opCtx()
 	defer cancel()
@@ -223,13 +222,11 @@ func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Ran
 		defer cancel()
 	}
 	call := rec.Now()
-	var leases []locker.Lease
-	var err error
+	req := locker.Request{Keys: locker.Keys(keys...), Owner: owner, LockDelay: c.delay}
 	if wait {
-		leases, err = sc.AcquireAll(ctx, pool, keys, owner)
-	} else {
-		leases, err = sc.TryAcquireAll(ctx, pool, keys, owner)
+		req.Wait = locker.WaitForever
 	}
+	leases, err := c.Acquire(ctx, pool, req)
 	ret := rec.Now()
 	res, msg := history.GrantResultOf(err)
 	for i, key := range keys {
@@ -259,7 +256,7 @@ func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Ran
 			break
 		}
 	}
-	w.releaseSet(pool, rec, id, sc, owner, leases)
+	w.releaseSet(pool, rec, id, owner, leases)
 }
 
 // renewLost is renew, reporting whether the lease was lost.
@@ -268,13 +265,13 @@ func (w Workload) renewLost(pool *pgxpool.Pool, rec *history.Recorder, id int, l
 	return renewed, !ok
 }
 
-// releaseSet gives a set back with one ReleaseAll (even when some leases
+// releaseSet gives a set back with one Release (even when some leases
 // were lost: the others are released all the same), recorded per key.
-func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, sc SetClient, set string, leases []locker.Lease) {
+func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, set string, leases []locker.Lease) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	call := rec.Now()
-	err := sc.ReleaseAll(ctx, pool, leases)
+	_, err := w.Client.Release(ctx, pool, leases...)
 	ret := rec.Now()
 	// ErrNotHeld: some leases were not current (the error names the
 	// first) and the others were released; which is not said, so every
