@@ -62,8 +62,10 @@
 // [Locker.Keepalive] renews leases in the background. A lease proven by a
 // statement sent at local time s is trusted until s + TTL − SafetyMargin
 // on this process's monotonic clock: the database set expires_at after s,
-// so the window never overstates the lease. When renewals fail and the
-// window passes, the Keepalive's Context ends with [ErrLeaseLost]. A
+// so the window never overstates the lease; a lease nothing has proven
+// yet (one named by key, owner and token) is renewed before Keepalive
+// returns. When renewals fail and the window passes, the Keepalive's
+// Context ends with [ErrLeaseLost]. A
 // [Session] keeps many leases with one heartbeat, and they lapse together
 // when the process dies.
 //

@@ -34,7 +34,9 @@ var errStopped = errors.New("locker: keepalive stopped")
 // finds it no longer current, or none succeeded within its trust window
 // (the send time of the last statement that proved it, plus TTL, minus
 // Config.SafetyMargin: a lease that cannot be proven is treated as lost).
-// A lease already past its trust window is never trusted. Work under Context; call Stop, then Release the Leases.
+// A lease nothing has proven yet (one named by key, owner and token) is
+// renewed before Keepalive returns; one already past its trust window is
+// never trusted. Work under Context; call Stop, then Release the Leases.
 func (l *Locker) Keepalive(ctx context.Context, db DBTX, leases ...Lease) *Keepalive {
 	return l.startKeepalive(ctx, db, slices.Clone(leases))
 }
@@ -49,6 +51,18 @@ func (l *Locker) startKeepalive(ctx context.Context, db DBTX, set []Lease) *Keep
 		k.lose(&Error{Kind: ErrLeaseLost, Key: quoteKeys(leaseKeys(set)), Reason: err.Error(), Err: err})
 		close(k.done)
 		return k
+	}
+	if unproven(set) {
+		proven, err := l.prove(k.ctx, db, set)
+		if err != nil {
+			k.lose(&Error{Kind: ErrLeaseLost, Key: earliest(set).Key, Err: err,
+				Reason: fmt.Sprintf("%s could not be proven: nothing vouched for it before its first renewal, which failed: %v",
+					quoteKeys(leaseKeys(set)), err)})
+			close(k.done)
+			return k
+		}
+		set = proven
+		k.leases = proven
 	}
 	w := l.trustOf(earliest(set))
 	if !l.clock.Now().Before(w.until) {
@@ -98,13 +112,32 @@ func (l *Locker) trustOf(lease Lease) trust {
 		// lease, a safety margin short of its end (at most half of it).
 		w.next, w.until = l.clock.Now(), lease.sentAt.Add(lease.valid-min(margin, lease.valid/2))
 	}
-	if lease.sentAt.IsZero() {
-		// A lease named by key, owner and token: nothing says when it was
-		// granted, so renew at once to learn.
-		now := l.clock.Now()
-		w.next, w.until = now, now.Add(ttl-margin)
-	}
 	return w
+}
+
+// unproven reports whether a lease of set was not returned by a statement
+// of this package (it was named by key, owner and token): nothing says
+// when it was granted, or whether it still runs.
+func unproven(set []Lease) bool {
+	for _, lease := range set {
+		if lease.sentAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// prove renews set once, for a Keepalive that must not vouch for leases
+// nothing has proven: within the trust window a renewal sent now would
+// open, since a reply later than that proves nothing.
+func (l *Locker) prove(ctx context.Context, db DBTX, set []Lease) ([]Lease, error) {
+	ttl := set[0].TTL
+	if ttl == 0 {
+		ttl = l.cfg.TTL
+	}
+	rctx, cancel := context.WithTimeout(ctx, ttl-l.safetyMargin(ttl))
+	defer cancel()
+	return l.renewSet(rctx, db, set)
 }
 
 // Context ends when the lease is lost, Stop is called, or the parent ends.

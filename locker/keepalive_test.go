@@ -296,3 +296,51 @@ func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
 		t.Fatalf("row %+v; want held, renewed 4 times", row)
 	}
 }
+
+// A lease named by its key, owner and token (as lockctl's commands name
+// one) says nothing of when it was granted: its Keepalive renews it before
+// it returns and trusts it from that renewal. With the database gone the
+// renewal fails, and the Keepalive must not vouch for a lease that may be
+// long gone: its Context has ended when it returns.
+func TestKeepaliveOfAnUnprovenLeaseNeedsTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
+	if err != nil {
+		testdb.Unavailable(t, "no PostgreSQL to start a private server: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	pool, err := pgxpool.New(ctx, srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := locker.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	lk := testdb.Locker(t, locker.Config{TTL: kaTTL})
+	granted := testdb.MustAcquire(t, lk, pool, "up", "a")
+	named := locker.Lease{Key: "up", Owner: "a", Token: granted.Token}
+
+	// With the database up, the first renewal is made before Keepalive
+	// returns: the lease it vouches for is one the database just renewed.
+	up := lk.Keepalive(ctx, pool, named)
+	defer up.Stop()
+	if row := rowOf(t, pool, "up"); up.Context().Err() != nil || row.RenewCount != 1 || up.Leases()[0].ValidFor() <= 0 {
+		t.Fatalf("Keepalive of a named lease: ended %v, row renewed %d times, valid for %s; want kept, renewed once, valid",
+			context.Cause(up.Context()), row.RenewCount, up.Leases()[0].ValidFor())
+	}
+
+	gone := testdb.MustAcquire(t, lk, pool, "gone", "a")
+	if err := srv.Stop(pgtemp.Fast); err != nil {
+		t.Fatal(err)
+	}
+	k := lk.Keepalive(ctx, pool, locker.Lease{Key: "gone", Owner: "a", Token: gone.Token})
+	defer k.Stop()
+	if k.Context().Err() == nil {
+		t.Fatalf("Keepalive of a named lease with the database gone: Context live, leases %+v; want it ended: nothing proved the lease", k.Leases())
+	}
+	if !errors.Is(k.Err(), locker.ErrLeaseLost) {
+		t.Fatalf("cause = %v; want ErrLeaseLost", k.Err())
+	}
+}
