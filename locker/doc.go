@@ -32,7 +32,8 @@
 //	held ──expires, or is forced, with a lock-delay──▶ delayed ──delay ends──▶ expired
 //
 // Only the database's clock decides: a lease is expired when its
-// expires_at is not after the protocol's now. A lock-delay
+// expires_at is not after the protocol's now (distributed_lock_now(), read
+// once per call). A lock-delay
 // ([Request.LockDelay]) keeps a key that lost its holder without a Release
 // from everyone for that long, so a holder that was only slow can stop
 // writing to a resource that cannot check tokens.

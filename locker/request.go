@@ -54,14 +54,10 @@ const WaitForever time.Duration = 1<<63 - 1
 
 // Bounds of a Request.
 const (
-	// MaxKeys: the database refuses larger sets too.
-	MaxKeys = 128
-	// MaxPermits is the most permits a semaphore key may have.
-	MaxPermits = 1000
-	// MaxTTL keeps interval arithmetic far from overflow.
-	MaxTTL = 365 * 24 * time.Hour
-	// MaxLockDelay bounds Request.LockDelay, as Consul bounds its own.
-	MaxLockDelay = 60 * time.Second
+	MaxKeys      = 128                  // the database refuses larger sets too
+	MaxPermits   = 1000                 // of a semaphore key
+	MaxTTL       = 365 * 24 * time.Hour // far from interval overflow
+	MaxLockDelay = 60 * time.Second     // as Consul bounds its own
 )
 
 // Modes of a key (Key.Mode, Lease.Mode).

@@ -97,7 +97,7 @@ func scanGrant(row pgx.Row) (g Grant, found bool, err error) {
 
 // getSQL reads one lock row with remaining time from the database clock.
 const getSQL = `SELECT ` + LockColumns + `
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.lock_key = $1`
 
 // Get reads key's lock row into a Row: lockdb.LockInfo, whose fields are

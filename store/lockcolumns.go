@@ -1,7 +1,8 @@
 package store
 
 // LockColumns selects a lock row, lockdb.LockInfo, from distributed_lock l
-// and a clock reading c(ts) (clock_timestamp(), read once per statement).
+// and a clock reading c(ts) (distributed_lock_now(), the protocol's clock,
+// read once per statement).
 // remaining is expires_at minus that reading, so it never depends on this
 // machine's clock; it is zero for a free (released) row, whose expires_at is
 // the last lease's. delay_until is set only while the key is in its

@@ -26,7 +26,7 @@ const holderSampleEvery = 10 * time.Millisecond
 const holdersSQL = `
 SELECT coalesce(max(CASE WHEN l.lock_mode = 'exclusive' THEN (NOT distributed_lock_open(l, c.ts))::int
                          ELSE distributed_lock_live_holders(l.lock_key, c.ts) END), 0)
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.lock_key = ANY($1)`
 
 // holderSampling is one series' sampler at work.

@@ -96,7 +96,7 @@ func (in *injector) deadSetWaiter(ctx context.Context, p store.QueueParams) (boo
 // waiters that some worker holds.
 const liveQueueSQL = `
 SELECT w.lock_key FROM distributed_lock_waiter w JOIN distributed_lock l USING (lock_key)
-WHERE w.seen_until > clock_timestamp() AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+WHERE w.seen_until > distributed_lock_now() AND l.released_at IS NULL AND l.expires_at > distributed_lock_now()
 LIMIT 1`
 
 // shareRowSQL holds a key's row against its release (and renewals) but not

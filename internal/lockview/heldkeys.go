@@ -15,7 +15,7 @@ import (
 const heldKeysSQL = `
 SELECT l.lock_key
 FROM distributed_lock l
-WHERE starts_with(l.lock_key, $1) AND l.released_at IS NULL AND l.expires_at > clock_timestamp()
+WHERE starts_with(l.lock_key, $1) AND l.released_at IS NULL AND l.expires_at > distributed_lock_now()
 ORDER BY l.lock_key
 LIMIT $2`
 
@@ -29,7 +29,7 @@ func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]s
 // (lockdb.StateDelayed) that start with $1, at most $2 of them.
 const delayedKeysSQL = `
 SELECT l.lock_key
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE starts_with(l.lock_key, $1) AND (` + store.DelayUntilColumn + `) IS NOT NULL
 ORDER BY l.lock_key
 LIMIT $2`

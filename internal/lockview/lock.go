@@ -29,7 +29,7 @@ const lockColumns = store.LockColumns + `,
 
 // getSQL reads one key's Lock.
 const getSQL = `SELECT ` + lockColumns + `
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.lock_key = $1`
 
 // Get reads key's Lock: the console's detail page of a key outside the

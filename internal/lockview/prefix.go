@@ -30,7 +30,7 @@ const stateSQL = `(CASE
     ELSE 'held' END)`
 
 // eachLockSQL reads the lock rows that pass a LockFilter, ordered by key,
-// with one clock_timestamp() reading, so the remaining times and states of
+// with one reading of the protocol's clock, so the remaining times and states of
 // all rows are measured at the same instant. $1 is the prefix, $2 the
 // states (NULL: all). Both filters run in the server, so rows that do not
 // pass are never sent. starts_with needs no escaping of % and _, unlike
@@ -38,7 +38,7 @@ const stateSQL = `(CASE
 // and reads the prefix as a range of an index on lock_key where the
 // collation allows one (docs/operations.md, "Large tables").
 const eachLockSQL = `SELECT ` + lockColumns + `
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE ($1 = '' OR starts_with(l.lock_key, $1))
   AND ($2::text[] IS NULL OR ` + stateSQL + ` = ANY ($2::text[]))
 ORDER BY l.lock_key`

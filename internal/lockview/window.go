@@ -13,7 +13,7 @@ const windowColumns = lockColumns + `,
 const windowTail = `
 SELECT ` + windowColumns + `
 FROM x JOIN distributed_lock l ON l.lock_key = x.lock_key
-CROSS JOIN (SELECT clock_timestamp() AS ts) c
+CROSS JOIN (SELECT distributed_lock_now() AS ts) c
 LEFT JOIN LATERAL (
     SELECT count(*) AS n, min(w2.waiting_since) AS since FROM distributed_lock_waiter w2
     WHERE w2.lock_key = l.lock_key AND w2.seen_until > c.ts) wt ON true`
