@@ -82,16 +82,19 @@ func TestWaitingSetCancelledAsItIsHandedItsKeys(t *testing.T) {
 		}()
 		testdb.WaitForWaiter(t, db, keys[1], "set")
 		// The release hands the set both keys in its transaction; the
-		// cancel lands before, during or after.
-		go func() {
-			time.Sleep(time.Duration(round%4) * 10 * time.Millisecond)
+		// cancel lands before it, while it runs, or after it committed
+		// (the set may or may not have taken its keys by then).
+		switch round % 3 {
+		case 0:
 			cancel()
-		}()
+		case 1:
+			go cancel()
+		}
 		if err := testdb.ErrOf(lk.Release(ctx, db, held...)); err != nil {
 			t.Fatal(err)
 		}
-		r := <-set
 		cancel()
+		r := <-set
 		holders := []string{holding(t, db, keys[0]), holding(t, db, keys[1])}
 		if r.err == nil {
 			if len(r.leases) != 2 || holders[0] != "set" || holders[1] != "set" {

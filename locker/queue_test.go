@@ -237,7 +237,9 @@ func TestAcquireCancelledDuringEnqueueLeavesNoRecord(t *testing.T) {
 	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
 	waitForBlockedCall(t, db, "distributed_lock_enqueue")
 	cancel()
-	time.Sleep(50 * time.Millisecond) // the cancel reaches Acquire while its call still waits
+	// The call is not cut short by the cancel: it still waits for the row
+	// when the key's holder commits.
+	waitForBlockedCall(t, db, "distributed_lock_enqueue")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}

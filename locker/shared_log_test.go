@@ -100,6 +100,7 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 func TestReaderAfterAWriterDoesNotStealALapsedReadersSlot(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
+	clock := testdb.Clock(t, db)
 	ctx := context.Background()
 	short := testdb.Locker(t, locker.Config{TTL: 200 * time.Millisecond, LogGrants: true})
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
@@ -107,7 +108,7 @@ func TestReaderAfterAWriterDoesNotStealALapsedReadersSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	clock.Advance(300 * time.Millisecond) // the reader's lease runs out
 	w, err := testdb.Try(ctx, lk, db, "cfg", "writer")
 	if err != nil {
 		t.Fatalf("the writer after the reader's lease ran out: %v", err)

@@ -180,7 +180,11 @@ func TestSemaphoreUnderContention(t *testing.T) {
 				holding++
 				most = max(most, holding)
 				mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
+				// The work under the permit: a statement that proves it
+				// is still current, while the others contend.
+				if err := locker.Fence(ctx, db, l); err != nil {
+					errs <- err
+				}
 				mu.Lock()
 				holding--
 				mu.Unlock()

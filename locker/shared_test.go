@@ -153,6 +153,7 @@ func TestCrashedPermitReturnsAtItsTTL(t *testing.T) {
 func TestFenceOfASharedLeaseHoldsOffAWriter(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
+	clock := testdb.Clock(t, db)
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Second})
 	r, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "doc", Mode: locker.ModeShared}}, Owner: "reader"}))
@@ -167,7 +168,7 @@ func TestFenceOfASharedLeaseHoldsOffAWriter(t *testing.T) {
 	if err := locker.Fence(ctx, tx, r); err != nil {
 		t.Fatalf("fence of a shared lease: %v", err)
 	}
-	time.Sleep(1200 * time.Millisecond) // the reader's lease runs out inside its fenced transaction
+	clock.Advance(1200 * time.Millisecond) // the reader's lease runs out inside its fenced transaction
 	writer := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	if _, err := testdb.Try(ctx, writer, db, "doc", "writer"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("writer during the reader's fenced transaction: %v; want ErrHeld (busy)", err)
