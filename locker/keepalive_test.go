@@ -136,19 +136,7 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL to start a private server: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	pool, err := pgxpool.New(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := locker.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	srv, pool := privateServer(t)
 
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
@@ -305,19 +293,7 @@ func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
 func TestKeepaliveOfAnUnprovenLeaseNeedsTheDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL to start a private server: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	pool, err := pgxpool.New(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := locker.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	srv, pool := privateServer(t)
 	lk := testdb.Locker(t, locker.Config{TTL: kaTTL})
 	granted := testdb.MustAcquire(t, lk, pool, "up", "a")
 	named := locker.Lease{Key: "up", Owner: "a", Token: granted.Token}
@@ -343,4 +319,25 @@ func TestKeepaliveOfAnUnprovenLeaseNeedsTheDatabase(t *testing.T) {
 	if !errors.Is(k.Err(), locker.ErrLeaseLost) {
 		t.Fatalf("cause = %v; want ErrLeaseLost", k.Err())
 	}
+}
+
+// privateServer starts a server of the test's own, which it may stop, with
+// a pool on its migrated database.
+func privateServer(t *testing.T) (*pgtemp.Instance, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
+	if err != nil {
+		testdb.Unavailable(t, "no PostgreSQL to start a private server: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	pool, err := pgxpool.New(ctx, srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := locker.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return srv, pool
 }
