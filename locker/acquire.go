@@ -60,7 +60,7 @@ func heldError(g store.Grant, found bool) error {
 		QueueLength: g.QueueLength}
 }
 
-// refusal is the HeldError of a key refused as free or lapsed: kept for its
+// refusal is the held *Error of a key refused as free or lapsed: kept for its
 // queue, or in its lock-delay.
 func refusal(g store.Grant) *Error {
 	e := &Error{Kind: ErrHeld, Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt,

@@ -233,16 +233,6 @@ func (e *Error) left(did string, leaveErr error) {
 	}
 }
 
-// lost is the ErrLeaseLost of key, for reason, caused by err (nil: none).
-func lost(key, reason string, err error) *Error {
-	return &Error{Kind: ErrLeaseLost, Key: key, Reason: reason, Err: err}
-}
-
-// notHeldError is the ErrNotHeld of the lease key, owner, token.
-func notHeldError(key, owner string, token int64) *Error {
-	return &Error{Kind: ErrNotHeld, Key: key, Owner: owner, Token: token}
-}
-
 func quoteKeys(keys []string) string {
 	q := make([]string, len(keys))
 	for i, k := range keys {

@@ -14,7 +14,7 @@ import (
 // Keepalive renews leases in the background and ends Context the moment
 // one can no longer be trusted.
 type Keepalive struct {
-	clock  clock // stamps LeaseLostError.At
+	clock  clock // stamps Error.At
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}

@@ -42,7 +42,7 @@ func (k *Keepalive) bind(s *Session) {
 	s.mu.Lock()
 	row, sentAt := s.row, s.sentAt
 	s.mu.Unlock()
-	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
+	key := set[0].Key // an Error names one key, as a Keepalive's does
 	if s.ctx.Err() != nil {
 		// Nothing is sent: the leases keep their grants' word.
 		k.lose(leaseLostWithSession(key, context.Cause(s.ctx)))

@@ -17,9 +17,9 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// The keys scenario: a set of keys taken at once (locker.TryAcquireAll:
-// one statement, all or none, and ReleaseAll: one more) beside the same
-// keys taken one by one (TryAcquire per key, then Release per key), each
+// The keys scenario: a set of keys taken at once (locker.Acquire of the set:
+// one statement, all or none, and one Release: one more) beside the same
+// keys taken one by one (an Acquire per key, then Release per key), each
 // worker on keys of its own, interleaved in one run; and how long a
 // deadlock takes to be reported, closed one wait after the other and by
 // two waits at once.
@@ -167,8 +167,8 @@ func setKeys(key string, n int) []string {
 	return keys
 }
 
-// setAtOnceSeries takes the worker's n keys in one TryAcquireAll and gives
-// them back in one ReleaseAll: a cycle is the whole set.
+// setAtOnceSeries takes the worker's n keys in one a set's Acquire and gives
+// them back in one Release: a cycle is the whole set.
 func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
 	return series{name: SeriesSetAtOnce, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
@@ -194,7 +194,7 @@ func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker)
 	}}
 }
 
-// setOneByOneSeries takes the same keys with one TryAcquire each, in
+// setOneByOneSeries takes the same keys with one Acquire each, in
 // order, and releases them one by one: what a service does without sets.
 func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
 	return series{name: SeriesSetOneByOne, cycle: func(ctx context.Context, worker int, key string) (bool, error) {

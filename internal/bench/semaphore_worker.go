@@ -21,7 +21,7 @@ func waiterKey(job queueJob, i int) string {
 }
 
 // permitWaiters wait for a permit of the job's one semaphore key
-// (locker.AcquirePermit), sharing a pool and a Notifier per process as the
+// (a waiting locker.Acquire of a permit), sharing a pool and a Notifier per process as the
 // mutex keys' waiters do, so the two series differ only in the lock.
 func permitWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
 	lk, pool, cleanup, err := openWaitersLocker(ctx, side, counted, job)

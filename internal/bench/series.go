@@ -14,7 +14,7 @@ import (
 const (
 	SeriesReference       = "reference"        // the ported transaction-per-acquire design
 	SeriesReferenceInline = "reference-inline" // the same, token drawn inside the write (one round trip fewer)
-	SeriesLocker          = "locker"           // locker.TryAcquire + locker.Release, default Config
+	SeriesLocker          = "locker"           // locker.Acquire (no wait) + locker.Release, default Config
 	SeriesLockerDurable   = "locker-durable"   // the same with Config.DurableRelease
 	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
 	SeriesStatements      = "statements"       // the locker's protocol as client statements, without the functions (statements.go)

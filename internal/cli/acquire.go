@@ -48,10 +48,10 @@ type AcquireOptions struct {
 	Wait  time.Duration // 0: one attempt; >0: wait up to this long
 	JSON  bool
 	// LockDelay keeps the key from everyone that long after the lease
-	// ends without a release (locker.Config.LockDelay).
+	// ends without a release (locker.Request.LockDelay).
 	LockDelay time.Duration
-	// Shared takes Key shared (TryAcquireShared); Permits > 0 takes one of
-	// Permits permits of it (TryAcquirePermit). Neither: Key alone.
+	// Shared takes Key shared (an Acquire of a shared lease); Permits > 0 takes one of
+	// Permits permits of it (an Acquire of a permit). Neither: Key alone.
 	Shared  bool
 	Permits int
 }

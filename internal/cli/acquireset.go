@@ -77,7 +77,7 @@ func acquireSet(ctx context.Context, env Env, opts AcquireOptions) int {
 }
 
 // takeSet is takeLease for several keys: one attempt at all of them
-// (TryAcquireAll), or a wait for all of them (AcquireAll) up to opts.Wait.
+// (a set's Acquire), or a wait for all of them (a set's waiting Acquire) up to opts.Wait.
 // When they are not granted, nothing is held; it says why (the key that
 // refused, or the cycle of a deadlock), closes the pool and returns nil
 // with the exit code.
@@ -102,8 +102,8 @@ func takeSet(ctx context.Context, env Env, opts AcquireOptions) (*heldSet, int) 
 	return &heldSet{pool: pool, lk: lk, leases: leases}, ExitOK
 }
 
-// waitForSet is waitForLease for several keys: AcquireAll for at most
-// wait, with a Notifier. AcquireAll claims a handed set before it returns.
+// waitForSet is waitForLease for several keys: a set's waiting Acquire for at most
+// wait, with a Notifier. a set's waiting Acquire claims a handed set before it returns.
 func waitForSet(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, opts AcquireOptions) ([]locker.Lease, error) {
 	notifier, stopNotifier, err := StartNotifier(ctx, env, pool)
 	if err != nil {

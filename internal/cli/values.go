@@ -285,7 +285,7 @@ func EnumListVar(fs *pflag.FlagSet, p *[]string, name string, choices []string, 
 }
 
 // LockDelayVar defines --lock-delay: the lock-delay of the lease taken
-// (locker.Config.LockDelay), checked by the command (0 to 60s).
+// (locker.Request.LockDelay), checked by the command (0 to 60s).
 func LockDelayVar(fs *pflag.FlagSet, p *time.Duration) {
 	DurationVar(fs, p, "lock-delay", 0,
 		"after the lease ends without a release (expiry, force-expire, force-release), nobody gets KEY for this long (0 to 60s)")

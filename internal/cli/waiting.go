@@ -14,8 +14,8 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// waitForLease waits in opts.Key's queue (lk.Acquire, or AcquireShared or
-// AcquirePermit: opts.waitTake) for at most opts.Wait, with a Notifier (on
+// waitForLease waits in opts.Key's queue (lk.Acquire, in opts'
+// mode) for at most opts.Wait, with a Notifier (on
 // --notify-dsn, if given; see StartNotifier) so a release wakes it at once
 // rather than at the next recheck. While it waits, a terminal on Stderr
 // shows one progress line (see showWaitProgress).

@@ -89,7 +89,7 @@ func fencedTx(ctx context.Context, pool *pgxpool.Pool, leases []locker.Lease, wr
 }
 
 // transfer moves money between two accounts, which must both be locked at
-// once: it takes both keys in one all-or-nothing acquire (AcquireAll),
+// once: it takes both keys in one all-or-nothing acquire (a set's waiting Acquire),
 // waiting until it can have both, so it never holds one while it waits for
 // the other and never deadlocks with another transfer. The two keys show
 // in the console as held by one owner, then released together.
@@ -122,7 +122,7 @@ func (s *Sim) transfer(ctx context.Context, index int) {
 		}
 		ka.Stop()
 		// Released together even when an operator took one of them
-		// meanwhile: ReleaseAll frees every lease still current.
+		// meanwhile: one Release frees every lease still current.
 		s.giveAll(ctx, lk, ka.Leases())
 	}
 }

@@ -10,7 +10,7 @@ import (
 
 // syncer is one of the two inventory syncers: it takes its own region's key
 // and then, to reconcile, the other region's, one after the other — the
-// order is the bug (AcquireAll would take both at once).
+// order is the bug (a set's waiting Acquire would take both at once).
 type syncer struct {
 	owner, own, other string
 }

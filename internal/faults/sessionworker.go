@@ -18,7 +18,7 @@ import (
 // sessionWorker is a worker whose processes keep all their leases with one
 // locker.Session, as lockctl run does: each process opens a session, takes
 // two to four keys (one alone, the rest as a set, or each alone), binds
-// them to the session (Session.Keepalive, Session.KeepaliveAll), binding
+// them to the session (Session.Keepalive), binding
 // again what a failed binding could not, and makes fenced writes under them
 // for up to a few TTLs, restarting a keepalive now and then (stopped, its
 // leases bound again at once); then it closes the session, which releases

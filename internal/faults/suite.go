@@ -35,8 +35,8 @@ type Config struct {
 	// leases (locker's Request.LockDelay). Defaults to TTL/4; negative: none.
 	LockDelay time.Duration
 	// SetOneIn: one grant in this many takes two keys at once
-	// (TryAcquireAll or AcquireAll), kept with KeepaliveAll and given back
-	// with ReleaseAll. Defaults to 4; negative: never.
+	// (a set's Acquire), kept with one Keepalive and given back
+	// with one Release. Defaults to 4; negative: never.
 	SetOneIn int
 	// SessionWorkers is how many more workers keep their leases with a
 	// locker.Session, two to four keys a process (sessionWorker), beside

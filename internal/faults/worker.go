@@ -116,7 +116,7 @@ func (w *worker) pickKey() string {
 	return w.keys[w.hot+w.rng.IntN(len(w.keys)-w.hot)]
 }
 
-// takeSet takes two keys at once for owner (TryAcquireAll, or AcquireAll
+// takeSet takes two keys at once for owner (a set's Acquire, at once or
 // waiting up to two TTLs), holds them and usually releases them together.
 // Each key of the call is recorded as an op of its own, named by the call.
 func (w *worker) takeSet(ctx context.Context, owner string) {

@@ -27,7 +27,7 @@ func ResultOf(err error) (Result, string) {
 	}
 }
 
-// GrantResultOf is ResultOf for TryAcquire and Acquire, except that
+// GrantResultOf is ResultOf for an attempt (Acquire) and Acquire, except that
 // ErrNotHeld is Unknown: from a grant it means a lease handed down the
 // queue was lost before its claim, so the grant itself was made.
 func GrantResultOf(err error) (Result, string) {

@@ -210,7 +210,7 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, oper operator.Opera
 // holdSet takes 2 or 3 keys at once for owner (a name of its own: a set's
 // owner holds nothing else, so every grant to it is the set's), makes
 // fenced writes to each under its lease, renewing them now and then, and
-// gives them back with one ReleaseAll. Every key of a set call is recorded
+// gives them back with one Release. Every key of a set call is recorded
 // as an op of its own, named by the call.
 func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, owner string, writeSeq *int64) {
 	keys := w.pickSet(r, 2+r.IntN(2))
