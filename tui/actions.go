@@ -183,7 +183,7 @@ func actionResult(msg actionDoneMsg) flash {
 	var notHeld *locker.Error
 	var held *locker.Error
 	switch {
-	case errors.As(msg.err, &notHeld):
+	case errors.As(msg.err, &notHeld) && notHeld.Kind == locker.ErrNotHeld:
 		// What the operator must know comes first (who has the lock now),
 		// the key last: a narrow line loses the part they already know.
 		c := notHeld.Current
@@ -201,13 +201,13 @@ func actionResult(msg actionDoneMsg) flash {
 			text = fmt.Sprintf("✗ %s refused: token %s is %s now — %s", msg.kind, token(msg.token), c.State(), key)
 		}
 		return flash{text, flashError}
-	case errors.As(msg.err, &held) && held.DelayUntil != nil:
+	case errors.As(msg.err, &held) && held.Kind == locker.ErrHeld && held.DelayUntil != nil:
 		return flash{fmt.Sprintf("✗ not acquired: in its lock-delay for %s more, last held by %s (token %s)%s — %s",
 			shortDur(held.DelayLeft), safe(held.Owner), token(held.Token), queued(held.QueueLength), key), flashError}
-	case errors.As(msg.err, &held) && held.Owner == lockdb.GroupOwner:
+	case errors.As(msg.err, &held) && held.Kind == locker.ErrHeld && held.Owner == lockdb.GroupOwner:
 		return flash{fmt.Sprintf("✗ not acquired: held by the holders of a shared or semaphore key (group token %s) for another %s%s — %s",
 			token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
-	case errors.As(msg.err, &held):
+	case errors.As(msg.err, &held) && held.Kind == locker.ErrHeld:
 		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s%s — %s",
 			safe(held.Owner), token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
 	case errors.Is(msg.err, operator.ErrNotDelayed):
