@@ -1,6 +1,6 @@
 package store
 
-// LockColumns selects a lock row, locker.LockInfo, from distributed_lock l
+// LockColumns selects a lock row, lockdb.LockInfo, from distributed_lock l
 // and a clock reading c(ts) (distributed_lock_now(), the protocol's clock,
 // read once per statement).
 // remaining is expires_at minus that reading, so it never depends on this

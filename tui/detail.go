@@ -12,8 +12,8 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockctl/lockctl/internal/hotkeys"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // detailPage is one lock: every column, its metadata, its waiters in
@@ -132,7 +132,7 @@ func (p *detailPage) View() string { return p.view.View() }
 func (p *detailPage) ShortHelp() []key.Binding {
 	k := p.c.keys
 	row, ok := p.selectedLock()
-	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == locker.StateDelayed)...)
+	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == lockdb.StateDelayed)...)
 	scrolling := k.Scroll
 	if p.group() { // ↑/↓ select a holder; the pages still scroll
 		_, one := p.selectedHolder()
@@ -172,15 +172,15 @@ func (p *detailPage) content() string {
 	r := live(*d.Lock, p.c.advance)
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
 	switch {
-	case p.c.reference && r.state == locker.StateHeld: // no TTL recorded
+	case p.c.reference && r.state == lockdb.StateHeld: // no TTL recorded
 		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
-	case grouped(r.LockInfo) && (r.state == locker.StateHeld || r.state == locker.StateExpiring):
+	case grouped(r.LockInfo) && (r.state == lockdb.StateHeld || r.state == lockdb.StateExpiring):
 		st += s.Muted.Render(fmt.Sprintf("  %s left, until the last holder's lease ends", shortDur(r.Remaining)))
-	case r.state == locker.StateHeld, r.state == locker.StateExpiring:
+	case r.state == lockdb.StateHeld, r.state == lockdb.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
-	case r.state == locker.StateExpired:
+	case r.state == lockdb.StateExpired:
 		st += s.Muted.Render(fmt.Sprintf("  expired %s ago; the next acquirer steals it", shortDur(-r.Remaining)))
-	case r.state == locker.StateDelayed:
+	case r.state == lockdb.StateDelayed:
 		st += s.Muted.Render(fmt.Sprintf("  %s more: nobody is granted it before then", shortDur(delayLeft(r.ListedLock, p.c.advance))))
 	}
 	field("state", st)
@@ -189,7 +189,7 @@ func (p *detailPage) content() string {
 		hs, known := p.selectedHolders()
 		field("mode", modeText(r.LockInfo))
 		field("owner", s.Group.Render(groupOwner(r.LockInfo, liveHolders(hs, p.c.advance), known)[0]))
-	case r.state == locker.StateFree:
+	case r.state == lockdb.StateFree:
 		field("owner", safe(r.Owner)+s.Muted.Render("  (last holder)"))
 	default:
 		field("owner", safe(r.Owner))

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -43,7 +44,7 @@ type actionDoneMsg struct {
 	key   string
 	token int64 // the token the operator acted on (0 for acquire)
 	lease locker.Lease
-	ended locker.EndedDelay // end-delay's
+	ended operator.EndedDelay // end-delay's
 	// session is the session end-session ended, expired how many leases
 	// that took.
 	session int64

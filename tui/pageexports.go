@@ -8,8 +8,8 @@ import (
 
 	"github.com/lockctl/lockctl/internal/export"
 	"github.com/lockctl/lockctl/internal/hotkeys"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -20,7 +20,7 @@ import (
 // reads it, its state and, for a shared or semaphore key, its holders.
 type listedRecord struct {
 	lockview.ListedLock
-	State   locker.State      `db:"state"`
+	State   lockdb.State      `db:"state"`
 	Holders []lockview.Holder `db:"holders"`
 }
 
@@ -104,7 +104,7 @@ type waitRecord struct {
 	Key      string        `db:"lock_key"`
 	Holders  []string      `db:"holders"`
 	Waited   time.Duration `db:"waited"`
-	KeyState locker.State  `db:"key_state"`
+	KeyState lockdb.State  `db:"key_state"`
 	Deadlock bool          `db:"in_deadlock"`
 }
 

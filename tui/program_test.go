@@ -30,7 +30,7 @@ func startProgram(t *testing.T, pool *pgxpool.Pool, refresh time.Duration) *teat
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: refresh})
+	m := New(Options{Pool: pool, Locker: lk, Operator: testdb.Operator(t, actor), Server: "test", Refresh: refresh})
 	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 35))
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -22,7 +22,7 @@ type Wait struct {
 	Waited time.Duration `json:"-"`
 	// KeyState is the key's state when Holders is empty: free, expired,
 	// or "" when the key has no row.
-	KeyState locker.State `json:"-"`
+	KeyState lockdb.State `json:"-"`
 }
 
 // Blocking is who waits for whom across keys: every live wait and the
@@ -105,18 +105,18 @@ func ReadBlocking(ctx context.Context, db store.DBTX) (Blocking, error) {
 }
 
 // wait says who holds the row's key: its owner while the lease is held
-// (locker.LockInfo.State decides, as everywhere else).
+// (lockdb.LockInfo.State decides, as everywhere else).
 func (r blockingRow) wait() Wait {
 	w := Wait{Waiter: r.Waiter, Key: r.Key, Waited: r.Waited, WaitingMS: r.Waited.Milliseconds(), Holders: []string{}}
 	if !r.HasLockRow || r.Owner == nil {
 		return w
 	}
-	l := locker.LockInfo{Owner: *r.Owner, Remaining: r.Remaining, TTL: r.TTL}
+	l := lockdb.LockInfo{Owner: *r.Owner, Remaining: r.Remaining, TTL: r.TTL}
 	if r.Released != nil && *r.Released {
 		l.ReleasedAt = &r.DBNow
 	}
 	switch st := l.State(); st {
-	case locker.StateHeld, locker.StateExpiring:
+	case lockdb.StateHeld, lockdb.StateExpiring:
 		w.Holders = []string{l.Owner}
 	default:
 		w.KeyState = st

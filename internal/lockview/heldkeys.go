@@ -9,7 +9,7 @@ import (
 )
 
 // heldKeysSQL reads, in key order, the keys whose lease is live (not
-// released, not past expires_at: locker.LockInfo.State's held and expiring)
+// released, not past expires_at: lockdb.LockInfo.State's held and expiring)
 // that start with $1. In key order through the primary key, it stops after
 // $2 rows whatever the size of the table.
 const heldKeysSQL = `
@@ -26,7 +26,7 @@ func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]s
 }
 
 // delayedKeysSQL reads, in key order, the keys in their lock-delay
-// (locker.StateDelayed) that start with $1, at most $2 of them.
+// (lockdb.StateDelayed) that start with $1, at most $2 of them.
 const delayedKeysSQL = `
 SELECT l.lock_key
 FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c

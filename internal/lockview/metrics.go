@@ -28,7 +28,7 @@ type Gauges struct {
 }
 
 // gaugesSQL counts the table by state and reads the oldest grant and the
-// longest wait. The expiring rule is locker.LockInfo.State's; a row in its
+// longest wait. The expiring rule is lockdb.LockInfo.State's; a row in its
 // lock-delay counts as delayed only.
 const gaugesSQL = `
 WITH c AS (SELECT distributed_lock_now() AS ts),

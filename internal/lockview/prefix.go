@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -14,11 +14,11 @@ type LockFilter struct {
 	// Prefix keeps keys starting with it; "" keeps every key.
 	Prefix string
 	// States keeps rows in one of these states; nil keeps every state.
-	States []locker.State
+	States []lockdb.State
 }
 
-// stateSQL is a row's locker.State over lock row l and clock reading c(ts),
-// by the rule of locker.LockInfo.State: delayed while delay_until (as read)
+// stateSQL is a row's lockdb.State over lock row l and clock reading c(ts),
+// by the rule of lockdb.LockInfo.State: delayed while delay_until (as read)
 // is set, Remaining is l.expires_at - c.ts, and "less than a fifth of the
 // TTL" is written as 5 × remaining < ttl, which is exact in microseconds
 // where ttl / 5 would round.

@@ -63,7 +63,9 @@ func TestCollectorMeasuresTheCaller(t *testing.T) {
 	const granted, gaveUp, held = "locker_wait_seconds{outcome=granted,prefix=billing}",
 		"locker_wait_seconds{outcome=gave_up,prefix=billing}", "locker_hold_seconds{prefix=billing}"
 
-	lease, hold, err := lockmetrics.Acquire(c, key, func() (locker.Lease, error) { return lk.TryAcquire(ctx, pool, key, "holder") })
+	leases, hold, err := lockmetrics.Acquire(c, key, func() ([]locker.Lease, error) {
+		return lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(key), Owner: "holder"})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +74,9 @@ func TestCollectorMeasuresTheCaller(t *testing.T) {
 		t.Fatalf("after a grant at the first try: %v; want one wait, its database call's time", w)
 	}
 
-	_, refused, err := lockmetrics.Acquire(c, key, func() (locker.Lease, error) { return lk.TryAcquire(ctx, pool, key, "other") })
+	_, refused, err := lockmetrics.Acquire(c, key, func() ([]locker.Lease, error) {
+		return lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(key), Owner: "other"})
+	})
 	if !errors.Is(err, locker.ErrHeld) || refused != nil {
 		t.Fatalf("a try on a held key: hold %v, %v; want ErrHeld and no hold", refused, err)
 	}
@@ -87,7 +91,9 @@ func TestCollectorMeasuresTheCaller(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		_, h, err := lockmetrics.Acquire(c, key, func() (locker.Lease, error) { return lk.Acquire(ctx, pool, key, "waiter") })
+		_, h, err := lockmetrics.Acquire(c, key, func() ([]locker.Lease, error) {
+			return lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(key), Owner: "waiter", Wait: locker.WaitForever})
+		})
 		done <- result{h, err}
 	}()
 	testdb.Eventually(t, 10*time.Second, "the waiter queued", func() bool {
@@ -95,7 +101,7 @@ func TestCollectorMeasuresTheCaller(t *testing.T) {
 		return pool.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE owner_id = 'waiter'`).Scan(&n) == nil && n == 1
 	})
 	queuedAt := time.Now()
-	if _, err := lk.Release(ctx, pool, lease); err != nil {
+	if _, err := lk.Release(ctx, pool, leases...); err != nil {
 		t.Fatal(err)
 	}
 	heldFor := time.Since(grantedAt)

@@ -5,8 +5,8 @@
 //	c, err := lockmetrics.New(lockmetrics.Config{})
 //	prometheus.MustRegister(c)
 //	…
-//	lease, hold, err := lockmetrics.Acquire(c, key, func() (locker.Lease, error) {
-//		return lk.Acquire(ctx, pool, key, owner)
+//	leases, hold, err := lockmetrics.Acquire(c, key, func() ([]locker.Lease, error) {
+//		return lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(key), Owner: owner, Wait: time.Minute})
 //	})
 //	if err != nil { … }
 //	defer hold.End() // when the lease ends: released, lost or expired
@@ -20,8 +20,8 @@
 // logs grants or not. The hold runs from the acquire's return to End.
 //
 // The package knows nothing of locker's types: it times a function the
-// service calls, whatever the call (Acquire, TryAcquire, a set of keys,
-// a shared lease). A call that returns an error counts as a wait given up
+// service calls, whatever its Request (a try, a wait, a set of keys, a
+// shared lease). A call that returns an error counts as a wait given up
 // (outcome="gave_up"): refused at once, timed out, cancelled or failed.
 // Labels are bounded as `lockctl metrics`' are: the first MaxPrefixes
 // prefixes each their own, every later one "other".
