@@ -79,6 +79,28 @@ DO $$ BEGIN
         END IF;
     END IF;
 END $$;
+DO $$
+DECLARE
+    found text;
+BEGIN
+    IF pg_catalog.to_regclass('distributed_lock_migration') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid = pg_catalog.to_regclass('distributed_lock_migration')
+                     AND a.attname = 'checksum' AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema was made by a lockctl that did not record what its migrations were (a build before v0.1.0): this one cannot tell which tables and functions it holds, and changes nothing. No released lockctl made it: once no lock is held, drop its lock tables and migrate again (docs/operations.md, An unrecognised schema)';
+    END IF;
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s (checksum %s…, this build''s %s…)',
+               pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
+               pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
+    INTO found
+    FROM distributed_lock_migration m JOIN (VALUES (1, '122ba7e92a4f0861d3c509579e03ba59699772e975c64e647a641400d98fd56f')) b (version, checksum) ON b.version = m.version
+    WHERE m.checksum IS DISTINCT FROM b.checksum;
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
+    END IF;
+END $$;
 SELECT to_regclass('distributed_lock_migration') IS NULL AS lockctl_fresh \gset
 
 -- Migration 001 initial_schema.
@@ -180,12 +202,16 @@ END $$;
 -- several independent lock namespaces (one per schema).
 
 -- Which migrations this schema has had (store.Migrate, schema.sql): one row
--- per version, written in the transaction that applied it. applied_at is
--- that transaction's start on the server's wall clock, not lock time: it
--- is written before the protocol's clock (distributed_lock_now) exists,
--- and a test that moves that clock does not move when its schema was made.
+-- per version, written in the transaction that applied it, with the
+-- SHA-256 of the text that applied it, so a schema made by another build
+-- of a migration is refused before anything runs on it
+-- (store/migrate_checksum.go). applied_at is that transaction's start on
+-- the server's wall clock, not lock time: it is written before the
+-- protocol's clock (distributed_lock_now) exists, and a test that moves
+-- that clock does not move when its schema was made.
 CREATE TABLE distributed_lock_migration (
     version    integer     PRIMARY KEY,
+    checksum   text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -256,7 +282,7 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -316,9 +342,9 @@ CREATE TABLE distributed_lock (
 -- (docs/operations.md, "Large tables").
 
 -- Append-only history: grants, steals, releases, operator actions,
--- rejected stale writes and waits refused as deadlocks. Renewals are not
--- logged (they are counted in distributed_lock.renew_count) so keepalive
--- traffic stays cheap.
+-- rejected stale writes, waits refused as deadlocks and waits given up.
+-- Renewals are not logged (they are counted in
+-- distributed_lock.renew_count) so keepalive traffic stays cheap.
 CREATE TABLE distributed_lock_event (
     event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     occurred_at    timestamptz NOT NULL, -- the writing call's now (distributed_lock_now)
@@ -483,7 +509,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version) VALUES (1);
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '122ba7e92a4f0861d3c509579e03ba59699772e975c64e647a641400d98fd56f');
 \endif
 
 -- The functions, re-created every time.
@@ -1725,14 +1751,34 @@ BEGIN
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
+-- distributed_lock_log_gave_up logs that waiter record w, taken out of its
+-- queue at ts without a grant (its caller gave up), waited: a 'gave_up'
+-- event with the wait's length (detail waited_ms, as a hand-off's grant
+-- has it) when the record logs grants (log_grants), as its grant would
+-- have been logged. The actor is the record's, the role the one that
+-- queued it. Only a call that leaves writes it: a grant never does.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_log_gave_up(w distributed_lock_waiter, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF w.log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
+        VALUES (ts, w.lock_key, 'gave_up', w.owner_id, coalesce(w.actor, w.owner_id), w.owner_role,
+                jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
+                                   'waiter_id', w.waiter_id));
+    END IF;
+END $$;
+
 -- distributed_lock_waiter_leave takes waiter id out of key's queue (its
--- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
--- the lease is released (with log_release, logged as a release by
--- event_actor) and passed on to the next waiter. Returns 'left' (it was
--- queued), 'passed_on' (it had been handed the key), or 'none' (also for a
--- record, or a lease handed to one, that another role queued: only its
--- own role takes a waiter out of the queue, or an operator's prune once it
--- lapsed).
+-- Acquire gave up). A record that logs grants logs its wait
+-- (distributed_lock_log_gave_up). If the key was handed to it meanwhile
+-- and is unclaimed, the lease is released (with log_release, logged as a
+-- release by event_actor) and passed on to the next waiter. Returns 'left'
+-- (it was queued), 'passed_on' (it had been handed the key), or 'none'
+-- (also for a record, or a lease handed to one, that another role queued:
+-- only its own role takes a waiter out of the queue, or an operator's
+-- prune once it lapsed).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
     key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -1742,11 +1788,14 @@ DECLARE
     ts timestamptz;
     holder text;
     token bigint;
+    gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := distributed_lock_now();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user;
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user
+    RETURNING * INTO gone;
     IF FOUND THEN
+        PERFORM distributed_lock_log_gave_up(gone, ts);
         RETURN 'left';
     END IF;
     IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
@@ -2484,7 +2533,8 @@ BEGIN
 END $$;
 
 -- distributed_lock_waiter_leave_all takes a waiting set out of its queues
--- (its AcquireAll gave up): its records ids (one per key of keys) go, keys
+-- (its AcquireAll gave up): its records ids (one per key of keys) go, each
+-- logging its wait as distributed_lock_waiter_leave's does, keys
 -- handed to it and unclaimed are released (with log_release, logged as
 -- released by event_actor), and every key left free with waiters is
 -- passed on, once all the set's records are gone, so a set queued behind
@@ -2501,6 +2551,7 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     s record;
+    gone distributed_lock_waiter;
     left_queue boolean;
     passed boolean := false;
 BEGIN
@@ -2508,8 +2559,12 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user;
-    left_queue := FOUND;
+    left_queue := false;
+    FOR gone IN DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user
+                RETURNING * LOOP
+        PERFORM distributed_lock_log_gave_up(gone, ts);
+        left_queue := true;
+    END LOOP;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
         IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
@@ -4426,6 +4481,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
+    distributed_lock_log_gave_up(distributed_lock_waiter, timestamptz),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
     distributed_lock_schema(),
     distributed_lock_wake_channel(text, text),

@@ -386,7 +386,7 @@
 // [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
 // [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
 // [ErrPoolerStartupParameter]; [Migrate] also fails
-// with [ErrCannotAdopt], [ErrSchemaNewer], [ErrSchemaOpen] (another role
+// with [ErrCannotAdopt], [ErrSchemaNewer], [ErrSchemaUnknown], [ErrSchemaOpen] (another role
 // may create objects in the lock schema) or [ErrLockTimeout] (it waited a
 // minute for the migrate lock, whose holders it names). The typed errors [*HeldError]
 // and [*NotHeldError] carry the current holder; [*LeaseLostError] says why a

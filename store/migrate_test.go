@@ -67,7 +67,7 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 var internalFunctions = map[string]bool{
 	"distributed_lock_hand_off": true, "distributed_lock_keep_waking": true,
 	"distributed_lock_pass_on": true, "distributed_lock_first_grant": true,
-	"distributed_lock_grant_waiter": true, "distributed_lock_hand_off_group": true,
+	"distributed_lock_grant_waiter": true, "distributed_lock_log_gave_up": true, "distributed_lock_hand_off_group": true,
 	"distributed_lock_wake_channel": true, "distributed_lock_wake": true, "distributed_lock_announce": true,
 	"distributed_lock_key_set": true, "distributed_lock_grant_set": true, "distributed_lock_create_free": true, "distributed_lock_lock_set": true,
 	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,

@@ -539,14 +539,34 @@ BEGIN
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
+-- distributed_lock_log_gave_up logs that waiter record w, taken out of its
+-- queue at ts without a grant (its caller gave up), waited: a 'gave_up'
+-- event with the wait's length (detail waited_ms, as a hand-off's grant
+-- has it) when the record logs grants (log_grants), as its grant would
+-- have been logged. The actor is the record's, the role the one that
+-- queued it. Only a call that leaves writes it: a grant never does.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_log_gave_up(w distributed_lock_waiter, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF w.log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
+        VALUES (ts, w.lock_key, 'gave_up', w.owner_id, coalesce(w.actor, w.owner_id), w.owner_role,
+                jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
+                                   'waiter_id', w.waiter_id));
+    END IF;
+END $$;
+
 -- distributed_lock_waiter_leave takes waiter id out of key's queue (its
--- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
--- the lease is released (with log_release, logged as a release by
--- event_actor) and passed on to the next waiter. Returns 'left' (it was
--- queued), 'passed_on' (it had been handed the key), or 'none' (also for a
--- record, or a lease handed to one, that another role queued: only its
--- own role takes a waiter out of the queue, or an operator's prune once it
--- lapsed).
+-- Acquire gave up). A record that logs grants logs its wait
+-- (distributed_lock_log_gave_up). If the key was handed to it meanwhile
+-- and is unclaimed, the lease is released (with log_release, logged as a
+-- release by event_actor) and passed on to the next waiter. Returns 'left'
+-- (it was queued), 'passed_on' (it had been handed the key), or 'none'
+-- (also for a record, or a lease handed to one, that another role queued:
+-- only its own role takes a waiter out of the queue, or an operator's
+-- prune once it lapsed).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
     key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -556,11 +576,14 @@ DECLARE
     ts timestamptz;
     holder text;
     token bigint;
+    gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
     ts := distributed_lock_now();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user;
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user
+    RETURNING * INTO gone;
     IF FOUND THEN
+        PERFORM distributed_lock_log_gave_up(gone, ts);
         RETURN 'left';
     END IF;
     IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN

@@ -436,7 +436,8 @@ BEGIN
 END $$;
 
 -- distributed_lock_waiter_leave_all takes a waiting set out of its queues
--- (its AcquireAll gave up): its records ids (one per key of keys) go, keys
+-- (its AcquireAll gave up): its records ids (one per key of keys) go, each
+-- logging its wait as distributed_lock_waiter_leave's does, keys
 -- handed to it and unclaimed are released (with log_release, logged as
 -- released by event_actor), and every key left free with waiters is
 -- passed on, once all the set's records are gone, so a set queued behind
@@ -453,6 +454,7 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     s record;
+    gone distributed_lock_waiter;
     left_queue boolean;
     passed boolean := false;
 BEGIN
@@ -460,8 +462,12 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user;
-    left_queue := FOUND;
+    left_queue := false;
+    FOR gone IN DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user
+                RETURNING * LOOP
+        PERFORM distributed_lock_log_gave_up(gone, ts);
+        left_queue := true;
+    END LOOP;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
         IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN

@@ -31,6 +31,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
+    distributed_lock_log_gave_up(distributed_lock_waiter, timestamptz),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
     distributed_lock_schema(),
     distributed_lock_wake_channel(text, text),
