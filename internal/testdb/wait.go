@@ -169,3 +169,24 @@ func WaitForCheck(t testing.TB, db store.DBTX, key, owner string) {
 		return !found || at.After(first)
 	})
 }
+
+const readSinceSQL = `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity
+WHERE application_name = $1 AND state = 'idle' AND query_start > $2)`
+
+// ReadAfter runs act (a resize, a key) and returns once a program whose
+// connections are named app (application_name, see WithParam) has run a
+// statement that it began after act began to its end: a console that
+// polls the database has read it afresh since, and draws what it read.
+// db is any other connection to the same server, as the same role.
+func ReadAfter(t testing.TB, db store.DBTX, app string, act func()) {
+	t.Helper()
+	since := DBNow(t, db) // the server's clock, as pg_stat_activity's
+	act()
+	Eventually(t, 10*time.Second, "a read by "+app, func() bool {
+		var read bool
+		if err := db.QueryRow(context.Background(), readSinceSQL, app, since).Scan(&read); err != nil {
+			t.Fatalf("read pg_stat_activity: %v", err)
+		}
+		return read
+	})
+}
