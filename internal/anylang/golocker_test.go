@@ -65,7 +65,7 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 		}
 		g.sleepUpTo(g.hold)
 		if g.pauseOneIn > 0 && g.rnd.IntN(g.pauseOneIn) == 0 {
-			time.Sleep(g.ttl * 3 / 2)
+			pause(g.ttl * 3 / 2)
 		}
 
 		writerSeq++
@@ -122,5 +122,11 @@ func (g *goClient) fencedWrite(ctx context.Context, lease locker.Lease, writerSe
 }
 
 func (g *goClient) sleepUpTo(d time.Duration) {
-	time.Sleep(time.Duration(g.rnd.Int64N(int64(d) + 1)))
+	pause(time.Duration(g.rnd.Int64N(int64(d) + 1)))
 }
+
+// pause is how the Go client holds a key, waits before trying again, or
+// stalls past its lease: it runs beside Contend.java's threads on the
+// same schema and the same clock, so moving that clock would move theirs,
+// and a client's pace is no condition to wait for. The client's one sleep.
+func pause(d time.Duration) { time.Sleep(d) }
