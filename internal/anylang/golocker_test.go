@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -65,7 +66,7 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 		}
 		g.sleepUpTo(g.hold)
 		if g.pauseOneIn > 0 && g.rnd.IntN(g.pauseOneIn) == 0 {
-			pause(g.ttl * 3 / 2)
+			testdb.Pace(g.ttl * 3 / 2)
 		}
 
 		writerSeq++
@@ -122,11 +123,5 @@ func (g *goClient) fencedWrite(ctx context.Context, lease locker.Lease, writerSe
 }
 
 func (g *goClient) sleepUpTo(d time.Duration) {
-	pause(time.Duration(g.rnd.Int64N(int64(d) + 1)))
+	testdb.Pace(time.Duration(g.rnd.Int64N(int64(d) + 1)))
 }
-
-// pause is how the Go client holds a key, waits before trying again, or
-// stalls past its lease: it runs beside Contend.java's threads on the
-// same schema and the same clock, so moving that clock would move theirs,
-// and a client's pace is no condition to wait for. The client's one sleep.
-func pause(d time.Duration) { time.Sleep(d) }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -47,19 +48,12 @@ func call(ctx context.Context, op func(ctx context.Context) error) error {
 		if err == nil || !transient(ctx, err) {
 			return err
 		}
-		pause(retryEvery)
+		testdb.Pace(retryEvery)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
 }
-
-// pause is how the clients space their calls and hold their keys: they run
-// beside real processes (Patroni, etcd, PostgreSQL) whose failovers take
-// real time on clocks of their own, so no schema clock can stand in for
-// it, and a client's pace is no condition to wait for. The clients' one
-// sleep.
-func pause(d time.Duration) { time.Sleep(d) }
 
 // clients runs the lock users in the background until stop.
 type clients struct {
@@ -100,7 +94,7 @@ func (c *clients) cycle(ctx context.Context, key, owner string) {
 				c.j.granted(grant{key: key, owner: owner, token: lease.Token, sent: sent, acked: time.Now()})
 			}
 			c.release(ctx, lease)
-			pause(cyclePause)
+			testdb.Pace(cyclePause)
 		}
 	}()
 }
@@ -232,14 +226,14 @@ func (c *clients) wait(ctx context.Context, lk *locker.Locker, key, owner string
 			if firstErr == nil {
 				firstErr = err
 			}
-			pause(retryEvery)
+			testdb.Pace(retryEvery)
 		}
 		sent := floor()
 		if sent.IsZero() {
 			c.t.Errorf("%s got %s (%s) before its holder let go", owner, key, locker.FormatToken(lease.Token))
 		}
 		c.j.granted(grant{key: key, owner: owner, token: lease.Token, sent: sent, acked: time.Now()})
-		pause(20 * time.Millisecond) // held briefly
+		testdb.Pace(20 * time.Millisecond) // held briefly
 		c.release(ctx, lease)
 		got <- owner
 	}()
