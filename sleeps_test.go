@@ -1,0 +1,72 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// maxTestSleeps bounds the calls of Sleep (package time) in the tests. A test moves the
+// schema's clock (testdb.Clock) where time must pass on the lock clock,
+// and waits for what it can observe (testdb.Eventually, WaitUntilPast,
+// ReadAfter, a pane's WaitFor) where something must happen; the sleeps
+// left are the few shared ones that cannot be either, each saying why:
+// testdb's pause between a wait's looks and its Pace of simulated clients,
+// and pgtemp's poll for a process to go (it cannot use testdb's waits).
+const maxTestSleeps = 5
+
+// lockerAPISleeps are the sleeps left in the locker tests the API rewrite
+// replaces (shared_test.go, shared_queue_test.go, shared_log_test.go,
+// session_promise_test.go, queue_test.go, multi_cancel_test.go), allowed
+// beside maxTestSleeps until it lands: then 0.
+const lockerAPISleeps = 6
+
+var sleepCall = regexp.MustCompile(`\btime\.Sleep\(`)
+
+// The tests rarely sleep: Sleep is called at most maxTestSleeps times
+// (and lockerAPISleeps more) in the test files and in the packages that
+// serve them (those that import "testing"), a sleep in a helper counted
+// once however many tests call it.
+func TestTestsRarelySleep(t *testing.T) {
+	sleeps := map[string]int{}
+	total := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if !strings.HasSuffix(path, "_test.go") && !strings.Contains(string(text), "\t\"testing\"\n") {
+			return nil
+		}
+		for _, line := range strings.Split(string(text), "\n") {
+			code, _, _ := strings.Cut(line, "//")
+			if n := len(sleepCall.FindAllString(code, -1)); n > 0 {
+				sleeps[filepath.ToSlash(path)] += n
+				total += n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := maxTestSleeps + lockerAPISleeps; total > limit {
+		t.Errorf("the tests sleep %d times, over %d: move the schema's clock (testdb.Clock) or wait "+
+			"for what the test can observe (testdb.Eventually) instead; by file: %v", total, limit, sleeps)
+	}
+}
