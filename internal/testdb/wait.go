@@ -54,10 +54,11 @@ func pause(d time.Duration) { time.Sleep(d) }
 
 // Pace is the one place a simulated client lets real time pass: its
 // think time between calls, a hold, a stall past its lease, a workload's
-// run. There is nothing to wait for (the pause is what it simulates), and
-// no moved clock can stand in for it: the clients share their clock with
-// one another, and some with real processes (Patroni, etcd, the other
-// languages' clients) that run on clocks of their own.
+// run (and the fault suite's lag monitor, which measures how late such a
+// pause ends). There is nothing to wait for (the pause is what it
+// simulates), and no moved clock can stand in for it: the clients share
+// their clock with one another, and some with real processes (Patroni,
+// etcd, the other languages' clients) that run on clocks of their own.
 func Pace(d time.Duration) { time.Sleep(d) }
 
 const lockWaitSQL = `SELECT coalesce(wait_event_type = 'Lock', false) FROM pg_stat_activity WHERE pid = $1`
