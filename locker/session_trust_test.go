@@ -109,6 +109,11 @@ func TestBindingAnsweredAfterItsSessionWasLost(t *testing.T) {
 	lk, pool, db := faultyLocker(t)
 	s := openOn(t, lk, db, "worker-1")
 	db.nextBeat(t)
+	// No later heartbeat reaches the database, however slow what follows
+	// is: that one stays the session's last word.
+	beatsHeld := make(chan struct{})
+	db.holdBeats.Store(&beatsHeld)
+	defer close(beatsHeld)
 	afterLastBeat(t, pool, s, sessEvery*2/3) // the grant well after the session's last word
 	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
 	held := make(chan struct{})
