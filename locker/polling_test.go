@@ -37,8 +37,7 @@ func TestPollingWaiterAtTheDefaultsKeepsItsGrant(t *testing.T) {
 				l, err := take("b")
 				got <- testdb.Acquired{Lease: l, Err: err}
 			}()
-			testdb.WaitForWaiter(t, db, key, "b")
-			time.Sleep(locker.DeadlockCheck + 200*time.Millisecond) // past its one early check
+			testdb.WaitForCheck(t, db, key, "b") // past its one early check
 			if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 				t.Fatal(err)
 			}

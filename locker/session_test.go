@@ -49,9 +49,39 @@ func sessionExpiry(t *testing.T, db locker.DBTX, id int64) time.Time {
 	return at
 }
 
-// A hundred leases, each bound by a Keepalive of its own, to one session outlive their TTL many times over
-// on the session's heartbeat alone, every one ending when the session does,
-// and Close releases them all.
+// waitBound returns once each of keys is bound to s: its lease ends when
+// the session does, as its binding made it.
+func waitBound(t *testing.T, db locker.DBTX, s *locker.Session, keys ...string) {
+	t.Helper()
+	testdb.Eventually(t, 2*sessTTL, "the leases bound", func() bool {
+		at := sessionExpiry(t, db, s.ID())
+		for _, key := range keys {
+			if !liveRow(t, db, key).ExpiresAt.Equal(at) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// outliveExpiry returns once the database's clock has passed s's expiry
+// as it stands: what s keeps runs on past that only on its heartbeats.
+func outliveExpiry(t *testing.T, db locker.DBTX, s *locker.Session) {
+	t.Helper()
+	testdb.WaitUntilPast(t, db, sessionExpiry(t, db, s.ID()))
+}
+
+// afterLastBeat returns once d has passed on the database's clock since
+// s's last heartbeat (its expiry less its TTL).
+func afterLastBeat(t *testing.T, db locker.DBTX, s *locker.Session, d time.Duration) {
+	t.Helper()
+	testdb.WaitUntilPast(t, db, sessionExpiry(t, db, s.ID()).Add(-sessTTL+d))
+}
+
+// A hundred leases, each bound by a Keepalive of its own, to one session
+// outlive their grants and the session's expiry after, on its heartbeat
+// alone, every one ending when the session does, and Close releases them
+// all.
 func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
@@ -65,10 +95,14 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 		keys[i] = fmt.Sprintf("job:%03d", i)
 	}
 	kas := make([]*locker.Keepalive, len(keys))
+	var granted time.Time // when the last grant ends
 	for i, key := range keys {
-		kas[i] = s.Keepalive(context.Background(), testdb.MustAcquire(t, lk, db, key, "worker-1"))
+		lease := testdb.MustAcquire(t, lk, db, key, "worker-1")
+		granted = lease.ExpiresAt
+		kas[i] = s.Keepalive(context.Background(), lease)
 	}
-	time.Sleep(3 * sessTTL)
+	testdb.WaitUntilPast(t, db, granted)
+	outliveExpiry(t, db, s)
 	for _, ka := range kas {
 		if err := ka.Err(); err != nil {
 			t.Fatalf("keepalive ended: %v", err)
@@ -113,7 +147,7 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	s := openSession(t, lk, db, "worker-1")
 	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
 	kaA, kaB := s.Keepalive(context.Background(), a), s.Keepalive(context.Background(), b)
-	time.Sleep(sessEvery)
+	waitBound(t, db, s, "a", "b")
 	if _, err := (operator.Operator{}).ForceExpire(context.Background(), db, "a", a.Token); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +158,7 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	if lost := (*locker.Error)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
 		t.Errorf("a's loss names key %+v; want a", lost)
 	}
-	time.Sleep(2 * sessTTL)
+	outliveExpiry(t, db, s)
 	if kaB.Err() != nil || s.Err() != nil {
 		t.Fatalf("b's keepalive %v, session %v; want both running", kaB.Err(), s.Err())
 	}
@@ -143,7 +177,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
 	ka := s.Keepalive(context.Background(), []locker.Lease{a}...)
 	kb := s.Keepalive(context.Background(), b)
-	time.Sleep(sessEvery)
+	waitBound(t, db, s, "a", "b")
 	op := testdb.Operator(t, "alice")
 	n, err := op.EndSession(context.Background(), db, s.ID(), "stuck worker")
 	if err != nil || n != 2 {
@@ -179,11 +213,10 @@ func TestStoppedKeepaliveIsNoLongerKeptBySession(t *testing.T) {
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
 	ka := s.Keepalive(context.Background(), testdb.MustAcquire(t, lk, db, "a", "worker-1"))
-	time.Sleep(sessEvery)
+	waitBound(t, db, s, "a")
 	ka.Stop()
-	time.Sleep(2 * sessTTL)
-	if row := liveRow(t, db, "a"); row.State() == lockdb.StateHeld {
-		t.Fatalf("a still held %v after its keepalive stopped", row.ExpiresAt)
+	if !testdb.Within(3*sessTTL, func() bool { return liveRow(t, db, "a").State() != lockdb.StateHeld }) {
+		t.Fatalf("a still held %v, %s after its keepalive stopped", liveRow(t, db, "a").ExpiresAt, 3*sessTTL)
 	}
 	if s.Err() != nil {
 		t.Fatalf("session: %v", s.Err())
@@ -221,7 +254,7 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	ka := s.Keepalive(context.Background(), leases...)
-	time.Sleep(sessEvery)
+	waitBound(t, db, s, "a", "b", "c")
 	// Freeze the session's row as a hung process would leave it: its
 	// heartbeats wait for the row lock until the session has lapsed.
 	tx, err := db.Begin(context.Background())
@@ -269,9 +302,7 @@ func TestCloseLogsItsReleasesWithLogGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	ka := s.Keepalive(context.Background(), leases...)
-	testdb.Eventually(t, 2*sessTTL, "the leases bound", func() bool {
-		return liveRow(t, db, "a").ExpiresAt.Equal(sessionExpiry(t, db, s.ID()))
-	})
+	waitBound(t, db, s, "a", "b")
 	if err := s.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +378,7 @@ func TestBindingInFlightIsTrustedNoLongerThanTheSession(t *testing.T) {
 	// The session's heartbeats wait for its row now: by the time the lease
 	// is granted, the session ends well before the grant would.
 	at := sessionExpiry(t, db, s.ID())
-	time.Sleep(sessTTL / 2)
+	afterLastBeat(t, db, s, sessTTL/2)
 	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
 	if !lease.ExpiresAt.After(at) {
 		t.Fatalf("the grant ends at %v, not after the session's %v", lease.ExpiresAt, at)

@@ -25,7 +25,7 @@ func TestLeaseBoundAgainAfterStopStaysKept(t *testing.T) {
 	s := openSession(t, lk, db, "worker-1")
 	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
 	first := s.Keepalive(context.Background(), lease)
-	time.Sleep(sessEvery / 2)
+	waitBound(t, db, s, "a")
 	first.Stop()
 	again := s.Keepalive(context.Background(), lease)
 	p := watchPromise(t, again)
@@ -72,7 +72,7 @@ func TestLeaseBoundTwiceInOneSessionEndsTheFirstKeepalive(t *testing.T) {
 	second := s.Keepalive(context.Background(), lease)
 	waitDone(t, first.Context(), sessEvery)
 	wantLeaseLostNotSession(t, first, s)
-	time.Sleep(2 * sessTTL)
+	outliveExpiry(t, db, s)
 	if err := second.Err(); err != nil {
 		t.Fatalf("the second keepalive ended: %v", err)
 	}
@@ -111,7 +111,12 @@ func TestBindingAnsweredAfterItsSessionWasLost(t *testing.T) {
 	lk, pool, db := faultyLocker(t)
 	s := openOn(t, lk, db, "worker-1")
 	db.nextBeat(t)
-	time.Sleep(sessEvery * 2 / 3) // the grant well after the session's last word
+	// No later heartbeat reaches the database, however slow what follows
+	// is: that one stays the session's last word.
+	beatsHeld := make(chan struct{})
+	db.holdBeats.Store(&beatsHeld)
+	defer close(beatsHeld)
+	afterLastBeat(t, pool, s, sessEvery*2/3) // the grant well after the session's last word
 	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
 	held := make(chan struct{})
 	db.holdBindReply.Store(&held)
@@ -143,7 +148,7 @@ func TestLeaseBoundToAnotherSessionEndsTheFirstKeepalive(t *testing.T) {
 	s1 := openSession(t, lk, pool, "worker-1")
 	k1 := s1.Keepalive(context.Background(), testdb.MustAcquire(t, lk, pool, "a", "worker-1"))
 	p := watchPromise(t, k1)
-	time.Sleep(sessEvery / 2)
+	waitBound(t, pool, s1, "a")
 	s2 := openOn(t, lk, second, "worker-1")
 	k2 := s2.Keepalive(context.Background(), k1.Leases()[0])
 	if err := k2.Err(); err != nil {
@@ -153,7 +158,7 @@ func TestLeaseBoundToAnotherSessionEndsTheFirstKeepalive(t *testing.T) {
 	wantLeaseLostNotSession(t, k1, s1)
 	// The second session heartbeats once more, then its process is cut
 	// off: the lease lapses with it.
-	time.Sleep(sessEvery + sessEvery/2)
+	second.nextBeat(t)
 	second.cut.Store(true)
 	if !takenAfterPromise(t, lk, pool, "a", p, 3*sessTTL) {
 		t.Fatal("a was never granted to another owner after the second session lapsed")
@@ -198,7 +203,10 @@ func watchLate(k *locker.Keepalive) *atomic.Bool {
 				late.Store(true)
 				return
 			}
-			time.Sleep(time.Millisecond)
+			select { // look again in a millisecond, at once when it ends
+			case <-k.Context().Done():
+			case <-time.After(time.Millisecond):
+			}
 		}
 	}()
 	return &late
@@ -214,7 +222,7 @@ func TestBindingWhoseReplyWasLostPromisesNoMoreThanTheSession(t *testing.T) {
 	lk, pool, db := faultyLocker(t)
 	s := openOn(t, lk, db, "worker-1")
 	db.nextBeat(t)
-	time.Sleep(sessEvery * 2 / 3) // the grant well after the session's last word
+	afterLastBeat(t, pool, s, sessEvery*2/3) // the grant well after the session's last word
 	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
 	db.loseBindReply.Store(true)
 	ka := s.Keepalive(context.Background(), lease)

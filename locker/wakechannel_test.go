@@ -292,8 +292,7 @@ func TestNextInLineServedWhenTheTwoAheadDied(t *testing.T) {
 	waitCtx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
 	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "alive")
-	testdb.WaitForWaiter(t, db, "k", "alive")
-	time.Sleep(locker.DeadlockCheck + 100*time.Millisecond) // past its one early check
+	testdb.WaitForCheck(t, db, "k", "alive") // past its one early check
 	if _, err := testdb.One(holder.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ func TestHandOffAfterWaitingForAnEnqueueStartsWhenHanded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
+	clock := testdb.Clock(t, db)
 	held := enqueueGranted(t, db, queueParams("job", "holder", 0))
 	leaveHandingOff(t, db, queueParams("job", "gone", 0))
 
@@ -35,7 +36,7 @@ func TestHandOffAfterWaitingForAnEnqueueStartsWhenHanded(t *testing.T) {
 		t.Fatalf("enqueue: %q, %v; want queued", outcome, err)
 	}
 	released := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('job', 'holder', $1)`, held.Token) // for the queue lock
-	queuedAt := commitLater(t, enqueue)
+	queuedAt := commitLater(t, clock, enqueue)
 	if err := <-released; err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -60,6 +61,7 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
+	clock := testdb.Clock(t, db)
 	first := enqueueGranted(t, db, queueParams("pool", "h1", 2))
 	enqueueGranted(t, db, queueParams("pool", "h2", 2))
 	w := enqueueQueued(t, db, queueParams("pool", "next", 2))
@@ -72,7 +74,7 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 		t.Fatal(err)
 	}
 	released := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('pool', 'h1', $1)`, first.Token) // for the record
-	freedAt := commitLater(t, heartbeat)
+	freedAt := commitLater(t, clock, heartbeat)
 	if err := <-released; err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -87,14 +89,15 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 	}
 }
 
-// commitLater commits tx 300 ms from now, long enough for a lease counted
-// from before to show it, and returns the database's clock just before.
-func commitLater(t *testing.T, tx pgx.Tx) time.Time {
+// commitLater commits tx 300 ms later on the schema's clock, far enough on
+// for a lease counted from before to show it, and returns that clock just
+// before.
+func commitLater(t *testing.T, clock *testdb.DBClock, tx pgx.Tx) time.Time {
 	t.Helper()
 	ctx := context.Background()
-	time.Sleep(300 * time.Millisecond)
+	clock.Advance(300 * time.Millisecond)
 	var at time.Time
-	if err := tx.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&at); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT distributed_lock_now()`).Scan(&at); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(ctx); err != nil {

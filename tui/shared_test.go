@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // gatedSource counts its reads and holds each until the test lets it go
@@ -87,9 +88,7 @@ func TestSharedSource(t *testing.T) {
 		hinted := view
 		hinted.Query.Counts = lockview.Counts{All: 7}
 		second, third := pollAsync(ctx, s, view), pollAsync(ctx, s, hinted)
-		for s.waitersOf(view) < 3 {
-			time.Sleep(time.Millisecond)
-		}
+		testdb.Eventually(t, 5*time.Second, "three callers on the read", func() bool { return s.waitersOf(view) == 3 })
 		g.release <- nil
 		for _, c := range []<-chan pollResult{first, second, third} {
 			if r := wait(t, c, "a poll"); r.err != nil || r.snap.Server != "a" {
@@ -126,9 +125,7 @@ func TestSharedSource(t *testing.T) {
 		a := pollAsync(ctx, s, view)
 		wait(t, g.started, "the read")
 		b := pollAsync(ctx, s, view)
-		for s.waitersOf(view) < 2 {
-			time.Sleep(time.Millisecond)
-		}
+		testdb.Eventually(t, 5*time.Second, "two callers on the read", func() bool { return s.waitersOf(view) == 2 })
 		boom := errors.New("server gone")
 		g.release <- boom
 		for _, c := range []<-chan pollResult{a, b} {
@@ -150,9 +147,7 @@ func TestSharedSource(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Dropped at maxAge, asked for or not.
-		for s.kept() != 0 {
-			time.Sleep(5 * time.Millisecond)
-		}
+		testdb.Eventually(t, 5*time.Second, "the kept read dropped", func() bool { return s.kept() == 0 })
 		g.release <- nil
 		if _, err := s.Poll(ctx, view); err != nil || g.count() != 2 {
 			t.Fatalf("poll after maxAge: %v after %d reads, want 2", err, g.count())
@@ -171,9 +166,7 @@ func TestSharedSource(t *testing.T) {
 		c2, cancel2 := context.WithCancel(ctx)
 		a, b := pollAsync(c1, s, view), pollAsync(c2, s, view)
 		wait(t, g.started, "the read")
-		for s.waitersOf(view) < 2 {
-			time.Sleep(time.Millisecond)
-		}
+		testdb.Eventually(t, 5*time.Second, "two callers on the read", func() bool { return s.waitersOf(view) == 2 })
 		cancel1()
 		if r := wait(t, a, "the first caller"); !errors.Is(r.err, context.Canceled) {
 			t.Fatalf("cancelled caller: %v", r.err)

@@ -18,7 +18,8 @@ func TestTinyTerminalsInTmux(t *testing.T) {
 	dsn := testdb.DSN(t)
 	pool := testdb.Pool(t, dsn)
 	acquire(t, pool, "tiny:lock", "worker-1", 5*time.Minute)
-	p := startPane(t, 60, 4, "--dsn", dsn, "--read-only", "--refresh", "300ms")
+	const app = "tiny-console"
+	p := startPane(t, 60, 4, "--dsn", testdb.WithParam(dsn, "application_name", app), "--read-only", "--refresh", "300ms")
 	p.waitFor("terminal too small", 10*time.Second)
 	alive := func(what string) {
 		t.Helper()
@@ -39,9 +40,8 @@ func TestTinyTerminalsInTmux(t *testing.T) {
 			p.keys(page)
 		}
 		for _, size := range sizes {
-			resize(size[0], size[1])
-			// A poll's time at this size: a frame drawn from a fresh read.
-			time.Sleep(400 * time.Millisecond)
+			// A frame drawn at this size from a fresh read.
+			testdb.ReadAfter(t, pool, app, func() { resize(size[0], size[1]) })
 			alive(fmt.Sprintf("page %q at %dx%d", page, size[0], size[1]))
 		}
 		resize(80, 24)

@@ -66,7 +66,7 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 		}
 		g.sleepUpTo(g.hold)
 		if g.pauseOneIn > 0 && g.rnd.IntN(g.pauseOneIn) == 0 {
-			time.Sleep(g.ttl * 3 / 2)
+			testdb.Pace(g.ttl * 3 / 2)
 		}
 
 		writerSeq++
@@ -123,5 +123,5 @@ func (g *goClient) fencedWrite(ctx context.Context, lease locker.Lease, writerSe
 }
 
 func (g *goClient) sleepUpTo(d time.Duration) {
-	time.Sleep(time.Duration(g.rnd.Int64N(int64(d) + 1)))
+	testdb.Pace(time.Duration(g.rnd.Int64N(int64(d) + 1)))
 }

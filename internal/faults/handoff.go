@@ -189,18 +189,22 @@ func (in *injector) restartMidOwnHandOff(ctx context.Context) (bool, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, in.ttl)
 	defer cancel()
-	held := make(chan struct{})
+	held, locked := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(held)
-		_ = in.hold(wctx, in.ttl, shareRowSQL, key)
+		_ = in.holdThen(wctx, in.ttl, locked, shareRowSQL, key)
 	}()
 	released := make(chan struct{})
 	releaseOp := history.Op{Client: handOffClient, Kind: history.Release, Key: key, Owner: holder, Token: g.Token,
 		Result: history.Unknown, Err: "crashed while waiting for the row", Call: in.rec.Now()}
 	go func() {
 		defer close(released)
-		// Behind the row lock held above; the crash cuts it off.
-		time.Sleep(20 * time.Millisecond)
+		// Behind the row lock held above, once it is; the crash cuts it off.
+		select {
+		case <-locked:
+		case <-wctx.Done():
+			return
+		}
 		_, _, _ = store.Release(wctx, in.admin, store.ReleaseParams{
 			LeaseRef: store.LeaseRef{Key: key, Owner: holder, Token: g.Token}, Log: true, Actor: holder})
 	}()

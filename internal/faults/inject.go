@@ -303,9 +303,18 @@ func (in *injector) holdRow(ctx context.Context, key string, d time.Duration) er
 
 // hold runs lockSQL in a transaction and keeps it open for d.
 func (in *injector) hold(ctx context.Context, d time.Duration, lockSQL string, args ...any) error {
+	return in.holdThen(ctx, d, nil, lockSQL, args...)
+}
+
+// holdThen is hold that closes locked (unless nil) once lockSQL has run:
+// what it locks is held from then on.
+func (in *injector) holdThen(ctx context.Context, d time.Duration, locked chan<- struct{}, lockSQL string, args ...any) error {
 	return pgx.BeginFunc(ctx, in.admin, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, lockSQL, args...); err != nil {
 			return err
+		}
+		if locked != nil {
+			close(locked)
 		}
 		_, err := tx.Exec(ctx, sleepSQL, d.Seconds())
 		return err

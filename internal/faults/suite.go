@@ -14,6 +14,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -258,27 +259,20 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	// The last fault may have been a restart still settling: check on a
 	// fresh connection, retrying while the server comes back.
 	var report history.Report
-	for attempt := 0; ; attempt++ {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err == nil {
-			var obs history.Observed
-			if obs, err = history.Observe(ctx, conn); err == nil {
-				report = history.Check(rec.Ops(), rec.LeaseEnds(), rec.VouchedLeases(), obs)
-				err = countHandOffs(ctx, conn, tally)
-			}
-			conn.Close(ctx)
+	restarted := false
+	testdb.Within(5*time.Second, func() bool {
+		if report, err = check(ctx, dsn, rec, tally); err == nil || ctx.Err() != nil {
+			return true
 		}
-		if err == nil {
-			break
-		}
-		if attempt == 0 {
+		if !restarted {
 			// A failed restart leaves the server down: start it again.
+			restarted = true
 			_ = inj.inst.Start(ctx)
 		}
-		if attempt == 20 || ctx.Err() != nil {
-			return Summary{}, fmt.Errorf("faults: check: %w", err)
-		}
-		time.Sleep(250 * time.Millisecond)
+		return false
+	})
+	if err != nil {
+		return Summary{}, fmt.Errorf("faults: check: %w", err)
 	}
 	s := Summary{Seed: cfg.Seed, Elapsed: elapsed, Faults: tally.Faults(), Observed: tally.Observed(), Report: report}
 	for _, w := range workers {
@@ -361,4 +355,19 @@ func (s Summary) String() string {
 	return fmt.Sprintf("seed %d, %s: %d faults injected (%s)\nchecked: %s\nworkers saw: %s\nviolations: %d",
 		s.Seed, s.Elapsed.Round(time.Second), total, FormatCounts(s.Faults),
 		s.Report.Stats, FormatCounts(s.Observed), len(s.Report.Violations))
+}
+
+// check checks the run's history against what the database shows, on a
+// connection of its own, and counts its hand-offs into tally.
+func check(ctx context.Context, dsn string, rec *history.Recorder, tally *counts) (history.Report, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return history.Report{}, err
+	}
+	defer conn.Close(ctx)
+	obs, err := history.Observe(ctx, conn)
+	if err != nil {
+		return history.Report{}, err
+	}
+	return history.Check(rec.Ops(), rec.LeaseEnds(), rec.VouchedLeases(), obs), countHandOffs(ctx, conn, tally)
 }

@@ -49,10 +49,9 @@ func call(ctx context.Context, op func(ctx context.Context) error) error {
 		if err == nil || !transient(ctx, err) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
+		testdb.Pace(retryEvery)
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(retryEvery):
 		}
 	}
 }
@@ -96,7 +95,7 @@ func (c *clients) cycle(ctx context.Context, key, owner string) {
 				c.j.granted(grant{key: key, owner: owner, token: lease.Token, sent: sent, acked: time.Now()})
 			}
 			c.release(ctx, lease)
-			time.Sleep(cyclePause)
+			testdb.Pace(cyclePause)
 		}
 	}()
 }
@@ -228,14 +227,14 @@ func (c *clients) wait(ctx context.Context, lk *locker.Locker, key, owner string
 			if firstErr == nil {
 				firstErr = err
 			}
-			time.Sleep(retryEvery)
+			testdb.Pace(retryEvery)
 		}
 		sent := floor()
 		if sent.IsZero() {
 			c.t.Errorf("%s got %s (%s) before its holder let go", owner, key, fencetoken.Format(lease.Token))
 		}
 		c.j.granted(grant{key: key, owner: owner, token: lease.Token, sent: sent, acked: time.Now()})
-		time.Sleep(20 * time.Millisecond)
+		testdb.Pace(20 * time.Millisecond) // held briefly
 		c.release(ctx, lease)
 		got <- owner
 	}()

@@ -289,13 +289,9 @@ func killPostmaster(dataDir string, sig syscall.Signal) {
 		return
 	}
 	_ = syscall.Kill(pid, sig)
-	for range 100 {
-		if syscall.Kill(pid, 0) != nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testdb.Within(5*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // close kills every process the cluster started and removes its directory

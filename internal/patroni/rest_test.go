@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // This file reads and steers the cluster through Patroni's REST API, as
@@ -96,14 +98,16 @@ func (c *cluster) waitFor(ctx context.Context, within time.Duration, what string
 	})
 }
 
-// waitUntil polls cond every 200ms (Patroni's loop is a second) until it
-// holds, or fails the test saying what it waited for and what the cluster
-// looked like; at once if etcd or a Patroni the test did not kill has
-// exited.
+// waitUntil checks cond until it holds (testdb.Within), or fails the test
+// saying what it waited for and what the cluster looked like; at once if
+// etcd or a Patroni the test did not kill has exited.
 func (c *cluster) waitUntil(ctx context.Context, within time.Duration, what string, cond func() bool) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
+	var met bool
+	testdb.Within(within, func() bool {
+		if met = cond(); met {
+			return true
+		}
 		for _, n := range c.nodes {
 			if n.patroni != nil && n.patroni.exited() {
 				c.t.Fatalf("%s: %s's Patroni exited (its log follows)", what, n.name)
@@ -112,11 +116,11 @@ func (c *cluster) waitUntil(ctx context.Context, within time.Duration, what stri
 		if c.etcd.exited() {
 			c.t.Fatalf("%s: etcd exited (its log follows)", what)
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			s, err := c.state(context.Background())
-			c.t.Fatalf("%s: not within %s (cluster: %v %v)", what, within, s, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return ctx.Err() != nil
+	})
+	if !met {
+		s, err := c.state(context.Background())
+		c.t.Fatalf("%s: not within %s (cluster: %v %v)", what, within, s, err)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runChild starts a server, prints "<dir> <postmaster pid>" and sleeps. With
+// runChild starts a server, prints "<dir> <postmaster pid>" and waits. With
 // helperEnv=bouncer it also starts a PgBouncer and prints its pid third.
 func runChild() {
 	ctx := context.Background()
@@ -48,7 +49,9 @@ func runChild() {
 		pids += " " + strconv.Itoa(b.cmd.Process.Pid)
 	}
 	fmt.Println(in.Dir(), pids)
-	time.Sleep(time.Minute)
+	// Until it is killed, or its test is gone (its end of stdin closed),
+	// so that a test that never kills it leaves nothing running.
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	os.Exit(3)
 }
 
@@ -133,10 +136,14 @@ func startChild(t *testing.T, mode string) (*exec.Cmd, string, []int) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe() // open while the test runs
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	t.Cleanup(func() { _ = in.Close(); _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("child printed nothing: %v", err)
@@ -156,6 +163,10 @@ func startChild(t *testing.T, mode string) (*exec.Cmd, string, []int) {
 	return cmd, fields[0], pids
 }
 
+// waitGone checks gone until it holds. What it waits for (a process's
+// exit, a directory's removal) announces itself nowhere a test can wait
+// on, and testdb's waits are out of reach (testdb imports this package):
+// this is the package's one poll.
 func waitGone(t *testing.T, what string, gone func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)

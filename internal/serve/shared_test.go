@@ -50,7 +50,9 @@ FROM pg_stat_user_tables WHERE schemaname = $1`, schema).Scan(&n); err != nil {
 		}
 		return n
 	}
-	const watch = 4 * time.Second // 20 refreshes of 200ms
+	// What the sessions watch: this many changes, each seen by every
+	// session before the next, at least a refresh (200ms) apiece.
+	const watch = 20
 	cost := func(sessions int) int64 {
 		t.Helper()
 		app := fmt.Sprintf("share-%d", sessions)
@@ -63,7 +65,8 @@ FROM pg_stat_user_tables WHERE schemaname = $1`, schema).Scan(&n); err != nil {
 		for _, p := range panes {
 			p.WaitFor("ssh:watched-4", within)
 		}
-		time.Sleep(watch)
+		changesSeen(t, withApp(dsn, app+"-changes"), panes, watch)
+		gone(t, stats, app+"-changes")
 		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +79,7 @@ FROM pg_stat_user_tables WHERE schemaname = $1`, schema).Scan(&n); err != nil {
 	}
 	one := cost(1)
 	three := cost(3)
-	t.Logf("table scans while watching for %s: 1 session %d, 3 sessions %d", watch, one, three)
+	t.Logf("table scans while watching %d changes: 1 session %d, 3 sessions %d", watch, one, three)
 	if one == 0 {
 		t.Fatal("one session read nothing")
 	}
@@ -84,6 +87,26 @@ FROM pg_stat_user_tables WHERE schemaname = $1`, schema).Scan(&n); err != nil {
 	// too): a few reads more than one session's, never three times as many.
 	if three > one+one/2 {
 		t.Fatalf("3 sessions cost %d table scans, 1 session %d: the sessions do not share their polls", three, one)
+	}
+}
+
+// changesSeen gives the key ssh:changes to n owners in turn, through a
+// pool of its own on dsn (closed when it returns), each once every pane
+// shows the one before.
+func changesSeen(t *testing.T, dsn string, panes []*tmuxtest.Pane, n int) {
+	t.Helper()
+	db := testdb.Pool(t, dsn)
+	defer db.Close()
+	lk := testdb.Locker(t, locker.Config{TTL: time.Hour})
+	for i := range n {
+		owner := fmt.Sprintf("change-%02d", i)
+		lease := testdb.MustAcquire(t, lk, db, "ssh:changes", owner)
+		for _, p := range panes {
+			p.WaitFor(owner, within)
+		}
+		if _, err := lk.Release(context.Background(), db, lease); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

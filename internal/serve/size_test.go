@@ -23,7 +23,8 @@ func TestConsoleOverSSHInTinyTerminals(t *testing.T) {
 	db := testdb.Pool(t, dsn)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	testdb.MustAcquire(t, lk, db, "ssh:tiny", "worker-1")
-	s := startServe(t, dsn)
+	const app = "tiny-serve"
+	s := startServe(t, withApp(dsn, app))
 
 	// The client's terminal reports 0 rows when ssh asks for the PTY.
 	cmd := "stty rows 0 cols 60 && exec " + strings.Join(quoteAll(s.args(s.operator)), " ")
@@ -31,7 +32,9 @@ func TestConsoleOverSSHInTinyTerminals(t *testing.T) {
 	testdb.Eventually(t, within, "the session to open", func() bool {
 		return strings.Contains(s.log.String(), `msg="session opened" actor=alice`)
 	})
-	time.Sleep(time.Second) // a few frames and polls at 0 rows
+	for range 2 { // polls at 0 rows, and frames drawn from them
+		testdb.ReadAfter(t, db, app, func() {})
+	}
 	alive := func(what string) {
 		t.Helper()
 		if log := s.log.String(); strings.Contains(log, "panic") || strings.Contains(log, "session ended") {
@@ -59,8 +62,8 @@ func TestConsoleOverSSHInTinyTerminals(t *testing.T) {
 			p.Keys(page)
 		}
 		for _, size := range sizes {
-			resize(size[0], size[1])
-			time.Sleep(300 * time.Millisecond)
+			// A frame drawn at this size from a fresh read.
+			testdb.ReadAfter(t, db, app, func() { resize(size[0], size[1]) })
 			alive(fmt.Sprintf("page %q at %dx%d", page, size[0], size[1]))
 		}
 		resize(80, 24)

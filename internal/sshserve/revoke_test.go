@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,11 +127,17 @@ func TestSessionsEndAtTheirMaximumAge(t *testing.T) {
 	f := startFixture(t, Config{MaxSessionAge: 2 * time.Second})
 	p := f.pane(f.operator)
 	p.WaitFor("hello alice", within)
-	for range 5 { // activity does not extend it
+	// Activity does not extend it: keys, each seen by the program, right
+	// up to the end.
+	var screen string
+	for n := 1; !strings.Contains(screen, "exit status"); n++ {
 		p.Keys("z")
-		time.Sleep(200 * time.Millisecond)
+		keys := fmt.Sprintf("keys %d", n)
+		screen = p.WaitUntil(strconv.Quote(keys)+" or the end", within, func(s string) bool {
+			return strings.Contains(s, keys) || strings.Contains(s, "exit status")
+		})
 	}
-	screen := p.WaitFor("exit status 0", within)
+	screen = p.WaitFor("exit status 0", within)
 	if !strings.Contains(screen, "maximum session age (2s)") || strings.Contains(screen, "hello alice") {
 		t.Errorf("the client is not told why, or the program's screen is left:\n%s", screen)
 	}

@@ -6,8 +6,10 @@
 // Tests do not sleep to let time pass: Clock moves a test schema's time
 // (the protocol's one clock, distributed_lock_now, which every function and
 // reader of the schema reads), AgeLock and ExpireLease move one lock row
-// into the past on that clock, and Eventually, Within, WaitUntilBlocked and
-// WaitUntilPast wait for a state the test can observe.
+// into the past on that clock, and Eventually, Within, WaitUntilBlocked,
+// WaitUntilPast, WaitForWaiter, WaitForCheck and ReadAfter wait for a state
+// the test can observe. Pace is the one sleep left to simulated clients,
+// whose pauses are what they simulate (TestTestsRarelySleep counts).
 //
 // Without a server, tests skip — except under CI=true, where they fail: CI
 // must never pass by skipping the database tests.

@@ -14,6 +14,7 @@ import (
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -42,7 +43,7 @@ func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic
 		}
 		for i := range 1 + r.IntN(max(1, w.HoldWrites)) {
 			if w.PauseOneIn > 0 && r.IntN(w.PauseOneIn) == 0 {
-				time.Sleep(w.TTL * 3 / 2)
+				testdb.Pace(w.TTL * 3 / 2)
 			}
 			writeSeq++
 			if res := w.fencedWrite(pool, rec, id, lease, writeSeq); res != history.OK {
@@ -170,7 +171,7 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, oper operator.Opera
 	r := rand.New(rand.NewPCG(99, uint64(time.Now().UnixNano())))
 	endNext := false
 	for !stop.Load() {
-		time.Sleep(time.Duration(25+r.IntN(50)) * time.Millisecond)
+		testdb.Pace(time.Duration(25+r.IntN(50)) * time.Millisecond)
 		key := fmt.Sprintf("hot-%d", r.IntN(w.HotKeys))
 		if w.ModeOneIn > 0 && r.IntN(3) == 0 {
 			key = []string{sharedKey, semaphoreKey}[r.IntN(2)]
@@ -242,7 +243,7 @@ func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Ran
 	}
 	for i := range 1 + r.IntN(max(1, w.HoldWrites)) {
 		if w.PauseOneIn > 0 && r.IntN(w.PauseOneIn) == 0 {
-			time.Sleep(w.TTL * 3 / 2)
+			testdb.Pace(w.TTL * 3 / 2)
 		}
 		lost := false
 		for j := range leases {

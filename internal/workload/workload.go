@@ -26,6 +26,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/operator"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -135,13 +136,13 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 					return
 				}
 				pruned.Add(res.Locks)
-				time.Sleep(20 * time.Millisecond)
+				testdb.Pace(20 * time.Millisecond)
 			}
 		})
 	}
-	time.Sleep(w.Duration)
-	for deadline := time.Now().Add(4 * w.Duration); w.MinGrants > 0 && time.Now().Before(deadline) && grants(rec) < w.MinGrants; {
-		time.Sleep(w.Duration / 20)
+	testdb.Pace(w.Duration)
+	if w.MinGrants > 0 { // and on until MinGrants, for at most four runs more
+		testdb.Within(4*w.Duration, func() bool { return grants(rec) >= w.MinGrants })
 	}
 	stop.Store(true)
 	wg.Wait()
