@@ -50,6 +50,11 @@ type waiting struct {
 	// handoff: a NOTIFY named this waiter as handed the key. Anyone may
 	// send one, so it is a reason to claim (store.Claim), never the grant.
 	handoff chan struct{}
+	// missing: the database's heartbeat did not find this waiter's record
+	// live: it was handed the key (its NOTIFY may be on its way, or lost)
+	// or the record is gone. The database said so, so the waiter claims at
+	// once and, when nothing was handed to it, checks.
+	missing chan struct{}
 	// expiresAt is when (local Unix ns) the key's latest lease, handed to
 	// another waiter, ends at the latest: the end of its claim window unless
 	// claimed. retime wakes the waiter only when that is earlier than
@@ -340,7 +345,7 @@ func (n *Notifier) heartbeat(ctx context.Context, conn *pgx.Conn) (time.Duration
 		for _, set := range n.subs {
 			for w := range set {
 				if w.id == id {
-					signal(w.wake)
+					signal(w.missing)
 				}
 			}
 		}
@@ -398,7 +403,7 @@ func (n *Notifier) dispatch(note *pgconn.Notification) {
 // to check on its wake channel. Call the function returned when done.
 func (n *Notifier) await(key string, seenFor time.Duration) (*waiting, func()) {
 	w := &waiting{seenFor: seenFor, wake: make(chan struct{}, 1),
-		handoff: make(chan struct{}, 1), retime: make(chan struct{}, 1)}
+		handoff: make(chan struct{}, 1), missing: make(chan struct{}, 1), retime: make(chan struct{}, 1)}
 	n.mu.Lock()
 	if n.subs[key] == nil {
 		n.subs[key] = map[*waiting]struct{}{}

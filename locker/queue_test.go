@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
@@ -313,5 +315,47 @@ func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
 	}
 	if r := <-got; r.Err != nil || r.Lease.Owner != "b" || r.Lease.Token != rowOf(t, here, "k").Token {
 		t.Fatalf("Acquire = %+v, %v; want this schema's hand-off to b", r.Lease, r.Err)
+	}
+}
+
+// A hand-off whose NOTIFY never arrives is found by the Notifier's
+// heartbeat, which no longer finds the waiter's record live: the waiter
+// claims the lease at once, as a NOTIFY's hand-off is claimed, instead of
+// leaving it to its claim window. Its clock never moves, so neither its
+// own checks nor a background claim can explain the grant.
+func TestAHandOffWhoseNotifyIsLostIsClaimedAtTheHeartbeat(t *testing.T) {
+	ctx := context.Background()
+	db := testdb.New(t)
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(db.Config().ConnConfig)})
+	locker.OnHeard(n, func(note *pgconn.Notification) {
+		if strings.HasPrefix(note.Payload, "{") {
+			note.Payload = "lost" // every wake-up but the Notifier's own probes
+		}
+	})
+	nctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = n.Run(nctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testdb.Eventually(t, 10*time.Second, "the notifier listening", n.Live)
+	lk := clockedLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second,
+		ClaimWindow: 20 * time.Second}, newFakeClock())
+	holder := testdb.MustAcquire(t, lk, db, "k", "a")
+	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
+	testdb.WaitForWaiter(t, db, "k", "b")
+	if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
+		t.Fatal(err)
+	}
+	var r testdb.Acquired
+	select {
+	case r = <-got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the waiter was not served: the heartbeat did not find its hand-off")
+	}
+	if r.Err != nil || r.Lease.Owner != "b" || r.Lease.Token <= holder.Token {
+		t.Fatalf("Acquire = %+v, %v; want b's lease, handed on", r.Lease, r.Err)
+	}
+	row := rowOf(t, db, "k")
+	if row.Token != r.Lease.Token || row.RenewCount != 1 || row.ExpiresAt.Sub(row.AcquiredAt) < 30*time.Second {
+		t.Fatalf("row = %+v; want token %d claimed (renewed once, to about the TTL) when Acquire returned", row, r.Lease.Token)
 	}
 }

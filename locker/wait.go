@@ -157,11 +157,10 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 	// checked: the first check, deadlockCheck after the enqueue, has run.
 	checked := false
 	for {
-		var wake, retime <-chan struct{}
-		var handoffs <-chan struct{}
+		var wake, retime, handoffs, missing <-chan struct{}
 		listening := w != nil && l.cfg.Notifier.Live()
 		if w != nil {
-			wake, retime, handoffs = w.wake, w.retime, w.handoff
+			wake, retime, handoffs, missing = w.wake, w.retime, w.handoff, w.missing
 		}
 		sleep := l.waitFor(holderEnds.Sub(l.clock.Now()), listening)
 		if !checked {
@@ -180,18 +179,22 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			// Said to be handed the key: the database says whether it was,
 			// and the claim is made in the same call.
 			stopTimer()
-			claimedAt := l.clock.Now()
-			row, kind, ok, err := store.Claim(ctx, db, key, id)
-			switch {
-			case err != nil && ctx.Err() != nil:
-				continue // reported by the select
-			case err != nil:
-				return Lease{}, true, fmt.Errorf("locker: acquire %q: claim the hand-off: %w", key, err)
-			case !ok:
-				continue // not a grant of its own: it waits on, still queued
+			lease, ok, err := l.claimHandOff(ctx, db, key, id)
+			if err != nil || ok {
+				handed = ok
+				return lease, true, err
 			}
-			handed = true
-			return leaseFrom(row, Outcome(kind), claimedAt), true, nil
+			continue // not a grant of its own (or ctx ended): it waits on, still queued
+		case <-missing:
+			// Its record is not live, says the heartbeat: handed the key,
+			// claimed here as a NOTIFY's hand-off is, or gone, which the
+			// check below finds.
+			stopTimer()
+			lease, ok, err := l.claimHandOff(ctx, db, key, id)
+			if err != nil || ok {
+				handed = ok
+				return lease, true, err
+			}
 		case <-retime:
 			// Said to be handed to another waiter: wake when that lease's
 			// claim window ends, if sooner. A hint only shortens the sleep
@@ -213,10 +216,13 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		case err != nil:
 			return Lease{}, true, fmt.Errorf("locker: acquire %q: check the queue: %w", key, err)
 		case p.Granted():
-			handed = true
 			lease := leaseFrom(p.LeaseRow, Outcome(p.Outcome), polledAt)
 			lease.valid = p.Remaining
 			lease, err = l.claim(ctx, db, lease)
+			// A claim that failed (its ctx ended mid-call) leaves the
+			// lease to the deferred leave, which passes it on, rather
+			// than to its claim window.
+			handed = err == nil
 			return lease, true, err
 		case p.Outcome == lockdb.OutcomeQueued:
 			holder, holderEnds, last = p.Owner, l.checkAgainAt(untilFree(p)), p
@@ -302,4 +308,21 @@ func (l *Locker) sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-timer:
 		return nil
 	}
+}
+
+// claimHandOff asks the database whether waiter id was handed key and
+// claims the lease in the same call. ok is false when nothing was handed
+// to it, or when ctx ended (the wait's select reports that).
+func (l *Locker) claimHandOff(ctx context.Context, db DBTX, key string, id int64) (lease Lease, ok bool, err error) {
+	claimedAt := l.clock.Now()
+	row, kind, ok, err := store.Claim(ctx, db, key, id)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return Lease{}, false, nil
+	case err != nil:
+		return Lease{}, false, fmt.Errorf("locker: acquire %q: claim the hand-off: %w", key, err)
+	case !ok:
+		return Lease{}, false, nil
+	}
+	return leaseFrom(row, Outcome(kind), claimedAt), true, nil
 }

@@ -209,6 +209,7 @@ func fanIn(ws []*waiting, kick chan struct{}) func() {
 				case <-w.wake:
 				case <-w.retime:
 				case <-w.handoff:
+				case <-w.missing:
 				}
 				signal(kick)
 			}
