@@ -615,6 +615,14 @@ RETURNS interval LANGUAGE sql STABLE AS $$
     SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
+-- distributed_lock_reserved: owner is a reserved word: '*', the owner of a
+-- shared or semaphore group's own lease (11_shared.sql), which no caller's
+-- lease may carry, so that no lease is ever mistaken for a group's.
+CREATE OR REPLACE FUNCTION distributed_lock_reserved(owner text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT owner = '*'
+$$;
+
 -- distributed_lock_held: l is owner's running exclusive lease, taken by
 -- database role role (a shared or semaphore key's row is its group's,
 -- whose owner is nobody's: 11_shared.sql). A lease belongs to the role that
@@ -731,6 +739,19 @@ RETURNS text LANGUAGE sql STABLE AS $$
                 ELSE 'acquired' END
 $$;
 
+-- distributed_lock_admit_owner refuses (23514, as a key or owner outside
+-- the name rules is refused) an owner id that is a reserved word
+-- (distributed_lock_reserved), where an owner enters the protocol: a grant,
+-- a queue's record, a session. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_admit_owner(owner text)
+RETURNS void
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF distributed_lock_reserved(owner) THEN
+        RAISE EXCEPTION 'an owner id may not be a reserved word: %', owner USING ERRCODE = '23514';
+    END IF;
+END $$;
+
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
@@ -792,6 +813,7 @@ BEGIN
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                          AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
     INTO res;
@@ -808,6 +830,7 @@ BEGIN
         FROM distributed_lock l WHERE l.lock_key = key;
         RETURN res;
     END IF;
+    PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, distributed_lock_refusal(l, ts),
@@ -1382,6 +1405,7 @@ DECLARE
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     FOR attempt IN 1..3 LOOP
         -- Beside the other waiters, without the row lock, if it may
         -- (14_queue_beside.sql).
@@ -2104,6 +2128,7 @@ DECLARE
     a record;
     granted distributed_lock[];
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     BEGIN
         granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
                                               log_grants, lock_delay_us);
@@ -2222,6 +2247,7 @@ DECLARE
     ids bigint[];
     found_cycle jsonb;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
@@ -2792,6 +2818,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := clock_timestamp();
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
     VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
             distributed_lock_us(ttl_us), ts, ts + distributed_lock_us(ttl_us))
@@ -2913,6 +2940,7 @@ DECLARE
     s distributed_lock_session;
     ts timestamptz;
 BEGIN
+    PERFORM distributed_lock_admit_owner(lease_owner);
     IF cardinality(keys) IS DISTINCT FROM cardinality(tokens) THEN
         RAISE EXCEPTION 'distributed_lock_session_bind: % keys but % tokens', cardinality(keys), cardinality(tokens)
             USING ERRCODE = '22023';
@@ -3300,6 +3328,7 @@ DECLARE
     joining boolean;
     stole boolean := false;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n
@@ -3789,6 +3818,7 @@ DECLARE
     joining boolean;
     locked record;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
@@ -4329,6 +4359,8 @@ END $$;
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
+    distributed_lock_admit_owner(text),
+    distributed_lock_reserved(text),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),

@@ -131,5 +131,6 @@ func TestEnqueueShared(t *testing.T) {
 				expires: justNow, wakes: &span{time.Minute - slack, time.Minute}},
 				waiters: []waiterWant{{owner: w2}}, slots: []slotWant{asPrepared, asPrepared}}},
 		{name: "zero permits", state: noRow(), call: permits(-1).call, want: want{err: "23514"}},
+		{name: "the reserved owner", state: sharedBy(other), call: enqueueSharedArgs{owner: "*"}.call, want: want{err: "23514"}},
 	})
 }

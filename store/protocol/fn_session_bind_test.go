@@ -117,5 +117,9 @@ func TestSessionBind(t *testing.T) {
 			call: bindArgs{owner: me, leaseOwner: me, noSession: true, leases: []binding{theGrant}}.call, want: refused("gone")},
 		{name: "a token short", state: heldBy(me).and(also{name: "b", state: heldBy(me)}).inSession(liveSession()),
 			call: bindArgs{owner: me, leaseOwner: me, leases: []binding{theGrant, grantOf("b")}, tokens: 1}.call, want: want{err: "22023"}},
+		// The group's owner names the group's own lease, which no session
+		// may keep.
+		{name: "the reserved owner's lease", state: sharedBy(other).inSession(liveSession()),
+			call: bindArgs{owner: me, leaseOwner: "*", leases: []binding{theGrant}}.call, want: want{err: "23514"}},
 	})
 }

@@ -22,6 +22,14 @@ RETURNS interval LANGUAGE sql STABLE AS $$
     SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
+-- distributed_lock_reserved: owner is a reserved word: '*', the owner of a
+-- shared or semaphore group's own lease (11_shared.sql), which no caller's
+-- lease may carry, so that no lease is ever mistaken for a group's.
+CREATE OR REPLACE FUNCTION distributed_lock_reserved(owner text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT owner = '*'
+$$;
+
 -- distributed_lock_held: l is owner's running exclusive lease, taken by
 -- database role role (a shared or semaphore key's row is its group's,
 -- whose owner is nobody's: 11_shared.sql). A lease belongs to the role that

@@ -1,3 +1,16 @@
+-- distributed_lock_admit_owner refuses (23514, as a key or owner outside
+-- the name rules is refused) an owner id that is a reserved word
+-- (distributed_lock_reserved), where an owner enters the protocol: a grant,
+-- a queue's record, a session. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_admit_owner(owner text)
+RETURNS void
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF distributed_lock_reserved(owner) THEN
+        RAISE EXCEPTION 'an owner id may not be a reserved word: %', owner USING ERRCODE = '23514';
+    END IF;
+END $$;
+
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
@@ -59,6 +72,7 @@ BEGIN
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
                         WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                          AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
     INTO res;
@@ -75,6 +89,7 @@ BEGIN
         FROM distributed_lock l WHERE l.lock_key = key;
         RETURN res;
     END IF;
+    PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, distributed_lock_refusal(l, ts),

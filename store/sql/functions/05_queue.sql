@@ -228,6 +228,7 @@ DECLARE
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     FOR attempt IN 1..3 LOOP
         -- Beside the other waiters, without the row lock, if it may
         -- (14_queue_beside.sql).

@@ -100,6 +100,7 @@ DECLARE
     a record;
     granted distributed_lock[];
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     BEGIN
         granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
                                               log_grants, lock_delay_us);
@@ -218,6 +219,7 @@ DECLARE
     ids bigint[];
     found_cycle jsonb;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,

@@ -33,6 +33,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := clock_timestamp();
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
     VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
             distributed_lock_us(ttl_us), ts, ts + distributed_lock_us(ttl_us))
@@ -154,6 +155,7 @@ DECLARE
     s distributed_lock_session;
     ts timestamptz;
 BEGIN
+    PERFORM distributed_lock_admit_owner(lease_owner);
     IF cardinality(keys) IS DISTINCT FROM cardinality(tokens) THEN
         RAISE EXCEPTION 'distributed_lock_session_bind: % keys but % tokens', cardinality(keys), cardinality(tokens)
             USING ERRCODE = '22023';

@@ -269,6 +269,7 @@ DECLARE
     joining boolean;
     stole boolean := false;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n

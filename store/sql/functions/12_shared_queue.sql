@@ -183,6 +183,7 @@ DECLARE
     joining boolean;
     locked record;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());

@@ -5,6 +5,8 @@
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
+    distributed_lock_admit_owner(text),
+    distributed_lock_reserved(text),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),
