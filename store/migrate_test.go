@@ -96,7 +96,9 @@ var boundedWaits = map[string]string{
 // inlined into the statements that use them where PostgreSQL can.
 var ruleFunctions = map[string]bool{
 	"distributed_lock_timeline": true, "distributed_lock_draw_token": true, "distributed_lock_reserved": true,
-	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_queue_live": true,
+	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_live": true,
+	"distributed_lock_is_group": true, "distributed_lock_of_kind": true, "distributed_lock_waits_for_group": true,
+	"distributed_lock_asks_for": true, "distributed_lock_group_of": true, "distributed_lock_queue_live": true,
 	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
@@ -104,6 +106,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,
 	"distributed_lock_lease_end":    true, "distributed_lock_us": true,
+	"distributed_lock_holders_end": true, "distributed_lock_key_state": true,
 }
 
 // Several lock namespaces (schemas) on one database each get the protocol

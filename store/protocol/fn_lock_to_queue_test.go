@@ -18,7 +18,7 @@ var lockToQueueCall = lockToQueueFor("exclusive", 0)
 
 // setWakeSQL: another enqueue that queues under the row lock, making the
 // key's releases hand off for a minute, then commits.
-const setWakeSQL = `UPDATE distributed_lock SET wake_until = clock_timestamp() + interval '1 minute' WHERE lock_key = $1`
+const setWakeSQL = `UPDATE distributed_lock SET wake_until = clock_timestamp() + interval '1 minute' WHERE lock_key = $1 AND slot = 0`
 
 // An enqueue that cannot queue beside the others takes the row for update;
 // one that waited for another's change first looks again, and queues
@@ -49,7 +49,7 @@ func TestLockToQueue(t *testing.T) {
 				prevOwner: "earlier", prevToken: keptPrevious, wakes: &span{time.Minute - slack, time.Minute}},
 				check: answered(nil, true)}},
 		{name: "the row locked by a change that does not let it beside: waited for, then locked", state: heldBy(other),
-			call: lockToQueueCall, during: whileRowChanges(`UPDATE distributed_lock SET renew_count = renew_count + 1 WHERE lock_key = $1`),
+			call: lockToQueueCall, during: whileRowChanges(`UPDATE distributed_lock SET renew_count = renew_count + 1 WHERE lock_key = $1 AND slot = 0`),
 			want: want{row: rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
 				prevOwner: "earlier", prevToken: keptPrevious, renewals: 1},
 				check: answered(other, false)}},

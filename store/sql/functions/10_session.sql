@@ -116,7 +116,7 @@ BEGIN
             renew_count = l.renew_count + 1
         FROM distributed_lock_session_lease b
         WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+          AND distributed_lock_live(l, ts)
         RETURNING l.lock_key, l.fence_token)
     SELECT (SELECT count(*) FROM moved),
            (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
@@ -131,7 +131,7 @@ BEGIN
         WHERE b.session_id = session
           AND NOT EXISTS (SELECT 1 FROM distributed_lock l
                           WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
+                            AND distributed_lock_live(l, ts));
     END IF;
     outcome := 'renewed';
 END $$;
@@ -161,7 +161,7 @@ BEGIN
             USING ERRCODE = '22023';
     END IF;
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) AND l.slot = 0 ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := clock_timestamp();
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
@@ -173,7 +173,8 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, session_user, ts))
+                      WHERE l.lock_key = d.k AND l.slot = 0 AND l.fence_token = d.t
+                        AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
         outcome := 'not_held';
@@ -218,7 +219,7 @@ BEGIN
     ts := clock_timestamp();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+             WHERE x.session_id = session AND distributed_lock_live(l, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
                                                     log_release => log_release, event_actor => event_actor) r)
@@ -259,7 +260,7 @@ BEGIN
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+             WHERE x.session_id = session AND distributed_lock_live(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
         expired := expired + 1;

@@ -28,7 +28,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
     r distributed_lock, owner text, seen_for_us bigint, ts timestamptz)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
+    RETURN coalesce(NOT distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
                     AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false)
         AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
                         WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
@@ -63,14 +63,14 @@ BEGIN
     FOR attempt IN 1..3 LOOP
         BEGIN
             IF attempt < 3 THEN
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE NOWAIT;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE NOWAIT;
             ELSE
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
             END IF;
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             BEGIN
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
                 RAISE SQLSTATE 'LK002';
             EXCEPTION WHEN SQLSTATE 'LK002' THEN
                 NULL;
@@ -114,7 +114,7 @@ DECLARE
     r distributed_lock;
     ts timestamptz := clock_timestamp();
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         RETURN;
     END IF;
@@ -122,7 +122,7 @@ BEGIN
         RETURN;
     END IF;
     lock_key := key;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := clock_timestamp();
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         -- Released (or lapsed) meanwhile. Taking the row now, holding the
