@@ -79,6 +79,28 @@ DO $$ BEGIN
         END IF;
     END IF;
 END $$;
+DO $$
+DECLARE
+    found text;
+BEGIN
+    IF pg_catalog.to_regclass('distributed_lock_migration') IS NULL THEN
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_attribute a
+                   WHERE a.attrelid = pg_catalog.to_regclass('distributed_lock_migration')
+                     AND a.attname = 'checksum' AND NOT a.attisdropped) THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema was made by a lockctl that did not record what its migrations were (a build before v0.1.0): this one cannot tell which tables and functions it holds, and changes nothing. No released lockctl made it: once no lock is held, drop its lock tables and migrate again (docs/operations.md, An unrecognised schema)';
+    END IF;
+    SELECT pg_catalog.string_agg(pg_catalog.format('%s (checksum %s…, this build''s %s…)',
+               pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
+               pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
+    INTO found
+    FROM distributed_lock_migration m JOIN (VALUES (1, '60e252806fa6112fe07da5527f6047713908e2bcdc9e4d4b9fdce0c9ed66d236')) b (version, checksum) ON b.version = m.version
+    WHERE m.checksum IS DISTINCT FROM b.checksum;
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
+    END IF;
+END $$;
 SELECT to_regclass('distributed_lock_migration') IS NULL AS lockctl_fresh \gset
 
 -- Migration 001 initial_schema.
@@ -180,9 +202,16 @@ END $$;
 -- several independent lock namespaces (one per schema).
 
 -- Which migrations this schema has had (store.Migrate, schema.sql): one row
--- per version, written in the transaction that applied it.
+-- per version, written in the transaction that applied it, with the
+-- SHA-256 of the text that applied it, so a schema made by another build
+-- of a migration is refused before anything runs on it
+-- (store/migrate_checksum.go). applied_at is that transaction's start on
+-- the server's wall clock, not lock time: it is written before the
+-- protocol's clock (distributed_lock_now) exists, and a test that moves
+-- that clock does not move when its schema was made.
 CREATE TABLE distributed_lock_migration (
     version    integer     PRIMARY KEY,
+    checksum   text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -253,7 +282,7 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -325,12 +354,12 @@ CREATE TABLE distributed_lock (
 -- (docs/operations.md, "Large tables").
 
 -- Append-only history: grants, steals, releases, operator actions,
--- rejected stale writes and waits refused as deadlocks. Renewals are not
--- logged (they are counted in distributed_lock.renew_count) so keepalive
--- traffic stays cheap.
+-- rejected stale writes, waits refused as deadlocks and waits given up.
+-- Renewals are not logged (they are counted in
+-- distributed_lock.renew_count) so keepalive traffic stays cheap.
 CREATE TABLE distributed_lock_event (
     event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    occurred_at    timestamptz NOT NULL, -- the writing call's now (distributed_lock_now)
     lock_key       text        NOT NULL,
     kind           distributed_lock_event_kind NOT NULL,
     owner_id       distributed_lock_name,
@@ -369,7 +398,7 @@ CREATE TABLE distributed_lock_waiter (
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
     owner_role    text NOT NULL DEFAULT session_user, -- the role that queued it: only it polls, refreshes or removes it
-    waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
+    waiting_since timestamptz NOT NULL,      -- the enqueue's now (distributed_lock_now)
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
     claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
@@ -436,6 +465,8 @@ DO $$
 DECLARE
     zone    text := coalesce(nullif(current_setting('lockctl.reference_time_zone', true), ''),
                              current_setting('TimeZone'));
+    -- Migration 1 runs before the functions exist, the protocol's clock
+    -- (distributed_lock_now) among them: the adoption reads the server's.
     adopted timestamptz := clock_timestamp();
     local   boolean;
 BEGIN
@@ -462,7 +493,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version) VALUES (1);
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '60e252806fa6112fe07da5527f6047713908e2bcdc9e4d4b9fdce0c9ed66d236');
 \endif
 
 -- The functions, re-created every time.
@@ -493,13 +524,20 @@ INSERT INTO distributed_lock_migration (version) VALUES (1);
 -- they then run under. Transaction-local: migrate re-creates the functions
 -- in one transaction (and psql -1 runs schema.sql in one).
 --
--- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
--- the call holds the key's row lock (distributed_lock_acquire, which never
--- waits for one, reads it as it takes the lock; a waiter's check that
--- takes none reads it after its last wait). Never statement_timestamp()
+-- Time, everywhere: one clock, distributed_lock_now() (02_rules.sql), the
+-- only place the time is read. A call reads it once, into ts, after the
+-- waits it judges after (the key's row lock; distributed_lock_acquire,
+-- which never waits for one, reads it as it starts), judges every lease
+-- and waiter record with it, writes it into the rows and events it makes,
+-- and passes it to the helpers it calls, so a release and the hand-off it
+-- made share one instant. A helper that waits itself (the prune gate, a
+-- queue lock, a waiter's record) and then stamps or judges again reads it
+-- anew after that wait, and says why beside it; so does a call that judged
+-- before a wait and judges again after. A protocol function that calls
+-- another (a session's close releases its leases) makes that call as any
+-- caller would, and the callee reads its own. Never statement_timestamp()
 -- or now(): a call that waited for a row lock would judge a lease with the
--- time from before the wait. A call's events carry that now too, so a
--- release and the hand-off it made share one instant.
+-- time from before the wait.
 SELECT pg_catalog.set_config('search_path',
     pg_catalog.quote_ident(pg_catalog.current_schema()) OPERATOR(pg_catalog.||) ', pg_catalog, pg_temp', true);
 
@@ -580,8 +618,20 @@ $$;
 -- so PostgreSQL inlines them into the statements that call them (EXPLAIN
 -- VERBOSE shows their expressions, not a call; store's TestRulesAreInlined
 -- checks): a rule costs nothing at run time. Pass them columns or
--- variables, not volatile expressions such as clock_timestamp(), which
--- would stop the inlining. ts is the call's now (00_search_path.sql).
+-- variables, not volatile expressions such as distributed_lock_now(),
+-- which would stop the inlining. ts is the call's now (00_search_path.sql).
+
+-- distributed_lock_now: the protocol's clock, the one place any function,
+-- rule or reader reads the time (00_search_path.sql says when a call reads
+-- it). Inlined, it costs what clock_timestamp() does. Its owner alone may
+-- replace it, and a test does, in its own schema, to move that schema's
+-- time instead of sleeping (internal/testdb, Clock); the next migrate
+-- puts this one back. No function takes a time from its caller, so a
+-- service cannot choose its own. EXECUTE stays with PUBLIC (99_privileges.sql).
+CREATE OR REPLACE FUNCTION distributed_lock_now()
+RETURNS timestamptz LANGUAGE sql VOLATILE AS $$
+    SELECT pg_catalog.clock_timestamp()
+$$;
 
 -- distributed_lock_us: a caller's microseconds (ttl_us, lock_delay_us, …)
 -- as an interval, never overflowing: past 10^15 µs (about 31 years) either
@@ -836,7 +886,7 @@ RETURNS distributed_lock_acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
     res distributed_lock_acquire_result;
     r distributed_lock;
 BEGIN
@@ -863,8 +913,8 @@ BEGIN
     END IF;
     IF FOUND THEN
         INSERT INTO distributed_lock_event
-            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        SELECT key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        SELECT ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
                l.previous_owner, l.previous_token, coalesce(event_detail, '{}')
         FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
@@ -893,9 +943,11 @@ BEGIN
             res.lock_key := key;
             res.outcome := 'busy';
         ELSIF log_grants THEN
-            INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-            VALUES (key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
-                    coalesce(event_detail, '{}'));
+            -- At the grant's instant (distributed_lock_first_grant's now).
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+            SELECT l.acquired_at, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+                   coalesce(event_detail, '{}')
+            FROM distributed_lock l WHERE l.lock_key = key;
         END IF;
         RETURN res;
     END IF;
@@ -904,6 +956,8 @@ BEGIN
         -- here if its last holders lapsed; else refused until its holders'
         -- last expiry.
         IF distributed_lock_end_lapsed_group(key, ts) THEN
+            -- Anew, with a now of its own: passing the key on may have
+            -- waited (distributed_lock_pass_on) and handed it to a waiter.
             RETURN distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
                                             log_grants, lock_delay_us);
         END IF;
@@ -960,7 +1014,9 @@ DECLARE
     ts timestamptz;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
-    ts := clock_timestamp();
+    -- A now of its own, after the gate, which a prune holds while it
+    -- deletes: the lease runs its whole TTL from when it is made.
+    ts := distributed_lock_now();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
@@ -1002,7 +1058,7 @@ BEGIN
         ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
-    FROM (SELECT k.r, clock_timestamp() AS ts
+    FROM (SELECT k.r, distributed_lock_now() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
@@ -1045,9 +1101,9 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
         PERFORM distributed_lock_queue_lock(key, true, interval '5 seconds');
-        -- Handed now: a record queued while this waited must not get a
-        -- claim window counted from before it asked.
-        IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN
+        -- Handed with a now read after that wait: a record queued while
+        -- this waited must not get a claim window counted from before it asked.
+        IF distributed_lock_hand_off(key, distributed_lock_now()) IS NULL THEN
             PERFORM distributed_lock_wake(key);
         END IF;
     END IF;
@@ -1116,7 +1172,7 @@ BEGIN
     -- setting, a PERFORM a statement of its own). follow_up: the release is
     -- logged or someone may wait. Every test is an expression PL/pgSQL sets
     -- up once per transaction, so a release nobody waits for makes one.
-    UPDATE distributed_lock l SET released_at = clock_timestamp()
+    UPDATE distributed_lock l SET released_at = distributed_lock_now()
     WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
@@ -1134,8 +1190,8 @@ BEGIN
         -- A shared or semaphore holder's lease: released, logged and its
         -- permit handed to a waiter beside the other holders while another
         -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql) and passed on below, once its
-        -- end is logged.
+        -- the row for update (11_shared.sql), the now read once that lock
+        -- is held, and passed on below, once its end is logged.
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
         FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
@@ -1143,15 +1199,16 @@ BEGIN
         IF FOUND THEN
             RETURN res;
         END IF;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+        ts := distributed_lock_now();
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
-        FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
         IF NOT FOUND THEN
             res.lock_key := key;
             res.outcome := 'not_held';
             RETURN res;
         END IF;
-        ts := clock_timestamp();
     END IF;
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
@@ -1181,7 +1238,7 @@ DECLARE
 BEGIN
     held := coalesce((
         SELECT distributed_lock_held(c.r, owner, session_user, c.ts)
-        FROM (SELECT k.r, clock_timestamp() AS ts
+        FROM (SELECT k.r, distributed_lock_now() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
                     WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                       AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
@@ -1209,8 +1266,9 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     id bigint;
 BEGIN
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    VALUES (key::distributed_lock_name, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (distributed_lock_now(), key::distributed_lock_name, 'stale_write_rejected', owner, token,
+            coalesce(event_actor, owner),
             coalesce(event_detail, '{}')::distributed_lock_metadata)
     RETURNING event_id INTO id;
     RETURN id;
@@ -1346,9 +1404,9 @@ DECLARE
     id bigint;
 BEGIN
     INSERT INTO distributed_lock_waiter AS w
-        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
-         lock_mode, permits)
-    VALUES (key, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+        (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay,
+         wake_channel, lock_mode, permits)
+    VALUES (key, owner, ts, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
             distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
             distributed_lock_us(lock_delay_us), channel, mode, permits)
     RETURNING w.waiter_id INTO id;
@@ -1421,9 +1479,9 @@ END $$;
 -- rather than joined by a second: same id and place, the lease now asked
 -- for; a key found free or
 -- lapsed and handed to that record is the caller's at once (claimed,
--- outcome the hand-off's grant kind). db_now is the database's clock as the
--- call returns (the client relates a later hand-off's acquired_us to its
--- own clock with it). A queued caller is told its queue_position (1: the
+-- outcome the hand-off's grant kind). db_now is the call's now, or a
+-- grant's instant (the client relates a later hand-off's acquired_us to
+-- its own clock with it). A queued caller is told its queue_position (1: the
 -- head), the queue_length, and delay_until when the key is in its
 -- lock-delay; the lease it waits for carries lock_delay_us. outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
@@ -1472,7 +1530,7 @@ BEGIN
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
         IF outcome IN ('acquired', 'stolen', 'renewed') THEN
-            db_now := clock_timestamp();
+            db_now := expires_at - ttl; -- the grant's instant: acquire's now
             RETURN;
         END IF;
     END LOOP;
@@ -1481,7 +1539,9 @@ BEGIN
         remaining := NULL; outcome := 'busy';
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    -- After the row lock (the first try beside the others read its own
+    -- now before this call waited for it).
+    ts := distributed_lock_now();
     IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
         -- A group whose holders all lapsed (11_shared.sql) is ended here,
         -- under the lock, as acquire and a waiter's check end one, and
@@ -1495,7 +1555,7 @@ BEGIN
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
-        db_now := clock_timestamp();
+        db_now := ts;
         RETURN;
     END IF;
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
@@ -1510,7 +1570,7 @@ BEGIN
                                           lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
             waiter_id := NULL;
-            db_now := clock_timestamp();
+            db_now := ts;
             RETURN;
         END IF;
     END IF;
@@ -1576,7 +1636,7 @@ DECLARE
     slot distributed_lock;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- A group's row is always checked under the lock: a group whose
     -- holders all lapsed is ended here, and one with room serves the queue.
     IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND NOT distributed_lock_is_group(r) THEN
@@ -1597,12 +1657,13 @@ BEGIN
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             -- The update may have waited for a hand-off to this record:
-            -- judge the answer after it.
-            ts := clock_timestamp();
+            -- judge the answer with a now read after it.
+            ts := distributed_lock_now();
         END IF;
     ELSE
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-        ts := clock_timestamp();
+        -- Judged again, with a now read after the wait for the lock.
+        ts := distributed_lock_now();
         IF r.lock_key IS NULL THEN
             lock_key := key;
             waiter_id := id;
@@ -1719,7 +1780,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
     k text;
 BEGIN
     -- Lock rows before waiter rows, in key order, as everywhere.
@@ -1753,14 +1814,34 @@ BEGIN
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
+-- distributed_lock_log_gave_up logs that waiter record w, taken out of its
+-- queue at ts without a grant (its caller gave up), waited: a 'gave_up'
+-- event with the wait's length (detail waited_ms, as a hand-off's grant
+-- has it) when the record logs grants (log_grants), as its grant would
+-- have been logged. The actor is the record's, the role the one that
+-- queued it. Only a call that leaves writes it: a grant never does.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_log_gave_up(w distributed_lock_waiter, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF w.log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
+        VALUES (ts, w.lock_key, 'gave_up', w.owner_id, coalesce(w.actor, w.owner_id), w.owner_role,
+                jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
+                                   'waiter_id', w.waiter_id));
+    END IF;
+END $$;
+
 -- distributed_lock_waiter_leave takes waiter id out of key's queue (its
--- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
--- the lease is released (with log_release, logged as a release by
--- event_actor) and passed on to the next waiter. Returns 'left' (it was
--- queued), 'passed_on' (it had been handed the key), or 'none' (also for a
--- record, or a lease handed to one, that another role queued: only its
--- own role takes a waiter out of the queue, or an operator's prune once it
--- lapsed).
+-- Acquire gave up). A record that logs grants logs its wait
+-- (distributed_lock_log_gave_up). If the key was handed to it meanwhile
+-- and is unclaimed, the lease is released (with log_release, logged as a
+-- release by event_actor) and passed on to the next waiter. Returns 'left'
+-- (it was queued), 'passed_on' (it had been handed the key), or 'none'
+-- (also for a record, or a lease handed to one, that another role queued:
+-- only its own role takes a waiter out of the queue, or an operator's
+-- prune once it lapsed).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
     key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -1770,11 +1851,14 @@ DECLARE
     ts timestamptz;
     holder text;
     token bigint;
+    gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-    ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user;
+    ts := distributed_lock_now();
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user
+    RETURNING * INTO gone;
     IF FOUND THEN
+        PERFORM distributed_lock_log_gave_up(gone, ts);
         RETURN 'left';
     END IF;
     IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
@@ -1793,7 +1877,7 @@ BEGIN
     WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
       AND s.owner_role = session_user;
     IF FOUND THEN
-        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release');
+        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
@@ -1815,7 +1899,8 @@ END $$;
 
 -- distributed_lock_force_expire ends the lease now without freeing the row:
 -- the next acquirer takes it over as a steal, with a new token, once the
--- lock-delay from the new expires_at has passed.
+-- lock-delay from the new expires_at has passed. Its now is read once it
+-- holds the row (c: the lock, then the clock, as distributed_lock_renew).
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1824,22 +1909,29 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    ts timestamptz;
     wake timestamptz;
     delay interval;
 BEGIN
-    UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
-    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL
-      AND NOT distributed_lock_is_group(l)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay;
+    UPDATE distributed_lock l SET expires_at = least(l.expires_at, c.ts)
+    FROM (SELECT k.r, distributed_lock_now() AS ts
+          FROM (SELECT z AS r FROM distributed_lock z
+                WHERE z.lock_key = key AND z.fence_token = token AND z.released_at IS NULL
+                  AND z.slot = 0 AND NOT distributed_lock_is_group(z)
+                FOR NO KEY UPDATE) k
+          OFFSET 0) c
+    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
+              c.ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
         FROM distributed_lock_force_holders(key, token, 'expire', event_actor, reason) f;
         RETURN;
     END IF;
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    VALUES (key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (ts, key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
             jsonb_strip_nulls(jsonb_build_object('reason', reason,
                 'delay_until', CASE WHEN delay > interval '0' THEN expires_at + delay END)));
     IF wake > expires_at THEN
@@ -1863,9 +1955,8 @@ DECLARE
     delay interval;
     delay_end timestamptz;
 BEGIN
-    UPDATE distributed_lock l SET released_at = clock_timestamp()
-    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL
-      AND NOT distributed_lock_is_group(l)
+    UPDATE distributed_lock l SET released_at = distributed_lock_now()
+    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
@@ -1906,7 +1997,7 @@ DECLARE
     ts timestamptz;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     IF r.lock_key IS NULL OR NOT distributed_lock_delayed(r, ts) THEN
         lock_key := key;
         outcome := 'not_delayed';
@@ -1963,7 +2054,7 @@ DECLARE
 BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
     LOCK TABLE distributed_lock_prune_gate IN SHARE ROW EXCLUSIVE MODE;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
     -- running group's row is never free, so none of them holds a lease.
     WITH gone AS (
@@ -2101,7 +2192,7 @@ RETURNS distributed_lock[]
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
     granted distributed_lock[];
 BEGIN
     WITH g AS (
@@ -2131,8 +2222,8 @@ BEGIN
         RETURNING l AS r)
     SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
     INSERT INTO distributed_lock_event
-        (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-    SELECT x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
+        (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+    SELECT ts, x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
            x.previous_owner, x.previous_token, coalesce(event_detail, '{}')
     FROM unnest(granted) x
     WHERE x.grant_kind = 'stolen' OR log_grants;
@@ -2220,7 +2311,9 @@ DECLARE
     ts timestamptz;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
-    ts := clock_timestamp();
+    -- A now of its own, after the gate: the row is made before its
+    -- caller's now, which that reads once it holds every row it waits for.
+    ts := distributed_lock_now();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts, distributed_lock_us(ttl_us), ts, ts)
@@ -2291,11 +2384,11 @@ BEGIN
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
-                            NULL::interval, NULL::bigint, clock_timestamp(), NULL::integer, NULL::integer,
+                            NULL::interval, NULL::bigint, distributed_lock_now(), NULL::integer, NULL::integer,
                             NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- Groups whose holders all lapsed (11_shared.sql) end here, under the
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
@@ -2308,7 +2401,7 @@ BEGIN
         WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
-                            NULL::bigint, clock_timestamp(), NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
+                            NULL::bigint, ts, NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
         FROM distributed_lock_acquire_all(ks, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
         RETURN;
@@ -2321,9 +2414,9 @@ BEGIN
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id,
-             wake_channel)
-        SELECT s.k, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+            (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay,
+             group_id, wake_channel)
+        SELECT s.k, owner, ts, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
                distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
                distributed_lock_us(lock_delay_us), g, channel
@@ -2459,7 +2552,7 @@ BEGIN
     FOREACH k IN ARRAY ks LOOP
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- Groups whose holders all lapsed (11_shared.sql) end here, under the
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
@@ -2505,7 +2598,8 @@ BEGIN
 END $$;
 
 -- distributed_lock_waiter_leave_all takes a waiting set out of its queues
--- (its AcquireAll gave up): its records ids (one per key of keys) go, keys
+-- (its AcquireAll gave up): its records ids (one per key of keys) go, each
+-- logging its wait as distributed_lock_waiter_leave's does, keys
 -- handed to it and unclaimed are released (with log_release, logged as
 -- released by event_actor), and every key left free with waiters is
 -- passed on, once all the set's records are gone, so a set queued behind
@@ -2522,15 +2616,20 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     s record;
+    gone distributed_lock_waiter;
     left_queue boolean;
     passed boolean := false;
 BEGIN
     FOREACH k IN ARRAY ks LOOP
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
-    ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user;
-    left_queue := FOUND;
+    ts := distributed_lock_now();
+    left_queue := false;
+    FOR gone IN DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user
+                RETURNING * LOOP
+        PERFORM distributed_lock_log_gave_up(gone, ts);
+        left_queue := true;
+    END LOOP;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0;
         IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
@@ -2603,7 +2702,9 @@ BEGIN
     -- '*', 11_shared.sql) is released by its last holder, never by its
     -- token, or an exclusive grant could follow while holders still hold.
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
-        UPDATE distributed_lock l SET released_at = clock_timestamp()
+        -- Each key's release with a now of its own, read as it takes that
+        -- key's row: the keys before it may have waited for theirs.
+        UPDATE distributed_lock l SET released_at = distributed_lock_now()
         WHERE l.lock_key = s.k AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
           AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
         RETURNING l.* INTO r;
@@ -2612,7 +2713,9 @@ BEGIN
         ELSE
             -- A holder's lease, as distributed_lock_release takes it: passed
             -- on below, once its end is logged.
-            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release') h);
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release',
+                                                                              distributed_lock_now()) h);
         END IF;
     END LOOP;
     PERFORM distributed_lock_commit_lazily(lazy_commit);
@@ -2853,7 +2956,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
@@ -2913,7 +3016,7 @@ BEGIN
     leases := 0;
     lost := '[]';
     s := distributed_lock_session_lock(session);
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
     -- A session another role opened is not the caller's, whatever it names.
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
@@ -2984,7 +3087,7 @@ BEGIN
     END IF;
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) AND l.slot = 0 ORDER BY l.lock_key FOR NO KEY UPDATE;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
         RETURN;
@@ -3038,7 +3141,7 @@ BEGIN
         outcome := 'gone';
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
              WHERE x.session_id = session AND distributed_lock_live(l, ts)
@@ -3078,7 +3181,7 @@ BEGIN
         outcome := 'gone';
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
@@ -3357,7 +3460,7 @@ BEGIN
     ELSE
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     IF r.lock_key IS NULL THEN
         outcome := 'busy';
         RETURN;
@@ -3513,7 +3616,10 @@ BEGIN
     PERFORM 1 FROM distributed_lock s
     WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
     FOR NO KEY UPDATE;
-    ts := clock_timestamp();
+    IF NOT FOUND THEN
+        RETURN h; -- no such slot: nothing to judge
+    END IF;
+    ts := distributed_lock_now();
     UPDATE distributed_lock s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
@@ -3526,25 +3632,23 @@ END $$;
 -- token (every slot holding a lease when token is the group's own, on
 -- which an operator acts on all holders) and owner (NULL: any, for an
 -- operator; else only owner's slots the caller's role took), as
--- released (how 'release') or ran out (how 'expire'); the caller then
--- logs them and passes the key on (distributed_lock_holders_ended). The
--- row FOR NO KEY UPDATE: a group's end must see every release before it.
--- Returns
--- the slots it ended as it left them (a forced expiry's end is now), in
--- slot order. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text)
+-- released (how 'release') or ran out (how 'expire') at ts; the caller
+-- then logs them and passes the key on (distributed_lock_holders_ended).
+-- The row FOR NO KEY UPDATE: a group's end must see every release before
+-- it. The caller holds that lock already, and read ts after taking it.
+-- Returns the slots it ended as it left them (a forced expiry's end is
+-- ts), in slot order. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text, ts timestamptz)
 RETURNS SETOF distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
-    ts timestamptz;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    ts := clock_timestamp();
     RETURN QUERY
     WITH ended AS (
         SELECT s.lock_key, s.slot FROM distributed_lock s
@@ -3593,7 +3697,7 @@ BEGIN
     END IF;
     RETURN coalesce((
         SELECT c.expires_at > c.ts
-        FROM (SELECT k.expires_at, clock_timestamp() AS ts
+        FROM (SELECT k.expires_at, distributed_lock_now() AS ts
               FROM (SELECT s.expires_at FROM distributed_lock s
                     WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token
                       AND s.released_at IS NULL AND s.owner_role = session_user
@@ -3620,6 +3724,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     h distributed_lock;
     r distributed_lock;
+    ts timestamptz;
     ended integer := 0;
 BEGIN
     lock_key := key;
@@ -3628,9 +3733,10 @@ BEGIN
     -- the force ends the group, a hand-off may grant the row to a waiter
     -- before this returns, and that lease is not the one forced.
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
-    FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how) LOOP
-        INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-        VALUES (key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
+    ts := distributed_lock_now();
+    FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how, ts) LOOP
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
                 h.owner_id, h.fence_token, coalesce(event_actor, session_user),
                 jsonb_strip_nulls(jsonb_build_object('reason', reason, 'slot', h.slot)));
         ended := ended + 1;
@@ -3640,7 +3746,7 @@ BEGIN
     IF ended = 0 THEN
         RETURN;
     END IF;
-    PERFORM distributed_lock_holders_ended(key, clock_timestamp());
+    PERFORM distributed_lock_holders_ended(key, ts);
     outcome := CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END;
     IF token = r.fence_token THEN
         owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;
@@ -3834,7 +3940,8 @@ BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    ts := distributed_lock_now();
+    joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
     IF NOT joining THEN
         -- The row for update, unless the change another transaction is
         -- making to it (the enqueue that makes its releases hand off, say)
@@ -3846,7 +3953,9 @@ BEGIN
     END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
-        IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) THEN
+        -- Judged again, with a now read after the wait for the row.
+        ts := distributed_lock_now();
+        IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, ts) THEN
             -- Changed meanwhile (a group's end, say): taking the row for
             -- update now, with other holders of its share lock asking
             -- for the same, could deadlock. The caller enqueues again.
@@ -3864,22 +3973,27 @@ BEGIN
         -- check).
         IF NOT distributed_lock_try_queue_lock(key) THEN
             PERFORM distributed_lock_queue_lock(key, false, interval '200 milliseconds');
+            -- A record queued and served after that wait gets a now read
+            -- after it, not a claim window counted from before.
+            ts := distributed_lock_now();
         END IF;
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
     FOR attempt IN 1..3 LOOP
         -- Joining a queue ahead of it, it would only be told 'queued'.
-        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, clock_timestamp());
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
         IF NOT joining THEN
             SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+            -- Judged again, with a now read after the wait for the row.
+            ts := distributed_lock_now();
         END IF;
         SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
         INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
                                              log_grants) a;
         IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
-            db_now := clock_timestamp();
+            db_now := ts;
             RETURN;
         END IF;
         -- A row made meanwhile by another's first grant: the attempt may
@@ -3893,7 +4007,6 @@ BEGIN
         outcome := 'busy';
         RETURN;
     END IF;
-    ts := clock_timestamp();
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
@@ -3925,7 +4038,7 @@ BEGIN
     IF FOUND THEN
         remaining := interval '0';
         waiter_id := NULL;
-        db_now := clock_timestamp();
+        db_now := ts;
         RETURN;
     END IF;
     IF NOT joining THEN
@@ -3997,14 +4110,18 @@ DECLARE
     ts timestamptz;
 BEGIN
     BEGIN
+        -- Whether its releases hand off is judged before the row is taken,
+        -- so that no release waits for a row it will not use; the release
+        -- is stamped with a now read after that wait.
+        ts := distributed_lock_now();
         PERFORM 1 FROM distributed_lock l
         WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
-          AND l.expires_at = distributed_lock_group_end() AND l.wake_until > clock_timestamp()
+          AND l.expires_at = distributed_lock_group_end() AND l.wake_until > ts
         FOR SHARE;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001';
         END IF;
-        ts := clock_timestamp();
+        ts := distributed_lock_now();
         UPDATE distributed_lock s SET released_at = ts
         WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
           AND s.owner_role = session_user
@@ -4032,7 +4149,9 @@ BEGIN
             IF NOT distributed_lock_queue_lock(key, true, interval '200 milliseconds') THEN
                 RAISE SQLSTATE 'LK001';
             END IF;
-            PERFORM distributed_lock_serve_holders(key, clock_timestamp());
+            -- Served with a now read after that wait: a record queued
+            -- during it gets no claim window counted from before it asked.
+            PERFORM distributed_lock_serve_holders(key, distributed_lock_now());
         END IF;
         RETURN h;
     EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN
@@ -4190,9 +4309,9 @@ BEGIN
             after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;
-        -- Granted now: its record may have queued after ts, and locking it
-        -- may have waited.
-        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, clock_timestamp(), false);
+        -- Granted with a now read after the record's lock: the record may
+        -- have queued after ts, and locking it may have waited.
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, distributed_lock_now(), false);
         first := coalesce(first, w.waiter_id);
     END LOOP;
     RETURN first;
@@ -4258,6 +4377,8 @@ CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
     key text, owner text, seen_for_us bigint, mode text, n integer, OUT r distributed_lock, OUT beside boolean)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    ts timestamptz;
 BEGIN
     beside := false;
     FOR attempt IN 1..3 LOOP
@@ -4276,8 +4397,10 @@ BEGIN
                 NULL;
             END;
         END;
-        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp())
-                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) END) THEN
+        -- Judged with a now read after that wait.
+        ts := distributed_lock_now();
+        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, ts)
+                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, ts) END) THEN
             BEGIN
                 IF distributed_lock_try_queue_lock(key) THEN
                     RAISE SQLSTATE 'LK002';
@@ -4312,7 +4435,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
@@ -4322,8 +4445,9 @@ BEGIN
         RETURN;
     END IF;
     lock_key := key;
+    -- Read again, for a release committed before the queue lock (which is
+    -- taken without waiting: the same now judges it).
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    ts := clock_timestamp();
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         -- Released (or lapsed) meanwhile. Taking the row now, holding the
         -- queue lock, could deadlock with a release waiting for it.
@@ -4407,7 +4531,7 @@ SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.gr
        CASE WHEN distributed_lock_is_group(l) AND NOT distributed_lock_open(l, c.ts)
             THEN distributed_lock_live_holders(l.lock_key, c.ts) END AS holders,
        c.ts AS db_now
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.slot = 0;
 
 -- Every function above that pins a path (SET search_path FROM CURRENT) is
@@ -4434,7 +4558,10 @@ END $$;
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
 -- gives EXECUTE to PUBLIC on every new function. The internal ones and the
 -- rules are granted to nobody; the protocol functions run them as their
--- owner.
+-- owner. But for the clock, distributed_lock_now, which every reader's
+-- query calls (the console, ls, metrics: readers and the protocol share
+-- one clock): it stays with PUBLIC, as clock_timestamp() is, and tells a
+-- caller nothing that does not; only its owner may replace it.
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
@@ -4463,6 +4590,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
+    distributed_lock_log_gave_up(distributed_lock_waiter, timestamptz),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
     distributed_lock_schema(),
     distributed_lock_wake_channel(text, text),
@@ -4517,7 +4645,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_refuse(distributed_lock, timestamptz),
     distributed_lock_renew_holder(text, text, bigint, bigint),
-    distributed_lock_end_holders(text, text, bigint, text),
+    distributed_lock_end_holders(text, text, bigint, text, timestamptz),
     distributed_lock_fence_holder(text, text, bigint),
     distributed_lock_force_holders(text, bigint, text, text, text),
     distributed_lock_lease_end(distributed_lock),

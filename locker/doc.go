@@ -73,8 +73,10 @@
 //
 // Only the database's clock is used: expires_at is set from the
 // database's clock by the function that grants or renews, and "expired"
-// means expires_at ≤ the database's clock_timestamp(). Skew between
-// application hosts cannot make two owners believe they hold the same key.
+// means expires_at ≤ the database's now, read once per call through the
+// protocol's one clock, distributed_lock_now() (docs/protocol.md). Skew
+// between application hosts cannot make two owners believe they hold the
+// same key.
 //
 // # Operations
 //
@@ -384,7 +386,7 @@
 // [ErrPermissionDenied], [ErrLockTimeout], [ErrStatementTimeout],
 // [ErrUnavailable], [ErrInvalidValue], [ErrPoolerStatements],
 // [ErrPoolerStartupParameter]; [Migrate] also fails
-// with [ErrCannotAdopt], [ErrSchemaNewer], [ErrSchemaOpen] (another role
+// with [ErrCannotAdopt], [ErrSchemaNewer], [ErrSchemaUnknown], [ErrSchemaOpen] (another role
 // may create objects in the lock schema) or [ErrLockTimeout] (it waited a
 // minute for the migrate lock, whose holders it names). The typed errors [*HeldError]
 // and [*NotHeldError] carry the current holder; [*LeaseLostError] says why a

@@ -89,6 +89,11 @@ var (
 	// and changed nothing: an older service instance never downgrades the
 	// functions a newer one relies on.
 	ErrSchemaNewer = lockdb.ErrSchemaNewer
+	// ErrSchemaUnknown: Migrate found a schema whose recorded migrations
+	// are not this lockctl's (another build's, or one made before v0.1.0,
+	// which recorded no checksums) and changed nothing. The error says what
+	// it found and what to do.
+	ErrSchemaUnknown = lockdb.ErrSchemaUnknown
 	// ErrSchemaOpen: Migrate found a lock schema in which roles other than
 	// the lock tables' owner may create objects, or own functions or
 	// operators, and changed nothing: what they make there could run inside

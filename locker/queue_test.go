@@ -76,8 +76,10 @@ func TestReleaseHandsOffToHeadWaiterWhichClaimsIt(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	const claim = 400 * time.Millisecond
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
-		ClaimWindow: claim})
+	// On a clock of its own that never moves, the waiter's own checks never
+	// come: only the hand-off's NOTIFY wakes it.
+	lk := clockedLocker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second,
+		ClaimWindow: claim}, newFakeClock())
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	testdb.WaitForWaiter(t, db, "k", "b")

@@ -8,7 +8,8 @@
 // *pgx.Conn or the caller's pgx.Tx. Store knows SQL, not lock semantics: it
 // reports what a statement did (for example "no row matched") and the locker
 // package turns that into outcomes and errors. Every time is read from the
-// database clock (clock_timestamp()), never from this process.
+// protocol's one clock in the database (distributed_lock_now()), never from
+// this process.
 //
 // Services use package locker, never store. What the console and `lockctl
 // ls` read about many locks (windows, totals, rates, events) is

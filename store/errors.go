@@ -89,6 +89,8 @@ func bySQLState(code string) error {
 		return lockdb.ErrSchemaNewer
 	case "LKA03": // raised by the lock schema's guard (sql/guard)
 		return lockdb.ErrSchemaOpen
+	case unknownSQLState: // raised by the migrations' checksum guard (migrate_checksum.go)
+		return lockdb.ErrSchemaUnknown
 	case "25006": // read_only_sql_transaction
 		return lockdb.ErrReadOnly
 	case "42501": // insufficient_privilege

@@ -28,8 +28,8 @@ INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, 
 SELECT k, 'gone', nextval('distributed_lock_fence_seq'), now(), '1 minute', now(), now()
 FROM unnest(ARRAY['k1', 'k2']) k;
 WITH g AS (SELECT nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id')) AS id)
-INSERT INTO distributed_lock_waiter (lock_key, owner_id, seen_until, ttl, claim_window, group_id)
-SELECT k, 'set', now() + interval '1 minute', '1 minute', '2 seconds', g.id
+INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, group_id)
+SELECT k, 'set', now(), now() + interval '1 minute', '1 minute', '2 seconds', g.id
 FROM unnest(ARRAY['k1', 'k2']) k, g;`
 	if _, err := pool.Exec(ctx, setup, pgx.QueryExecModeSimpleProtocol); err != nil {
 		t.Fatal(err)

@@ -23,8 +23,8 @@ func TestHeartbeatLocksRecordsInKeyOrder(t *testing.T) {
 	var ids []int64
 	for _, k := range []string{"kb", "ka"} {
 		var id int64
-		if err := pool.QueryRow(ctx, `INSERT INTO distributed_lock_waiter (lock_key, owner_id, seen_until, ttl, claim_window)
-VALUES ($1, 'p', now() + interval '1 minute', '1 minute', '2 seconds') RETURNING waiter_id`, k).Scan(&id); err != nil {
+		if err := pool.QueryRow(ctx, `INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window)
+VALUES ($1, 'p', now(), now() + interval '1 minute', '1 minute', '2 seconds') RETURNING waiter_id`, k).Scan(&id); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)

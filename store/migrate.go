@@ -38,7 +38,7 @@ JOIN pg_stat_activity a ON a.pid = l.pid`
 const (
 	hasMigrationTableSQL = `SELECT to_regclass('distributed_lock_migration') IS NOT NULL`
 	appliedSQL           = `SELECT version FROM distributed_lock_migration ORDER BY version`
-	recordSQL            = `INSERT INTO distributed_lock_migration (version) VALUES ($1)`
+	recordSQL            = `INSERT INTO distributed_lock_migration (version, checksum) VALUES ($1, $2)`
 )
 
 // newerSQLState is what schema.sql raises on a newer schema (Interpret maps
@@ -84,7 +84,8 @@ var ErrUnknownTimeZone = errors.New("unknown time zone")
 // own transaction, then re-creates the functions. Running it on a migrated
 // database changes nothing. It refuses the reference service's table
 // (lockdb.ErrCannotAdopt: MigrateWith adopts it), a schema migrated by a newer
-// lockctl (lockdb.ErrSchemaNewer) and a lock schema open to other roles
+// lockctl (lockdb.ErrSchemaNewer), one whose recorded migrations are
+// another build's (lockdb.ErrSchemaUnknown) and a lock schema open to other roles
 // (lockdb.ErrSchemaOpen).
 func Migrate(ctx context.Context, db TxStarter) error {
 	_, err := MigrateWith(ctx, db, MigrateOptions{})
@@ -147,7 +148,7 @@ func migrateWith(ctx context.Context, db TxStarter, opts MigrateOptions, ms []Mi
 			} else if err := execScript(ctx, tx, m.SQL); err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, recordSQL, m.Version)
+			_, err = tx.Exec(ctx, recordSQL, m.Version, m.Checksum())
 			return err
 		}); err != nil {
 			return Adoption{}, fmt.Errorf("migration %03d %s: %w", m.Version, m.Name, err)
@@ -215,7 +216,8 @@ func adoptAround(ctx context.Context, tx pgx.Tx, opts MigrateOptions, apply func
 
 // lockAndReadApplied bounds tx's lock waits by wait, refuses a lock schema open to
 // other roles (lockSchemaGuardSQL: before anything else runs on the
-// caller's path), takes the migrate lock, then reads the recorded
+// caller's path), takes the migrate lock, refuses a schema whose recorded
+// migrations are not ms (checksumGuardSQL), then reads the recorded
 // versions, refusing a schema newer than ms.
 func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration, wait time.Duration) ([]int, error) {
 	if wait <= 0 {
@@ -228,6 +230,9 @@ func lockAndReadApplied(ctx context.Context, tx pgx.Tx, ms []Migration, wait tim
 		return nil, err
 	}
 	if err := takeMigrateLock(ctx, tx); err != nil {
+		return nil, err
+	}
+	if err := execScript(ctx, tx, checksumGuardSQL(ms)); err != nil {
 		return nil, err
 	}
 	applied, err := readApplied(ctx, tx)

@@ -25,12 +25,16 @@ func (s MigrationStatus) Newer() bool { return s.Applied > s.Available }
 
 // Status reads which migrations db records and which this package would
 // apply; it changes nothing. A newer schema is reported (Newer), not
-// refused.
+// refused; one whose recorded migrations are another build's is refused
+// (lockdb.ErrSchemaUnknown), as Migrate would.
 func Status(ctx context.Context, db DBTX) (MigrationStatus, error) {
 	return status(ctx, db, migrations)
 }
 
 func status(ctx context.Context, db DBTX, ms []Migration) (MigrationStatus, error) {
+	if _, err := db.Exec(ctx, checksumGuardSQL(ms)); err != nil {
+		return MigrationStatus{}, fmt.Errorf("store: migration status: %w", Interpret(err))
+	}
 	applied, err := readApplied(ctx, db)
 	if err != nil {
 		return MigrationStatus{}, fmt.Errorf("store: migration status: %w", Interpret(err))

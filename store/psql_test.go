@@ -93,7 +93,7 @@ func TestPsqlAppliesSchemaSQLAsMigrateDoes(t *testing.T) {
 		t.Fatalf("psql on a migrated database made\n%s\nwant\n%s", got, want)
 	}
 
-	if _, err := db.Exec(ctx, `INSERT INTO distributed_lock_migration (version) VALUES ($1)`, store.LatestVersion()+1); err != nil {
+	if _, err := db.Exec(ctx, `INSERT INTO distributed_lock_migration (version, checksum) VALUES ($1, 'a later build')`, store.LatestVersion()+1); err != nil {
 		t.Fatal(err)
 	}
 	before := catalogText(t, db)

@@ -9,8 +9,9 @@ import (
 // one psql script. It must run in one transaction (`psql -1 -f schema.sql`);
 // on a migrated database it applies only the migrations not recorded yet
 // (psql's \if on distributed_lock_migration) and re-creates the functions,
-// as Migrate does, and it refuses a database migrated by a newer lockctl
-// and a lock schema open to other roles.
+// as Migrate does, and it refuses a database migrated by a newer lockctl,
+// one whose recorded migrations are another build's, and a lock schema
+// open to other roles.
 func PsqlScript() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `-- lockctl's schema for psql: apply with psql -1 -f schema.sql (one
@@ -28,8 +29,9 @@ DO $$ BEGIN
         END IF;
     END IF;
 END $$;
+%s;
 SELECT to_regclass('distributed_lock_migration') IS NULL AS lockctl_fresh \gset
-`, strings.Replace(migrateLockWaitSQL, "$1", quoteLiteral(lockTimeout(DefaultMigrateLockWait)), 1), strings.TrimRight(lockSchemaGuardSQL, "\n"), migrateLockSQL, LatestVersion(), newerSQLState, quoteLiteral(newerMessage(LatestVersion())))
+`, strings.Replace(migrateLockWaitSQL, "$1", quoteLiteral(lockTimeout(DefaultMigrateLockWait)), 1), strings.TrimRight(lockSchemaGuardSQL, "\n"), migrateLockSQL, LatestVersion(), newerSQLState, quoteLiteral(newerMessage(LatestVersion())), checksumGuardSQL(migrations))
 	for _, m := range migrations {
 		fmt.Fprintf(&b, `
 -- Migration %03d %s.
@@ -46,7 +48,8 @@ SELECT NOT EXISTS (SELECT FROM distributed_lock_migration WHERE version = %d) AS
 				b.WriteString("\n")
 			}
 		}
-		fmt.Fprintf(&b, "%s;\n\\endif\n", strings.Replace(recordSQL, "$1", fmt.Sprint(m.Version), 1))
+		record := strings.NewReplacer("$1", fmt.Sprint(m.Version), "$2", quoteLiteral(m.Checksum())).Replace(recordSQL)
+		fmt.Fprintf(&b, "%s;\n\\endif\n", record)
 	}
 	b.WriteString("\n-- The functions, re-created every time.\n")
 	b.WriteString(functionsSQL)

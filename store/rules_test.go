@@ -41,6 +41,11 @@ func TestRulesAreInlined(t *testing.T) {
 			[]string{"distributed_lock_holder_mode"}, "semaphore"},
 		{`SELECT distributed_lock_draw_token(e.timeline) FROM distributed_lock_epoch e`,
 			[]string{"distributed_lock_draw_token", "distributed_lock_timeline"}, "nextval"},
+		// The clock, as a call reads it and as a reader does.
+		{`SELECT l.expires_at > distributed_lock_now() FROM distributed_lock l`,
+			[]string{"distributed_lock_now"}, "clock_timestamp()"},
+		{`SELECT l.expires_at - c.ts FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c`,
+			[]string{"distributed_lock_now"}, "clock_timestamp()"},
 	} {
 		rows, err := db.Query(ctx, "EXPLAIN (VERBOSE, COSTS OFF) "+c.sql)
 		if err != nil {

@@ -174,7 +174,7 @@ SELECT s.session_id, s.owner_id, s.host, s.pid, s.metadata, s.ttl, s.opened_at, 
         JOIN distributed_lock l ON l.lock_key = b.lock_key AND l.fence_token = b.fence_token
         WHERE b.session_id = s.session_id AND distributed_lock_live(l, c.now))::int,
        greatest(s.expires_at - c.now, interval '0')
-FROM distributed_lock_session s, (SELECT clock_timestamp() AS now) c
+FROM distributed_lock_session s, (SELECT distributed_lock_now() AS now) c
 ORDER BY s.session_id`
 
 // ListSessions reads every session (live and lapsed, until pruned).

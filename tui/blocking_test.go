@@ -74,7 +74,8 @@ func deadlockAndChain(t *testing.T, waits ...[2]string) *pgxpool.Pool {
 			// whose check has not run yet, or a client that never checks,
 			// leaves its record as this.
 			if _, err := pool.Exec(context.Background(), `INSERT INTO distributed_lock_waiter
-				(lock_key, owner_id, seen_until, ttl, claim_window) VALUES ($1, $2, clock_timestamp() + interval '1 minute',
+				(lock_key, owner_id, waiting_since, seen_until, ttl, claim_window)
+				VALUES ($1, $2, clock_timestamp(), clock_timestamp() + interval '1 minute',
 				interval '1 minute', interval '1 second')`, w[0], w[1]); err != nil {
 				t.Fatal(err)
 			}

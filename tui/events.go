@@ -138,7 +138,7 @@ func eventLine(s Styles, e lockview.Event, withKey bool) string {
 	switch e.Kind {
 	case lockdb.EventStolen, lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventSessionEnded:
 		kind = s.Expired.Render(kind)
-	case lockdb.EventStaleWriteRejected:
+	case lockdb.EventStaleWriteRejected, lockdb.EventGaveUp:
 		kind = s.Warning.Render(kind)
 	case lockdb.EventReleased:
 		kind = s.Free.Render(kind)

@@ -19,7 +19,9 @@ import (
 // statements measures the function call plus that queue and epoch work. It
 // runs as the owner of the tables, which the functions do not need. Only
 // the default locker's path is kept: an unlogged grant (take first; the
-// full grant for a first grant or a steal) and a lazy release.
+// full grant for a first grant or a steal) and a lazy release. Like the
+// other designs the series model, it reads the server's clock itself, not
+// the protocol's (distributed_lock_now).
 
 // stmtTakeSQL is the grant of a row that exists and is free or the
 // caller's own: one UPDATE that locks the row SKIP LOCKED and draws the
@@ -100,8 +102,8 @@ WITH gate AS MATERIALIZED (
     SELECT * FROM taken UNION ALL SELECT * FROM created
 ), logged AS (
     INSERT INTO distributed_lock_event
-        (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-    SELECT g.lock_key, g.grant_kind, g.owner_id, g.fence_token, $5, g.previous_owner,
+        (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+    SELECT clock_timestamp(), g.lock_key, g.grant_kind, g.owner_id, g.fence_token, $5, g.previous_owner,
            g.previous_token, coalesce($6::jsonb, '{}')
     FROM granted g WHERE g.renew_count = 0 AND (g.grant_kind = 'stolen' OR $7::boolean)
 )

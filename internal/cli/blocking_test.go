@@ -45,7 +45,8 @@ func TestBlocking(t *testing.T) {
 	// checks, leaves its record as this.
 	d.onConn(func(conn *pgx.Conn) {
 		if _, err := conn.Exec(context.Background(), `INSERT INTO distributed_lock_waiter
-			(lock_key, owner_id, seen_until, ttl, claim_window) VALUES ('x', 'b', clock_timestamp() + interval '1 hour',
+			(lock_key, owner_id, waiting_since, seen_until, ttl, claim_window)
+			VALUES ('x', 'b', clock_timestamp(), clock_timestamp() + interval '1 hour',
 			interval '1 minute', interval '1 second')`); err != nil {
 			t.Fatal(err)
 		}

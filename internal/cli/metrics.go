@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockmetrics"
 	"github.com/lockctl/lockctl/internal/metrics"
 )
 
@@ -21,7 +22,7 @@ func MetricsCommand() *cobra.Command {
 	var o MetricsOptions
 	cmd := &cobra.Command{
 		Use:        "metrics",
-		Short:      "serve Prometheus metrics (locks by state, oldest held lock, waits, grants/steals/force actions/rejected writes) at http://--listen/metrics",
+		Short:      "serve Prometheus metrics (locks by state, oldest held lock, waits, grants/steals/force actions/rejected writes, wait and hold histograms by key prefix) at http://--listen/metrics",
 		SuggestFor: []string{"prometheus"},
 		RunE:       RunE(func(ctx context.Context, env Env, _ []string) int { return Metrics(ctx, env, o) }),
 	}
@@ -30,6 +31,10 @@ func MetricsCommand() *cobra.Command {
 	fs.IntVar(&o.TopKeys, "top-keys", 10, "per-key waiter series for the `N` keys with the most waiters; 0: none")
 	TTLVar(fs, &o.ScrapeTimeout, "scrape-timeout", 5*time.Second, "bound on one scrape's database reads")
 	DurationVar(fs, &o.Settle, "settle", 5*time.Second, "count an event this long after it occurred, so its transaction has committed")
+	fs.StringVar(&o.PrefixSeparator, "prefix-separator", lockmetrics.DefaultSeparator,
+		"the histograms' prefix label is the part of the key before the first `SEP`")
+	fs.IntVar(&o.MaxPrefixes, "max-prefixes", lockmetrics.DefaultMaxPrefixes,
+		"histogram series for the first `N` distinct key prefixes; later ones count as \"other\"")
 	return ReadOnlyOK(cmd)
 }
 
@@ -39,6 +44,10 @@ type MetricsOptions struct {
 	TopKeys       int           // keys with a lockctl_key_waiters series
 	ScrapeTimeout time.Duration // bound on one scrape's database reads
 	Settle        time.Duration // see metrics.Config.Settle
+	// PrefixSeparator and MaxPrefixes label the histograms: see
+	// metrics.Config.
+	PrefixSeparator string
+	MaxPrefixes     int
 }
 
 // MaxTopKeys bounds --top-keys: each key is a series in Prometheus.
@@ -57,6 +66,12 @@ func Metrics(ctx context.Context, env Env, opts MetricsOptions) int {
 	if opts.ScrapeTimeout <= 0 {
 		return env.Usagef("invalid --scrape-timeout %s: must be positive", opts.ScrapeTimeout)
 	}
+	if opts.PrefixSeparator == "" {
+		return env.Usagef("invalid --prefix-separator \"\": give the text that ends a key's prefix, as \":\" in billing:nightly")
+	}
+	if opts.MaxPrefixes < 1 || opts.MaxPrefixes > lockmetrics.MaxMaxPrefixes {
+		return env.Usagef("invalid --max-prefixes %d: must be between 1 and %d", opts.MaxPrefixes, lockmetrics.MaxMaxPrefixes)
+	}
 	pool, err := Connect(ctx, env.DSN)
 	if err != nil {
 		return env.Fail(err)
@@ -65,7 +80,8 @@ func Metrics(ctx context.Context, env Env, opts MetricsOptions) int {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
-		metrics.New(metrics.Config{DB: pool, Timeout: opts.ScrapeTimeout, TopKeys: opts.TopKeys, Settle: opts.Settle}),
+		metrics.New(metrics.Config{DB: pool, Timeout: opts.ScrapeTimeout, TopKeys: opts.TopKeys, Settle: opts.Settle,
+			PrefixSeparator: opts.PrefixSeparator, MaxPrefixes: opts.MaxPrefixes}),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

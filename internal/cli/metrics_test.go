@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -82,6 +83,42 @@ func (s scrape) value(name string, labels ...string) (v float64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// histogram is name's histogram with the given labels; nil when there is
+// none.
+func (s scrape) histogram(name string, labels ...string) *dto.Histogram {
+	f := s[name]
+	if f == nil {
+		return nil
+	}
+	want := append([]string(nil), labels...)
+	sort.Strings(want)
+	for _, m := range f.GetMetric() {
+		var have []string
+		for _, l := range m.GetLabel() {
+			have = append(have, l.GetName()+"="+l.GetValue())
+		}
+		sort.Strings(have)
+		if strings.Join(have, ",") == strings.Join(want, ",") {
+			return m.GetHistogram()
+		}
+	}
+	return nil
+}
+
+// labelValues are the values name's series have for label.
+func (s scrape) labelValues(name, label string) []string {
+	var values []string
+	for _, m := range s[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && !slices.Contains(values, l.GetValue()) {
+				values = append(values, l.GetValue())
+			}
+		}
+	}
+	sort.Strings(values)
+	return values
 }
 
 func (s scrape) want(t *testing.T, v float64, name string, labels ...string) {
@@ -224,4 +261,81 @@ func waitForWaiters(t *testing.T, pool *pgxpool.Pool, key string, n int) {
 		}
 		return len(ws) >= n
 	})
+}
+
+// The wait and hold histograms observe what the log records from the
+// first scrape on, by key prefix: a grant at the first try as a wait of 0,
+// a hand-off after its wait, a wait given up, holds ended by a release or
+// a force action; a service's lease whose grant was not logged has no
+// hold. Past --max-prefixes, prefixes count as "other".
+func TestMetricsWaitAndHoldHistograms(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	ctx := context.Background()
+	pool := testdb.Pool(t, d.dsn)
+	d.json(0, "acquire", "before:start", "--owner", "a") // logged before the exporter's first scrape: not observed
+
+	_, url := startMetrics(d, "--settle", "0", "--max-prefixes", "2")
+	if s := scrapeURL(t, url); len(s["lockctl_wait_seconds"].GetMetric()) != 0 {
+		t.Fatalf("the first scrape observed waits: %v", s["lockctl_wait_seconds"])
+	}
+
+	b := d.json(0, "acquire", "billing:nightly", "--owner", "a")
+	d.json(0, "release", "billing:nightly", "--owner", "a", "--token", tokenArg(b.Token))
+	h := d.json(0, "acquire", "orders:1", "--owner", "h", "--ttl", "1m")
+	w := d.start("acquire", "orders:1", "--owner", "w", "--wait", "1m", "--json")
+	waitForWaiters(t, pool, "orders:1", 1)
+	d.expect(3, "acquire", "orders:1", "--owner", "g", "--wait", "1s") // gives up after a second in the queue
+	d.json(0, "release", "orders:1", "--owner", "h", "--token", tokenArg(h.Token))
+	if r := w.wait(); r.code != 0 {
+		t.Fatalf("the waiter: %s", r)
+	}
+	d.json(0, "expire", "orders:1")
+	// A service's lease, its grant not logged: the force action ends it
+	// unmeasured.
+	svc, err := locker.New(locker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.TryAcquire(ctx, pool, "orders:svc", "svc-1"); err != nil {
+		t.Fatal(err)
+	}
+	d.json(0, "expire", "orders:svc")
+	d.json(0, "acquire", "cache:warm", "--owner", "a")
+	d.json(0, "acquire", "jobs:42", "--owner", "a")
+
+	s := scrapeURL(t, url)
+	wait := func(prefix, outcome string) *dto.Histogram {
+		return s.histogram("lockctl_wait_seconds", "prefix="+prefix, "outcome="+outcome)
+	}
+	if b := wait("billing", "granted"); b.GetSampleCount() != 1 || b.GetSampleSum() != 0 {
+		t.Errorf("billing's waits: %v; want one of 0s", b)
+	}
+	if o := wait("orders", "granted"); o.GetSampleCount() != 2 || o.GetSampleSum() < 1 {
+		t.Errorf("orders' granted waits: %v; want two, the hand-off's over the give-up's second", o)
+	}
+	// The record was queued a round trip after --wait's second began.
+	if g := wait("orders", "gave_up"); g.GetSampleCount() != 1 || g.GetSampleSum() < 0.5 || g.GetSampleSum() > 30 {
+		t.Errorf("orders' waits given up: %v; want one of a second or so", g)
+	}
+	if o := wait("other", "granted"); o.GetSampleCount() != 2 {
+		t.Errorf("other's waits: %v; want cache's and jobs' two", o)
+	}
+	if got := s.labelValues("lockctl_wait_seconds", "prefix"); !slices.Equal(got, []string{"billing", "orders", "other"}) {
+		t.Errorf("prefixes %q; want the first two and other", got)
+	}
+	if b := s.histogram("lockctl_hold_seconds", "prefix=billing"); b.GetSampleCount() != 1 {
+		t.Errorf("billing's holds: %v; want its one release", b)
+	}
+	if o := s.histogram("lockctl_hold_seconds", "prefix=orders"); o.GetSampleCount() != 2 || o.GetSampleSum() < 1 {
+		t.Errorf("orders' holds: %v; want h's (over the give-up's second) and w's, forced, not the service's", o)
+	}
+	if n := len(s.histogram("lockctl_hold_seconds", "prefix=billing").GetBucket()); n != 18 {
+		t.Errorf("%d buckets; want 17 and +Inf", n)
+	}
+
+	// Scraped again, nothing is observed twice.
+	if again := scrapeURL(t, url).histogram("lockctl_wait_seconds", "prefix=orders", "outcome=granted"); again.GetSampleCount() != 2 {
+		t.Errorf("orders' granted waits on the next scrape: %v; want still two", again)
+	}
 }

@@ -77,7 +77,7 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	if _, err := testdb.Pool(t, d.dsn).Exec(context.Background(),
-		`INSERT INTO distributed_lock_migration (version) VALUES ($1)`, store.LatestVersion()+1); err != nil {
+		`INSERT INTO distributed_lock_migration (version, checksum) VALUES ($1, 'a later build')`, store.LatestVersion()+1); err != nil {
 		t.Fatal(err)
 	}
 	before := schemaText(t, d.dsn)
@@ -96,5 +96,29 @@ func TestMigrateRefusesANewerSchema(t *testing.T) {
 	}
 	if r := d.expect(0, "migrate", "--status"); !strings.Contains(r.stdout, "newer than this lockctl") {
 		t.Errorf("--status of a newer schema:\n%s", r)
+	}
+}
+
+// A schema made by a build that recorded no checksums of its migrations
+// (every build before v0.1.0, whose migration 1 differed) is refused by
+// migrate, --dry-run and --status with what was found and what to do,
+// never with "run lockctl migrate", the command that failed.
+func TestMigrateRefusesASchemaItCannotRecognise(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	if _, err := testdb.Pool(t, d.dsn).Exec(context.Background(),
+		`ALTER TABLE distributed_lock_migration DROP COLUMN checksum`); err != nil {
+		t.Fatal(err)
+	}
+	before := schemaText(t, d.dsn)
+	for _, args := range [][]string{{"migrate"}, {"migrate", "--dry-run"}, {"migrate", "--status"}} {
+		r := d.expect(1, args...)
+		if !strings.Contains(r.stderr, "did not record what its migrations were") ||
+			!strings.Contains(r.stderr, "drop its lock tables") || strings.Contains(r.stderr, "run `lockctl migrate`") {
+			t.Errorf("lockctl %s on an unrecognised schema:\n%s\nwant what it found and what to do", strings.Join(args, " "), r)
+		}
+	}
+	if after := schemaText(t, d.dsn); after != before {
+		t.Fatal("a refused migrate changed the database")
 	}
 }

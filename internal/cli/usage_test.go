@@ -37,6 +37,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"end-delay", "a", "b"}, `unexpected argument "b"`},
 		{[]string{"ls", "extra"}, `unexpected argument "extra"`},
 		{[]string{"acquire", "k", "--ttl", "abc"}, `invalid --ttl "abc"`},
+		{[]string{"metrics", "--max-prefixes", "0"}, `invalid --max-prefixes 0: must be between 1 and 10000`},
+		{[]string{"metrics", "--prefix-separator", ""}, `invalid --prefix-separator ""`},
 		{[]string{"acquire", "k", "--ttl", "-1s"}, `invalid --ttl "-1s": must be positive`},
 		{[]string{"acquire", "k", "--ttl", "0s"}, `invalid --ttl "0s": must be positive`},
 		{[]string{"acquire", "k", "--ttl"}, `flag --ttl needs a value`},

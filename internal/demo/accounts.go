@@ -29,7 +29,7 @@ const createAccountsSQL = `
 CREATE TABLE IF NOT EXISTS demo_account (
     account    text        PRIMARY KEY,
     balance    bigint      NOT NULL CHECK (balance >= 0),
-    updated_at timestamptz NOT NULL DEFAULT clock_timestamp()
+    updated_at timestamptz NOT NULL DEFAULT distributed_lock_now()
 )`
 
 // openAccountsSQL opens every account once; a demo that runs again in the
@@ -57,14 +57,14 @@ WITH amount AS (
 )
 UPDATE demo_account a
 SET balance = a.balance + CASE a.account WHEN $1 THEN -amount.n ELSE amount.n END,
-    updated_at = clock_timestamp()
+    updated_at = distributed_lock_now()
 FROM amount
 WHERE a.account IN ($1, $2)`
 
 // postSQL adds $2 (negative: a withdrawal, never below zero) to account $1.
 const postSQL = `
 UPDATE demo_account
-SET balance = greatest(0, balance + $2::bigint), updated_at = clock_timestamp()
+SET balance = greatest(0, balance + $2::bigint), updated_at = distributed_lock_now()
 WHERE account = $1`
 
 // fencedTx runs write in a transaction that first proves every lease with

@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS demo_resource (
     last_token   bigint      NOT NULL,
     last_owner   text        NOT NULL,
     writes       bigint      NOT NULL DEFAULT 1,
-    updated_at   timestamptz NOT NULL DEFAULT clock_timestamp()
+    updated_at   timestamptz NOT NULL DEFAULT distributed_lock_now()
 )`
 
 func createResource(ctx context.Context, pool *pgxpool.Pool) error {
@@ -39,7 +39,7 @@ INSERT INTO demo_resource AS r (resource_key, last_token, last_owner)
 VALUES ($1, $2, $3)
 ON CONFLICT (resource_key) DO UPDATE
 SET last_token = excluded.last_token, last_owner = excluded.last_owner,
-    writes = r.writes + 1, updated_at = clock_timestamp()
+    writes = r.writes + 1, updated_at = distributed_lock_now()
 WHERE r.last_token <= excluded.last_token`
 
 // Why a fenced write was refused.

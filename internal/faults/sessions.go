@@ -24,7 +24,7 @@ const (
 // boundLeasesSQL counts the leases a running session keeps.
 const boundLeasesSQL = `
 SELECT count(*) FROM distributed_lock_session_lease b JOIN distributed_lock_session s USING (session_id)
-WHERE s.session_id = $1 AND s.expires_at > clock_timestamp()`
+WHERE s.session_id = $1 AND s.expires_at > distributed_lock_now()`
 
 // killSession kills (seeded) one of the session workers' processes whose
 // session keeps leases now, and records the kill for the checker.
@@ -59,7 +59,7 @@ func (in *injector) killSession(ctx context.Context) bool {
 // boundKeySQL finds a lease that a running session keeps.
 const boundKeySQL = `
 SELECT b.lock_key FROM distributed_lock_session_lease b JOIN distributed_lock_session s USING (session_id)
-WHERE s.expires_at > clock_timestamp() ORDER BY random() LIMIT 1`
+WHERE s.expires_at > distributed_lock_now() ORDER BY random() LIMIT 1`
 
 // boundKey is a key some live session keeps, or "".
 func (in *injector) boundKey(ctx context.Context) string {

@@ -313,10 +313,14 @@ func (c *checker) checkLog() {
 			}
 			continue
 		}
+		// A waiter's record left the queue, refused as a deadlock or given
+		// up by its caller: no lease began or ended, so it names no token
+		// and changes no key's grants.
 		if ev.Kind == lockdb.EventDeadlockRefused {
-			// A waiter's record left the queue: no lease began or ended,
-			// so it names no token and changes no key's grants.
 			c.stats.DeadlocksRefused++
+			continue
+		}
+		if ev.Kind == lockdb.EventGaveUp {
 			continue
 		}
 		if ev.Token == nil {

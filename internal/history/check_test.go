@@ -286,3 +286,16 @@ func TestLostLazyReleaseNeedsACrash(t *testing.T) {
 		}
 	}
 }
+
+// A waiter that gave up is logged with no token (and how long it waited):
+// the checker passes over it and holds the events around it to the rules.
+func TestGiveUpsPass(t *testing.T) {
+	ops, obs := clean()
+	c := "c"
+	gaveUp := lockview.Event{ID: 5, Key: "k", Kind: "gave_up", Owner: &c, Actor: c, OccurredAt: t0.Add(160 * ms),
+		Detail: map[string]any{"waited_ms": 120}}
+	obs.Events = append(obs.Events[:2:2], append([]lockview.Event{gaveUp}, obs.Events[2:]...)...)
+	if r := Check(ops, cleanEnds(), nil, obs); !r.OK() {
+		t.Fatalf("violations in a correct history: %v", r.Violations)
+	}
+}

@@ -22,6 +22,13 @@ var (
 	// records a migration this binary does not have). Migrate refuses it
 	// rather than re-create older functions over the newer ones.
 	ErrSchemaNewer = errors.New("the lock schema is newer than this lockctl: it was migrated by a newer version; upgrade lockctl (or the service) instead")
+	// ErrSchemaUnknown: the lock schema records migrations this lockctl
+	// did not make as it has them (another build's, or a build's before
+	// migrations were recorded with their checksums), so it cannot tell
+	// which tables and functions the schema holds. Migrate refuses it and
+	// changes nothing; the driver error's message says what was found and
+	// what to do.
+	ErrSchemaUnknown = errors.New("the lock schema was not made by this lockctl's migrations, and cannot be migrated in place")
 	// ErrSchemaOpen: roles other than the lock tables' owner may create
 	// objects in the lock schema, or own functions or operators there, and
 	// what they make could run inside the protocol as that owner. Migrate
@@ -38,7 +45,7 @@ var (
 // Meanings lists the errors above, most specific first: the order in which
 // to ask errors.Is of an error that may wrap more than one.
 var Meanings = []error{
-	ErrNotMigrated, ErrCannotAdopt, ErrSchemaNewer, ErrSchemaOpen, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
+	ErrNotMigrated, ErrCannotAdopt, ErrSchemaNewer, ErrSchemaUnknown, ErrSchemaOpen, ErrReadOnly, ErrPermissionDenied, ErrLockTimeout,
 	ErrStatementTimeout, ErrUnavailable, ErrInvalidValue,
 	ErrPoolerStatements, ErrPoolerStartupParameter,
 }

@@ -61,7 +61,8 @@ const (
 )
 
 // Kinds of the events in distributed_lock_event: the outcomes that change a
-// lease, a refused stale write, and a wait refused as a deadlock.
+// lease, a refused stale write, and a wait refused as a deadlock or given
+// up.
 const (
 	EventAcquired           = OutcomeAcquired
 	EventStolen             = OutcomeStolen
@@ -81,6 +82,10 @@ const (
 	// A free semaphore key was taken with other permits than it had:
 	// detail {"permits", "previous_permits"}.
 	EventPermitsChanged = "permits_changed"
+	// A waiter left the queue without a grant (its Acquire gave up),
+	// logged when its record logs grants: detail {"waited_ms",
+	// "waiter_id"}, the wait as a hand-off's grant records it.
+	EventGaveUp = "gave_up"
 )
 
 // How a key is held (distributed_lock.lock_mode): by one owner, by any

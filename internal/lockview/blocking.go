@@ -63,7 +63,7 @@ type blockingRow struct {
 // lease of the key each waits for, from one clock reading. $1 is the bound
 // plus one, to tell a truncated read.
 const blockingSQL = `
-WITH c AS (SELECT clock_timestamp() AS ts),
+WITH c AS (SELECT distributed_lock_now() AS ts),
 w AS (
     SELECT w.owner_id AS waiter, w.lock_key, min(w.waiting_since) AS since
     FROM distributed_lock_waiter w, c

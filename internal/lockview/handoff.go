@@ -36,7 +36,7 @@ SELECT coalesce(make_interval(secs => percentile_cont(0.5) WITHIN GROUP (ORDER B
 FROM (SELECT e.event_id, e.lock_key, e.previous_token, e.occurred_at
       FROM distributed_lock_event e
       WHERE e.kind IN ('acquired', 'stolen') AND e.detail ? 'waited_ms'
-        AND e.occurred_at > clock_timestamp() - $1::bigint * interval '1 microsecond'
+        AND e.occurred_at > distributed_lock_now() - $1::bigint * interval '1 microsecond'
       ORDER BY e.event_id DESC LIMIT $2) g
 CROSS JOIN LATERAL (
       SELECT p.occurred_at FROM distributed_lock_event p

@@ -22,7 +22,7 @@ var historySQL = `
 SELECT * FROM (
     SELECT ` + eventColumns + ` FROM distributed_lock_event e
     WHERE ($1::text IS NULL OR e.lock_key = $1::text)
-      AND ($2::bigint IS NULL OR e.occurred_at >= clock_timestamp() - $2::bigint * interval '1 microsecond')
+      AND ($2::bigint IS NULL OR e.occurred_at >= distributed_lock_now() - $2::bigint * interval '1 microsecond')
     ORDER BY e.event_id DESC LIMIT $3) newest
 ORDER BY event_id`
 

@@ -29,7 +29,7 @@ type Holder struct {
 const holdersSQL = `
 SELECT h.lock_key, h.slot, h.owner_id, h.fence_token, h.acquired_at, h.expires_at, h.ttl,
        h.expires_at - c.ts AS remaining
-FROM distributed_lock h, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock h, (SELECT distributed_lock_now() AS ts) c
 WHERE h.lock_key = ANY($1) AND h.slot > 0 AND distributed_lock_live(h, c.ts)
 ORDER BY h.lock_key, h.slot`
 

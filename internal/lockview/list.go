@@ -165,7 +165,7 @@ const keyMatch = `l.slot = 0 AND ` + matchCond
 const liveWaitersCTE = `w AS (
     SELECT w.lock_key, count(*) AS n, min(w.waiting_since) AS since
     FROM distributed_lock_waiter w
-    WHERE w.seen_until > clock_timestamp()
+    WHERE w.seen_until > distributed_lock_now()
     GROUP BY w.lock_key)`
 
 // anchorColumns are a row's values in every sort order. since is NULL for a

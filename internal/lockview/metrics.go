@@ -33,7 +33,7 @@ type Gauges struct {
 // the clock: the view's, or the waiter table's own when there is no key.
 const gaugesSQL = `
 WITH s AS (SELECT l.state, l.acquired_at, l.db_now FROM distributed_lock_state l OFFSET 0),
-c AS (SELECT coalesce((SELECT max(s.db_now) FROM s), clock_timestamp()) AS ts),
+c AS (SELECT coalesce((SELECT max(s.db_now) FROM s), distributed_lock_now()) AS ts),
 w AS (
     SELECT count(*) AS n, count(DISTINCT w.lock_key) AS keys, min(w.waiting_since) AS since
     FROM distributed_lock_waiter w WHERE w.seen_until > (SELECT ts FROM c))
@@ -65,9 +65,9 @@ type KeyWaiters struct {
 }
 
 const topWaitedSQL = `
-SELECT w.lock_key, count(*) AS waiters, clock_timestamp() - min(w.waiting_since) AS longest_wait
+SELECT w.lock_key, count(*) AS waiters, distributed_lock_now() - min(w.waiting_since) AS longest_wait
 FROM distributed_lock_waiter w
-WHERE w.seen_until > clock_timestamp()
+WHERE w.seen_until > distributed_lock_now()
 GROUP BY w.lock_key
 ORDER BY count(*) DESC, min(w.waiting_since), w.lock_key
 LIMIT $1`
@@ -97,7 +97,7 @@ type eventCountRow struct {
 // serves the range. The left join returns the span's end even when no
 // event falls in it.
 const eventCountsSQL = `
-WITH c AS (SELECT clock_timestamp() - $2::bigint * interval '1 microsecond' AS through)
+WITH c AS (SELECT distributed_lock_now() - $2::bigint * interval '1 microsecond' AS through)
 SELECT c.through, e.kind, count(e.event_id) AS n
 FROM c LEFT JOIN distributed_lock_event e
     ON e.occurred_at <= c.through AND ($1::timestamptz IS NULL OR e.occurred_at > $1::timestamptz)

@@ -35,7 +35,7 @@ func Sum(buckets []int64) int64 {
 // buckets of $2 microseconds, counting back from the database's now: bucket
 // 0 is the newest. It reads the span through the occurred_at index.
 const ratesSQL = `
-WITH c AS (SELECT clock_timestamp() AS ts)
+WITH c AS (SELECT distributed_lock_now() AS ts)
 SELECT floor(extract(epoch FROM c.ts - e.occurred_at) * 1000000 / $2::bigint)::int AS bucket,
        count(*) AS grants,
        count(*) FILTER (WHERE e.kind = 'stolen') AS steals,

@@ -32,7 +32,7 @@ SELECT
     (SELECT count(*) FROM w) AS waited_keys,
     pg_is_in_recovery() AS in_recovery,
     current_setting('server_version') AS server_version,
-    clock_timestamp() AS db_now`
+    distributed_lock_now() AS db_now`
 
 type pollRow struct {
 	MatchingWaited int64     `db:"matching_waited"`
@@ -81,7 +81,7 @@ var countSQL = map[Sort]string{
 // constants only.
 func countWithRank(rankCond string) string {
 	return `
-WITH c AS (SELECT clock_timestamp() AS ts)
+WITH c AS (SELECT distributed_lock_now() AS ts)
 SELECT
     count(*) AS total,
     count(*) FILTER (WHERE s.state IN ('held', 'expiring')) AS held,

@@ -17,9 +17,9 @@ type Waiter struct {
 }
 
 const waitersSQL = `
-SELECT w.waiter_id, w.lock_key, w.owner_id, w.waiting_since, clock_timestamp() - w.waiting_since AS waited
+SELECT w.waiter_id, w.lock_key, w.owner_id, w.waiting_since, distributed_lock_now() - w.waiting_since AS waited
 FROM distributed_lock_waiter w
-WHERE w.lock_key = $1 AND w.seen_until > clock_timestamp()
+WHERE w.lock_key = $1 AND w.seen_until > distributed_lock_now()
 ORDER BY w.waiter_id`
 
 // Waiters lists the live waiters of key in queue order (the order a release

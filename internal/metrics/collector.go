@@ -25,8 +25,15 @@ type Config struct {
 	// Settle is how long after an event occurred it is counted, so a
 	// transaction that wrote it has time to commit (see
 	// lockview.CountEvents). 0 counts events at once; `lockctl metrics`
-	// uses 5s.
+	// uses 5s. The wait and hold histograms observe events as late.
 	Settle time.Duration
+	// PrefixSeparator ends the key prefix that labels the histograms.
+	// Defaults to lockmetrics.DefaultSeparator (":").
+	PrefixSeparator string
+	// MaxPrefixes is how many distinct prefixes get series of their own;
+	// later ones are counted as lockmetrics.Other. Defaults to
+	// lockmetrics.DefaultMaxPrefixes (100).
+	MaxPrefixes int
 }
 
 // Collector is a prometheus.Collector that queries the database on each
@@ -38,6 +45,7 @@ type Collector struct {
 	mu      sync.Mutex
 	counted time.Time        // end of the event-log span counted so far
 	totals  map[string]int64 // events counted so far, by kind
+	times   waitsAndHolds
 }
 
 // New returns a Collector for cfg with its defaults filled in.
@@ -46,7 +54,7 @@ func New(cfg Config) *Collector {
 		cfg.Timeout = 5 * time.Second
 	}
 	cfg.Settle = max(cfg.Settle, 0)
-	return &Collector{cfg: cfg, totals: map[string]int64{}}
+	return &Collector{cfg: cfg, totals: map[string]int64{}, times: newWaitsAndHolds(cfg)}
 }
 
 var (
@@ -88,11 +96,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		forceDesc, rejectedDesc} {
 		ch <- d
 	}
+	c.times.hist.Describe(ch)
 }
 
 // Collect reads the database and sends the metrics. If a read fails,
 // lockctl_up is 0, the gauges are left out rather than repeated stale, and
-// the counters report what was counted before.
+// the counters and histograms report what was counted before.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -103,6 +112,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if err == nil {
 		err = c.countEvents(ctx)
 	}
+	if err == nil {
+		err = c.times.observe(ctx, c.cfg.DB, c.cfg.Settle)
+	}
 	ch <- gauge(scrapeDesc, time.Since(start).Seconds())
 	up := 1.0
 	if err != nil {
@@ -110,6 +122,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- gauge(upDesc, up)
 	c.sendCounters(ch)
+	c.times.hist.Collect(ch)
 }
 
 func (c *Collector) collectGauges(ctx context.Context, ch chan<- prometheus.Metric) error {

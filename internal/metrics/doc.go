@@ -10,4 +10,9 @@
 // lives, whatever is pruned. A restart starts them again from the events
 // still in the log, which Prometheus's rate() and increase() treat as a
 // counter reset.
+//
+// The wait and hold histograms (times.go; their shape is
+// internal/lockmetrics's) are observed from the same log, incrementally:
+// each scrape reads the events logged since the last one it read, by
+// event_id, from the end of the log at the first scrape on.
 package metrics

@@ -124,8 +124,8 @@ func TestAViewerReadsLargeDetailsAsTheirSize(t *testing.T) {
 	e := newEnv(t)
 	for _, stmt := range []string{
 		`ALTER DOMAIN distributed_lock_json DROP CONSTRAINT distributed_lock_json_check`,
-		`INSERT INTO distributed_lock_event (lock_key, kind, owner_id, actor, detail)
-		 VALUES ('big', 'stale_write_rejected', 'o', 'o', jsonb_build_object('x', repeat(md5(random()::text), 65536)))`,
+		`INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, detail)
+		 VALUES (clock_timestamp(), 'big', 'stale_write_rejected', 'o', 'o', jsonb_build_object('x', repeat(md5(random()::text), 65536)))`,
 		`ALTER DOMAIN distributed_lock_json ADD CONSTRAINT distributed_lock_json_check
 		 CHECK (pg_column_size(VALUE) <= 8192) NOT VALID`,
 	} {

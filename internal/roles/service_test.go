@@ -132,8 +132,7 @@ func sharedWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) er
 
 // queuedWait waits in a queue as a process with a Notifier does (its
 // heartbeat keeps the waiter record live) and gives up (the record is taken
-// out), then queues again and is handed the key by the holder's release
-// (woken by the NOTIFY, it claims the grant).
+// out), then queues again and is handed the key by the holder's release.
 func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	other, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
@@ -199,8 +198,7 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err := admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`).Scan(&left); err != nil || left != 0 {
 		return fmt.Errorf("%w: %d waiter records left behind (%v)", errWaiterLeft, left, err)
 	}
-	// Queued again, then handed the key by the holder's release: the
-	// NOTIFY wakes the waiter, which claims its grant through the database.
+	// Queued again, then handed the key by the holder's release.
 	hctx, cancelHanded := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelHanded()
 	go func() {
@@ -282,9 +280,6 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_report_stale_write(text, text, bigint, text, jsonb) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_poll(text, bigint, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
-		// A hand-off's NOTIFY is a hint the waiter claims through the
-		// database.
-		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_waiter_claim(text, bigint) FROM %[2]s`, locker.ErrPermissionDenied},
 		// The Notifier's heartbeat and Acquire's leaving are best-effort and
 		// report no failure: a missing grant shows as a record that stops
 		// being refreshed, or one left behind.

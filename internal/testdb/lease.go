@@ -21,7 +21,7 @@ UPDATE distributed_lock l SET
     released_at = l.released_at - s.shift,
     delay_until = l.delay_until - s.shift
 FROM (SELECT CASE WHEN $2::bigint < 0
-                  THEN greatest(expires_at - clock_timestamp(), interval '0') + interval '1 millisecond'
+                  THEN greatest(expires_at - distributed_lock_now(), interval '0') + interval '1 millisecond'
                   ELSE $2::bigint * interval '1 microsecond' END AS shift
       FROM distributed_lock WHERE lock_key = $1 AND slot = 0) s
 WHERE l.lock_key = $1`

@@ -59,8 +59,10 @@ func InsertReference(t testing.TB, db store.DBTX, jvmZone *time.Location, locks 
 	}
 }
 
-// DBNow is the database's clock_timestamp(), for leases built on the
-// database's clock rather than this process's.
+// DBNow is the server's own clock, clock_timestamp(), for leases built on
+// the database's clock rather than this process's. It reads no schema (a
+// reference table's has no distributed_lock_now): a schema whose Clock a
+// test moved is read with that Clock's Now.
 func DBNow(t testing.TB, db store.DBTX) time.Time {
 	t.Helper()
 	var now time.Time

@@ -3,9 +3,10 @@
 // Each call to New makes a fresh schema with lockctl's tables in it, so tests
 // are isolated from each other and can run in parallel.
 //
-// Tests do not sleep to let time pass: AgeLock and ExpireLease move a lock
-// row into the past on the database clock (the only clock the lease
-// contract reads), and Eventually, Within, WaitUntilBlocked and
+// Tests do not sleep to let time pass: Clock moves a test schema's time
+// (the protocol's one clock, distributed_lock_now, which every function and
+// reader of the schema reads), AgeLock and ExpireLease move one lock row
+// into the past on that clock, and Eventually, Within, WaitUntilBlocked and
 // WaitUntilPast wait for a state the test can observe.
 //
 // Without a server, tests skip — except under CI=true, where they fail: CI

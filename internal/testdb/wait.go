@@ -82,7 +82,7 @@ func ExecBlocked(t testing.TB, db *pgxpool.Pool, sql string, args ...any) <-chan
 	return done
 }
 
-const dbClockPastSQL = `SELECT clock_timestamp() > $1`
+const dbClockPastSQL = `SELECT distributed_lock_now() > $1`
 
 // WaitUntilPast returns once the database clock has passed at (a lease's
 // ExpiresAt, say). It is for the rare test where real time must pass with

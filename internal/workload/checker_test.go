@@ -213,8 +213,8 @@ WITH granted AS (
     WHERE l.owner_id = excluded.owner_id OR l.expires_at <= clock_timestamp()
     RETURNING l.*
 ), logged AS (
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token)
-    SELECT g.lock_key, g.grant_kind, g.owner_id, g.fence_token, g.owner_id, g.previous_owner, g.previous_token
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token)
+    SELECT clock_timestamp(), g.lock_key, g.grant_kind, g.owner_id, g.fence_token, g.owner_id, g.previous_owner, g.previous_token
     FROM granted g WHERE g.renew_count = 0
 )
 SELECT g.fence_token, g.expires_at, g.ttl,
@@ -226,8 +226,8 @@ WITH gone AS (
     DELETE FROM distributed_lock l WHERE l.lock_key = $1 AND l.owner_id = $2 AND l.fence_token = $3
     RETURNING l.lock_key, l.owner_id, l.fence_token
 )
-INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor)
-SELECT g.lock_key, 'released', g.owner_id, g.fence_token, g.owner_id FROM gone g`
+INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+SELECT clock_timestamp(), g.lock_key, 'released', g.owner_id, g.fence_token, g.owner_id FROM gone g`
 
 func (n *naiveLocker) TryAcquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error) {
 	lease := locker.Lease{Key: key, Owner: owner}

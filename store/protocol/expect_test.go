@@ -162,6 +162,15 @@ type waiterRef string
 
 var anyValue = struct{ any }{}
 
+// msWithin matches a number of milliseconds from lo to hi: a wait the
+// function measured on the database's clock (waited_ms).
+type msWithin struct{ lo, hi time.Duration }
+
+func (m msWithin) holds(v any) bool {
+	ms, ok := v.(float64)
+	return ok && ms >= float64(m.lo.Milliseconds()) && ms <= float64(m.hi.Milliseconds())
+}
+
 // waiterWant is one waiter row left on the key, in queue order; seenFor,
 // when set, is how long it must stay live (refreshed by the call); channel
 // is the wake channel it names ("": NULL).
@@ -363,6 +372,12 @@ func (c checker) detail(name string, got map[string]any, want map[string]any) {
 		g, ok := got[k]
 		if ref, isRef := v.(waiterRef); isRef {
 			v = c.p.waiter(string(ref))
+		}
+		if m, isRange := v.(msWithin); isRange {
+			if !ok || !m.holds(g) {
+				c.t.Errorf("%s detail %s = %v; want %v to %v", name, k, g, m.lo, m.hi)
+			}
+			continue
 		}
 		if !ok || v != anyValue && !sameJSON(g, v) {
 			c.t.Errorf("%s detail %s = %v; want %v", name, k, g, v)

@@ -3,7 +3,7 @@ package protocol_test
 import "testing"
 
 // endHoldersArgs: whose slots end ("": any owner's), granted with which
-// token, and how ("release" or "expire").
+// token, and how ("release" or "expire"), at the caller's now.
 type endHoldersArgs struct {
 	owner string
 	token tok
@@ -12,7 +12,8 @@ type endHoldersArgs struct {
 
 // The slots it ended, counted (the function returns one row each).
 func (a endHoldersArgs) call(key string, p prepared) (string, []any) {
-	return `SELECT count(*) AS result FROM distributed_lock_end_holders(key => $1, owner => $2, token => $3, how => $4) e`,
+	return `SELECT count(*) AS result
+		FROM distributed_lock_end_holders(key => $1, owner => $2, token => $3, how => $4, ts => distributed_lock_now()) e`,
 		[]any{key, null(a.owner), tokenArg(p, a.token), a.how}
 }
 

@@ -1,6 +1,9 @@
 package protocol_test
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // leaveAllArgs: owner's waiting set leaves, from the case's key and the
 // set's other keys.
@@ -26,6 +29,18 @@ func TestWaiterLeaveAll(t *testing.T) {
 		{name: "queued on every key: left", state: heldBy(other).queuedSet(me).and(also{name: "b", state: heldBy(w1).queuedSet(me).queued(w2)}),
 			call: mine.call, want: want{outcome: "left", row: untouched,
 				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", w1, true, w2) }}},
+		{name: "queued, logging its grants: its wait logged on each key",
+			state: heldBy(other).withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, waitedFor: 4 * time.Second, logGrants: true, inSet: true}).
+				and(also{name: "b", state: heldBy(w1).withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, waitedFor: 4 * time.Second,
+					logGrants: true, inSet: true})}),
+			call: mine.call, want: want{outcome: "left", row: untouched, events: []eventWant{{kind: "gave_up", owner: me, actor: me,
+				detail: map[string]any{"waited_ms": msWithin{4 * time.Second, 4*time.Second + slack}, "waiter_id": anyValue}}},
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) {
+					otherIs(t, p, "b", w1, true)
+					if o := p.other(t, "b"); len(o.events) != 1 || o.events[0].Kind != "gave_up" {
+						t.Errorf("%s: events %+v; want its gave_up", p.set.keys["b"], o.events)
+					}
+				}}},
 		{name: "first in line on a free key: left, the key passed to the next",
 			state: free().queuedSet(me).queued(w1).and(also{name: "b", state: heldBy(other).queuedSet(me)}),
 			call:  mine.call, want: want{outcome: "left", row: handedTo(w1, "acquired", other),

@@ -30,6 +30,10 @@ func TestWaiterLeave(t *testing.T) {
 	}
 	f.run(t, []fnCase{
 		{name: "queued", state: heldBy(other).queued(me), call: mine.call, want: want{outcome: "left", row: untouched}},
+		{name: "queued, logging its grants: its wait logged",
+			state: heldBy(other).withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, waitedFor: 4 * time.Second, logGrants: true}),
+			call:  mine.call, want: want{outcome: "left", row: untouched, events: []eventWant{{kind: "gave_up", owner: me, actor: me,
+				detail: map[string]any{"waited_ms": msWithin{4 * time.Second, 4*time.Second + slack}, "waiter_id": anyValue}}}}},
 		{name: "queued behind another", state: heldBy(other).queued(w1, me), call: mine.call, want: want{
 			outcome: "left", row: untouched, waiters: waiters(w1)}},
 		{name: "no row", state: noRow(), call: mine.call, want: want{outcome: "none", row: untouched}},

@@ -48,7 +48,8 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 	domains := map[string][]string{
 		"distributed_lock_event_kind": {lockdb.EventAcquired, lockdb.EventStolen, lockdb.EventReleased,
 			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected,
-			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded, lockdb.EventPermitsChanged},
+			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded, lockdb.EventPermitsChanged,
+			lockdb.EventGaveUp},
 		"distributed_lock_mode": {lockdb.ModeExclusive, lockdb.ModeShared, lockdb.ModeSemaphore},
 	}
 	word := regexp.MustCompile(`'([a-z_]+)'`)

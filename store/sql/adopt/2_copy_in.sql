@@ -9,6 +9,8 @@ DO $$
 DECLARE
     zone    text := coalesce(nullif(current_setting('lockctl.reference_time_zone', true), ''),
                              current_setting('TimeZone'));
+    -- Migration 1 runs before the functions exist, the protocol's clock
+    -- (distributed_lock_now) among them: the adoption reads the server's.
     adopted timestamptz := clock_timestamp();
     local   boolean;
 BEGIN

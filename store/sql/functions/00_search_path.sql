@@ -25,12 +25,19 @@
 -- they then run under. Transaction-local: migrate re-creates the functions
 -- in one transaction (and psql -1 runs schema.sql in one).
 --
--- Time, everywhere: a call's "now" is clock_timestamp(), read once, after
--- the call holds the key's row lock (distributed_lock_acquire, which never
--- waits for one, reads it as it takes the lock; a waiter's check that
--- takes none reads it after its last wait). Never statement_timestamp()
+-- Time, everywhere: one clock, distributed_lock_now() (02_rules.sql), the
+-- only place the time is read. A call reads it once, into ts, after the
+-- waits it judges after (the key's row lock; distributed_lock_acquire,
+-- which never waits for one, reads it as it starts), judges every lease
+-- and waiter record with it, writes it into the rows and events it makes,
+-- and passes it to the helpers it calls, so a release and the hand-off it
+-- made share one instant. A helper that waits itself (the prune gate, a
+-- queue lock, a waiter's record) and then stamps or judges again reads it
+-- anew after that wait, and says why beside it; so does a call that judged
+-- before a wait and judges again after. A protocol function that calls
+-- another (a session's close releases its leases) makes that call as any
+-- caller would, and the callee reads its own. Never statement_timestamp()
 -- or now(): a call that waited for a row lock would judge a lease with the
--- time from before the wait. A call's events carry that now too, so a
--- release and the hand-off it made share one instant.
+-- time from before the wait.
 SELECT pg_catalog.set_config('search_path',
     pg_catalog.quote_ident(pg_catalog.current_schema()) OPERATOR(pg_catalog.||) ', pg_catalog, pg_temp', true);

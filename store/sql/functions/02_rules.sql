@@ -3,8 +3,20 @@
 -- so PostgreSQL inlines them into the statements that call them (EXPLAIN
 -- VERBOSE shows their expressions, not a call; store's TestRulesAreInlined
 -- checks): a rule costs nothing at run time. Pass them columns or
--- variables, not volatile expressions such as clock_timestamp(), which
--- would stop the inlining. ts is the call's now (00_search_path.sql).
+-- variables, not volatile expressions such as distributed_lock_now(),
+-- which would stop the inlining. ts is the call's now (00_search_path.sql).
+
+-- distributed_lock_now: the protocol's clock, the one place any function,
+-- rule or reader reads the time (00_search_path.sql says when a call reads
+-- it). Inlined, it costs what clock_timestamp() does. Its owner alone may
+-- replace it, and a test does, in its own schema, to move that schema's
+-- time instead of sleeping (internal/testdb, Clock); the next migrate
+-- puts this one back. No function takes a time from its caller, so a
+-- service cannot choose its own. EXECUTE stays with PUBLIC (99_privileges.sql).
+CREATE OR REPLACE FUNCTION distributed_lock_now()
+RETURNS timestamptz LANGUAGE sql VOLATILE AS $$
+    SELECT pg_catalog.clock_timestamp()
+$$;
 
 -- distributed_lock_us: a caller's microseconds (ttl_us, lock_delay_us, …)
 -- as an interval, never overflowing: past 10^15 µs (about 31 years) either

@@ -57,7 +57,7 @@ RETURNS distributed_lock_acquire_result
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
     res distributed_lock_acquire_result;
     r distributed_lock;
 BEGIN
@@ -84,8 +84,8 @@ BEGIN
     END IF;
     IF FOUND THEN
         INSERT INTO distributed_lock_event
-            (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-        SELECT key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+            (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+        SELECT ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
                l.previous_owner, l.previous_token, coalesce(event_detail, '{}')
         FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
@@ -114,9 +114,11 @@ BEGIN
             res.lock_key := key;
             res.outcome := 'busy';
         ELSIF log_grants THEN
-            INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-            VALUES (key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
-                    coalesce(event_detail, '{}'));
+            -- At the grant's instant (distributed_lock_first_grant's now).
+            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+            SELECT l.acquired_at, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+                   coalesce(event_detail, '{}')
+            FROM distributed_lock l WHERE l.lock_key = key;
         END IF;
         RETURN res;
     END IF;
@@ -125,6 +127,8 @@ BEGIN
         -- here if its last holders lapsed; else refused until its holders'
         -- last expiry.
         IF distributed_lock_end_lapsed_group(key, ts) THEN
+            -- Anew, with a now of its own: passing the key on may have
+            -- waited (distributed_lock_pass_on) and handed it to a waiter.
             RETURN distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
                                             log_grants, lock_delay_us);
         END IF;
@@ -181,7 +185,9 @@ DECLARE
     ts timestamptz;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
-    ts := clock_timestamp();
+    -- A now of its own, after the gate, which a prune holds while it
+    -- deletes: the lease runs its whole TTL from when it is made.
+    ts := distributed_lock_now();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,

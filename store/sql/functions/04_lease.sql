@@ -26,7 +26,7 @@ BEGIN
         ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
-    FROM (SELECT k.r, clock_timestamp() AS ts
+    FROM (SELECT k.r, distributed_lock_now() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
@@ -69,9 +69,9 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF distributed_lock_hand_off(key, ts) IS NULL THEN
         PERFORM distributed_lock_queue_lock(key, true, interval '5 seconds');
-        -- Handed now: a record queued while this waited must not get a
-        -- claim window counted from before it asked.
-        IF distributed_lock_hand_off(key, clock_timestamp()) IS NULL THEN
+        -- Handed with a now read after that wait: a record queued while
+        -- this waited must not get a claim window counted from before it asked.
+        IF distributed_lock_hand_off(key, distributed_lock_now()) IS NULL THEN
             PERFORM distributed_lock_wake(key);
         END IF;
     END IF;
@@ -140,7 +140,7 @@ BEGIN
     -- setting, a PERFORM a statement of its own). follow_up: the release is
     -- logged or someone may wait. Every test is an expression PL/pgSQL sets
     -- up once per transaction, so a release nobody waits for makes one.
-    UPDATE distributed_lock l SET released_at = clock_timestamp()
+    UPDATE distributed_lock l SET released_at = distributed_lock_now()
     WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
@@ -158,8 +158,8 @@ BEGIN
         -- A shared or semaphore holder's lease: released, logged and its
         -- permit handed to a waiter beside the other holders while another
         -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql) and passed on below, once its
-        -- end is logged.
+        -- the row for update (11_shared.sql), the now read once that lock
+        -- is held, and passed on below, once its end is logged.
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
         FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
@@ -167,15 +167,16 @@ BEGIN
         IF FOUND THEN
             RETURN res;
         END IF;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+        ts := distributed_lock_now();
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
-        FROM distributed_lock_end_holders(key, owner, token, 'release') h;
+        FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
         IF NOT FOUND THEN
             res.lock_key := key;
             res.outcome := 'not_held';
             RETURN res;
         END IF;
-        ts := clock_timestamp();
     END IF;
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
@@ -205,7 +206,7 @@ DECLARE
 BEGIN
     held := coalesce((
         SELECT distributed_lock_held(c.r, owner, session_user, c.ts)
-        FROM (SELECT k.r, clock_timestamp() AS ts
+        FROM (SELECT k.r, distributed_lock_now() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
                     WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                       AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
@@ -233,8 +234,9 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     id bigint;
 BEGIN
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    VALUES (key::distributed_lock_name, 'stale_write_rejected', owner, token, coalesce(event_actor, owner),
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (distributed_lock_now(), key::distributed_lock_name, 'stale_write_rejected', owner, token,
+            coalesce(event_actor, owner),
             coalesce(event_detail, '{}')::distributed_lock_metadata)
     RETURNING event_id INTO id;
     RETURN id;

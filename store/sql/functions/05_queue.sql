@@ -128,9 +128,9 @@ DECLARE
     id bigint;
 BEGIN
     INSERT INTO distributed_lock_waiter AS w
-        (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, wake_channel,
-         lock_mode, permits)
-    VALUES (key, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+        (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay,
+         wake_channel, lock_mode, permits)
+    VALUES (key, owner, ts, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
             distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'), log_grants, nullif(event_actor, ''),
             distributed_lock_us(lock_delay_us), channel, mode, permits)
     RETURNING w.waiter_id INTO id;
@@ -203,9 +203,9 @@ END $$;
 -- rather than joined by a second: same id and place, the lease now asked
 -- for; a key found free or
 -- lapsed and handed to that record is the caller's at once (claimed,
--- outcome the hand-off's grant kind). db_now is the database's clock as the
--- call returns (the client relates a later hand-off's acquired_us to its
--- own clock with it). A queued caller is told its queue_position (1: the
+-- outcome the hand-off's grant kind). db_now is the call's now, or a
+-- grant's instant (the client relates a later hand-off's acquired_us to
+-- its own clock with it). A queued caller is told its queue_position (1: the
 -- head), the queue_length, and delay_until when the key is in its
 -- lock-delay; the lease it waits for carries lock_delay_us. outcome
 -- 'busy': a first grant of the key by another transaction kept failing;
@@ -254,7 +254,7 @@ BEGIN
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
         IF outcome IN ('acquired', 'stolen', 'renewed') THEN
-            db_now := clock_timestamp();
+            db_now := expires_at - ttl; -- the grant's instant: acquire's now
             RETURN;
         END IF;
     END LOOP;
@@ -263,7 +263,9 @@ BEGIN
         remaining := NULL; outcome := 'busy';
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    -- After the row lock (the first try beside the others read its own
+    -- now before this call waited for it).
+    ts := distributed_lock_now();
     IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
         -- A group whose holders all lapsed (11_shared.sql) is ended here,
         -- under the lock, as acquire and a waiter's check end one, and
@@ -277,7 +279,7 @@ BEGIN
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
-        db_now := clock_timestamp();
+        db_now := ts;
         RETURN;
     END IF;
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
@@ -292,7 +294,7 @@ BEGIN
                                           lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
             waiter_id := NULL;
-            db_now := clock_timestamp();
+            db_now := ts;
             RETURN;
         END IF;
     END IF;
@@ -358,7 +360,7 @@ DECLARE
     slot distributed_lock;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- A group's row is always checked under the lock: a group whose
     -- holders all lapsed is ended here, and one with room serves the queue.
     IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND NOT distributed_lock_is_group(r) THEN
@@ -379,12 +381,13 @@ BEGIN
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
             WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user;
             -- The update may have waited for a hand-off to this record:
-            -- judge the answer after it.
-            ts := clock_timestamp();
+            -- judge the answer with a now read after it.
+            ts := distributed_lock_now();
         END IF;
     ELSE
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-        ts := clock_timestamp();
+        -- Judged again, with a now read after the wait for the lock.
+        ts := distributed_lock_now();
         IF r.lock_key IS NULL THEN
             lock_key := key;
             waiter_id := id;
@@ -501,7 +504,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_waiter_heartbeat(ids bigint[], seen_
 RETURNS SETOF bigint
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
     k text;
 BEGIN
     -- Lock rows before waiter rows, in key order, as everywhere.
@@ -535,14 +538,34 @@ BEGIN
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
 
+-- distributed_lock_log_gave_up logs that waiter record w, taken out of its
+-- queue at ts without a grant (its caller gave up), waited: a 'gave_up'
+-- event with the wait's length (detail waited_ms, as a hand-off's grant
+-- has it) when the record logs grants (log_grants), as its grant would
+-- have been logged. The actor is the record's, the role the one that
+-- queued it. Only a call that leaves writes it: a grant never does.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_log_gave_up(w distributed_lock_waiter, ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF w.log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
+        VALUES (ts, w.lock_key, 'gave_up', w.owner_id, coalesce(w.actor, w.owner_id), w.owner_role,
+                jsonb_build_object('waited_ms', (extract(epoch FROM ts - w.waiting_since) * 1000)::bigint,
+                                   'waiter_id', w.waiter_id));
+    END IF;
+END $$;
+
 -- distributed_lock_waiter_leave takes waiter id out of key's queue (its
--- Acquire gave up). If the key was handed to it meanwhile and is unclaimed,
--- the lease is released (with log_release, logged as a release by
--- event_actor) and passed on to the next waiter. Returns 'left' (it was
--- queued), 'passed_on' (it had been handed the key), or 'none' (also for a
--- record, or a lease handed to one, that another role queued: only its
--- own role takes a waiter out of the queue, or an operator's prune once it
--- lapsed).
+-- Acquire gave up). A record that logs grants logs its wait
+-- (distributed_lock_log_gave_up). If the key was handed to it meanwhile
+-- and is unclaimed, the lease is released (with log_release, logged as a
+-- release by event_actor) and passed on to the next waiter. Returns 'left'
+-- (it was queued), 'passed_on' (it had been handed the key), or 'none'
+-- (also for a record, or a lease handed to one, that another role queued:
+-- only its own role takes a waiter out of the queue, or an operator's
+-- prune once it lapsed).
 CREATE OR REPLACE FUNCTION distributed_lock_waiter_leave(
     key text, id bigint, log_release boolean DEFAULT false, event_actor text DEFAULT NULL)
 RETURNS text
@@ -552,11 +575,14 @@ DECLARE
     ts timestamptz;
     holder text;
     token bigint;
+    gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-    ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user;
+    ts := distributed_lock_now();
+    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user
+    RETURNING * INTO gone;
     IF FOUND THEN
+        PERFORM distributed_lock_log_gave_up(gone, ts);
         RETURN 'left';
     END IF;
     IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
@@ -575,7 +601,7 @@ BEGIN
     WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
       AND s.owner_role = session_user;
     IF FOUND THEN
-        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release');
+        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');

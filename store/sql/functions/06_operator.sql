@@ -9,7 +9,8 @@
 
 -- distributed_lock_force_expire ends the lease now without freeing the row:
 -- the next acquirer takes it over as a steal, with a new token, once the
--- lock-delay from the new expires_at has passed.
+-- lock-delay from the new expires_at has passed. Its now is read once it
+-- holds the row (c: the lock, then the clock, as distributed_lock_renew).
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -18,22 +19,29 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
+    ts timestamptz;
     wake timestamptz;
     delay interval;
 BEGIN
-    UPDATE distributed_lock l SET expires_at = least(l.expires_at, clock_timestamp())
-    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL
-      AND NOT distributed_lock_is_group(l)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay;
+    UPDATE distributed_lock l SET expires_at = least(l.expires_at, c.ts)
+    FROM (SELECT k.r, distributed_lock_now() AS ts
+          FROM (SELECT z AS r FROM distributed_lock z
+                WHERE z.lock_key = key AND z.fence_token = token AND z.released_at IS NULL
+                  AND z.slot = 0 AND NOT distributed_lock_is_group(z)
+                FOR NO KEY UPDATE) k
+          OFFSET 0) c
+    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
+              c.ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
         FROM distributed_lock_force_holders(key, token, 'expire', event_actor, reason) f;
         RETURN;
     END IF;
-    INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-    VALUES (key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
+    INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+    VALUES (ts, key, 'force_expired', owner_id, token, coalesce(event_actor, session_user),
             jsonb_strip_nulls(jsonb_build_object('reason', reason,
                 'delay_until', CASE WHEN delay > interval '0' THEN expires_at + delay END)));
     IF wake > expires_at THEN
@@ -57,9 +65,8 @@ DECLARE
     delay interval;
     delay_end timestamptz;
 BEGIN
-    UPDATE distributed_lock l SET released_at = clock_timestamp()
-    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL
-      AND NOT distributed_lock_is_group(l)
+    UPDATE distributed_lock l SET released_at = distributed_lock_now()
+    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
@@ -100,7 +107,7 @@ DECLARE
     ts timestamptz;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     IF r.lock_key IS NULL OR NOT distributed_lock_delayed(r, ts) THEN
         lock_key := key;
         outcome := 'not_delayed';
@@ -157,7 +164,7 @@ DECLARE
 BEGIN
     PERFORM set_config('lock_timeout', gate_wait_ms || 'ms', true);
     LOCK TABLE distributed_lock_prune_gate IN SHARE ROW EXCLUSIVE MODE;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- A shared or semaphore key's slots (11_shared.sql) go with its row: a
     -- running group's row is never free, so none of them holds a lease.
     WITH gone AS (

@@ -34,7 +34,7 @@ RETURNS distributed_lock[]
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
     granted distributed_lock[];
 BEGIN
     WITH g AS (
@@ -64,8 +64,8 @@ BEGIN
         RETURNING l AS r)
     SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
     INSERT INTO distributed_lock_event
-        (lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
-    SELECT x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
+        (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+    SELECT ts, x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
            x.previous_owner, x.previous_token, coalesce(event_detail, '{}')
     FROM unnest(granted) x
     WHERE x.grant_kind = 'stolen' OR log_grants;
@@ -153,7 +153,9 @@ DECLARE
     ts timestamptz;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
-    ts := clock_timestamp();
+    -- A now of its own, after the gate: the row is made before its
+    -- caller's now, which that reads once it holds every row it waits for.
+    ts := distributed_lock_now();
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts, distributed_lock_us(ttl_us), ts, ts)
@@ -224,11 +226,11 @@ BEGIN
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
-                            NULL::interval, NULL::bigint, clock_timestamp(), NULL::integer, NULL::integer,
+                            NULL::interval, NULL::bigint, distributed_lock_now(), NULL::integer, NULL::integer,
                             NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- Groups whose holders all lapsed (11_shared.sql) end here, under the
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
@@ -241,7 +243,7 @@ BEGIN
         WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
-                            NULL::bigint, clock_timestamp(), NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
+                            NULL::bigint, ts, NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
         FROM distributed_lock_acquire_all(ks, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
         RETURN;
@@ -254,9 +256,9 @@ BEGIN
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
-            (lock_key, owner_id, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay, group_id,
-             wake_channel)
-        SELECT s.k, owner, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
+            (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay,
+             group_id, wake_channel)
+        SELECT s.k, owner, ts, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
                distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
                distributed_lock_us(lock_delay_us), g, channel
@@ -392,7 +394,7 @@ BEGIN
     FOREACH k IN ARRAY ks LOOP
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- Groups whose holders all lapsed (11_shared.sql) end here, under the
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
@@ -438,7 +440,8 @@ BEGIN
 END $$;
 
 -- distributed_lock_waiter_leave_all takes a waiting set out of its queues
--- (its AcquireAll gave up): its records ids (one per key of keys) go, keys
+-- (its AcquireAll gave up): its records ids (one per key of keys) go, each
+-- logging its wait as distributed_lock_waiter_leave's does, keys
 -- handed to it and unclaimed are released (with log_release, logged as
 -- released by event_actor), and every key left free with waiters is
 -- passed on, once all the set's records are gone, so a set queued behind
@@ -455,15 +458,20 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     s record;
+    gone distributed_lock_waiter;
     left_queue boolean;
     passed boolean := false;
 BEGIN
     FOREACH k IN ARRAY ks LOOP
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
-    ts := clock_timestamp();
-    DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user;
-    left_queue := FOUND;
+    ts := distributed_lock_now();
+    left_queue := false;
+    FOR gone IN DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids) AND w.owner_role = session_user
+                RETURNING * LOOP
+        PERFORM distributed_lock_log_gave_up(gone, ts);
+        left_queue := true;
+    END LOOP;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0;
         IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
@@ -536,7 +544,9 @@ BEGIN
     -- '*', 11_shared.sql) is released by its last holder, never by its
     -- token, or an exclusive grant could follow while holders still hold.
     FOR s IN SELECT x.k, x.t FROM unnest(keys, tokens) x(k, t) ORDER BY x.k LOOP
-        UPDATE distributed_lock l SET released_at = clock_timestamp()
+        -- Each key's release with a now of its own, read as it takes that
+        -- key's row: the keys before it may have waited for theirs.
+        UPDATE distributed_lock l SET released_at = distributed_lock_now()
         WHERE l.lock_key = s.k AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
           AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
         RETURNING l.* INTO r;
@@ -545,7 +555,9 @@ BEGIN
         ELSE
             -- A holder's lease, as distributed_lock_release takes it: passed
             -- on below, once its end is logged.
-            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release') h);
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+            slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release',
+                                                                              distributed_lock_now()) h);
         END IF;
     END LOOP;
     PERFORM distributed_lock_commit_lazily(lazy_commit);

@@ -31,7 +31,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
@@ -91,7 +91,7 @@ BEGIN
     leases := 0;
     lost := '[]';
     s := distributed_lock_session_lock(session);
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
     -- A session another role opened is not the caller's, whatever it names.
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
@@ -162,7 +162,7 @@ BEGIN
     END IF;
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) AND l.slot = 0 ORDER BY l.lock_key FOR NO KEY UPDATE;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
         RETURN;
@@ -216,7 +216,7 @@ BEGIN
         outcome := 'gone';
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
              WHERE x.session_id = session AND distributed_lock_live(l, ts)
@@ -256,7 +256,7 @@ BEGIN
         outcome := 'gone';
         RETURN;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token

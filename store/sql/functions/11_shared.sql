@@ -260,7 +260,7 @@ BEGIN
     ELSE
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     END IF;
-    ts := clock_timestamp();
+    ts := distributed_lock_now();
     IF r.lock_key IS NULL THEN
         outcome := 'busy';
         RETURN;
@@ -416,7 +416,10 @@ BEGIN
     PERFORM 1 FROM distributed_lock s
     WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
     FOR NO KEY UPDATE;
-    ts := clock_timestamp();
+    IF NOT FOUND THEN
+        RETURN h; -- no such slot: nothing to judge
+    END IF;
+    ts := distributed_lock_now();
     UPDATE distributed_lock s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
@@ -429,25 +432,23 @@ END $$;
 -- token (every slot holding a lease when token is the group's own, on
 -- which an operator acts on all holders) and owner (NULL: any, for an
 -- operator; else only owner's slots the caller's role took), as
--- released (how 'release') or ran out (how 'expire'); the caller then
--- logs them and passes the key on (distributed_lock_holders_ended). The
--- row FOR NO KEY UPDATE: a group's end must see every release before it.
--- Returns
--- the slots it ended as it left them (a forced expiry's end is now), in
--- slot order. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text)
+-- released (how 'release') or ran out (how 'expire') at ts; the caller
+-- then logs them and passes the key on (distributed_lock_holders_ended).
+-- The row FOR NO KEY UPDATE: a group's end must see every release before
+-- it. The caller holds that lock already, and read ts after taking it.
+-- Returns the slots it ended as it left them (a forced expiry's end is
+-- ts), in slot order. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text, ts timestamptz)
 RETURNS SETOF distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
-    ts timestamptz;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    ts := clock_timestamp();
     RETURN QUERY
     WITH ended AS (
         SELECT s.lock_key, s.slot FROM distributed_lock s
@@ -496,7 +497,7 @@ BEGIN
     END IF;
     RETURN coalesce((
         SELECT c.expires_at > c.ts
-        FROM (SELECT k.expires_at, clock_timestamp() AS ts
+        FROM (SELECT k.expires_at, distributed_lock_now() AS ts
               FROM (SELECT s.expires_at FROM distributed_lock s
                     WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token
                       AND s.released_at IS NULL AND s.owner_role = session_user
@@ -523,6 +524,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     h distributed_lock;
     r distributed_lock;
+    ts timestamptz;
     ended integer := 0;
 BEGIN
     lock_key := key;
@@ -531,9 +533,10 @@ BEGIN
     -- the force ends the group, a hand-off may grant the row to a waiter
     -- before this returns, and that lease is not the one forced.
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
-    FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how) LOOP
-        INSERT INTO distributed_lock_event (lock_key, kind, owner_id, fence_token, actor, detail)
-        VALUES (key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
+    ts := distributed_lock_now();
+    FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how, ts) LOOP
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END,
                 h.owner_id, h.fence_token, coalesce(event_actor, session_user),
                 jsonb_strip_nulls(jsonb_build_object('reason', reason, 'slot', h.slot)));
         ended := ended + 1;
@@ -543,7 +546,7 @@ BEGIN
     IF ended = 0 THEN
         RETURN;
     END IF;
-    PERFORM distributed_lock_holders_ended(key, clock_timestamp());
+    PERFORM distributed_lock_holders_ended(key, ts);
     outcome := CASE WHEN how = 'expire' THEN 'force_expired' ELSE 'force_released' END;
     IF token = r.fence_token THEN
         owner_id := r.owner_id; fence_token := r.fence_token; ttl := r.ttl;

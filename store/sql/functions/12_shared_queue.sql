@@ -185,7 +185,8 @@ BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    joining := distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp());
+    ts := distributed_lock_now();
+    joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
     IF NOT joining THEN
         -- The row for update, unless the change another transaction is
         -- making to it (the enqueue that makes its releases hand off, say)
@@ -197,7 +198,9 @@ BEGIN
     END IF;
     IF joining THEN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
-        IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) THEN
+        -- Judged again, with a now read after the wait for the row.
+        ts := distributed_lock_now();
+        IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, ts) THEN
             -- Changed meanwhile (a group's end, say): taking the row for
             -- update now, with other holders of its share lock asking
             -- for the same, could deadlock. The caller enqueues again.
@@ -215,22 +218,27 @@ BEGIN
         -- check).
         IF NOT distributed_lock_try_queue_lock(key) THEN
             PERFORM distributed_lock_queue_lock(key, false, interval '200 milliseconds');
+            -- A record queued and served after that wait gets a now read
+            -- after it, not a claim window counted from before.
+            ts := distributed_lock_now();
         END IF;
     END IF;
     -- Otherwise the row first, for update: the attempt below then never
     -- takes it for share and asks for more (two such calls would deadlock).
     FOR attempt IN 1..3 LOOP
         -- Joining a queue ahead of it, it would only be told 'queued'.
-        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, clock_timestamp());
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
         IF NOT joining THEN
             SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+            -- Judged again, with a now read after the wait for the row.
+            ts := distributed_lock_now();
         END IF;
         SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
         INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
                                              log_grants) a;
         IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
-            db_now := clock_timestamp();
+            db_now := ts;
             RETURN;
         END IF;
         -- A row made meanwhile by another's first grant: the attempt may
@@ -244,7 +252,6 @@ BEGIN
         outcome := 'busy';
         RETURN;
     END IF;
-    ts := clock_timestamp();
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
@@ -276,7 +283,7 @@ BEGIN
     IF FOUND THEN
         remaining := interval '0';
         waiter_id := NULL;
-        db_now := clock_timestamp();
+        db_now := ts;
         RETURN;
     END IF;
     IF NOT joining THEN

@@ -56,14 +56,18 @@ DECLARE
     ts timestamptz;
 BEGIN
     BEGIN
+        -- Whether its releases hand off is judged before the row is taken,
+        -- so that no release waits for a row it will not use; the release
+        -- is stamped with a now read after that wait.
+        ts := distributed_lock_now();
         PERFORM 1 FROM distributed_lock l
         WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
-          AND l.expires_at = distributed_lock_group_end() AND l.wake_until > clock_timestamp()
+          AND l.expires_at = distributed_lock_group_end() AND l.wake_until > ts
         FOR SHARE;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001';
         END IF;
-        ts := clock_timestamp();
+        ts := distributed_lock_now();
         UPDATE distributed_lock s SET released_at = ts
         WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
           AND s.owner_role = session_user
@@ -91,7 +95,9 @@ BEGIN
             IF NOT distributed_lock_queue_lock(key, true, interval '200 milliseconds') THEN
                 RAISE SQLSTATE 'LK001';
             END IF;
-            PERFORM distributed_lock_serve_holders(key, clock_timestamp());
+            -- Served with a now read after that wait: a record queued
+            -- during it gets no claim window counted from before it asked.
+            PERFORM distributed_lock_serve_holders(key, distributed_lock_now());
         END IF;
         RETURN h;
     EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN
@@ -249,9 +255,9 @@ BEGIN
             after := candidate;
         END LOOP;
         EXIT WHEN w.waiter_id IS NULL;
-        -- Granted now: its record may have queued after ts, and locking it
-        -- may have waited.
-        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, clock_timestamp(), false);
+        -- Granted with a now read after the record's lock: the record may
+        -- have queued after ts, and locking it may have waited.
+        EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, distributed_lock_now(), false);
         first := coalesce(first, w.waiter_id);
     END LOOP;
     RETURN first;

@@ -58,6 +58,8 @@ CREATE OR REPLACE FUNCTION distributed_lock_lock_to_queue(
     key text, owner text, seen_for_us bigint, mode text, n integer, OUT r distributed_lock, OUT beside boolean)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    ts timestamptz;
 BEGIN
     beside := false;
     FOR attempt IN 1..3 LOOP
@@ -76,8 +78,10 @@ BEGIN
                 NULL;
             END;
         END;
-        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, clock_timestamp())
-                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, clock_timestamp()) END) THEN
+        -- Judged with a now read after that wait.
+        ts := distributed_lock_now();
+        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, ts)
+                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, ts) END) THEN
             BEGIN
                 IF distributed_lock_try_queue_lock(key) THEN
                     RAISE SQLSTATE 'LK002';
@@ -112,7 +116,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
-    ts timestamptz := clock_timestamp();
+    ts timestamptz := distributed_lock_now();
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
@@ -122,8 +126,9 @@ BEGIN
         RETURN;
     END IF;
     lock_key := key;
+    -- Read again, for a release committed before the queue lock (which is
+    -- taken without waiting: the same now judges it).
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    ts := clock_timestamp();
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         -- Released (or lapsed) meanwhile. Taking the row now, holding the
         -- queue lock, could deadlock with a release waiting for it.

@@ -61,5 +61,5 @@ SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.gr
        CASE WHEN distributed_lock_is_group(l) AND NOT distributed_lock_open(l, c.ts)
             THEN distributed_lock_live_holders(l.lock_key, c.ts) END AS holders,
        c.ts AS db_now
-FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.slot = 0;

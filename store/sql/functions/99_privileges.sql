@@ -1,7 +1,10 @@
 -- Nobody may call the functions until granted (lockctl grant): PostgreSQL
 -- gives EXECUTE to PUBLIC on every new function. The internal ones and the
 -- rules are granted to nobody; the protocol functions run them as their
--- owner.
+-- owner. But for the clock, distributed_lock_now, which every reader's
+-- query calls (the console, ls, metrics: readers and the protocol share
+-- one clock): it stays with PUBLIC, as clock_timestamp() is, and tells a
+-- caller nothing that does not; only its owner may replace it.
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
@@ -30,6 +33,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
+    distributed_lock_log_gave_up(distributed_lock_waiter, timestamptz),
     distributed_lock_grant_waiter(distributed_lock_waiter, timestamptz),
     distributed_lock_schema(),
     distributed_lock_wake_channel(text, text),
@@ -84,7 +88,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_refuse(distributed_lock, timestamptz),
     distributed_lock_renew_holder(text, text, bigint, bigint),
-    distributed_lock_end_holders(text, text, bigint, text),
+    distributed_lock_end_holders(text, text, bigint, text, timestamptz),
     distributed_lock_fence_holder(text, text, bigint),
     distributed_lock_force_holders(text, bigint, text, text, text),
     distributed_lock_lease_end(distributed_lock),

@@ -3,9 +3,16 @@
 -- several independent lock namespaces (one per schema).
 
 -- Which migrations this schema has had (store.Migrate, schema.sql): one row
--- per version, written in the transaction that applied it.
+-- per version, written in the transaction that applied it, with the
+-- SHA-256 of the text that applied it, so a schema made by another build
+-- of a migration is refused before anything runs on it
+-- (store/migrate_checksum.go). applied_at is that transaction's start on
+-- the server's wall clock, not lock time: it is written before the
+-- protocol's clock (distributed_lock_now) exists, and a test that moves
+-- that clock does not move when its schema was made.
 CREATE TABLE distributed_lock_migration (
     version    integer     PRIMARY KEY,
+    checksum   text        NOT NULL,
     applied_at timestamptz NOT NULL DEFAULT now()
 );
 
@@ -76,7 +83,7 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -148,12 +155,12 @@ CREATE TABLE distributed_lock (
 -- (docs/operations.md, "Large tables").
 
 -- Append-only history: grants, steals, releases, operator actions,
--- rejected stale writes and waits refused as deadlocks. Renewals are not
--- logged (they are counted in distributed_lock.renew_count) so keepalive
--- traffic stays cheap.
+-- rejected stale writes, waits refused as deadlocks and waits given up.
+-- Renewals are not logged (they are counted in
+-- distributed_lock.renew_count) so keepalive traffic stays cheap.
 CREATE TABLE distributed_lock_event (
     event_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    occurred_at    timestamptz NOT NULL DEFAULT clock_timestamp(),
+    occurred_at    timestamptz NOT NULL, -- the writing call's now (distributed_lock_now)
     lock_key       text        NOT NULL,
     kind           distributed_lock_event_kind NOT NULL,
     owner_id       distributed_lock_name,
@@ -192,7 +199,7 @@ CREATE TABLE distributed_lock_waiter (
     lock_key      distributed_lock_name NOT NULL,
     owner_id      distributed_lock_name NOT NULL,
     owner_role    text NOT NULL DEFAULT session_user, -- the role that queued it: only it polls, refreshes or removes it
-    waiting_since timestamptz NOT NULL DEFAULT clock_timestamp(),
+    waiting_since timestamptz NOT NULL,      -- the enqueue's now (distributed_lock_now)
     seen_until    timestamptz NOT NULL,
     ttl           distributed_lock_ttl,      -- lease length the waiter asked for
     claim_window  distributed_lock_ttl,      -- first lease of a hand-off: least(claim_window, ttl)
