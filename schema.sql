@@ -738,16 +738,17 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
--- distributed_lock_queue_length: how many live waiters are queued for key;
--- distributed_lock_queue_position: waiter id's place among them (1: the
--- head), NULL when its record is not live. What a refusal says, read only
--- on refusal paths.
+-- distributed_lock_queue_length: how many live waiters are queued for key.
+-- What a refusal says, read only on refusal paths.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_length(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN (SELECT count(*) FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
+-- distributed_lock_queue_position: waiter id's place among the live
+-- waiters for key (1: the head), NULL when its record is not live. Read
+-- only on refusal paths, as queue_length.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_position(key text, id bigint, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -1199,7 +1200,7 @@ BEGIN
         IF FOUND THEN
             RETURN res;
         END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
         ts := distributed_lock_now();
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
@@ -1518,7 +1519,7 @@ BEGIN
         IF outcome IS NOT NULL THEN
             RETURN;
         END IF;
-        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, 'exclusive', NULL) t;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, NULL, NULL) t;
         -- Beside after all: the call it waited for made that possible.
         CONTINUE WHEN locked.beside;
         r := locked.r;
@@ -2713,7 +2714,7 @@ BEGIN
         ELSE
             -- A holder's lease, as distributed_lock_release takes it: passed
             -- on below, once its end is logged.
-            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
             slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release',
                                                                               distributed_lock_now()) h);
         END IF;
@@ -4362,8 +4363,8 @@ END $$;
 -- queue's releases hand off) and the key's queue lock is to be had at once
 -- (distributed_lock_try_queue_lock, let go again: the caller takes it), it
 -- returns beside true, holding nothing. Whether it may is the rule of the
--- lease it waits for (mode): an exclusive one's
--- (distributed_lock_lease_joinable), or for a shared lease or one of n
+-- lease it waits for (mode, as a waiter record's: NULL for the key
+-- itself): the key's (distributed_lock_lease_joinable), or for a shared lease or one of n
 -- permits, a running group's of that kind
 -- (distributed_lock_queue_joinable). Many waiters that come to a key at
 -- once then wait for the first one's commit together, instead of taking
@@ -4399,8 +4400,8 @@ BEGIN
         END;
         -- Judged with a now read after that wait.
         ts := distributed_lock_now();
-        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, ts)
-                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, ts) END) THEN
+        IF (CASE WHEN distributed_lock_waits_for_group(mode) THEN distributed_lock_queue_joinable(r, n, seen_for_us, ts)
+                 ELSE distributed_lock_lease_joinable(r, owner, seen_for_us, ts) END) THEN
             BEGIN
                 IF distributed_lock_try_queue_lock(key) THEN
                     RAISE SQLSTATE 'LK002';

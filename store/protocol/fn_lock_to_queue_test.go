@@ -5,16 +5,21 @@ import (
 	"time"
 )
 
-// lockToQueueFor is the call of an enqueue for a lease of mode (exclusive,
-// shared or semaphore, of n permits).
+// lockToQueueFor is the call of an enqueue for a lease of mode, as a
+// waiter record names it: "" (NULL) for the key itself, or a group
+// holder's, shared or semaphore (of n permits).
 func lockToQueueFor(mode string, n int) func(string, prepared) (string, []any) {
 	return func(key string, _ prepared) (string, []any) {
+		var m *string
+		if mode != "" {
+			m = &mode
+		}
 		return `SELECT (t.r).owner_id AS locked, t.beside FROM distributed_lock_lock_to_queue(key => $1, owner => $2,
-			seen_for_us => $3, mode => $4, n => $5) t`, []any{key, me, (30 * time.Second).Microseconds(), mode, nonZero(n)}
+			seen_for_us => $3, mode => $4, n => $5) t`, []any{key, me, (30 * time.Second).Microseconds(), m, nonZero(n)}
 	}
 }
 
-var lockToQueueCall = lockToQueueFor("exclusive", 0)
+var lockToQueueCall = lockToQueueFor("", 0)
 
 // setWakeSQL: another enqueue that queues under the row lock, making the
 // key's releases hand off for a minute, then commits.

@@ -123,16 +123,17 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
--- distributed_lock_queue_length: how many live waiters are queued for key;
--- distributed_lock_queue_position: waiter id's place among them (1: the
--- head), NULL when its record is not live. What a refusal says, read only
--- on refusal paths.
+-- distributed_lock_queue_length: how many live waiters are queued for key.
+-- What a refusal says, read only on refusal paths.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_length(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN (SELECT count(*) FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
+-- distributed_lock_queue_position: waiter id's place among the live
+-- waiters for key (1: the head), NULL when its record is not live. Read
+-- only on refusal paths, as queue_length.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_position(key text, id bigint, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN

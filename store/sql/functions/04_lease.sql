@@ -167,7 +167,7 @@ BEGIN
         IF FOUND THEN
             RETURN res;
         END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
         ts := distributed_lock_now();
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res

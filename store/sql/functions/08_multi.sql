@@ -555,7 +555,7 @@ BEGIN
         ELSE
             -- A holder's lease, as distributed_lock_release takes it: passed
             -- on below, once its end is logged.
-            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
             slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release',
                                                                               distributed_lock_now()) h);
         END IF;

@@ -43,8 +43,8 @@ END $$;
 -- queue's releases hand off) and the key's queue lock is to be had at once
 -- (distributed_lock_try_queue_lock, let go again: the caller takes it), it
 -- returns beside true, holding nothing. Whether it may is the rule of the
--- lease it waits for (mode): an exclusive one's
--- (distributed_lock_lease_joinable), or for a shared lease or one of n
+-- lease it waits for (mode, as a waiter record's: NULL for the key
+-- itself): the key's (distributed_lock_lease_joinable), or for a shared lease or one of n
 -- permits, a running group's of that kind
 -- (distributed_lock_queue_joinable). Many waiters that come to a key at
 -- once then wait for the first one's commit together, instead of taking
@@ -80,8 +80,8 @@ BEGIN
         END;
         -- Judged with a now read after that wait.
         ts := distributed_lock_now();
-        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, ts)
-                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, ts) END) THEN
+        IF (CASE WHEN distributed_lock_waits_for_group(mode) THEN distributed_lock_queue_joinable(r, n, seen_for_us, ts)
+                 ELSE distributed_lock_lease_joinable(r, owner, seen_for_us, ts) END) THEN
             BEGIN
                 IF distributed_lock_try_queue_lock(key) THEN
                     RAISE SQLSTATE 'LK002';
