@@ -2933,8 +2933,13 @@ END $$;
 -- lease stays an ordinary row of distributed_lock: ls, the console, renew,
 -- fence and every grant rule read its expires_at as they read any lease's.
 --
--- Lock order: the session's row, then the bound leases' rows in key order,
--- as every function locking several keys does (08_multi.sql).
+-- Any lease may be bound: an exclusive holder's (a key's slot 0) or a
+-- group holder's (a slot above 0); a binding names its key and token, and
+-- tokens are unique. Lock order: the session's row, then the bound keys'
+-- rows (slot 0) in key order, as every function locking several keys does
+-- (08_multi.sql), then a holder's slot, as a holder's renewal takes the
+-- group's row before its slot (11_shared.sql): so a group cannot end, its
+-- holders judged lapsed, while a heartbeat extends one of them.
 --
 -- A session belongs to the role that opened it (owner_role), as a lease
 -- to the role that took it: heartbeat, bind and close answer another
@@ -2966,9 +2971,10 @@ BEGIN
     RETURNING s.session_id, s.expires_at, s.ttl INTO session_id, expires_at, ttl;
 END $$;
 
--- distributed_lock_session_lock locks session's row, then the rows of its
--- bound leases in key order, and returns the session as it is then (NULL
--- columns: no such session). Internal.
+-- distributed_lock_session_lock locks session's row, then the rows (slot 0)
+-- of the keys whose bound lease is still the one granted (a key granted
+-- anew since is left alone) in key order, and returns the session as it
+-- is then (NULL columns: no such session). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_session_lock(session bigint)
 RETURNS distributed_lock_session
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -2977,8 +2983,10 @@ DECLARE
 BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR NO KEY UPDATE;
     PERFORM 1 FROM distributed_lock l
-        JOIN distributed_lock_session_lease b ON b.lock_key = l.lock_key AND b.fence_token = l.fence_token
-    WHERE b.session_id = session
+    WHERE l.slot = 0
+      AND l.lock_key IN (SELECT b.lock_key FROM distributed_lock_session_lease b
+                         JOIN distributed_lock h ON h.lock_key = b.lock_key AND h.fence_token = b.fence_token
+                         WHERE b.session_id = session)
     ORDER BY l.lock_key
     FOR NO KEY UPDATE OF l;
     RETURN s;
@@ -3063,7 +3071,8 @@ BEGIN
 END $$;
 
 -- distributed_lock_session_bind binds lease_owner's leases of keys, granted
--- with tokens (one each, in step), to session_owner's session: each now
+-- with tokens (one each, in step; a key's lease or a group holder's), to
+-- session_owner's session: each now
 -- ends when the session does (its expires_at and ttl become the session's,
 -- which may shorten it) and is kept by the session's heartbeats. All or
 -- none. It also claims a lease handed off from a queue. One row:
@@ -3099,7 +3108,7 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.slot = 0 AND l.fence_token = d.t
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t
                         AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
