@@ -4501,7 +4501,7 @@ END $$;
 -- left. Inlined: the holders are read for a running group's row alone.
 CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
 RETURNS timestamptz LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
+    SELECT CASE WHEN distributed_lock_is_group(l) AND l.slot = 0 AND l.released_at IS NULL
                 THEN coalesce(distributed_lock_holders_end(l.lock_key), l.acquired_at)
                 ELSE l.expires_at END
 $$;
@@ -4511,16 +4511,18 @@ $$;
 -- released, 'expired' when its lease (a group's: every holder's) ran out
 -- unreleased, 'expiring' with less than a fifth of its TTL and under 10 s
 -- left (5 × remaining < ttl: exact in microseconds, where ttl / 5 would
--- round), else 'held'. Its lease's end is distributed_lock_lease_end's,
--- written out at each use: an argument holding it, used more than once,
--- would keep PostgreSQL from inlining this rule.
+-- round; tested second, so a pass over many keys multiplies only for
+-- those under 10 s), else 'held'. Its lease's end is
+-- distributed_lock_lease_end's, written out at each use: an argument
+-- holding it, used more than once, would keep PostgreSQL from inlining
+-- this rule.
 CREATE OR REPLACE FUNCTION distributed_lock_key_state(l distributed_lock, ts timestamptz)
 RETURNS text LANGUAGE sql STABLE AS $$
     SELECT CASE WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
                 WHEN l.released_at IS NOT NULL THEN 'free'
                 WHEN distributed_lock_lease_end(l) <= ts THEN 'expired'
-                WHEN (distributed_lock_lease_end(l) - ts) * 5 < l.ttl
-                     AND distributed_lock_lease_end(l) - ts < interval '10 seconds' THEN 'expiring'
+                WHEN distributed_lock_lease_end(l) - ts < interval '10 seconds'
+                     AND (distributed_lock_lease_end(l) - ts) * 5 < l.ttl THEN 'expiring'
                 ELSE 'held' END
 $$;
 
