@@ -8,37 +8,16 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// TryAcquire makes one attempt to take key for owner, in one statement on
-// db (a call of distributed_lock_acquire, docs/protocol.md). db is a
-// pool, a connection, or the caller's transaction: the grant then commits or
-// rolls back with it; use READ COMMITTED there.
-//
-// It returns a Lease whose Outcome is Acquired, Stolen or Renewed (owner
-// already held it: same token, new expiry), or a *HeldError (errors.Is
-// ErrHeld) naming the holder, how many wait, and the lock-delay that keeps
-// the key when there is one (HeldError.DelayUntil: its last lease ended
-// without a release, see Config.LockDelay). A try does not jump the queue:
-// on a key that is free or lapsed while waiters are queued for it
-// (Acquire), it is refused with HeldError.Queued set; the head waiter gets
-// the key.
-func (l *Locker) TryAcquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
-	return l.tryAcquire(ctx, db, key, owner, nil)
-}
-
-func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, detail []byte) (Lease, error) {
-	if err := ValidateKey(key); err != nil {
-		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
-	}
-	if err := ValidateOwner(owner); err != nil {
-		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
-	}
-	params := store.GrantParams{
-		Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata,
-		Actor: l.ownerActor(owner), Detail: detail, LogGrants: l.cfg.LogGrants, LockDelay: l.cfg.LockDelay,
-	}
+// tryOne makes one attempt at g's one exclusive key, in one statement (a
+// call of distributed_lock_acquire, docs/protocol.md). A refusal names the
+// holder, how many wait, and the lock-delay that keeps the key when there
+// is one. A try does not jump the queue: a key that is free or lapsed
+// while waiters are queued for it is refused; the head waiter gets it.
+func (l *Locker) tryOne(ctx context.Context, db DBTX, want grant) (Lease, error) {
+	key := want.keys[0]
 	sentAt := l.clock.Now()
 	sctx, done := knownOutcome(ctx)
-	g, found, err := store.TryGrant(sctx, db, params)
+	g, found, err := store.TryGrant(sctx, db, l.grantParams(want, key))
 	done()
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
@@ -53,7 +32,15 @@ func (l *Locker) tryAcquire(ctx context.Context, db DBTX, key, owner string, det
 	return Lease{}, heldError(g, found)
 }
 
-// heldError is the *HeldError of a refused attempt's row (found: the key
+// grantParams is the grant of key that want asks for.
+func (l *Locker) grantParams(want grant, key string) store.GrantParams {
+	return store.GrantParams{
+		Key: key, Owner: want.owner, TTL: want.ttl, Metadata: l.metadata, Actor: l.ownerActor(want.owner),
+		LogGrants: l.cfg.LogGrants, LockDelay: want.lockDelay,
+	}
+}
+
+// heldError is the *Error of a refused attempt's row (found: the key
 // had a row when the attempt started).
 func heldError(g store.Grant, found bool) error {
 	if found && (g.Outcome == lockdb.OutcomeQueued || g.Outcome == lockdb.OutcomeDelayed) {
@@ -69,14 +56,14 @@ func heldError(g store.Grant, found bool) error {
 		// after a short pause).
 		remaining = 0
 	}
-	return &HeldError{Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining,
+	return &Error{Kind: ErrHeld, Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt, Remaining: remaining,
 		QueueLength: g.QueueLength}
 }
 
-// refusal is the HeldError of a key refused as free or lapsed: kept for its
+// refusal is the held *Error of a key refused as free or lapsed: kept for its
 // queue, or in its lock-delay.
-func refusal(g store.Grant) *HeldError {
-	e := &HeldError{Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt,
+func refusal(g store.Grant) *Error {
+	e := &Error{Kind: ErrHeld, Key: g.Key, Owner: g.Owner, Token: g.Token, ExpiresAt: g.ExpiresAt,
 		Queued: g.Outcome == lockdb.OutcomeQueued, QueueLength: g.QueueLength, DelayUntil: g.DelayUntil}
 	if g.DelayUntil != nil {
 		// The refusal's now is expires_at minus remaining.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -19,18 +20,18 @@ func TestTryAcquireOutcomes(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
-	first, err := lk.TryAcquire(ctx, db, "k", "a")
+	first, err := testdb.Try(ctx, lk, db, "k", "a")
 	if err != nil || first.Outcome != locker.Acquired || first.Token <= 0 {
 		t.Fatalf("first acquire = %+v, %v; want acquired with a token", first, err)
 	}
 
-	again, err := lk.TryAcquire(ctx, db, "k", "a")
+	again, err := testdb.Try(ctx, lk, db, "k", "a")
 	if err != nil || again.Outcome != locker.Renewed || again.Token != first.Token || !again.ExpiresAt.After(first.ExpiresAt) {
 		t.Fatalf("re-acquire by holder = %+v, %v; want renewed, same token %d, later expiry", again, err, first.Token)
 	}
 
-	_, err = lk.TryAcquire(ctx, db, "k", "b")
-	var held *locker.HeldError
+	_, err = testdb.Try(ctx, lk, db, "k", "b")
+	var held *locker.Error
 	if !errors.As(err, &held) || !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire by other = %v; want *HeldError", err)
 	}
@@ -39,21 +40,21 @@ func TestTryAcquireOutcomes(t *testing.T) {
 	}
 
 	testdb.ExpireLease(t, db, "k")
-	stolen, err := lk.TryAcquire(ctx, db, "k", "b")
+	stolen, err := testdb.Try(ctx, lk, db, "k", "b")
 	if err != nil || stolen.Outcome != locker.Stolen || stolen.Token <= first.Token {
 		t.Fatalf("acquire after expiry = %+v, %v; want stolen with token > %d", stolen, err, first.Token)
 	}
 
-	released, err := lk.Release(ctx, db, stolen)
+	released, err := testdb.One(lk.Release(ctx, db, stolen))
 	if err != nil || released.Outcome != locker.Released {
 		t.Fatalf("release = %+v, %v", released, err)
 	}
-	row, found, err := store.Get[locker.LockInfo](ctx, db, "k")
-	if err != nil || !found || row.State() != locker.StateFree || row.Owner != "b" {
+	row, found, err := store.Get[lockdb.LockInfo](ctx, db, "k")
+	if err != nil || !found || row.State() != lockdb.StateFree || row.Owner != "b" {
 		t.Fatalf("row after release = %+v found=%v err=%v; want kept, free, last holder b", row, found, err)
 	}
 
-	reacquired, err := lk.TryAcquire(ctx, db, "k", "a")
+	reacquired, err := testdb.Try(ctx, lk, db, "k", "a")
 	if err != nil || reacquired.Outcome != locker.Acquired || reacquired.Token <= stolen.Token {
 		t.Fatalf("acquire of a free row = %+v, %v; want acquired with token > %d", reacquired, err, stolen.Token)
 	}
@@ -74,7 +75,7 @@ func TestTryAcquireRaceOnNewKey(t *testing.T) {
 		for i := range racers {
 			wg.Go(func() {
 				<-start
-				_, results[i] = lk.TryAcquire(ctx, db, key, "owner-"+string(rune('A'+i)))
+				_, results[i] = testdb.Try(ctx, lk, db, key, "owner-"+string(rune('A'+i)))
 			})
 		}
 		close(start)
@@ -103,11 +104,11 @@ func TestTryAcquireBusyKeyIsOneAttempt(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	first, err := lk.TryAcquire(ctx, db, "k", "a")
+	first, err := testdb.Try(ctx, lk, db, "k", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, db, first); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, first)); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := db.Begin(ctx)
@@ -115,13 +116,13 @@ func TestTryAcquireBusyKeyIsOneAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := lk.TryAcquire(ctx, tx, "k", "b"); err != nil {
+	if _, err := testdb.Try(ctx, lk, tx, "k", "b"); err != nil {
 		t.Fatal(err)
 	}
 
 	counted := &testdb.Statements{DBTX: db}
-	_, err = lk.TryAcquire(ctx, counted, "k", "c")
-	var held *locker.HeldError
+	_, err = testdb.Try(ctx, lk, counted, "k", "c")
+	var held *locker.Error
 	if !errors.As(err, &held) || held.Remaining != 0 || !strings.Contains(err.Error(), "busy") {
 		t.Fatalf("acquire while b's grant is open = %v; want a busy HeldError with no remaining time", err)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -42,17 +44,23 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 
 	writes := map[string]func() error{
-		"TryAcquire": func() error { _, err := lk.TryAcquire(ctx, db, "new", "svc"); return err },
+		"TryAcquire": func() error { _, err := testdb.Try(ctx, lk, db, "new", "svc"); return err },
 		"Renew": func() error {
-			_, err := lk.Renew(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
+			_, err := testdb.One(lk.Renew(ctx, db, locker.Lease{Key: reference[0].Key, Owner: reference[0].Owner, Token: reference[0].Token}))
 			return err
 		},
 		"Release": func() error {
-			_, err := lk.Release(ctx, db, locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token))
+			_, err := testdb.One(lk.Release(ctx, db, locker.Lease{Key: reference[0].Key, Owner: reference[0].Owner, Token: reference[0].Token}))
 			return err
 		},
-		"ForceExpire":  func() error { _, err := lk.ForceExpire(ctx, db, reference[1].Key, reference[1].Token); return err },
-		"ForceRelease": func() error { _, err := lk.ForceRelease(ctx, db, reference[1].Key, reference[1].Token); return err },
+		"ForceExpire": func() error {
+			_, err := (operator.Operator{}).ForceExpire(ctx, db, reference[1].Key, reference[1].Token)
+			return err
+		},
+		"ForceRelease": func() error {
+			_, err := (operator.Operator{}).ForceRelease(ctx, db, reference[1].Key, reference[1].Token)
+			return err
+		},
 	}
 	before := tableText(t, db)
 	for name, write := range writes {
@@ -69,7 +77,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 		maxOld = max(maxOld, s.Token)
 	}
 	// A service's own Migrate at start-up leaves the table to the operator.
-	if err := locker.Migrate(ctx, db); !errors.Is(err, locker.ErrCannotAdopt) || !strings.Contains(err.Error(), "lockctl migrate") {
+	if err := locker.Migrate(ctx, db); !errors.Is(err, lockdb.ErrCannotAdopt) || !strings.Contains(err.Error(), "lockctl migrate") {
 		t.Fatalf("locker.Migrate on the reference table: %v; want ErrCannotAdopt pointing at lockctl migrate", err)
 	}
 	if after := tableText(t, db); after != before {
@@ -84,7 +92,7 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 		t.Errorf("migrate reported %+v; want %+v", adoption, want)
 	}
 	for _, s := range reference {
-		info, found, err := lk.Get(ctx, db, s.Key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, db, s.Key)
 		if err != nil || !found {
 			t.Fatalf("%s after migrate: found %v, %v", s.Key, found, err)
 		}
@@ -92,9 +100,9 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 			t.Errorf("%s after migrate = %s, %d, expires %s; want %s, %d, %s", s.Key,
 				info.Owner, info.Token, info.ExpiresAt.UTC(), s.Owner, s.Token, s.ExpiresAt.UTC())
 		}
-		wantState := locker.StateHeld
+		wantState := lockdb.StateHeld
 		if s.ExpiresAt.Before(info.DBNow) {
-			wantState = locker.StateExpired
+			wantState = lockdb.StateExpired
 		}
 		if info.State() != wantState {
 			t.Errorf("%s after migrate is %s; want %s", s.Key, info.State(), wantState)
@@ -102,21 +110,21 @@ func TestMigrateAdoptsTheReferenceTable(t *testing.T) {
 	}
 
 	// The old holders go on with their tokens.
-	held := locker.LeaseOf(reference[0].Key, reference[0].Owner, reference[0].Token)
-	renewed, err := lk.Renew(ctx, db, held)
+	held := locker.Lease{Key: reference[0].Key, Owner: reference[0].Owner, Token: reference[0].Token}
+	renewed, err := testdb.One(lk.Renew(ctx, db, held))
 	if err != nil || renewed.Token != reference[0].Token || !renewed.ExpiresAt.After(reference[0].ExpiresAt) {
 		t.Fatalf("renew of an adopted lease = %+v, %v; want token %d kept and a later expiry", renewed, err, reference[0].Token)
 	}
-	if _, err := lk.Release(ctx, db, renewed); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, renewed)); err != nil {
 		t.Fatalf("release of an adopted lease: %v", err)
 	}
-	if _, err := lk.TryAcquire(ctx, db, reference[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.Try(ctx, lk, db, reference[1].Key, "intruder"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire of a held adopted lock: %v; want ErrHeld", err)
 	}
 
 	// New grants, steals and re-grants draw tokens above every old one.
 	for _, key := range []string{"new", reference[2].Key, reference[0].Key} {
-		lease, err := lk.TryAcquire(ctx, db, key, "lockctl-svc")
+		lease, err := testdb.Try(ctx, lk, db, key, "lockctl-svc")
 		if err != nil {
 			t.Fatalf("acquire %s after migrate: %v", key, err)
 		}

@@ -74,7 +74,9 @@ func (c *claims) settle(ref store.LeaseRef) {
 
 // pooled is a DBTX that many goroutines may use at once (a pgxpool.Pool):
 // the background claim runs on it while the caller uses it too. A single
-// connection is not, so on one Acquire claims at once instead.
+// connection is not, so on one Acquire claims at once instead (as a
+// process that will not be around for the background claim wants: it waits
+// on a connection of its own).
 type pooled interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
@@ -83,7 +85,12 @@ type pooled interface {
 // pool, at once (one Renew) on anything else.
 func (l *Locker) claim(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
 	if _, ok := db.(pooled); !ok {
-		return l.Renew(ctx, db, lease)
+		claimed, err := l.renew(ctx, db, lease)
+		if err != nil {
+			return Lease{}, err
+		}
+		claimed.Outcome = lease.Outcome // still the grant the caller was handed
+		return claimed, nil
 	}
 	pc := &pendingClaim{stop: make(chan struct{})}
 	lease.claim = pc
@@ -108,21 +115,4 @@ func (l *Locker) claim(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 		}
 	}()
 	return lease, nil
-}
-
-// Claim makes a lease handed off from a queue (see Acquire) run for its full
-// TTL now, instead of after half its claim window: one renewal. The
-// lease returned keeps the grant's Outcome. A process
-// that will not be around for the background claim (a command that prints
-// the lease and exits) calls it. Any other lease is returned as it is.
-func (l *Locker) Claim(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
-	if lease.valid == 0 || (lease.claim != nil && lease.claim.claimed.Load() != nil) {
-		return lease, nil
-	}
-	claimed, err := l.Renew(ctx, db, lease)
-	if err != nil {
-		return lease, err
-	}
-	claimed.Outcome = lease.Outcome // still the grant the caller was handed
-	return claimed, nil
 }

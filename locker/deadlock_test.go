@@ -43,9 +43,9 @@ func TestDeadlockRefusesTheWaitThatClosesTheCycle(t *testing.T) {
 	a := testdb.AcquireAsync(ctx, lkA, poolA, "y", "A")
 	testdb.WaitForWaiter(t, db, "y", "A")
 	started := time.Now()
-	_, err := lkB.Acquire(ctx, poolB, "x", "B")
+	_, err := testdb.Wait(ctx, lkB, poolB, "x", "B")
 	took := time.Since(started)
-	var de *locker.DeadlockError
+	var de *locker.Error
 	if !errors.As(err, &de) || !errors.Is(err, locker.ErrDeadlock) {
 		t.Fatalf("B waiting for x = %v; want a DeadlockError", err)
 	}
@@ -70,7 +70,7 @@ func TestDeadlockRefusesTheWaitThatClosesTheCycle(t *testing.T) {
 		t.Fatalf("A's wait ended when B's was refused: %+v, %v", r.Lease, r.Err)
 	default:
 	}
-	if _, err := lkB.Release(ctx, poolB, y); err != nil {
+	if _, err := testdb.One(lkB.Release(ctx, poolB, y)); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-a; r.Err != nil || r.Lease.Key != "y" {
@@ -115,7 +115,7 @@ func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 			go func() {
 				ready.Done()
 				<-start
-				lease, err := w.lk.Acquire(ctx, w.pool, w.key, w.owner)
+				lease, err := testdb.Wait(ctx, w.lk, w.pool, w.key, w.owner)
 				results <- result{w.owner, lease, err, time.Now()}
 			}()
 		}
@@ -124,7 +124,7 @@ func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 		close(start)
 		queuedAt := bothQueued(ctx, db, x, y)
 		first := <-results
-		var de *locker.DeadlockError
+		var de *locker.Error
 		if !errors.As(first.err, &de) {
 			t.Fatalf("round %d: first to return: %s %+v, %v; want a DeadlockError", round, first.owner, first.lease, first.err)
 		}
@@ -138,7 +138,7 @@ func TestDeadlockOfWaitsThatRaceIsFoundWithinASecond(t *testing.T) {
 		if first.owner == "B" {
 			lk, pool = lkB, poolB
 		}
-		if _, err := lk.Release(ctx, pool, held[first.owner]); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, pool, held[first.owner])); err != nil {
 			t.Fatal(err)
 		}
 		second := <-results
@@ -196,8 +196,8 @@ func TestDeadlockRefusesAWaitingSet(t *testing.T) {
 	a := testdb.AcquireAsync(ctx, lkA, poolA, "y", "A")
 	testdb.WaitForWaiter(t, db, "y", "A")
 
-	_, err := lkB.AcquireAll(ctx, poolB, []string{"z", "x"}, "B")
-	var de *locker.DeadlockError
+	_, err := lkB.Acquire(ctx, poolB, locker.Request{Keys: locker.Keys([]string{"z", "x"}...), Owner: "B", Wait: locker.WaitForever})
+	var de *locker.Error
 	if !errors.As(err, &de) || fmt.Sprint(de.Keys) != "[x z]" {
 		t.Fatalf("B's set = %v; want a DeadlockError for x and z", err)
 	}
@@ -236,7 +236,7 @@ func TestWaitingSetWithAKeyItsOwnerHoldsIsNoDeadlock(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		leases, err := lk.AcquireAll(ctx, db, []string{"a", "b"}, "o")
+		leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "o", Wait: locker.WaitForever})
 		done <- result{leases, err}
 	}()
 	var r result
@@ -257,7 +257,7 @@ func TestWaitingSetWithAKeyItsOwnerHoldsIsNoDeadlock(t *testing.T) {
 	if answered {
 		t.Fatalf("AcquireAll while b is held: %+v, %v; want it to wait", r.leases, r.err)
 	}
-	if _, err := lk.Release(ctx, db, other); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, other)); err != nil {
 		t.Fatal(err)
 	}
 	r = <-done
@@ -268,7 +268,7 @@ func TestWaitingSetWithAKeyItsOwnerHoldsIsNoDeadlock(t *testing.T) {
 		t.Fatalf("granted %+v", r.leases)
 	}
 	_ = mine
-	if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, db, r.leases...)); err != nil {
 		t.Fatal(err)
 	}
 	if got := <-waiter; got.Err != nil {

@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // delayedErr asserts err is a refusal for a lock-delay (a *HeldError that
 // is ErrHeld, with DelayUntil) and returns it.
-func delayedErr(t *testing.T, what string, err error) *locker.HeldError {
+func delayedErr(t *testing.T, what string, err error) *locker.Error {
 	t.Helper()
-	var held *locker.HeldError
+	var held *locker.Error
 	if !errors.Is(err, locker.ErrHeld) || !errors.As(err, &held) || held.DelayUntil == nil {
 		t.Fatalf("%s = %v; want a *HeldError in a lock-delay", what, err)
 	}
@@ -28,13 +30,13 @@ func delayedErr(t *testing.T, what string, err error) *locker.HeldError {
 
 // delayedRow asserts key reads as delayed, its delay ending within
 // [lo, hi] of the read, and returns the row.
-func delayedRow(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, lo, hi time.Duration) locker.LockInfo {
+func delayedRow(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, lo, hi time.Duration) lockdb.LockInfo {
 	t.Helper()
-	info, found, err := lk.Get(context.Background(), db, key)
+	info, found, err := store.Get[lockdb.LockInfo](context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("get %q: %v, found=%v", key, err, found)
 	}
-	if info.State() != locker.StateDelayed || info.DelayUntil == nil {
+	if info.State() != lockdb.StateDelayed || info.DelayUntil == nil {
 		t.Fatalf("%q is %s (delay_until %v); want delayed", key, info.State(), info.DelayUntil)
 	}
 	if left := info.DelayUntil.Sub(info.DBNow); left < lo || left > hi {
@@ -45,14 +47,18 @@ func delayedRow(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, lo,
 
 func TestLockDelayMustBeBetweenZeroAndAMinute(t *testing.T) {
 	t.Parallel()
-	for _, d := range []time.Duration{-time.Nanosecond, locker.MaxLockDelay + time.Nanosecond} {
-		if _, err := locker.New(locker.Config{LockDelay: d}); !errors.Is(err, locker.ErrInvalidLockDelay) {
-			t.Errorf("LockDelay %v: %v; want ErrInvalidLockDelay", d, err)
+	lk := testdb.Locker(t, locker.Config{})
+	for _, req := range []locker.Request{
+		{LockDelay: -time.Nanosecond}, {LockDelay: locker.MaxLockDelay + time.Nanosecond},
+		{LockDelay: time.Second, Keys: []locker.Key{{Name: "k", Mode: locker.ModeShared}}},
+	} {
+		if req.Keys == nil {
+			req.Keys = locker.Keys("k")
 		}
-	}
-	for _, d := range []time.Duration{0, locker.MaxLockDelay} {
-		if _, err := locker.New(locker.Config{LockDelay: d}); err != nil {
-			t.Errorf("LockDelay %v: %v", d, err)
+		req.Owner = "o"
+		// Refused before anything is sent: no database is needed.
+		if _, err := lk.Acquire(context.Background(), nil, req); !errors.Is(err, locker.ErrInvalid) {
+			t.Errorf("LockDelay %v on a %q key: %v; want ErrInvalid", req.LockDelay, req.Keys[0].Mode, err)
 		}
 	}
 }
@@ -64,11 +70,11 @@ func TestLockDelayAfterExpiry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: 30 * time.Second})
-	first := testdb.MustAcquire(t, lk, db, "k", "a")
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	first := testdb.MustDelayed(t, lk, db, "k", "a", 30*time.Second)
 	testdb.ExpireLease(t, db, "k")
 
-	_, err := lk.TryAcquire(ctx, db, "k", "b")
+	_, err := testdb.TryDelayed(ctx, lk, db, "k", "b", 30*time.Second)
 	held := delayedErr(t, "TryAcquire in the delay", err)
 	if held.Owner != "a" || held.Token != first.Token || held.DelayLeft < 20*time.Second || held.DelayLeft > 30*time.Second {
 		t.Errorf("refusal %+v; want a's token %d, about 30s of delay left", held, first.Token)
@@ -76,10 +82,10 @@ func TestLockDelayAfterExpiry(t *testing.T) {
 	delayedRow(t, lk, db, "k", 20*time.Second, 30*time.Second)
 	// The delay is the key's, not another owner's: its own last holder
 	// waits too (a restarted process may reuse its owner id).
-	delayedErr(t, "TryAcquire by the last holder", func() error { _, err := lk.TryAcquire(ctx, db, "k", "a"); return err }())
+	delayedErr(t, "TryAcquire by the last holder", func() error { _, err := testdb.TryDelayed(ctx, lk, db, "k", "a", 30*time.Second); return err }())
 
 	testdb.AgeLock(t, db, "k", 30*time.Second)
-	got, err := lk.TryAcquire(ctx, db, "k", "b")
+	got, err := testdb.TryDelayed(ctx, lk, db, "k", "b", 30*time.Second)
 	if err != nil || got.Outcome != locker.Stolen || got.Token <= first.Token {
 		t.Fatalf("after the delay: %+v, %v; want stolen with a larger token", got, err)
 	}
@@ -91,8 +97,8 @@ func TestLockDelayAfterForceActions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: 45 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	op := testdb.Operator(t, "oncall")
 	for _, c := range []struct {
 		key   string
 		force func(context.Context, locker.DBTX, string, int64) (locker.Lease, error)
@@ -101,11 +107,11 @@ func TestLockDelayAfterForceActions(t *testing.T) {
 		{"expired", op.ForceExpire, lockdb.EventForceExpired},
 		{"released", op.ForceRelease, lockdb.EventForceReleased},
 	} {
-		lease := testdb.MustAcquire(t, lk, db, c.key, "a")
+		lease := testdb.MustDelayed(t, lk, db, c.key, "a", 45*time.Second)
 		if _, err := c.force(ctx, db, c.key, lease.Token); err != nil {
 			t.Fatal(err)
 		}
-		_, err := lk.TryAcquire(ctx, db, c.key, "b")
+		_, err := testdb.TryDelayed(ctx, lk, db, c.key, "b", 45*time.Second)
 		delayedErr(t, c.key+": TryAcquire", err)
 		info := delayedRow(t, lk, db, c.key, 35*time.Second, 45*time.Second)
 		last := eventsOf(t, db, c.key)[0] // newest first
@@ -127,12 +133,12 @@ func TestNoLockDelayAfterARelease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
-	lease := testdb.MustAcquire(t, lk, db, "k", "a")
-	if _, err := lk.Release(ctx, db, lease); err != nil {
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	lease := testdb.MustDelayed(t, lk, db, "k", "a", time.Minute)
+	if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := lk.TryAcquire(ctx, db, "k", "b"); err != nil || got.Outcome != locker.Acquired {
+	if got, err := testdb.TryDelayed(ctx, lk, db, "k", "b", time.Minute); err != nil || got.Outcome != locker.Acquired {
 		t.Fatalf("after a release: %+v, %v; want acquired", got, err)
 	}
 }
@@ -143,10 +149,10 @@ func TestEndDelay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := testdb.New(t)
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
-	lease := testdb.MustAcquire(t, lk, db, "k", "a")
-	if _, err := op.EndDelay(ctx, db, "k", "no delay yet"); !errors.Is(err, locker.ErrNotDelayed) {
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	op := testdb.Operator(t, "oncall")
+	lease := testdb.MustDelayed(t, lk, db, "k", "a", time.Minute)
+	if _, err := op.EndDelay(ctx, db, "k", "no delay yet"); !errors.Is(err, operator.ErrNotDelayed) {
 		t.Fatalf("EndDelay of a held key = %v; want ErrNotDelayed", err)
 	}
 	if _, err := op.ForceRelease(ctx, db, "k", lease.Token); err != nil {
@@ -165,10 +171,10 @@ func TestEndDelay(t *testing.T) {
 	if last.Kind != lockdb.EventDelayEnded || last.Actor != "oncall" || last.Detail["reason"] != "a is gone for good" {
 		t.Errorf("last event %+v; want delay_ended by oncall with the reason", last)
 	}
-	if got, err := lk.TryAcquire(ctx, db, "k", "b"); err != nil || got.Outcome != locker.Acquired {
+	if got, err := testdb.TryDelayed(ctx, lk, db, "k", "b", time.Minute); err != nil || got.Outcome != locker.Acquired {
 		t.Fatalf("after EndDelay: %+v, %v; want acquired", got, err)
 	}
-	if _, err := op.EndDelay(ctx, db, "k", "again"); !errors.Is(err, locker.ErrNotDelayed) {
+	if _, err := op.EndDelay(ctx, db, "k", "again"); !errors.Is(err, operator.ErrNotDelayed) {
 		t.Fatalf("EndDelay of a granted key = %v; want ErrNotDelayed", err)
 	}
 }
@@ -182,10 +188,10 @@ func TestWaiterIsServedWhenTheLockDelayEnds(t *testing.T) {
 	defer cancel()
 	db := testdb.New(t)
 	const delay = 700 * time.Millisecond
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: delay, Notifier: startNotifier(t, db),
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db),
 		WaitRecheck: 30 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
-	holder := testdb.MustAcquire(t, lk, db, "k", "a")
+	op := testdb.Operator(t, "oncall")
+	holder := testdb.MustDelayed(t, lk, db, "k", "a", delay)
 	first := testdb.AcquireAsync(ctx, lk, db, "k", "w1")
 	testdb.WaitForWaiter(t, db, "k", "w1")
 	second := testdb.AcquireAsync(ctx, lk, db, "k", "w2")
@@ -202,7 +208,7 @@ func TestWaiterIsServedWhenTheLockDelayEnds(t *testing.T) {
 	if got.Err != nil {
 		t.Fatalf("w1: %v", got.Err)
 	}
-	now, _, err := lk.Get(ctx, db, "k")
+	now, _, err := store.Get[lockdb.LockInfo](ctx, db, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +220,7 @@ func TestWaiterIsServedWhenTheLockDelayEnds(t *testing.T) {
 		t.Fatalf("w2 got %+v, %v while w1 holds the key", g.Lease, g.Err)
 	default:
 	}
-	if _, err := lk.Release(ctx, db, got.Lease); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, got.Lease)); err != nil {
 		t.Fatal(err)
 	}
 	if g := <-second; g.Err != nil {
@@ -229,10 +235,10 @@ func TestEndDelayServesTheHeadWaiter(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	db := testdb.New(t)
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute, Notifier: startNotifier(t, db),
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db),
 		WaitRecheck: 30 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
-	holder := testdb.MustAcquire(t, lk, db, "k", "a")
+	op := testdb.Operator(t, "oncall")
+	holder := testdb.MustDelayed(t, lk, db, "k", "a", time.Minute)
 	waiting := testdb.AcquireAsync(ctx, lk, db, "k", "w1")
 	testdb.WaitForWaiter(t, db, "k", "w1")
 	if _, err := op.ForceExpire(ctx, db, "k", holder.Token); err != nil {
@@ -242,8 +248,8 @@ func TestEndDelayServesTheHeadWaiter(t *testing.T) {
 	if _, err := op.EndDelay(ctx, db, "k", ""); err != nil {
 		t.Fatal(err)
 	}
-	info, _, err := lk.Get(ctx, db, "k")
-	if err != nil || info.Owner != "w1" || info.State() == locker.StateDelayed {
+	info, _, err := store.Get[lockdb.LockInfo](ctx, db, "k")
+	if err != nil || info.Owner != "w1" || info.State() == lockdb.StateDelayed {
 		t.Fatalf("after EndDelay the key is %+v (%v); want handed to w1", info, err)
 	}
 	if got := <-waiting; got.Err != nil || got.Lease.Token != info.Token {
@@ -266,8 +272,8 @@ func TestRefusalSaysTheQueue(t *testing.T) {
 	testdb.AcquireAsync(waitCtx, lk, db, "k", "w2")
 	testdb.WaitForWaiter(t, db, "k", "w2")
 
-	_, err := lk.TryAcquire(ctx, db, "k", "b")
-	var held *locker.HeldError
+	_, err := testdb.Try(ctx, lk, db, "k", "b")
+	var held *locker.Error
 	if !errors.As(err, &held) || held.QueueLength != 2 || held.Owner != "a" || held.Remaining <= 0 {
 		t.Fatalf("TryAcquire = %v; want held by a with 2 queued", err)
 	}
@@ -277,9 +283,9 @@ func TestRefusalSaysTheQueue(t *testing.T) {
 
 	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer stop()
-	_, err = lk.Acquire(short, db, "k", "w3")
-	var gaveUp *locker.GaveUpError
-	if !errors.As(err, &gaveUp) || gaveUp.Position != 3 || gaveUp.QueueLength != 3 {
+	_, err = testdb.Wait(short, lk, db, "k", "w3")
+	var gaveUp *locker.Error
+	if !errors.As(err, &gaveUp) || gaveUp.Err == nil || gaveUp.Position != 3 || gaveUp.QueueLength != 3 {
 		t.Fatalf("Acquire that gave up = %v (%+v); want queued 3 of 3", err, gaveUp)
 	}
 }
@@ -293,26 +299,26 @@ func TestWaitingSetIsServedWhenTheLockDelayEnds(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
 	const delay = 700 * time.Millisecond
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: delay, Notifier: startNotifier(t, db),
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db),
 		WaitRecheck: 30 * time.Second})
-	op := testdb.Locker(t, locker.Config{Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
 	// Far less than the minute the released lease had left.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	a := testdb.MustAcquire(t, lk, db, "a", "ha")
-	b := testdb.MustAcquire(t, lk, db, "b", "hb")
+	a := testdb.MustDelayed(t, lk, db, "a", "ha", delay)
+	b := testdb.MustDelayed(t, lk, db, "b", "hb", delay)
 	type result struct {
 		leases []locker.Lease
 		err    error
 	}
 	done := make(chan result, 1)
 	go func() {
-		leases, err := lk.AcquireAll(ctx, db, []string{"a", "b"}, "set")
+		leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "set", Wait: locker.WaitForever})
 		done <- result{leases, err}
 	}()
 	testdb.WaitForWaiter(t, db, "a", "set")
 	testdb.WaitForWaiter(t, db, "b", "set")
-	if _, err := lk.Release(ctx, db, b); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, b)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := op.ForceRelease(ctx, db, "a", a.Token); err != nil {
@@ -323,7 +329,7 @@ func TestWaitingSetIsServedWhenTheLockDelayEnds(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("AcquireAll: %v; want both keys once a's delay ended (%v)", r.err, *info.DelayUntil)
 	}
-	if err := lk.ReleaseAll(context.Background(), db, r.leases); err != nil {
+	if err := testdb.ErrOf(lk.Release(context.Background(), db, r.leases...)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,134 +12,125 @@ import (
 
 // Sentinel errors; branch on them with errors.Is.
 var (
-	// ErrHeld: another owner holds an unexpired lease on the key. The error
-	// is a *HeldError saying who and until when.
+	// ErrHeld: a key is held by another owner, or kept by its lock-delay
+	// or its queue.
 	ErrHeld = errors.New("held by another owner")
-	// ErrNotHeld: the lease named is not the current one (lost to a steal or
-	// a force action, released, expired, or wrong owner or token). The error
-	// is a *NotHeldError carrying the current row, if any.
+	// ErrNotHeld: the lease named is not the current one (lost, released,
+	// expired, or wrong owner or token).
 	ErrNotHeld = errors.New("not held")
-	// ErrQueueLost: a waiting Acquire lost its place in the queue: its
-	// waiter record lapsed (the process paused for longer than
-	// 3×WaitRecheck without a Notifier's heartbeat), or the key was handed
-	// to it and its claim window ran out before it took it. Call Acquire
-	// again to queue anew.
+	// ErrQueueLost: a waiter lost its place (its record lapsed, or a
+	// hand-off to it ran out unclaimed). Acquire again to queue anew.
 	ErrQueueLost = errors.New("lost its place in the queue")
-	// ErrLeaseLost: a Keepalive lost its lease, and cancelled its context
-	// with a *LeaseLostError saying why.
+	// ErrLeaseLost: a Keepalive lost a lease.
 	ErrLeaseLost = errors.New("lease lost")
-	// ErrDeadlock: a waiting Acquire or AcquireAll was refused because its
-	// wait would close a cycle of waits (A holds X and waits for Y while B
-	// holds Y and waits for X; any length, across processes). The error is
-	// a *DeadlockError naming the cycle.
+	// ErrDeadlock: a wait was refused: it would close a cycle of waits.
 	ErrDeadlock = errors.New("deadlock")
-	// ErrInvalidKey, ErrInvalidOwner and ErrInvalidTTL report bad arguments
-	// before anything is sent to the database; ErrInvalidKeys a key set
-	// that is empty, names a key twice or has more than MaxKeys keys.
-	ErrInvalidKey   = errors.New("invalid lock key")
-	ErrInvalidOwner = errors.New("invalid owner id")
-	ErrInvalidTTL   = errors.New("invalid TTL")
-	// ErrInvalidLockDelay: Config.LockDelay is negative or above
-	// MaxLockDelay.
-	ErrInvalidLockDelay = errors.New("invalid lock-delay")
-	// ErrNotDelayed: EndDelay found the key in no lock-delay (it never had
-	// one, it ran out, or the key has been granted since).
-	ErrNotDelayed  = errors.New("not in a lock-delay")
-	ErrInvalidKeys = errors.New("invalid key set")
-	// ErrTooLarge: metadata, a stale write's detail or an operator's
-	// reason is larger than the schema keeps (MaxJSONBytes,
-	// MaxReasonBytes); nothing was sent.
-	ErrTooLarge = errors.New("too large")
+	// ErrInvalid: a bad argument, refused before anything was sent.
+	ErrInvalid = lockdb.ErrInvalid
+	// ErrTooLarge: metadata or a detail over 8 KiB of JSON.
+	ErrTooLarge = lockdb.ErrTooLarge
+)
+
+// The ErrInvalid errors of each argument.
+var (
+	errInvalidKeys      = lockdb.Invalid("key set")
+	errInvalidTTL       = lockdb.Invalid("TTL")
+	errInvalidLockDelay = lockdb.Invalid("lock-delay")
+	errInvalidPermits   = lockdb.Invalid("permits")
+	errInvalidMode      = lockdb.Invalid("mode")
 )
 
 // Database errors: a driver error is mapped to one of these (and stays
 // wrapped for detail), so callers can branch on what it means rather than
 // on a SQLSTATE. Every package of lockctl returns these same values.
 var (
-	// ErrNotMigrated: the lock tables are missing (run Migrate) or this
-	// role cannot see their schema.
+	// ErrNotMigrated: the lock tables are missing, or not visible.
 	ErrNotMigrated = lockdb.ErrNotMigrated
-	// ErrReadOnly: the server is a standby, or the transaction is read-only.
+	// ErrReadOnly: a standby, or a read-only transaction.
 	ErrReadOnly = lockdb.ErrReadOnly
-	// ErrPermissionDenied: the role lacks a grant the operation needs.
+	// ErrPermissionDenied: the role lacks a grant.
 	ErrPermissionDenied = lockdb.ErrPermissionDenied
-	// ErrLockTimeout: a database lock was not granted within lock_timeout
-	// (Prune's wait for grants in flight, for example).
-	ErrLockTimeout = lockdb.ErrLockTimeout
-	// ErrStatementTimeout: statement_timeout or a cancel request ended the
-	// statement.
+	// ErrStatementTimeout: statement_timeout or a cancel ended it.
 	ErrStatementTimeout = lockdb.ErrStatementTimeout
-	// ErrUnavailable: the database could not be reached, or the connection
-	// broke mid-statement; the outcome of a write is then unknown.
+	// ErrUnavailable: the database could not be reached, or the
+	// connection broke mid-statement (a write's outcome is unknown).
 	ErrUnavailable = lockdb.ErrUnavailable
-	// ErrInvalidValue: the schema's checks refused a value.
-	ErrInvalidValue = lockdb.ErrInvalidValue
-	// ErrPoolerStatements: a transaction pooler lost the connection's
-	// prepared statements; the message says which query exec mode to use.
-	ErrPoolerStatements = lockdb.ErrPoolerStatements
-	// ErrPoolerStartupParameter: the pooler refused a parameter of the
-	// connection string (search_path, for one); the message says what
-	// to do instead.
-	ErrPoolerStartupParameter = lockdb.ErrPoolerStartupParameter
-	// ErrCannotAdopt: Migrate found a distributed_lock it does not adopt by
-	// itself (the reference service's table: `lockctl migrate` adopts it)
-	// or cannot adopt, and changed nothing.
-	ErrCannotAdopt = lockdb.ErrCannotAdopt
-	// ErrSchemaNewer: Migrate found a schema migrated by a newer lockctl
-	// and changed nothing: an older service instance never downgrades the
-	// functions a newer one relies on.
+	// ErrSchemaNewer: a newer lockctl migrated the schema.
 	ErrSchemaNewer = lockdb.ErrSchemaNewer
-	// ErrSchemaUnknown: Migrate found a schema whose recorded migrations
-	// are not this lockctl's (another build's, or one made before v0.1.0,
-	// which recorded no checksums) and changed nothing. The error says what
-	// it found and what to do.
-	ErrSchemaUnknown = lockdb.ErrSchemaUnknown
-	// ErrSchemaOpen: Migrate found a lock schema in which roles other than
-	// the lock tables' owner may create objects, or own functions or
-	// operators, and changed nothing: what they make there could run inside
-	// the protocol as the owner. The error names each, with what to run.
-	ErrSchemaOpen = lockdb.ErrSchemaOpen
 )
 
-// HeldError says why a key could not be had: who holds it and for how
-// long, how many wait for it, and whether a lock-delay keeps it. It matches
-// ErrHeld.
-type HeldError struct {
+// Error is the error of every refusal and loss: errors.As(err, &e) with
+// e *locker.Error reads what the database said, and errors.Is(err, Kind)
+// branches on what happened. Which fields are set depends on Kind.
+type Error struct {
+	// Kind is ErrHeld (refused; or a wait that ended first, Err being
+	// ctx's error), ErrNotHeld, ErrDeadlock or ErrLeaseLost.
+	Kind error
+	// Key, Owner and Token: the key (of several, the first), and its
+	// holder's lease (ErrHeld: the last holder's when Queued or delayed),
+	// the lease named (ErrNotHeld), or the refused owner (ErrDeadlock).
 	Key       string
 	Owner     string
 	Token     int64
-	ExpiresAt time.Time     // database clock
-	Remaining time.Duration // expires_at minus the database's now when read
-	// Queued: the key is free or its lease lapsed, but waiters are queued
-	// for it (Acquire), and a try does not jump ahead of them. Owner and
-	// Token are then the last holder's.
-	Queued bool
-	// QueueLength is how many live waiters were queued for the key.
-	QueueLength int
-	// Position is the caller's own place in that queue (1: the head) when
-	// it was queued itself (a waiting Acquire that gave up); 0 otherwise.
-	Position int
-	// DelayUntil is set when the key was free or lapsed but in its
-	// lock-delay (Config.LockDelay): nobody is granted it before then
-	// (database clock). Owner and Token are then the last holder's.
-	DelayUntil *time.Time
-	// DelayLeft is how long the lock-delay still ran when read.
-	DelayLeft time.Duration
-	// Mode is the key's mode when a shared or permit attempt was refused
-	// (ModeExclusive: an exclusive lease holds it); Permits its
-	// semaphore's permits and Holders how many leases held it. Owner and
-	// Token are then those of the permit that ends first, or of the
-	// group's row ("*") when no permit names one.
-	Mode    string
-	Permits int
-	Holders int
+	ExpiresAt time.Time     // when the holder's lease ends (database clock)
+	Remaining time.Duration // how long it still ran when read
+	Queued    bool          // free, but promised to the waiters queued for it
+	// QueueLength waiters; the caller's Position (1: the head) if queued.
+	QueueLength, Position int
+	DelayUntil            *time.Time    // the end of the key's lock-delay (database clock)
+	DelayLeft             time.Duration // how long the lock-delay still ran
+	// Mode, Permits and Holders: how the key is held, when a shared or
+	// permit request was refused; Conflict: in another mode or permits.
+	Mode             string
+	Permits, Holders int
+	Conflict         bool
+	// Waited: how long a wait that ended lasted; PassedOn: a lease handed
+	// to it then was passed on; Unsure: one may lapse unclaimed.
+	Waited           time.Duration
+	PassedOn, Unsure bool
+	Current          *lockdb.LockInfo // the key's row (ErrNotHeld; nil: none)
+	// Keys and Cycle (ErrDeadlock): the keys waited for, and the cycle the
+	// wait would close, its own first: each Owner waits for its Key, held
+	// or queued ahead for by the next step's Owner.
+	Keys   []string
+	Cycle  []DeadlockStep
+	Reason string    // why a lease was lost (ErrLeaseLost)
+	At     time.Time // when its Keepalive stopped trusting it
+	Err    error     // the cause: ctx's error, a renewal's, a session's
+
+	want     int   // a refused semaphore request's permits
+	leaveErr error // why a wait that ended could not leave the queue
 }
 
-func (e *HeldError) Error() string {
+// DeadlockStep is one wait of a deadlock's cycle.
+type DeadlockStep struct {
+	Owner string
+	Key   string
+}
+
+func (e *Error) Error() string {
+	switch {
+	case e.Kind == ErrNotHeld:
+		return fmt.Sprintf("locker: token %d of %q is not the current lease: %s", e.Token, e.Key, e.notHeldReason())
+	case e.Kind == ErrLeaseLost:
+		return ErrLeaseLost.Error() + ": " + e.Reason
+	case e.Kind == ErrDeadlock:
+		return e.deadlock()
+	case e.Err != nil:
+		return e.gaveUp()
+	case e.Conflict:
+		return e.conflict()
+	}
 	return "locker: " + e.why() + e.queue()
 }
 
-func (e *HeldError) why() string {
+// Is makes errors.Is(err, e.Kind) true.
+func (e *Error) Is(target error) bool { return target == e.Kind }
+
+// Unwrap is the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+func (e *Error) why() string {
 	switch {
 	case e.DelayUntil != nil:
 		return fmt.Sprintf("%q is in its lock-delay until %s (%s more; last holder %q, token %d)",
@@ -157,7 +148,7 @@ func (e *HeldError) why() string {
 		e.Key, e.Owner, e.Token, e.Remaining.Round(time.Millisecond))
 }
 
-func (e *HeldError) queue() string {
+func (e *Error) queue() string {
 	switch {
 	case e.Position > 0:
 		return fmt.Sprintf("; queued %d of %d", e.Position, e.QueueLength)
@@ -167,23 +158,7 @@ func (e *HeldError) queue() string {
 	return ""
 }
 
-// Is makes errors.Is(err, ErrHeld) true.
-func (e *HeldError) Is(target error) bool { return target == ErrHeld }
-
-// NotHeldError says why a lease is not current. It matches ErrNotHeld.
-type NotHeldError struct {
-	Key   string
-	Owner string // the caller's owner ("" for operator actions)
-	Token int64  // the token the caller named
-	// Current is the key's row now, nil when it has none.
-	Current *LockInfo
-}
-
-func (e *NotHeldError) Error() string {
-	return fmt.Sprintf("locker: token %d of %q is not the current lease: %s", e.Token, e.Key, e.reason())
-}
-
-func (e *NotHeldError) reason() string {
+func (e *Error) notHeldReason() string {
 	c := e.Current
 	switch {
 	case c == nil:
@@ -201,101 +176,37 @@ func (e *NotHeldError) reason() string {
 	}
 }
 
-// Is makes errors.Is(err, ErrNotHeld) true.
-func (e *NotHeldError) Is(target error) bool { return target == ErrNotHeld }
-
-// LeaseLostError is the cause a Keepalive cancels its context with. It
-// matches ErrLeaseLost, and wraps the renewal's error when there was one (a
-// *NotHeldError when the lease was no longer current).
-type LeaseLostError struct {
-	Key string
-	// Reason says why, in words: the renewal's refusal, or that the lease
-	// could not be renewed before its trust window passed.
-	Reason string
-	Err    error // the renewal's error that ended it; nil when there was none
-	// At is when the keepalive stopped trusting the lease, on the Locker's
-	// clock: the moment its Context was cancelled, which a goroutine waiting
-	// on that Context may see later on a busy machine.
-	At time.Time
-}
-
-func (e *LeaseLostError) Error() string { return ErrLeaseLost.Error() + ": " + e.Reason }
-
-// Is makes errors.Is(err, ErrLeaseLost) true.
-func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
-
-func (e *LeaseLostError) Unwrap() error { return e.Err }
-
-// GaveUpError: a waiting Acquire's context ended while it was queued, before
-// it took the key. It wraps the context's error.
-type GaveUpError struct {
-	Key    string
-	Holder string        // the key's holder when the waiter last looked
-	Waited time.Duration // how long it waited
-	// Handed says whether a lease may have been handed to the caller before
-	// it left the queue: HandedNone, HandedPassedOn or HandedUnknown.
-	Handed Handed
-	// LeaveErr is why leaving the queue failed (Handed is then
-	// HandedUnknown), nil when it did not.
-	LeaveErr error
-	Err      error // the context's error
-	// Position, QueueLength and DelayUntil are where the waiter stood when
-	// it last looked: its place in the queue (1: the head), the queue's
-	// length, and the end of the key's lock-delay if it was in one.
-	Position    int
-	QueueLength int
-	DelayUntil  *time.Time
-}
-
-// Handed is what became of a lease handed to a waiter that gave up.
-type Handed int
-
-const (
-	// HandedNone: no lease was handed to it; it left the queue.
-	HandedNone Handed = iota
-	// HandedPassedOn: one was, unclaimed; it was released and passed on.
-	HandedPassedOn
-	// HandedUnknown: leaving the queue failed or found its record gone: a
-	// lease handed to it meanwhile lapses at the end of its claim window.
-	HandedUnknown
-)
-
-func (e *GaveUpError) Error() string {
+func (e *Error) gaveUp() string {
 	msg := fmt.Sprintf("locker: acquire %q: gave up waiting for %q after %s: %v",
-		e.Key, e.Holder, e.Waited.Round(time.Millisecond), e.Err)
+		e.Key, e.Owner, e.Waited.Round(time.Millisecond), e.Err)
 	switch {
-	case e.LeaveErr != nil:
-		return msg + fmt.Sprintf(" (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", e.LeaveErr)
-	case e.Handed == HandedPassedOn:
+	case e.leaveErr != nil:
+		return msg + fmt.Sprintf(" (leaving the queue failed: %v; a lease handed to it meanwhile lapses at the end of its claim window)", e.leaveErr)
+	case e.PassedOn:
 		return msg + " (the lease handed to it meanwhile was released and passed on)"
-	case e.Handed == HandedUnknown:
+	case e.Unsure:
 		return msg + " (its record was gone: a lease handed to it may have lapsed unclaimed)"
 	}
 	return msg
 }
 
-func (e *GaveUpError) Unwrap() error { return e.Err }
-
-// DeadlockError: a waiting acquire was refused because its wait would close
-// a cycle of waits. Of the waits on a cycle, the youngest is refused (the
-// one that closed it, as PostgreSQL's lock manager refuses the wait that
-// closes a cycle); the others keep waiting. It matches ErrDeadlock.
-type DeadlockError struct {
-	Keys  []string // the keys the refused call waited for
-	Owner string   // its owner
-	// Cycle is the cycle of waits, the refused owner's first: each step's
-	// Owner waits for its Key, which the next step's owner holds or is
-	// queued ahead for; the last step's owner waits for the first's.
-	Cycle []DeadlockStep
+func (e *Error) conflict() string {
+	asked := "shared"
+	if e.want > 0 {
+		asked = fmt.Sprintf("as a semaphore of %d permits", e.want)
+	}
+	held := "shared"
+	if e.Mode == ModeSemaphore {
+		held = fmt.Sprintf("as a semaphore of %d permits", e.Permits)
+	}
+	holders := fmt.Sprintf("%d holders; cannot take it %s until they end", e.Holders, asked)
+	if e.Holders == 1 {
+		holders = fmt.Sprintf("1 holder; cannot take it %s until it ends", asked)
+	}
+	return fmt.Sprintf("locker: %q is held %s by %s", e.Key, held, holders)
 }
 
-// DeadlockStep is one wait of a deadlock's cycle.
-type DeadlockStep struct {
-	Owner string
-	Key   string
-}
-
-func (e *DeadlockError) Error() string {
+func (e *Error) deadlock() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "locker: acquire %s: deadlock: ", quoteKeys(e.Keys))
 	for i, s := range e.Cycle {
@@ -309,8 +220,18 @@ func (e *DeadlockError) Error() string {
 	return b.String()
 }
 
-// Is makes errors.Is(err, ErrDeadlock) true.
-func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
+// left records on a wait that ended what leaving the queue did: whether a
+// lease handed to it meanwhile was passed on, or may lapse unclaimed.
+func (e *Error) left(did string, leaveErr error) {
+	switch {
+	case leaveErr != nil:
+		e.Unsure, e.leaveErr = true, leaveErr
+	case did == lockdb.PassedOn:
+		e.PassedOn = true
+	case did == lockdb.LeftNone:
+		e.Unsure = true
+	}
+}
 
 func quoteKeys(keys []string) string {
 	q := make([]string, len(keys))

@@ -16,29 +16,29 @@ func ExampleLocker_OpenSession() {
 	ctx := context.Background()
 	pool := examplePool(ctx)
 	defer pool.Close()
+
 	lk, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		panic(err)
 	}
-
 	sess, err := lk.OpenSession(ctx, pool, "worker-7")
 	if err != nil {
 		panic(err)
 	}
-	var kept []*locker.Keepalive
-	for _, shard := range []string{"shard:1", "shard:2", "shard:3"} {
-		lease, err := lk.TryAcquire(ctx, pool, shard, "worker-7")
-		if err != nil {
-			panic(err)
-		}
-		kept = append(kept, sess.Keepalive(ctx, lease)) // bound: the session keeps it
+	leases, err := lk.Acquire(ctx, pool, locker.Request{
+		Keys: locker.Keys("shard:1", "shard:2", "shard:3"), Owner: "worker-7",
+	})
+	if err != nil {
+		panic(err)
 	}
-	// ... work under each kept[i].Context() ...
+	kept := sess.Keepalive(ctx, leases...) // bound: the session keeps them
+	// ... work under kept.Context() ...
+
 	if err := sess.Close(ctx); err != nil { // releases the three shards
 		panic(err)
 	}
-	fmt.Println(kept[0].Context().Err() != nil)
-	_, err = lk.TryAcquire(ctx, pool, "shard:2", "worker-8")
+	fmt.Println(kept.Context().Err() != nil)
+	_, err = lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("shard:2"), Owner: "worker-8"})
 	fmt.Println(err == nil)
 	// Output:
 	// true

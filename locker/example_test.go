@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -56,7 +57,8 @@ func ExampleMigrate() {
 	if err != nil {
 		panic(err)
 	}
-	_, err = lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	nightly := locker.Request{Keys: locker.Keys("reports:nightly"), Owner: "worker-1"}
+	_, err = lk.Acquire(ctx, pool, nightly)
 	fmt.Println("before:", errors.Is(err, locker.ErrNotMigrated))
 
 	for range 2 { // a second run changes nothing
@@ -64,8 +66,8 @@ func ExampleMigrate() {
 			panic(err)
 		}
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
-	fmt.Println("after:", lease.Outcome, err)
+	leases, err := lk.Acquire(ctx, pool, nightly)
+	fmt.Println("after:", leases[0].Outcome, err)
 	// Output:
 	// before: true
 	// after: acquired <nil>
@@ -73,19 +75,21 @@ func ExampleMigrate() {
 
 // Wait for a lock another owner holds. With a Notifier, the waiter wakes
 // when the holder releases, not only at the holder's expiry.
-func ExampleLocker_Acquire() {
+func ExampleLocker_Acquire_wait() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pool := examplePool(ctx)
 	defer pool.Close()
 
-	notifier := locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig))
+	notifier := locker.NewNotifier(locker.NotifierConfig{Connect: func(ctx context.Context) (*pgx.Conn, error) {
+		return pgx.ConnectConfig(ctx, pool.Config().ConnConfig)
+	}})
 	go notifier.Run(ctx)
 	lk, err := locker.New(locker.Config{TTL: time.Minute, Notifier: notifier})
 	if err != nil {
 		panic(err)
 	}
-	held, err := lk.TryAcquire(ctx, pool, "compaction", "worker-1")
+	held, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("compaction"), Owner: "worker-1"})
 	if err != nil {
 		panic(err)
 	}
@@ -93,23 +97,23 @@ func ExampleLocker_Acquire() {
 	got := make(chan locker.Lease)
 	go func() {
 		// Bound the wait, as a service should.
-		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		lease, err := lk.Acquire(waitCtx, pool, "compaction", "worker-2")
+		leases, err := lk.Acquire(ctx, pool, locker.Request{
+			Keys: locker.Keys("compaction"), Owner: "worker-2", Wait: 30 * time.Second,
+		})
 		if err != nil {
 			panic(err)
 		}
-		got <- lease
+		got <- leases[0]
 	}()
 
 	// worker-1 finishes its work (here: at once) and releases. worker-2,
 	// queued by then or about to queue, gets the key now rather than at the
 	// end of worker-1's minute-long lease.
-	if _, err := lk.Release(ctx, pool, held); err != nil {
+	if _, err := lk.Release(ctx, pool, held...); err != nil {
 		panic(err)
 	}
 	lease := <-got
-	fmt.Println("worker-2:", lease.Outcome, "with a larger token:", lease.Token > held.Token)
+	fmt.Println("worker-2:", lease.Outcome, "with a larger token:", lease.Token > held[0].Token)
 
 	// If worker-2 was queued, the release handed it the lease in the
 	// release's own transaction. A handed lease first runs for the claim
@@ -131,29 +135,33 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-1")
+	try := func(owner string) ([]locker.Lease, error) {
+		// No Wait: one attempt.
+		return lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("reports:nightly"), Owner: owner})
+	}
+	lease, err := try("worker-1")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("worker-1:", lease.Outcome)
+	fmt.Println("worker-1:", lease[0].Outcome)
 
-	_, err = lk.TryAcquire(ctx, pool, "reports:nightly", "worker-2")
-	var held *locker.HeldError
-	if errors.As(err, &held) {
+	_, err = try("worker-2")
+	var held *locker.Error
+	if errors.As(err, &held) && errors.Is(err, locker.ErrHeld) {
 		fmt.Println("worker-2: held by", held.Owner)
 	}
 
-	if _, err := lk.Release(ctx, pool, lease); err != nil {
+	if _, err := lk.Release(ctx, pool, lease...); err != nil {
 		panic(err)
 	}
-	again, err := lk.TryAcquire(ctx, pool, "reports:nightly", "worker-2")
+	again, err := try("worker-2")
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("worker-2:", again.Outcome, "with a larger token:", again.Token > lease.Token)
+	fmt.Println("worker-2:", again[0].Outcome, "with a larger token:", again[0].Token > lease[0].Token)
 
 	// Releasing a lease you no longer hold is reported, and changes nothing.
-	_, err = lk.Release(ctx, pool, lease)
+	_, err = lk.Release(ctx, pool, lease...)
 	fmt.Println("worker-1 releases again:", errors.Is(err, locker.ErrNotHeld))
 	// Output:
 	// worker-1: acquired
@@ -173,11 +181,11 @@ func ExampleLocker_Keepalive() {
 	if err != nil {
 		panic(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "compaction", locker.NewOwnerID())
+	leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("compaction"), Owner: locker.NewOwnerID()})
 	if err != nil {
 		panic(err)
 	}
-	k := lk.Keepalive(ctx, pool, lease)
+	k := lk.Keepalive(ctx, pool, leases...)
 
 	// The work runs under k.Context(); here it takes two TTLs.
 	select {
@@ -187,14 +195,14 @@ func ExampleLocker_Keepalive() {
 		fmt.Println("still held after 2 TTLs:", k.Err() == nil)
 	}
 	k.Stop()
-	_, err = lk.Release(ctx, pool, k.Lease())
+	_, err = lk.Release(ctx, pool, k.Leases()...)
 	fmt.Println("released:", err == nil)
 
 	// An operator force-expiring the lease ends the holder's context.
-	lease, _ = lk.TryAcquire(ctx, pool, "compaction", "worker-1")
-	k = lk.Keepalive(ctx, pool, lease)
+	leases, _ = lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("compaction"), Owner: "worker-1"})
+	k = lk.Keepalive(ctx, pool, leases...)
 	defer k.Stop()
-	if _, err := lk.ForceExpire(ctx, pool, "compaction", lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, "compaction", leases[0].Token); err != nil {
 		panic(err)
 	}
 	<-k.Context().Done()
@@ -219,10 +227,11 @@ func ExampleFence() {
 	if err != nil {
 		panic(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "report:1", "worker-1")
+	leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("report:1"), Owner: "worker-1"})
 	if err != nil {
 		panic(err)
 	}
+	lease := leases[0]
 	write := func(lease locker.Lease, body string) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			if err := locker.Fence(ctx, tx, lease); err != nil {
@@ -236,13 +245,14 @@ func ExampleFence() {
 
 	// The lease is lost (here an operator expires it, and worker-2 takes
 	// the key); worker-1 does not know yet and tries to write again.
-	if _, err := lk.ForceExpire(ctx, pool, "report:1", lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, "report:1", lease.Token); err != nil {
 		panic(err)
 	}
-	next, err := lk.TryAcquire(ctx, pool, "report:1", "worker-2")
+	leases, err = lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys("report:1"), Owner: "worker-2"})
 	if err != nil {
 		panic(err)
 	}
+	next := leases[0]
 	fmt.Println("worker-2:", next.Outcome)
 	err = write(lease, "stale")
 	fmt.Println("stale write refused:", errors.Is(err, locker.ErrNotHeld))
@@ -256,7 +266,7 @@ func ExampleFence() {
 
 // Take a lock inside your own transaction: it commits or rolls back with
 // your work, and a refusal does not spoil the transaction.
-func ExampleLocker_TryAcquire_inTransaction() {
+func ExampleLocker_Acquire_inTransaction() {
 	ctx := context.Background()
 	pool := examplePool(ctx)
 	defer pool.Close()
@@ -270,11 +280,11 @@ func ExampleLocker_TryAcquire_inTransaction() {
 
 	run := func(owner string) error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			lease, err := lk.TryAcquire(ctx, tx, "invoices:2026-06", owner)
+			leases, err := lk.Acquire(ctx, tx, locker.Request{Keys: locker.Keys("invoices:2026-06"), Owner: owner})
 			if err != nil {
 				return err
 			}
-			_, err = tx.Exec(ctx, exampleInvoiceSQL, "2026-06", lease.Owner)
+			_, err = tx.Exec(ctx, exampleInvoiceSQL, "2026-06", leases[0].Owner)
 			return err
 		})
 	}

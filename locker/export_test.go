@@ -12,3 +12,9 @@ func SetClock(l *Locker, c Clock) { l.clock = c }
 // OnHeard makes n call f with every notification its LISTEN connection
 // receives. Set it before n runs.
 func OnHeard(n *Notifier, f func(*pgconn.Notification)) { n.heard = f }
+
+// DeadlockCheck is how long after it queued a waiter checks for a deadlock.
+const DeadlockCheck = deadlockCheck
+
+// WakeChannel is the channel n's waiters are woken on.
+func WakeChannel(n *Notifier) string { return n.channel }

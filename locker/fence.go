@@ -4,37 +4,33 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
-// Fence proves, inside the caller's transaction tx, that lease is still the
-// current, unexpired grant, and keeps it so until tx ends: it locks the lock
-// row FOR SHARE, and any other owner's take-over must lock that row for
-// update, so it waits until tx commits or rolls back. Writes made in tx after
-// Fence returns nil therefore commit only while the lease holds.
-//
-// Call it in a transaction (with a pool or a bare connection the row lock
-// ends with the statement and proves nothing about later statements). On a
-// lost lease it returns a *NotHeldError; roll back. The holder's own Renew
-// also waits for tx, so keep fenced transactions short.
-func Fence(ctx context.Context, tx DBTX, lease Lease) error {
-	if err := validLease(lease); err != nil {
+// Fence proves, inside the caller's transaction tx, that each of leases is
+// still the current, unexpired grant, and keeps it so until tx ends: it
+// locks the lock rows FOR SHARE, so no take-over commits first, and writes
+// made in tx after it returns nil commit only while the leases hold. On a
+// lost lease it returns an *Error matching ErrNotHeld: roll back.
+func Fence(ctx context.Context, tx DBTX, leases ...Lease) error {
+	if err := validLeases(leases); err != nil {
 		return fmt.Errorf("locker: fence: %w", err)
 	}
-	ok, err := store.Fence(ctx, tx, lease.ref())
-	if err != nil {
-		return fmt.Errorf("locker: fence %q: %w", lease.Key, err)
-	}
-	if !ok {
-		return notHeld(ctx, tx, lease.Key, lease.Owner, lease.Token)
+	for _, lease := range leases {
+		ok, err := store.Fence(ctx, tx, lease.ref())
+		if err != nil {
+			return fmt.Errorf("locker: fence %q: %w", lease.Key, err)
+		}
+		if !ok {
+			return notHeld(ctx, tx, lease.Key, lease.Owner, lease.Token)
+		}
 	}
 	return nil
 }
 
-// ReportStaleWrite records, as an event on the key, that a write made with
-// lease's token was refused (by Fence or by a resource that checks tokens).
-// Run it outside the refused transaction, which rolls back.
+// ReportStaleWrite records on the key that a write made with lease's
+// token was refused. Run it outside the refused transaction.
 func (l *Locker) ReportStaleWrite(ctx context.Context, db DBTX, lease Lease, resource string) error {
 	detail := map[string]any{}
 	if resource != "" {
@@ -42,7 +38,7 @@ func (l *Locker) ReportStaleWrite(ctx context.Context, db DBTX, lease Lease, res
 	}
 	b, err := json.Marshal(detail)
 	if err == nil {
-		err = validJSON("detail", b)
+		err = lockdb.ValidJSON("detail", b)
 	}
 	if err != nil {
 		return fmt.Errorf("locker: report stale write on %q: %w", lease.Key, err)

@@ -94,7 +94,7 @@ func TestFenceRefusesExpiredAndReleased(t *testing.T) {
 	expired := testdb.MustAcquire(t, lk, db, "e", "a")
 	testdb.ExpireLease(t, db, "e")
 	released := testdb.MustAcquire(t, lk, db, "r", "a")
-	if _, err := lk.Release(ctx, db, released); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, released)); err != nil {
 		t.Fatal(err)
 	}
 	for name, lease := range map[string]locker.Lease{"expired": expired, "released": released} {
@@ -134,7 +134,7 @@ func TestStealWaitsForFencedTransaction(t *testing.T) {
 
 	tryCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if l, err := lk.TryAcquire(tryCtx, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
+	if l, err := testdb.Try(tryCtx, lk, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("TryAcquire while the fenced transaction is open = %+v, %v; want ErrHeld at once", l, err)
 	} else if !strings.Contains(err.Error(), "busy") {
 		t.Errorf("refusal %q does not say the key is busy", err)

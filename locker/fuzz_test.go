@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -42,23 +43,23 @@ func FuzzValidateKey(f *testing.F) {
 	fuzzSeeds(f)
 	lk, db := fuzzLocker(f)
 	f.Fuzz(func(t *testing.T, key string) {
-		err := locker.ValidateKey(key)
+		err := lockdb.ValidateKey(key)
 		if (err == nil) != wantValid(key) {
 			t.Fatalf("ValidateKey(%q) = %v; want valid=%v", key, err, wantValid(key))
 		}
 		if err != nil {
-			if !errors.Is(err, locker.ErrInvalidKey) {
+			if !errors.Is(err, locker.ErrInvalid) {
 				t.Fatalf("ValidateKey(%q) = %v; want ErrInvalidKey", key, err)
 			}
 			return
 		}
 		ctx := context.Background()
-		lease, err := lk.TryAcquire(ctx, db, key, "fuzz")
+		lease, err := testdb.Try(ctx, lk, db, key, "fuzz")
 		if err != nil {
 			t.Fatalf("acquire of accepted key %q: %v", key, err)
 		}
-		defer lk.Release(ctx, db, lease)
-		row, found, err := store.Get[locker.LockInfo](ctx, db, key)
+		defer testdb.One(lk.Release(ctx, db, lease))
+		row, found, err := store.Get[lockdb.LockInfo](ctx, db, key)
 		if err != nil || !found || row.Key != key || lease.Key != key {
 			t.Fatalf("key %q read back as %q (lease %q), found=%v err=%v", key, row.Key, lease.Key, found, err)
 		}
@@ -76,26 +77,26 @@ func FuzzValidateOwner(f *testing.F) {
 	f.Add("*")
 	lk, db := fuzzLocker(f)
 	f.Fuzz(func(t *testing.T, owner string) {
-		err := locker.ValidateOwner(owner)
+		err := lockdb.ValidateOwner(owner)
 		if (err == nil) != wantValidOwner(owner) {
 			t.Fatalf("ValidateOwner(%q) = %v; want valid=%v", owner, err, wantValidOwner(owner))
 		}
 		if err != nil {
-			if !errors.Is(err, locker.ErrInvalidOwner) {
+			if !errors.Is(err, locker.ErrInvalid) {
 				t.Fatalf("ValidateOwner(%q) = %v; want ErrInvalidOwner", owner, err)
 			}
 			return
 		}
 		ctx := context.Background()
-		lease, err := lk.TryAcquire(ctx, db, "fuzz-owner", owner)
+		lease, err := testdb.Try(ctx, lk, db, "fuzz-owner", owner)
 		if err != nil {
 			t.Fatalf("acquire by accepted owner %q: %v", owner, err)
 		}
-		row, _, err := store.Get[locker.LockInfo](ctx, db, "fuzz-owner")
+		row, _, err := store.Get[lockdb.LockInfo](ctx, db, "fuzz-owner")
 		if err != nil || row.Owner != owner {
 			t.Fatalf("owner %q read back as %q: %v", owner, row.Owner, err)
 		}
-		if _, err := lk.Release(ctx, db, lease); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 			t.Fatalf("release by owner %q: %v", owner, err)
 		}
 	})

@@ -11,16 +11,16 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Keepalive renews a lease in the background and tells its holder, by
-// cancelling Context, the moment the lease can no longer be trusted.
+// Keepalive renews leases in the background and ends Context the moment
+// one can no longer be trusted.
 type Keepalive struct {
-	clock  clock // stamps LeaseLostError.At
+	clock  clock // stamps Error.At
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	done   chan struct{}
 
 	mu     sync.Mutex
-	leases []Lease // one, or a set's (KeepaliveAll)
+	leases []Lease // one, or a set's
 
 	session *Session // kept by this session's heartbeat (Session.Keepalive); nil: renewed on its own
 }
@@ -28,35 +28,16 @@ type Keepalive struct {
 // errStopped is the cause after Stop.
 var errStopped = errors.New("locker: keepalive stopped")
 
-// Keepalive starts renewing lease on db every Config.RenewEvery (default a
-// third of the lease's TTL). Its Context, derived from ctx, is cancelled with
-// a *LeaseLostError (matching ErrLeaseLost) when
-//
-//   - a renewal reports the lease is no longer current (stolen, force-expired,
-//     released), or
-//   - renewals keep failing (database unreachable, say) until the trust
-//     window — the send time of the last successful grant or renewal, plus
-//     TTL, minus Config.SafetyMargin — has passed: a lease that cannot be
-//     proven is treated as lost, because another owner may take it as soon
-//     as it expires. A renewal still out when that window ends does not
-//     hold it up.
-//
-// A lease already past its trust window when Keepalive is called (its
-// grant's reply came late) is never trusted: Context is already cancelled
-// when Keepalive returns. LeaseLostError.At says when each was cancelled.
-//
-// Do the guarded work under Context; call Stop when done, then Release.
-func (l *Locker) Keepalive(ctx context.Context, db DBTX, lease Lease) *Keepalive {
-	return l.startKeepalive(ctx, db, []Lease{lease})
-}
-
-// KeepaliveAll is Keepalive for a set of leases of one owner (from
-// TryAcquireAll or AcquireAll): one renewal statement per interval renews
-// them all (distributed_lock_renew_all), and Context is cancelled with a
-// *LeaseLostError as soon as any one of them is lost or cannot be proven
-// in time: the set is held only while every lease is. Leases returns them
-// as last renewed. Stop it, then ReleaseAll.
-func (l *Locker) KeepaliveAll(ctx context.Context, db DBTX, leases []Lease) *Keepalive {
+// Keepalive renews leases (one, or several of one owner in one statement)
+// on db every Config.RenewEvery. Its Context, derived from ctx, ends with
+// an *Error matching ErrLeaseLost as soon as any of them is lost: a renewal
+// finds it no longer current, or none succeeded within its trust window
+// (the send time of the last statement that proved it, plus TTL, minus
+// Config.SafetyMargin: a lease that cannot be proven is treated as lost).
+// A lease nothing has proven yet (one named by key, owner and token) is
+// renewed before Keepalive returns; one already past its trust window is
+// never trusted. Work under Context; call Stop, then Release the Leases.
+func (l *Locker) Keepalive(ctx context.Context, db DBTX, leases ...Lease) *Keepalive {
 	return l.startKeepalive(ctx, db, slices.Clone(leases))
 }
 
@@ -67,13 +48,25 @@ func (l *Locker) KeepaliveAll(ctx context.Context, db DBTX, leases []Lease) *Kee
 func (l *Locker) startKeepalive(ctx context.Context, db DBTX, set []Lease) *Keepalive {
 	k := l.newKeepalive(ctx, set)
 	if err := validLeases(set); err != nil {
-		k.lose(&LeaseLostError{Key: quoteKeys(leaseKeys(set)), Reason: err.Error(), Err: err})
+		k.lose(&Error{Kind: ErrLeaseLost, Key: quoteKeys(leaseKeys(set)), Reason: err.Error(), Err: err})
 		close(k.done)
 		return k
 	}
+	if unproven(set) {
+		proven, err := l.prove(k.ctx, db, set)
+		if err != nil {
+			k.lose(&Error{Kind: ErrLeaseLost, Key: earliest(set).Key, Err: err,
+				Reason: fmt.Sprintf("%s could not be proven: nothing vouched for it before its first renewal, which failed: %v",
+					quoteKeys(leaseKeys(set)), err)})
+			close(k.done)
+			return k
+		}
+		set = proven
+		k.leases = proven
+	}
 	w := l.trustOf(earliest(set))
 	if !l.clock.Now().Before(w.until) {
-		k.lose(&LeaseLostError{Key: earliest(set).Key,
+		k.lose(&Error{Kind: ErrLeaseLost, Key: earliest(set).Key,
 			Reason: fmt.Sprintf("%q could not be renewed before its expiry: its trust window had already passed", earliest(set).Key)})
 		close(k.done)
 		return k
@@ -89,7 +82,7 @@ func (l *Locker) newKeepalive(ctx context.Context, set []Lease) *Keepalive {
 
 // lose ends k's Context with lost, stamped with the moment k stopped
 // trusting its leases.
-func (k *Keepalive) lose(lost *LeaseLostError) {
+func (k *Keepalive) lose(lost *Error) {
 	lost.At = k.clock.Now()
 	k.cancel(lost)
 }
@@ -119,27 +112,38 @@ func (l *Locker) trustOf(lease Lease) trust {
 		// lease, a safety margin short of its end (at most half of it).
 		w.next, w.until = l.clock.Now(), lease.sentAt.Add(lease.valid-min(margin, lease.valid/2))
 	}
-	if lease.sentAt.IsZero() {
-		// A lease named by LeaseOf: nothing says when it was granted, so
-		// renew at once to learn.
-		now := l.clock.Now()
-		w.next, w.until = now, now.Add(ttl-margin)
-	}
 	return w
+}
+
+// unproven reports whether a lease of set was not returned by a statement
+// of this package (it was named by key, owner and token): nothing says
+// when it was granted, or whether it still runs.
+func unproven(set []Lease) bool {
+	for _, lease := range set {
+		if lease.sentAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// prove renews set once, for a Keepalive that must not vouch for leases
+// nothing has proven: within the trust window a renewal sent now would
+// open, since a reply later than that proves nothing.
+func (l *Locker) prove(ctx context.Context, db DBTX, set []Lease) ([]Lease, error) {
+	ttl := set[0].TTL
+	if ttl == 0 {
+		ttl = l.cfg.TTL
+	}
+	rctx, cancel := context.WithTimeout(ctx, ttl-l.safetyMargin(ttl))
+	defer cancel()
+	return l.renewSet(rctx, db, set)
 }
 
 // Context ends when the lease is lost, Stop is called, or the parent ends.
 func (k *Keepalive) Context() context.Context { return k.ctx }
 
-// Lease is the lease as last renewed (a set's first).
-func (k *Keepalive) Lease() Lease {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.leases[0]
-}
-
-// Leases are the leases as last renewed: one, or every lease of a set
-// (KeepaliveAll), in the order given.
+// Leases are the leases as last renewed, in the order given.
 func (k *Keepalive) Leases() []Lease {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -154,9 +158,8 @@ func (k *Keepalive) Err() error {
 	return context.Cause(k.ctx)
 }
 
-// Stop stops renewing (it does not release) and waits for the renewer to
-// exit. Context is cancelled. A session's Keepalive (Session.Keepalive) is
-// unbound: the session keeps its leases no longer after its next heartbeat.
+// Stop stops renewing (it does not release) and ends Context; a session
+// unbinds the leases at its next heartbeat.
 func (k *Keepalive) Stop() {
 	k.cancel(errStopped)
 	<-k.done
@@ -197,7 +200,7 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 			if lastErr != nil {
 				why = lastErr.Error()
 			}
-			k.lose(&LeaseLostError{Key: lease.Key, Err: lastErr,
+			k.lose(&Error{Kind: ErrLeaseLost, Key: lease.Key, Err: lastErr,
 				Reason: fmt.Sprintf("%q could not be renewed before its expiry: %s", lease.Key, why)})
 			return
 		}
@@ -210,7 +213,7 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 		key := lease.Key
 		stopLosing := context.AfterFunc(rctx, func() {
 			if errors.Is(rctx.Err(), context.DeadlineExceeded) {
-				k.lose(&LeaseLostError{Key: key, Err: rctx.Err(),
+				k.lose(&Error{Kind: ErrLeaseLost, Key: key, Err: rctx.Err(),
 					Reason: fmt.Sprintf("%q could not be renewed before its expiry: the renewal was still out when its trust window ended", key)})
 			}
 		})
@@ -233,10 +236,10 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 			lastErr = nil
 		case errors.Is(err, ErrNotHeld):
 			lost := lease.Key
-			if nh := (*NotHeldError)(nil); errors.As(err, &nh) {
+			if nh := (*Error)(nil); errors.As(err, &nh) {
 				lost = nh.Key // of a set: the one lost
 			}
-			k.lose(&LeaseLostError{Key: lost, Reason: err.Error(), Err: err})
+			k.lose(&Error{Kind: ErrLeaseLost, Key: lost, Reason: err.Error(), Err: err})
 			return
 		default:
 			// Unknown state: retry soon, but never trust past trustUntil.
@@ -249,7 +252,7 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 // renewSet renews one lease (Renew) or a set (one statement).
 func (l *Locker) renewSet(ctx context.Context, db DBTX, set []Lease) ([]Lease, error) {
 	if len(set) == 1 {
-		renewed, err := l.Renew(ctx, db, set[0])
+		renewed, err := l.renew(ctx, db, set[0])
 		return []Lease{renewed}, err
 	}
 	return l.renewAll(ctx, db, set)

@@ -9,9 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // The keepalive tests run on a fake clock (fakeclock_test.go): the test
@@ -38,9 +40,9 @@ func waitDone(t *testing.T, ctx context.Context, limit time.Duration) {
 }
 
 // liveRow is key's row with its state on the database clock.
-func liveRow(t *testing.T, db locker.DBTX, key string) locker.LockInfo {
+func liveRow(t *testing.T, db locker.DBTX, key string) lockdb.LockInfo {
 	t.Helper()
-	row, found, err := testdb.Locker(t, locker.Config{}).Get(context.Background(), db, key)
+	row, found, err := store.Get[lockdb.LockInfo](context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("read %q: found=%v err=%v", key, found, err)
 	}
@@ -73,17 +75,17 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 	// Four intervals: the lease would have expired after three.
 	for i := 1; i <= 4; i++ {
 		passRenewInterval(t, clk, db, "k")
-		if row := liveRow(t, db, "k"); int(row.RenewCount) != i || row.State() != locker.StateHeld {
+		if row := liveRow(t, db, "k"); int(row.RenewCount) != i || row.State() != lockdb.StateHeld {
 			t.Fatalf("after %s: row %+v; want held, renewed %d times", time.Duration(i)*kaEvery, row, i)
 		}
 	}
 	if err := k.Err(); err != nil || k.Context().Err() != nil {
 		t.Fatalf("keepalive ended: %v", err)
 	}
-	if _, err := lk.TryAcquire(ctx, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.Try(ctx, lk, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire by b during keepalive = %v; want ErrHeld", err)
 	}
-	kept := k.Lease()
+	kept := k.Leases()[0]
 	if row := rowOf(t, db, "k"); kept.Token != lease.Token || row.Token != lease.Token || !kept.ExpiresAt.Equal(row.ExpiresAt) {
 		t.Fatalf("kept lease %+v, row %+v; want token %d, as last renewed", kept, row, lease.Token)
 	}
@@ -92,7 +94,7 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 		t.Fatalf("after Stop: ctx err %v, cause %v; want cancelled, not lost", k.Context().Err(), k.Err())
 	}
 	// Stop does not release: the holder releases with the kept lease.
-	if _, err := lk.Release(ctx, db, k.Lease()); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, k.Leases()[0])); err != nil {
 		t.Fatalf("release after Stop: %v", err)
 	}
 }
@@ -104,13 +106,13 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 	db := testdb.New(t)
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
-	operator := testdb.Locker(t, locker.Config{Actor: "ops"})
+	oper := testdb.Operator(t, "ops")
 	lease := testdb.MustAcquire(t, lk, db, "k", "a")
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 
 	passRenewInterval(t, clk, db, "k")
-	if _, err := operator.ForceExpire(ctx, db, "k", lease.Token); err != nil {
+	if _, err := oper.ForceExpire(ctx, db, "k", lease.Token); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.Err(); err != nil {
@@ -134,19 +136,7 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
-	if err != nil {
-		testdb.Unavailable(t, "no PostgreSQL to start a private server: %v", err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-	pool, err := pgxpool.New(ctx, srv.DSN(""))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	if err := locker.Migrate(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
+	srv, pool := privateServer(t)
 
 	clk := newFakeClock()
 	lk := clockedLocker(t, locker.Config{TTL: kaTTL}, clk)
@@ -180,7 +170,7 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 	if trusted := clk.Now().Sub(lastRenewal); trusted != kaTrust {
 		t.Fatalf("keepalive gave up %s after the last renewal was sent; want exactly the trust window %s", trusted, kaTrust)
 	}
-	if lost := (*locker.LeaseLostError)(nil); !errors.As(k.Err(), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
+	if lost := (*locker.Error)(nil); !errors.As(k.Err(), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
 		t.Fatalf("cause %#v; want a LeaseLostError stamped with the end of the trust window %s", k.Err(), lastRenewal.Add(kaTrust))
 	}
 	if failed < 3 {
@@ -210,7 +200,7 @@ func TestKeepaliveEndsWhileARenewalHangs(t *testing.T) {
 	k := lk.Keepalive(ctx, db, lease)
 	defer k.Stop()
 	waitDone(t, k.Context(), 5*time.Second)
-	lost := (*locker.LeaseLostError)(nil)
+	lost := (*locker.Error)(nil)
 	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "still out") {
 		t.Fatalf("cause %v; want a LeaseLostError: the renewal was still out when the trust window ended", k.Err())
 	}
@@ -264,7 +254,7 @@ func TestKeepaliveOfALeasePastItsTrustWindowEndsAtOnce(t *testing.T) {
 	if k.Context().Err() == nil {
 		t.Fatal("keepalive of a lease past its trust window returned with a live Context")
 	}
-	lost := (*locker.LeaseLostError)(nil)
+	lost := (*locker.Error)(nil)
 	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "trust window had already passed") || !lost.At.Equal(clk.Now()) {
 		t.Fatalf("cause %#v; want a LeaseLostError at %s: its trust window had already passed", k.Err(), clk.Now())
 	}
@@ -290,7 +280,64 @@ func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
 	if err := k.Err(); err != nil {
 		t.Fatalf("keepalive with RenewEvery %s on a %s TTL: %v", kaTTL-500*time.Millisecond, kaTTL, err)
 	}
-	if row := liveRow(t, db, "k"); row.RenewCount != 4 || row.State() != locker.StateHeld {
+	if row := liveRow(t, db, "k"); row.RenewCount != 4 || row.State() != lockdb.StateHeld {
 		t.Fatalf("row %+v; want held, renewed 4 times", row)
 	}
+}
+
+// A lease named by its key, owner and token (as lockctl's commands name
+// one) says nothing of when it was granted: its Keepalive renews it before
+// it returns and trusts it from that renewal. With the database gone the
+// renewal fails, and the Keepalive must not vouch for a lease that may be
+// long gone: its Context has ended when it returns.
+func TestKeepaliveOfAnUnprovenLeaseNeedsTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv, pool := privateServer(t)
+	lk := testdb.Locker(t, locker.Config{TTL: kaTTL})
+	granted := testdb.MustAcquire(t, lk, pool, "up", "a")
+	named := locker.Lease{Key: "up", Owner: "a", Token: granted.Token}
+
+	// With the database up, the first renewal is made before Keepalive
+	// returns: the lease it vouches for is one the database just renewed.
+	up := lk.Keepalive(ctx, pool, named)
+	defer up.Stop()
+	if row := rowOf(t, pool, "up"); up.Context().Err() != nil || row.RenewCount != 1 || up.Leases()[0].ValidFor() <= 0 {
+		t.Fatalf("Keepalive of a named lease: ended %v, row renewed %d times, valid for %s; want kept, renewed once, valid",
+			context.Cause(up.Context()), row.RenewCount, up.Leases()[0].ValidFor())
+	}
+
+	gone := testdb.MustAcquire(t, lk, pool, "gone", "a")
+	if err := srv.Stop(pgtemp.Fast); err != nil {
+		t.Fatal(err)
+	}
+	k := lk.Keepalive(ctx, pool, locker.Lease{Key: "gone", Owner: "a", Token: gone.Token})
+	defer k.Stop()
+	if k.Context().Err() == nil {
+		t.Fatalf("Keepalive of a named lease with the database gone: Context live, leases %+v; want it ended: nothing proved the lease", k.Leases())
+	}
+	if !errors.Is(k.Err(), locker.ErrLeaseLost) {
+		t.Fatalf("cause = %v; want ErrLeaseLost", k.Err())
+	}
+}
+
+// privateServer starts a server of the test's own, which it may stop, with
+// a pool on its migrated database.
+func privateServer(t *testing.T) (*pgtemp.Instance, *pgxpool.Pool) {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := pgtemp.Start(ctx, pgtemp.Options{Fast: true, HandleSignals: true})
+	if err != nil {
+		testdb.Unavailable(t, "no PostgreSQL to start a private server: %v", err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	pool, err := pgxpool.New(ctx, srv.DSN(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := locker.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	return srv, pool
 }

@@ -12,12 +12,10 @@ import (
 type Outcome string
 
 const (
-	Acquired      Outcome = lockdb.OutcomeAcquired      // "acquired": new row, or a free one: new token
-	Stolen        Outcome = lockdb.OutcomeStolen        // "stolen": another owner's expired lease: new, larger token
-	Renewed       Outcome = lockdb.OutcomeRenewed       // "renewed": already ours: same token, later expiry
-	Released      Outcome = lockdb.OutcomeReleased      // "released": freed by its owner
-	Expired       Outcome = lockdb.OutcomeExpired       // "expired": force-expired by an operator
-	ForceReleased Outcome = lockdb.OutcomeForceReleased // "force_released": freed by an operator
+	Acquired Outcome = lockdb.OutcomeAcquired // "acquired": new row, or a free one: new token
+	Stolen   Outcome = lockdb.OutcomeStolen   // "stolen": another owner's expired lease: new, larger token
+	Renewed  Outcome = lockdb.OutcomeRenewed  // "renewed": already ours: same token, later expiry
+	Released Outcome = lockdb.OutcomeReleased // "released": freed by its owner
 )
 
 // Lease is one grant of a key to an owner. Token is its fencing token: on a
@@ -31,10 +29,8 @@ type Lease struct {
 	ExpiresAt time.Time
 	TTL       time.Duration
 	Outcome   Outcome
-	// Mode is how the key is held: ModeExclusive ("" on a Lease not
-	// granted here, e.g. LeaseOf), ModeShared or ModeSemaphore, with the
-	// semaphore's Permits. Renew, Release and Fence do not read it: a token
-	// names one lease whatever its mode.
+	// Mode is ModeExclusive (or ""), ModeShared or ModeSemaphore, with the
+	// semaphore's Permits.
 	Mode    string
 	Permits int
 
@@ -52,12 +48,9 @@ type Lease struct {
 	claim *pendingClaim
 }
 
-// ValidFor is how much longer the lease certainly lasts, measured on this
-// process's monotonic clock from before the granting statement was sent
-// (for a lease a Keepalive renews, its last renewal; for one a Session
-// keeps, its binding or the last heartbeat that named it: see "Sessions"
-// in the package documentation). Zero for a Lease not returned by this
-// package.
+// ValidFor is how much longer the lease certainly lasts, on this process's
+// monotonic clock from before the statement that last proved it was sent.
+// Zero for a Lease not returned by this package.
 func (l Lease) ValidFor() time.Duration {
 	if l.claim != nil {
 		if claimed := l.claim.claimed.Load(); claimed != nil {
@@ -77,12 +70,6 @@ func (l Lease) length() time.Duration {
 		return l.valid
 	}
 	return l.TTL
-}
-
-// LeaseOf names a lease by key, owner and token, e.g. from the command line,
-// for Renew, Release or Fence.
-func LeaseOf(key, owner string, token int64) Lease {
-	return Lease{Key: key, Owner: owner, Token: token}
 }
 
 func (l Lease) ref() store.LeaseRef {

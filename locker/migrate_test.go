@@ -20,7 +20,7 @@ func TestMigrateMakesAnEmptyDatabaseUsable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := lk.TryAcquire(ctx, db, "k", "a"); err != nil {
+	if _, err := testdb.Try(ctx, lk, db, "k", "a"); err != nil {
 		t.Fatalf("TryAcquire after Migrate: %v", err)
 	}
 }

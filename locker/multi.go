@@ -4,58 +4,23 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
-// MaxKeys is the most keys one TryAcquireAll or AcquireAll takes: a set is
-// one statement that locks a row per key, and the database refuses larger
-// sets too.
-const MaxKeys = 128
-
-// validKeys checks a key set before any SQL: 1 to MaxKeys valid keys, none
-// named twice. It returns the keys sorted, the order the set is locked in.
-func validKeys(keys []string) ([]string, error) {
-	if len(keys) == 0 || len(keys) > MaxKeys {
-		return nil, fmt.Errorf("%w: %d keys (must be 1 to %d)", ErrInvalidKeys, len(keys), MaxKeys)
-	}
-	for _, k := range keys {
-		if err := ValidateKey(k); err != nil {
-			return nil, err
-		}
-	}
-	sorted := slices.Clone(keys)
-	slices.Sort(sorted)
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			return nil, fmt.Errorf("%w: %q is named twice", ErrInvalidKeys, sorted[i])
-		}
-	}
-	return sorted, nil
-}
-
-// TryAcquireAll makes one attempt to take every key of keys for owner, all
-// or none, in one statement (distributed_lock_acquire_all): each key as
-// TryAcquire would take it, in one transaction, the keys locked in sorted
-// order (so two callers taking overlapping sets in any order never wait for
-// each other). It returns one Lease per key, in the order of keys, or the
-// refusal of the first key (in sorted order) that could not be taken, a
-// *HeldError as TryAcquire's, and then nothing is held: no key granted,
-// renewed or created. Like TryAcquire it never waits and does not jump a
-// queue. Keys must be 1 to MaxKeys distinct keys (ErrInvalidKeys).
-func (l *Locker) TryAcquireAll(ctx context.Context, db DBTX, keys []string, owner string) ([]Lease, error) {
-	sorted, err := validKeys(keys)
-	if err != nil {
-		return nil, fmt.Errorf("locker: acquire: %w", err)
-	}
-	if err := ValidateOwner(owner); err != nil {
-		return nil, fmt.Errorf("locker: acquire %s: %w", quoteKeys(keys), err)
-	}
-	params := store.GrantParams{
-		Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner), LogGrants: l.cfg.LogGrants,
-		LockDelay: l.cfg.LockDelay,
-	}
+// tryAll makes one attempt to take every key of g, all or none, in one
+// statement (distributed_lock_acquire_all): each key as tryOne would take
+// it, in one transaction, the keys locked in sorted order (so two callers
+// taking overlapping sets in any order never wait for each other). It
+// returns one Lease per key, in key order, or the refusal of the first key
+// (in sorted order) that could not be taken, and then nothing is held: no
+// key granted, renewed or created. Like tryOne it never waits and does not
+// jump a queue.
+func (l *Locker) tryAll(ctx context.Context, db DBTX, g grant) ([]Lease, error) {
+	keys, sorted := g.named, g.keys
+	params := l.grantParams(g, "")
 	sentAt := l.clock.Now()
 	sctx, done := knownOutcome(ctx)
 	grants, err := store.TryGrantAll(sctx, db, sorted, params)
@@ -71,7 +36,7 @@ func (l *Locker) TryAcquireAll(ctx context.Context, db DBTX, keys []string, owne
 		if ctx.Err() != nil {
 			return nil, l.giveBackAll(ctx, db, leases)
 		}
-		return inKeyOrder(keys, leases), nil
+		return leases, nil
 	}
 	if len(grants) != 1 {
 		return nil, fmt.Errorf("locker: acquire %s: %d rows for %d keys", quoteKeys(keys), len(grants), len(keys))
@@ -105,7 +70,7 @@ func (l *Locker) giveBackAll(ctx context.Context, db DBTX, leases []Lease) error
 	if len(fresh) > 0 {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
 		defer cancel()
-		_ = l.ReleaseAll(rctx, db, fresh)
+		_, _ = l.releaseAll(rctx, db, fresh)
 	}
 	return fmt.Errorf("locker: acquire %s: %w", quoteKeys(leaseKeys(leases)), ctx.Err())
 }
@@ -118,57 +83,52 @@ func leaseKeys(leases []Lease) []string {
 	return keys
 }
 
-// validLeases checks a set of leases of one owner, as validLease does one.
+// validLeases checks a set of leases of one owner, as validLease does one:
+// 1 to MaxKeys of them, each key once.
 func validLeases(leases []Lease) error {
-	if _, err := validKeys(leaseKeys(leases)); err != nil {
-		return err
+	if len(leases) == 0 || len(leases) > MaxKeys {
+		return fmt.Errorf("%w: %d leases (must be 1 to %d)", errInvalidKeys, len(leases), MaxKeys)
+	}
+	keys := leaseKeys(leases)
+	slices.Sort(keys)
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			return fmt.Errorf("%w: %q is named twice", errInvalidKeys, keys[i])
+		}
 	}
 	for _, lease := range leases {
 		if err := validLease(lease); err != nil {
 			return err
 		}
 		if lease.Owner != leases[0].Owner {
-			return fmt.Errorf("%w: leases of %q and %q: a set has one owner", ErrInvalidKeys, leases[0].Owner, lease.Owner)
+			return fmt.Errorf("%w: leases of %q and %q: a set has one owner", errInvalidKeys, leases[0].Owner, lease.Owner)
 		}
 	}
 	return nil
 }
 
-// ReleaseAll frees leases (one owner, each key once), in one statement
-// (distributed_lock_release_all): each as Release frees it, handing each
-// key to its waiters. Every lease still current is released even when
-// some are not; the error is then a *NotHeldError for the first of those
-// (in sorted key order).
-func (l *Locker) ReleaseAll(ctx context.Context, db DBTX, leases []Lease) error {
-	if err := validLeases(leases); err != nil {
-		return fmt.Errorf("locker: release: %w", err)
-	}
-	refs := make([]store.LeaseRef, len(leases))
-	for i, lease := range leases {
-		l.claims.settle(lease.ref())
-		refs[i] = lease.ref()
-	}
-	keys := quoteKeys(leaseKeys(leases))
-	notHeld, err := store.ReleaseAll(ctx, db, refs, l.cfg.LogGrants, l.ownerActor(leases[0].Owner), !l.cfg.DurableRelease)
+// releaseAll frees leases (one owner, each key once), in one statement
+// (distributed_lock_release_all): each as Release frees one. Every lease
+// still current is released even when some are not; the error then names
+// the first of those (in sorted key order).
+func (l *Locker) releaseAll(ctx context.Context, db DBTX, leases []Lease) ([]Lease, error) {
+	refs := l.settle(leases)
+	rows, notHeld, err := store.ReleaseAll(ctx, db, refs, l.cfg.LogGrants, l.ownerActor(leases[0].Owner), !l.cfg.DurableRelease)
 	if err != nil {
-		return fmt.Errorf("locker: release %s: %w", keys, err)
+		return nil, fmt.Errorf("locker: release %s: %w", quoteKeys(leaseKeys(leases)), err)
 	}
-	return l.notHeldOf(ctx, db, leases, notHeld)
+	return inKeyOrder(leaseKeys(leases), leasesFrom(rows, Released, time.Time{})), l.notHeldOf(ctx, db, leases, notHeld)
 }
 
-// renewAll renews leases (one owner) in one statement, as Renew renews
-// one; a lease no longer current is reported as Renew reports it, the
-// others renewed all the same.
+// renewAll renews leases (one owner) in one statement, by the first's TTL,
+// as Renew renews one; a lease no longer current is reported as Renew
+// reports it, the others renewed all the same.
 func (l *Locker) renewAll(ctx context.Context, db DBTX, leases []Lease) ([]Lease, error) {
 	ttl := leases[0].TTL
 	if ttl == 0 {
 		ttl = l.cfg.TTL
 	}
-	refs := make([]store.LeaseRef, len(leases))
-	for i, lease := range leases {
-		l.claims.settle(lease.ref())
-		refs[i] = lease.ref()
-	}
+	refs := l.settle(leases)
 	sentAt := l.clock.Now()
 	rows, lost, err := store.RenewAll(ctx, db, refs, ttl)
 	if err != nil {
@@ -177,14 +137,30 @@ func (l *Locker) renewAll(ctx context.Context, db DBTX, leases []Lease) ([]Lease
 	if err := l.notHeldOf(ctx, db, leases, lost); err != nil {
 		return nil, err
 	}
-	renewed := make([]Lease, len(rows))
-	for i, row := range rows {
-		renewed[i] = leaseFrom(row, Renewed, sentAt)
-	}
-	return inKeyOrder(leaseKeys(leases), renewed), nil
+	return inKeyOrder(leaseKeys(leases), leasesFrom(rows, Renewed, sentAt)), nil
 }
 
-// notHeldOf is the *NotHeldError of the first key in lost, nil when it is
+// settle names leases for a statement that renews or releases them, which
+// settles their background claims (claim.go).
+func (l *Locker) settle(leases []Lease) []store.LeaseRef {
+	refs := make([]store.LeaseRef, len(leases))
+	for i, lease := range leases {
+		l.claims.settle(lease.ref())
+		refs[i] = lease.ref()
+	}
+	return refs
+}
+
+// leasesFrom is leaseFrom of each of rows.
+func leasesFrom(rows []store.LeaseRow, outcome Outcome, sentAt time.Time) []Lease {
+	leases := make([]Lease, len(rows))
+	for i, row := range rows {
+		leases[i] = leaseFrom(row, outcome, sentAt)
+	}
+	return leases
+}
+
+// notHeldOf is the *Error of the first key in lost, nil when it is
 // empty.
 func (l *Locker) notHeldOf(ctx context.Context, db DBTX, leases []Lease, lost []string) error {
 	if len(lost) == 0 {
@@ -202,9 +178,9 @@ func (l *Locker) notHeldOf(ctx context.Context, db DBTX, leases []Lease, lost []
 	return fmt.Errorf("locker: %q: %w", lost[0], ErrNotHeld)
 }
 
-// deadlockError is the *DeadlockError of a refusal's cycle.
-func deadlockError(keys []string, owner string, cycle []store.CycleStep) *DeadlockError {
-	e := &DeadlockError{Keys: keys, Owner: owner}
+// deadlockError is the *Error of a refusal's cycle.
+func deadlockError(keys []string, owner string, cycle []store.CycleStep) *Error {
+	e := &Error{Kind: ErrDeadlock, Keys: keys, Owner: owner}
 	for _, s := range cycle {
 		e.Cycle = append(e.Cycle, DeadlockStep{Owner: s.Owner, Key: s.Key})
 	}

@@ -28,7 +28,7 @@ func TestWaitingSetCancelledHoldsNothing(t *testing.T) {
 	wctx, cancel := context.WithCancel(ctx)
 	set := make(chan error, 1)
 	go func() {
-		_, err := lk.AcquireAll(wctx, db, []string{"x", "y"}, "set")
+		_, err := lk.Acquire(wctx, db, locker.Request{Keys: locker.Keys([]string{"x", "y"}...), Owner: "set", Wait: locker.WaitForever})
 		set <- err
 	}()
 	testdb.WaitForWaiter(t, db, "y", "set")
@@ -38,7 +38,7 @@ func TestWaitingSetCancelledHoldsNothing(t *testing.T) {
 		t.Fatalf("y held by %q while the set waits for x; want free, kept for the set", h)
 	}
 	cancel()
-	var gaveUp *locker.GaveUpError
+	var gaveUp *locker.Error
 	if err := <-set; !errors.As(err, &gaveUp) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cancelled set = %v; want a GaveUpError wrapping Canceled", err)
 	}
@@ -66,7 +66,7 @@ func TestWaitingSetCancelledAsItIsHandedItsKeys(t *testing.T) {
 	got := map[bool]int{}
 	for round := range 12 {
 		keys := []string{fmt.Sprintf("x%d", round), fmt.Sprintf("y%d", round)}
-		held, err := lk.TryAcquireAll(ctx, db, keys, "holder")
+		held, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys(keys...), Owner: "holder"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,27 +77,30 @@ func TestWaitingSetCancelledAsItIsHandedItsKeys(t *testing.T) {
 		}
 		set := make(chan result, 1)
 		go func() {
-			leases, err := lk.AcquireAll(wctx, db, keys, "set")
+			leases, err := lk.Acquire(wctx, db, locker.Request{Keys: locker.Keys(keys...), Owner: "set", Wait: locker.WaitForever})
 			set <- result{leases, err}
 		}()
 		testdb.WaitForWaiter(t, db, keys[1], "set")
 		// The release hands the set both keys in its transaction; the
-		// cancel lands before, during or after.
-		go func() {
-			time.Sleep(time.Duration(round%4) * 10 * time.Millisecond)
+		// cancel lands before it, while it runs, or after it committed
+		// (the set may or may not have taken its keys by then).
+		switch round % 3 {
+		case 0:
 			cancel()
-		}()
-		if err := lk.ReleaseAll(ctx, db, held); err != nil {
+		case 1:
+			go cancel()
+		}
+		if err := testdb.ErrOf(lk.Release(ctx, db, held...)); err != nil {
 			t.Fatal(err)
 		}
-		r := <-set
 		cancel()
+		r := <-set
 		holders := []string{holding(t, db, keys[0]), holding(t, db, keys[1])}
 		if r.err == nil {
 			if len(r.leases) != 2 || holders[0] != "set" || holders[1] != "set" {
 				t.Fatalf("round %d: AcquireAll returned %v but the keys are held by %v", round, r.leases, holders)
 			}
-			if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+			if err := testdb.ErrOf(lk.Release(ctx, db, r.leases...)); err != nil {
 				t.Fatal(err)
 			}
 		} else if holders[0] == "set" || holders[1] == "set" {
@@ -150,7 +153,7 @@ func TestWaitingSetDuringDatabaseRestartHoldsNothing(t *testing.T) {
 	}
 	set := make(chan error, 1)
 	go func() {
-		_, err := lk.AcquireAll(ctx, pool, []string{"z", "m", "a"}, "set")
+		_, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys([]string{"z", "m", "a"}...), Owner: "set", Wait: locker.WaitForever})
 		set <- err
 	}()
 	waitForBlockedCall(t, pool, "distributed_lock_enqueue_all")
@@ -172,7 +175,7 @@ func TestWaitingSetDuringDatabaseRestartHoldsNothing(t *testing.T) {
 	if n := allWaiters(t, pool); n != 0 {
 		t.Errorf("%d waiter records after the restart; want none", n)
 	}
-	leases, err := lk.TryAcquireAll(ctx, pool, []string{"a", "z"}, "after")
+	leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys([]string{"a", "z"}...), Owner: "after"})
 	if err != nil || len(leases) != 2 {
 		t.Fatalf("the set's free keys after the restart: %v, %v; want both free to take", leases, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -56,14 +57,14 @@ func TestTryAcquireAllTakesEveryKeyOrNone(t *testing.T) {
 	// "free" has a free row; "new-a" and "new-z" have none, on either side
 	// of the held key in the order the set is locked in.
 	free := testdb.MustAcquire(t, lk, db, "free", "earlier")
-	if _, err := lk.Release(ctx, db, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, free)); err != nil {
 		t.Fatal(err)
 	}
 	held := testdb.MustAcquire(t, lk, db, "m-held", "other")
 	eventsBefore := len(eventsOf(t, db, "free"))
 
-	_, err := lk.TryAcquireAll(ctx, db, []string{"new-z", "free", "m-held", "new-a"}, "me")
-	var he *locker.HeldError
+	_, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"new-z", "free", "m-held", "new-a"}...), Owner: "me"})
+	var he *locker.Error
 	if !errors.As(err, &he) || he.Key != "m-held" || he.Owner != "other" || he.Token != held.Token {
 		t.Fatalf("TryAcquireAll with a held key = %v; want a HeldError naming m-held held by other", err)
 	}
@@ -82,11 +83,11 @@ func TestTryAcquireAllTakesEveryKeyOrNone(t *testing.T) {
 		t.Errorf("m-held held by %q; want other still", h)
 	}
 
-	if _, err := lk.Release(ctx, db, held); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{"new-z", "free", "m-held", "new-a"}
-	leases, err := lk.TryAcquireAll(ctx, db, keys, "me")
+	leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys(keys...), Owner: "me"})
 	if err != nil {
 		t.Fatalf("TryAcquireAll of free keys: %v", err)
 	}
@@ -102,7 +103,7 @@ func TestTryAcquireAllTakesEveryKeyOrNone(t *testing.T) {
 		t.Errorf("m-held's token %d; want above the last holder's %d", leases[2].Token, held.Token)
 	}
 
-	if err := lk.ReleaseAll(ctx, db, leases); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, db, leases...)); err != nil {
 		t.Fatalf("ReleaseAll: %v", err)
 	}
 	for _, k := range keys {
@@ -110,8 +111,8 @@ func TestTryAcquireAllTakesEveryKeyOrNone(t *testing.T) {
 			t.Errorf("%s held by %q after ReleaseAll; want free", k, h)
 		}
 	}
-	var nh *locker.NotHeldError
-	if err := lk.ReleaseAll(ctx, db, leases); !errors.As(err, &nh) {
+	var nh *locker.Error
+	if err := testdb.ErrOf(lk.Release(ctx, db, leases...)); !errors.As(err, &nh) {
 		t.Errorf("ReleaseAll again = %v; want a NotHeldError", err)
 	}
 }
@@ -127,14 +128,14 @@ func TestKeySetsRefusedBeforeSQL(t *testing.T) {
 	for name, keys := range map[string][]string{
 		"a key named twice": {"a", "b", "a"}, "none": {}, "more than MaxKeys": many,
 	} {
-		if _, err := lk.TryAcquireAll(context.Background(), nil, keys, "me"); !errors.Is(err, locker.ErrInvalidKeys) {
+		if _, err := lk.Acquire(context.Background(), nil, locker.Request{Keys: locker.Keys(keys...), Owner: "me"}); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("TryAcquireAll, %s: %v; want ErrInvalidKeys", name, err)
 		}
-		if _, err := lk.AcquireAll(context.Background(), nil, keys, "me"); !errors.Is(err, locker.ErrInvalidKeys) {
+		if _, err := lk.Acquire(context.Background(), nil, locker.Request{Keys: locker.Keys(keys...), Owner: "me", Wait: locker.WaitForever}); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("AcquireAll, %s: %v; want ErrInvalidKeys", name, err)
 		}
 	}
-	if _, err := lk.TryAcquireAll(context.Background(), nil, []string{"a", "b", "a"}, "me"); !strings.Contains(err.Error(), `"a" is named twice`) {
+	if _, err := lk.Acquire(context.Background(), nil, locker.Request{Keys: locker.Keys([]string{"a", "b", "a"}...), Owner: "me"}); !strings.Contains(err.Error(), `"a" is named twice`) {
 		t.Errorf("message %q does not name the key named twice", err)
 	}
 }
@@ -158,12 +159,12 @@ func TestSetsInOppositeOrdersNeverDeadlock(t *testing.T) {
 			lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 100 * time.Millisecond})
 			owner := fmt.Sprintf("owner-%d", i)
 			for range rounds {
-				leases, err := lk.AcquireAll(ctx, db, keys, owner)
+				leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys(keys...), Owner: owner, Wait: locker.WaitForever})
 				if err != nil {
 					errs <- fmt.Errorf("%s: %w", owner, err)
 					return
 				}
-				if err := lk.ReleaseAll(ctx, db, leases); err != nil {
+				if err := testdb.ErrOf(lk.Release(ctx, db, leases...)); err != nil {
 					errs <- fmt.Errorf("%s: release: %w", owner, err)
 					return
 				}
@@ -197,7 +198,7 @@ func TestWaitingSetGrantedOnlyWithEveryKeyInOrder(t *testing.T) {
 	}
 	set := make(chan result, 1)
 	go func() {
-		leases, err := lk.AcquireAll(ctx, db, []string{"x", "y"}, "set")
+		leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"x", "y"}...), Owner: "set", Wait: locker.WaitForever})
 		set <- result{leases, err}
 	}()
 	testdb.WaitForWaiter(t, db, "x", "set")
@@ -205,14 +206,14 @@ func TestWaitingSetGrantedOnlyWithEveryKeyInOrder(t *testing.T) {
 	single := testdb.AcquireAsync(ctx, lk, db, "x", "single")
 	testdb.WaitForWaiter(t, db, "x", "single")
 
-	if _, err := lk.Release(ctx, db, x); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, x)); err != nil {
 		t.Fatal(err)
 	}
 	if h := holding(t, db, "x"); h != "" {
 		t.Fatalf("x held by %q after its release; want free, kept for the set", h)
 	}
-	var he *locker.HeldError
-	if _, err := lk.TryAcquire(ctx, db, "x", "barger"); !errors.As(err, &he) || !he.Queued {
+	var he *locker.Error
+	if _, err := testdb.Try(ctx, lk, db, "x", "barger"); !errors.As(err, &he) || !he.Queued {
 		t.Fatalf("a try on x kept for the set = %v; want refused, queued for", err)
 	}
 	select {
@@ -223,7 +224,7 @@ func TestWaitingSetGrantedOnlyWithEveryKeyInOrder(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 
-	if _, err := lk.Release(ctx, db, y); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, y)); err != nil {
 		t.Fatal(err)
 	}
 	r := <-set
@@ -235,7 +236,7 @@ func TestWaitingSetGrantedOnlyWithEveryKeyInOrder(t *testing.T) {
 			t.Errorf("%s held by %q, valid for %s; want the set's, claimed to the TTL", lease.Key, h, lease.ValidFor())
 		}
 	}
-	if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, db, r.leases...)); err != nil {
 		t.Fatal(err)
 	}
 	if s := <-single; s.Err != nil || s.Lease.Key != "x" || s.Lease.Token <= r.leases[0].Token {
@@ -253,11 +254,11 @@ func TestKeepaliveAllEndsWhenOneLeaseIsLost(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: 3 * time.Second, RenewEvery: 100 * time.Millisecond})
-	leases, err := lk.TryAcquireAll(ctx, db, []string{"a", "b"}, "me")
+	leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "me"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := lk.KeepaliveAll(ctx, db, leases)
+	k := lk.Keepalive(ctx, db, leases...)
 	defer k.Stop()
 	testdb.Eventually(t, 10*time.Second, "a renewal of the set", func() bool {
 		got := k.Leases()
@@ -266,7 +267,7 @@ func TestKeepaliveAllEndsWhenOneLeaseIsLost(t *testing.T) {
 	if got := k.Leases(); !slices.Equal(leaseKeys(got), []string{"a", "b"}) || got[1].Token != leases[1].Token {
 		t.Fatalf("Leases() = %+v; want a and b with their tokens", got)
 	}
-	if _, err := lk.ForceRelease(ctx, db, "b", leases[1].Token); err != nil {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, db, "b", leases[1].Token); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -274,7 +275,7 @@ func TestKeepaliveAllEndsWhenOneLeaseIsLost(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the set's keepalive still running 10s after b was force-released")
 	}
-	var lost *locker.LeaseLostError
+	var lost *locker.Error
 	if !errors.As(k.Err(), &lost) || lost.Key != "b" {
 		t.Fatalf("cause = %v; want the lease of b lost", k.Err())
 	}

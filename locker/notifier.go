@@ -17,33 +17,20 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Notifier serves the queued Acquire calls of this process on one dedicated
-// connection: it LISTENs on a channel of its own (Channel), which every
-// waiter record of this process names, so hand-offs and wake-ups reach this
-// process only when they concern its waiters. It gives each hand-off to the
-// one waiter it was made for (the others of the key only learn the new
-// expiry, without checking: this process hears another waiter's hand-off
-// when one of its own is now first in line; every payload is a hint, which
-// the waiter checks with the database), and keeps all of their waiter
-// records live with one heartbeat statement per interval, so the cost of
-// waiting does not grow with the number of waiters. LISTEN needs a session
-// of its own (a pooled connection or a transaction would lose it), so the
-// Notifier opens one with connect and reconnects when it breaks. Its
-// connection must use the lock schema (search_path) of the pool its waiters
-// queue through: it only takes hand-offs of that schema, and its heartbeat
-// refreshes that schema's waiter records. One Notifier per lock schema.
-//
-// LISTEN through a transaction pooler (PgBouncer's transaction mode)
-// succeeds and then hears nothing. So a Notifier with a Probe proves
-// delivery after every LISTEN: it sends a NOTIFY through Probe, the path
-// releases take, and only once that arrives are wake-ups Live. If it does
-// not arrive within ProbeTimeout, the Notifier logs one warning, and waiters
-// wake at the holder's expiry and every Config.WaitRecheck instead.
+// Notifier serves this process's waiting Acquire calls on one connection of
+// its own: it LISTENs on a channel of its own, which their waiter records
+// name, gives each hand-off to the waiter it was made for, and keeps all of
+// their records live with one heartbeat statement per interval. Its
+// connection must use the lock schema of the pool its waiters queue
+// through; one Notifier per lock schema. LISTEN through a transaction pooler
+// hears nothing: with a Probe it proves delivery after every LISTEN, and
+// until it does waiters wake at the holder's expiry and every
+// Config.WaitRecheck.
 type Notifier struct {
 	cfg     NotifierConfig
 	channel string // the wake channel this process's waiter records name
 
-	state  atomic.Int32 // a WakeState
+	state  atomic.Int32 // a wakeState
 	warned atomic.Bool
 
 	mu     sync.Mutex
@@ -85,30 +72,20 @@ const maxEarly = 64
 
 // NotifierConfig configures a Notifier.
 type NotifierConfig struct {
-	// Connect opens the connection LISTEN runs on: a direct one, or one
-	// through a session-pooling pooler. Required.
+	// Connect opens the LISTEN connection (direct, or session-pooled).
+	// Required.
 	Connect func(ctx context.Context) (*pgx.Conn, error)
-	// Probe is where the delivery probe's NOTIFY is sent: the pool the
-	// service's releases go through. nil: no probe; wake-ups count as live
-	// once LISTEN is in place.
+	// Probe is where the delivery probe is sent: the pool releases go
+	// through. nil: none.
 	Probe DBTX
 	// ProbeTimeout bounds the wait for the probes. Defaults to 5s.
 	ProbeTimeout time.Duration
-	// Logf receives the warning when a probe is not delivered. Defaults to
-	// log.Printf.
+	// Logf gets the warning of a lost probe. Defaults to log.Printf.
 	Logf func(format string, args ...any)
 }
 
-// NewNotifier returns a Notifier that connects with connect and sends no
-// probe; start it with Run. ConnectWith(pool.Config().ConnConfig) suits
-// most callers that connect directly to PostgreSQL.
-func NewNotifier(connect func(ctx context.Context) (*pgx.Conn, error)) *Notifier {
-	return NewNotifierWithConfig(NotifierConfig{Connect: connect})
-}
-
-// NewNotifierWithConfig returns a Notifier configured by cfg; start it with
-// Run.
-func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
+// NewNotifier returns a Notifier configured by cfg; start it with Run.
+func NewNotifier(cfg NotifierConfig) *Notifier {
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = 5 * time.Second
 	}
@@ -118,36 +95,33 @@ func NewNotifierWithConfig(cfg NotifierConfig) *Notifier {
 	return &Notifier{cfg: cfg, channel: store.NewWakeChannel(), subs: map[string]map[*waiting]struct{}{}}
 }
 
-// Channel is the channel this Notifier LISTENs on, which the waiter records
-// of the Acquire calls it serves name (their wake_channel): fixed for its
-// lifetime, across reconnections.
-func (n *Notifier) Channel() string { return n.channel }
-
-// WakeState is what a Notifier knows about the delivery of releases.
-type WakeState int32
+// wakeState is what a Notifier knows about the delivery of releases.
+type wakeState int32
 
 const (
-	// WakeChecking: not listening yet (connecting, reconnecting), or the
+	// wakeChecking: not listening yet (connecting, reconnecting), or the
 	// probe is on its way.
-	WakeChecking WakeState = iota
-	// WakeLive: LISTEN is in place and, with a Probe, two probes, each sent
+	wakeChecking wakeState = iota
+	// wakeLive: LISTEN is in place and, with a Probe, two probes, each sent
 	// after a heartbeat of its own, arrived on its connection between
 	// statements (a pooler may pass one on by chance): releases wake
 	// waiters.
-	WakeLive
-	// WakeNotLive: the probe did not arrive within ProbeTimeout, or could
+	wakeLive
+	// wakeNotLive: the probe did not arrive within ProbeTimeout, or could
 	// not be sent: waiters wake at the holder's expiry and every
 	// Config.WaitRecheck.
-	WakeNotLive
+	wakeNotLive
 )
 
-// State reports what the Notifier knows about delivery now.
-func (n *Notifier) State() WakeState { return WakeState(n.state.Load()) }
+// Live reports whether releases wake waiters now: LISTEN is in place and,
+// with a Probe, probes sent through it arrived.
+func (n *Notifier) Live() bool { return wakeState(n.state.Load()) == wakeLive }
 
-// Live reports whether releases wake waiters now (State is WakeLive).
-func (n *Notifier) Live() bool { return n.State() == WakeLive }
+// Checking reports whether the Notifier is still finding out whether
+// releases reach it.
+func (n *Notifier) Checking() bool { return wakeState(n.state.Load()) == wakeChecking }
 
-func (n *Notifier) setState(s WakeState) { n.state.Store(int32(s)) }
+func (n *Notifier) setState(s wakeState) { n.state.Store(int32(s)) }
 
 // probePrefix starts a delivery probe's payload, sent on the Notifier's own
 // channel (so it proves the path its hand-offs take, and no other process
@@ -158,17 +132,8 @@ const probePrefix = "probe:"
 // heartbeat of its own, before wake-ups count as live.
 const probesToHear = 2
 
-// ConnectWith returns a connect function for NewNotifier that opens a new
-// connection from cfg.
-func ConnectWith(cfg *pgx.ConnConfig) func(ctx context.Context) (*pgx.Conn, error) {
-	return func(ctx context.Context) (*pgx.Conn, error) {
-		return pgx.ConnectConfig(ctx, cfg.Copy())
-	}
-}
-
-// Run listens until ctx ends, reconnecting with backoff after errors. After
-// every (re)connection it wakes all subscribers once: a release announced
-// while it was not listening would otherwise be missed.
+// Run listens until ctx ends, reconnecting with backoff, and wakes every
+// waiter after each (re)connection.
 func (n *Notifier) Run(ctx context.Context) error {
 	backoff := minBackoff
 	for {
@@ -205,7 +170,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	if err != nil {
 		return listened
 	}
-	defer n.setState(WakeChecking)
+	defer n.setState(wakeChecking)
 	defer conn.Close(context.WithoutCancel(ctx))
 	// Hand-offs name their lock schema; this connection's is the one its
 	// waiters queue in (connect as the pool does: same search_path).
@@ -235,7 +200,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	sendProbe := n.cfg.Probe != nil
 	heard, reprobe := 0, false
 	if !sendProbe {
-		n.setState(WakeLive)
+		n.setState(wakeLive)
 	}
 	nextBeat := time.Now()
 	for {
@@ -257,7 +222,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			}
 			probe = probePrefix + newProbeID()
 			if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, probe); err != nil && ctx.Err() == nil {
-				n.setState(WakeNotLive)
+				n.setState(wakeNotLive)
 				n.warn("could not send the probe NOTIFY: %v", err)
 				probe = ""
 			}
@@ -273,7 +238,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 		switch {
 		case err != nil && ctx.Err() == nil && pgconn.Timeout(err) && !conn.IsClosed():
 			if probe != "" && !time.Now().Before(probeDeadline) {
-				n.setState(WakeNotLive)
+				n.setState(wakeNotLive)
 				n.warn("the probe NOTIFY sent through the pool did not arrive on the LISTEN connection within %s (is that connection behind a transaction pooler, or on another database? give it a direct or session-pooled connection)", n.cfg.ProbeTimeout)
 				probe = ""
 			}
@@ -284,7 +249,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			if note.Payload == probe {
 				probe = ""
 				if heard++; heard >= probesToHear {
-					n.setState(WakeLive)
+					n.setState(wakeLive)
 				} else {
 					// The next probe after a heartbeat run now, not at its
 					// time, which may be later than ProbeTimeout.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -71,8 +72,8 @@ func (c *connects) kill(t *testing.T, db locker.DBTX) time.Time {
 func TestNotifierBackoffStartsAgainAfterAConnectionListened(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
-	c := &connects{connect: locker.ConnectWith(db.Config().ConnConfig)}
-	n := locker.NewNotifier(c.Connect)
+	c := &connects{connect: lockdb.ConnectWith(db.Config().ConnConfig)}
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: c.Connect})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx) }()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -41,9 +42,9 @@ func eventsOf(t *testing.T, db locker.DBTX, key string) []lockview.Event {
 }
 
 // notHeldErr asserts err is a *NotHeldError and returns it.
-func notHeldErr(t *testing.T, what string, err error) *locker.NotHeldError {
+func notHeldErr(t *testing.T, what string, err error) *locker.Error {
 	t.Helper()
-	var nh *locker.NotHeldError
+	var nh *locker.Error
 	if !errors.Is(err, locker.ErrNotHeld) || !errors.As(err, &nh) {
 		t.Fatalf("%s = %v; want a *NotHeldError (ErrNotHeld)", what, err)
 	}
@@ -73,8 +74,8 @@ func TestHeldErrorNamesTheHolder(t *testing.T) {
 	lk := testdb.Locker(t, locker.Config{TTL: 10 * time.Second})
 	holder := testdb.MustAcquire(t, lk, db, "jobs:nightly", "a")
 
-	_, err := lk.TryAcquire(ctx, db, "jobs:nightly", "b")
-	var held *locker.HeldError
+	_, err := testdb.Try(ctx, lk, db, "jobs:nightly", "b")
+	var held *locker.Error
 	if !errors.As(err, &held) || !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("acquire of a held key = %v; want *HeldError", err)
 	}
@@ -99,7 +100,7 @@ func TestRenew(t *testing.T) {
 		db := testdb.New(t)
 		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 		lease := testdb.MustAcquire(t, lk, db, "k", "a")
-		renewed, err := lk.Renew(ctx, db, lease)
+		renewed, err := testdb.One(lk.Renew(ctx, db, lease))
 		if err != nil || renewed.Outcome != locker.Renewed || renewed.Token != lease.Token ||
 			!renewed.ExpiresAt.After(lease.ExpiresAt) || renewed.ValidFor() <= 59*time.Second {
 			t.Fatalf("renew = %+v, %v; want renewed, token %d, later expiry, ~1m valid", renewed, err, lease.Token)
@@ -112,7 +113,7 @@ func TestRenew(t *testing.T) {
 	t.Run("after a steal", func(t *testing.T) {
 		t.Parallel()
 		db, lk, victim, thief := stolenSetup(t, false)
-		_, err := lk.Renew(ctx, db, victim)
+		_, err := testdb.One(lk.Renew(ctx, db, victim))
 		nh := notHeldErr(t, "renew of a stolen lease", err)
 		if nh.Current == nil || nh.Current.Owner != "b" || nh.Current.Token != thief.Token {
 			t.Fatalf("NotHeldError.Current = %+v; want the thief b with token %d", nh.Current, thief.Token)
@@ -128,9 +129,9 @@ func TestRenew(t *testing.T) {
 		lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 		lease := testdb.MustAcquire(t, lk, db, "k", "a")
 		testdb.ExpireLease(t, db, "k")
-		_, err := lk.Renew(ctx, db, lease)
+		_, err := testdb.One(lk.Renew(ctx, db, lease))
 		nh := notHeldErr(t, "renew of an expired lease", err)
-		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != locker.StateExpired {
+		if nh.Current == nil || nh.Current.Token != lease.Token || nh.Current.State() != lockdb.StateExpired {
 			t.Fatalf("Current = %+v; want the same grant, expired", nh.Current)
 		}
 		if !strings.Contains(err.Error(), "expired") {
@@ -145,11 +146,11 @@ func TestRenew(t *testing.T) {
 		lease := testdb.MustAcquire(t, lk, db, "k", "a")
 		before := rowOf(t, db, "k")
 		for _, bad := range []locker.Lease{
-			locker.LeaseOf("k", "a", lease.Token+1),
-			locker.LeaseOf("k", "b", lease.Token),
-			locker.LeaseOf("other", "a", lease.Token),
+			locker.Lease{Key: "k", Owner: "a", Token: lease.Token + 1},
+			locker.Lease{Key: "k", Owner: "b", Token: lease.Token},
+			locker.Lease{Key: "other", Owner: "a", Token: lease.Token},
 		} {
-			_, err := lk.Renew(ctx, db, bad)
+			_, err := testdb.One(lk.Renew(ctx, db, bad))
 			notHeldErr(t, "renew of "+bad.Owner, err)
 		}
 		if after := rowOf(t, db, "k"); !reflect.DeepEqual(before, after) {
@@ -167,7 +168,7 @@ func TestRelease(t *testing.T) {
 		db := testdb.New(t)
 		lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
 		lease := testdb.MustAcquire(t, lk, db, "k", "a")
-		rel, err := lk.Release(ctx, db, lease)
+		rel, err := testdb.One(lk.Release(ctx, db, lease))
 		if err != nil || rel.Outcome != locker.Released || rel.Token != lease.Token {
 			t.Fatalf("release = %+v, %v", rel, err)
 		}
@@ -175,7 +176,7 @@ func TestRelease(t *testing.T) {
 		if row.ReleasedAt == nil || row.Owner != "a" || row.Token != lease.Token {
 			t.Fatalf("row after release = %+v; want kept, free, last holder a", row)
 		}
-		_, err = lk.Release(ctx, db, lease)
+		_, err = testdb.One(lk.Release(ctx, db, lease))
 		nh := notHeldErr(t, "second release", err)
 		if !strings.Contains(nh.Error(), "released") {
 			t.Errorf("message %q does not say it was released", nh)
@@ -192,7 +193,7 @@ func TestRelease(t *testing.T) {
 		t.Parallel()
 		db, lk, victim, thief := stolenSetup(t, false)
 		before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
-		_, err := lk.Release(ctx, db, victim)
+		_, err := testdb.One(lk.Release(ctx, db, victim))
 		nh := notHeldErr(t, "release by the old holder", err)
 		if nh.Current == nil || nh.Current.Token != thief.Token {
 			t.Fatalf("Current = %+v; want the thief's grant %d", nh.Current, thief.Token)
@@ -204,7 +205,7 @@ func TestRelease(t *testing.T) {
 			t.Fatalf("stale release wrote an event")
 		}
 		// The thief still holds it.
-		if _, err := lk.Renew(ctx, db, thief); err != nil {
+		if _, err := testdb.One(lk.Renew(ctx, db, thief)); err != nil {
 			t.Fatalf("thief's renew after the stale release: %v", err)
 		}
 	})
@@ -215,24 +216,24 @@ func TestForceOperations(t *testing.T) {
 	ctx := context.Background()
 	ops := []struct {
 		name    string
-		run     func(*locker.Locker, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
+		run     func(operator.Operator, context.Context, locker.DBTX, string, int64) (locker.Lease, error)
 		outcome locker.Outcome
 		kind    string
-		state   locker.State
+		state   lockdb.State
 		next    locker.Outcome // the next acquirer's outcome
 	}{
-		{"force-expire", (*locker.Locker).ForceExpire, locker.Expired, lockdb.EventForceExpired, locker.StateExpired, locker.Stolen},
-		{"force-release", (*locker.Locker).ForceRelease, locker.ForceReleased, lockdb.EventForceReleased, locker.StateFree, locker.Acquired},
+		{"force-expire", operator.Operator.ForceExpire, operator.Expired, lockdb.EventForceExpired, lockdb.StateExpired, locker.Stolen},
+		{"force-release", operator.Operator.ForceRelease, operator.ForceReleased, lockdb.EventForceReleased, lockdb.StateFree, locker.Acquired},
 	}
 	for _, op := range ops {
 		t.Run(op.name+" current token", func(t *testing.T) {
 			t.Parallel()
 			db := testdb.New(t)
 			owners := testdb.Locker(t, locker.Config{TTL: time.Minute})
-			operator := testdb.Locker(t, locker.Config{Actor: "ops@console"})
+			oper := testdb.Operator(t, "ops@console")
 			lease := testdb.MustAcquire(t, owners, db, "k", "a")
 
-			got, err := op.run(operator, ctx, db, "k", lease.Token)
+			got, err := op.run(oper, ctx, db, "k", lease.Token)
 			if err != nil || got.Outcome != op.outcome || got.Token != lease.Token || got.Owner != "a" {
 				t.Fatalf("%s = %+v, %v; want %s of a's token %d", op.name, got, err, op.outcome, lease.Token)
 			}
@@ -247,7 +248,7 @@ func TestForceOperations(t *testing.T) {
 				t.Fatalf("event = %+v (owner %v, token %v); want %s by ops@console on a's token %d",
 					ev, *ev.Owner, *ev.Token, op.kind, lease.Token)
 			}
-			if _, err := owners.Renew(ctx, db, lease); !errors.Is(err, locker.ErrNotHeld) {
+			if _, err := testdb.One(owners.Renew(ctx, db, lease)); !errors.Is(err, locker.ErrNotHeld) {
 				t.Fatalf("holder's renew after %s = %v; want ErrNotHeld", op.name, err)
 			}
 			next := testdb.MustAcquire(t, owners, db, "k", "b")
@@ -258,9 +259,9 @@ func TestForceOperations(t *testing.T) {
 		t.Run(op.name+" stale token", func(t *testing.T) {
 			t.Parallel()
 			db, owners, victim, thief := stolenSetup(t, false)
-			operator := testdb.Locker(t, locker.Config{Actor: "ops@console"})
+			oper := testdb.Operator(t, "ops@console")
 			before, beforeEvents := rowOf(t, db, "k"), eventsOf(t, db, "k")
-			_, err := op.run(operator, ctx, db, "k", victim.Token)
+			_, err := op.run(oper, ctx, db, "k", victim.Token)
 			nh := notHeldErr(t, op.name+" with the token the operator saw before a steal", err)
 			if nh.Current == nil || nh.Current.Token != thief.Token || nh.Current.Owner != "b" {
 				t.Fatalf("Current = %+v; want b's grant %d", nh.Current, thief.Token)
@@ -271,10 +272,10 @@ func TestForceOperations(t *testing.T) {
 			if after := eventsOf(t, db, "k"); len(after) != len(beforeEvents) {
 				t.Fatalf("refused %s wrote an event: %+v", op.name, after[0])
 			}
-			if _, err := owners.Renew(ctx, db, thief); err != nil {
+			if _, err := testdb.One(owners.Renew(ctx, db, thief)); err != nil {
 				t.Fatalf("current holder's renew after a refused %s: %v", op.name, err)
 			}
-			if _, err := op.run(operator, ctx, db, "missing", 1); !errors.Is(err, locker.ErrNotHeld) {
+			if _, err := op.run(oper, ctx, db, "missing", 1); !errors.Is(err, locker.ErrNotHeld) {
 				t.Fatalf("%s of a key with no row = %v; want ErrNotHeld", op.name, err)
 			}
 		})
@@ -294,10 +295,10 @@ func TestEventsOfAcquireStealRelease(t *testing.T) {
 			t.Parallel()
 			db, lk, victim, thief := stolenSetup(t, logGrants)
 			ctx := context.Background()
-			if _, err := lk.Renew(ctx, db, thief); err != nil {
+			if _, err := testdb.One(lk.Renew(ctx, db, thief)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := lk.Release(ctx, db, thief); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, db, thief)); err != nil {
 				t.Fatal(err)
 			}
 			evs := eventsOf(t, db, "k") // newest first
@@ -364,50 +365,63 @@ func TestValidationBeforeSQL(t *testing.T) {
 	}
 	for name, bad := range badTexts {
 		calls := map[string]func(locker.DBTX) error{
-			"TryAcquire key": func(db locker.DBTX) error { _, err := lk.TryAcquire(ctx, db, bad, "o"); return err },
-			"Acquire key":    func(db locker.DBTX) error { _, err := lk.Acquire(ctx, db, bad, "o"); return err },
-			"ForceExpire":    func(db locker.DBTX) error { _, err := lk.ForceExpire(ctx, db, bad, 1); return err },
-			"ForceRelease":   func(db locker.DBTX) error { _, err := lk.ForceRelease(ctx, db, bad, 1); return err },
-			"Renew key":      func(db locker.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
-			"Release key":    func(db locker.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf(bad, "o", 1)); return err },
-			"Fence key":      func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf(bad, "o", 1)) },
+			"TryAcquire key": func(db locker.DBTX) error { _, err := testdb.Try(ctx, lk, db, bad, "o"); return err },
+			"Acquire key":    func(db locker.DBTX) error { _, err := testdb.Wait(ctx, lk, db, bad, "o"); return err },
+			"ForceExpire":    func(db locker.DBTX) error { _, err := (operator.Operator{}).ForceExpire(ctx, db, bad, 1); return err },
+			"ForceRelease":   func(db locker.DBTX) error { _, err := (operator.Operator{}).ForceRelease(ctx, db, bad, 1); return err },
+			"Renew key": func(db locker.DBTX) error {
+				_, err := testdb.One(lk.Renew(ctx, db, locker.Lease{Key: bad, Owner: "o", Token: 1}))
+				return err
+			},
+			"Release key": func(db locker.DBTX) error {
+				_, err := testdb.One(lk.Release(ctx, db, locker.Lease{Key: bad, Owner: "o", Token: 1}))
+				return err
+			},
+			"Fence key": func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.Lease{Key: bad, Owner: "o", Token: 1}) },
 		}
 		ownerCalls := map[string]func(locker.DBTX) error{
-			"TryAcquire owner": func(db locker.DBTX) error { _, err := lk.TryAcquire(ctx, db, "k", bad); return err },
-			"Acquire owner":    func(db locker.DBTX) error { _, err := lk.Acquire(ctx, db, "k", bad); return err },
-			"Renew owner":      func(db locker.DBTX) error { _, err := lk.Renew(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
-			"Release owner":    func(db locker.DBTX) error { _, err := lk.Release(ctx, db, locker.LeaseOf("k", bad, 1)); return err },
-			"Fence owner":      func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.LeaseOf("k", bad, 1)) },
+			"TryAcquire owner": func(db locker.DBTX) error { _, err := testdb.Try(ctx, lk, db, "k", bad); return err },
+			"Acquire owner":    func(db locker.DBTX) error { _, err := testdb.Wait(ctx, lk, db, "k", bad); return err },
+			"Renew owner": func(db locker.DBTX) error {
+				_, err := testdb.One(lk.Renew(ctx, db, locker.Lease{Key: "k", Owner: bad, Token: 1}))
+				return err
+			},
+			"Release owner": func(db locker.DBTX) error {
+				_, err := testdb.One(lk.Release(ctx, db, locker.Lease{Key: "k", Owner: bad, Token: 1}))
+				return err
+			},
+			"Fence owner": func(db locker.DBTX) error { return locker.Fence(ctx, db, locker.Lease{Key: "k", Owner: bad, Token: 1}) },
 		}
 		for op, call := range calls {
 			db := &noSQL{}
-			if err := call(db); !errors.Is(err, locker.ErrInvalidKey) || db.calls != 0 {
+			if err := call(db); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
 				t.Errorf("%s with a key that is %s = %v after %d statements; want ErrInvalidKey before any", op, name, err, db.calls)
 			}
 		}
 		for op, call := range ownerCalls {
 			db := &noSQL{}
-			if err := call(db); !errors.Is(err, locker.ErrInvalidOwner) || db.calls != 0 {
+			if err := call(db); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
 				t.Errorf("%s with an owner that is %s = %v after %d statements; want ErrInvalidOwner before any", op, name, err, db.calls)
 			}
 		}
 	}
 
 	db := &noSQL{}
-	bad := locker.LeaseOf("k", "o", 1)
+	bad := locker.Lease{Key: "k", Owner: "o", Token: 1}
 	bad.TTL = -time.Second
-	if _, err := lk.Renew(ctx, db, bad); !errors.Is(err, locker.ErrInvalidTTL) || db.calls != 0 {
+	if _, err := testdb.One(lk.Renew(ctx, db, bad)); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
 		t.Errorf("Renew with a negative TTL = %v after %d statements; want ErrInvalidTTL before any", err, db.calls)
 	}
 	for _, ttl := range []time.Duration{time.Microsecond, -time.Second, locker.MaxTTL + time.Hour} {
-		if _, err := locker.New(locker.Config{TTL: ttl}); !errors.Is(err, locker.ErrInvalidTTL) {
+		if _, err := locker.New(locker.Config{TTL: ttl}); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("New with TTL %s = %v; want ErrInvalidTTL", ttl, err)
 		}
-		if _, err := lk.WithTTL(ttl); !errors.Is(err, locker.ErrInvalidTTL) {
-			t.Errorf("WithTTL(%s) = %v; want ErrInvalidTTL", ttl, err)
+		db := &noSQL{}
+		if _, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys("k"), Owner: "o", TTL: ttl}); !errors.Is(err, locker.ErrInvalid) || db.calls != 0 {
+			t.Errorf("Acquire with TTL %s = %v after %d statements; want ErrInvalidTTL before any", ttl, err, db.calls)
 		}
 	}
-	if _, err := locker.New(locker.Config{Actor: "a\x00"}); !errors.Is(err, locker.ErrInvalidOwner) {
+	if _, err := locker.New(locker.Config{Actor: "a\x00"}); !errors.Is(err, locker.ErrInvalid) {
 		t.Errorf("New with a NUL in Actor = %v; want ErrInvalidOwner", err)
 	}
 }

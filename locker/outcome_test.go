@@ -8,8 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // endsAfterSend is a DBTX that ends the caller's context the moment a
@@ -34,18 +36,18 @@ func TestAcquireGivenUpMidStatementLeavesTheKeyFree(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	_, err := lk.TryAcquire(ctx, endsAfterSend{DBTX: db, cancel: cancel}, "job", "a")
+	_, err := testdb.Try(ctx, lk, endsAfterSend{DBTX: db, cancel: cancel}, "job", "a")
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("TryAcquire given up mid-statement = %v; want context.Canceled", err)
 	}
-	info, found, err := lk.Get(context.Background(), db, "job")
+	info, found, err := store.Get[lockdb.LockInfo](context.Background(), db, "job")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if found && info.State() != locker.StateFree {
+	if found && info.State() != lockdb.StateFree {
 		t.Fatalf("after the caller gave up, %q is %s by %q (token %d); want it free", "job", info.State(), info.Owner, info.Token)
 	}
-	if _, err := lk.TryAcquire(context.Background(), db, "job", "b"); err != nil {
+	if _, err := testdb.Try(context.Background(), lk, db, "job", "b"); err != nil {
 		t.Fatalf("another owner cannot take the key the first gave up: %v", err)
 	}
 }

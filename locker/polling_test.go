@@ -24,9 +24,9 @@ func TestPollingWaiterAtTheDefaultsKeepsItsGrant(t *testing.T) {
 			key := "k-" + kind
 			take := func(owner string) (locker.Lease, error) {
 				if kind == "permit" {
-					return lk.AcquirePermit(ctx, db, key, owner, 1)
+					return testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeSemaphore, Permits: 1}}, Owner: owner, Wait: locker.WaitForever}))
 				}
-				return lk.Acquire(ctx, db, key, owner)
+				return testdb.Wait(ctx, lk, db, key, owner)
 			}
 			holder, err := take("a")
 			if err != nil {
@@ -39,7 +39,7 @@ func TestPollingWaiterAtTheDefaultsKeepsItsGrant(t *testing.T) {
 			}()
 			testdb.WaitForWaiter(t, db, key, "b")
 			time.Sleep(locker.DeadlockCheck + 200*time.Millisecond) // past its one early check
-			if _, err := lk.Release(ctx, db, holder); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 				t.Fatal(err)
 			}
 			r := <-got

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -17,7 +19,7 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	first := testdb.MustAcquire(t, lk, db, "k", "a")
-	if _, err := lk.Release(ctx, db, first); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, first)); err != nil {
 		t.Fatal(err)
 	}
 	testdb.MustAcquire(t, lk, db, "expired", "a") // expires, never released
@@ -27,12 +29,12 @@ func TestPruneKeepsTokensGrowing(t *testing.T) {
 	testdb.AgeLock(t, db, "k", time.Second)
 	testdb.AgeLock(t, db, "expired", time.Second)
 
-	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Second / 2})
+	res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Second / 2})
 	if err != nil || res.Locks != 2 {
 		t.Fatalf("prune = %+v, %v; want the released and the expired row deleted", res, err)
 	}
 	for _, key := range []string{"k", "expired"} {
-		if _, found, _ := store.Get[locker.LockInfo](ctx, db, key); found {
+		if _, found, _ := store.Get[lockdb.LockInfo](ctx, db, key); found {
 			t.Fatalf("%q still has a row after prune", key)
 		}
 	}
@@ -53,7 +55,7 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	free := testdb.MustAcquire(t, lk, db, "free", "a")
-	if _, err := lk.Release(ctx, db, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, free)); err != nil {
 		t.Fatal(err)
 	}
 	testdb.AgeLock(t, db, "free", time.Second)
@@ -63,27 +65,27 @@ func TestPruneTimesOutBehindAnOpenGrant(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	if _, err := lk.TryAcquire(ctx, tx, "busy", "x"); err != nil {
+	if _, err := testdb.Try(ctx, lk, tx, "busy", "x"); err != nil {
 		t.Fatal(err)
 	}
 	started := time.Now()
-	res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Millisecond, GateWait: 200 * time.Millisecond})
-	if !errors.Is(err, locker.ErrLockTimeout) {
+	res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Millisecond, GateWait: 200 * time.Millisecond})
+	if !errors.Is(err, lockdb.ErrLockTimeout) {
 		t.Fatalf("prune behind an open grant = %+v, %v; want ErrLockTimeout", res, err)
 	}
 	if waited := time.Since(started); waited < 150*time.Millisecond {
 		t.Fatalf("prune gave up after %s; want it to wait about GateWait (200ms)", waited)
 	}
-	if _, found, _ := store.Get[locker.LockInfo](ctx, db, "free"); !found {
+	if _, found, _ := store.Get[lockdb.LockInfo](ctx, db, "free"); !found {
 		t.Fatal("a timed-out prune deleted a row")
 	}
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Millisecond}); err != nil || res.Locks != 1 {
+	if res, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Millisecond}); err != nil || res.Locks != 1 {
 		t.Fatalf("prune after the transaction ended = %+v, %v; want 1 row", res, err)
 	}
-	if _, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: -time.Second}); err == nil {
+	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: -time.Second}); err == nil {
 		t.Fatal("prune with a negative FreeFor succeeded")
 	}
 }
@@ -102,7 +104,7 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 	db := testdb.Pool(t, dsn)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	free := testdb.MustAcquire(t, lk, db, "a", "x")
-	if _, err := lk.Release(ctx, db, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, free)); err != nil {
 		t.Fatal(err)
 	}
 	testdb.AgeLock(t, db, "a", time.Second) // "b" has no row
@@ -125,7 +127,7 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 	}
 	pruned := make(chan error, 1)
 	go func() {
-		_, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Second / 2})
+		_, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Second / 2})
 		pruned <- err
 	}()
 	testdb.Eventually(t, 10*time.Second, "the prune queued for the gate", waiting("distributed_lock_prune"))
@@ -133,7 +135,7 @@ func TestPruneDoesNotDeadlockAWaitingSet(t *testing.T) {
 	go func() {
 		actx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, err := lk.AcquireAll(actx, db, []string{"a", "b"}, "s")
+		_, err := lk.Acquire(actx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "s", Wait: locker.WaitForever})
 		granted <- err
 	}()
 	testdb.Eventually(t, 10*time.Second, "the set queued for the gate", waiting("distributed_lock_enqueue_all"))
@@ -168,23 +170,23 @@ func TestPruneKeepsAKeyPromisedToAWaitingSet(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		leases, err := lk.AcquireAll(actx, db, []string{"a", "b"}, "set")
+		leases, err := lk.Acquire(actx, db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "set", Wait: locker.WaitForever})
 		done <- result{leases, err}
 	}()
 	testdb.WaitForWaiter(t, db, "a", "set")
 	testdb.WaitForWaiter(t, db, "b", "set")
 	testdb.AgeLock(t, db, "a", time.Hour)
-	if _, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Minute}); err != nil {
+	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, db, held); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("AcquireAll after a prune and the release of its held key: %v; want both keys", r.err)
 	}
-	if err := lk.ReleaseAll(ctx, db, r.leases); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, db, r.leases...)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -40,7 +40,7 @@ func TestQueueServesInArrivalOrderAcrossProcesses(t *testing.T) {
 		owner := fmt.Sprintf("w%d", i)
 		lk := procs[i%2]
 		wg.Go(func() {
-			lease, err := lk.Acquire(waitCtx, db, "k", owner)
+			lease, err := testdb.Wait(waitCtx, lk, db, "k", owner)
 			if err != nil {
 				t.Errorf("%s: %v", owner, err)
 				return
@@ -48,13 +48,13 @@ func TestQueueServesInArrivalOrderAcrossProcesses(t *testing.T) {
 			mu.Lock()
 			order = append(order, owner)
 			mu.Unlock()
-			if _, err := lk.Release(ctx, db, lease); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 				t.Errorf("%s release: %v", owner, err)
 			}
 		})
 		testdb.WaitForWaiter(t, db, "k", owner) // queued before the next one arrives
 	}
-	if _, err := procs[0].Release(ctx, db, holder); err != nil {
+	if _, err := testdb.One(procs[0].Release(ctx, db, holder)); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -85,7 +85,7 @@ func TestReleaseHandsOffToHeadWaiterWhichClaimsIt(t *testing.T) {
 	testdb.WaitForWaiter(t, db, "k", "b")
 	var row lockview.Lock
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := lk.Release(ctx, tx, holder); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, tx, holder)); err != nil {
 			return err
 		}
 		row = rowOf(t, tx, "k")
@@ -127,7 +127,7 @@ func TestQueueWithoutNotifierFindsItsGrant(t *testing.T) {
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	testdb.WaitForWaiter(t, db, "k", "b")
-	if _, err := lk.Release(ctx, db, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 		t.Fatal(err)
 	}
 	handed := rowOf(t, db, "k")
@@ -151,7 +151,7 @@ func TestClaimWindowRunsOutForDeadWaiter(t *testing.T) {
 	dead := enqueueRaw(t, db, "k", "dead", claim)
 	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
 	testdb.WaitForWaiter(t, db, "k", "b")
-	if _, err := lk.Release(ctx, db, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 		t.Fatal(err)
 	}
 	handed := rowOf(t, db, "k")
@@ -177,8 +177,8 @@ func TestTryAcquireDoesNotJumpTheQueue(t *testing.T) {
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	id := enqueueRaw(t, db, "k", "queued", time.Second)
 	testdb.WaitUntilPast(t, db, holder.ExpiresAt)
-	_, err := lk.TryAcquire(ctx, db, "k", "outsider")
-	var held *locker.HeldError
+	_, err := testdb.Try(ctx, lk, db, "k", "outsider")
+	var held *locker.Error
 	if !errors.As(err, &held) || !held.Queued {
 		t.Fatalf("TryAcquire on a lapsed key with a waiter queued = %v; want a HeldError with Queued", err)
 	}
@@ -190,7 +190,7 @@ func TestTryAcquireDoesNotJumpTheQueue(t *testing.T) {
 	if _, err := store.Leave(ctx, db, "k", id, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.TryAcquire(ctx, db, "k", "outsider"); err != nil {
+	if _, err := testdb.Try(ctx, lk, db, "k", "outsider"); err != nil {
 		t.Fatalf("TryAcquire once the queue is empty: %v", err)
 	}
 }
@@ -205,7 +205,7 @@ func TestLeaveAfterHandOffPassesItOn(t *testing.T) {
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	first := enqueueRaw(t, db, "k", "first", time.Minute)
 	enqueueRaw(t, db, "k", "second", time.Minute)
-	if _, err := lk.Release(ctx, db, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 		t.Fatal(err)
 	}
 	if row := rowOf(t, db, "k"); row.Owner != "first" {
@@ -237,7 +237,9 @@ func TestAcquireCancelledDuringEnqueueLeavesNoRecord(t *testing.T) {
 	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "b")
 	waitForBlockedCall(t, db, "distributed_lock_enqueue")
 	cancel()
-	time.Sleep(50 * time.Millisecond) // the cancel reaches Acquire while its call still waits
+	// The call is not cut short by the cancel: it still waits for the row
+	// when the key's holder commits.
+	waitForBlockedCall(t, db, "distributed_lock_enqueue")
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +300,7 @@ func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
 	if otherID := enqueueRaw(t, there, "k", "y", time.Minute); otherID != id {
 		t.Fatalf("waiter ids %d and %d: the test needs them equal", id, otherID)
 	}
-	if _, err := lk.Release(ctx, there, otherHolder); err != nil { // hands there's k to y
+	if _, err := testdb.One(lk.Release(ctx, there, otherHolder)); err != nil { // hands there's k to y
 		t.Fatal(err)
 	}
 	select {
@@ -306,7 +308,7 @@ func TestHandOffInAnotherSchemaIsNotOurs(t *testing.T) {
 		t.Fatalf("Acquire returned %+v, %v on another schema's hand-off", r.Lease, r.Err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	if _, err := lk.Release(ctx, here, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, here, holder)); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-got; r.Err != nil || r.Lease.Owner != "b" || r.Lease.Token != rowOf(t, here, "k").Token {

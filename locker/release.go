@@ -5,17 +5,30 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
-// Renew extends lease by its TTL (the Locker's TTL when lease.TTL is zero)
-// from the database's now. It succeeds only while lease is the current,
-// unexpired grant: owner and token must both match. Otherwise it returns a
-// *NotHeldError (errors.Is ErrNotHeld) with the key's current row.
-func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
-	if err := validLease(lease); err != nil {
-		return Lease{}, fmt.Errorf("locker: renew: %w", err)
+// Renew extends leases (of one owner: one statement) by their TTL (the
+// first's; Config.TTL when zero) from the database's now, while each is the
+// current grant (owner and token match); otherwise ErrNotHeld, the others
+// renewed all the same.
+func (l *Locker) Renew(ctx context.Context, db DBTX, leases ...Lease) ([]Lease, error) {
+	if err := validLeases(leases); err != nil {
+		return nil, fmt.Errorf("locker: renew: %w", err)
 	}
+	if len(leases) > 1 {
+		return l.renewAll(ctx, db, leases)
+	}
+	renewed, err := l.renew(ctx, db, leases[0])
+	if err != nil {
+		return nil, err
+	}
+	return []Lease{renewed}, nil
+}
+
+// renew renews one lease.
+func (l *Locker) renew(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
 	ttl := lease.TTL
 	if ttl == 0 {
 		ttl = l.cfg.TTL
@@ -37,47 +50,49 @@ func (l *Locker) Renew(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 	return renewed, nil
 }
 
-// Release frees lease (owner and token must match). With waiters queued on
-// the key, the same transaction hands the lease to the head of the queue
-// (see Acquire). The row stays, so the next grant on the key still gets a
-// larger token. Releasing a lease that is no longer current changes nothing and
-// returns a *NotHeldError: the caller lost it earlier, which is worth knowing
-// but is not a failure of the release.
-func (l *Locker) Release(ctx context.Context, db DBTX, lease Lease) (Lease, error) {
-	if err := validLease(lease); err != nil {
-		return Lease{}, fmt.Errorf("locker: release: %w", err)
+// Release frees leases (of one owner: one statement; owner and token must
+// match), handing each key to its first waiter in the same transaction. A
+// lease no longer current changes nothing and fails with ErrNotHeld (the
+// others are released all the same).
+func (l *Locker) Release(ctx context.Context, db DBTX, leases ...Lease) ([]Lease, error) {
+	if err := validLeases(leases); err != nil {
+		return nil, fmt.Errorf("locker: release: %w", err)
 	}
+	if len(leases) > 1 {
+		return l.releaseAll(ctx, db, leases)
+	}
+	lease := leases[0]
 	l.claims.settle(lease.ref())
 	row, ok, err := store.Release(ctx, db, store.ReleaseParams{
 		LeaseRef: lease.ref(), Log: l.cfg.LogGrants, Actor: l.ownerActor(lease.Owner),
 		Lazy: !l.cfg.DurableRelease,
 	})
 	if err != nil {
-		return Lease{}, fmt.Errorf("locker: release %q: %w", lease.Key, err)
+		return nil, fmt.Errorf("locker: release %q: %w", lease.Key, err)
 	}
 	if !ok {
-		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
+		return nil, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
 	}
 	released := leaseFrom(row, Released, time.Time{})
 	released.Mode, released.Permits = lease.Mode, lease.Permits
-	return released, nil
+	return []Lease{released}, nil
 }
 
 // validLease refuses a lease whose key or owner no row can have (e.g. one
-// typed on a command line) before any SQL, as TryAcquire does: otherwise a
+// typed on a command line) before any SQL, as Acquire does: otherwise a
 // NUL byte would come back as a database encoding error.
 func validLease(lease Lease) error {
-	if err := ValidateKey(lease.Key); err != nil {
+	if err := lockdb.ValidateKey(lease.Key); err != nil {
 		return err
 	}
-	return ValidateOwner(lease.Owner)
+	return lockdb.ValidateOwner(lease.Owner)
 }
 
 // notHeld builds the error for a statement that matched no row, with the
 // key's current row so the message can say what happened.
 func notHeld(ctx context.Context, db DBTX, key, owner string, token int64) error {
-	e := &NotHeldError{Key: key, Owner: owner, Token: token}
-	if cur, found, err := store.Get[LockInfo](ctx, db, key); err == nil && found {
+	e := &Error{Kind: ErrNotHeld, Key: key, Owner: owner, Token: token}
+	if cur, found, err := store.Get[lockdb.LockInfo](ctx, db, key); err == nil && found {
 		e.Current = &cur
 	}
 	return e

@@ -86,7 +86,7 @@ func TestAcquireAgainAfterBrokenConnectionKeepsOnePlace(t *testing.T) {
 	if now := ownerRecords(t, db, "k", "a"); len(now) != 1 || now[0].id != dead.ID {
 		t.Fatalf("records of a after it queued again: %+v; want one, the old record %d taken over", now, dead.ID)
 	}
-	if _, err := lk.Release(ctx, db, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 		t.Fatal(err)
 	}
 	handed := rowOf(t, db, "k")

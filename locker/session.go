@@ -12,36 +12,18 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// ErrSessionLost: a session lapsed (no heartbeat reached the database
-// within its TTL), or was closed or ended by an operator. Its leases ended
-// with it.
+// ErrSessionLost: a session lapsed, or was closed or ended by an operator,
+// and its leases with it.
 var ErrSessionLost = errors.New("session lost")
 
-// Session keeps any number of leases alive with one heartbeat statement per
-// interval, the way etcd's leases and Consul's sessions do: a process opens
-// one, binds the leases it holds to it (Session.Keepalive), and its
-// heartbeat moves the session's expiry and every bound lease's to the same
-// instant. When the process dies or loses the database for the session's
-// TTL, all of its leases lapse together, each as an expiry: a lock-delay
-// follows where set, and the next grant of each key is a steal with a new
-// token. A bound lease stays an ordinary lease: its ExpiresAt is the
-// session's, and Renew, Release, Fence, ls and the console read it as any.
-//
-// The session's TTL is the Locker's Config.TTL; it heartbeats every
-// Config.RenewEvery (default a third of the TTL) and, like Keepalive, treats
-// a session it could not prove within its trust window (TTL minus
-// Config.SafetyMargin from the last heartbeat sent) as lost: Context is
-// then cancelled with ErrSessionLost, and so is every bound Keepalive's,
-// even while that heartbeat is still out.
-//
-// A bound lease is trusted only on the word of a statement that named it:
-// its binding, then each heartbeat, which is sent the leases the process
-// keeps and answers for each whether it kept it. So a heartbeat whose reply
-// was lost, a binding another heartbeat dropped, or a lease bound since to
-// another session cannot leave a Keepalive vouching for a lease the
-// session no longer keeps: its Lease's ValidFor (the send time of that
-// statement plus the TTL) and its Context (a safety margin sooner, or when
-// the session is lost) never outlast the lease in the database.
+// Session keeps any number of leases with one heartbeat statement per
+// interval, as etcd's leases and Consul's sessions do: the heartbeat moves
+// the session's expiry and every bound lease's to the same instant, so when
+// the process dies or loses the database for the session's TTL (Config.TTL)
+// its leases lapse together, each as an expiry. A bound lease stays an
+// ordinary lease, trusted only on the word of the last statement that named
+// it (its binding, or a heartbeat); a session not proven within its trust
+// window is lost (ErrSessionLost), and so is every bound Keepalive.
 type Session struct {
 	l   *Locker
 	db  DBTX
@@ -62,11 +44,10 @@ type Session struct {
 	behind map[*Keepalive]time.Time
 }
 
-// OpenSession opens a session for owner on db, which must outlive it (a
-// pool, not a transaction), and starts its heartbeat. The session records
-// this host's name and process id (lockctl sessions). Close it when done.
+// OpenSession opens a session for owner on db (a pool: it must outlive
+// the session) and starts its heartbeat. Close it when done.
 func (l *Locker) OpenSession(ctx context.Context, db DBTX, owner string) (*Session, error) {
-	if err := ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return nil, fmt.Errorf("locker: open session: %w", err)
 	}
 	host, _ := os.Hostname()
@@ -117,10 +98,7 @@ func (s *Session) Err() error {
 var errSessionClosed = fmt.Errorf("locker: %w: closed", ErrSessionLost)
 
 // Close stops the heartbeat, releases every lease the session still keeps
-// (a clean release each: no lock-delay, waiters served, in key order,
-// logged as Release logs with Config.LogGrants; not those whose Keepalive
-// was stopped) and deletes the session, in one statement. Every bound
-// Keepalive's Context is cancelled.
+// and deletes it, in one statement.
 func (s *Session) Close(ctx context.Context) error {
 	s.cancel(errSessionClosed)
 	<-s.done
@@ -251,7 +229,7 @@ func (s *Session) heartbeat(ctx context.Context) (time.Time, error) {
 	}
 	for k, keys := range lost {
 		s.forgetLocked(k)
-		k.lose(&LeaseLostError{Key: keys[0],
+		k.lose(&Error{Kind: ErrLeaseLost, Key: keys[0],
 			Reason: fmt.Sprintf("%s ended while bound to session %d (released, expired, taken or forced), or the session no longer kept it", quoteKeys(keys), s.ref.ID)})
 	}
 	if proven < len(s.kept) {
@@ -306,30 +284,6 @@ func sessionLost(id int64, outcome string) error {
 	return fmt.Errorf("locker: %w: session %d is gone (closed or ended by an operator)", ErrSessionLost, id)
 }
 
-func leaseLostWithSession(key string, cause error) *LeaseLostError {
-	return &LeaseLostError{Key: key, Reason: cause.Error(), Err: cause}
-}
-
-// ErrNoSession: EndSession found no such session (closed, ended, or pruned
-// after it lapsed).
-var ErrNoSession = errors.New("no such session")
-
-// EndSession is the operator's end of session id (lockctl end-session):
-// every lease still bound to it is force-expired (an event each, naming
-// Config.Actor and reason; its lock-delay starts), the session is deleted
-// and a session_ended event records it. Its process learns at its next
-// heartbeat that the session is lost, and every bound Keepalive's Context
-// ends. It returns how many leases it expired.
-func (l *Locker) EndSession(ctx context.Context, db DBTX, id int64, reason string) (int, error) {
-	if err := ValidateReason(reason); err != nil {
-		return 0, fmt.Errorf("locker: end session %d: %w", id, err)
-	}
-	outcome, expired, err := store.EndSession(ctx, db, id, l.operatorActor(), reason)
-	if err != nil {
-		return 0, fmt.Errorf("locker: end session %d: %w", id, err)
-	}
-	if outcome != lockdb.OutcomeEnded {
-		return 0, fmt.Errorf("locker: end session %d: %w", id, ErrNoSession)
-	}
-	return expired, nil
+func leaseLostWithSession(key string, cause error) *Error {
+	return &Error{Kind: ErrLeaseLost, Key: key, Reason: cause.Error(), Err: cause}
 }

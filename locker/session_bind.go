@@ -10,29 +10,17 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Keepalive binds lease to the session (one statement, before it returns)
-// and keeps it with the session's heartbeat instead of renewals of its
-// own. Its Context
-// is cancelled with a *LeaseLostError when the lease ends (released,
-// forced, taken), when the binding is refused (the lease was no longer
-// held) or not made while the lease and the session were both still
-// trusted, when a heartbeat finds the session no longer keeps it (bound
-// to another session, say), or when the session is lost (then it wraps
-// ErrSessionLost). The lease's ExpiresAt becomes the session's (which may
-// shorten it): from then on read its ValidFor from the Keepalive's Lease,
-// not from the Lease you bound. Stop unbinds it at the next heartbeat; then
-// Release it (or release first).
-func (s *Session) Keepalive(ctx context.Context, lease Lease) *Keepalive {
-	return s.KeepaliveAll(ctx, []Lease{lease})
-}
-
-// KeepaliveAll is Keepalive for a set of leases of one owner: one statement
-// binds them all, all or none, and Context ends when any of them is lost.
-func (s *Session) KeepaliveAll(ctx context.Context, leases []Lease) *Keepalive {
+// Keepalive binds leases (of one owner; all or none) to the session in one
+// statement, and keeps them with its heartbeat. Its Context ends with an
+// *Error when a lease ends or the binding is refused, or when the session
+// is lost (wrapping ErrSessionLost). Bound leases expire with the session:
+// read their ValidFor from the Keepalive's Leases. Stop unbinds them at
+// the next heartbeat; then Release them.
+func (s *Session) Keepalive(ctx context.Context, leases ...Lease) *Keepalive {
 	k := s.l.newKeepalive(ctx, slices.Clone(leases))
 	k.session = s
 	if err := validLeases(leases); err != nil {
-		k.lose(&LeaseLostError{Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
+		k.lose(&Error{Kind: ErrLeaseLost, Key: quoteKeys(leaseKeys(leases)), Reason: err.Error(), Err: err})
 		close(k.done)
 		return k
 	}
@@ -54,7 +42,7 @@ func (k *Keepalive) bind(s *Session) {
 	s.mu.Lock()
 	row, sentAt := s.row, s.sentAt
 	s.mu.Unlock()
-	key := set[0].Key // a LeaseLostError names one key, as a Keepalive's does
+	key := set[0].Key // an Error names one key, as a Keepalive's does
 	if s.ctx.Err() != nil {
 		// Nothing is sent: the leases keep their grants' word.
 		k.lose(leaseLostWithSession(key, context.Cause(s.ctx)))
@@ -65,7 +53,7 @@ func (k *Keepalive) bind(s *Session) {
 	// binding up then, or when the session ends.
 	window := bindWindow(s.l, earliest(set))
 	if window <= 0 {
-		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
+		k.lose(&Error{Kind: ErrLeaseLost, Key: key, Reason: fmt.Sprintf("%s could not be bound to session %d before its expiry: its trust window had already passed", quoteKeys(leaseKeys(set)), s.ref.ID)})
 		return
 	}
 	bctx, cancel := context.WithTimeout(k.ctx, window)
@@ -88,11 +76,11 @@ func (k *Keepalive) bind(s *Session) {
 			k.lose(leaseLostWithSession(key, context.Cause(s.ctx))) // lost while it was out
 			return
 		}
-		k.lose(&LeaseLostError{Key: key, Reason: fmt.Sprintf("binding to session %d failed: %v", s.ref.ID, err), Err: err})
+		k.lose(&Error{Kind: ErrLeaseLost, Key: key, Reason: fmt.Sprintf("binding to session %d failed: %v", s.ref.ID, err), Err: err})
 		return
 	case bound.Outcome == lockdb.OutcomeNotHeld:
-		nh := &NotHeldError{Key: bound.NotHeld}
-		k.lose(&LeaseLostError{Key: bound.NotHeld, Reason: nh.Error(), Err: nh})
+		nh := &Error{Kind: ErrNotHeld, Key: bound.NotHeld}
+		k.lose(&Error{Kind: ErrLeaseLost, Key: bound.NotHeld, Reason: nh.Error(), Err: nh})
 		return
 	case bound.Outcome != lockdb.OutcomeBound:
 		s.lose(sessionLost(s.ref.ID, bound.Outcome))
@@ -143,7 +131,7 @@ func (s *Session) keepLocked(k *Keepalive, refs []store.BoundRef) {
 	for _, old := range displaced {
 		s.forgetLocked(old)
 		lost := old.Leases()
-		old.lose(&LeaseLostError{Key: lost[0].Key,
+		old.lose(&Error{Kind: ErrLeaseLost, Key: lost[0].Key,
 			Reason: fmt.Sprintf("%s was bound to session %d again, by another Keepalive", quoteKeys(leaseKeys(lost)), s.ref.ID)})
 	}
 }
@@ -163,7 +151,7 @@ func (s *Session) dropLocked(refs []store.BoundRef) {
 // session does (the binding raced a heartbeat, or was answered while one
 // was out), so the session's trust window does not cover them.
 func (s *Session) watchLocked(k *Keepalive) {
-	lease := k.Lease()
+	lease := k.Leases()[0]
 	until := lease.sentAt.Add(lease.TTL - s.l.safetyMargin(lease.TTL))
 	if s.behind[k].Equal(until) {
 		return
@@ -188,7 +176,7 @@ func (s *Session) watchLocked(k *Keepalive) {
 		}
 		s.mu.Unlock()
 		if mine && due {
-			k.lose(&LeaseLostError{Key: lease.Key,
+			k.lose(&Error{Kind: ErrLeaseLost, Key: lease.Key,
 				Reason: fmt.Sprintf("%s could not be proven kept by session %d before its expiry: no heartbeat named it in time", quoteKeys(leaseKeys(k.Leases())), s.ref.ID)})
 		}
 	}()

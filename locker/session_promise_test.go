@@ -32,7 +32,7 @@ func watchPromise(t *testing.T, k *locker.Keepalive) *promise {
 		defer close(p.done)
 		for {
 			now := time.Now()
-			left := k.Lease().ValidFor()
+			left := k.Leases()[0].ValidFor()
 			if k.Context().Err() == nil && left > 0 {
 				p.mu.Lock()
 				if now.Add(left).After(p.until) {
@@ -74,29 +74,29 @@ func (p *promise) last() time.Time {
 	return p.until
 }
 
-// takenAfterPromise tries key as another owner until it is granted, or for
-// limit, and fails t if the grant's reply arrived before the last instant
-// p vouched for: the database gave the key away while its holder had
-// been promised it. It returns whether the key was granted.
+// takenAfterPromise waits for key as another owner, in the key's queue,
+// for limit: a waiter is granted the key the moment the database would
+// give it away. It fails t if the grant's reply arrived before the last
+// instant p vouched for: the database gave the key away while its holder
+// had been promised it. It returns whether the key was granted.
 func takenAfterPromise(t *testing.T, lk *locker.Locker, db locker.DBTX, key string, p *promise, limit time.Duration) bool {
 	t.Helper()
-	for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		lease, err := lk.TryAcquire(context.Background(), db, key, "thief")
-		if errors.Is(err, locker.ErrHeld) {
-			continue
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		arrived := time.Now()
-		p.end()
-		if until := p.last(); arrived.Before(until) {
-			t.Fatalf("%q granted to another owner (token %d) %s before the last instant its holder's ValidFor vouched for",
-				key, lease.Token, until.Sub(arrived).Round(time.Millisecond))
-		}
-		return true
+	lease, err := testdb.One(lk.Acquire(context.Background(), db, locker.Request{
+		Keys: locker.Keys(key), Owner: "thief", Wait: limit,
+	}))
+	if errors.Is(err, locker.ErrHeld) {
+		return false
 	}
-	return false
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := time.Now()
+	p.end()
+	if until := p.last(); arrived.Before(until) {
+		t.Fatalf("%q granted to another owner (token %d) %s before the last instant its holder's ValidFor vouched for",
+			key, lease.Token, until.Sub(arrived).Round(time.Millisecond))
+	}
+	return true
 }
 
 // faultyDB passes every call to the pool, but can lose the reply of the

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -81,12 +83,12 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 	at := sessionExpiry(t, snap, s.ID())
 	for _, key := range keys {
 		row := liveRow(t, snap, key)
-		if row.State() != locker.StateHeld || !row.ExpiresAt.Equal(at) {
+		if row.State() != lockdb.StateHeld || !row.ExpiresAt.Equal(at) {
 			t.Fatalf("%s: %s until %v; want held until the session's %v", key, row.State(), row.ExpiresAt, at)
 		}
 	}
 	_ = snap.Rollback(context.Background())
-	if got := kas[0].Lease().ExpiresAt; got.Before(at.Add(-sessEvery)) {
+	if got := kas[0].Leases()[0].ExpiresAt; got.Before(at.Add(-sessEvery)) {
 		t.Errorf("Keepalive's lease says %v; the session runs until %v", got, at)
 	}
 	if err := s.Close(context.Background()); err != nil {
@@ -96,7 +98,7 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 		waitDone(t, ka.Context(), time.Second)
 	}
 	for _, key := range keys {
-		if row := liveRow(t, db, key); row.State() != locker.StateFree {
+		if row := liveRow(t, db, key); row.State() != lockdb.StateFree {
 			t.Fatalf("%s after Close: %s; want free", key, row.State())
 		}
 	}
@@ -112,21 +114,21 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
 	kaA, kaB := s.Keepalive(context.Background(), a), s.Keepalive(context.Background(), b)
 	time.Sleep(sessEvery)
-	if _, err := lk.ForceExpire(context.Background(), db, "a", a.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(context.Background(), db, "a", a.Token); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, kaA.Context(), 2*sessTTL)
 	wantLeaseLostNotSession(t, kaA, s)
 	// The key as given, as a Keepalive of its own names it: lockctl run
 	// finds the lease it lost by it.
-	if lost := (*locker.LeaseLostError)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
+	if lost := (*locker.Error)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
 		t.Errorf("a's loss names key %+v; want a", lost)
 	}
 	time.Sleep(2 * sessTTL)
 	if kaB.Err() != nil || s.Err() != nil {
 		t.Fatalf("b's keepalive %v, session %v; want both running", kaB.Err(), s.Err())
 	}
-	if row := liveRow(t, db, "a"); row.State() == locker.StateHeld {
+	if row := liveRow(t, db, "a"); row.State() == lockdb.StateHeld {
 		t.Errorf("the force-expired lease was revived: %+v", row)
 	}
 }
@@ -139,10 +141,10 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
 	a, b := testdb.MustAcquire(t, lk, db, "a", "worker-1"), testdb.MustAcquire(t, lk, db, "b", "worker-1")
-	ka := s.KeepaliveAll(context.Background(), []locker.Lease{a})
+	ka := s.Keepalive(context.Background(), []locker.Lease{a}...)
 	kb := s.Keepalive(context.Background(), b)
 	time.Sleep(sessEvery)
-	op := testdb.Locker(t, locker.Config{Actor: "alice"})
+	op := testdb.Operator(t, "alice")
 	n, err := op.EndSession(context.Background(), db, s.ID(), "stuck worker")
 	if err != nil || n != 2 {
 		t.Fatalf("EndSession: %d leases, %v; want 2", n, err)
@@ -152,7 +154,7 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 		if !errors.Is(k.Err(), locker.ErrSessionLost) {
 			t.Errorf("keepalive ended with %v; want ErrSessionLost", k.Err())
 		}
-		if lost := (*locker.LeaseLostError)(nil); !errors.As(k.Err(), &lost) || lost.Key != k.Leases()[0].Key {
+		if lost := (*locker.Error)(nil); !errors.As(k.Err(), &lost) || lost.Key != k.Leases()[0].Key {
 			t.Errorf("loss names key %+v; want %s", lost, k.Leases()[0].Key)
 		}
 	}
@@ -160,11 +162,11 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 		t.Errorf("session: %v; want ErrSessionLost", s.Err())
 	}
 	for _, key := range []string{"a", "b"} {
-		if row := liveRow(t, db, key); row.State() == locker.StateHeld {
+		if row := liveRow(t, db, key); row.State() == lockdb.StateHeld {
 			t.Errorf("%s still held after its session ended", key)
 		}
 	}
-	if _, err := op.EndSession(context.Background(), db, s.ID(), ""); !errors.Is(err, locker.ErrNoSession) {
+	if _, err := op.EndSession(context.Background(), db, s.ID(), ""); !errors.Is(err, operator.ErrNoSession) {
 		t.Errorf("ending it again: %v; want ErrNoSession", err)
 	}
 }
@@ -180,7 +182,7 @@ func TestStoppedKeepaliveIsNoLongerKeptBySession(t *testing.T) {
 	time.Sleep(sessEvery)
 	ka.Stop()
 	time.Sleep(2 * sessTTL)
-	if row := liveRow(t, db, "a"); row.State() == locker.StateHeld {
+	if row := liveRow(t, db, "a"); row.State() == lockdb.StateHeld {
 		t.Fatalf("a still held %v after its keepalive stopped", row.ExpiresAt)
 	}
 	if s.Err() != nil {
@@ -196,7 +198,7 @@ func TestBindingALeaseNotHeldFails(t *testing.T) {
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
 	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
-	if _, err := lk.Release(context.Background(), db, lease); err != nil {
+	if _, err := testdb.One(lk.Release(context.Background(), db, lease)); err != nil {
 		t.Fatal(err)
 	}
 	ka := s.Keepalive(context.Background(), lease)
@@ -214,11 +216,11 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	db := testdb.New(t)
 	lk := sessionLocker(t)
 	s := openSession(t, lk, db, "worker-1")
-	leases, err := lk.TryAcquireAll(context.Background(), db, []string{"a", "b", "c"}, "worker-1")
+	leases, err := lk.Acquire(context.Background(), db, locker.Request{Keys: locker.Keys([]string{"a", "b", "c"}...), Owner: "worker-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ka := s.KeepaliveAll(context.Background(), leases)
+	ka := s.Keepalive(context.Background(), leases...)
 	time.Sleep(sessEvery)
 	// Freeze the session's row as a hung process would leave it: its
 	// heartbeats wait for the row lock until the session has lapsed.
@@ -243,7 +245,7 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	}
 	for _, key := range []string{"a", "b", "c"} {
 		row := liveRow(t, db, key)
-		if row.State() == locker.StateHeld || !row.ExpiresAt.Equal(at) {
+		if row.State() == lockdb.StateHeld || !row.ExpiresAt.Equal(at) {
 			t.Errorf("%s: %s until %v; want lapsed at the session's %v", key, row.State(), row.ExpiresAt, at)
 		}
 	}
@@ -262,11 +264,11 @@ func TestCloseLogsItsReleasesWithLogGrants(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: sessTTL, RenewEvery: sessEvery, LogGrants: true})
 	s := openSession(t, lk, db, "worker-1")
-	leases, err := lk.TryAcquireAll(context.Background(), db, []string{"a", "b"}, "worker-1")
+	leases, err := lk.Acquire(context.Background(), db, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "worker-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ka := s.KeepaliveAll(context.Background(), leases)
+	ka := s.Keepalive(context.Background(), leases...)
 	testdb.Eventually(t, 2*sessTTL, "the leases bound", func() bool {
 		return liveRow(t, db, "a").ExpiresAt.Equal(sessionExpiry(t, db, s.ID()))
 	})
@@ -364,11 +366,11 @@ func TestSessionKeepsASharedHoldersLease(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	mine, err := lk.TryAcquireShared(ctx, db, "reports", "r1")
+	mine, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeShared}}, Owner: "r1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := lk.TryAcquireShared(ctx, db, "reports", "r2")
+	theirs, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeShared}}, Owner: "r2"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -46,7 +48,7 @@ func TestLeaseEndedWhenAHeartbeatReplyWasLostIsStillReported(t *testing.T) {
 	// Right after a heartbeat, so that the next one is the first to find
 	// the lease ended.
 	db.nextBeat(t)
-	if _, err := testdb.Locker(t, locker.Config{}).ForceExpire(context.Background(), pool, "a", ka.Lease().Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(context.Background(), pool, "a", ka.Leases()[0].Token); err != nil {
 		t.Fatal(err)
 	}
 	db.loseBeatReply.Store(true)
@@ -74,7 +76,7 @@ func TestLeaseBoundTwiceInOneSessionEndsTheFirstKeepalive(t *testing.T) {
 	if err := second.Err(); err != nil {
 		t.Fatalf("the second keepalive ended: %v", err)
 	}
-	if row := liveRow(t, db, "a"); row.State() != locker.StateHeld {
+	if row := liveRow(t, db, "a"); row.State() != lockdb.StateHeld {
 		t.Fatalf("a is %s; want it held by the second keepalive", row.State())
 	}
 }
@@ -95,7 +97,7 @@ func TestBindingToALostSessionSendsNothing(t *testing.T) {
 	if err := ka.Err(); !errors.Is(err, locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want the session lost", err)
 	}
-	if left := ka.Lease().ValidFor(); left < lease.ValidFor()-50*time.Millisecond {
+	if left := ka.Leases()[0].ValidFor(); left < lease.ValidFor()-50*time.Millisecond {
 		t.Fatalf("ValidFor %s after a binding that was never sent; want the grant's %s", left, lease.ValidFor())
 	}
 }
@@ -123,7 +125,9 @@ func TestBindingAnsweredAfterItsSessionWasLost(t *testing.T) {
 	if err := ka.Err(); !errors.Is(err, locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want the session lost", err)
 	}
-	if promised, grant := ka.Lease().ValidFor(), lease.ValidFor(); promised > grant-sessEvery/2 {
+	// Both are read now; on a slow machine the grant's may be nearly spent
+	// too, and a ValidFor of 0 promises nothing at all.
+	if promised, grant := ka.Leases()[0].ValidFor(), lease.ValidFor(); promised > 0 && promised > grant-sessEvery/2 {
 		t.Fatalf("ValidFor %s; want the session's word, shorter than the grant's %s", promised, grant)
 	}
 }
@@ -141,7 +145,7 @@ func TestLeaseBoundToAnotherSessionEndsTheFirstKeepalive(t *testing.T) {
 	p := watchPromise(t, k1)
 	time.Sleep(sessEvery / 2)
 	s2 := openOn(t, lk, second, "worker-1")
-	k2 := s2.Keepalive(context.Background(), k1.Lease())
+	k2 := s2.Keepalive(context.Background(), k1.Leases()[0])
 	if err := k2.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +190,7 @@ func watchLate(k *locker.Keepalive) *atomic.Bool {
 	var late atomic.Bool
 	go func() {
 		for {
-			left := k.Lease().ValidFor()
+			left := k.Leases()[0].ValidFor()
 			if k.Context().Err() != nil {
 				return
 			}
@@ -214,7 +218,7 @@ func TestBindingWhoseReplyWasLostPromisesNoMoreThanTheSession(t *testing.T) {
 	lease := testdb.MustAcquire(t, lk, pool, "a", "worker-1")
 	db.loseBindReply.Store(true)
 	ka := s.Keepalive(context.Background(), lease)
-	promised := time.Now().Add(ka.Lease().ValidFor())
+	promised := time.Now().Add(ka.Leases()[0].ValidFor())
 	if ka.Err() == nil || db.loseBindReply.Load() {
 		t.Fatalf("keepalive %v; want it ended by the binding's lost reply", ka.Err())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -32,7 +33,7 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 			db := testdb.New(t)
 			ctx := context.Background()
 			lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: time.Second, LogGrants: true})
-			r, err := lk.TryAcquireShared(ctx, db, "cfg", "reader")
+			r, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "reader"}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -40,7 +41,7 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 			go func() {
 				wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				defer cancel()
-				_, err := lk.Acquire(wctx, db, "cfg", "writer")
+				_, err := testdb.Wait(wctx, lk, db, "cfg", "writer")
 				got <- err
 			}()
 			if !testdb.Within(10*time.Second, func() bool {
@@ -52,11 +53,11 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 			}
 			switch end {
 			case "released":
-				_, err = lk.Release(ctx, db, r)
+				_, err = testdb.One(lk.Release(ctx, db, r))
 			case "force_released":
-				_, err = lk.ForceRelease(ctx, db, "cfg", r.Token)
+				_, err = (operator.Operator{}).ForceRelease(ctx, db, "cfg", r.Token)
 			default:
-				_, err = lk.ForceExpire(ctx, db, "cfg", r.Token)
+				_, err = (operator.Operator{}).ForceExpire(ctx, db, "cfg", r.Token)
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -99,22 +100,23 @@ func TestLastReadersEndIsLoggedBeforeTheHandOff(t *testing.T) {
 func TestReaderAfterAWriterDoesNotStealALapsedReadersSlot(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
+	clock := testdb.Clock(t, db)
 	ctx := context.Background()
 	short := testdb.Locker(t, locker.Config{TTL: 200 * time.Millisecond, LogGrants: true})
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
-	lapsed, err := short.TryAcquireShared(ctx, db, "cfg", "lapsed")
+	lapsed, err := testdb.One(short.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "lapsed"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	w, err := lk.TryAcquire(ctx, db, "cfg", "writer")
+	clock.Advance(300 * time.Millisecond) // the reader's lease runs out
+	w, err := testdb.Try(ctx, lk, db, "cfg", "writer")
 	if err != nil {
 		t.Fatalf("the writer after the reader's lease ran out: %v", err)
 	}
-	if _, err := lk.Release(ctx, db, w); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, w)); err != nil {
 		t.Fatal(err)
 	}
-	r, err := lk.TryAcquireShared(ctx, db, "cfg", "reader")
+	r, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "reader"}))
 	if err != nil {
 		t.Fatalf("a reader after the writer's release: %v", err)
 	}

@@ -71,25 +71,29 @@ func TestWaitingReadersAndWriterKeepTheirTurns(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second})
-	first, err := lk.TryAcquireShared(ctx, db, "cfg", "r1")
+	first, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "r1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	writer := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.Acquire(ctx, db, "cfg", "writer") })
+	writer := waitFor(func(ctx context.Context) (locker.Lease, error) { return testdb.Wait(ctx, lk, db, "cfg", "writer") })
 	queued(t, db, "cfg", 1)
-	r2 := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.AcquireShared(ctx, db, "cfg", "r2") })
+	r2 := waitFor(func(ctx context.Context) (locker.Lease, error) {
+		return testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "r2", Wait: locker.WaitForever}))
+	})
 	queued(t, db, "cfg", 2)
-	r3 := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.AcquireShared(ctx, db, "cfg", "r3") })
+	r3 := waitFor(func(ctx context.Context) (locker.Lease, error) {
+		return testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "r3", Wait: locker.WaitForever}))
+	})
 	queued(t, db, "cfg", 3)
 	pending(t, "the writer, while r1 reads", writer)
 	pending(t, "r2, queued behind the writer", r2)
 
-	if _, err := lk.Release(ctx, db, first); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, first)); err != nil {
 		t.Fatal(err)
 	}
 	w := granted(t, "the writer, after r1's release", writer)
 	pending(t, "r2, while the writer writes", r2)
-	if _, err := lk.Release(ctx, db, w); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, w)); err != nil {
 		t.Fatal(err)
 	}
 	l2, l3 := granted(t, "r2", r2), granted(t, "r3", r3)
@@ -99,10 +103,10 @@ func TestWaitingReadersAndWriterKeepTheirTurns(t *testing.T) {
 		}
 	}
 	// Both hold it at once.
-	if _, err := lk.Renew(ctx, db, l2); err != nil {
+	if _, err := testdb.One(lk.Renew(ctx, db, l2)); err != nil {
 		t.Errorf("r2 does not hold it beside r3: %v", err)
 	}
-	if _, err := lk.Renew(ctx, db, l3); err != nil {
+	if _, err := testdb.One(lk.Renew(ctx, db, l3)); err != nil {
 		t.Errorf("r3 does not hold it beside r2: %v", err)
 	}
 }
@@ -113,23 +117,27 @@ func TestFreedPermitsGoToWaitersInTurn(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second})
-	a, err := lk.TryAcquirePermit(ctx, db, "pool", "a", 2)
+	a, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "a"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lk.TryAcquirePermit(ctx, db, "pool", "b", 2)
+	b, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "b"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.AcquirePermit(ctx, db, "pool", "c", 2) })
+	c := waitFor(func(ctx context.Context) (locker.Lease, error) {
+		return testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "c", Wait: locker.WaitForever}))
+	})
 	queued(t, db, "pool", 1)
-	d := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.AcquirePermit(ctx, db, "pool", "d", 2) })
+	d := waitFor(func(ctx context.Context) (locker.Lease, error) {
+		return testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "d", Wait: locker.WaitForever}))
+	})
 	queued(t, db, "pool", 2)
-	var held *locker.HeldError
-	if _, err := lk.TryAcquirePermit(ctx, db, "pool", "e", 2); !errors.As(err, &held) {
+	var held *locker.Error
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "e"})); !errors.As(err, &held) {
 		t.Fatalf("a try while permits are awaited: %v; want refused", err)
 	}
-	if _, err := lk.Release(ctx, db, a); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, a)); err != nil {
 		t.Fatal(err)
 	}
 	lc := granted(t, "c, first in line", c)
@@ -137,7 +145,7 @@ func TestFreedPermitsGoToWaitersInTurn(t *testing.T) {
 	if lc.Mode != locker.ModeSemaphore || lc.Permits != 2 {
 		t.Errorf("c's lease = %+v; want a permit of 2", lc)
 	}
-	if _, err := lk.Release(ctx, db, b); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, b)); err != nil {
 		t.Fatal(err)
 	}
 	granted(t, "d, after b's release", d)
@@ -162,7 +170,7 @@ func TestSemaphoreUnderContention(t *testing.T) {
 			owner := "w" + string(rune('a'+i))
 			for range rounds {
 				wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				l, err := lk.AcquirePermit(wctx, db, "sem", owner, permits)
+				l, err := testdb.One(lk.Acquire(wctx, db, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: permits}}, Owner: owner, Wait: locker.WaitForever}))
 				cancel()
 				if err != nil {
 					errs <- err
@@ -172,11 +180,15 @@ func TestSemaphoreUnderContention(t *testing.T) {
 				holding++
 				most = max(most, holding)
 				mu.Unlock()
-				time.Sleep(5 * time.Millisecond)
+				// The work under the permit: a statement that proves it
+				// is still current, while the others contend.
+				if err := locker.Fence(ctx, db, l); err != nil {
+					errs <- err
+				}
 				mu.Lock()
 				holding--
 				mu.Unlock()
-				if _, err := lk.Release(ctx, db, l); err != nil {
+				if _, err := testdb.One(lk.Release(ctx, db, l)); err != nil {
 					errs <- err
 					return
 				}
@@ -207,14 +219,14 @@ func TestDeadlockThroughASharedLease(t *testing.T) {
 	db := testdb.New(t)
 	lkA, poolA := process(t, db)
 	lkB, poolB := process(t, db)
-	if _, err := lkA.TryAcquireShared(ctx, poolA, "x", "A"); err != nil {
+	if _, err := testdb.One(lkA.Acquire(ctx, poolA, locker.Request{Keys: []locker.Key{{Name: "x", Mode: locker.ModeShared}}, Owner: "A"})); err != nil {
 		t.Fatal(err)
 	}
 	testdb.MustAcquire(t, lkB, poolB, "y", "B")
 	a := testdb.AcquireAsync(ctx, lkA, poolA, "y", "A")
 	testdb.WaitForWaiter(t, db, "y", "A")
-	_, err := lkB.Acquire(ctx, poolB, "x", "B")
-	var de *locker.DeadlockError
+	_, err := testdb.Wait(ctx, lkB, poolB, "x", "B")
+	var de *locker.Error
 	if !errors.As(err, &de) {
 		t.Fatalf("B waiting to write x, which A reads while it waits for B's y: %v; want a DeadlockError", err)
 	}

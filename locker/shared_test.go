@@ -21,7 +21,7 @@ func TestSharedLeasesExcludeAWriter(t *testing.T) {
 	ctx := context.Background()
 	var readers []locker.Lease
 	for _, owner := range []string{"r1", "r2", "r3"} {
-		l, err := lk.TryAcquireShared(ctx, db, "config", owner)
+		l, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "config", Mode: locker.ModeShared}}, Owner: owner}))
 		if err != nil {
 			t.Fatalf("reader %s: %v", owner, err)
 		}
@@ -33,22 +33,22 @@ func TestSharedLeasesExcludeAWriter(t *testing.T) {
 	if readers[0].Token == readers[1].Token || readers[1].Token == readers[2].Token {
 		t.Fatalf("readers share a token: %d %d %d", readers[0].Token, readers[1].Token, readers[2].Token)
 	}
-	_, err := lk.TryAcquire(ctx, db, "config", "writer")
-	var held *locker.HeldError
+	_, err := testdb.Try(ctx, lk, db, "config", "writer")
+	var held *locker.Error
 	if !errors.As(err, &held) {
 		t.Fatalf("writer beside readers: %v; want a *HeldError", err)
 	}
 	for i, r := range readers {
-		if _, err := lk.Release(ctx, db, r); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, db, r)); err != nil {
 			t.Fatalf("release reader %d: %v", i, err)
 		}
 		if i < len(readers)-1 {
-			if _, err := lk.TryAcquire(ctx, db, "config", "writer"); !errors.Is(err, locker.ErrHeld) {
+			if _, err := testdb.Try(ctx, lk, db, "config", "writer"); !errors.Is(err, locker.ErrHeld) {
 				t.Fatalf("writer with %d readers left: %v; want ErrHeld", len(readers)-1-i, err)
 			}
 		}
 	}
-	w, err := lk.TryAcquire(ctx, db, "config", "writer")
+	w, err := testdb.Try(ctx, lk, db, "config", "writer")
 	if err != nil {
 		t.Fatalf("writer after the readers: %v", err)
 	}
@@ -57,7 +57,7 @@ func TestSharedLeasesExcludeAWriter(t *testing.T) {
 			t.Errorf("writer's token %d is not above reader %s's %d", w.Token, r.Owner, r.Token)
 		}
 	}
-	if _, err := lk.TryAcquireShared(ctx, db, "config", "r4"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "config", Mode: locker.ModeShared}}, Owner: "r4"})); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("reader beside the writer: %v; want ErrHeld", err)
 	}
 }
@@ -70,49 +70,49 @@ func TestSemaphorePermits(t *testing.T) {
 	db := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	ctx := context.Background()
-	a, err := lk.TryAcquirePermit(ctx, db, "reports", "a", 2)
+	a, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "a"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := lk.TryAcquirePermit(ctx, db, "reports", "b", 2)
+	b, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "b"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = lk.TryAcquirePermit(ctx, db, "reports", "c", 2)
-	var held *locker.HeldError
+	_, err = testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "c"}))
+	var held *locker.Error
 	if !errors.As(err, &held) || held.Holders != 2 || held.Permits != 2 || held.Remaining <= 0 {
 		t.Fatalf("third of two permits: %v (%+v); want held by 2 of 2, with time left", err, held)
 	}
-	var conflict *locker.ConflictError
-	if _, err := lk.TryAcquirePermit(ctx, db, "reports", "c", 3); !errors.As(err, &conflict) || !errors.Is(err, locker.ErrHeld) {
+	var conflict *locker.Error
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeSemaphore, Permits: 3}}, Owner: "c"})); !errors.As(err, &conflict) || !conflict.Conflict || !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("3 permits of a held 2-permit key: %v; want a *ConflictError", err)
 	}
 	if conflict.Permits != 2 || conflict.Holders != 2 {
 		t.Errorf("conflict = %+v; want the key's 2 permits and 2 holders", conflict)
 	}
-	if _, err := lk.TryAcquireShared(ctx, db, "reports", "c"); !errors.As(err, &conflict) {
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeShared}}, Owner: "c"})); !errors.As(err, &conflict) || !conflict.Conflict {
 		t.Fatalf("shared on a held semaphore: %v; want a *ConflictError", err)
 	}
-	if _, err := lk.Release(ctx, db, a); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, a)); err != nil {
 		t.Fatal(err)
 	}
-	c, err := lk.TryAcquirePermit(ctx, db, "reports", "c", 2)
+	c, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "c"}))
 	if err != nil {
 		t.Fatalf("a released permit did not return: %v", err)
 	}
-	if _, err := lk.Renew(ctx, db, b); err != nil {
+	if _, err := testdb.One(lk.Renew(ctx, db, b)); err != nil {
 		t.Fatalf("renew a permit: %v", err)
 	}
-	if _, err := lk.Release(ctx, db, a); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Release(ctx, db, a)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("release of a permit twice: %v; want ErrNotHeld", err)
 	}
 	for _, l := range []locker.Lease{b, c} {
-		if _, err := lk.Release(ctx, db, l); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, db, l)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Free, the key takes other permits.
-	if _, err := lk.TryAcquirePermit(ctx, db, "reports", "d", 3); err != nil {
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeSemaphore, Permits: 3}}, Owner: "d"})); err != nil {
 		t.Fatalf("3 permits of the free key: %v", err)
 	}
 }
@@ -124,15 +124,15 @@ func TestCrashedPermitReturnsAtItsTTL(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	short := testdb.Locker(t, locker.Config{TTL: 2 * time.Second})
-	crashed, err := short.TryAcquirePermit(ctx, db, "pool", "crashed", 1)
+	crashed, err := testdb.One(short.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 1}}, Owner: "crashed"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	if _, err := lk.TryAcquirePermit(ctx, db, "pool", "next", 1); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 1}}, Owner: "next"})); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("the permit before the crashed holder's TTL: %v; want ErrHeld", err)
 	}
-	next, err := lk.AcquirePermit(ctx, db, "pool", "next", 1)
+	next, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "pool", Mode: locker.ModeSemaphore, Permits: 1}}, Owner: "next", Wait: locker.WaitForever}))
 	if err != nil {
 		t.Fatalf("waiting for the crashed holder's permit: %v", err)
 	}
@@ -153,9 +153,10 @@ func TestCrashedPermitReturnsAtItsTTL(t *testing.T) {
 func TestFenceOfASharedLeaseHoldsOffAWriter(t *testing.T) {
 	t.Parallel()
 	db := testdb.New(t)
+	clock := testdb.Clock(t, db)
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Second})
-	r, err := lk.TryAcquireShared(ctx, db, "doc", "reader")
+	r, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "doc", Mode: locker.ModeShared}}, Owner: "reader"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,15 +168,15 @@ func TestFenceOfASharedLeaseHoldsOffAWriter(t *testing.T) {
 	if err := locker.Fence(ctx, tx, r); err != nil {
 		t.Fatalf("fence of a shared lease: %v", err)
 	}
-	time.Sleep(1200 * time.Millisecond) // the reader's lease runs out inside its fenced transaction
+	clock.Advance(1200 * time.Millisecond) // the reader's lease runs out inside its fenced transaction
 	writer := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	if _, err := writer.TryAcquire(ctx, db, "doc", "writer"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.Try(ctx, writer, db, "doc", "writer"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("writer during the reader's fenced transaction: %v; want ErrHeld (busy)", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w, err := writer.TryAcquire(ctx, db, "doc", "writer")
+	w, err := testdb.Try(ctx, writer, db, "doc", "writer")
 	if err != nil {
 		t.Fatalf("writer after the fenced transaction: %v", err)
 	}
@@ -194,7 +195,7 @@ func TestQueuedWriterIsNotOvertakenByReaders(t *testing.T) {
 	db := testdb.New(t)
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: time.Second})
-	r1, err := lk.TryAcquireShared(ctx, db, "cfg", "r1")
+	r1, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "r1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func TestQueuedWriterIsNotOvertakenByReaders(t *testing.T) {
 	go func() {
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		_, err := lk.Acquire(wctx, db, "cfg", "writer")
+		_, err := testdb.Wait(wctx, lk, db, "cfg", "writer")
 		got <- err
 	}()
 	if !testdb.Within(10*time.Second, func() bool {
@@ -212,11 +213,11 @@ func TestQueuedWriterIsNotOvertakenByReaders(t *testing.T) {
 	}) {
 		t.Fatal("the writer never queued")
 	}
-	var held *locker.HeldError
-	if _, err := lk.TryAcquireShared(ctx, db, "cfg", "r2"); !errors.As(err, &held) || !held.Queued {
+	var held *locker.Error
+	if _, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "cfg", Mode: locker.ModeShared}}, Owner: "r2"})); !errors.As(err, &held) || !held.Queued {
 		t.Fatalf("a reader after a queued writer: %v; want refused as queued", err)
 	}
-	if _, err := lk.Release(ctx, db, r1); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, r1)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -233,7 +234,7 @@ func TestInvalidPermits(t *testing.T) {
 	t.Parallel()
 	lk := testdb.Locker(t, locker.Config{})
 	for _, n := range []int{0, -1, locker.MaxPermits + 1} {
-		if _, err := lk.TryAcquirePermit(context.Background(), nil, "k", "o", n); !errors.Is(err, locker.ErrInvalidPermits) {
+		if _, err := testdb.One(lk.Acquire(context.Background(), nil, locker.Request{Keys: []locker.Key{{Name: "k", Mode: locker.ModeSemaphore, Permits: n}}, Owner: "o"})); !errors.Is(err, locker.ErrInvalid) {
 			t.Errorf("%d permits: %v; want ErrInvalidPermits", n, err)
 		}
 	}

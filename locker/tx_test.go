@@ -26,14 +26,14 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		lease, err := lk.TryAcquire(ctx, tx, "k", "a")
+		lease, err := testdb.Try(ctx, lk, tx, "k", "a")
 		if err != nil || lease.Outcome != locker.Acquired {
 			t.Fatalf("acquire in tx = %+v, %v", lease, err)
 		}
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if _, found, err := store.Get[locker.LockInfo](ctx, db, "k"); err != nil || found {
+		if _, found, err := store.Get[lockdb.LockInfo](ctx, db, "k"); err != nil || found {
 			t.Fatalf("after rollback: found=%v err=%v; want no row", found, err)
 		}
 		if evs := eventsOf(t, db, "k"); len(evs) != 0 {
@@ -53,7 +53,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		lease, err := lk.TryAcquire(ctx, tx, "k", "a")
+		lease, err := testdb.Try(ctx, lk, tx, "k", "a")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,8 +63,8 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		_, err = lk.TryAcquire(ctx, db, "k", "b")
-		var held *locker.HeldError
+		_, err = testdb.Try(ctx, lk, db, "k", "b")
+		var held *locker.Error
 		if !errors.As(err, &held) || held.Owner != "a" || held.Token != lease.Token {
 			t.Fatalf("acquire by b after commit = %v; want held by a with token %d", err, lease.Token)
 		}
@@ -86,7 +86,7 @@ func TestTryAcquireInCallerTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback(ctx)
-		if _, err := lk.TryAcquire(ctx, tx, "k", "a"); !errors.Is(err, locker.ErrHeld) {
+		if _, err := testdb.Try(ctx, lk, tx, "k", "a"); !errors.Is(err, locker.ErrHeld) {
 			t.Fatalf("acquire of b's key in tx = %v; want ErrHeld", err)
 		}
 		if _, err := tx.Exec(ctx, reportWriteSQL, "other", 0, "a"); err != nil {

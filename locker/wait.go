@@ -10,12 +10,12 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Acquire takes key for owner, waiting in the key's queue while another
-// owner holds it, until it is granted or ctx ends. Waiters are served in
-// arrival order, across processes.
+// waitOne takes g's one key, waiting in its queue while another owner
+// holds it, until it is granted or ctx ends. Waiters are served in arrival
+// order, across processes.
 //
-// Its first call (distributed_lock_enqueue) either grants the key, as
-// TryAcquire would, or queues the caller: one transaction. A release then
+// Its first call (distributed_lock_enqueue) either grants the key, as an
+// attempt would, or queues the caller: one transaction. A release then
 // hands the lease to the head of the queue in the release's own
 // transaction and announces it to that waiter's process alone, and to the
 // process of the waiter now first in line (with Config.Notifier, whose
@@ -34,45 +34,28 @@ import (
 // While it waits, the caller's record in distributed_lock_waiter is the
 // console's queue; a Notifier refreshes the records of all its waiters in
 // one statement, and without one each waiter's check refreshes its own.
-// The record goes when Acquire returns, however it returns, unless the
+// The record goes when it returns, however it returns, unless the
 // connection broke (then it lapses 3×WaitRecheck after its last refresh); a
 // lease handed to it as it gave up is passed on to the next waiter. An owner
-// has one place per key: Acquire by an owner whose record is still queued
-// takes that record over, keeping its place, so calling again after a
-// broken connection loses no turn (and two concurrent calls of one owner on
-// one key share one place; see docs/queue.md). When ctx ends first,
-// the error is a *GaveUpError (wrapping ctx's error) that says whether a
-// lease may have been handed to it meanwhile.
+// has one place per key: a wait by an owner whose record is still queued
+// takes that record over, keeping its place, so waiting again after a
+// broken connection loses no turn (and two concurrent waits of one owner on
+// one key share one place; see docs/queue.md). When ctx ends first, the
+// error says whether a lease may have been handed to it meanwhile.
 //
-// Run it on a pool or a connection, not inside a transaction: the waiter
-// record would be invisible until commit, and a transaction that waits holds
-// its snapshot and locks for as long. Inside a transaction, use TryAcquire.
-func (l *Locker) Acquire(ctx context.Context, db DBTX, key, owner string) (Lease, error) {
-	if err := ValidateKey(key); err != nil {
-		return Lease{}, fmt.Errorf("locker: acquire: %w", err)
-	}
-	if err := ValidateOwner(owner); err != nil {
-		return Lease{}, fmt.Errorf("locker: acquire %q: %w", key, err)
-	}
-	return l.acquireQueued(ctx, db, key, owner, wanted{})
-}
-
-// wanted is the lease a waiting acquire asks for: the key itself (the zero
-// value), a shared lease, or one of permits permits.
-type wanted struct {
-	shared  bool
-	permits int
-}
-
-// acquireQueued is Acquire for the lease w.
-func (l *Locker) acquireQueued(ctx context.Context, db DBTX, key, owner string, w wanted) (Lease, error) {
+// A shared or permit wait is served from the key's one queue in arrival
+// order across modes, so readers who come after a queued writer wait for
+// it, and readers queued together at the head are handed their leases
+// together; a conflict (the key held in another mode, or as a semaphore
+// of other permits) ends it at once.
+func (l *Locker) waitOne(ctx context.Context, db DBTX, g grant) (Lease, error) {
 	started := l.clock.Now()
 	for again := false; ; again = true {
 		// again: a first grant of the key by another transaction was in
 		// flight, and this call queues anew.
-		lease, done, err := l.acquireOrQueue(ctx, db, key, owner, started, again, w)
+		lease, done, err := l.acquireOrQueue(ctx, db, g, started, again)
 		if done || err != nil {
-			return lease, err
+			return g.want.stamp(lease, err)
 		}
 	}
 }
@@ -80,21 +63,15 @@ func (l *Locker) acquireQueued(ctx context.Context, db DBTX, key, owner string, 
 // acquireOrQueue enqueues once and, if queued, waits for the grant. done is
 // false when the caller should enqueue again (the key's first grant by
 // another was in flight).
-func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string, started time.Time, again bool,
-	want wanted) (Lease, bool, error) {
+func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, g grant, started time.Time, again bool) (Lease, bool, error) {
+	key, owner, want := g.keys[0], g.owner, g.want
 	if err := ctx.Err(); err != nil {
 		return Lease{}, true, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	seenFor := 3 * l.cfg.WaitRecheck
 	params := store.QueueParams{
-		GrantParams: store.GrantParams{
-			Key: key, Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner),
-			LogGrants: l.cfg.LogGrants, LockDelay: l.cfg.LockDelay,
-		},
-		ClaimWindow: l.claimWindow(), SeenFor: seenFor, Shared: want.shared, Permits: want.permits,
-	}
-	if want.shared || want.permits > 0 {
-		params.LockDelay = 0 // a holder's lease has none
+		GrantParams: l.grantParams(g, key),
+		ClaimWindow: l.claimWindow(g.ttl), SeenFor: seenFor, Shared: want.shared, Permits: want.permits,
 	}
 	if again {
 		// A grant now ends a wait.
@@ -107,7 +84,7 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 		var stop func()
 		w, stop = n.await(key, seenFor)
 		defer stop()
-		params.WakeChannel = n.Channel()
+		params.WakeChannel = n.channel
 	}
 	// Under knownOutcome: once the call has queued the caller, its answer
 	// (the waiter id) is what lets the record be taken out again, so a ctx
@@ -131,7 +108,7 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, key, owner string,
 	}
 	if found && q.Outcome == lockdb.OutcomeConflict {
 		// Held as another kind of group: the try says by whom.
-		lease, err := l.tryAcquireShared(ctx, db, key, owner, want.permits)
+		lease, err := l.tryShared(ctx, db, g)
 		return lease, true, err
 	}
 	if !found || q.Outcome != lockdb.OutcomeQueued {
@@ -162,15 +139,8 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 			return
 		}
 		// Whether a grant was made to this caller that it never held.
-		if gaveUp, ok := err.(*GaveUpError); ok {
-			switch {
-			case leaveErr != nil:
-				gaveUp.Handed, gaveUp.LeaveErr = HandedUnknown, leaveErr
-			case did == lockdb.PassedOn:
-				gaveUp.Handed = HandedPassedOn
-			case did == lockdb.LeftNone:
-				gaveUp.Handed = HandedUnknown
-			}
+		if gaveUp, ok := err.(*Error); ok && gaveUp.Kind == ErrHeld {
+			gaveUp.left(did, leaveErr)
 			return
 		}
 		switch {
@@ -184,7 +154,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 	}()
 	holder, holderEnds := q.Owner, l.checkAgainAt(untilFree(q))
 	last := q
-	// checked: the first check, DeadlockCheck after the enqueue, has run.
+	// checked: the first check, deadlockCheck after the enqueue, has run.
 	checked := false
 	for {
 		var wake, retime <-chan struct{}
@@ -195,7 +165,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		}
 		sleep := l.waitFor(holderEnds.Sub(l.clock.Now()), listening)
 		if !checked {
-			sleep = min(sleep, DeadlockCheck)
+			sleep = min(sleep, deadlockCheck)
 		}
 		if w != nil {
 			w.sleepUntil.Store(time.Now().Add(sleep).UnixNano())
@@ -204,7 +174,7 @@ func (l *Locker) waitInQueue(ctx context.Context, db DBTX, owner string, q store
 		select {
 		case <-ctx.Done():
 			stopTimer()
-			return Lease{}, true, &GaveUpError{Key: key, Holder: holder, Waited: l.since(started), Err: ctx.Err(),
+			return Lease{}, true, &Error{Kind: ErrHeld, Key: key, Owner: holder, Waited: l.since(started), Err: ctx.Err(),
 				Position: last.Position, QueueLength: last.QueueLength, DelayUntil: last.DelayUntil}
 		case <-handoffs:
 			// Said to be handed the key: the database says whether it was,
@@ -289,12 +259,12 @@ func (l *Locker) checkAgainAt(d time.Duration) time.Time {
 	return l.clock.Now().Add(d)
 }
 
-// DeadlockCheck is how long after it queued a waiting Acquire or
-// AcquireAll checks its place once, whatever else wakes it: two waits that
+// deadlockCheck is how long after it queued a waiting Acquire
+// checks its place once, whatever else wakes it: two waits that
 // close a cycle at the same moment do not see each other's record as they
 // queue, and this check finds the cycle, so a deadlock is reported within
 // about twice this of the wait that closed it.
-const DeadlockCheck = 500 * time.Millisecond
+const deadlockCheck = 500 * time.Millisecond
 
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

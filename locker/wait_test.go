@@ -51,7 +51,7 @@ func TestAcquireWakesOnRelease(t *testing.T) {
 	if w := testdb.WaitForWaiter(t, db, "k", "b"); w.Key != "k" || w.Waited < 0 {
 		t.Fatalf("waiter record = %+v", w)
 	}
-	if _, err := lk.Release(ctx, db, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, holder)); err != nil {
 		t.Fatal(err)
 	}
 	releasedAt := time.Now()

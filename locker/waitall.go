@@ -9,71 +9,47 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// AcquireAll takes every key of keys for owner, all or none, waiting while
-// any of them is held, until it is granted or ctx ends (docs/queue.md,
-// "Several keys at once"). It returns one Lease per key, in the order of
-// keys.
+// waitAll takes every key of g, all or none, waiting while any of them is
+// held, until it is granted or ctx ends (docs/queue.md, "Several keys at
+// once"). It returns one Lease per key, in key order.
 //
 // Its first call (distributed_lock_enqueue_all) grants every key if it
-// may take them all now, as TryAcquireAll would; otherwise it queues the
+// may take them all now, as an attempt would; otherwise it queues the
 // caller on every key as one waiter (a record per key, sharing a group),
 // in one transaction that locks the keys' rows in sorted order. The set is
 // granted only when it can have every key at once: a release of one of its
 // keys hands the set every key in that transaction if each of the others
 // is free and the set is first in its queue, and otherwise the key stays
-// free and promised to the set (TryAcquire is refused it) until it can.
+// free and promised to the set (an attempt is refused it) until it can.
 // Waiters keep arrival order on every key, so two sets never wait for each
 // other in a cycle of queue places. Handed keys are claimed together (one
-// renewal statement) before AcquireAll returns.
+// renewal statement) before it returns.
 //
 // Nothing is ever held in part: when ctx ends, the database fails or the
 // wait is refused as a deadlock, the set's records go and any keys handed
 // to it meanwhile are released and passed on (a broken connection leaves
 // the records to lapse, 3×WaitRecheck after their last refresh, and a
-// handed set unclaimed to lapse at the end of its claim window). A wait
-// that would close a cycle of waits fails with a *DeadlockError. Keys must
-// be 1 to MaxKeys distinct keys (ErrInvalidKeys); one key is Acquire. Run
-// it on a pool or a connection, as Acquire.
-func (l *Locker) AcquireAll(ctx context.Context, db DBTX, keys []string, owner string) ([]Lease, error) {
-	sorted, err := validKeys(keys)
-	if err != nil {
-		return nil, fmt.Errorf("locker: acquire: %w", err)
-	}
-	if err := ValidateOwner(owner); err != nil {
-		return nil, fmt.Errorf("locker: acquire %s: %w", quoteKeys(keys), err)
-	}
-	if len(keys) == 1 {
-		lease, err := l.Acquire(ctx, db, keys[0], owner)
-		if err != nil {
-			return nil, err
-		}
-		return []Lease{lease}, nil
-	}
+// handed set unclaimed to lapse at the end of its claim window).
+func (l *Locker) waitAll(ctx context.Context, db DBTX, g grant) ([]Lease, error) {
 	started := l.clock.Now()
 	for again := false; ; again = true {
-		leases, done, err := l.acquireAllOrQueue(ctx, db, sorted, owner, started, again)
+		leases, done, err := l.acquireAllOrQueue(ctx, db, g, started, again)
 		if done || err != nil {
-			if err != nil {
-				return nil, err
-			}
-			return inKeyOrder(keys, leases), nil
+			return leases, err
 		}
 	}
 }
 
 // acquireAllOrQueue enqueues the set once and, if queued, waits for its
 // grant. done is false when the caller should enqueue again.
-func (l *Locker) acquireAllOrQueue(ctx context.Context, db DBTX, keys []string, owner string, started time.Time, again bool) ([]Lease, bool, error) {
+func (l *Locker) acquireAllOrQueue(ctx context.Context, db DBTX, g grant, started time.Time, again bool) ([]Lease, bool, error) {
+	keys, owner := g.keys, g.owner
 	if err := ctx.Err(); err != nil {
 		return nil, true, fmt.Errorf("locker: acquire %s: %w", quoteKeys(keys), err)
 	}
 	seenFor := 3 * l.cfg.WaitRecheck
 	params := store.QueueParams{
-		GrantParams: store.GrantParams{
-			Owner: owner, TTL: l.cfg.TTL, Metadata: l.metadata, Actor: l.ownerActor(owner), LogGrants: l.cfg.LogGrants,
-			LockDelay: l.cfg.LockDelay,
-		},
-		ClaimWindow: l.claimWindow(), SeenFor: seenFor,
+		GrantParams: l.grantParams(g, ""), ClaimWindow: l.claimWindow(g.ttl), SeenFor: seenFor,
 	}
 	if again {
 		params.Detail = fmt.Appendf(nil, `{"waited_ms": %d}`, l.since(started).Milliseconds())
@@ -87,7 +63,7 @@ func (l *Locker) acquireAllOrQueue(ctx context.Context, db DBTX, keys []string, 
 			defer stop()
 			ws = append(ws, w)
 		}
-		params.WakeChannel = n.Channel()
+		params.WakeChannel = n.channel
 	}
 	ectx, done := knownOutcome(ctx)
 	sentAt := l.clock.Now()
@@ -134,15 +110,8 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		did, leaveErr := store.LeaveAll(rctx, db, keys, ids, l.cfg.LogGrants, l.ownerActor(owner))
-		if gaveUp, ok := err.(*GaveUpError); ok {
-			switch {
-			case leaveErr != nil:
-				gaveUp.Handed, gaveUp.LeaveErr = HandedUnknown, leaveErr
-			case did == lockdb.PassedOn:
-				gaveUp.Handed = HandedPassedOn
-			case did == lockdb.LeftNone:
-				gaveUp.Handed = HandedUnknown
-			}
+		if gaveUp, ok := err.(*Error); ok && gaveUp.Kind == ErrHeld {
+			gaveUp.left(did, leaveErr)
 		} else if leaveErr != nil && err != nil {
 			err = fmt.Errorf("%w (leaving the queue failed: %v; its records lapse)", err, leaveErr)
 		}
@@ -156,13 +125,13 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 		listening := ws != nil && l.cfg.Notifier.Live()
 		sleep := l.waitFor(holderEnds.Sub(l.clock.Now()), listening)
 		if !checked {
-			sleep = min(sleep, DeadlockCheck)
+			sleep = min(sleep, deadlockCheck)
 		}
 		timer, stopTimer := l.clock.Timer(sleep)
 		select {
 		case <-ctx.Done():
 			stopTimer()
-			return nil, true, &GaveUpError{Key: longest.Key, Holder: longest.Owner, Waited: l.since(started), Err: ctx.Err(),
+			return nil, true, &Error{Kind: ErrHeld, Key: longest.Key, Owner: longest.Owner, Waited: l.since(started), Err: ctx.Err(),
 				Position: longest.Position, QueueLength: longest.QueueLength}
 		case <-kick:
 			stopTimer()
@@ -192,7 +161,7 @@ func (l *Locker) waitAllInQueue(ctx context.Context, db DBTX, owner string, keys
 			claimed, err := l.renewAll(ctx, db, handed)
 			if err != nil {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
-				_ = l.ReleaseAll(rctx, db, handed)
+				_, _ = l.releaseAll(rctx, db, handed)
 				cancel()
 				return nil, true, err
 			}

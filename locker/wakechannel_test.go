@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -27,7 +29,7 @@ type waitingProcess struct {
 
 func startProcess(t *testing.T, db *pgxpool.Pool) *waitingProcess {
 	t.Helper()
-	p := &waitingProcess{n: locker.NewNotifier(locker.ConnectWith(db.Config().ConnConfig))}
+	p := &waitingProcess{n: locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(db.Config().ConnConfig)})}
 	locker.OnHeard(p.n, func(note *pgconn.Notification) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -50,7 +52,7 @@ func startProcess(t *testing.T, db *pgxpool.Pool) *waitingProcess {
 func (p *waitingProcess) heardAbout(t *testing.T, db *pgxpool.Pool, key string) []pgconn.Notification {
 	t.Helper()
 	marker := fmt.Sprintf(`{"schema": "marker", "key": %q}`, store.NewWakeChannel())
-	if _, err := db.Exec(context.Background(), `SELECT pg_notify($1, $2)`, p.n.Channel(), marker); err != nil {
+	if _, err := db.Exec(context.Background(), `SELECT pg_notify($1, $2)`, locker.WakeChannel(p.n), marker); err != nil {
 		t.Fatal(err)
 	}
 	var about []pgconn.Notification
@@ -93,8 +95,8 @@ func TestWakeUpsReachOnlyTheirProcess(t *testing.T) {
 	ctx := context.Background()
 	db := testdb.New(t)
 	a, b := startProcess(t, db), startProcess(t, db)
-	if a.n.Channel() == b.n.Channel() {
-		t.Fatalf("two Notifiers share the channel %s", a.n.Channel())
+	if locker.WakeChannel(a.n) == locker.WakeChannel(b.n) {
+		t.Fatalf("two Notifiers share the channel %s", locker.WakeChannel(a.n))
 	}
 	holder := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	onA := testdb.MustAcquire(t, holder, db, "a-key", "holder")
@@ -106,15 +108,15 @@ func TestWakeUpsReachOnlyTheirProcess(t *testing.T) {
 	gotB := testdb.AcquireAsync(waitCtx, b.lk, db, "b-key", "waiter-b")
 	testdb.WaitForWaiter(t, db, "a-key", "waiter-a")
 	testdb.WaitForWaiter(t, db, "b-key", "waiter-b")
-	if got := wakeChannelOf(t, db, "a-key", "waiter-a"); got != a.n.Channel() {
-		t.Fatalf("a's waiter record names wake channel %q; want its Notifier's %q", got, a.n.Channel())
+	if got := wakeChannelOf(t, db, "a-key", "waiter-a"); got != locker.WakeChannel(a.n) {
+		t.Fatalf("a's waiter record names wake channel %q; want its Notifier's %q", got, locker.WakeChannel(a.n))
 	}
-	if got := wakeChannelOf(t, db, "b-key", "waiter-b"); got != b.n.Channel() {
-		t.Fatalf("b's waiter record names wake channel %q; want its Notifier's %q", got, b.n.Channel())
+	if got := wakeChannelOf(t, db, "b-key", "waiter-b"); got != locker.WakeChannel(b.n) {
+		t.Fatalf("b's waiter record names wake channel %q; want its Notifier's %q", got, locker.WakeChannel(b.n))
 	}
 
 	// A release hands a-key off: only a hears it.
-	if _, err := holder.Release(ctx, db, onA); err != nil {
+	if _, err := testdb.One(holder.Release(ctx, db, onA)); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-gotA; r.Err != nil || r.Lease.Owner != "waiter-a" {
@@ -129,7 +131,7 @@ func TestWakeUpsReachOnlyTheirProcess(t *testing.T) {
 
 	// An operator's force-expire of b-key hands nothing off: it wakes the
 	// key's waiters, whose check takes the lapsed key. Only b hears it.
-	if _, err := holder.ForceExpire(ctx, db, "b-key", onB.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, db, "b-key", onB.Token); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-gotB; r.Err != nil || r.Lease.Owner != "waiter-b" {
@@ -163,7 +165,7 @@ func TestHandOffReachesTheNextInLine(t *testing.T) {
 	testdb.AcquireAsync(waitCtx, last.lk, db, "k", "last")
 	testdb.WaitForWaiter(t, db, "k", "last")
 
-	if _, err := holder.Release(ctx, db, held); err != nil {
+	if _, err := testdb.One(holder.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}
 	r := <-gotFirst
@@ -171,12 +173,12 @@ func TestHandOffReachesTheNextInLine(t *testing.T) {
 		t.Fatalf("the first waiter got %+v, %v; want the hand-off", r.Lease, r.Err)
 	}
 	heardFirst, heardNext := first.heardAbout(t, db, "k"), next.heardAbout(t, db, "k")
-	if len(heardFirst) != 1 || heardFirst[0].Channel != first.n.Channel() {
-		t.Fatalf("the first waiter's process heard %+v; want its hand-off, once, on %s", heardFirst, first.n.Channel())
+	if len(heardFirst) != 1 || heardFirst[0].Channel != locker.WakeChannel(first.n) {
+		t.Fatalf("the first waiter's process heard %+v; want its hand-off, once, on %s", heardFirst, locker.WakeChannel(first.n))
 	}
-	if len(heardNext) != 1 || heardNext[0].Channel != next.n.Channel() || heardNext[0].Payload != heardFirst[0].Payload {
+	if len(heardNext) != 1 || heardNext[0].Channel != locker.WakeChannel(next.n) || heardNext[0].Payload != heardFirst[0].Payload {
 		t.Errorf("the next one's process heard %+v; want the same hand-off (%s), once, on %s",
-			heardNext, heardFirst[0].Payload, next.n.Channel())
+			heardNext, heardFirst[0].Payload, locker.WakeChannel(next.n))
 	}
 	if heard := last.heardAbout(t, db, "k"); len(heard) != 0 {
 		t.Errorf("the last one's process heard %+v; want nothing", heard)
@@ -210,7 +212,7 @@ func TestHandOffWithoutWakeChannelUsesTheSharedOne(t *testing.T) {
 	if got := wakeChannelOf(t, db, "k", "plain"); got != "" {
 		t.Fatalf("the record names wake channel %q; want none", got)
 	}
-	if _, err := holder.Release(ctx, db, held); err != nil {
+	if _, err := testdb.One(holder.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}
 	var schema string
@@ -253,7 +255,7 @@ func TestEnqueueRefusesABadWakeChannel(t *testing.T) {
 	if n := waiterRows(t, db, "k"); n != 0 {
 		t.Errorf("%d waiter records after refused enqueues; want none", n)
 	}
-	if _, found, err := store.Get[locker.LockInfo](ctx, db, "k"); err != nil || found {
+	if _, found, err := store.Get[lockdb.LockInfo](ctx, db, "k"); err != nil || found {
 		t.Errorf("the key was granted by a refused enqueue (%v, %v)", found, err)
 	}
 }
@@ -292,7 +294,7 @@ func TestNextInLineServedWhenTheTwoAheadDied(t *testing.T) {
 	got := testdb.AcquireAsync(waitCtx, lk, db, "k", "alive")
 	testdb.WaitForWaiter(t, db, "k", "alive")
 	time.Sleep(locker.DeadlockCheck + 100*time.Millisecond) // past its one early check
-	if _, err := holder.Release(ctx, db, held); err != nil {
+	if _, err := testdb.One(holder.Release(ctx, db, held)); err != nil {
 		t.Fatal(err)
 	}
 	released := time.Now()

@@ -181,6 +181,16 @@ keys e
 wait_for_all 10 'force_expired +reports:stuck' '(acquired|stolen) +reports:stuck +owner report-retry' 'stale_write_rejected'
 shot events.png
 
+# 8. The hot keys page: where the demo's waiting went in the last minute
+#    (w twice: 15m, 1h, 1m), by total wait, each count with its sparkline.
+keys Escape
+keys h
+keys w
+keys w
+wait_for_all 30 'Hot keys — last 1m · ranked by total wait' '^. orders:shard-[0-9] +[0-9]'
+sleep 2
+shot hotkeys.png
+
 # Quit and wait until the demo has stopped its server and removed its
 # directory (killing tmux earlier would hang up on it mid-shutdown).
 quit_demo() {
@@ -190,7 +200,7 @@ quit_demo() {
 }
 quit_demo
 
-# 8. The blocking page, on a smaller cast so every chain fits: beside the
+# 9. The blocking page, on a smaller cast so every chain fits: beside the
 #    demo's own queues, a chain two waits deep under its root blocker,
 #    staged with lockctl acquire on the demo's server (the header names it;
 #    it trusts local connections). Two migrators each hold a key and wait
@@ -218,7 +228,7 @@ shot blocking.png
 kill "${waiters[@]}" 2>/dev/null || true
 quit_demo
 
-# 9. The light theme: the table mid-story, as a terminal with a light
+# 10. The light theme: the table mid-story, as a terminal with a light
 #    background shows it.
 t new-session -d -s demo -x 120 -y 35 "exec '$work/lockctl' demo --seed $seed --workers 14 --keys 8 --theme light"
 wait_for 'fenced writes [0-9]+ ok, [1-9][0-9]* refused · steals [1-9]'

@@ -8,8 +8,8 @@ import (
 	"time"
 	_ "time/tzdata"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -39,7 +39,7 @@ func TestMigrateRefusesBadReferenceRows(t *testing.T) {
 	}
 	before := databaseText(t, db)
 	_, err := store.MigrateWith(ctx, db, adopt)
-	if !errors.Is(err, locker.ErrCannotAdopt) {
+	if !errors.Is(err, lockdb.ErrCannotAdopt) {
 		t.Fatalf("migrate with bad rows: %v; want ErrCannotAdopt", err)
 	}
 	for _, want := range []string{
@@ -73,7 +73,7 @@ func TestMigrateRefusesAnUnknownTable(t *testing.T) {
 	}
 	before := databaseText(t, db)
 	err := store.Migrate(ctx, db)
-	if !errors.Is(err, locker.ErrCannotAdopt) || !strings.Contains(err.Error(), "lock_key text, holder text, until timestamp with time zone") {
+	if !errors.Is(err, lockdb.ErrCannotAdopt) || !strings.Contains(err.Error(), "lock_key text, holder text, until timestamp with time zone") {
 		t.Fatalf("migrate of an unknown table: %v; want ErrCannotAdopt naming its columns", err)
 	}
 	if after := databaseText(t, db); after != before {
@@ -130,7 +130,7 @@ func TestMigrateReferenceTimeZone(t *testing.T) {
 	if _, err := store.MigrateWith(ctx, db, adopt); err != nil {
 		t.Fatal(err)
 	}
-	l, _, err := store.Get[locker.LockInfo](ctx, db, "a")
+	l, _, err := store.Get[lockdb.LockInfo](ctx, db, "a")
 	if err != nil || !l.ExpiresAt.Equal(expires) {
 		t.Fatalf("adopted in the session's zone: expires %s, %v; want %s", l.ExpiresAt.UTC(), err, expires.UTC())
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -15,8 +16,8 @@ import (
 
 // The schema bounds what it stores as the library does before sending it:
 // a lease of locker.MaxTTL and a lock-delay of locker.MaxLockDelay are
-// granted, a microsecond more is refused (locker.ErrInvalidValue), and the
-// JSON bound is locker.MaxJSONBytes.
+// granted, a microsecond more is refused (lockdb.ErrInvalidValue), and the
+// JSON bound is lockdb.MaxJSONBytes.
 func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -37,8 +38,8 @@ func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 		if c.granted && (err != nil || !g.Granted()) {
 			t.Errorf("TTL %s, lock-delay %s: %+v, %v; want granted", c.ttl, c.delay, g, err)
 		}
-		if !c.granted && !errors.Is(err, locker.ErrInvalidValue) {
-			t.Errorf("TTL %s, lock-delay %s: %v; want locker.ErrInvalidValue", c.ttl, c.delay, err)
+		if !c.granted && !errors.Is(err, lockdb.ErrInvalidValue) {
+			t.Errorf("TTL %s, lock-delay %s: %v; want lockdb.ErrInvalidValue", c.ttl, c.delay, err)
 		}
 	}
 	var check string
@@ -46,7 +47,7 @@ func TestSchemaBoundsAreTheLibrarys(t *testing.T) {
 		WHERE c.contypid = 'distributed_lock_json'::regtype`).Scan(&check); err != nil {
 		t.Fatal(err)
 	}
-	if want := "<= " + strconv.Itoa(locker.MaxJSONBytes) + ")"; !strings.Contains(check, want) {
-		t.Errorf("distributed_lock_json: %s; want a bound of locker.MaxJSONBytes, %d", check, locker.MaxJSONBytes)
+	if want := "<= " + strconv.Itoa(lockdb.MaxJSONBytes) + ")"; !strings.Contains(check, want) {
+		t.Errorf("distributed_lock_json: %s; want a bound of lockdb.MaxJSONBytes, %d", check, lockdb.MaxJSONBytes)
 	}
 }

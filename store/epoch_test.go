@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -57,7 +57,7 @@ func TestMigrateMovesTokensIntoTheEpoch(t *testing.T) {
 	if first <= 500 || first>>epochShift != timeline {
 		t.Fatalf("first token after migrate = %d (epoch %d); want above 500 in epoch %d", first, first>>epochShift, timeline)
 	}
-	if l, found, err := store.Get[locker.LockInfo](ctx, db, "kept"); err != nil || !found || l.Token != 7 {
+	if l, found, err := store.Get[lockdb.LockInfo](ctx, db, "kept"); err != nil || !found || l.Token != 7 {
 		t.Fatalf("held lease after migrate = %+v, %v, %v; want its token 7 kept", l, found, err)
 	}
 	if err := store.Migrate(ctx, db); err != nil {

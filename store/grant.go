@@ -101,11 +101,9 @@ const getSQL = `SELECT ` + LockColumns + `
 FROM distributed_lock_state l
 WHERE l.lock_key = $1`
 
-// Get reads key's lock row into a Row: locker.LockInfo, whose fields are
-// LockColumns by their db tags. The row's type is the library's, the one
-// definition a service sees, and store cannot name it without importing the
-// package built on it, so the caller does. found is false when the key has
-// no row.
+// Get reads key's lock row into a Row: lockdb.LockInfo, whose fields are
+// LockColumns by their db tags, or a type of the caller's that has the
+// same. found is false when the key has no row.
 func Get[Row any](ctx context.Context, db DBTX, key string) (row Row, found bool, err error) {
 	var none Row
 	rows, err := db.Query(ctx, getSQL, key)

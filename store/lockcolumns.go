@@ -1,6 +1,6 @@
 package store
 
-// LockColumns selects a lock row, locker.LockInfo, from the readers' view
+// LockColumns selects a lock row, lockdb.LockInfo, from the readers' view
 // distributed_lock_state l (sql/functions/15_state.sql): one row per key,
 // judged by the protocol's rules at one reading of the database's clock
 // (db_now). expires_at is when its lease ends (for a running shared or

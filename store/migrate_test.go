@@ -13,7 +13,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -173,7 +172,7 @@ WHERE p.proname LIKE 'distributed\_lock\_%' AND pg_function_is_visible(p.oid)
 	if err != nil || !g.Granted() {
 		t.Fatalf("grant in the first schema: %+v, %v", g, err)
 	}
-	if _, found, err := store.Get[locker.LockInfo](ctx, two, "k"); err != nil || found {
+	if _, found, err := store.Get[lockdb.LockInfo](ctx, two, "k"); err != nil || found {
 		t.Fatalf("the second schema sees the first one's grant: %v, %v", found, err)
 	}
 	first := g.Token

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -42,11 +43,11 @@ func TestMigrateRefusesAnotherBuildsSchema(t *testing.T) {
 			}
 			before := catalogText(t, db)
 			err := store.Migrate(ctx, db)
-			if !errors.Is(err, locker.ErrSchemaUnknown) || !strings.Contains(err.Error(), c.says) ||
+			if !errors.Is(err, lockdb.ErrSchemaUnknown) || !strings.Contains(err.Error(), c.says) ||
 				!strings.Contains(err.Error(), "drop its lock tables") || errors.Is(err, locker.ErrNotMigrated) {
 				t.Fatalf("migrate: %v; want ErrSchemaUnknown saying %q and what to do", err, c.says)
 			}
-			if _, err := store.Status(ctx, db); !errors.Is(err, locker.ErrSchemaUnknown) {
+			if _, err := store.Status(ctx, db); !errors.Is(err, lockdb.ErrSchemaUnknown) {
 				t.Errorf("status: %v; want ErrSchemaUnknown", err)
 			}
 			out, err := psqlApply(t, dsn)

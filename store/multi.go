@@ -27,7 +27,7 @@ SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.
 FROM distributed_lock_waiter_poll_all($1::text[], $2::bigint[], $3::bigint) p`
 	leaveAllSQL   = `SELECT distributed_lock_waiter_leave_all($1::text[], $2::bigint[], $3::boolean, $4)`
 	renewAllSQL   = `SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, r.outcome FROM distributed_lock_renew_all($1::text[], $2, $3::bigint[], $4::bigint) r`
-	releaseAllSQL = `SELECT r.lock_key, r.outcome FROM distributed_lock_release_all($1::text[], $2, $3::bigint[], $4::boolean, $5::boolean, $6) r`
+	releaseAllSQL = `SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, r.outcome FROM distributed_lock_release_all($1::text[], $2, $3::bigint[], $4::boolean, $5::boolean, $6) r`
 )
 
 // TryGrantAll makes one all-or-nothing attempt at keys for p's owner (p.Key
@@ -103,6 +103,13 @@ func RenewAll(ctx context.Context, db DBTX, refs []LeaseRef, ttl time.Duration) 
 	if err != nil {
 		return nil, nil, Interpret(err)
 	}
+	return collectDone(rows, lockdb.OutcomeRenewed)
+}
+
+// collectDone collects the (LeaseRow's columns, outcome) rows of a set's
+// renewal or release: the rows whose outcome is done, in key order, and
+// the keys of the others.
+func collectDone(rows pgx.Rows, done string) (doneRows []LeaseRow, notHeld []string, err error) {
 	var r LeaseRow
 	var ownerID *string
 	var token *int64
@@ -110,25 +117,29 @@ func RenewAll(ctx context.Context, db DBTX, refs []LeaseRef, ttl time.Duration) 
 	var length *time.Duration
 	var outcome string
 	_, err = pgx.ForEachRow(rows, []any{&r.Key, &ownerID, &token, &expires, &length, &outcome}, func() error {
-		if outcome != lockdb.OutcomeRenewed {
+		if outcome != done {
 			notHeld = append(notHeld, r.Key)
 			return nil
 		}
 		r.Owner, r.Token, r.ExpiresAt, r.TTL = deref(ownerID), deref(token), deref(expires), deref(length)
-		renewed = append(renewed, r)
+		doneRows = append(doneRows, r)
 		return nil
 	})
-	return renewed, notHeld, Interpret(err)
+	return doneRows, notHeld, Interpret(err)
 }
 
 // ReleaseAll frees the leases refs (one owner), in one statement,
-// handing each key to its waiters, and returns the keys whose lease was
-// not current.
-func ReleaseAll(ctx context.Context, db DBTX, refs []LeaseRef, log bool, actor string, lazy bool) (notHeld []string, err error) {
+// handing each key to its waiters: the leases released, in key order, and
+// the keys whose lease was not current (the others are released all the
+// same).
+func ReleaseAll(ctx context.Context, db DBTX, refs []LeaseRef, log bool, actor string, lazy bool) (released []LeaseRow, notHeld []string, err error) {
 	keys, owner, tokens := splitRefs(refs)
 	lazy = lazy && standalone(db)
 	rows, err := db.Query(ctx, releaseAllSQL, keys, owner, tokens, lazy, log, actor)
-	return keysNot(rows, err, lockdb.OutcomeReleased)
+	if err != nil {
+		return nil, nil, Interpret(err)
+	}
+	return collectDone(rows, lockdb.OutcomeReleased)
 }
 
 func splitRefs(refs []LeaseRef) (keys []string, owner string, tokens []int64) {
@@ -136,21 +147,4 @@ func splitRefs(refs []LeaseRef) (keys []string, owner string, tokens []int64) {
 		keys, owner, tokens = append(keys, r.Key), r.Owner, append(tokens, r.Token)
 	}
 	return keys, owner, tokens
-}
-
-// keysNot collects the keys of (lock_key, outcome) rows whose outcome is
-// not done.
-func keysNot(rows pgx.Rows, err error, done string) ([]string, error) {
-	if err != nil {
-		return nil, Interpret(err)
-	}
-	var not []string
-	var key, outcome string
-	_, err = pgx.ForEachRow(rows, []any{&key, &outcome}, func() error {
-		if outcome != done {
-			not = append(not, key)
-		}
-		return nil
-	})
-	return not, Interpret(err)
 }

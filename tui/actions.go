@@ -9,6 +9,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -42,14 +43,14 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	}
 	state := live(row, m.advance()).state
 	if key.Matches(msg, k.EndDelay) {
-		if state != locker.StateDelayed {
+		if state != lockdb.StateDelayed {
 			m.flash = flash{fmt.Sprintf("%s is not in a lock-delay (%s): nothing to end", safe(row.Key), state), flashError}
 			return m, nil
 		}
 		m.confirm = &confirmModel{kind: actEndDelay, key: row.Key, owner: row.Owner, token: row.Token}
 		return m, nil
 	}
-	if state == locker.StateFree {
+	if state == lockdb.StateFree {
 		m.flash = flash{fmt.Sprintf("%s is free (released by %s): nothing to act on", safe(row.Key), safe(row.Owner)), flashError}
 		return m, nil
 	}
@@ -122,7 +123,7 @@ func (m Model) startEndSession(p sessionSelector) (Model, tea.Cmd) {
 func (m *Model) send(req actionRequest) tea.Cmd {
 	m.actionSeq++
 	req.seq = m.actionSeq
-	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, m.opts.ActionDone, req)
+	return runAction(m.ctx, m.opts.Pool, m.opts.Locker, m.opts.Operator, m.opts.ActionDone, req)
 }
 
 // actionDone shows an action's result and refreshes the table. A result
@@ -135,17 +136,17 @@ func (m Model) actionDone(msg actionDoneMsg) (Model, tea.Cmd) {
 }
 
 // nowHolder says who has a lock now: "now held by X (token N)".
-func nowHolder(l locker.LockInfo) string {
+func nowHolder(l lockdb.LockInfo) string {
 	if grouped(l) {
 		return nowHolders(l)
 	}
 	owner := safe(l.Owner)
 	switch l.State() {
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		return fmt.Sprintf("now expired, last held by %s (token %s)", owner, token(l.Token))
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return fmt.Sprintf("now free, released by %s (token %s)", owner, token(l.Token))
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		return fmt.Sprintf("now in its lock-delay, last held by %s (token %s)", owner, token(l.Token))
 	default:
 		return fmt.Sprintf("now held by %s (token %s)", owner, token(l.Token))
@@ -154,15 +155,15 @@ func nowHolder(l locker.LockInfo) string {
 
 // nowHolders is nowHolder for a shared or semaphore key's row, whose
 // owner is its holders' group.
-func nowHolders(l locker.LockInfo) string {
+func nowHolders(l lockdb.LockInfo) string {
 	mode := "shared"
 	if l.Mode == locker.ModeSemaphore {
 		mode = fmt.Sprintf("as a semaphore of %d permits", l.Permits)
 	}
 	switch l.State() {
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		return fmt.Sprintf("now held %s by holders whose leases all ran out (group token %s)", mode, token(l.Token))
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return fmt.Sprintf("now free, last held %s (group token %s)", mode, token(l.Token))
 	default:
 		return fmt.Sprintf("now held %s by its holders (group token %s)", mode, token(l.Token))
@@ -179,10 +180,10 @@ func queued(n int) string {
 
 func actionResult(msg actionDoneMsg) flash {
 	key := safe(msg.key)
-	var notHeld *locker.NotHeldError
-	var held *locker.HeldError
+	var notHeld *locker.Error
+	var held *locker.Error
 	switch {
-	case errors.As(msg.err, &notHeld):
+	case errors.As(msg.err, &notHeld) && notHeld.Kind == locker.ErrNotHeld:
 		// What the operator must know comes first (who has the lock now),
 		// the key last: a narrow line loses the part they already know.
 		c := notHeld.Current
@@ -200,18 +201,18 @@ func actionResult(msg actionDoneMsg) flash {
 			text = fmt.Sprintf("✗ %s refused: token %s is %s now — %s", msg.kind, token(msg.token), c.State(), key)
 		}
 		return flash{text, flashError}
-	case errors.As(msg.err, &held) && held.DelayUntil != nil:
+	case errors.As(msg.err, &held) && held.Kind == locker.ErrHeld && held.DelayUntil != nil:
 		return flash{fmt.Sprintf("✗ not acquired: in its lock-delay for %s more, last held by %s (token %s)%s — %s",
 			shortDur(held.DelayLeft), safe(held.Owner), token(held.Token), queued(held.QueueLength), key), flashError}
-	case errors.As(msg.err, &held) && held.Owner == lockdb.GroupOwner:
+	case errors.As(msg.err, &held) && held.Kind == locker.ErrHeld && held.Owner == lockdb.GroupOwner:
 		return flash{fmt.Sprintf("✗ not acquired: held by the holders of a shared or semaphore key (group token %s) for another %s%s — %s",
 			token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
-	case errors.As(msg.err, &held):
+	case errors.As(msg.err, &held) && held.Kind == locker.ErrHeld:
 		return flash{fmt.Sprintf("✗ not acquired: held by %s (token %s) for another %s%s — %s",
 			safe(held.Owner), token(held.Token), shortDur(held.Remaining), queued(held.QueueLength), key), flashError}
-	case errors.Is(msg.err, locker.ErrNotDelayed):
+	case errors.Is(msg.err, operator.ErrNotDelayed):
 		return flash{fmt.Sprintf("✗ end-delay refused: the lock-delay is over already — %s", key), flashError}
-	case errors.Is(msg.err, locker.ErrNoSession):
+	case errors.Is(msg.err, operator.ErrNoSession):
 		return flash{fmt.Sprintf("✗ end-session refused: %s is gone already (closed by its process, ended, or pruned)", key), flashError}
 	case errors.Is(msg.err, locker.ErrReadOnly):
 		return flash{"✗ " + string(msg.kind) + " refused: " + replicaRefusal, flashError}

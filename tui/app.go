@@ -11,23 +11,28 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
 // Options configure the console.
 type Options struct {
-	Pool     *pgxpool.Pool  // the actions' database (and the polls' when Source is nil)
-	Locker   *locker.Locker // built with Config.Actor = the console's actor
-	Server   string         // shown in the header, e.g. "127.0.0.1:5432/postgres" (never a password)
-	Refresh  time.Duration  // poll interval; default 1s
-	ReadOnly bool           // no actions: removed from keys and help
-	Owner    string         // default owner id in the acquire form (the console's own id)
-	TTL      time.Duration  // default TTL in the acquire form
-	Status   func() string  // optional extra header line (the demo's statistics); called from View, must be cheap and concurrency-safe
+	Pool   *pgxpool.Pool  // the actions' database (and the polls' when Source is nil)
+	Locker *locker.Locker // built with Config.Actor = the console's actor
+	// Operator force-expires, force-releases and ends delays and sessions
+	// as the console's actor.
+	Operator operator.Operator
+	Server   string        // shown in the header, e.g. "127.0.0.1:5432/postgres" (never a password)
+	Refresh  time.Duration // poll interval; default 1s
+	ReadOnly bool          // no actions: removed from keys and help
+	Owner    string        // default owner id in the acquire form (the console's own id)
+	TTL      time.Duration // default TTL in the acquire form
+	Status   func() string // optional extra header line (the demo's statistics); called from View, must be cheap and concurrency-safe
 	// WakeUps reports whether release notifications reach this console's
-	// LISTEN connection (locker.Notifier.State); nil hides the indicator.
-	// Called from View, like Status.
-	WakeUps func() locker.WakeState
+	// LISTEN connection, and whether that is known yet
+	// (locker.Notifier.Live); nil hides the indicator. Called from View,
+	// like Status.
+	WakeUps func() (live, known bool)
 	// Source answers the polls; nil: NewPoolSource(Pool), a read of the
 	// database per poll. Several consoles may share one.
 	Source Source
@@ -154,6 +159,7 @@ func newPages() [pageCount]Component {
 		pageEvents:   newEventsPage(),
 		pageBlocking: newBlockingPage(),
 		pageSessions: newSessionsPage(),
+		pageHotKeys:  newHotKeysPage(),
 		pageHelp:     newHelpPage(),
 	}
 }

@@ -6,8 +6,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // span is a run of a line in one style.
@@ -122,13 +122,13 @@ func heldKeys(n lockview.BlockNode) string {
 }
 
 // unheldWhy says why nobody holds a waited key.
-func unheldWhy(st locker.State) string {
+func unheldWhy(st lockdb.State) string {
 	switch st {
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		return "its lease expired"
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return "released"
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		return "in its lock-delay"
 	default:
 		return "no lock row"

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -62,10 +63,19 @@ type actionRequest struct {
 	slot int32
 }
 
-// runAction performs one operator action through the locker: every action
-// passes through it. done, when set, is called once the action has ended,
-// whatever its outcome (Options.ActionDone).
-func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done func(), req actionRequest) tea.Cmd {
+// one is the lease of an action on one key.
+func one(leases []locker.Lease, err error) (locker.Lease, error) {
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
+}
+
+// runAction performs one operator action through the locker (acquire,
+// renew) or the operator (the rest): every action passes through it. done,
+// when set, is called once the action has ended, whatever its outcome
+// (Options.ActionDone).
+func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, op operator.Operator, done func(), req actionRequest) tea.Cmd {
 	return func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, actionTimeout)
 		defer cancel()
@@ -75,24 +85,17 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, done fu
 		res := actionDoneMsg{seq: req.seq, kind: req.kind, key: req.key, token: req.token, session: req.session, slot: req.slot}
 		switch req.kind {
 		case actAcquire:
-			l, err := lk.WithTTL(req.ttl)
-			if err != nil {
-				res.err = err
-				break
-			}
-			res.lease, res.err = l.TryAcquire(ctx, db, req.key, req.owner)
+			res.lease, res.err = one(lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys(req.key), Owner: req.owner, TTL: req.ttl}))
 		case actRenew:
-			lease := locker.LeaseOf(req.key, req.owner, req.token)
-			lease.TTL = req.ttl
-			res.lease, res.err = lk.Renew(ctx, db, lease)
+			res.lease, res.err = one(lk.Renew(ctx, db, locker.Lease{Key: req.key, Owner: req.owner, Token: req.token, TTL: req.ttl}))
 		case actExpire:
-			res.lease, res.err = lk.ForceExpire(ctx, db, req.key, req.token)
+			res.lease, res.err = op.ForceExpire(ctx, db, req.key, req.token)
 		case actRelease:
-			res.lease, res.err = lk.ForceRelease(ctx, db, req.key, req.token)
+			res.lease, res.err = op.ForceRelease(ctx, db, req.key, req.token)
 		case actEndDelay:
-			res.ended, res.err = lk.EndDelay(ctx, db, req.key, "")
+			res.ended, res.err = op.EndDelay(ctx, db, req.key, "")
 		case actEndSession:
-			res.expired, res.err = lk.EndSession(ctx, db, req.session, "")
+			res.expired, res.err = op.EndSession(ctx, db, req.session, "")
 		}
 		return res
 	}

@@ -7,6 +7,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -26,11 +27,12 @@ type Context struct {
 // Connection is a context opened by Options.Connect: what the console
 // polls and acts through there.
 type Connection struct {
-	Pool    *pgxpool.Pool
-	Locker  *locker.Locker // nil only with a read-only Context
-	Server  string
-	WakeUps func() locker.WakeState
-	Context Context
+	Pool     *pgxpool.Pool
+	Locker   *locker.Locker // nil only with a read-only Context
+	Operator operator.Operator
+	Server   string
+	WakeUps  func() (live, known bool)
+	Context  Context
 	// Close lets go of the pool and what was started with it (the
 	// notifier); the console calls it, from a command, once it has
 	// switched away, and Run once the console has quit. It must not block
@@ -112,7 +114,8 @@ func (m Model) contextSwitched(msg contextSwitchedMsg) (Model, tea.Cmd) {
 	}
 	leaving := m.closeConn
 	c := msg.conn
-	m.opts.Pool, m.opts.Locker, m.opts.Server, m.opts.WakeUps, m.opts.Context = c.Pool, c.Locker, c.Server, c.WakeUps, c.Context
+	m.opts.Pool, m.opts.Locker, m.opts.Operator = c.Pool, c.Locker, c.Operator
+	m.opts.Server, m.opts.WakeUps, m.opts.Context = c.Server, c.WakeUps, c.Context
 	m.closeConn = c.Close
 	m.source = NewPoolSource(c.Pool)
 	m.link = link{}

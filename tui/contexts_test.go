@@ -38,7 +38,7 @@ func twoContexts(t *testing.T) (m Model, closed *atomic.Int32) {
 		if err != nil {
 			return Connection{}, err
 		}
-		c.Locker, c.Server = lk, name+"-db:5432/app"
+		c.Locker, c.Operator, c.Server = lk, testdb.Operator(t, actor), name+"-db:5432/app"
 		c.Close = func() { closed.Add(1) }
 		return c, nil
 	}
@@ -46,7 +46,7 @@ func twoContexts(t *testing.T) (m Model, closed *atomic.Int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m = New(Options{Pool: first.Pool, Locker: first.Locker, Server: first.Server, Context: first.Context, Close: first.Close,
+	m = New(Options{Pool: first.Pool, Locker: first.Locker, Operator: first.Operator, Server: first.Server, Context: first.Context, Close: first.Close,
 		Contexts: contexts, Connect: connect})
 	m = step(t, m, tea.WindowSizeMsg{Width: 120, Height: 35})
 	return runPoll(t, m, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest())), closed

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -22,11 +23,11 @@ import (
 func delayedKey(t *testing.T, pool store.DBTX, key string) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
-	lk, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Minute, LogGrants: true})
+	lk, err := locker.New(locker.Config{TTL: time.Minute, LogGrants: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, key, "worker-1")
+	lease, err := testdb.TryDelayed(ctx, lk, pool, key, "worker-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func delayedKey(t *testing.T, pool store.DBTX, key string) locker.Lease {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.ForceExpire(ctx, pool, key, lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceExpire(ctx, pool, key, lease.Token); err != nil {
 		t.Fatal(err)
 	}
 	return lease
@@ -70,10 +71,10 @@ func TestDelayEndsOnScreenBetweenPolls(t *testing.T) {
 	r.DBNow = time.Now()
 	until := r.DBNow.Add(time.Second)
 	r.DelayUntil, r.Remaining = &until, -time.Second
-	if st := live(r, 500*time.Millisecond).state; st != locker.StateDelayed {
+	if st := live(r, 500*time.Millisecond).state; st != lockdb.StateDelayed {
 		t.Fatalf("half a second in: %s; want delayed", st)
 	}
-	if st := live(r, 1500*time.Millisecond).state; st != locker.StateExpired {
+	if st := live(r, 1500*time.Millisecond).state; st != lockdb.StateExpired {
 		t.Fatalf("after the delay: %s; want expired", st)
 	}
 }
@@ -105,8 +106,8 @@ func TestEndDelayConfirmedHandsTheKeyOn(t *testing.T) {
 	if s := screen(m); !strings.Contains(s, "✓ ended the lock-delay of billing:nightly") {
 		t.Fatalf("result not shown:\n%s", s)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, "billing:nightly")
-	if l.Owner != "waiter-7" || l.State() == locker.StateDelayed {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, "billing:nightly")
+	if l.Owner != "waiter-7" || l.State() == lockdb.StateDelayed {
 		t.Fatalf("after end-delay the key is %s's, %s; want handed to waiter-7", l.Owner, l.State())
 	}
 	evs, err := lockview.KeyEvents(context.Background(), pool, "billing:nightly", 10)
@@ -155,15 +156,15 @@ var _ tea.Msg = actionDoneMsg{}
 func TestDelayEndingMovesTheTotals(t *testing.T) {
 	pool := testdb.New(t)
 	ctx := context.Background()
-	lk, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Second})
+	lk, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(ctx, pool, "k", "worker-1")
+	lease, err := testdb.TryDelayed(ctx, lk, pool, "k", "worker-1", time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.ForceRelease(ctx, pool, "k", lease.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, pool, "k", lease.Token); err != nil {
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 120, 35)
@@ -175,7 +176,7 @@ func TestDelayEndingMovesTheTotals(t *testing.T) {
 		t.Fatalf("header does not count the delayed key:\n%s", s)
 	}
 	m.snap.ReadAt = m.snap.ReadAt.Add(-2 * time.Second) // the delay has ended on screen
-	if st := live(m.snap.Page.Rows[0], m.advance()).state; st != locker.StateFree {
+	if st := live(m.snap.Page.Rows[0], m.advance()).state; st != lockdb.StateFree {
 		t.Fatalf("on screen 2s later the row is %s; want free", st)
 	}
 	if after := m.liveTotals(); after.Delayed != 0 || after.Free != 1 || after.All != 1 {

@@ -5,13 +5,15 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	"charm.land/bubbles/v2/viewport"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/hotkeys"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // detailPage is one lock: every column, its metadata, its waiters in
@@ -32,11 +34,16 @@ type detailPage struct {
 	holderCursor int
 	holderToken  int64
 	holdersAt    int
-	view         viewport.Model
-	out          outbox
+	// win is the window of the key's wait and hold times (w switches it;
+	// opened from the hot keys page, that page's).
+	win  time.Duration
+	view viewport.Model
+	out  outbox
 }
 
-func newDetailPage() *detailPage { return &detailPage{view: viewport.New(), holdersAt: -1} }
+func newDetailPage() *detailPage {
+	return &detailPage{view: viewport.New(), holdersAt: -1, win: defaultWindow}
+}
 
 func (p *detailPage) Init() tea.Cmd { return nil }
 
@@ -54,7 +61,7 @@ func (p *detailPage) takeAsks() (Component, outbox) {
 
 func (p *detailPage) askPoll(req *PollRequest, active bool) {
 	if active {
-		req.DetailKey = p.key
+		req.DetailKey, req.HotWindow = p.key, p.win
 	}
 }
 
@@ -82,6 +89,9 @@ func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 		case msg.key != "": // a key without its row (a wait's): the poll reads it
 			q.key, q.detail, q.holdersKnown = msg.key, nil, false
 		}
+		if msg.window > 0 {
+			q.win = msg.window
+		}
 		q.holderCursor, q.holderToken = 0, 0
 		q.render()
 		q.view.GotoTop()
@@ -95,6 +105,10 @@ func (p *detailPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 	case tea.KeyPressMsg:
 		k := q.c.keys
 		switch {
+		case key.Matches(msg, k.Window):
+			q.win = nextOf(hotkeys.Windows, q.win)
+			q.render()
+			q.out.poll = true
 		case q.group() && key.Matches(msg, k.Up):
 			q.moveHolder(-1)
 		case q.group() && key.Matches(msg, k.Down):
@@ -118,7 +132,7 @@ func (p *detailPage) View() string { return p.view.View() }
 func (p *detailPage) ShortHelp() []key.Binding {
 	k := p.c.keys
 	row, ok := p.selectedLock()
-	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == locker.StateDelayed)...)
+	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == lockdb.StateDelayed)...)
 	scrolling := k.Scroll
 	if p.group() { // ↑/↓ select a holder; the pages still scroll
 		_, one := p.selectedHolder()
@@ -127,7 +141,7 @@ func (p *detailPage) ShortHelp() []key.Binding {
 	} else {
 		b = append(b, k.forceHelp(false, false)...)
 	}
-	return append(b, scrolling, shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
+	return append(b, scrolling, shortHelp(k.Window, "window"), shortHelp(k.Events, "events"), shortHelp(k.Help, "help"), k.Quit)
 }
 
 func (p *detailPage) FullHelp() [][]key.Binding { return p.c.keys.FullHelp() }
@@ -151,22 +165,22 @@ func (p *detailPage) content() string {
 	if d.Lock == nil {
 		lines = append(lines, "", "  "+s.Muted.Render("this key has no lock row (pruned, or never acquired)"))
 		if !p.c.reference { // its waiters, as the blocking page's waits for it
-			lines = append(lines, p.queueAndHistory(*d)...)
+			lines = append(append(lines, p.timesLines(*d)...), p.queueAndHistory(*d)...)
 		}
 		return strings.Join(lines, "\n")
 	}
 	r := live(*d.Lock, p.c.advance)
 	st := s.stateStyle(r.state).Render(stateLabel(r.state, true))
 	switch {
-	case p.c.reference && r.state == locker.StateHeld: // no TTL recorded
+	case p.c.reference && r.state == lockdb.StateHeld: // no TTL recorded
 		st += s.Muted.Render(fmt.Sprintf("  %s left", shortDur(r.Remaining)))
-	case grouped(r.LockInfo) && (r.state == locker.StateHeld || r.state == locker.StateExpiring):
+	case grouped(r.LockInfo) && (r.state == lockdb.StateHeld || r.state == lockdb.StateExpiring):
 		st += s.Muted.Render(fmt.Sprintf("  %s left, until the last holder's lease ends", shortDur(r.Remaining)))
-	case r.state == locker.StateHeld, r.state == locker.StateExpiring:
+	case r.state == lockdb.StateHeld, r.state == lockdb.StateExpiring:
 		st += s.Muted.Render(fmt.Sprintf("  %s left of %s", shortDur(r.Remaining), shortDur(r.TTL)))
-	case r.state == locker.StateExpired:
+	case r.state == lockdb.StateExpired:
 		st += s.Muted.Render(fmt.Sprintf("  expired %s ago; the next acquirer steals it", shortDur(-r.Remaining)))
-	case r.state == locker.StateDelayed:
+	case r.state == lockdb.StateDelayed:
 		st += s.Muted.Render(fmt.Sprintf("  %s more: nobody is granted it before then", shortDur(delayLeft(r.ListedLock, p.c.advance))))
 	}
 	field("state", st)
@@ -175,7 +189,7 @@ func (p *detailPage) content() string {
 		hs, known := p.selectedHolders()
 		field("mode", modeText(r.LockInfo))
 		field("owner", s.Group.Render(groupOwner(r.LockInfo, liveHolders(hs, p.c.advance), known)[0]))
-	case r.state == locker.StateFree:
+	case r.state == lockdb.StateFree:
 		field("owner", safe(r.Owner)+s.Muted.Render("  (last holder)"))
 	default:
 		field("owner", safe(r.Owner))
@@ -227,6 +241,7 @@ func (p *detailPage) content() string {
 	if runningGroup(r.Lock) {
 		lines = append(lines, p.holderLines(r, len(lines))...)
 	}
+	lines = append(lines, p.timesLines(*d)...)
 	return strings.Join(append(lines, p.queueAndHistory(*d)...), "\n")
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -126,9 +127,9 @@ func (p *detailPage) holderLines(r liveRow, first int) []string {
 	for i, h := range hs {
 		sel := p.holderCursor == i+1
 		left := holderLeft(h, p.c.advance)
-		st := locker.StateHeld
+		st := lockdb.StateHeld
 		if left <= 0 {
-			st = locker.StateExpired
+			st = lockdb.StateExpired
 		}
 		full, empty := bar(float64(left)/float64(max(h.TTL, 1)), 8)
 		heldFor := h.ExpiresAt.Sub(h.AcquiredAt) - h.Remaining + p.c.advance

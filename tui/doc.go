@@ -22,13 +22,16 @@
 // the page on screen. Each page is a Component (page.go) in its own file
 // set: the locks table (locks.go, table.go, nav.go), one lock's detail
 // (detail.go; detailholders.go lists a shared or semaphore key's holders,
-// and groups.go says how such a key reads), the event log (events.go),
-// who waits for whom (blocking.go, blockinglines.go, blockingnav.go), the
-// sessions (sessions.go) and the help (helpview.go). A page adds what it needs to each poll
+// groups.go says how such a key reads, detailtimes.go draws its waits and
+// holds), the event log (events.go), who waits for whom (blocking.go,
+// blockinglines.go, blockingnav.go), the hot keys (hotkeys.go,
+// hotkeyslines.go), the sessions (sessions.go) and the help
+// (helpview.go). A page adds what it needs to each poll
 // (askPoll), takes its part of the snapshot, and asks the root for a poll
 // or a message through its outbox.
-// Polls go through a Source (source.go): NewPoolSource reads the database;
-// several consoles may share one.
+// Polls go through a Source (source.go): NewPoolSource reads the database,
+// and keeps the last hour's waits and holds in a hotkeys.Tracker for the
+// hot keys and the detail page's times; several consoles may share one.
 //
 // Around the pages: the context picker (contexts.go, picker.go) moves the
 // whole console to another database by swapping the connection under the

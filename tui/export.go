@@ -57,7 +57,7 @@ type exportPrompt struct {
 func (m Model) startExport() (Model, tea.Cmd) {
 	e, ok := m.pages[m.active].(exporter)
 	if !ok {
-		m.flash = flash{"this page has nothing to export: E writes the locks table, the event log or the blocking page", flashError}
+		m.flash = flash{"this page has nothing to export: E writes the locks table, the event log, the blocking page or the hot keys", flashError}
 		return m, nil
 	}
 	v := e.exportView()

@@ -31,7 +31,7 @@ func fixtureRows() []lockview.ListedLock {
 	dbNow := t0.Add(-20 * time.Millisecond)
 	row := func(key, owner string, token int64, remaining, ttl, heldFor time.Duration) lockview.ListedLock {
 		return lockview.ListedLock{Lock: lockview.Lock{
-			LockInfo: locker.LockInfo{
+			LockInfo: lockdb.LockInfo{
 				Key: key, Owner: owner, Token: tok(token), TTL: ttl, Remaining: remaining,
 				ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
 				Metadata: map[string]any{"host": "web-1", "pid": 4242},
@@ -123,7 +123,7 @@ func fixtureBlocking() *lockview.Blocking {
 	}
 	evilKey, evilOwner := "evil\x1b]2;owned\x07\x1b[2J", "bad\x1b[31mowner"
 	lapsed := w("indexer:5:cafe0001", "cache:warmup", "", 2*time.Second)
-	lapsed.KeyState = locker.StateExpired
+	lapsed.KeyState = lockdb.StateExpired
 	b := lockview.AnalyzeBlocking([]lockview.Wait{
 		w("worker-9:1:aaaa0001", "billing:nightly", "worker-3:8812:ab12cd34", 12*time.Second),
 		w("worker-4:2:bbbb0002", "billing:nightly", "worker-3:8812:ab12cd34", 3*time.Second),
@@ -243,7 +243,7 @@ func groupSnapshot() Snapshot {
 	}
 	group := func(key, mode string, permits int32, count int64, remaining, heldFor time.Duration) lockview.ListedLock {
 		return lockview.ListedLock{Lock: lockview.Lock{
-			LockInfo: locker.LockInfo{
+			LockInfo: lockdb.LockInfo{
 				Key: key, Owner: lockdb.GroupOwner, Token: tok(count), TTL: 30 * time.Second, Remaining: remaining,
 				ExpiresAt: dbNow.Add(remaining), AcquiredAt: dbNow.Add(-heldFor), DBNow: dbNow,
 				Metadata: map[string]any{}, Mode: mode, Permits: permits,

@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -28,7 +29,7 @@ func newAcquireForm(s Styles, owner string, ttl time.Duration, key string, termW
 	for i := range f.inputs {
 		in := textinput.New()
 		in.Prompt = ""
-		in.CharLimit = locker.MaxKeyBytes
+		in.CharLimit = lockdb.MaxKeyBytes
 		f.inputs[i] = in
 	}
 	f.setStyles(s)
@@ -71,10 +72,10 @@ func (f *acquireForm) next(delta int) tea.Cmd {
 // values checks the form; the error says which field is wrong.
 func (f *acquireForm) values() (keyName, owner string, ttl time.Duration, err error) {
 	keyName, owner = f.inputs[0].Value(), f.inputs[1].Value()
-	if err := locker.ValidateKey(keyName); err != nil {
+	if err := lockdb.ValidateKey(keyName); err != nil {
 		return "", "", 0, err
 	}
-	if err := locker.ValidateOwner(owner); err != nil {
+	if err := lockdb.ValidateOwner(owner); err != nil {
 		return "", "", 0, err
 	}
 	ttl, err = time.ParseDuration(strings.TrimSpace(f.inputs[2].Value()))

@@ -8,13 +8,13 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // token is a fencing token as a person reads it: EPOCH·COUNT ("1·25"),
 // what --token accepts back.
-func token(t int64) string { return locker.FormatToken(t) }
+func token(t int64) string { return fencetoken.Format(t) }
 
 // shownToken is token, except on the reference service's table, whose
 // tokens are epoch milliseconds with no epoch and count to split.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/charmbracelet/x/exp/golden"
 
+	"github.com/lockctl/lockctl/internal/hotkeys"
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 )
@@ -113,6 +114,34 @@ func consoleStates(theme Theme) map[string]func(t *testing.T, w, h int) Model {
 			s := fixtureSnapshot()
 			s.Sessions = fixtureSessions()
 			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s}), "j", "x")
+		},
+		// h: the keys that cost the most waiting in the last 15 minutes.
+		"hotkeys": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "h")
+			s := fixtureSnapshot()
+			s.HotKeys = fixtureHotKeys()
+			return press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s}), "j")
+		},
+		// The hour still being read: how far, and the counts so far.
+		"hotkeys_reading": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "h")
+			s := fixtureSnapshot()
+			s.HotKeys = fixtureHotKeys()
+			s.HotKeys.Progress = hotkeys.Progress{Read: 340000, Of: 1000000}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
+		// enter on a hot key: its detail, with its waits and holds over the
+		// window.
+		"hotkeys_detail": func(t *testing.T, w, h int) Model {
+			m := press(t, live(t, w, h), "h")
+			s := fixtureSnapshot()
+			s.HotKeys = fixtureHotKeys()
+			m = press(t, step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s}), "enter")
+			s = fixtureSnapshot()
+			row := s.Page.Rows[0]
+			s.Detail = &Detail{Key: row.Key, Lock: &row, Events: fixtureEvents()[1:2], Times: fixtureTimes(),
+				Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}}}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
 		"help": func(t *testing.T, w, h int) Model { return press(t, live(t, w, h), "?") },
 		"help_readonly": func(t *testing.T, w, h int) Model {

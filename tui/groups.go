@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -15,7 +16,7 @@ import (
 
 // grouped says l is a shared or semaphore key's row, its group running or
 // ended (an ended group's row keeps its mode until an exclusive grant).
-func grouped(l locker.LockInfo) bool {
+func grouped(l lockdb.LockInfo) bool {
 	return l.Mode == locker.ModeShared || l.Mode == locker.ModeSemaphore
 }
 
@@ -49,7 +50,7 @@ func liveHolders(hs []lockview.Holder, advance time.Duration) int {
 // "sem · 2/3", "2/3". held counts the holders; known is false when they
 // were not read (the count is then "?"). An ended group names its mode:
 // "last: shared", "last: semaphore, 3 permits".
-func groupOwner(l locker.LockInfo, held int, known bool) []string {
+func groupOwner(l lockdb.LockInfo, held int, known bool) []string {
 	n := "?"
 	if known {
 		n = fmt.Sprint(held)
@@ -83,7 +84,7 @@ func widest(forms []string, w int) string {
 }
 
 // modeText says what a grouped key's mode means, for the detail page.
-func modeText(l locker.LockInfo) string {
+func modeText(l lockdb.LockInfo) string {
 	if l.Mode == locker.ModeSemaphore {
 		return fmt.Sprintf("semaphore: at most %d holders (its permits), each with its own lease", l.Permits)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -26,9 +27,9 @@ func acquireShared(t *testing.T, pool *pgxpool.Pool, key, owner string, permits 
 	}
 	var lease locker.Lease
 	if permits == 0 {
-		lease, err = lk.TryAcquireShared(context.Background(), pool, key, owner)
+		lease, err = testdb.One(lk.Acquire(context.Background(), pool, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeShared}}, Owner: owner}))
 	} else {
-		lease, err = lk.TryAcquirePermit(context.Background(), pool, key, owner, permits)
+		lease, err = testdb.One(lk.Acquire(context.Background(), pool, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeSemaphore, Permits: permits}}, Owner: owner}))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -182,8 +183,8 @@ func TestDetailListsHoldersCountingDown(t *testing.T) {
 	}
 	for i, h := range []locker.Lease{a, b} {
 		l := screenLine(m, "slot "+strconv.Itoa(i+1)+"  "+h.Owner)
-		if !strings.Contains(l, locker.FormatToken(h.Token)) {
-			t.Fatalf("holder line %q lacks its token %s:\n%s", l, locker.FormatToken(h.Token), screen(m))
+		if !strings.Contains(l, fencetoken.Format(h.Token)) {
+			t.Fatalf("holder line %q lacks its token %s:\n%s", l, fencetoken.Format(h.Token), screen(m))
 		}
 	}
 	left := regexp.MustCompile(`(\d+\.\d)s of 10s`)
@@ -230,7 +231,7 @@ func TestForceReleaseOneHolderKeepsTheOthers(t *testing.T) {
 	}
 	// migrator-a leaves: the selection stays on migrator-c, now the
 	// second line.
-	if _, err := lk.Release(ctx, pool, a); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, a)); err != nil {
 		t.Fatal(err)
 	}
 	m = repoll(t, m)
@@ -240,7 +241,7 @@ func TestForceReleaseOneHolderKeepsTheOthers(t *testing.T) {
 	m = press(t, m, "up") // migrator-b
 	m = press(t, m, "d")
 	s := screen(m)
-	for _, want := range []string{"Force-release this holder?", "migrator-b", locker.FormatToken(b.Token), "slot   2", "other holders keep theirs"} {
+	for _, want := range []string{"Force-release this holder?", "migrator-b", fencetoken.Format(b.Token), "slot   2", "other holders keep theirs"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("dialog lacks %q:\n%s", want, s)
 		}
@@ -265,7 +266,7 @@ func TestForceReleaseOneHolderKeepsTheOthers(t *testing.T) {
 	// Again on the same token: refused, naming the holder's token.
 	m.confirm = &confirmModel{kind: actRelease, key: "pool:db", owner: "migrator-b", token: b.Token, slot: 2}
 	m, done = confirmAction(t, m)
-	if done.err == nil || !strings.Contains(m.flash.text, "holder token "+locker.FormatToken(b.Token)+" has no lease") {
+	if done.err == nil || !strings.Contains(m.flash.text, "holder token "+fencetoken.Format(b.Token)+" has no lease") {
 		t.Fatalf("second release: %v, flash %q", done.err, m.flash.text)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // sortLabel says what an order puts first.
@@ -118,14 +118,14 @@ func (m Model) connLine() string {
 	}
 	if m.opts.WakeUps != nil {
 		// Narrow, only the problem is worth the room.
-		switch state := m.opts.WakeUps(); {
-		case state == locker.WakeLive && !narrow:
+		switch live, known := m.opts.WakeUps(); {
+		case live && !narrow:
 			parts = append(parts, s.Label.Render("wake-ups live"))
-		case state == locker.WakeChecking && !narrow:
+		case !known && !narrow:
 			parts = append(parts, s.Muted.Render("wake-ups: checking…"))
-		case state == locker.WakeNotLive && m.width >= 120:
+		case !live && known && m.width >= 120:
 			parts = append(parts, s.Warning.Render("wake-ups not live (see --notify-dsn)"))
-		case state == locker.WakeNotLive:
+		case !live && known:
 			parts = append(parts, s.Warning.Render("no wake-ups"))
 		}
 	}
@@ -250,18 +250,18 @@ func (m Model) liveTotals() lockview.Totals {
 }
 
 // countState adds d to st's count; Held includes Expiring.
-func countState(t *lockview.Totals, st locker.State, d int64) {
+func countState(t *lockview.Totals, st lockdb.State, d int64) {
 	switch st {
-	case locker.StateHeld:
+	case lockdb.StateHeld:
 		t.Held += d
-	case locker.StateExpiring:
+	case lockdb.StateExpiring:
 		t.Held += d
 		t.Expiring += d
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		t.Expired += d
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		t.Delayed += d
-	case locker.StateFree:
+	case lockdb.StateFree:
 		t.Free += d
 	}
 }

@@ -26,6 +26,10 @@ type KeyMap struct {
 	Events   key.Binding
 	Blocking key.Binding
 	Sessions key.Binding
+	HotKeys  key.Binding
+	// Window switches the hot keys page's window (and the detail page's
+	// times'): 1m, 15m, 1h.
+	Window   key.Binding
 	Context  key.Binding // switch to another context (Options.Connect)
 	Export   key.Binding // write the page on screen to a file (Options.Export)
 	Help     key.Binding
@@ -67,6 +71,8 @@ func DefaultKeyMap() KeyMap {
 		Events:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "event log (all locks)")),
 		Blocking: key.NewBinding(key.WithKeys("b"), key.WithHelp("b", "who waits for whom (blocking)")),
 		Sessions: key.NewBinding(key.WithKeys("S"), key.WithHelp("S", "sessions (processes keeping leases)")),
+		HotKeys:  key.NewBinding(key.WithKeys("h"), key.WithHelp("h", "hot keys (where the waiting goes)")),
+		Window:   key.NewBinding(key.WithKeys("w"), key.WithHelp("w", "window: 1m, 15m, 1h (hot keys, detail)")),
 		Context:  key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "switch context (database)")),
 		Export:   key.NewBinding(key.WithKeys("E"), key.WithHelp("E", "export this page to CSV or JSON")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
@@ -115,7 +121,7 @@ func (k KeyMap) ShortHelp(delayed, group bool) []key.Binding {
 		shortHelp(k.Detail, "detail"), shortHelp(k.Events, "events")}
 	b = append(b, k.delayHelp(delayed)...)
 	b = append(b, k.forceHelp(group, false)...)
-	return append(b, shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.Sessions, "sessions"),
+	return append(b, shortHelp(k.Acquire, "acquire"), shortHelp(k.Blocking, "blocking"), shortHelp(k.HotKeys, "hot keys"), shortHelp(k.Sessions, "sessions"),
 		shortHelp(k.Context, "context"), shortHelp(k.Export, "export"), shortHelp(k.Pause, "pause"), shortHelp(k.Quit, "quit"))
 }
 
@@ -148,8 +154,8 @@ func (k KeyMap) delayHelp(delayed bool) []key.Binding {
 // FullHelp is the `?` screen, in columns.
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort},
-		{k.Detail, k.Holder, k.Events, k.Blocking, k.Sessions, k.Context, k.Export, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort, k.Window},
+		{k.Detail, k.Holder, k.Events, k.Blocking, k.HotKeys, k.Sessions, k.Context, k.Export, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
 		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
 	}
 }

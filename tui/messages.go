@@ -1,7 +1,10 @@
 package tui
 
 import (
+	"time"
+
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -41,7 +44,7 @@ type actionDoneMsg struct {
 	key   string
 	token int64 // the token the operator acted on (0 for acquire)
 	lease locker.Lease
-	ended locker.EndedDelay // end-delay's
+	ended operator.EndedDelay // end-delay's
 	// session is the session end-session ended, expired how many leases
 	// that took.
 	session int64
@@ -91,5 +94,8 @@ type pageOpenedMsg struct {
 	holders      []lockview.Holder
 	holdersKnown bool
 	key          string
-	returned     bool
+	// window is the window of time the page it was opened from shows (0:
+	// none): the detail page shows the key's times over it.
+	window   time.Duration
+	returned bool
 }

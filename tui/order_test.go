@@ -11,7 +11,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // sortBy presses s until the console sorts by s, running each poll.
@@ -61,16 +60,13 @@ FROM generate_series(1, 300) i`); err != nil {
 	kept.Took, kept.TakenAt = time.Hour, kept.TakenAt.Add(-8*time.Second)
 	keptAt := kept.TakenAt
 
-	lk, err := locker.New(locker.Config{Actor: actor})
-	if err != nil {
-		t.Fatal(err)
-	}
+	op := testdb.Operator(t, actor)
 	rows := m.locks().page.Rows
-	if _, err := lk.ForceExpire(ctx, pool, "k:00002", rows[1].Token); err != nil {
+	if _, err := op.ForceExpire(ctx, pool, "k:00002", rows[1].Token); err != nil {
 		t.Fatal(err)
 	}
 	acquire(t, pool, "k:00002", "thief", time.Hour)
-	if _, err := lk.ForceRelease(ctx, pool, "k:00003", rows[2].Token); err != nil {
+	if _, err := op.ForceRelease(ctx, pool, "k:00003", rows[2].Token); err != nil {
 		t.Fatal(err)
 	}
 

@@ -68,6 +68,11 @@ type (
 	capturer interface {
 		capturing() bool
 	}
+	// windowed is a page that shows a window of time (the hot keys page):
+	// the detail page it opens shows the key's times over the same one.
+	windowed interface {
+		window() time.Duration
+	}
 	// headerLiner adds the last line of the header (the home page's query).
 	headerLiner interface {
 		headerLine() string
@@ -93,6 +98,7 @@ const (
 	pageEvents
 	pageBlocking
 	pageSessions
+	pageHotKeys
 	pageHelp
 	pageCount // the size of Model.pages
 )

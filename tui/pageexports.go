@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/export"
+	"github.com/lockctl/lockctl/internal/hotkeys"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -19,7 +20,7 @@ import (
 // reads it, its state and, for a shared or semaphore key, its holders.
 type listedRecord struct {
 	lockview.ListedLock
-	State   locker.State      `db:"state"`
+	State   lockdb.State      `db:"state"`
 	Holders []lockview.Holder `db:"holders"`
 }
 
@@ -103,7 +104,7 @@ type waitRecord struct {
 	Key      string        `db:"lock_key"`
 	Holders  []string      `db:"holders"`
 	Waited   time.Duration `db:"waited"`
-	KeyState locker.State  `db:"key_state"`
+	KeyState lockdb.State  `db:"key_state"`
 	Deadlock bool          `db:"in_deadlock"`
 }
 
@@ -119,6 +120,39 @@ func (p *blockingPage) exportView() exportView {
 			for _, w := range b.Waits {
 				inCycle := slices.ContainsFunc(b.Deadlocks, func(c []string) bool { return slices.Contains(c, w.Waiter) })
 				rec := waitRecord{Waiter: w.Waiter, Key: w.Key, Holders: w.Holders, Waited: w.Waited, KeyState: w.KeyState, Deadlock: inCycle}
+				if err := add(export.Values(rec)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}
+}
+
+// hotRecord is a row of the hot keys page's export: a key's counts over
+// the window.
+type hotRecord struct {
+	Key       string        `db:"lock_key"`
+	Window    time.Duration `db:"window"`
+	TotalWait time.Duration `db:"total_wait"`
+	Waits     int64         `db:"waits"`
+	Steals    int64         `db:"steals"`
+	Handoffs  int64         `db:"handoffs"`
+	Forces    int64         `db:"forces"`
+}
+
+// exportView is the keys the page read, in its order.
+func (p *hotKeysPage) exportView() exportView {
+	var r hotkeys.Ranking
+	if p.data != nil {
+		r = *p.data
+	}
+	about := fmt.Sprintf("the hot keys of the last %s by %s: the %s ranked, of %d",
+		windowName(p.win), p.by, plural(int64(len(r.Rows)), "key", "keys"), r.Keys)
+	return exportView{name: "hotkeys", about: about, columns: export.Columns(hotRecord{}),
+		rows: func(_ context.Context, _ store.DBTX, add func([]any) error) error {
+			for _, row := range r.Rows {
+				rec := hotRecord{Key: row.Key, Window: r.Window, TotalWait: row.WaitTime, Waits: row.Waits,
+					Steals: row.Steals, Handoffs: row.Handoffs, Forces: row.Forces}
 				if err := add(export.Values(rec)); err != nil {
 					return err
 				}

@@ -30,7 +30,7 @@ func startProgram(t *testing.T, pool *pgxpool.Pool, refresh time.Duration) *teat
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := New(Options{Pool: pool, Locker: lk, Server: "test", Refresh: refresh})
+	m := New(Options{Pool: pool, Locker: lk, Operator: testdb.Operator(t, actor), Server: "test", Refresh: refresh})
 	return teatest.NewTestModel(t, m, teatest.WithInitialTermSize(120, 35))
 }
 
@@ -118,7 +118,7 @@ func TestProgramHidesActionsTheRoleLacks(t *testing.T) {
 		t.Fatalf("final model: form open %v, capabilities %+v (read %v)", final.form != nil, final.caps, final.hasCaps)
 	}
 	lines := strings.Split(screen(final), "\n")
-	if footer := lines[len(lines)-1]; !strings.Contains(footer, "x expire • d release • b blocking • S sessions") {
+	if footer := lines[len(lines)-1]; !strings.Contains(footer, "x expire • d release • b blocking • h hot keys") {
 		t.Fatalf("footer %q: want expire and release, no renew or acquire", footer)
 	}
 	if evs, err := lockview.KeyEvents(ctx, admin, "ops:lock", 1); err != nil || len(evs) != 1 || evs[0].Kind != lockdb.EventForceExpired || evs[0].Actor != actor {

@@ -32,7 +32,7 @@ func TestQueuePositionsAndHandOffLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, pool, holder); err != nil { // hands the key to waiter-a
+	if _, err := testdb.One(lk.Release(ctx, pool, holder)); err != nil { // hands the key to waiter-a
 		t.Fatal(err)
 	}
 	m := dbModel(t, pool, Options{}, 140, 40)

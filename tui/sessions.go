@@ -21,20 +21,19 @@ type sessionsPage struct {
 	width, height int
 
 	sessions []lockview.Session // nil until the first poll since opening
-	cursor   int                // index in sessions; -1: none
-	selID    int64              // the selected session's id
-	top      int                // first row on screen
+	listCursor
+	selID int64 // the selected session's id
 
 	out outbox
 }
 
-func newSessionsPage() *sessionsPage { return &sessionsPage{cursor: -1} }
+func newSessionsPage() *sessionsPage { return &sessionsPage{listCursor: listCursor{cursor: -1}} }
 
 func (p *sessionsPage) Init() tea.Cmd { return nil }
 
 func (p *sessionsPage) SetSize(width, height int) {
 	p.width, p.height = width, height
-	p.ensureVisible()
+	p.keepVisible(len(p.sessions), p.rows())
 }
 
 func (p *sessionsPage) takeAsks() (Component, outbox) {
@@ -89,20 +88,8 @@ func (p *sessionsPage) Update(msg tea.Msg) (Component, tea.Cmd) {
 func (p *sessionsPage) rows() int { return max(1, p.height-3) }
 
 func (p *sessionsPage) key(msg tea.KeyPressMsg) {
-	k := p.c.keys
-	switch {
-	case key.Matches(msg, k.Up):
-		p.selectRow(p.cursor - 1)
-	case key.Matches(msg, k.Down):
-		p.selectRow(p.cursor + 1)
-	case key.Matches(msg, k.PageUp):
-		p.selectRow(p.cursor - p.rows())
-	case key.Matches(msg, k.PageDown):
-		p.selectRow(p.cursor + p.rows())
-	case key.Matches(msg, k.Home):
-		p.selectRow(0)
-	case key.Matches(msg, k.End):
-		p.selectRow(len(p.sessions) - 1)
+	if p.moveBy(p.c.keys, msg, len(p.sessions), p.rows()) {
+		p.selectRow(p.cursor)
 	}
 }
 
@@ -121,25 +108,11 @@ func (p *sessionsPage) follow() {
 
 // selectRow puts the cursor on row i, kept within the rows.
 func (p *sessionsPage) selectRow(i int) {
-	if len(p.sessions) == 0 {
-		p.cursor, p.selID = -1, 0
-		return
+	p.place(i, len(p.sessions), p.rows())
+	p.selID = 0
+	if p.cursor >= 0 {
+		p.selID = p.sessions[p.cursor].ID
 	}
-	p.cursor = min(max(i, 0), len(p.sessions)-1)
-	p.selID = p.sessions[p.cursor].ID
-	p.ensureVisible()
-}
-
-// ensureVisible scrolls so the cursor's row is on screen.
-func (p *sessionsPage) ensureVisible() {
-	n := p.rows()
-	if p.cursor < p.top {
-		p.top = max(p.cursor, 0)
-	}
-	if p.cursor >= p.top+n {
-		p.top = p.cursor - n + 1
-	}
-	p.top = max(0, min(p.top, len(p.sessions)-n))
 }
 
 func (p *sessionsPage) ShortHelp() []key.Binding {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -34,11 +35,11 @@ func heldSession(t *testing.T, pool *pgxpool.Pool, owner string, keys ...string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	leases, err := lk.TryAcquireAll(ctx, pool, keys, owner)
+	leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(keys...), Owner: owner})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := s.KeepaliveAll(ctx, leases)
+	keep := s.Keepalive(ctx, leases...)
 	testdb.Eventually(t, 10*time.Second, "the leases bound to the session", func() bool {
 		got, err := lockview.ReadSessions(ctx, pool)
 		return err == nil && len(got) > 0 && got[len(got)-1].Leases == len(keys)
@@ -106,7 +107,7 @@ func TestEndSessionFromTheSessionsPage(t *testing.T) {
 		t.Errorf("keepalive ended with %v; want ErrSessionLost", keep.Err())
 	}
 	for _, key := range []string{"k1", "k2"} {
-		if l, _, _ := store.Get[locker.LockInfo](ctx, pool, key); l.State() != locker.StateExpired {
+		if l, _, _ := store.Get[lockdb.LockInfo](ctx, pool, key); l.State() != lockdb.StateExpired {
 			t.Errorf("%s is %s after its session ended; want expired", key, l.State())
 		}
 	}
@@ -120,7 +121,7 @@ func TestEndSessionFromTheSessionsPage(t *testing.T) {
 	}
 
 	// Ended meanwhile: the console says so.
-	gone := actionResult(actionDoneMsg{kind: actEndSession, key: fmt.Sprintf("session %d", s.ID()), err: fmt.Errorf("x: %w", locker.ErrNoSession)})
+	gone := actionResult(actionDoneMsg{kind: actEndSession, key: fmt.Sprintf("session %d", s.ID()), err: fmt.Errorf("x: %w", operator.ErrNoSession)})
 	if gone.kind != flashError || !strings.Contains(gone.text, "is gone already") {
 		t.Errorf("ending a session gone meanwhile: %+v", gone)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/hotkeys"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/store"
 )
@@ -40,6 +41,12 @@ type PollRequest struct {
 	Blocking bool
 	// Sessions asks for every session (lockview.ReadSessions).
 	Sessions bool
+	// HotKeys asks for the keys that cost the most over HotWindow, ranked
+	// by HotBy (hotkeys.Tracker.Rank). HotWindow is also the window of
+	// the detail page's wait and hold times (Detail.Times).
+	HotKeys   bool
+	HotWindow time.Duration
+	HotBy     hotkeys.Column
 	// Caps asks for the role's capabilities.
 	Caps bool
 	// Shape checks the table's shape first (store.TableShape).
@@ -58,6 +65,7 @@ type Snapshot struct {
 	Detail   *Detail                 // DetailKey's
 	Blocking *lockview.Blocking      // who waits for whom
 	Sessions []lockview.Session      // every session, oldest first; nil: not asked (or the reference's table)
+	HotKeys  *hotkeys.Ranking        // the hot keys of the window asked
 	Caps     *store.RoleCapabilities // the role's
 	// Holders are the running holders of the shared and semaphore keys
 	// HolderRows asked for, by key; a key read with none has a nil entry,
@@ -79,16 +87,25 @@ type Detail struct {
 	Waiters []lockview.Waiter
 	Events  []lockview.Event
 	Holders []lockview.Holder
+	// Times are the key's waits and holds over the request's HotWindow
+	// (nil on the reference service's table, which logs none).
+	Times *hotkeys.Times
 }
 
 // NewPoolSource reads every poll from pool, on one connection per poll.
 // The table's counts, which cost a pass over it, are kept per filter and
 // handed to each poll (lockview.ListQuery.Counts), so they are taken only
-// when due, however many consoles poll through the source.
-func NewPoolSource(pool *pgxpool.Pool) Source { return &poolSource{pool: pool} }
+// when due, however many consoles poll through the source. The last
+// hour's measures, which the hot keys page and the detail page's times
+// are computed from, are kept in one hotkeys.Tracker, read on by the
+// polls that ask for either.
+func NewPoolSource(pool *pgxpool.Pool) Source {
+	return &poolSource{pool: pool, hot: hotkeys.NewTracker()}
+}
 
 type poolSource struct {
 	pool   *pgxpool.Pool
+	hot    *hotkeys.Tracker
 	mu     sync.Mutex
 	counts map[string]lockview.Counts // by filter
 }
@@ -99,7 +116,7 @@ const keptFilters = 16
 func (s *poolSource) Poll(ctx context.Context, req PollRequest) (Snapshot, error) {
 	start := time.Now()
 	req.Query.Counts = s.countsFor(req.Query.Filter)
-	snap, err := readSnapshot(ctx, s.pool, req)
+	snap, err := readSnapshot(ctx, s.pool, s.hot, req)
 	snap.ReadAt = time.Now()
 	snap.Latency = snap.ReadAt.Sub(start)
 	if err == nil && !snap.Page.Reference {
@@ -123,7 +140,7 @@ func (s *poolSource) keepCounts(filter string, c lockview.Counts) {
 	s.counts[filter] = c
 }
 
-func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Snapshot, error) {
+func readSnapshot(ctx context.Context, pool *pgxpool.Pool, hot *hotkeys.Tracker, req PollRequest) (Snapshot, error) {
 	// One connection for the whole poll, so the snapshot comes from one
 	// server and the header can name it.
 	db, err := pool.Acquire(ctx)
@@ -132,6 +149,9 @@ func readSnapshot(ctx context.Context, pool *pgxpool.Pool, req PollRequest) (Sna
 	}
 	defer db.Release()
 	snap, err := readFrom(ctx, db, req)
+	if err == nil && !snap.Page.Reference {
+		err = readHot(ctx, db, hot, req, &snap)
+	}
 	snap.Server = serverOf(db)
 	return snap, err
 }
@@ -191,6 +211,33 @@ func readFrom(ctx context.Context, db store.DBTX, req PollRequest) (Snapshot, er
 		}
 	}
 	return snap, readHolders(ctx, db, req.HolderRows, &snap)
+}
+
+// hotBudget bounds how long one poll reads on the event log for the hot
+// keys: the first poll of a busy hour reads part of it, and the page says
+// how far it got, rather than holding the poll past its timeout.
+const hotBudget = 500 * time.Millisecond
+
+// readHot reads the hot keys and the detail page's times, when the
+// request asks for them, from hot, read on first (readFrom has read the
+// rest of the snapshot: the database's clock is its page's).
+func readHot(ctx context.Context, db store.DBTX, hot *hotkeys.Tracker, req PollRequest, snap *Snapshot) error {
+	if !req.HotKeys && snap.Detail == nil {
+		return nil
+	}
+	if err := hot.Refresh(ctx, db, hotBudget); err != nil {
+		return err
+	}
+	now := snap.Page.DBNow
+	if req.HotKeys {
+		r := hot.Rank(now, req.HotWindow, req.HotBy, hotRows)
+		snap.HotKeys = &r
+	}
+	if snap.Detail != nil {
+		t := hot.KeyTimes(now, req.HotWindow, snap.Detail.Key)
+		snap.Detail.Times = &t
+	}
+	return nil
 }
 
 // readDetail reads key's row (from the window when it is there), waiters

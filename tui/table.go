@@ -7,8 +7,8 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // column is one table column; width is decided per terminal width.
@@ -22,7 +22,7 @@ type column struct {
 // held-for and waits counted on the monotonic clock.
 type liveRow struct {
 	lockview.ListedLock
-	state locker.State
+	state lockdb.State
 }
 
 // live advances r by elapsed since its snapshot arrived. A lock-delay
@@ -197,15 +197,15 @@ func titlesLine(cols []column) string {
 }
 
 // stateStyle is the colour of a state.
-func (s Styles) stateStyle(st locker.State) lipgloss.Style {
+func (s Styles) stateStyle(st lockdb.State) lipgloss.Style {
 	switch st {
-	case locker.StateExpiring:
+	case lockdb.StateExpiring:
 		return s.Expiring
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		return s.Expired
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return s.Free
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		return s.Delayed
 	default:
 		return s.Held
@@ -222,15 +222,15 @@ func delayLeft(r lockview.ListedLock, elapsed time.Duration) time.Duration {
 }
 
 // stateLabel says what a state means for an operator.
-func stateLabel(st locker.State, wide bool) string {
+func stateLabel(st lockdb.State, wide bool) string {
 	switch {
-	case st == locker.StateExpiring && wide:
+	case st == lockdb.StateExpiring && wide:
 		return "expiring soon"
-	case st == locker.StateExpired && wide:
+	case st == lockdb.StateExpired && wide:
 		return "expired, stealable"
-	case st == locker.StateFree && wide:
+	case st == lockdb.StateFree && wide:
 		return "free (released)"
-	case st == locker.StateDelayed && wide:
+	case st == lockdb.StateDelayed && wide:
 		return "delayed, no grants"
 	}
 	return string(st)
@@ -250,10 +250,10 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 			switch {
 			case grouped(r.LockInfo):
 				text, style = fit(p.groupOwner(r, c.width), c.width), s.Group
-				if r.state == locker.StateFree {
+				if r.state == lockdb.StateFree {
 					style = s.Muted
 				}
-			case r.state == locker.StateFree:
+			case r.state == lockdb.StateFree:
 				text, style = fit("last: "+safe(r.Owner), c.width), s.Muted
 			default:
 				text = fit(safe(r.Owner), c.width)
@@ -264,7 +264,7 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 			cells[i] = p.ttlCell(r, c.width, selected)
 			continue
 		case "HELD FOR":
-			if r.state == locker.StateFree || p.page.Reference { // the reference's table does not record it
+			if r.state == lockdb.StateFree || p.page.Reference { // the reference's table does not record it
 				text, style = fitRight("—", c.width), s.Muted
 			} else {
 				text = fitRight(shortDur(r.HeldFor), c.width)
@@ -309,18 +309,18 @@ func (p *locksPage) ttlCell(r liveRow, w int, selected bool) string {
 	var label string
 	var frac float64
 	switch r.state {
-	case locker.StateFree:
+	case lockdb.StateFree:
 		return s.Muted.Inherit(textStyle).Render(fit("—", w))
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		// The bar and the time are the lock-delay's.
 		left := delayLeft(r.ListedLock, p.c.advance)
 		label = shortDur(left)
 		if r.LockDelay > 0 {
 			frac = float64(left) / float64(r.LockDelay)
 		}
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		label = "-" + shortDur(-r.Remaining)
-	case locker.StateHeld, locker.StateExpiring:
+	case lockdb.StateHeld, lockdb.StateExpiring:
 		label = shortDur(r.Remaining)
 		if r.TTL <= 0 { // the reference service's table records no TTL: nothing to measure a bar against
 			return textStyle.Render(strings.Repeat(" ", max(barW, 0)+1) + fitRight(label, 7))

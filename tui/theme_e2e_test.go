@@ -45,6 +45,7 @@ func TestThemesInTmux(t *testing.T) {
 			{"e", "Event log", "the event log"},
 			{"b", "Who waits for whom", "the blocking page"},
 			{"S", "Sessions", "the sessions page"},
+			{"h", "Hot keys", "the hot keys page"},
 			{"?", "Keys", "help"},
 		} {
 			p.keys(page.keys)

@@ -124,6 +124,7 @@ func (m Model) navigation() []navEntry {
 		{binding: k.Events, page: pageEvents},
 		{binding: k.Blocking, page: pageBlocking},
 		{binding: k.Sessions, page: pageSessions},
+		{binding: k.HotKeys, page: pageHotKeys},
 		{binding: k.Help, page: pageHelp, toggle: true},
 	}
 }
@@ -137,6 +138,9 @@ func (m *Model) openPage(nav navEntry) tea.Cmd {
 		opened.holders, opened.holdersKnown = m.selectedHolders()
 	}
 	opened.key, _ = m.selectedKey()
+	if w, ok := m.pages[m.active].(windowed); ok {
+		opened.window = w.window()
+	}
 	m.back = pageNone
 	if nav.returns {
 		m.back = m.active

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -29,7 +30,7 @@ func dbModel(t *testing.T, pool *pgxpool.Pool, opts Options, w, h int) Model {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts.Pool, opts.Locker = pool, lk
+	opts.Pool, opts.Locker, opts.Operator = pool, lk, testdb.Operator(t, actor)
 	m := New(opts)
 	m = step(t, m, tea.WindowSizeMsg{Width: w, Height: h})
 	return runPoll(t, m, poll(m.ctx, m.source, m.seq, m.querySeq, m.pollRequest()))
@@ -61,7 +62,7 @@ func acquire(t *testing.T, pool *pgxpool.Pool, key, owner string, ttl time.Durat
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(context.Background(), pool, key, owner)
+	lease, err := testdb.Try(context.Background(), lk, pool, key, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,8 +444,8 @@ func TestConfirmDefaultsToNo(t *testing.T) {
 	if done := cmd().(actionDoneMsg); done.err != nil || done.kind != actRelease {
 		t.Fatalf("release: %+v", done)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, "billing:nightly")
-	if l.State() != locker.StateFree {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, "billing:nightly")
+	if l.State() != lockdb.StateFree {
 		t.Fatalf("state %s after force-release", l.State())
 	}
 }
@@ -462,13 +463,13 @@ func TestActionOnChangedLockSaysWhoHoldsItNow(t *testing.T) {
 	if !errors.Is(done.err, locker.ErrNotHeld) {
 		t.Fatalf("err = %v, want ErrNotHeld", done.err)
 	}
-	want := fmt.Sprintf("now held by worker-2:batch-host-17:8812 (token %s)", locker.FormatToken(newer.Token))
+	want := fmt.Sprintf("now held by worker-2:batch-host-17:8812 (token %s)", fencetoken.Format(newer.Token))
 	lines := strings.Split(screen(m), "\n")
 	if flashLine := lines[len(lines)-2]; !strings.Contains(flashLine, want) || !strings.Contains(flashLine, "force-expire refused") {
 		t.Fatalf("status line %q lacks %q", flashLine, want)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, key)
-	if l.Token != newer.Token || l.State() != locker.StateHeld {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, key)
+	if l.Token != newer.Token || l.State() != lockdb.StateHeld {
 		t.Fatalf("the newer holder was touched: %+v", l)
 	}
 }
@@ -490,8 +491,8 @@ func TestActionDuringOutageChangesNothing(t *testing.T) {
 	if !strings.Contains(m.flash.text, "failed, nothing changed") || !strings.Contains(m.flash.text, "unreachable") {
 		t.Fatalf("flash %q", m.flash.text)
 	}
-	l, _, _ := store.Get[locker.LockInfo](context.Background(), pool, "billing:nightly")
-	if l.State() != locker.StateHeld {
+	l, _, _ := store.Get[lockdb.LockInfo](context.Background(), pool, "billing:nightly")
+	if l.State() != lockdb.StateHeld {
 		t.Fatalf("state %s", l.State())
 	}
 }

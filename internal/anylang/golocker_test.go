@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -35,7 +36,7 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 	for time.Now().Before(until) {
 		key := g.keys[g.rnd.IntN(len(g.keys))]
 		call := g.clock.now()
-		lease, err := g.lk.TryAcquire(ctx, g.pool, key, g.owner)
+		lease, err := testdb.Try(ctx, g.lk, g.pool, key, g.owner)
 		op := history.Op{Client: g.id, Kind: history.Grant, Key: key, Owner: g.owner, Call: call, Return: g.clock.now()}
 		op.Result, op.Err = history.GrantResultOf(err)
 		if err == nil {
@@ -52,7 +53,7 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 
 		g.sleepUpTo(g.hold)
 		call = g.clock.now()
-		renewed, err := g.lk.Renew(ctx, g.pool, lease)
+		renewed, err := testdb.One(g.lk.Renew(ctx, g.pool, lease))
 		op = history.Op{Client: g.id, Kind: history.Renew, Key: key, Owner: g.owner, Token: lease.Token, Call: call, Return: g.clock.now()}
 		op.Result, op.Err = history.ResultOf(err)
 		if err == nil {
@@ -74,7 +75,7 @@ func (g *goClient) run(ctx context.Context, until time.Time) {
 		}
 
 		call = g.clock.now()
-		_, err = g.lk.Release(ctx, g.pool, lease)
+		_, err = testdb.One(g.lk.Release(ctx, g.pool, lease))
 		op = history.Op{Client: g.id, Kind: history.Release, Key: key, Owner: g.owner, Token: lease.Token, Call: call, Return: g.clock.now()}
 		op.Result, op.Err = history.ResultOf(err)
 		g.rec.Add(op)

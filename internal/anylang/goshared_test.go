@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -23,7 +24,7 @@ func (g *goClient) runPermits(ctx context.Context, until time.Time, permits int)
 	key := g.keys[0]
 	for time.Now().Before(until) {
 		call := g.clock.now()
-		lease, err := g.lk.TryAcquirePermit(ctx, g.pool, key, g.owner, permits)
+		lease, err := testdb.One(g.lk.Acquire(ctx, g.pool, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeSemaphore, Permits: permits}}, Owner: g.owner}))
 		op := history.Op{Client: g.id, Kind: history.Grant, Key: key, Owner: g.owner, Call: call, Return: g.clock.now()}
 		op.Result, op.Err = history.GrantResultOf(err)
 		if err == nil {
@@ -40,7 +41,7 @@ func (g *goClient) runPermits(ctx context.Context, until time.Time, permits int)
 
 		g.sleepUpTo(g.hold)
 		call = g.clock.now()
-		renewed, err := g.lk.Renew(ctx, g.pool, lease)
+		renewed, err := testdb.One(g.lk.Renew(ctx, g.pool, lease))
 		op = history.Op{Client: g.id, Kind: history.Renew, Key: key, Owner: g.owner, Token: lease.Token, Call: call, Return: g.clock.now()}
 		op.Result, op.Err = history.ResultOf(err)
 		if err == nil {
@@ -53,7 +54,7 @@ func (g *goClient) runPermits(ctx context.Context, until time.Time, permits int)
 		g.sleepUpTo(g.hold)
 
 		call = g.clock.now()
-		_, err = g.lk.Release(ctx, g.pool, lease)
+		_, err = testdb.One(g.lk.Release(ctx, g.pool, lease))
 		op = history.Op{Client: g.id, Kind: history.Release, Key: key, Owner: g.owner, Token: lease.Token, Call: call, Return: g.clock.now()}
 		op.Result, op.Err = history.ResultOf(err)
 		g.rec.Add(op)
@@ -69,7 +70,7 @@ func (g *goClient) runPermits(ctx context.Context, until time.Time, permits int)
 func goReader(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key, owner string, hold time.Duration, rnd *rand.Rand) ([]int64, error) {
 	var tokens []int64
 	for ctx.Err() == nil {
-		lease, err := lk.TryAcquireShared(ctx, pool, key, owner)
+		lease, err := testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeShared}}, Owner: owner}))
 		if errors.Is(err, locker.ErrHeld) {
 			sleep(ctx, hold/4)
 			continue
@@ -83,7 +84,7 @@ func goReader(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key, o
 		tokens = append(tokens, lease.Token)
 		sleep(ctx, time.Duration(rnd.Int64N(int64(hold)+1)))
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		_, err = lk.Release(rctx, pool, lease)
+		_, err = testdb.One(lk.Release(rctx, pool, lease))
 		cancel()
 		if err != nil {
 			return tokens, fmt.Errorf("%s: release %q (token %d): %w", owner, key, lease.Token, err)

@@ -17,8 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // withLock runs testdata/psql/with-lock.sh as a separate process.
@@ -75,7 +77,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	goLease, err := lk.TryAcquire(ctx, admin, "nightly", "go-service")
+	goLease, err := testdb.Try(ctx, lk, admin, "nightly", "go-service")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 	if code := exitCode(err); code != 75 || strings.Contains(string(out), "COMMAND RAN") || !strings.Contains(string(out), "nightly is held") {
 		t.Fatalf("with-lock.sh on a key Go holds: exit %d, output %q; want 75, a message, and the command not run", code, out)
 	}
-	if _, err := lk.Release(ctx, admin, goLease); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, admin, goLease)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -92,19 +94,19 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 	if token <= goLease.Token {
 		t.Errorf("psql's grant has token %d, not above Go's earlier %d", token, goLease.Token)
 	}
-	_, err = lk.TryAcquire(ctx, admin, "nightly", "go-service")
-	var held *locker.HeldError
+	_, err = testdb.Try(ctx, lk, admin, "nightly", "go-service")
+	var held *locker.Error
 	if !errors.As(err, &held) || held.Owner != "psql-job" || held.Token != token {
 		t.Errorf("Go's TryAcquire while psql's command ran = %v; want held by psql-job with token %d", err, token)
 	}
 	if code, stderr := finish(); code != 0 {
 		t.Fatalf("with-lock.sh exited %d: %s", code, stderr)
 	}
-	after, err := lk.TryAcquire(ctx, admin, "nightly", "go-service")
+	after, err := testdb.Try(ctx, lk, admin, "nightly", "go-service")
 	if err != nil || after.Outcome != locker.Acquired || after.Token <= token {
 		t.Fatalf("Go's TryAcquire after the script = %+v, %v; want a fresh grant (the script released) above token %d", after, err, token)
 	}
-	if _, err := lk.Release(ctx, admin, after); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, admin, after)); err != nil {
 		t.Fatal(err)
 	}
 	expectEvents(t, admin, "nightly", []string{
@@ -118,7 +120,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 		if code := exitCode(err); code != 3 {
 			t.Fatalf("with-lock.sh around `exit 3`: exit %d (%s); want the command's 3", code, out)
 		}
-		l, err := lk.TryAcquire(ctx, admin, "report", "go-service")
+		l, err := testdb.Try(ctx, lk, admin, "report", "go-service")
 		if err != nil || l.Outcome != locker.Acquired {
 			t.Fatalf("after a failing command, Go's TryAcquire = %+v, %v; want the key released, so acquired", l, err)
 		}
@@ -129,7 +131,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 		// The command outlives its lease: expire it on the database's clock,
 		// and Go takes the key over.
 		testdb.ExpireLease(t, admin, "export")
-		stolen, err := lk.TryAcquire(ctx, admin, "export", "go-service")
+		stolen, err := testdb.Try(ctx, lk, admin, "export", "go-service")
 		if err != nil || stolen.Outcome != locker.Stolen || stolen.Token <= token {
 			t.Fatalf("Go's TryAcquire of the expired key = %+v, %v; want stolen above token %d", stolen, err, token)
 		}
@@ -137,7 +139,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 		if code != 70 || !strings.Contains(stderr, "not_held") {
 			t.Fatalf("with-lock.sh after losing the lock: exit %d, %q; want 70 and a message saying it was not held", code, stderr)
 		}
-		if _, err := lk.Renew(ctx, admin, stolen); err != nil {
+		if _, err := testdb.One(lk.Renew(ctx, admin, stolen)); err != nil {
 			t.Fatalf("the script's late release touched Go's lease: %v", err)
 		}
 	})
@@ -157,7 +159,7 @@ func TestPsqlScriptTakesTurnsWithGo(t *testing.T) {
 				t.Errorf("with-lock.sh with TTL %q: exit %d, %q; want %d, %q and the command not run", ttl, code, out, want.code, want.message)
 			}
 		}
-		if _, found, err := lk.Get(ctx, admin, "cleanup"); err != nil || found {
+		if _, found, err := store.Get[lockdb.LockInfo](ctx, admin, "cleanup"); err != nil || found {
 			t.Errorf("bad TTLs left a row for the key (found %v, %v)", found, err)
 		}
 	})

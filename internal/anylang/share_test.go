@@ -123,7 +123,7 @@ func TestJavaSharesWithGo(t *testing.T) {
 	if f := java.line(); len(f) != 2 || f[0] != "released" || f[1] != "true" {
 		t.Fatalf("the Java reader's release answered %q; want released true", f)
 	}
-	w, err := lk.TryAcquire(ctx, pool, sharedKey, "go-writer")
+	w, err := testdb.Try(ctx, lk, pool, sharedKey, "go-writer")
 	if err != nil {
 		t.Fatalf("the Go writer right after the Java reader's release: %v; want the key", err)
 	}
@@ -131,7 +131,7 @@ func TestJavaSharesWithGo(t *testing.T) {
 		t.Errorf("the Go writer was granted %s token %d; want an exclusive lease with a token above the Java reader's %d and every Go reader's (up to %d)",
 			w.Mode, w.Token, javaRead.token, slices.Max(append(goTokens, 0)))
 	}
-	if _, err := lk.Release(ctx, pool, w); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, w)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -255,11 +255,11 @@ func javaReaderRenews(t *testing.T, ctx context.Context, java *sharer, pool *pgx
 // writerRefused checks that an exclusive TryAcquire of key is refused.
 func writerRefused(t *testing.T, ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key, when string) {
 	t.Helper()
-	w, err := lk.TryAcquire(ctx, pool, key, "go-writer")
-	var held *locker.HeldError
+	w, err := testdb.Try(ctx, lk, pool, key, "go-writer")
+	var held *locker.Error
 	if !errors.As(err, &held) {
 		if err == nil {
-			_, _ = lk.Release(ctx, pool, w)
+			_, _ = testdb.One(lk.Release(ctx, pool, w))
 		}
 		t.Fatalf("the Go writer %s: lease %+v, %v; want a *HeldError", when, w, err)
 	}
@@ -282,7 +282,7 @@ func TestHolderSamplesCatchTooManyHolders(t *testing.T) {
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	for _, owner := range []string{"go-1", "java-1", "go-2"} {
-		if _, err := lk.TryAcquireShared(ctx, pool, "anylang-over", owner); err != nil {
+		if _, err := testdb.One(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{{Name: "anylang-over", Mode: locker.ModeShared}}, Owner: owner})); err != nil {
 			t.Fatal(err)
 		}
 	}

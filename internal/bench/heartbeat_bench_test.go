@@ -35,7 +35,7 @@ func BenchmarkSessionHeartbeat(b *testing.B) {
 				for i := range keys {
 					keys[i] = fmt.Sprintf("bench:job:%06d", first+i)
 				}
-				set, err := lk.TryAcquireAll(ctx, db, keys, "bench")
+				set, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys(keys...), Owner: "bench"})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -94,6 +94,10 @@ func dbClock(b *testing.B, pool *pgxpool.Pool) time.Time {
 func BenchmarkHotKeys(b *testing.B) {
 	pool := hotKeysDB(b)
 	ctx := context.Background()
+	// The rankings are of the windows that end where the log does: the
+	// first loads take minutes, after which the last minute would be
+	// empty.
+	now := dbClock(b, pool)
 	b.Run("first-load", func(b *testing.B) {
 		for b.Loop() {
 			r := loaded(b, pool).Rank(dbClock(b, pool), time.Hour, hotkeys.ByWaitTime, 100)
@@ -103,7 +107,6 @@ func BenchmarkHotKeys(b *testing.B) {
 		}
 	})
 	tr := loaded(b, pool)
-	now := dbClock(b, pool)
 	for _, w := range hotkeys.Windows {
 		b.Run("rank/"+w.String(), func(b *testing.B) {
 			for b.Loop() {

@@ -46,11 +46,11 @@ func measureKeepalive(ctx context.Context, pool *pgxpool.Pool, n int, ttl, d tim
 	defer func() {
 		for _, k := range kas {
 			k.Stop()
-			_, _ = lk.Release(context.WithoutCancel(ctx), pool, k.Lease())
+			_, _ = lk.Release(context.WithoutCancel(ctx), pool, k.Leases()[0])
 		}
 	}()
 	for i := range n {
-		lease, err := lk.TryAcquire(ctx, pool, fmt.Sprintf("keepalive-%05d", i), keepaliveOwner)
+		lease, err := tryKey(ctx, lk, pool, fmt.Sprintf("keepalive-%05d", i), keepaliveOwner)
 		if err != nil {
 			return res, fmt.Errorf("bench: keepalive: %w", err)
 		}

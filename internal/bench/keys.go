@@ -17,9 +17,9 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// The keys scenario: a set of keys taken at once (locker.TryAcquireAll:
-// one statement, all or none, and ReleaseAll: one more) beside the same
-// keys taken one by one (TryAcquire per key, then Release per key), each
+// The keys scenario: a set of keys taken at once (locker.Acquire of the set:
+// one statement, all or none, and one Release: one more) beside the same
+// keys taken one by one (an Acquire per key, then Release per key), each
 // worker on keys of its own, interleaved in one run; and how long a
 // deadlock takes to be reported, closed one wait after the other and by
 // two waits at once.
@@ -167,12 +167,12 @@ func setKeys(key string, n int) []string {
 	return keys
 }
 
-// setAtOnceSeries takes the worker's n keys in one TryAcquireAll and gives
-// them back in one ReleaseAll: a cycle is the whole set.
+// setAtOnceSeries takes the worker's n keys in one a set's Acquire and gives
+// them back in one Release: a cycle is the whole set.
 func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
 	return series{name: SeriesSetAtOnce, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
-		leases, err := lk.TryAcquireAll(ctx, pool, setKeys(key, n), o)
+		leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(setKeys(key, n)...), Owner: o})
 		if errors.Is(err, locker.ErrHeld) {
 			return false, nil
 		}
@@ -183,7 +183,7 @@ func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker)
 			chk.granted(l.Key, o, l.Token)
 			chk.releasing(l.Key, o)
 		}
-		if err := lk.ReleaseAll(ctx, pool, leases); err != nil {
+		if _, err := lk.Release(ctx, pool, leases...); err != nil {
 			if errors.Is(err, locker.ErrNotHeld) {
 				chk.releaseLost()
 				return true, nil
@@ -194,7 +194,7 @@ func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker)
 	}}
 }
 
-// setOneByOneSeries takes the same keys with one TryAcquire each, in
+// setOneByOneSeries takes the same keys with one Acquire each, in
 // order, and releases them one by one: what a service does without sets.
 func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
 	return series{name: SeriesSetOneByOne, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
@@ -214,7 +214,7 @@ func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checke
 			return nil
 		}
 		for _, k := range setKeys(key, n) {
-			l, err := lk.TryAcquire(ctx, pool, k, o)
+			l, err := tryKey(ctx, lk, pool, k, o)
 			if errors.Is(err, locker.ErrHeld) {
 				return false, release()
 			}

@@ -76,11 +76,11 @@ type waitResult struct {
 // whether both were. It leaves nothing held.
 func closeDeadlock(ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, prefix string, together bool) (time.Duration, bool, error) {
 	a, b, x, y := prefix+"-a", prefix+"-b", prefix+"-x", prefix+"-y"
-	la, err := lk.TryAcquire(ctx, pool, x, a)
+	la, err := tryKey(ctx, lk, pool, x, a)
 	if err != nil {
 		return 0, false, err
 	}
-	lb, err := lk.TryAcquire(ctx, pool, y, b)
+	lb, err := tryKey(ctx, lk, pool, y, b)
 	if err != nil {
 		return 0, false, err
 	}
@@ -89,7 +89,7 @@ func closeDeadlock(ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, p
 	wait := func(key, owner string) <-chan waitResult {
 		ch := make(chan waitResult, 1)
 		go func() {
-			l, err := lk.Acquire(wctx, pool, key, owner)
+			l, err := waitKey(wctx, lk, pool, key, owner)
 			ch <- waitResult{l, err, time.Now()}
 		}()
 		return ch

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // TestLsPlan explains the statement `lockctl ls` sends on 100k locks: a
@@ -28,8 +28,8 @@ func TestLsPlan(t *testing.T) {
 		indexed bool // read through an index, without a pass over the table
 	}{
 		{"prefix", lockview.LockFilter{Prefix: "job:00001"}, 100, true},
-		{"prefix and state", lockview.LockFilter{Prefix: "job:00001", States: []locker.State{locker.StateHeld}}, 33, true},
-		{"state", lockview.LockFilter{States: []locker.State{locker.StateFree}}, 33_333, false},
+		{"prefix and state", lockview.LockFilter{Prefix: "job:00001", States: []lockdb.State{lockdb.StateHeld}}, 33, true},
+		{"state", lockview.LockFilter{States: []lockdb.State{lockdb.StateFree}}, 33_333, false},
 	} {
 		log.mu.Lock()
 		log.runs = nil

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -66,9 +67,9 @@ func BenchmarkThroughPooler(b *testing.B) {
 				id := worker.Add(1)
 				owner, key := fmt.Sprint("bench-", id), fmt.Sprintf("%s-%d", c.name, id)
 				for pb.Next() {
-					lease, err := lk.TryAcquire(context.Background(), pool, key, owner)
+					lease, err := testdb.Try(context.Background(), lk, pool, key, owner)
 					if err == nil {
-						_, err = lk.Release(context.Background(), pool, lease)
+						_, err = testdb.One(lk.Release(context.Background(), pool, lease))
 					}
 					if err != nil {
 						b.Error(err)
@@ -108,7 +109,7 @@ func BenchmarkWakeThroughPooler(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(c.listen), Probe: pool,
+			n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(c.listen), Probe: pool,
 				ProbeTimeout: time.Second, Logf: func(string, ...any) {}})
 			go func() { _ = n.Run(ctx) }()
 			holder, err := locker.New(locker.Config{TTL: 30 * time.Second})
@@ -124,17 +125,17 @@ func BenchmarkWakeThroughPooler(b *testing.B) {
 			b.ResetTimer()
 			for i := range b.N {
 				key := fmt.Sprintf("%s-%d-%d", c.name, run, i)
-				held, err := holder.TryAcquire(ctx, pool, key, "holder")
+				held, err := testdb.Try(ctx, holder, pool, key, "holder")
 				if err != nil {
 					b.Fatal(err)
 				}
 				got := make(chan error, 1)
 				go func() {
-					_, err := waiter.Acquire(ctx, pool, key, "waiter")
+					_, err := testdb.Wait(ctx, waiter, pool, key, "waiter")
 					got <- err
 				}()
 				waitForWaiterRow(b, pool, key)
-				if _, err := holder.Release(ctx, pool, held); err != nil {
+				if _, err := testdb.One(holder.Release(ctx, pool, held)); err != nil {
 					b.Fatal(err)
 				}
 				released := time.Now()

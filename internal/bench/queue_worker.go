@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -291,7 +292,7 @@ func lockerWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queue
 		return nil, nil, err
 	}
 	return leaseAcquirers(job, "queue", lk, pool, func(ctx context.Context, _ int, owner string) (locker.Lease, error) {
-		return lk.Acquire(ctx, pool, job.Key, owner)
+		return waitKey(ctx, lk, pool, job.Key, owner)
 	}), cleanup, nil
 }
 
@@ -311,7 +312,7 @@ func openWaitersLocker(ctx context.Context, side, counted *pgx.ConnConfig, job q
 		return nil, nil, nil, fmt.Errorf("pool: %w", store.Interpret(err))
 	}
 	nctx, stopNotifier := context.WithCancel(ctx)
-	notifier := locker.NewNotifier(locker.ConnectWith(side))
+	notifier := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(side)})
 	notifierDone := make(chan struct{})
 	go func() {
 		defer close(notifierDone)

@@ -13,7 +13,7 @@ import (
 )
 
 // The semaphore scenario (issue #24's target): workers spread over several
-// processes wait for a permit of one key of N permits (AcquirePermit),
+// processes wait for a permit of one key of N permits (a waiting Acquire of a permit),
 // hold it, release it, again and again; against the same workers on N
 // mutex keys, worker i on key i mod N, each waiting in its key's fair queue
 // (Acquire). Both let N workers hold at once, so a semaphore as cheap as
@@ -24,7 +24,7 @@ import (
 
 // Series of the semaphore scenario.
 const (
-	SemaphorePermits   = "semaphore"  // AcquirePermit on one key of N permits
+	SemaphorePermits   = "semaphore"  // a waiting Acquire of a permit on one key of N permits
 	SemaphoreMutexKeys = "mutex keys" // Acquire on N keys, worker i on key i mod N
 )
 

@@ -214,7 +214,7 @@ func (r *SemaphoreReport) WriteMarkdown(w io.Writer) error {
 		r.Workers, r.Processes, r.Hold, r.Permits, r.Permits)
 	writeRunHeader(&b, r.Started, r.Took, r.NumCPU, r.Server, r.LoadBefore, r.LoadAfter)
 	fmt.Fprintf(&b, "Each series ran %s per round, %d rounds, interleaved; medians over rounds. "+
-		"%s: every worker waits for a permit of one key (AcquirePermit); %s: worker i waits in the fair queue (Acquire) of key i mod %d. "+
+		"%s: every worker waits for a permit of one key (a waiting Acquire); %s: worker i waits in the fair queue (Acquire) of key i mod %d. "+
 		"A Notifier in every process, in both.\n\n", r.Duration, r.Rounds, SemaphorePermits, SemaphoreMutexKeys, r.Permits)
 	b.WriteString("| series | keys | grants/s | rounds min–max | wait p50 | wait p99 | longest wait | grants per worker (min–max) | spread | " +
 		"holders a key may have | most it had: workers | server (samples) | grants over the limit | tokens backwards |\n")

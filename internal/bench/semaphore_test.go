@@ -119,11 +119,11 @@ func TestSemaphoreChecksCatchBrokenLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, owner := range []string{"a", "b"} {
-		if _, err := lk.TryAcquirePermit(ctx, tg.pool, "sem", owner, 3); err != nil {
+		if _, err := testdb.One(lk.Acquire(ctx, tg.pool, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 3}}, Owner: owner})); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := lk.TryAcquire(ctx, tg.pool, "mutex", "c"); err != nil {
+	if _, err := tryKey(ctx, lk, tg.pool, "mutex", "c"); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

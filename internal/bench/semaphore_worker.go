@@ -21,7 +21,7 @@ func waiterKey(job queueJob, i int) string {
 }
 
 // permitWaiters wait for a permit of the job's one semaphore key
-// (locker.AcquirePermit), sharing a pool and a Notifier per process as the
+// (a waiting locker.Acquire of a permit), sharing a pool and a Notifier per process as the
 // mutex keys' waiters do, so the two series differ only in the lock.
 func permitWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queueJob) ([]acquireFunc, func(), error) {
 	lk, pool, cleanup, err := openWaitersLocker(ctx, side, counted, job)
@@ -29,7 +29,7 @@ func permitWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job queue
 		return nil, nil, err
 	}
 	return leaseAcquirers(job, "permit", lk, pool, func(ctx context.Context, _ int, owner string) (locker.Lease, error) {
-		return lk.AcquirePermit(ctx, pool, job.Key, owner, job.Permits)
+		return waitPermit(ctx, lk, pool, job.Key, owner, job.Permits)
 	}), cleanup, nil
 }
 
@@ -41,6 +41,6 @@ func mutexKeysWaiters(ctx context.Context, side, counted *pgx.ConnConfig, job qu
 		return nil, nil, err
 	}
 	return leaseAcquirers(job, "mutex", lk, pool, func(ctx context.Context, i int, owner string) (locker.Lease, error) {
-		return lk.Acquire(ctx, pool, waiterKey(job, i), owner)
+		return waitKey(ctx, lk, pool, waiterKey(job, i), owner)
 	}), cleanup, nil
 }

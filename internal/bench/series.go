@@ -14,7 +14,7 @@ import (
 const (
 	SeriesReference       = "reference"        // the ported transaction-per-acquire design
 	SeriesReferenceInline = "reference-inline" // the same, token drawn inside the write (one round trip fewer)
-	SeriesLocker          = "locker"           // locker.TryAcquire + locker.Release, default Config
+	SeriesLocker          = "locker"           // locker.Acquire (no wait) + locker.Release, default Config
 	SeriesLockerDurable   = "locker-durable"   // the same with Config.DurableRelease
 	SeriesLockerLogged    = "locker-logged"    // the same with Config.LogGrants
 	SeriesStatements      = "statements"       // the locker's protocol as client statements, without the functions (statements.go)
@@ -55,7 +55,7 @@ func owner(worker int) string { return "bench-worker-" + strconv.Itoa(worker) }
 func lockerSeries(name string, lk *locker.Locker, pool *pgxpool.Pool, chk *checker) series {
 	return series{name: name, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
-		lease, err := lk.TryAcquire(ctx, pool, key, o)
+		lease, err := tryKey(ctx, lk, pool, key, o)
 		if errors.Is(err, locker.ErrHeld) {
 			return false, nil
 		}

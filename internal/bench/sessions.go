@@ -137,7 +137,7 @@ func measureKeep(ctx context.Context, t *target, probe *pgx.Conn, series string,
 	owner := fmt.Sprintf("bench-keep-%d", time.Now().UnixNano())
 	leases := make([]locker.Lease, n)
 	for i := range n {
-		if leases[i], err = lk.TryAcquire(ctx, pool, fmt.Sprintf("keep-%06d", i), owner); err != nil {
+		if leases[i], err = tryKey(ctx, lk, pool, fmt.Sprintf("keep-%06d", i), owner); err != nil {
 			return res, fmt.Errorf("bench: sessions: %w", err)
 		}
 	}
@@ -196,7 +196,7 @@ func keep(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, series, ow
 		}
 		for _, k := range kas {
 			k.Stop()
-			_, _ = lk.Release(bg, pool, k.Lease())
+			_, _ = lk.Release(bg, pool, k.Leases()[0])
 		}
 	}
 	if series == KeepPerLease {
@@ -210,7 +210,7 @@ func keep(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, series, ow
 		return nil, nil, fmt.Errorf("bench: sessions: %w", err)
 	}
 	for start := 0; start < len(leases); start += locker.MaxKeys {
-		kas = append(kas, session.KeepaliveAll(ctx, leases[start:min(start+locker.MaxKeys, len(leases))]))
+		kas = append(kas, session.Keepalive(ctx, leases[start:min(start+locker.MaxKeys, len(leases))]...))
 	}
 	return kas, stop, nil
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // AcquireCommand is `lockctl acquire KEY`.
@@ -46,10 +48,10 @@ type AcquireOptions struct {
 	Wait  time.Duration // 0: one attempt; >0: wait up to this long
 	JSON  bool
 	// LockDelay keeps the key from everyone that long after the lease
-	// ends without a release (locker.Config.LockDelay).
+	// ends without a release (locker.Request.LockDelay).
 	LockDelay time.Duration
-	// Shared takes Key shared (TryAcquireShared); Permits > 0 takes one of
-	// Permits permits of it (TryAcquirePermit). Neither: Key alone.
+	// Shared takes Key shared (an Acquire of a shared lease); Permits > 0 takes one of
+	// Permits permits of it (an Acquire of a permit). Neither: Key alone.
 	Shared  bool
 	Permits int
 }
@@ -98,7 +100,7 @@ func takeLease(ctx context.Context, env Env, opts AcquireOptions) (*heldLease, i
 	var lease locker.Lease
 	var err error
 	if opts.Wait == 0 {
-		lease, err = opts.tryTake(ctx, lk, pool)
+		lease, err = one(lk.Acquire(ctx, pool, opts.request(0)))
 	} else {
 		lease, err = waitForLease(ctx, env, pool, cfg, opts)
 	}
@@ -118,7 +120,7 @@ func prepareTake(ctx context.Context, env Env, opts AcquireOptions) (AcquireOpti
 	if opts.Owner == "" {
 		opts.Owner = locker.NewOwnerID()
 	}
-	cfg := locker.Config{TTL: opts.TTL, LogGrants: true, LockDelay: opts.LockDelay}
+	cfg := locker.Config{TTL: opts.TTL, LogGrants: true}
 	pool, err := Connect(ctx, env.DSN)
 	if err != nil {
 		return opts, nil, cfg, nil, env.Fail(err)
@@ -149,7 +151,7 @@ func reportNotAcquired(ctx context.Context, env Env, lk *locker.Locker, pool *pg
 	// holds it now, for the message and the JSON fields.
 	var now keyState
 	if waitedOut || errors.Is(err, locker.ErrHeld) {
-		if row, found, gerr := lk.Get(ctx, pool, opts.Key); gerr == nil && found {
+		if row, found, gerr := store.Get[lockdb.LockInfo](ctx, pool, opts.Key); gerr == nil && found {
 			now = readKeyState(ctx, pool, &row)
 			if waitedOut {
 				err = waitedOutRefusal(err, row)
@@ -168,7 +170,7 @@ func (o AcquireOptions) check() error {
 		return err
 	}
 	if o.Owner != "" {
-		if err := locker.ValidateOwner(o.Owner); err != nil {
+		if err := lockdb.ValidateOwner(o.Owner); err != nil {
 			return usagef("invalid --owner: %w", err)
 		}
 	}

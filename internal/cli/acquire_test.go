@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -151,7 +151,7 @@ func TestAcquireWaitWakesOnRelease(t *testing.T) {
 	t.Logf("waiter acquired %s after the release", time.Since(released).Round(time.Millisecond))
 	// The release handed b the lease for the claim window only; the command
 	// claimed it for its full TTL before it exited.
-	row, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
+	row, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k")
 	if err != nil || row.Token != got.Token || row.ExpiresAt.Sub(row.AcquiredAt) <= 5*time.Second {
 		t.Fatalf("row after the waiter exited = %+v, %v; want token %d claimed for its TTL, past the 2s claim window", row, err, got.Token)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -24,7 +25,7 @@ func checkKeys(key string, keys []string) error {
 	}
 	seen := map[string]bool{}
 	for _, k := range keys {
-		if err := locker.ValidateKey(k); err != nil {
+		if err := lockdb.ValidateKey(k); err != nil {
 			return usagef("invalid KEY: %w", err)
 		}
 		if seen[k] {
@@ -76,7 +77,7 @@ func acquireSet(ctx context.Context, env Env, opts AcquireOptions) int {
 }
 
 // takeSet is takeLease for several keys: one attempt at all of them
-// (TryAcquireAll), or a wait for all of them (AcquireAll) up to opts.Wait.
+// (a set's Acquire), or a wait for all of them (a set's waiting Acquire) up to opts.Wait.
 // When they are not granted, nothing is held; it says why (the key that
 // refused, or the cycle of a deadlock), closes the pool and returns nil
 // with the exit code.
@@ -88,9 +89,9 @@ func takeSet(ctx context.Context, env Env, opts AcquireOptions) (*heldSet, int) 
 	var leases []locker.Lease
 	var err error
 	if opts.Wait == 0 {
-		leases, err = lk.TryAcquireAll(ctx, pool, opts.Keys, opts.Owner)
+		leases, err = lk.Acquire(ctx, pool, opts.request(0))
 	} else {
-		leases, err = waitForSet(ctx, env, pool, cfg, opts.Keys, opts.Owner, opts.Wait)
+		leases, err = waitForSet(ctx, env, pool, cfg, opts)
 	}
 	if err != nil {
 		opts.Key = refusingKey(err, opts.Keys)
@@ -101,9 +102,9 @@ func takeSet(ctx context.Context, env Env, opts AcquireOptions) (*heldSet, int) 
 	return &heldSet{pool: pool, lk: lk, leases: leases}, ExitOK
 }
 
-// waitForSet is waitForLease for several keys: AcquireAll for at most
-// wait, with a Notifier. AcquireAll claims a handed set before it returns.
-func waitForSet(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, keys []string, owner string, wait time.Duration) ([]locker.Lease, error) {
+// waitForSet is waitForLease for several keys: a set's waiting Acquire for at most
+// wait, with a Notifier. a set's waiting Acquire claims a handed set before it returns.
+func waitForSet(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Config, opts AcquireOptions) ([]locker.Lease, error) {
 	notifier, stopNotifier, err := StartNotifier(ctx, env, pool)
 	if err != nil {
 		return nil, err
@@ -114,21 +115,14 @@ func waitForSet(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.Con
 	if err != nil {
 		return nil, err
 	}
-	wctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	return lk.AcquireAll(wctx, pool, keys, owner)
+	return lk.Acquire(ctx, pool, opts.request(opts.Wait))
 }
 
 // refusingKey is the key a refusal of a set names: the key that was held,
 // or that a wait which ran out waited for longest.
 func refusingKey(err error, keys []string) string {
-	var held *locker.HeldError
-	var gaveUp *locker.GaveUpError
-	switch {
-	case errors.As(err, &held):
-		return held.Key
-	case errors.As(err, &gaveUp):
-		return gaveUp.Key
+	if e := (*locker.Error)(nil); errors.As(err, &e) && e.Kind == locker.ErrHeld {
+		return e.Key
 	}
 	return keys[0]
 }
@@ -148,7 +142,7 @@ type deadlockStepJSON struct {
 	Key   string `json:"key"`
 }
 
-func deadlockOf(e *locker.DeadlockError) deadlockResult {
+func deadlockOf(e *locker.Error) deadlockResult {
 	r := deadlockResult{Error: "deadlock", Outcome: "deadlock", Keys: e.Keys, RequestedOwner: e.Owner, Cycle: []deadlockStepJSON{}}
 	for _, s := range e.Cycle {
 		r.Cycle = append(r.Cycle, deadlockStepJSON{Owner: s.Owner, Key: s.Key})
@@ -158,7 +152,7 @@ func deadlockOf(e *locker.DeadlockError) deadlockResult {
 
 // deadlockLine is the text of a wait refused as a deadlock: the cycle, the
 // refused owner's wait first.
-func deadlockLine(prog string, e *locker.DeadlockError) string {
+func deadlockLine(prog string, e *locker.Error) string {
 	line := prog + ": deadlock: "
 	for i, s := range e.Cycle {
 		if i > 0 {

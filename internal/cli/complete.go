@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -159,7 +159,7 @@ func completeHeldKey(cmd *cobra.Command, args []string, toComplete string) ([]co
 // completeOwner completes --owner with the owner holding the KEY given, or
 // each holder's of a shared or semaphore key.
 func completeOwner(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	return fromKeyLeases(cmd, args, func(l locker.LockInfo, holders []lockview.Holder) []string {
+	return fromKeyLeases(cmd, args, func(l lockdb.LockInfo, holders []lockview.Holder) []string {
 		if holders == nil {
 			return []string{l.Owner}
 		}
@@ -180,7 +180,7 @@ func completeOwner(cmd *cobra.Command, args []string, _ string) ([]cobra.Complet
 // own, which acts on every holder.
 func completeToken(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	ownerFlag := cmd.Flags().Lookup("owner")
-	return fromKeyLeases(cmd, args, func(l locker.LockInfo, holders []lockview.Holder) []string {
+	return fromKeyLeases(cmd, args, func(l lockdb.LockInfo, holders []lockview.Holder) []string {
 		if holders == nil {
 			return []string{strconv.FormatInt(l.Token, 10)}
 		}
@@ -200,14 +200,14 @@ func completeToken(cmd *cobra.Command, args []string, _ string) ([]cobra.Complet
 // fromKeyLeases offers pick of the lease on args[0], if the key is held:
 // its row, and when that is a running shared or semaphore group's, its
 // holders' leases (non-nil; nil for a key held alone).
-func fromKeyLeases(cmd *cobra.Command, args []string, pick func(locker.LockInfo, []lockview.Holder) []string) ([]cobra.Completion, cobra.ShellCompDirective) {
+func fromKeyLeases(cmd *cobra.Command, args []string, pick func(lockdb.LockInfo, []lockview.Holder) []string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	if len(args) == 0 {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return fromDatabase(cmd, func(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-		l, found, err := store.Get[locker.LockInfo](ctx, pool, args[0])
-		if err != nil || !found || l.State() == locker.StateFree || l.State() == locker.StateExpired ||
-			l.State() == locker.StateDelayed {
+		l, found, err := store.Get[lockdb.LockInfo](ctx, pool, args[0])
+		if err != nil || !found || l.State() == lockdb.StateFree || l.State() == lockdb.StateExpired ||
+			l.State() == lockdb.StateDelayed {
 			return nil, err
 		}
 		if !isGroup(l) {

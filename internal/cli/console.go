@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lockctl/lockctl/internal/contexts"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
 )
@@ -41,7 +42,7 @@ func consoleCommand() *cobra.Command {
 			if err != nil {
 				return env.Fail(err)
 			}
-			opts := tui.Options{Pool: first.Pool, Locker: first.Locker, Server: first.Server, WakeUps: first.WakeUps,
+			opts := tui.Options{Pool: first.Pool, Locker: first.Locker, Operator: first.Operator, Server: first.Server, WakeUps: first.WakeUps,
 				Context: first.Context, Close: first.Close, Refresh: refresh, ReadOnly: readOnly,
 				Owner: locker.NewOwnerID(), TTL: ttl, Theme: tui.Theme(theme), Export: true}
 			// The contexts file is read again here (the default context may
@@ -85,6 +86,10 @@ func (cc *consoleConnections) open(ctx context.Context, dsn, notifyDSN, actor st
 		return tui.Connection{}, err
 	}
 	lk, err := locker.New(locker.Config{Actor: actor, TTL: cc.ttl, LogGrants: true})
+	var op operator.Operator
+	if err == nil {
+		op, err = operator.New(actor)
+	}
 	if err != nil {
 		pool.Close()
 		return tui.Connection{}, err
@@ -105,8 +110,8 @@ func (cc *consoleConnections) open(ctx context.Context, dsn, notifyDSN, actor st
 	cc.mu.Lock()
 	cc.closes = append(cc.closes, closeOnce)
 	cc.mu.Unlock()
-	return tui.Connection{Pool: pool, Locker: lk, Server: ServerName(pool.Config().ConnConfig),
-		WakeUps: notifier.State, Context: ConsoleContext(c), Close: closeOnce}, nil
+	return tui.Connection{Pool: pool, Locker: lk, Operator: op, Server: ServerName(pool.Config().ConnConfig),
+		WakeUps: WakeUps(notifier), Context: ConsoleContext(c), Close: closeOnce}, nil
 }
 
 // connect opens context name for the console's switch (tui.Options.Connect),

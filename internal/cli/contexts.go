@@ -6,8 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/contexts"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // target is the database a command works on: its connection string, and
@@ -90,12 +90,12 @@ func loadContexts(getenv func(string) string) (contexts.File, error) {
 // given, else the context's, else --actor's default.
 func contextActor(flag string, given bool, c contexts.Context) (string, error) {
 	if c.Actor != "" && !given {
-		if err := locker.ValidateOwner(c.Actor); err != nil {
+		if err := lockdb.ValidateOwner(c.Actor); err != nil {
 			return "", usageErrorf("invalid actor of context %q: %v", c.Name, err)
 		}
 		return c.Actor, nil
 	}
-	if err := locker.ValidateOwner(flag); err != nil {
+	if err := lockdb.ValidateOwner(flag); err != nil {
 		return "", usageErrorf("invalid --actor: %v", err)
 	}
 	return flag, nil

@@ -11,8 +11,8 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // EndDelayCommand is `lockctl end-delay KEY`.
@@ -54,10 +54,10 @@ type endDelayResult struct {
 // and the reason): the key is handed to the head of its queue, or left for
 // the next acquirer. A key in no lock-delay is left alone: exit 4.
 func EndDelay(ctx context.Context, env Env, opts EndDelayOptions) int {
-	if err := locker.ValidateKey(opts.Key); err != nil {
+	if err := lockdb.ValidateKey(opts.Key); err != nil {
 		return env.Fail(usagef("invalid KEY: %w", err))
 	}
-	lk, err := locker.New(locker.Config{Actor: env.Actor})
+	op, err := operator.New(env.Actor)
 	if err != nil {
 		return env.Fail(err)
 	}
@@ -66,10 +66,10 @@ func EndDelay(ctx context.Context, env Env, opts EndDelayOptions) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	ended, err := lk.EndDelay(ctx, pool, opts.Key, opts.Reason)
+	ended, err := op.EndDelay(ctx, pool, opts.Key, opts.Reason)
 	r := endDelayResult{Key: opts.Key, Outcome: lockdb.OutcomeDelayEnded, Actor: env.Actor, Reason: opts.Reason}
 	switch {
-	case errors.Is(err, locker.ErrNotDelayed):
+	case errors.Is(err, operator.ErrNotDelayed):
 		r.Outcome = lockdb.OutcomeNotDelayed
 		if opts.JSON {
 			return env.emitCode(r, ExitNotHeld)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // EndSessionCommand is `lockctl end-session ID`.
@@ -59,7 +59,7 @@ func EndSession(ctx context.Context, env Env, opts EndSessionOptions) int {
 	if err != nil || id <= 0 {
 		return env.Usagef("invalid ID %q: want a session id, a positive number (lockctl sessions lists them)", textsafe.Escape(opts.ID))
 	}
-	lk, err := locker.New(locker.Config{Actor: env.Actor})
+	op, err := operator.New(env.Actor)
 	if err != nil {
 		return env.Fail(err)
 	}
@@ -68,10 +68,10 @@ func EndSession(ctx context.Context, env Env, opts EndSessionOptions) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	expired, err := lk.EndSession(ctx, pool, id, opts.Reason)
+	expired, err := op.EndSession(ctx, pool, id, opts.Reason)
 	r := endSessionResult{ID: id, Outcome: lockdb.OutcomeEnded, Expired: expired, Actor: env.Actor, Reason: opts.Reason}
 	switch {
-	case errors.Is(err, locker.ErrNoSession):
+	case errors.Is(err, operator.ErrNoSession):
 		r.Outcome = lockdb.OutcomeGone
 		if opts.JSON {
 			return env.emitCode(r, ExitNotHeld)

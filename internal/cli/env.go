@@ -119,8 +119,7 @@ func exitCode(err error) int {
 		return ExitHeld
 	case errors.Is(err, locker.ErrNotHeld):
 		return ExitNotHeld
-	case errors.Is(err, locker.ErrInvalidKey), errors.Is(err, locker.ErrInvalidOwner),
-		errors.Is(err, locker.ErrInvalidTTL), errors.As(err, new(*usageError)):
+	case errors.Is(err, locker.ErrInvalid), errors.As(err, new(*usageError)):
 		return ExitUsage
 	}
 	return ExitError

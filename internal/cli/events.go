@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
@@ -68,7 +69,7 @@ type eventRow struct {
 // opts.Since), oldest first: a table, or with --json one JSON array.
 func Events(ctx context.Context, env Env, opts EventsOptions) int {
 	if opts.Key != "" {
-		if err := locker.ValidateKey(opts.Key); err != nil {
+		if err := lockdb.ValidateKey(opts.Key); err != nil {
 			return env.Usagef("invalid KEY: %v", err)
 		}
 	}

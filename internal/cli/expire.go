@@ -6,7 +6,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // ExpireCommand is `lockctl expire KEY`.
@@ -43,17 +46,17 @@ type ExpireOptions struct {
 // alone, and the group's token (the key row's, which it reads without
 // --token) every holder's.
 func Expire(ctx context.Context, env Env, opts ExpireOptions) int {
-	return force(ctx, env, opts, (*locker.Locker).ForceExpire)
+	return force(ctx, env, opts, operator.Operator.ForceExpire)
 }
 
-// forceAction is locker's ForceExpire or ForceRelease.
-type forceAction func(l *locker.Locker, ctx context.Context, db locker.DBTX, key string, token int64) (locker.Lease, error)
+// forceAction is the operator's ForceExpire or ForceRelease.
+type forceAction func(op operator.Operator, ctx context.Context, db locker.DBTX, key string, token int64) (locker.Lease, error)
 
 func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	lk, err := locker.New(locker.Config{Actor: env.Actor})
+	op, err := operator.New(env.Actor)
 	if err != nil {
 		return env.Fail(err)
 	}
@@ -65,18 +68,18 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 
 	token := opts.Token
 	if token == 0 {
-		row, found, err := lk.Get(ctx, pool, opts.Key)
+		row, found, err := store.Get[lockdb.LockInfo](ctx, pool, opts.Key)
 		if err != nil {
 			return env.Fail(err)
 		}
 		if !found {
-			err := &locker.NotHeldError{Key: opts.Key}
+			err := &locker.Error{Kind: locker.ErrNotHeld, Key: opts.Key}
 			code, _ := printRefusal(env, opts.JSON, "", err, keyState{})
 			return code
 		}
 		token = row.Token
 	}
-	done, err := forceCounted(ctx, lk, pool, opts.Key, token, act)
+	done, err := forceCounted(ctx, op, pool, opts.Key, token, act)
 	if err != nil {
 		if code, ok := printRefusal(env, opts.JSON, "", err, keyState{}); ok {
 			return code
@@ -85,7 +88,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 	}
 	// The action may have started the lease's lock-delay: say until when.
 	var delayUntil *time.Time
-	if row, found, err := lk.Get(ctx, pool, opts.Key); err == nil && found && row.Token == done.lease.Token {
+	if row, found, err := store.Get[lockdb.LockInfo](ctx, pool, opts.Key); err == nil && found && row.Token == done.lease.Token {
 		delayUntil = row.DelayUntil
 	}
 	return printForced(env, opts.JSON, done, delayUntil)
@@ -93,7 +96,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 
 // check validates what the flag types cannot, before connecting.
 func (o ExpireOptions) check() error {
-	if err := locker.ValidateKey(o.Key); err != nil {
+	if err := lockdb.ValidateKey(o.Key); err != nil {
 		return usagef("invalid KEY: %w", err)
 	}
 	if o.Token < 0 {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -20,7 +19,7 @@ func TestExpireFencedByToken(t *testing.T) {
 	old := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1m")
 	d.expireLease("k")
 	current := d.json(0, "acquire", "k", "--owner", "b", "--ttl", "1m")
-	before, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
+	before, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +28,11 @@ func TestExpireFencedByToken(t *testing.T) {
 	if stale.Outcome != "not_held" || stale.Owner != "b" || stale.Token != current.Token {
 		t.Fatalf("expire with a stale token = %+v; want not_held naming b", stale)
 	}
-	after, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
+	after, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.Owner != "b" || after.Token != current.Token || !after.ExpiresAt.Equal(before.ExpiresAt) || after.State() != locker.StateHeld {
+	if after.Owner != "b" || after.Token != current.Token || !after.ExpiresAt.Equal(before.ExpiresAt) || after.State() != lockdb.StateHeld {
 		t.Fatalf("row after a stale expire = %+v; want unchanged %+v", after, before)
 	}
 
@@ -43,11 +42,11 @@ func TestExpireFencedByToken(t *testing.T) {
 		expired.State != "expired" || expired.Actor != "ops@test" {
 		t.Fatalf("expire = %+v; want expired, token %d of b, by ops@test", expired, current.Token)
 	}
-	row, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
+	row, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if row.State() != locker.StateExpired {
+	if row.State() != lockdb.StateExpired {
 		t.Fatalf("row after expire is %s; want expired", row.State())
 	}
 	last := lastEvent(t, pool, "k")

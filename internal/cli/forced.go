@@ -10,6 +10,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -29,15 +30,15 @@ type forced struct {
 // that it can say what the action ended before it commits
 // (lockview.ReadForcedHolders): when it ended every holder of a group, how
 // many; when it ended one holder's lease, how many others hold the key.
-func forceCounted(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, key string, token int64, act forceAction) (forced, error) {
+func forceCounted(ctx context.Context, op operator.Operator, pool *pgxpool.Pool, key string, token int64, act forceAction) (forced, error) {
 	var done forced
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		lease, err := act(lk, ctx, tx, key, token)
+		lease, err := act(op, ctx, tx, key, token)
 		if err != nil {
 			return err
 		}
 		kind := lockdb.EventForceReleased
-		if lease.Outcome == locker.Expired {
+		if lease.Outcome == operator.Expired {
 			kind = lockdb.EventForceExpired
 		}
 		f, err := lockview.ReadForcedHolders(ctx, tx, key, lease.Token, kind)
@@ -61,7 +62,7 @@ func printForced(env Env, asJSON bool, done forced, delayUntil *time.Time) int {
 		return env.emit(r)
 	}
 	verb := "force-released"
-	if l.Outcome == locker.Expired {
+	if l.Outcome == operator.Expired {
 		verb = "expired"
 	}
 	key, actor := textsafe.Escape(l.Key), textsafe.Escape(env.Actor)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/operator"
 )
 
 // ForceReleaseCommand is `lockctl force-release KEY`.
@@ -32,5 +32,5 @@ func ForceReleaseCommand() *cobra.Command {
 // frees one holder of a shared or semaphore key, or with the group's token
 // every holder.
 func ForceRelease(ctx context.Context, env Env, opts ExpireOptions) int {
-	return force(ctx, env, opts, (*locker.Locker).ForceRelease)
+	return force(ctx, env, opts, operator.Operator.ForceRelease)
 }

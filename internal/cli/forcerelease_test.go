@@ -7,7 +7,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -25,7 +24,7 @@ func TestForceReleaseFencedByToken(t *testing.T) {
 	if stale.Outcome != "not_held" || stale.Owner != "worker-1" || stale.Token != lease.Token {
 		t.Fatalf("force-release with a wrong token = %+v; want not_held naming worker-1", stale)
 	}
-	if row, _, err := store.Get[locker.LockInfo](ctx, pool, "k"); err != nil || row.State() != locker.StateHeld || row.Token != lease.Token {
+	if row, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k"); err != nil || row.State() != lockdb.StateHeld || row.Token != lease.Token {
 		t.Fatalf("row after a refused force-release = %+v, %v; want held, token %d", row, err, lease.Token)
 	}
 
@@ -33,8 +32,8 @@ func TestForceReleaseFencedByToken(t *testing.T) {
 	if freed.Outcome != "force_released" || freed.Owner != "worker-1" || freed.Token != lease.Token || freed.Actor != "alice@ops" {
 		t.Fatalf("force-release = %+v; want force_released of worker-1's token %d by alice@ops", freed, lease.Token)
 	}
-	row, _, err := store.Get[locker.LockInfo](ctx, pool, "k")
-	if err != nil || row.State() != locker.StateFree {
+	row, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k")
+	if err != nil || row.State() != lockdb.StateFree {
 		t.Fatalf("row after force-release = %+v, %v; want free", row, err)
 	}
 	last := lastEvent(t, pool, "k")

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -118,7 +119,7 @@ func FuzzParseArgs(f *testing.F) {
 func checkAccepted(t *testing.T, args []string, out parsed) {
 	t.Helper()
 	keyOK := func(key string) {
-		if locker.ValidateKey(key) != nil {
+		if lockdb.ValidateKey(key) != nil {
 			t.Fatalf("args %q: accepted invalid key %q", args, key)
 		}
 	}
@@ -129,13 +130,13 @@ func checkAccepted(t *testing.T, args []string, out parsed) {
 		if o.TTL < time.Millisecond || o.TTL > locker.MaxTTL || o.Wait < 0 {
 			t.Fatalf("args %q: accepted ttl %v wait %v", args, o.TTL, o.Wait)
 		}
-		if o.Owner != "" && locker.ValidateOwner(o.Owner) != nil {
+		if o.Owner != "" && lockdb.ValidateOwner(o.Owner) != nil {
 			t.Fatalf("args %q: accepted owner %q", args, o.Owner)
 		}
 	case "renew":
 		o := out.lease
 		keyOK(o.Key)
-		if o.Token <= 0 || locker.ValidateOwner(o.Owner) != nil || o.TTL < time.Millisecond {
+		if o.Token <= 0 || lockdb.ValidateOwner(o.Owner) != nil || o.TTL < time.Millisecond {
 			t.Fatalf("args %q: accepted %+v", args, o)
 		}
 	case "expire":

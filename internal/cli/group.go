@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
@@ -17,7 +18,7 @@ import (
 // none) and, while it is a running shared or semaphore group, its holders
 // (group nil otherwise).
 type keyState struct {
-	row   *locker.LockInfo
+	row   *lockdb.LockInfo
 	group *keyGroup
 }
 
@@ -31,14 +32,14 @@ type keyGroup struct {
 
 // isGroup says whether row is the row of a running shared or semaphore
 // group, whose holders lockview.HoldersOf reads.
-func isGroup(row locker.LockInfo) bool {
+func isGroup(row lockdb.LockInfo) bool {
 	return row.Mode != "" && row.Mode != locker.ModeExclusive && row.ReleasedAt == nil
 }
 
 // readKeyState is keyState of row: with its group's holders read when row
 // is a running group's. A failed read of the holders leaves group nil: the
 // refusal is then told from the row alone.
-func readKeyState(ctx context.Context, db locker.DBTX, row *locker.LockInfo) keyState {
+func readKeyState(ctx context.Context, db locker.DBTX, row *lockdb.LockInfo) keyState {
 	s := keyState{row: row}
 	if row == nil || !isGroup(*row) {
 		return s
@@ -82,7 +83,7 @@ func lastToEnd(hs []lockview.Holder) time.Duration {
 // many, then why this request waits: the waiters queued (whom later
 // requests do not overtake), every permit taken (until the first ends),
 // or the holders (until the last ends).
-func groupRefusalLine(prog string, held *locker.HeldError, g *keyGroup) string {
+func groupRefusalLine(prog string, held *locker.Error, g *keyGroup) string {
 	line := fmt.Sprintf("%s: %s is held %s by %s", prog, textsafe.Escape(held.Key), heldAs(g.mode, g.permits),
 		plural(len(g.holders), "holder", "holders"))
 	switch {

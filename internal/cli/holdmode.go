@@ -1,7 +1,7 @@
 package cli
 
 import (
-	"context"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -47,25 +47,21 @@ func (o AcquireOptions) checkHoldMode() error {
 	return nil
 }
 
-// tryTake makes one attempt at opts.Key in opts' mode.
-func (o AcquireOptions) tryTake(ctx context.Context, lk *locker.Locker, db locker.DBTX) (locker.Lease, error) {
-	switch {
-	case o.Shared:
-		return lk.TryAcquireShared(ctx, db, o.Key, o.Owner)
-	case o.Permits > 0:
-		return lk.TryAcquirePermit(ctx, db, o.Key, o.Owner, o.Permits)
+// request is the Request of opts' keys (opts.Keys, or opts.Key), each in
+// opts' mode, waiting up to wait.
+func (o AcquireOptions) request(wait time.Duration) locker.Request {
+	names := o.Keys
+	if len(names) == 0 {
+		names = []string{o.Key}
 	}
-	return lk.TryAcquire(ctx, db, o.Key, o.Owner)
-}
-
-// waitTake waits in opts.Key's queue, in opts' mode, until granted or
-// ctx ends: the one queue of the key, whatever the mode of each waiter.
-func (o AcquireOptions) waitTake(ctx context.Context, lk *locker.Locker, db locker.DBTX) (locker.Lease, error) {
-	switch {
-	case o.Shared:
-		return lk.AcquireShared(ctx, db, o.Key, o.Owner)
-	case o.Permits > 0:
-		return lk.AcquirePermit(ctx, db, o.Key, o.Owner, o.Permits)
+	keys := locker.Keys(names...)
+	for i := range keys {
+		switch {
+		case o.Shared:
+			keys[i].Mode = locker.ModeShared
+		case o.Permits > 0:
+			keys[i].Mode, keys[i].Permits = locker.ModeSemaphore, o.Permits
+		}
 	}
-	return lk.Acquire(ctx, db, o.Key, o.Owner)
+	return locker.Request{Keys: keys, Owner: o.Owner, TTL: o.TTL, LockDelay: o.LockDelay, Wait: wait}
 }

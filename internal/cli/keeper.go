@@ -22,5 +22,5 @@ func keepLeases(ctx context.Context, lk *locker.Locker, pool *pgxpool.Pool, leas
 		defer cancel()
 		_ = session.Close(cctx) // a session it cannot close lapses at its TTL, bound to nothing
 	}
-	return session.KeepaliveAll(ctx, leases), closeSession, nil
+	return session.Keepalive(ctx, leases...), closeSession, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -20,10 +21,10 @@ type LeaseOptions struct {
 
 // check validates what the flag types cannot, before connecting.
 func (o LeaseOptions) check() error {
-	if err := locker.ValidateKey(o.Key); err != nil {
+	if err := lockdb.ValidateKey(o.Key); err != nil {
 		return usagef("invalid KEY: %w", err)
 	}
-	if err := locker.ValidateOwner(o.Owner); err != nil {
+	if err := lockdb.ValidateOwner(o.Owner); err != nil {
 		return usagef("invalid --owner: %w", err)
 	}
 	if o.Token <= 0 {
@@ -56,7 +57,7 @@ func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	lease, err := op(lk, pool, locker.LeaseOf(opts.Key, opts.Owner, opts.Token))
+	lease, err := op(lk, pool, locker.Lease{Key: opts.Key, Owner: opts.Owner, Token: opts.Token})
 	if err != nil {
 		if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, keyState{}); ok {
 			return code
@@ -64,4 +65,12 @@ func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
 		return env.Fail(err)
 	}
 	return printLease(env, opts.JSON, lease, "")
+}
+
+// one is the lease of a locker call on one key (Acquire, Renew, Release).
+func one(leases []locker.Lease, err error) (locker.Lease, error) {
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
 }

@@ -2,10 +2,9 @@ package cli_test
 
 import (
 	"fmt"
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"strings"
 	"testing"
-
-	"github.com/lockctl/lockctl/locker"
 )
 
 func TestRenew(t *testing.T) {
@@ -89,12 +88,12 @@ func TestTokenInEpochCountForm(t *testing.T) {
 	t.Parallel()
 	d := newDB(t)
 	lease := d.json(0, "acquire", "k", "--owner", "a")
-	shown := locker.FormatToken(lease.Token)
+	shown := fencetoken.Format(lease.Token)
 	renewed := d.json(0, "renew", "k", "--owner", "a", "--token", shown)
 	if renewed.Outcome != "renewed" || renewed.Token != lease.Token {
 		t.Fatalf("renew --token %s = %+v; want renewed, token %d", shown, renewed, lease.Token)
 	}
-	epoch, count := locker.TokenParts(lease.Token)
+	epoch, count := fencetoken.Parts(lease.Token)
 	wrong := d.json(4, "release", "k", "--owner", "a", "--token", fmt.Sprintf("%d.%d", epoch, count+1))
 	if wrong.RequestedToken != lease.Token+1 {
 		t.Fatalf("release --token %d.%d asked for token %d; want %d", epoch, count+1, wrong.RequestedToken, lease.Token+1)

@@ -30,7 +30,7 @@ func leaseLossReason(ctx context.Context, db locker.DBTX, lease locker.Lease, ca
 			}
 		}
 	}
-	var lost *locker.LeaseLostError
+	var lost *locker.Error
 	if errors.As(cause, &lost) {
 		return lost.Reason
 	}

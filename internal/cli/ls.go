@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -39,8 +39,8 @@ func LsCommand() *cobra.Command {
 }
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
-var LockStates = []string{string(locker.StateHeld), string(locker.StateExpiring), string(locker.StateExpired),
-	string(locker.StateDelayed), string(locker.StateFree)}
+var LockStates = []string{string(lockdb.StateHeld), string(lockdb.StateExpiring), string(lockdb.StateExpired),
+	string(lockdb.StateDelayed), string(lockdb.StateFree)}
 
 // LsOptions are ls's flags.
 type LsOptions struct {
@@ -127,7 +127,7 @@ func listLocks(ctx context.Context, env Env, pool *pgxpool.Pool, opts LsOptions)
 	})
 	f := lockview.LockFilter{Prefix: opts.Prefix}
 	for _, s := range opts.States {
-		f.States = append(f.States, locker.State(s))
+		f.States = append(f.States, lockdb.State(s))
 	}
 	err = lockview.EachLock(ctx, pool, f, printer.add)
 	if err == nil {

@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // referenceNote is said on stderr whenever ls shows the reference service's
@@ -22,7 +22,7 @@ type referenceLockRow struct {
 	Owner       string       `json:"owner"`
 	Token       int64        `json:"token"`
 	ExpiresAt   time.Time    `json:"expires_at"`
-	State       locker.State `json:"state"`
+	State       lockdb.State `json:"state"`
 	RemainingMs int64        `json:"remaining_ms"` // negative: expired that long ago
 }
 
@@ -44,7 +44,7 @@ func writeReferenceLocks(env Env, locks []lockview.Lock, opts LsOptions) int {
 	rows := make([][]string, 0, len(locks))
 	for _, l := range locks {
 		remaining := "-"
-		if l.State() != locker.StateExpired {
+		if l.State() != lockdb.StateExpired {
 			remaining = formatDuration(l.Remaining)
 		}
 		rows = append(rows, []string{textsafe.Escape(l.Key), textsafe.Escape(l.Owner),

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/export"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
@@ -19,7 +20,7 @@ type lockRow struct {
 	Token         int64          `json:"token"`
 	ExpiresAt     time.Time      `json:"expires_at"`
 	TTLMs         int64          `json:"ttl_ms"`
-	State         locker.State   `json:"state"`
+	State         lockdb.State   `json:"state"`
 	RemainingMs   int64          `json:"remaining_ms"` // negative: expired that long ago
 	HeldForMs     int64          `json:"held_for_ms"`  // since the current grant
 	AcquiredAt    time.Time      `json:"acquired_at"`
@@ -66,7 +67,7 @@ const holdersBatch = 256
 // export names the columns).
 type lockRecord struct {
 	lockview.Lock
-	State   locker.State      `db:"state"`
+	State   lockdb.State      `db:"state"`
 	Holders []lockview.Holder `db:"holders"`
 }
 
@@ -133,11 +134,11 @@ func (p *lockPrinter) print(l lockview.Lock, holders []lockview.Holder) error {
 	}
 	remaining, heldFor := "-", "-"
 	switch l.State() {
-	case locker.StateHeld, locker.StateExpiring:
+	case lockdb.StateHeld, lockdb.StateExpiring:
 		remaining, heldFor = formatDuration(l.Remaining), formatDuration(l.HeldFor)
-	case locker.StateExpired:
+	case lockdb.StateExpired:
 		heldFor = formatDuration(l.HeldFor)
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		// What is left is the lock-delay's, not a lease's.
 		remaining = "delay " + formatDuration(l.DelayUntil.Sub(l.DBNow))
 	}

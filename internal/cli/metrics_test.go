@@ -151,7 +151,7 @@ func TestMetricsAfterLockActivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lk.ReportStaleWrite(ctx, pool, locker.LeaseOf("held", "old-owner", 1), "orders table"); err != nil {
+	if err := lk.ReportStaleWrite(ctx, pool, locker.Lease{Key: "held", Owner: "old-owner", Token: 1}, "orders table"); err != nil {
 		t.Fatal(err)
 	}
 	// Four waiters: two on held, one each on held2 and held3 (held2's first).
@@ -297,7 +297,7 @@ func TestMetricsWaitAndHoldHistograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.TryAcquire(ctx, pool, "orders:svc", "svc-1"); err != nil {
+	if _, err := testdb.Try(ctx, svc, pool, "orders:svc", "svc-1"); err != nil {
 		t.Fatal(err)
 	}
 	d.json(0, "expire", "orders:svc")

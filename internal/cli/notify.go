@@ -8,8 +8,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
+
+// WakeUps is the console's wake-up indicator of n (tui.Options.WakeUps).
+func WakeUps(n *locker.Notifier) func() (live, known bool) {
+	return func() (bool, bool) { return n.Live(), !n.Checking() }
+}
 
 // StartNotifier runs a Notifier for a waiting command (or the console) until
 // stop is called. It LISTENs on --notify-dsn, else on pool's server, and
@@ -26,8 +32,8 @@ func StartNotifier(ctx context.Context, env Env, pool *pgxpool.Pool) (n *locker.
 			listen.ConnectTimeout = ConnectTimeout
 		}
 	}
-	n = locker.NewNotifierWithConfig(locker.NotifierConfig{
-		Connect: locker.ConnectWith(listen),
+	n = locker.NewNotifier(locker.NotifierConfig{
+		Connect: lockdb.ConnectWith(listen),
 		Probe:   pool,
 		Logf: func(format string, args ...any) {
 			if _, tty := terminalWidth(env.Stderr); tty {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/operator"
 )
 
 // PruneCommand is `lockctl prune`.
@@ -43,13 +43,13 @@ type pruneResult struct {
 
 // Prune deletes lock rows free (released, or expired and never released)
 // for longer than opts.Older, records of waiters that died, and, with
-// EventsOlder, old events. It goes through locker.Prune, which keeps every
+// EventsOlder, old events. It goes through the operator's Prune, which keeps every
 // key's tokens increasing across the deletion.
 func Prune(ctx context.Context, env Env, opts PruneOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	lk, err := locker.New(locker.Config{Actor: env.Actor})
+	op, err := operator.New(env.Actor)
 	if err != nil {
 		return env.Fail(err)
 	}
@@ -58,7 +58,7 @@ func Prune(ctx context.Context, env Env, opts PruneOptions) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	res, err := lk.Prune(ctx, pool, locker.PruneOptions{FreeFor: opts.Older, EventsOlderThan: opts.EventsOlder})
+	res, err := op.Prune(ctx, pool, operator.PruneOptions{FreeFor: opts.Older, EventsOlderThan: opts.EventsOlder})
 	if err != nil {
 		return env.Fail(err)
 	}

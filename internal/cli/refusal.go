@@ -40,7 +40,7 @@ type holderJSON struct {
 // refusalOf says why held refused the caller: err's place in the queue
 // (a wait that ran out) and held's holder (the key's holders, when its
 // group holds it), queue and lock-delay.
-func refusalOf(requestedOwner string, held *locker.HeldError, now keyState) refusalResult {
+func refusalOf(requestedOwner string, held *locker.Error, now keyState) refusalResult {
 	r := refusalResult{result: heldResult(requestedOwner, held, now.row), Error: lockdb.OutcomeHeld,
 		Holders: []holderJSON{}, QueueLength: held.QueueLength}
 	switch {
@@ -74,7 +74,7 @@ func refusalOf(requestedOwner string, held *locker.HeldError, now keyState) refu
 // refusalLine is the text of a held refusal: who holds the key and for how
 // long (its holders, when g, its group, holds it), or the lock-delay that
 // keeps it, then the queue.
-func refusalLine(prog string, held *locker.HeldError, g *keyGroup) string {
+func refusalLine(prog string, held *locker.Error, g *keyGroup) string {
 	if g != nil {
 		return groupRefusalLine(prog, held, g)
 	}
@@ -95,7 +95,7 @@ func refusalLine(prog string, held *locker.HeldError, g *keyGroup) string {
 
 // queueText ends a refusal's line with the queue: where the caller stood
 // in it, or how many wait.
-func queueText(held *locker.HeldError) string {
+func queueText(held *locker.Error) string {
 	switch {
 	case held.Position > 0:
 		return fmt.Sprintf("; queued %d of %d", held.Position, held.QueueLength)
@@ -107,7 +107,7 @@ func queueText(held *locker.HeldError) string {
 
 // conflictOf is the --json object of a conflict: the key's row, its
 // holders, and what was asked (detail: the error's message).
-func conflictOf(requestedOwner string, c *locker.ConflictError, now keyState) refusalResult {
+func conflictOf(requestedOwner string, c *locker.Error, now keyState) refusalResult {
 	r := refusalResult{result: rowResult(lockdb.OutcomeConflict, c.Key, now.row), Error: lockdb.OutcomeConflict,
 		Holders: []holderJSON{}}
 	r.Mode, r.Permits = c.Mode, c.Permits
@@ -120,22 +120,22 @@ func conflictOf(requestedOwner string, c *locker.ConflictError, now keyState) re
 
 // conflictText is a conflict's message without the package's prefix: how
 // the key is held, and how it was asked for.
-func conflictText(c *locker.ConflictError) string {
+func conflictText(c *locker.Error) string {
 	return strings.TrimPrefix(c.Error(), "locker: ")
 }
 
 // waitedOutRefusal is the held refusal of a wait that ran out: the key's
-// row read after it (row) and where the waiter stood (err's *GaveUpError).
-func waitedOutRefusal(err error, row locker.LockInfo) *locker.HeldError {
-	h := &locker.HeldError{Key: row.Key, Owner: row.Owner, Token: row.Token,
+// row read after it (row) and where the waiter stood (err's *locker.Error).
+func waitedOutRefusal(err error, row lockdb.LockInfo) *locker.Error {
+	h := &locker.Error{Kind: locker.ErrHeld, Key: row.Key, Owner: row.Owner, Token: row.Token,
 		ExpiresAt: row.ExpiresAt, Remaining: row.Remaining, DelayUntil: row.DelayUntil}
 	switch row.State() {
-	case locker.StateDelayed:
+	case lockdb.StateDelayed:
 		h.Remaining, h.DelayLeft = 0, row.DelayUntil.Sub(row.DBNow)
-	case locker.StateFree, locker.StateExpired:
+	case lockdb.StateFree, lockdb.StateExpired:
 		h.Remaining, h.Queued = 0, true // kept for the waiters ahead
 	}
-	var gaveUp *locker.GaveUpError
+	var gaveUp *locker.Error
 	if errors.As(err, &gaveUp) {
 		h.Position, h.QueueLength = gaveUp.Position, gaveUp.QueueLength
 	}

@@ -35,6 +35,6 @@ func ReleaseCommand() *cobra.Command {
 // lost, or a wrong owner or token).
 func Release(ctx context.Context, env Env, opts LeaseOptions) int {
 	return runLease(ctx, env, opts, func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error) {
-		return lk.Release(ctx, pool, lease)
+		return one(lk.Release(ctx, pool, lease))
 	})
 }

@@ -37,6 +37,6 @@ func RenewCommand() *cobra.Command {
 // expired.
 func Renew(ctx context.Context, env Env, opts LeaseOptions) int {
 	return runLease(ctx, env, opts, func(lk *locker.Locker, pool *pgxpool.Pool, lease locker.Lease) (locker.Lease, error) {
-		return lk.Renew(ctx, pool, lease)
+		return one(lk.Renew(ctx, pool, lease))
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -48,21 +49,21 @@ type result struct {
 func leaseResult(l locker.Lease) result {
 	exp := utc(l.ExpiresAt)
 	r := result{Key: l.Key, Owner: l.Owner, Token: l.Token, ExpiresAt: &exp,
-		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(locker.StateHeld)}
+		TTLMs: l.TTL.Milliseconds(), Outcome: string(l.Outcome), State: string(lockdb.StateHeld)}
 	if l.Mode == locker.ModeShared || l.Mode == locker.ModeSemaphore {
 		r.Mode, r.Permits = l.Mode, l.Permits
 	}
 	switch l.Outcome {
-	case locker.Released, locker.ForceReleased:
-		r.State = string(locker.StateFree)
-	case locker.Expired:
-		r.State = string(locker.StateExpired)
+	case locker.Released, operator.ForceReleased:
+		r.State = string(lockdb.StateFree)
+	case operator.Expired:
+		r.State = string(lockdb.StateExpired)
 	}
 	return r
 }
 
 // rowResult describes a refusal with the key's current row (nil: no row).
-func rowResult(outcome, key string, row *locker.LockInfo) result {
+func rowResult(outcome, key string, row *lockdb.LockInfo) result {
 	r := result{Key: key, Outcome: outcome, State: "none"}
 	if row == nil {
 		return r
@@ -74,9 +75,9 @@ func rowResult(outcome, key string, row *locker.LockInfo) result {
 	return r
 }
 
-// heldResult turns a *HeldError into a held result, with the holder's row
+// heldResult turns a held *locker.Error into a held result, with the holder's row
 // when it was read (for its TTL and whether it is expiring).
-func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockInfo) result {
+func heldResult(requestedOwner string, held *locker.Error, row *lockdb.LockInfo) result {
 	if row != nil && row.Token == held.Token {
 		r := rowResult(lockdb.OutcomeHeld, held.Key, row)
 		r.RequestedOwner = requestedOwner
@@ -85,7 +86,7 @@ func heldResult(requestedOwner string, held *locker.HeldError, row *locker.LockI
 	exp := utc(held.ExpiresAt)
 	remaining := held.Remaining.Milliseconds()
 	return result{Key: held.Key, Owner: held.Owner, Token: held.Token, ExpiresAt: &exp,
-		Outcome: lockdb.OutcomeHeld, State: string(locker.StateHeld), RemainingMs: &remaining,
+		Outcome: lockdb.OutcomeHeld, State: string(lockdb.StateHeld), RemainingMs: &remaining,
 		RequestedOwner: requestedOwner}
 }
 
@@ -116,10 +117,10 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 		if l.Outcome == locker.Stolen {
 			line += " (taken over from an expired lease)"
 		}
-	case locker.Expired:
+	case operator.Expired:
 		line = fmt.Sprintf("expired %s token=%d owner=%s (by %s; the next acquirer takes it over)",
 			key, l.Token, owner, textsafe.Escape(actor))
-	case locker.ForceReleased:
+	case operator.ForceReleased:
 		line = fmt.Sprintf("force-released %s token=%d owner=%s (by %s; the next acquirer gets a new token)",
 			key, l.Token, owner, textsafe.Escape(actor))
 	default:
@@ -139,30 +140,32 @@ func printLeaseDelayed(env Env, asJSON bool, l locker.Lease, actor string, delay
 // explanation goes to Stderr; with --json the result goes to Stdout.
 // now is the key as read after a held or conflict refusal (zero: not read).
 func printRefusal(env Env, asJSON bool, requestedOwner string, err error, now keyState) (code int, ok bool) {
-	var held *locker.HeldError
-	var conflict *locker.ConflictError
-	var notHeld *locker.NotHeldError
-	var dead *locker.DeadlockError
+	var e *locker.Error
+	if !errors.As(err, &e) {
+		return 0, false
+	}
+	// A wait that ended first (e.Err: ctx's) is no refusal of its own.
+	held, conflict, notHeld, dead := e, e, e, e
 	switch {
-	case errors.As(err, &conflict):
+	case e.Kind == locker.ErrHeld && e.Conflict:
 		if asJSON {
 			return env.emitCode(conflictOf(requestedOwner, conflict, now), ExitHeld), true
 		}
 		env.printLine(env.Prog + ": " + textsafe.Escape(conflictText(conflict)))
 		return ExitHeld, true
-	case errors.As(err, &dead):
+	case e.Kind == locker.ErrDeadlock:
 		if asJSON {
 			return env.emitCode(deadlockOf(dead), ExitDeadlock), true
 		}
 		env.printLine(deadlockLine(env.Prog, dead))
 		return ExitDeadlock, true
-	case errors.As(err, &held):
+	case e.Kind == locker.ErrHeld && e.Err == nil:
 		if asJSON {
 			return env.emitCode(refusalOf(requestedOwner, held, now), ExitHeld), true
 		}
 		env.printLine(refusalLine(env.Prog, held, now.group))
 		return ExitHeld, true
-	case errors.As(err, &notHeld):
+	case e.Kind == locker.ErrNotHeld:
 		why := notHeldReason(notHeld)
 		if asJSON {
 			r := rowResult(lockdb.OutcomeNotHeld, notHeld.Key, notHeld.Current)
@@ -177,7 +180,7 @@ func printRefusal(env Env, asJSON bool, requestedOwner string, err error, now ke
 }
 
 // notHeldReason says why a named lease is not current, escaped for a terminal.
-func notHeldReason(e *locker.NotHeldError) string {
+func notHeldReason(e *locker.Error) string {
 	c := e.Current
 	switch {
 	case c == nil:

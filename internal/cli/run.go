@@ -181,16 +181,13 @@ func takeLeases(ctx context.Context, env Env, opts AcquireOptions) (*heldSet, in
 
 // releaseLeases releases one lease, or a set in one statement.
 func releaseLeases(ctx context.Context, lk *locker.Locker, pool locker.DBTX, leases []locker.Lease) error {
-	if len(leases) == 1 {
-		_, err := lk.Release(ctx, pool, leases[0])
-		return err
-	}
-	return lk.ReleaseAll(ctx, pool, leases)
+	_, err := lk.Release(ctx, pool, leases...)
+	return err
 }
 
 // lostLease is the lease of leases a Keepalive's loss names.
 func lostLease(leases []locker.Lease, lost error) locker.Lease {
-	var e *locker.LeaseLostError
+	var e *locker.Error
 	if errors.As(lost, &e) {
 		for _, l := range leases {
 			if l.Key == e.Key {

@@ -107,8 +107,8 @@ WHERE owner_id = 'runner' AND released_at IS NULL AND expires_at = $1`, expiry).
 	var mu sync.Mutex
 	var refused int
 	forEachKey(keys, func(key string) {
-		lease, err := lk.TryAcquire(context.Background(), pool, key, "next")
-		var he *locker.HeldError
+		lease, err := testdb.Try(context.Background(), lk, pool, key, "next")
+		var he *locker.Error
 		switch {
 		case errors.As(err, &he):
 			if he.Owner != "runner" || he.Token != held[key] || !he.ExpiresAt.Equal(expiry) {
@@ -135,7 +135,7 @@ WHERE owner_id = 'runner' AND released_at IS NULL AND expires_at = $1`, expiry).
 		if taken[key] {
 			return
 		}
-		lease, err := lk.TryAcquire(context.Background(), pool, key, "next")
+		lease, err := testdb.Try(context.Background(), lk, pool, key, "next")
 		if err != nil {
 			t.Errorf("%s after the killed run's session expired: %v; want it granted", key, err)
 			return

@@ -10,6 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -45,8 +48,8 @@ func ParseTTL(s string) (time.Duration, error) {
 }
 
 // ParseToken reads a fencing token: the full number or EPOCH·COUNT
-// (locker.ParseToken).
-func ParseToken(s string) (int64, error) { return locker.ParseToken(s) }
+// (fencetoken.Parse).
+func ParseToken(s string) (int64, error) { return fencetoken.Parse(s) }
 
 // durationValue is a pflag.Value backed by a parse function.
 type durationValue struct {
@@ -185,17 +188,17 @@ func (v checkedValue) Set(s string) error {
 
 func (checkedValue) Type() string { return "string" }
 
-// OwnerVar defines a flag holding an owner id (locker.ValidateOwner); its
+// OwnerVar defines a flag holding an owner id (lockdb.ValidateOwner); its
 // value stays "" until set.
 func OwnerVar(fs *pflag.FlagSet, p *string, name, usage string) {
 	*p = ""
-	fs.Var(checkedValue{p: p, check: locker.ValidateOwner}, name, usage)
+	fs.Var(checkedValue{p: p, check: lockdb.ValidateOwner}, name, usage)
 }
 
 // ReasonVar defines a flag holding an operator's reason: at most
-// locker.MaxReasonBytes, which an event's detail keeps.
+// operator.MaxReasonBytes, which an event's detail keeps.
 func ReasonVar(fs *pflag.FlagSet, p *string, name, usage string) {
-	fs.Var(checkedValue{p: p, check: locker.ValidateReason}, name, usage)
+	fs.Var(checkedValue{p: p, check: operator.ValidateReason}, name, usage)
 }
 
 // choicesAnnotation lists the values an enum flag accepts, for help and
@@ -282,7 +285,7 @@ func EnumListVar(fs *pflag.FlagSet, p *[]string, name string, choices []string, 
 }
 
 // LockDelayVar defines --lock-delay: the lock-delay of the lease taken
-// (locker.Config.LockDelay), checked by the command (0 to 60s).
+// (locker.Request.LockDelay), checked by the command (0 to 60s).
 func LockDelayVar(fs *pflag.FlagSet, p *time.Duration) {
 	DurationVar(fs, p, "lock-delay", 0,
 		"after the lease ends without a release (expiry, force-expire, force-release), nobody gets KEY for this long (0 to 60s)")

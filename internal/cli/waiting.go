@@ -8,12 +8,14 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
-// waitForLease waits in opts.Key's queue (lk.Acquire, or AcquireShared or
-// AcquirePermit: opts.waitTake) for at most opts.Wait, with a Notifier (on
+// waitForLease waits in opts.Key's queue (lk.Acquire, in opts'
+// mode) for at most opts.Wait, with a Notifier (on
 // --notify-dsn, if given; see StartNotifier) so a release wakes it at once
 // rather than at the next recheck. While it waits, a terminal on Stderr
 // shows one progress line (see showWaitProgress).
@@ -32,13 +34,15 @@ func waitForLease(ctx context.Context, env Env, pool *pgxpool.Pool, cfg locker.C
 	defer cancel()
 	stopProgress := showWaitProgress(wctx, env, lk, pool, opts.Key, opts.Wait)
 	defer stopProgress()
-	lease, err := opts.waitTake(wctx, lk, pool)
+	// A lease handed off from the queue first runs for the claim window
+	// only, and this process may exit before a background claim: waiting on
+	// a connection of its own, Acquire claims it before it returns.
+	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return lease, err
+		return locker.Lease{}, fmt.Errorf("acquire %q: %w", opts.Key, err)
 	}
-	// Handed off from the queue, the lease first runs for the claim window
-	// only; this process may exit at once, before the background claim.
-	return lk.Claim(ctx, pool, lease)
+	defer conn.Release()
+	return one(lk.Acquire(wctx, conn.Conn(), opts.request(opts.Wait)))
 }
 
 // progressEvery is how often the progress line is rewritten (and the holder
@@ -68,7 +72,7 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 			case <-tick.C:
 			}
 			rctx, rcancel := context.WithTimeout(pctx, progressEvery)
-			holder, found, err := lk.Get(rctx, db, key)
+			holder, found, err := store.Get[lockdb.LockInfo](rctx, db, key)
 			rcancel()
 			line := progressLine(env.Prog, key, holder, found && err == nil, time.Since(start), wait)
 			fmt.Fprint(env.Stderr, "\r"+ansi.EraseEntireLine+ansi.Truncate(line, width-1, "…"))
@@ -84,7 +88,7 @@ func showWaitProgress(ctx context.Context, env Env, lk *locker.Locker, db locker
 // progressLine is the text of the waiting line, escaped for a terminal. How
 // long it has waited comes before the holder, so a narrow terminal cuts the
 // holder's details (tokens are long: locker, "Failover"), not the count.
-func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, wait time.Duration) string {
+func progressLine(prog, key string, holder lockdb.LockInfo, known bool, waited, wait time.Duration) string {
 	line := fmt.Sprintf("%s: waiting for %s, %s of %s", prog, textsafe.Escape(key),
 		formatDuration(waited.Truncate(time.Second)), formatDuration(wait))
 	if known && isGroup(holder) {
@@ -92,7 +96,7 @@ func progressLine(prog, key string, holder locker.LockInfo, known bool, waited, 
 		if holder.Remaining > 0 {
 			line += " (the last lease ends in " + formatDuration(holder.Remaining) + ")"
 		}
-	} else if known && holder.State() != locker.StateFree {
+	} else if known && holder.State() != lockdb.StateFree {
 		line += fmt.Sprintf("; held by %s (token %d", textsafe.Escape(holder.Owner), holder.Token)
 		if holder.Remaining > 0 {
 			line += ", expires in " + formatDuration(holder.Remaining)

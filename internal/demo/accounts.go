@@ -89,7 +89,7 @@ func fencedTx(ctx context.Context, pool *pgxpool.Pool, leases []locker.Lease, wr
 }
 
 // transfer moves money between two accounts, which must both be locked at
-// once: it takes both keys in one all-or-nothing acquire (AcquireAll),
+// once: it takes both keys in one all-or-nothing acquire (a set's waiting Acquire),
 // waiting until it can have both, so it never holds one while it waits for
 // the other and never deadlocks with another transfer. The two keys show
 // in the console as held by one owner, then released together.
@@ -108,7 +108,7 @@ func (s *Sim) transfer(ctx context.Context, index int) {
 		if err != nil {
 			continue
 		}
-		ka := lk.KeepaliveAll(ctx, s.pool, leases)
+		ka := lk.Keepalive(ctx, s.pool, leases...)
 		moved := false
 		if sleep(ka.Context(), j.work/2) {
 			moved = s.account(ctx, ka.Leases(), func(tx pgx.Tx) error {
@@ -122,7 +122,7 @@ func (s *Sim) transfer(ctx context.Context, index int) {
 		}
 		ka.Stop()
 		// Released together even when an operator took one of them
-		// meanwhile: ReleaseAll frees every lease still current.
+		// meanwhile: one Release frees every lease still current.
 		s.giveAll(ctx, lk, ka.Leases())
 	}
 }
@@ -167,14 +167,14 @@ func (s *Sim) teller(ctx context.Context, index int) {
 		}
 		ka := lk.Keepalive(ctx, s.pool, lease)
 		if sleep(ka.Context(), work/2) {
-			s.account(ctx, []locker.Lease{ka.Lease()}, func(tx pgx.Tx) error {
+			s.account(ctx, []locker.Lease{ka.Leases()[0]}, func(tx pgx.Tx) error {
 				_, err := tx.Exec(ctx, postSQL, account, amount)
 				return err
 			})
 			sleep(ka.Context(), work-work/2)
 		}
 		ka.Stop()
-		s.give(ctx, lk, ka.Lease()) // a lease lost meanwhile is only dropped
+		s.give(ctx, lk, ka.Leases()[0]) // a lease lost meanwhile is only dropped
 	}
 }
 

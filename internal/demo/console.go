@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
 )
@@ -13,7 +14,8 @@ import (
 // consoleOptions is what the demo hands the console.
 type consoleOptions struct {
 	pool     *pgxpool.Pool
-	operator *locker.Locker
+	locker   *locker.Locker
+	operator operator.Operator
 	server   string
 	refresh  time.Duration
 	readOnly bool
@@ -29,7 +31,7 @@ const consoleOwner = "operator"
 // operator's actions go through the same locker as everywhere else.
 func console(ctx context.Context, o consoleOptions) error {
 	return tui.Run(ctx, tui.Options{
-		Pool: o.pool, Locker: o.operator, Server: o.server,
+		Pool: o.pool, Locker: o.locker, Operator: o.operator, Server: o.server,
 		Refresh: o.refresh, ReadOnly: o.readOnly, Theme: tui.Theme(o.theme), Export: true,
 		Owner: consoleOwner, TTL: 30 * time.Second, Status: o.status,
 	})

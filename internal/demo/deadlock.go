@@ -10,7 +10,7 @@ import (
 
 // syncer is one of the two inventory syncers: it takes its own region's key
 // and then, to reconcile, the other region's, one after the other — the
-// order is the bug (AcquireAll would take both at once).
+// order is the bug (a set's waiting Acquire would take both at once).
 type syncer struct {
 	owner, own, other string
 }
@@ -82,7 +82,7 @@ func (s *Sim) syncRound(ctx context.Context, lk *locker.Locker, first int, hold,
 		started++
 		go func() {
 			asked := time.Now()
-			lease, err := lk.Acquire(rctx, s.pool, sy.other, sy.owner)
+			lease, err := s.waitFor(rctx, lk, sy.other, sy.owner)
 			results <- waited{who: i, lease: lease, err: err, took: time.Since(asked)}
 		}()
 	}
@@ -124,5 +124,14 @@ func (s *Sim) letGo(ctx context.Context, lk *locker.Locker, ka *locker.Keepalive
 		return
 	}
 	ka.Stop()
-	s.give(ctx, lk, ka.Lease())
+	s.give(ctx, lk, ka.Leases()[0])
+}
+
+// waitFor waits for key as owner as long as ctx lasts.
+func (s *Sim) waitFor(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
+	leases, err := lk.Acquire(ctx, s.pool, locker.Request{Keys: locker.Keys(key), Owner: owner, Wait: locker.WaitForever})
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
 }

@@ -8,16 +8,15 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// backupLocker grants keyBackup with a lock-delay: the backup writes to
-// object storage, which cannot check a fencing token, so when a holder's
-// lease ends without a release nobody may take the key until the delay has
-// passed — the holder may only be slow, and still writing. The delay is
-// scaled with the story but kept within the locker's cap, which a slow
-// story would pass.
-func (s *Sim) backupLocker(role string) *locker.Locker {
-	cfg := s.lockerConfig(s.cfg.scale(backupTTL), s.cfg.scale(waitRecheck), role)
-	cfg.LockDelay = min(s.cfg.scale(backupDelay), locker.MaxLockDelay)
-	return mustLocker(cfg)
+// backupRequest is keyBackup for owner with a lock-delay: the backup
+// writes to object storage, which cannot check a fencing token, so when a
+// holder's lease ends without a release nobody may take the key until the
+// delay has passed — the holder may only be slow, and still writing. The
+// delay is scaled with the story but kept within the locker's cap, which a
+// slow story would pass.
+func (s *Sim) backupRequest(owner string) locker.Request {
+	return locker.Request{Keys: locker.Keys(keyBackup), Owner: owner,
+		LockDelay: min(s.cfg.scale(backupDelay), locker.MaxLockDelay)}
 }
 
 // backupRunner takes keyBackup and crashes while holding it, every time:
@@ -27,7 +26,7 @@ func (s *Sim) backupLocker(role string) *locker.Locker {
 // comes back under a new owner id after the standby is done.
 func (s *Sim) backupRunner(ctx context.Context, holding chan<- struct{}, done <-chan struct{}) {
 	r := s.rng(roleDelay, 0)
-	lk := s.backupLocker("nightly backup (crashes; lock-delay)")
+	lk := s.storyLocker(backupTTL, "nightly backup (crashes; lock-delay)")
 	for life := 1; ctx.Err() == nil; life++ {
 		work := s.between(r, 3*time.Second, 5*time.Second)
 		offline := s.between(r, 2*time.Second, 4*time.Second)
@@ -35,7 +34,7 @@ func (s *Sim) backupRunner(ctx context.Context, holding chan<- struct{}, done <-
 		if life > 1 {
 			owner = fmt.Sprintf("%s#%d", ownerBackup, life)
 		}
-		lease, err := s.take(ctx, lk, keyBackup, owner)
+		lease, err := s.takeOne(ctx, lk, s.backupRequest(owner))
 		if err != nil {
 			continue
 		}
@@ -65,7 +64,7 @@ func (s *Sim) backupRunner(ctx context.Context, holding chan<- struct{}, done <-
 // cleanly (which starts no delay).
 func (s *Sim) backupStandby(ctx context.Context, holding <-chan struct{}, done chan<- struct{}) {
 	r := s.rng(roleDelay, 1)
-	lk := s.backupLocker("backup standby (waits out the lock-delay)")
+	lk := s.storyLocker(backupTTL, "backup standby (waits out the lock-delay)")
 	for ctx.Err() == nil {
 		select {
 		case <-holding:
@@ -77,9 +76,9 @@ func (s *Sim) backupStandby(ctx context.Context, holding <-chan struct{}, done c
 		if !sleep(ctx, queueAfter) {
 			return
 		}
-		lease, err := s.take(ctx, lk, keyBackup, ownerStandby)
+		lease, err := s.takeOne(ctx, lk, s.backupRequest(ownerStandby))
 		for err != nil && ctx.Err() == nil {
-			lease, err = s.take(ctx, lk, keyBackup, ownerStandby)
+			lease, err = s.takeOne(ctx, lk, s.backupRequest(ownerStandby))
 		}
 		if err != nil {
 			return

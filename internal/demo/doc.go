@@ -29,12 +29,12 @@
 //   - A transfer ("transfer-1") moves money between two accounts of the
 //     demo_account table: it takes both keys ("accounts:alice",
 //     "accounts:bob", "accounts:carol") in one all-or-nothing
-//     locker.AcquireAll, waiting until it can have both, renews them with
-//     one KeepaliveAll, moves the money in a transaction that fences both
-//     leases, and releases both with ReleaseAll. Two tellers post to one
+//     one locker.Acquire of both, waiting until it can have both, renews them with
+//     one Keepalive, moves the money in a transaction that fences both
+//     leases, and releases both with one Release. Two tellers post to one
 //     account at a time under its key alone, and contend with it.
 //   - A nightly backup ("backup-1") holds "backup:nightly" with a
-//     lock-delay (Config.LockDelay) and crashes every time; "backup-2"
+//     lock-delay (Request.LockDelay) and crashes every time; "backup-2"
 //     queues behind it. The crashed lease runs out, then the key is
 //     delayed — nobody is granted it, as the crashed holder may only be
 //     slow and still writing somewhere no token is checked — and the
@@ -47,11 +47,11 @@
 //     syncer counts it (the header's deadlocks), gives up its key, and the
 //     other, handed the key, reconciles under both and releases them.
 //   - Five report workers ("report-1" …) share "reports:pool", a semaphore
-//     of three permits (locker.TryAcquirePermit): at most three render at
+//     of three permits (locker.Acquire of a permit): at most three render at
 //     once, each with a lease (and token) of its own, while the others
-//     queue (locker.AcquirePermit): a released permit goes to the next.
+//     queue (a waiting locker.Acquire of a permit): a released permit goes to the next.
 //   - Three pricing readers ("pricing-api-1" …) hold "config:pricing"
-//     shared, side by side (locker.TryAcquireShared, AcquireShared while
+//     shared, side by side (locker.Acquire of a shared lease, waiting while
 //     refused). Every so often the writer ("pricing-admin") queues for it
 //     exclusively with locker.Acquire: readers that come after it queue
 //     behind it, so they cannot starve it; the last reader's release hands

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/textsafe"
 	"github.com/lockctl/lockctl/locker"
@@ -32,7 +33,7 @@ type Options struct {
 	// Theme is the console's palette (tui.Themes; "": auto).
 	Theme string
 	// Actor is recorded on the events of the console's operator actions.
-	// Defaults to locker.DefaultActor().
+	// Defaults to operator.DefaultActor().
 	Actor string
 	// Stderr receives progress and the warning about an existing database.
 	// nil discards them.
@@ -141,12 +142,16 @@ func run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer sim.Stop()
-	operator, err := locker.New(locker.Config{Actor: o.Actor})
+	lk, err := locker.New(locker.Config{Actor: o.Actor})
+	if err != nil {
+		return err
+	}
+	op, err := operator.New(o.Actor)
 	if err != nil {
 		return err
 	}
 	err = console(ctx, consoleOptions{
-		pool: pool, operator: operator, server: server + where,
+		pool: pool, locker: lk, operator: op, server: server + where,
 		refresh: o.Refresh, readOnly: o.ReadOnly, theme: o.Theme, status: sim.Status,
 	})
 	sim.Stop()

@@ -13,7 +13,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/demo"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -149,9 +151,9 @@ func TestStory(t *testing.T) {
 func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	t.Helper()
 	ctx := context.Background()
-	var stuck locker.LockInfo
+	var stuck lockdb.LockInfo
 	testdb.Eventually(t, 30*time.Second, "reports:stuck held by report-gen with a waiter", func() bool {
-		l, found, err := store.Get[locker.LockInfo](ctx, pool, "reports:stuck")
+		l, found, err := store.Get[lockdb.LockInfo](ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,13 +162,13 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 			t.Fatal(err)
 		}
 		stuck = l
-		return found && l.State() == locker.StateHeld && strings.HasPrefix(l.Owner, "report-gen") && len(ws) > 0
+		return found && l.State() == lockdb.StateHeld && strings.HasPrefix(l.Owner, "report-gen") && len(ws) > 0
 	})
 	if stuck.TTL != demo.StuckTTL || stuck.Remaining < 50*time.Minute {
 		t.Fatalf("stuck lock TTL %s, remaining %s; want a one-hour lease", stuck.TTL, stuck.Remaining)
 	}
 	before := sim.Stats().OperatorFreed
-	op, err := locker.New(locker.Config{Actor: "test-operator"})
+	op, err := operator.New("test-operator")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,11 +178,11 @@ func freeStuckLock(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 	// "At once": the waiter rechecks only every 5s on its own, so taking the
 	// key within 2s means the force-expire's NOTIFY woke it.
 	testdb.Eventually(t, 2*time.Second, "the waiter taking reports:stuck after the force-expire", func() bool {
-		l, _, err := store.Get[locker.LockInfo](ctx, pool, "reports:stuck")
+		l, _, err := store.Get[lockdb.LockInfo](ctx, pool, "reports:stuck")
 		if err != nil {
 			t.Fatal(err)
 		}
-		return l.Owner == "report-retry" && l.Token > stuck.Token && l.State() != locker.StateExpired
+		return l.Owner == "report-retry" && l.Token > stuck.Token && l.State() != lockdb.StateExpired
 	})
 	// The retry counts the hand-off just after its grant commits, so the
 	// row can show the new owner a moment before the counter does.
@@ -227,10 +229,10 @@ func transferHoldsBoth(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 func delayedKeyServed(t *testing.T, pool *pgxpool.Pool) {
 	t.Helper()
 	ctx := context.Background()
-	var delayed locker.LockInfo
+	var delayed lockdb.LockInfo
 	var queued []lockview.Waiter
 	testdb.Eventually(t, 30*time.Second, "backup:nightly delayed with backup-2 queued", func() bool {
-		l, found, err := store.Get[locker.LockInfo](ctx, pool, "backup:nightly")
+		l, found, err := store.Get[lockdb.LockInfo](ctx, pool, "backup:nightly")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,7 +240,7 @@ func delayedKeyServed(t *testing.T, pool *pgxpool.Pool) {
 			t.Fatal(err)
 		}
 		delayed = l
-		return found && l.State() == locker.StateDelayed && len(queued) == 1 && queued[0].Owner == "backup-2"
+		return found && l.State() == lockdb.StateDelayed && len(queued) == 1 && queued[0].Owner == "backup-2"
 	})
 	if !strings.HasPrefix(delayed.Owner, "backup-1") || delayed.DelayUntil == nil || !delayed.DelayUntil.After(delayed.DBNow) {
 		t.Fatalf("backup:nightly delayed: owner %q, delay until %v at %v; want backup-1's crashed lease, delayed into the future",
@@ -273,9 +275,9 @@ func deadlockReported(t *testing.T, pool *pgxpool.Pool, sim *demo.Sim) {
 		t.Errorf("Status() = %q; want the deadlocks counted", sim.Status())
 	}
 	d, ok := sim.LastDeadlock()
-	var de *locker.DeadlockError
+	var de *locker.Error
 	if !ok || !errors.As(d.Err, &de) || !errors.Is(d.Err, locker.ErrDeadlock) {
-		t.Fatalf("LastDeadlock() = %+v, %v; want a *locker.DeadlockError", d, ok)
+		t.Fatalf("LastDeadlock() = %+v, %v; want a *locker.Error", d, ok)
 	}
 	// The target: reported within 1s of the wait that closes the
 	// cycle.

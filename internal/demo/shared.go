@@ -10,9 +10,9 @@ import (
 )
 
 // reportWorker renders reports, each under one of the reportPermits permits
-// of keyReportPool (locker.TryAcquirePermit): of the reportWorkers workers,
+// of keyReportPool (locker.Acquire of a permit): of the reportWorkers workers,
 // at most reportPermits render at once, each with a lease of its own that a
-// Keepalive renews; the others queue (locker.AcquirePermit), and a
+// Keepalive renews; the others queue (a waiting locker.Acquire of a permit), and a
 // released permit is handed to the next in line, which is how a pool of
 // workers bounds its load on a shared service. Demand is a little above the
 // permits, so the key is usually full with a worker or two queued.
@@ -37,10 +37,10 @@ func (s *Sim) reportWorker(ctx context.Context, index int) {
 }
 
 // pricingReader reads the price list under a shared lease of keyPricing
-// (locker.TryAcquireShared): the readers hold it side by side, each with a
+// (locker.Acquire of a shared lease): the readers hold it side by side, each with a
 // lease of its own. While the pricing writer holds the key, or is queued
 // for it, a reader is refused and queues behind the writer
-// (locker.AcquireShared); the writer's release hands the readers queued
+// (a waiting locker.Acquire of a shared lease); the writer's release hands the readers queued
 // together their leases together.
 func (s *Sim) pricingReader(ctx context.Context, index int) {
 	r := s.rng(rolePricing, index)
@@ -82,7 +82,7 @@ func (s *Sim) pricingWriter(ctx context.Context) {
 			continue
 		}
 		ka := lk.Keepalive(ctx, s.pool, lease)
-		if sleep(ka.Context(), work/2) && s.write(ctx, lk, ka.Lease()) {
+		if sleep(ka.Context(), work/2) && s.write(ctx, lk, ka.Leases()[0]) {
 			s.stats.priceUpdates.Add(1)
 			sleep(ka.Context(), work-work/2)
 		}
@@ -93,6 +93,6 @@ func (s *Sim) pricingWriter(ctx context.Context) {
 			s.holding.drop(lease)
 			continue
 		}
-		s.give(ctx, lk, ka.Lease())
+		s.give(ctx, lk, ka.Leases()[0])
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -69,7 +70,7 @@ func Start(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Sim, error) {
 	s := &Sim{
 		cfg:     cfg,
 		pool:    pool,
-		notify:  locker.NewNotifier(locker.ConnectWith(pool.Config().ConnConfig)),
+		notify:  locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(pool.Config().ConnConfig)}),
 		cancel:  cancel,
 		holding: leases{m: map[string]locker.Lease{}},
 	}
@@ -133,7 +134,7 @@ type Deadlock struct {
 	Owner string        // the owner whose wait closed the cycle
 	Key   string        // the key it asked for
 	After time.Duration // from its Acquire call to the refusal
-	Err   error         // the *locker.DeadlockError, naming the cycle
+	Err   error         // the *locker.Error, naming the cycle
 }
 
 // LastDeadlock is the latest wait refused with ErrDeadlock; false before

@@ -87,57 +87,50 @@ func (s *Sim) storyLocker(ttl time.Duration, role string) *locker.Locker {
 	return s.locker(s.cfg.scale(ttl), s.cfg.scale(waitRecheck), role)
 }
 
-// take gets key for owner, waiting in line (locker.Acquire) if someone holds
-// it, and counts what happened. The error is ctx's, or a database error the
-// caller backs off from.
+// take gets key for owner, waiting in line if someone holds it, and
+// counts what happened. The error is ctx's, or a database error the caller
+// backs off from.
 func (s *Sim) take(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
-	return s.grant(ctx,
-		func() (locker.Lease, error) { return lk.TryAcquire(ctx, s.pool, key, owner) },
-		func() (locker.Lease, error) { return lk.Acquire(ctx, s.pool, key, owner) })
+	return s.takeOne(ctx, lk, locker.Request{Keys: locker.Keys(key), Owner: owner})
 }
 
 // takeShared is take for a shared lease of key: refused (a writer holds the
-// key or is queued for it), it waits in the key's queue
-// (locker.AcquireShared).
+// key or is queued for it), it waits in the key's queue.
 func (s *Sim) takeShared(ctx context.Context, lk *locker.Locker, key, owner string) (locker.Lease, error) {
-	return s.grant(ctx,
-		func() (locker.Lease, error) { return lk.TryAcquireShared(ctx, s.pool, key, owner) },
-		func() (locker.Lease, error) { return lk.AcquireShared(ctx, s.pool, key, owner) })
+	return s.takeOne(ctx, lk, locker.Request{Keys: []locker.Key{{Name: key, Mode: locker.ModeShared}}, Owner: owner})
 }
 
 // takePermit is take for one of permits permits of key: refused (every
-// permit held), it waits in the key's queue (locker.AcquirePermit).
+// permit held), it waits in the key's queue.
 func (s *Sim) takePermit(ctx context.Context, lk *locker.Locker, key, owner string, permits int) (locker.Lease, error) {
-	return s.grant(ctx,
-		func() (locker.Lease, error) { return lk.TryAcquirePermit(ctx, s.pool, key, owner, permits) },
-		func() (locker.Lease, error) { return lk.AcquirePermit(ctx, s.pool, key, owner, permits) })
+	return s.takeOne(ctx, lk, locker.Request{
+		Keys: []locker.Key{{Name: key, Mode: locker.ModeSemaphore, Permits: permits}}, Owner: owner})
 }
 
-// grant makes one attempt (try) and, refused, waits (wait), then records
-// and counts the lease as take does.
-func (s *Sim) grant(ctx context.Context, try, wait func() (locker.Lease, error)) (locker.Lease, error) {
-	lease, err := try()
-	waited := errors.Is(err, locker.ErrHeld)
-	if waited {
-		lease, err = wait()
-	}
+// takeOne is take of req's one key.
+func (s *Sim) takeOne(ctx context.Context, lk *locker.Locker, req locker.Request) (locker.Lease, error) {
+	leases, err := s.takeRequest(ctx, lk, req)
 	if err != nil {
-		return locker.Lease{}, s.failed(ctx, err)
+		return locker.Lease{}, err
 	}
-	s.holding.hold(lease)
-	s.count(lease, waited)
-	return lease, nil
+	return leases[0], nil
 }
 
 // takeAll gets every key of keys for owner at once, all or none, waiting
-// (locker.AcquireAll) until it can have them all, and counts the grants as
-// take does. The error is ctx's, or a database error the caller backs off
-// from.
+// until it can have them all, and counts the grants as take does.
 func (s *Sim) takeAll(ctx context.Context, lk *locker.Locker, keys []string, owner string) ([]locker.Lease, error) {
-	leases, err := lk.TryAcquireAll(ctx, s.pool, keys, owner)
+	return s.takeRequest(ctx, lk, locker.Request{Keys: locker.Keys(keys...), Owner: owner})
+}
+
+// takeRequest makes one attempt at req and, refused, waits for it, then
+// records and counts the leases. The error is ctx's, or a database error
+// the caller backs off from.
+func (s *Sim) takeRequest(ctx context.Context, lk *locker.Locker, req locker.Request) ([]locker.Lease, error) {
+	leases, err := lk.Acquire(ctx, s.pool, req)
 	waited := errors.Is(err, locker.ErrHeld)
 	if waited {
-		leases, err = lk.AcquireAll(ctx, s.pool, keys, owner)
+		req.Wait = locker.WaitForever
+		leases, err = lk.Acquire(ctx, s.pool, req)
 	}
 	if err != nil {
 		return nil, s.failed(ctx, err)
@@ -172,9 +165,9 @@ func (s *Sim) holdFor(ctx context.Context, lk *locker.Locker, lease locker.Lease
 	sleep(ka.Context(), d)
 	if errors.Is(ka.Err(), locker.ErrLeaseLost) {
 		s.holding.drop(lease)
-		return ka.Lease(), true
+		return ka.Leases()[0], true
 	}
-	return ka.Lease(), false
+	return ka.Leases()[0], false
 }
 
 // give releases lease. It runs even while the sim stops, so a worker that
@@ -194,7 +187,7 @@ func (s *Sim) give(ctx context.Context, lk *locker.Locker, lease locker.Lease) {
 func (s *Sim) giveAll(ctx context.Context, lk *locker.Locker, leases []locker.Lease) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := lk.ReleaseAll(rctx, s.pool, leases); err == nil {
+	if _, err := lk.Release(rctx, s.pool, leases...); err == nil {
 		s.stats.released.Add(int64(len(leases)))
 	} else if !errors.Is(err, locker.ErrNotHeld) {
 		s.stats.errors.Add(1)

@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/internal/workload"
 	"github.com/lockctl/lockctl/locker"
@@ -73,11 +75,11 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if again.Outcome != locker.Renewed || again.Token != a.Token {
 		t.Fatalf("acquire by the holder = %+v, want renewed with token %d", again, a.Token)
 	}
-	var held *locker.HeldError
-	if _, err := lk.TryAcquire(ctx, db, "k", "b"); !errors.As(err, &held) || held.Owner != "a" || held.Remaining <= 0 {
+	var held *locker.Error
+	if _, err := testdb.Try(ctx, lk, db, "k", "b"); !errors.As(err, &held) || held.Owner != "a" || held.Remaining <= 0 {
 		t.Fatalf("acquire by another owner = %v, want held by a with time left", err)
 	}
-	renewed, err := lk.Renew(ctx, db, a)
+	renewed, err := testdb.One(lk.Renew(ctx, db, a))
 	if err != nil || !renewed.ExpiresAt.After(a.ExpiresAt) {
 		t.Fatalf("renew = %+v, %v; want a later expiry than %s", renewed, err, a.ExpiresAt)
 	}
@@ -87,14 +89,14 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if err := lk.ReportStaleWrite(ctx, db, a, "ledger"); err != nil {
 		t.Fatalf("report stale write: %v", err)
 	}
-	info, found, err := lk.Get(ctx, db, "k")
+	info, found, err := store.Get[lockdb.LockInfo](ctx, db, "k")
 	if err != nil || !found || info.Owner != "a" || info.Metadata["purpose"] != "exec modes" {
 		t.Fatalf("get = %+v, %v, %v; want a's row with its metadata", info, found, err)
 	}
-	if rel, err := lk.Release(ctx, db, a); err != nil || rel.Outcome != locker.Released {
+	if rel, err := testdb.One(lk.Release(ctx, db, a)); err != nil || rel.Outcome != locker.Released {
 		t.Fatalf("release = %+v, %v", rel, err)
 	}
-	if _, err := lk.Release(ctx, db, a); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Release(ctx, db, a)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("second release = %v, want ErrNotHeld", err)
 	}
 
@@ -110,14 +112,14 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	}
 
 	// Operator actions.
-	if f, err := lk.ForceExpire(ctx, db, "steal", stolen.Token); err != nil || f.Outcome != locker.Expired {
+	if f, err := (operator.Operator{}).ForceExpire(ctx, db, "steal", stolen.Token); err != nil || f.Outcome != operator.Expired {
 		t.Fatalf("force-expire = %+v, %v", f, err)
 	}
 	fr := testdb.MustAcquire(t, lk, db, "force", "a")
-	if f, err := lk.ForceRelease(ctx, db, "force", fr.Token); err != nil || f.Outcome != locker.ForceReleased {
+	if f, err := (operator.Operator{}).ForceRelease(ctx, db, "force", fr.Token); err != nil || f.Outcome != operator.ForceReleased {
 		t.Fatalf("force-release = %+v, %v", f, err)
 	}
-	if _, err := lk.ForceRelease(ctx, db, "force", fr.Token); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, db, "force", fr.Token); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("second force-release = %v, want ErrNotHeld", err)
 	}
 
@@ -153,7 +155,7 @@ func exerciseOperations(t *testing.T, db *pgxpool.Pool, listenCfg *pgx.ConnConfi
 	if caps, err := store.Capabilities(ctx, db); err != nil || !caps.Hold {
 		t.Fatalf("capabilities = %+v, %v; want the owner able to hold locks", caps, err)
 	}
-	if _, err := lk.Prune(ctx, db, locker.PruneOptions{}); err != nil {
+	if _, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{}); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
 }
@@ -169,17 +171,17 @@ func exerciseSession(t *testing.T, db *pgxpool.Pool) {
 	if err != nil {
 		t.Fatalf("open session: %v", err)
 	}
-	leases, err := lk.TryAcquireAll(ctx, db, []string{"session-1", "session-2"}, "a")
+	leases, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"session-1", "session-2"}...), Owner: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ka := s.KeepaliveAll(ctx, leases)
+	ka := s.Keepalive(ctx, leases...)
 	time.Sleep(2 * ttl)
 	if ka.Err() != nil || s.Err() != nil {
 		t.Fatalf("after two TTLs: keepalive %v, session %v; want both kept", ka.Err(), s.Err())
 	}
 	for _, key := range []string{"session-1", "session-2"} {
-		if _, err := lk.TryAcquire(ctx, db, key, "b"); !errors.Is(err, locker.ErrHeld) {
+		if _, err := testdb.Try(ctx, lk, db, key, "b"); !errors.Is(err, locker.ErrHeld) {
 			t.Fatalf("%s after two TTLs: %v; want still held by the session", key, err)
 		}
 	}

@@ -93,7 +93,7 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 		for i := range 3 {
 			lease := grant(t, lk, db, fmt.Sprintf("seen-%d-%d", round, i))
 			maxAcked = max(maxAcked, lease.Token)
-			if _, err := lk.Release(ctx, db, lease); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -107,7 +107,7 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 		for i := range burst {
 			lease := grant(t, lk, db, fmt.Sprintf("missed-%d-%d", round, i%8))
 			maxAcked = max(maxAcked, lease.Token)
-			if _, err := lk.Release(ctx, db, lease); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -126,7 +126,7 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 		// Keys the old primary granted and the standby never saw, and keys
 		// it saw: every new grant is above every acknowledged token.
 		for _, key := range []string{fmt.Sprintf("missed-%d-0", round), fmt.Sprintf("seen-%d-0", round), "new"} {
-			lease, err := lk.TryAcquire(ctx, promoted, key, fmt.Sprintf("after-%d", round))
+			lease, err := testdb.Try(ctx, lk, promoted, key, fmt.Sprintf("after-%d", round))
 			if err != nil {
 				t.Fatalf("round %d: grant %s on the promoted server: %v", round, key, err)
 			}
@@ -135,7 +135,7 @@ func TestTokensRiseAcrossPromotions(t *testing.T) {
 					round, key, lease.Token, lease.Token>>epochShift, tl, maxAcked, tl)
 			}
 			maxAcked = lease.Token
-			if _, err := lk.Release(ctx, promoted, lease); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, promoted, lease)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -174,7 +174,7 @@ func TestSyncStandbyKeepsAcknowledgedReleases(t *testing.T) {
 	const keys = 50
 	for i := range keys {
 		lease := grant(t, lk, db, fmt.Sprintf("k%d", i))
-		if _, err := lk.Release(ctx, db, lease); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -225,7 +225,7 @@ func TestClientsFollowThePromotion(t *testing.T) {
 	var renewed locker.Lease
 	var err error
 	if !testdb.Within(10*time.Second, func() bool {
-		renewed, err = lk.Renew(ctx, db, lease)
+		renewed, err = testdb.One(lk.Renew(ctx, db, lease))
 		return !errors.Is(err, locker.ErrUnavailable)
 	}) || err != nil {
 		t.Fatalf("renew after the promotion: %v", err)
@@ -236,7 +236,7 @@ func TestClientsFollowThePromotion(t *testing.T) {
 	if port := serverPort(t, db); port != standby.Port() {
 		t.Fatalf("connected to port %d after the promotion; want the promoted standby's %d", port, standby.Port())
 	}
-	if _, err := lk.Release(ctx, db, renewed); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, renewed)); err != nil {
 		t.Fatal(err)
 	}
 	next := grant(t, lk, db, "job")

@@ -21,7 +21,7 @@ func handOff(t *testing.T, holder, waiter *locker.Locker, db locker.DBTX, key st
 	defer cancel()
 	got := testdb.AcquireAsync(wctx, waiter, db, key, "b")
 	testdb.WaitForWaiter(t, db, key, "b")
-	if _, err := holder.Release(ctx, db, lease); err != nil {
+	if _, err := testdb.One(holder.Release(ctx, db, lease)); err != nil {
 		t.Fatal(err)
 	}
 	return <-got

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -57,7 +58,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 		var logs logRecorder
-		n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(direct), Probe: pool, Logf: logs.Logf})
+		n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(direct), Probe: pool, Logf: logs.Logf})
 		runNotifier(t, n)
 		if !testdb.Within(10*time.Second, n.Live) {
 			t.Fatalf("a Notifier listening directly is not live after 10s; logged %q", logs.Lines())
@@ -76,7 +77,7 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := locker.NewNotifierWithConfig(locker.NotifierConfig{Connect: locker.ConnectWith(session), Probe: pool})
+		n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(session), Probe: pool})
 		runNotifier(t, n)
 		if !testdb.Within(10*time.Second, n.Live) {
 			t.Fatal("a Notifier listening through a session pooler is not live after 10s")
@@ -90,14 +91,14 @@ func TestNotifierProvesDelivery(t *testing.T) {
 		}
 		pooled.DefaultQueryExecMode = pgx.QueryExecModeExec
 		var logs logRecorder
-		n := locker.NewNotifierWithConfig(locker.NotifierConfig{
-			Connect: locker.ConnectWith(pooled), Probe: pool, ProbeTimeout: 300 * time.Millisecond, Logf: logs.Logf})
+		n := locker.NewNotifier(locker.NotifierConfig{
+			Connect: lockdb.ConnectWith(pooled), Probe: pool, ProbeTimeout: 300 * time.Millisecond, Logf: logs.Logf})
 		runNotifier(t, n)
 		if !testdb.Within(10*time.Second, func() bool { return len(logs.Lines()) > 0 }) {
 			t.Fatal("no warning 10s after LISTEN through a transaction pooler")
 		}
-		if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "direct or session-pooled") || n.State() != locker.WakeNotLive {
-			t.Fatalf("state %d, logged %q; want not live and one warning saying what to connect to", n.State(), lines)
+		if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "direct or session-pooled") || n.Live() || n.Checking() {
+			t.Fatalf("live %v, checking %v, logged %q; want not live and one warning saying what to connect to", n.Live(), n.Checking(), lines)
 		}
 		// Timed rechecks still hand the key over.
 		waiting := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 200 * time.Millisecond})

@@ -49,10 +49,10 @@ func TestThroughTransactionPooler(t *testing.T) {
 					owner := fmt.Sprintf("w%d", w)
 					for i := 0; done.Add(1) <= int64(cycles); i++ {
 						key := fmt.Sprintf("cycle-%d", (w+i)%4)
-						lease, err := lk.TryAcquire(context.Background(), pool, key, owner)
+						lease, err := testdb.Try(context.Background(), lk, pool, key, owner)
 						if err == nil {
 							granted.Add(1)
-							_, err = lk.Release(context.Background(), pool, lease)
+							_, err = testdb.One(lk.Release(context.Background(), pool, lease))
 						}
 						if err != nil && !errors.Is(err, locker.ErrHeld) {
 							mu.Lock()

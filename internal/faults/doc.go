@@ -1,10 +1,10 @@
 // Package faults is lockctl's fault-injection suite: it runs many workers
 // that hold locks with locker.Keepalive — some of them sets of keys taken at
-// once (TryAcquireAll, AcquireAll, KeepaliveAll, ReleaseAll), half of them
+// once (one Acquire, one Keepalive, one Release), half of them
 // with a lock-delay, a few readers sharing a key that they also take
 // alone now and then, and holders of a semaphore's permits — and session
 // workers whose processes keep two to four leases each with one
-// locker.Session (Session.Keepalive, KeepaliveAll, Close), and make fenced
+// locker.Session (Session.Keepalive, Close), and make fenced
 // writes to a guarded table, while an injector breaks things at seeded
 // random moments —
 // terminated backends (mid-acquire, mid-renew, mid-heartbeat,

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/pgtemp"
 	"github.com/lockctl/lockctl/internal/testdb"
@@ -70,7 +71,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(ctx, db, "k", "owner")
+	lease, err := testdb.Try(ctx, lk, db, "k", "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +81,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		empty := pool(t, ctx, primary.DSN("unmigrated"))
-		_, err := lk.TryAcquire(ctx, empty, "k", "owner")
+		_, err := testdb.Try(ctx, lk, empty, "k", "owner")
 		wantErr(t, "TryAcquire", err, locker.ErrNotMigrated, "lockctl migrate")
 		_, err = lockview.ListPrefix(ctx, empty, "")
 		wantErr(t, "ListPrefix", err, locker.ErrNotMigrated, "lockctl migrate")
@@ -101,24 +102,24 @@ func TestErrorsFromARealServer(t *testing.T) {
 			t.Fatalf("pg_is_in_recovery() = %v, %v; want a standby", inRecovery, err)
 		}
 		// Reads work and see the primary's lock.
-		row, found, err := store.Get[locker.LockInfo](ctx, sdb, "k")
+		row, found, err := store.Get[lockdb.LockInfo](ctx, sdb, "k")
 		if err != nil || !found || row.Token != lease.Token {
 			t.Fatalf("read on standby = %+v, %v, %v; want the primary's lock", row, found, err)
 		}
 		// Every write is refused as read-only.
-		_, err = lk.TryAcquire(ctx, sdb, "k2", "owner")
+		_, err = testdb.Try(ctx, lk, sdb, "k2", "owner")
 		wantErr(t, "TryAcquire", err, locker.ErrReadOnly, "read-only")
-		_, err = lk.Renew(ctx, sdb, lease)
+		_, err = testdb.One(lk.Renew(ctx, sdb, lease))
 		wantErr(t, "Renew", err, locker.ErrReadOnly, "read-only")
-		_, err = lk.Release(ctx, sdb, lease)
+		_, err = testdb.One(lk.Release(ctx, sdb, lease))
 		wantErr(t, "Release", err, locker.ErrReadOnly, "read-only")
-		_, err = lk.ForceExpire(ctx, sdb, "k", lease.Token)
+		_, err = testdb.Operator(t, "tester").ForceExpire(ctx, sdb, "k", lease.Token)
 		wantErr(t, "ForceExpire", err, locker.ErrReadOnly, "read-only")
 		err = lk.ReportStaleWrite(ctx, sdb, lease, "x")
 		wantErr(t, "ReportStaleWrite", err, locker.ErrReadOnly, "read-only")
 		err = pgx.BeginFunc(ctx, sdb, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, lease) })
 		wantErr(t, "Fence", err, locker.ErrReadOnly, "read-only")
-		_, err = lk.Acquire(ctx, sdb, "k", "other")
+		_, err = testdb.Wait(ctx, lk, sdb, "k", "other")
 		wantErr(t, "Acquire (waiting)", err, locker.ErrReadOnly, "read-only")
 	})
 
@@ -138,7 +139,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			says     string
 		}{
 			{"statement_timeout", locker.ErrStatementTimeout, "statement cancelled"},
-			{"lock_timeout", locker.ErrLockTimeout, "timed out waiting for a database lock"},
+			{"lock_timeout", lockdb.ErrLockTimeout, "timed out waiting for a database lock"},
 		} {
 			conn, err := db.Acquire(ctx)
 			if err != nil {
@@ -147,7 +148,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			if _, err := conn.Exec(ctx, `SELECT set_config($1, '100ms', false)`, c.setting); err != nil {
 				t.Fatal(err)
 			}
-			_, err = lk.Renew(ctx, conn, lease)
+			_, err = testdb.One(lk.Renew(ctx, conn, lease))
 			wantErr(t, c.setting+": Renew", err, c.sentinel, c.says)
 			err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, lease) })
 			wantErr(t, c.setting+": Fence", err, c.sentinel, c.says)
@@ -165,7 +166,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		if _, err := db.Exec(ctx, `SELECT pg_terminate_backend($1)`, conn.PgConn().PID()); err != nil {
 			t.Fatal(err)
 		}
-		_, err = lk.TryAcquire(ctx, conn, "k3", "owner")
+		_, err = testdb.Try(ctx, lk, conn, "k3", "owner")
 		wantErr(t, "TryAcquire on a terminated connection", err, locker.ErrUnavailable, "unreachable")
 	})
 
@@ -183,7 +184,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 		}
 		defer conn.Close(ctx)
 		res := make(chan error, 1)
-		go func() { _, err := lk.Renew(ctx, conn, lease); res <- err }()
+		go func() { _, err := testdb.One(lk.Renew(ctx, conn, lease)); res <- err }()
 		testdb.WaitUntilBlocked(t, db, conn.PgConn().PID()) // the renewal waits for the row
 		if err := primary.Stop(pgtemp.Immediate); err != nil {
 			t.Fatal(err)
@@ -201,7 +202,7 @@ func TestErrorsFromARealServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		db.Reset()
-		_, err := lk.TryAcquire(ctx, db, "k", "owner")
+		_, err := testdb.Try(ctx, lk, db, "k", "owner")
 		wantErr(t, "TryAcquire", err, locker.ErrUnavailable, "unreachable")
 		_, err = lockview.ListPrefix(ctx, db, "")
 		wantErr(t, "ListPrefix", err, locker.ErrUnavailable, "unreachable")

@@ -19,7 +19,7 @@ const (
 	// which nobody claims; the claim window runs out and the next waiter
 	// takes the key over (observed as claim_window_ran_out). Every other
 	// dead waiter is a set's: it queues on the held key and one more at
-	// once (AcquireAll's first call), and is handed both together or
+	// once (a set's waiting Acquire's first call), and is handed both together or
 	// neither.
 	DeadWaiter = "dead_waiter"
 	// RestartHandOff crashes the server (immediate restart) while a release

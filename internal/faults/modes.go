@@ -55,21 +55,20 @@ func (w *worker) backOff(ctx context.Context) {
 }
 
 // acquireIn asks for key in mode m for owner: once, or waiting until ctx
-// ends (a polling AcquireShared or AcquirePermit, a queued Acquire).
+// ends. An exclusive lease carries the worker's lock-delay.
 func (w *worker) acquireIn(ctx context.Context, key, owner string, m holdMode, wait bool) (locker.Lease, error) {
-	switch {
-	case m.mode == history.ModeShared && wait:
-		return w.lk.AcquireShared(ctx, w.acq, key, owner)
-	case m.mode == history.ModeShared:
-		return w.lk.TryAcquireShared(ctx, w.acq, key, owner)
-	case m.mode == history.ModeSemaphore && wait:
-		return w.lk.AcquirePermit(ctx, w.acq, key, owner, m.permits)
-	case m.mode == history.ModeSemaphore:
-		return w.lk.TryAcquirePermit(ctx, w.acq, key, owner, m.permits)
-	case wait:
-		return w.lk.Acquire(ctx, w.acq, key, owner)
+	req := locker.Request{Keys: []locker.Key{{Name: key, Mode: m.mode, Permits: m.permits}}, Owner: owner}
+	if m.exclusive() {
+		req.LockDelay = w.delay
 	}
-	return w.lk.TryAcquire(ctx, w.acq, key, owner)
+	if wait {
+		req.Wait = locker.WaitForever
+	}
+	leases, err := w.lk.Acquire(ctx, w.acq, req)
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
 }
 
 // rowKeys are the keys whose lock row a slow statement may hold: the hot

@@ -18,7 +18,7 @@ import (
 // sessionWorker is a worker whose processes keep all their leases with one
 // locker.Session, as lockctl run does: each process opens a session, takes
 // two to four keys (one alone, the rest as a set, or each alone), binds
-// them to the session (Session.Keepalive, Session.KeepaliveAll), binding
+// them to the session (Session.Keepalive), binding
 // again what a failed binding could not, and makes fenced writes under them
 // for up to a few TTLs, restarting a keepalive now and then (stopped, its
 // leases bound again at once); then it closes the session, which releases
@@ -153,7 +153,7 @@ func (w *sessionWorker) plan() [][]string {
 	return plan
 }
 
-// keep binds leases to p's session (Session.KeepaliveAll) and records the
+// keep binds leases to p's session (Session.Keepalive) and records the
 // Keepalive. A binding that failed with an error (its reply lost to a
 // restart or a killed backend: it may have committed) is made again while
 // the leases are still trusted, as a caller retrying it would, twice at
@@ -161,7 +161,7 @@ func (w *sessionWorker) plan() [][]string {
 func (w *sessionWorker) keep(ctx context.Context, p *process, leases []locker.Lease) {
 	onArrival := validFor(leases)
 	for try := 0; ; try++ {
-		ka := p.session.KeepaliveAll(ctx, leases)
+		ka := p.session.Keepalive(ctx, leases...)
 		w.recordEnd(ka, leases, onArrival, p)
 		p.holds = append(p.holds, hold{ka: ka, promise: w.newPromise(leases, true)})
 		if try == 2 || !bindFailed(ka.Err()) || slices.Min(validFor(leases)) <= w.margin || ctx.Err() != nil {
@@ -174,7 +174,7 @@ func (w *sessionWorker) keep(ctx context.Context, p *process, leases []locker.Le
 // bindFailed: a Keepalive ended at once because its binding's statement
 // failed, not because the database refused it or the session was lost.
 func bindFailed(err error) bool {
-	var lost *locker.LeaseLostError
+	var lost *locker.Error
 	return errors.As(err, &lost) && lost.Err != nil &&
 		!errors.Is(err, locker.ErrNotHeld) && !errors.Is(err, locker.ErrSessionLost)
 }

@@ -31,12 +31,12 @@ type Config struct {
 	// TTL of every lease. Defaults to 1s; keepalives renew every TTL/4 and
 	// stop trusting a lease TTL/4 before it expires.
 	TTL time.Duration
-	// LockDelay is the lock-delay of the odd-numbered workers' leases
-	// (locker's Config.LockDelay). Defaults to TTL/4; negative: none.
+	// LockDelay is the lock-delay of the odd-numbered workers' exclusive
+	// leases (locker's Request.LockDelay). Defaults to TTL/4; negative: none.
 	LockDelay time.Duration
 	// SetOneIn: one grant in this many takes two keys at once
-	// (TryAcquireAll or AcquireAll), kept with KeepaliveAll and given back
-	// with ReleaseAll. Defaults to 4; negative: never.
+	// (a set's Acquire), kept with one Keepalive and given back
+	// with one Release. Defaults to 4; negative: never.
 	SetOneIn int
 	// SessionWorkers is how many more workers keep their leases with a
 	// locker.Session, two to four keys a process (sessionWorker), beside
@@ -153,16 +153,13 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	for i := range cfg.ColdKeys {
 		keys = append(keys, fmt.Sprintf("cold-%d", i))
 	}
-	notifier := locker.NewNotifier(func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) })
-	lockers := map[time.Duration]*locker.Locker{}
+	notifier := locker.NewNotifier(locker.NotifierConfig{Connect: func(ctx context.Context) (*pgx.Conn, error) { return pgx.Connect(ctx, dsn) }})
 	margin := cfg.TTL / 4 // the keepalives' and sessions' safety margin
-	for _, delay := range []time.Duration{0, max(0, cfg.LockDelay)} {
-		lockers[delay], err = locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: margin,
-			WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults", LockDelay: delay,
-			LogGrants: true}) // the checker reads every grant back from the event log; releases stay lazy (worker.release)
-		if err != nil {
-			return Summary{}, err
-		}
+	lk, err := locker.New(locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4, SafetyMargin: margin,
+		WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults",
+		LogGrants: true}) // the checker reads every grant back from the event log; releases stay lazy (worker.release)
+	if err != nil {
+		return Summary{}, err
 	}
 
 	var pools []*pgxpool.Pool
@@ -179,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		if i%2 == 1 {
 			delay = max(0, cfg.LockDelay)
 		}
-		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lockers[delay], ttl: cfg.TTL,
+		w := &worker{id: i, rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), lk: lk, ttl: cfg.TTL,
 			keys: keys, hot: cfg.HotKeys, unsafe: cfg.Unsafe, delay: delay, setOneIn: max(0, cfg.SetOneIn),
 			margin: margin, rec: rec, counts: tally, opSeq: &opSeq, ends: &ends, lag: lag}
 		keep := "ka"

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
@@ -25,8 +26,8 @@ type worker struct {
 	keys   []string
 	hot    int // keys[:hot] are hot
 	unsafe bool
-	// delay is the lock-delay of this worker's leases (lk's
-	// Config.LockDelay); one grant in setOneIn takes two keys at once.
+	// delay is the lock-delay of this worker's exclusive leases
+	// (Request.LockDelay); one grant in setOneIn takes two keys at once.
 	delay    time.Duration
 	setOneIn int
 	// permits: a mode worker's, which holds the mode keys (SemaphoreKey
@@ -115,7 +116,7 @@ func (w *worker) pickKey() string {
 	return w.keys[w.hot+w.rng.IntN(len(w.keys)-w.hot)]
 }
 
-// takeSet takes two keys at once for owner (TryAcquireAll, or AcquireAll
+// takeSet takes two keys at once for owner (a set's Acquire, at once or
 // waiting up to two TTLs), holds them and usually releases them together.
 // Each key of the call is recorded as an op of its own, named by the call.
 func (w *worker) takeSet(ctx context.Context, owner string) {
@@ -149,20 +150,18 @@ func (w *worker) takeSet(ctx context.Context, owner string) {
 	w.holdAll(ctx, leases)
 }
 
-// grantSet takes keys at once for owner (TryAcquireAll, or AcquireAll
-// waiting up to two TTLs) and records each key as an op of its own, named
+// grantSet takes keys at once for owner (at once, or waiting up to two
+// TTLs) and records each key as an op of its own, named
 // by the call (set, unique to it in the history).
 func (w *worker) grantSet(ctx context.Context, keys []string, owner, set string, wait bool) ([]locker.Lease, error) {
 	call := w.rec.Now()
 	var leases []locker.Lease
 	var err error
+	req := locker.Request{Keys: locker.Keys(keys...), Owner: owner, LockDelay: w.delay}
 	if wait {
-		actx, cancel := context.WithTimeout(ctx, 2*w.ttl)
-		leases, err = w.lk.AcquireAll(actx, w.acq, keys, owner)
-		cancel()
-	} else {
-		leases, err = w.lk.TryAcquireAll(ctx, w.acq, keys, owner)
+		req.Wait = 2 * w.ttl
 	}
+	leases, err = w.lk.Acquire(ctx, w.acq, req)
 	ret := w.rec.Now()
 	res, msg := history.GrantResultOf(err)
 	for i, key := range keys {
@@ -187,11 +186,11 @@ func validFor(leases []locker.Lease) []time.Duration {
 }
 
 // lostAt is when a keepalive that ended with cause stopped trusting its
-// leases: the moment it cancelled its Context (LeaseLostError.At), not
+// leases: the moment it cancelled its Context (locker.Error.At), not
 // when this process got round to noticing, which on a busy machine may be
 // later; now, when it was stopped or its parent ended.
 func lostAt(cause error, now time.Time) time.Time {
-	if lost := (*locker.LeaseLostError)(nil); errors.As(cause, &lost) && !lost.At.IsZero() {
+	if lost := (*locker.Error)(nil); errors.As(cause, &lost) && !lost.At.IsZero() {
 		return lost.At
 	}
 	return now
@@ -212,12 +211,7 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 	k := leases[0].Key
 	w.holding.Store(&k)
 	defer w.holding.Store(nil)
-	var ka *locker.Keepalive
-	if len(leases) == 1 {
-		ka = w.lk.Keepalive(ctx, w.ka, leases[0])
-	} else {
-		ka = w.lk.KeepaliveAll(ctx, w.ka, leases)
-	}
+	ka := w.lk.Keepalive(ctx, w.ka, leases...)
 	endedAtStart := ka.Context().Err() != nil
 	w.ends.Add(1)
 	context.AfterFunc(ka.Context(), func() {
@@ -276,10 +270,10 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 	}
 }
 
-// releaseSet gives a set back in one ReleaseAll and records it per key.
+// releaseSet gives a set back in one Release and records it per key.
 func (w *worker) releaseSet(ctx context.Context, leases []locker.Lease) {
 	call := w.rec.Now()
-	err := w.lk.ReleaseAll(ctx, w.acq, leases)
+	_, err := w.lk.Release(ctx, w.acq, leases...)
 	ret := w.rec.Now()
 	// ErrNotHeld names the first lease not current; the others were
 	// released, but which is not said, so none is claimed released.
@@ -365,6 +359,8 @@ func (w *worker) classify(op string, err error) {
 	err = store.Interpret(err) // the worker's own SQL (the guarded writes) is not mapped yet
 	var what string
 	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		what = "cancelled" // a wait that ended first, too (it matches ErrHeld)
 	case errors.Is(err, locker.ErrHeld):
 		what = "held"
 	case errors.Is(err, locker.ErrNotHeld):
@@ -375,12 +371,10 @@ func (w *worker) classify(op string, err error) {
 		what = "deadlock" // a waiting set's wait refused: it would have closed a cycle
 	case errors.Is(err, locker.ErrStatementTimeout):
 		what = "statement_timeout"
-	case errors.Is(err, locker.ErrLockTimeout):
+	case errors.Is(err, lockdb.ErrLockTimeout):
 		what = "lock_timeout"
 	case errors.Is(err, locker.ErrUnavailable):
 		what = "unavailable"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		what = "cancelled"
 	default:
 		what = "other"
 		w.note(op + ": " + err.Error())

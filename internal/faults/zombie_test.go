@@ -57,8 +57,8 @@ func TestZombieWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			newWorker := func(id int, lk *locker.Locker) *worker {
-				w := &worker{id: id, rng: rand.New(rand.NewPCG(1, uint64(id))), lk: lk, ttl: lk.TTL(), unsafe: unsafe, rec: rec, counts: tally, opSeq: &opSeq}
+			newWorker := func(id int, lk *locker.Locker, ttl time.Duration) *worker {
+				w := &worker{id: id, rng: rand.New(rand.NewPCG(1, uint64(id))), lk: lk, ttl: ttl, unsafe: unsafe, rec: rec, counts: tally, opSeq: &opSeq}
 				for _, dst := range []**pgxpool.Pool{&w.acq, &w.write} {
 					p, err := workerPool(ctx, inst.DSN(""), name, 2, func() int64 { return 0 })
 					if err != nil {
@@ -70,7 +70,7 @@ func TestZombieWrite(t *testing.T) {
 				w.ka = &frozenDB{db: w.acq}
 				return w
 			}
-			a, b := newWorker(1, lk), newWorker(2, lkB)
+			a, b := newWorker(1, lk, 300*time.Millisecond), newWorker(2, lkB, 5*time.Second)
 
 			leaseA, err := a.grant(ctx, key, name+"-A", false)
 			if err != nil {

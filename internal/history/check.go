@@ -41,7 +41,7 @@ type Stats struct {
 	Steals         int // stolen events
 	Releases       int // released + force_released events
 	ForceExpires   int
-	Renewals       int // successful client renewals, Renew or a renewing TryAcquire
+	Renewals       int // successful client renewals, Renew or a renewing Acquire
 	Held           int // grants refused because another owner held the key
 	GaveUp         int // waiting Acquires whose context ended
 	FencedWrites   int // committed guarded rows checked
@@ -60,7 +60,7 @@ type Stats struct {
 	// LazyReleasesLost counts acknowledged lazy releases that a later
 	// server crash took with it (the lease then ran to its expiry).
 	LazyReleasesLost int
-	// Sets: set calls (TryAcquireAll, AcquireAll) granted, the keys they
+	// Sets: set calls (a set's Acquire, a set's waiting Acquire) granted, the keys they
 	// were granted, and set calls refused or given up (nothing taken).
 	SetGrants, SetKeys, SetsRefused int
 	// Lock-delay: grants that followed a lease that ended without its
@@ -400,7 +400,7 @@ func (c *checker) checkClientGrants() {
 			}
 			c.checkGrantMode(op)
 			c.checkStealTime(op)
-		case op.Kind == Grant && op.Result == OK: // renewed by TryAcquire
+		case op.Kind == Grant && op.Result == OK: // renewed by Acquire
 			if ev, ok := c.granted[id]; !ok || deref(ev.Owner) != op.Owner {
 				c.fail("client %d renewed %q token %d, which was never granted to %q", op.Client, op.Key, op.Token, op.Owner)
 			}

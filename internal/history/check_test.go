@@ -84,6 +84,19 @@ func TestDeadlockRefusalsPass(t *testing.T) {
 	}
 }
 
+// A wait given up is logged with its wait and no token (its caller never
+// got a lease): the checker passes over it.
+func TestWaitsGivenUpPass(t *testing.T) {
+	ops, obs := clean()
+	c := "c"
+	gaveUp := lockview.Event{ID: 5, Key: "k", Kind: "gave_up", Owner: &c, Actor: c, OccurredAt: t0.Add(160 * ms),
+		Detail: map[string]any{"waited_ms": float64(120)}}
+	obs.Events = append(obs.Events[:2:2], append([]lockview.Event{gaveUp}, obs.Events[2:]...)...)
+	if r := Check(ops, cleanEnds(), nil, obs); !r.OK() || r.Stats.Grants != 3 {
+		t.Fatalf("a correct history with a wait given up: %v, stats %+v", r.Violations, r.Stats)
+	}
+}
+
 func TestCheckerFlags(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -284,18 +297,5 @@ func TestLostLazyReleaseNeedsACrash(t *testing.T) {
 		if r.OK() || !strings.Contains(strings.Join(r.Violations, "\n"), "the log has no release") {
 			t.Errorf("%s: violations %q; want the missing release flagged", c.name, r.Violations)
 		}
-	}
-}
-
-// A waiter that gave up is logged with no token (and how long it waited):
-// the checker passes over it and holds the events around it to the rules.
-func TestGiveUpsPass(t *testing.T) {
-	ops, obs := clean()
-	c := "c"
-	gaveUp := lockview.Event{ID: 5, Key: "k", Kind: "gave_up", Owner: &c, Actor: c, OccurredAt: t0.Add(160 * ms),
-		Detail: map[string]any{"waited_ms": 120}}
-	obs.Events = append(obs.Events[:2:2], append([]lockview.Event{gaveUp}, obs.Events[2:]...)...)
-	if r := Check(ops, cleanEnds(), nil, obs); !r.OK() {
-		t.Fatalf("violations in a correct history: %v", r.Violations)
 	}
 }

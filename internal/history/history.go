@@ -44,9 +44,9 @@ import (
 type Kind string
 
 const (
-	Grant        Kind = "grant"         // TryAcquire or Acquire, or one key of a TryAcquireAll or AcquireAll (Op.Set)
+	Grant        Kind = "grant"         // Acquire, at once or waiting, or one key of a set's Acquire (Op.Set)
 	Renew        Kind = "renew"         // Renew of a lease the client held
-	Release      Kind = "release"       // Release of a lease the client held, or one key of a ReleaseAll
+	Release      Kind = "release"       // Release of a lease the client held, or one key of a set's Release
 	Write        Kind = "write"         // one fenced transaction: Fence, guarded write, commit
 	ForceExpire  Kind = "force_expire"  // an operator's ForceExpire
 	ForceRelease Kind = "force_release" // an operator's ForceRelease
@@ -91,7 +91,7 @@ type Op struct {
 	// (locker's default): a server Crash after it may lose it, leaving the
 	// lease to run to its expiry, which is safe.
 	Lazy bool
-	// Set names the set call (TryAcquireAll, AcquireAll, ReleaseAll) the op
+	// Set names the set call (a set's Acquire or Release) the op
 	// is one key of: each key of a set call is an op of its own, all with
 	// the same Set, unique to the call in the history. Empty for a
 	// single-key call.
@@ -103,7 +103,7 @@ type Op struct {
 	Mode    string
 	Permits int
 	// LockDelay is the lock-delay a Grant asked for (locker's
-	// Config.LockDelay): when the lease ends without its holder's release,
+	// Request.LockDelay): when the lease ends without its holder's release,
 	// nobody may be granted the key for that long.
 	LockDelay time.Duration
 	// Session names the session of a SessionKill.

@@ -15,7 +15,7 @@ type LeaseEnd struct {
 	Owner  string
 	Token  int64
 	// At is this process's clock (wall and monotonic) when the Keepalive
-	// cancelled its context (locker.LeaseLostError.At), or when the client
+	// cancelled its context (locker.Error.At), or when the client
 	// stopped the Keepalive itself.
 	At time.Time
 	// Lost: the Keepalive cancelled with locker.ErrLeaseLost (the lease was

@@ -14,12 +14,12 @@ func ResultOf(err error) (Result, string) {
 	switch {
 	case err == nil:
 		return OK, ""
-	case errors.Is(err, locker.ErrHeld):
+	case gaveUpWaiting(err):
+		return GaveUp, ""
+	case errors.Is(err, locker.ErrHeld) && !endedWaiting(err):
 		return Held, ""
 	case errors.Is(err, locker.ErrNotHeld):
 		return NotHeld, ""
-	case gaveUpWaiting(err):
-		return GaveUp, ""
 	default:
 		// A killed backend, a restart or a cancelled statement: the call
 		// may have committed without its reply arriving.
@@ -27,7 +27,7 @@ func ResultOf(err error) (Result, string) {
 	}
 }
 
-// GrantResultOf is ResultOf for TryAcquire and Acquire, except that
+// GrantResultOf is ResultOf for an attempt (Acquire) and Acquire, except that
 // ErrNotHeld is Unknown: from a grant it means a lease handed down the
 // queue was lost before its claim, so the grant itself was made.
 func GrantResultOf(err error) (Result, string) {
@@ -42,8 +42,15 @@ func GrantResultOf(err error) (Result, string) {
 // was queued and before any grant to it: a hand-off that may have been in
 // flight leaves its outcome unknown.
 func gaveUpWaiting(err error) bool {
-	var gaveUp *locker.GaveUpError
-	return errors.As(err, &gaveUp) && gaveUp.Handed == locker.HandedNone
+	var gaveUp *locker.Error
+	return endedWaiting(err) && errors.As(err, &gaveUp) && !gaveUp.PassedOn && !gaveUp.Unsure
+}
+
+// endedWaiting reports whether err is a wait's whose context ended first
+// (a lease may have been handed to it meanwhile).
+func endedWaiting(err error) bool {
+	var e *locker.Error
+	return errors.As(err, &e) && e.Kind == locker.ErrHeld && e.Err != nil
 }
 
 // Granted records lease as what a successful Grant returned.

@@ -9,7 +9,7 @@ import (
 	"github.com/lockctl/lockctl/locker"
 )
 
-// setCall is one TryAcquireAll or AcquireAll as its client recorded it: an
+// setCall is one a set's Acquire as its client recorded it: an
 // op per key.
 type setCall struct {
 	id    string

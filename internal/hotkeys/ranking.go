@@ -156,7 +156,7 @@ func (t *Tracker) Rank(now time.Time, window time.Duration, col Column, limit in
 	// The keys' counts, by key id, in a buffer kept from call to call:
 	// a pass over a million events then allocates nothing per event.
 	if len(t.counts) < len(t.keys) {
-		t.counts, t.touched = make([]Counts, len(t.keys)), make([]bool, len(t.keys))
+		t.counts, t.touched, t.rowOf = make([]Counts, len(t.keys)), make([]bool, len(t.keys)), make([]int32, len(t.keys))
 	}
 	var touched []uint32
 	t.each(sp, func(_ int64, e event) {
@@ -190,18 +190,17 @@ func (t *Tracker) Rank(now time.Time, window time.Duration, col Column, limit in
 	})
 	all = all[:min(len(all), limit)]
 	points, perPoint := seriesShape(window, r.Bucket)
-	rowOf := make(map[uint32]int, len(all))
 	r.Rows = make([]Row, len(all))
 	for i, a := range all {
-		rowOf[a.id] = i
+		t.rowOf[a.id] = int32(i + 1)
 		r.Rows[i] = Row{Key: t.keys[a.id], Counts: a.c}
 		for c := range r.Rows[i].Series {
 			r.Rows[i].Series[c] = make([]int64, points)
 		}
 	}
 	t.each(sp, func(no int64, e event) {
-		i, ok := rowOf[e.key]
-		if !ok {
+		i := int(t.rowOf[e.key]) - 1
+		if i < 0 {
 			return
 		}
 		var one Counts
@@ -211,5 +210,8 @@ func (t *Tracker) Rank(now time.Time, window time.Duration, col Column, limit in
 			r.Rows[i].Series[c][p] += one.Value(Column(c))
 		}
 	})
+	for _, a := range all {
+		t.rowOf[a.id] = 0
+	}
 	return r
 }

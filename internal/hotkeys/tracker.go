@@ -84,10 +84,11 @@ type hour struct {
 
 	keys []string          // interned keys, by id
 	ids  map[string]uint32 // and their ids
-	// counts and touched are Rank's buffers, by key id, zero between
-	// calls.
+	// counts, touched and rowOf (a ranked key's row + 1) are Rank's
+	// buffers, by key id, zero between calls.
 	counts  []Counts
 	touched []bool
+	rowOf   []int32
 	// compacted is when the interned keys were last rebuilt from the ring.
 	compacted time.Time
 }

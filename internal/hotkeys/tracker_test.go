@@ -13,17 +13,6 @@ import (
 	"github.com/lockctl/lockctl/internal/testdb"
 )
 
-// logged writes one event as the protocol would, age before the database's
-// now.
-func logged(t *testing.T, db *pgxpool.Pool, age time.Duration, key, kind string, token int64, detail string) {
-	t.Helper()
-	if _, err := db.Exec(context.Background(), `INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-		VALUES (clock_timestamp() - $1::bigint * interval '1 microsecond', $2, $3, 'o', $4, 'a', $5::jsonb)`,
-		age.Microseconds(), key, kind, token, detail); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func dbNow(t *testing.T, db *pgxpool.Pool) time.Time {
 	t.Helper()
 	var now time.Time
@@ -55,16 +44,16 @@ func keysOf(r hotkeys.Ranking) []string {
 func TestRank(t *testing.T) {
 	pool := testdb.New(t)
 	const s = time.Second
-	logged(t, pool, 50*time.Minute, "old:hot", "stolen", 1, `{"waited_ms": 600000}`) // in the hour only
-	logged(t, pool, 10*time.Minute, "queue:a", "acquired", 2, `{"waited_ms": 4000}`) // in 15m and the hour
-	logged(t, pool, 30*s, "queue:a", "acquired", 3, `{"waited_ms": 2000}`)
-	logged(t, pool, 25*s, "queue:a", "gave_up", 0, `{"waited_ms": 3000}`)
-	logged(t, pool, 20*s, "steal:b", "stolen", 4, `{}`)
-	logged(t, pool, 19*s, "steal:b", "stolen", 5, `{}`)
-	logged(t, pool, 15*s, "forced:c", "acquired", 6, `{}`)
-	logged(t, pool, 12*s, "forced:c", "force_released", 6, `{}`)
-	logged(t, pool, 10*s, "quiet:d", "acquired", 7, `{}`) // routine: not hot
-	logged(t, pool, 9*s, "quiet:d", "released", 7, `{}`)
+	testdb.LogEvent(t, pool, 50*time.Minute, "old:hot", "stolen", 1, `{"waited_ms": 600000}`) // in the hour only
+	testdb.LogEvent(t, pool, 10*time.Minute, "queue:a", "acquired", 2, `{"waited_ms": 4000}`) // in 15m and the hour
+	testdb.LogEvent(t, pool, 30*s, "queue:a", "acquired", 3, `{"waited_ms": 2000}`)
+	testdb.LogEvent(t, pool, 25*s, "queue:a", "gave_up", 0, `{"waited_ms": 3000}`)
+	testdb.LogEvent(t, pool, 20*s, "steal:b", "stolen", 4, `{}`)
+	testdb.LogEvent(t, pool, 19*s, "steal:b", "stolen", 5, `{}`)
+	testdb.LogEvent(t, pool, 15*s, "forced:c", "acquired", 6, `{}`)
+	testdb.LogEvent(t, pool, 12*s, "forced:c", "force_released", 6, `{}`)
+	testdb.LogEvent(t, pool, 10*s, "quiet:d", "acquired", 7, `{}`) // routine: not hot
+	testdb.LogEvent(t, pool, 9*s, "quiet:d", "released", 7, `{}`)
 
 	tr := hotkeys.NewTracker()
 	refresh(t, tr, pool)
@@ -108,7 +97,7 @@ func TestRank(t *testing.T) {
 	}
 
 	// A refresh reads only what was logged since: a new steal counts once.
-	logged(t, pool, 3*s, "steal:b", "stolen", 8, `{}`)
+	testdb.LogEvent(t, pool, 3*s, "steal:b", "stolen", 8, `{}`)
 	refresh(t, tr, pool)
 	refresh(t, tr, pool)
 	if b := tr.Rank(dbNow(t, pool), time.Minute, hotkeys.BySteals, 1).Rows[0]; b.Key != "steal:b" || b.Steals != 3 {
@@ -124,11 +113,11 @@ func TestKeyTimes(t *testing.T) {
 	const s = time.Second
 	for i := range 100 {
 		token := int64(100 + i)
-		logged(t, pool, time.Duration(200-i)*s, "k", "acquired", token, fmt.Sprintf(`{"waited_ms": %d}`, (i+1)*10))
-		logged(t, pool, time.Duration(199-i)*s-time.Duration(i)*time.Millisecond, "k", "released", token, `{}`) // held 1s + i ms
+		testdb.LogEvent(t, pool, time.Duration(200-i)*s, "k", "acquired", token, fmt.Sprintf(`{"waited_ms": %d}`, (i+1)*10))
+		testdb.LogEvent(t, pool, time.Duration(199-i)*s-time.Duration(i)*time.Millisecond, "k", "released", token, `{}`) // held 1s + i ms
 	}
-	logged(t, pool, 20*s, "k", "gave_up", 0, `{"waited_ms": 5000}`)
-	logged(t, pool, 10*s, "k", "force_expired", 99, `{}`) // its grant not logged: no hold
+	testdb.LogEvent(t, pool, 20*s, "k", "gave_up", 0, `{"waited_ms": 5000}`)
+	testdb.LogEvent(t, pool, 10*s, "k", "force_expired", 99, `{}`) // its grant not logged: no hold
 	tr := hotkeys.NewTracker()
 	refresh(t, tr, pool)
 	times := tr.KeyTimes(dbNow(t, pool), 15*time.Minute, "k")

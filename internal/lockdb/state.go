@@ -2,7 +2,8 @@ package lockdb
 
 import "time"
 
-// State is what a lock row means at the time it was read (locker.State).
+// State is what a lock row means at the time it was read (LockInfo.State):
+// one of the constants below, whose text is what the CLI prints.
 type State string
 
 const (

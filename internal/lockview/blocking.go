@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -22,7 +22,7 @@ type Wait struct {
 	Waited time.Duration `json:"-"`
 	// KeyState is the key's state when Holders is empty: free, expired,
 	// or "" when the key has no row.
-	KeyState locker.State `json:"-"`
+	KeyState lockdb.State `json:"-"`
 }
 
 // Blocking is who waits for whom across keys: every live wait and the
@@ -106,8 +106,8 @@ func (r blockingRow) wait() Wait {
 	if !r.HasLockRow || r.Owner == nil || r.State == nil {
 		return w
 	}
-	switch st := locker.State(*r.State); st {
-	case locker.StateHeld, locker.StateExpiring:
+	switch st := lockdb.State(*r.State); st {
+	case lockdb.StateHeld, lockdb.StateExpiring:
 		w.Holders = []string{*r.Owner}
 	default:
 		w.KeyState = st

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -24,7 +25,7 @@ func TestReadBlocking(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, h := range [][2]string{{"x", "a"}, {"y", "b"}, {"z", "c"}, {"lapsed", "g"}} {
-		if _, err := lk.TryAcquire(ctx, pool, h[0], h[1]); err != nil {
+		if _, err := testdb.Try(ctx, lk, pool, h[0], h[1]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +59,7 @@ INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_unt
 	}
 	type got struct {
 		holders string
-		state   locker.State
+		state   lockdb.State
 	}
 	byWaiter := map[string]got{}
 	for _, w := range b.Waits {
@@ -70,7 +71,7 @@ INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_unt
 	}
 	want := map[string]got{
 		"a y": {`["b"]`, ""}, "b x": {`["a"]`, ""}, "d z": {`["c"]`, ""},
-		"e no-row": {`[]`, ""}, "h lapsed": {`[]`, locker.StateExpired},
+		"e no-row": {`[]`, ""}, "h lapsed": {`[]`, lockdb.StateExpired},
 	}
 	if len(byWaiter) != len(want) {
 		t.Errorf("waits %v, want %v", byWaiter, want)

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -27,7 +27,7 @@ func TestReadsShareTheProtocolsClock(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("read k: %v, %v", found, err)
 	}
-	if l.State() != locker.StateExpired || l.HeldFor < 2*time.Minute {
+	if l.State() != lockdb.StateExpired || l.HeldFor < 2*time.Minute {
 		t.Errorf("two minutes on, a minute's lease reads as %s, held for %s; want expired, over two minutes",
 			l.State(), l.HeldFor)
 	}

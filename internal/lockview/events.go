@@ -82,14 +82,14 @@ func (e Event) SessionID() (int64, bool) {
 	return int64(id), true
 }
 
-// eventColumns read an event. Its detail is at most locker.MaxJSONBytes as
+// eventColumns read an event. Its detail is at most lockdb.MaxJSONBytes as
 // stored (the schema's bound); one stored before that bound, larger, is
 // read as its size alone ({"omitted_bytes": n}), which pg_column_size
 // reads without fetching the value: a reader of the history fetches and
 // decodes a bounded amount, whatever was written.
 var eventColumns = `e.event_id, e.occurred_at, e.lock_key, e.kind, e.owner_id, e.fence_token,
 	e.actor, e.caller_role, e.previous_owner, e.previous_token,
-	CASE WHEN pg_column_size(e.detail) <= ` + strconv.Itoa(locker.MaxJSONBytes) + ` THEN e.detail::jsonb
+	CASE WHEN pg_column_size(e.detail) <= ` + strconv.Itoa(lockdb.MaxJSONBytes) + ` THEN e.detail::jsonb
 	     ELSE jsonb_build_object('omitted_bytes', pg_column_size(e.detail)) END AS detail`
 
 var keyEventsSQL = `

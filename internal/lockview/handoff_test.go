@@ -21,7 +21,7 @@ func TestHandOffLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	holder, err := lk.TryAcquire(ctx, pool, "q", "a")
+	holder, err := testdb.Try(ctx, lk, pool, "q", "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestHandOffLatency(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, pool, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, holder)); err != nil {
 		t.Fatal(err)
 	}
 	h, err := lockview.HandOffLatency(ctx, pool, time.Minute)

@@ -25,7 +25,7 @@ func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]s
 }
 
 // delayedKeysSQL reads, in key order, the keys in their lock-delay
-// (locker.StateDelayed) that start with $1, at most $2 of them.
+// (lockdb.StateDelayed) that start with $1, at most $2 of them.
 const delayedKeysSQL = `
 SELECT l.lock_key
 FROM distributed_lock_state l

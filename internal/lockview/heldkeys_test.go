@@ -21,7 +21,7 @@ func TestHeldKeys(t *testing.T) {
 		testdb.MustAcquire(t, lk, pool, key, "w1")
 	}
 	testdb.ExpireLease(t, pool, "job:expired")
-	if _, err := lk.Release(ctx, pool, testdb.MustAcquire(t, lk, pool, "job:released", "w1")); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, testdb.MustAcquire(t, lk, pool, "job:released", "w1"))); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -48,15 +48,15 @@ func TestDelayedKeys(t *testing.T) {
 	t.Parallel()
 	pool := testdb.New(t)
 	ctx := context.Background()
-	lk := testdb.Locker(t, locker.Config{LockDelay: locker.MaxLockDelay})
+	lk := testdb.Locker(t, locker.Config{})
 	for _, key := range []string{"job:b", "job:a", "held", "over", "released"} {
-		testdb.MustAcquire(t, lk, pool, key, "w1")
+		testdb.MustDelayed(t, lk, pool, key, "w1", locker.MaxLockDelay)
 	}
 	for _, key := range []string{"job:b", "job:a", "over"} {
 		testdb.ExpireLease(t, pool, key)
 	}
 	testdb.AgeLock(t, pool, "over", locker.MaxLockDelay)
-	if _, err := lk.Release(ctx, pool, testdb.MustAcquire(t, lk, pool, "released", "w1")); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, pool, testdb.MustAcquire(t, lk, pool, "released", "w1"))); err != nil {
 		t.Fatal(err)
 	}
 	for prefix, want := range map[string][]string{"": {"job:a", "job:b"}, "job:b": {"job:b"}, "held": nil} {

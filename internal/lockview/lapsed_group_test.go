@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -27,7 +27,7 @@ func TestALapsedGroupIsExpiredToEveryReader(t *testing.T) {
 	testdb.Clock(t, db).Advance(2 * time.Second)
 
 	l, found, err := lockview.Get(ctx, db, "s")
-	if err != nil || !found || l.State() != locker.StateExpired {
+	if err != nil || !found || l.State() != lockdb.StateExpired {
 		t.Fatalf("s read as %s (%v, %v); want expired", l.State(), found, err)
 	}
 	page, err := lockview.ListLocks(ctx, db, lockview.ListQuery{Sort: lockview.SortKey, After: 10})

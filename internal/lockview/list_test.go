@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // fillLocksSQL fills the table with n rows in every state: held with various
@@ -254,11 +254,11 @@ FROM (VALUES ('soon:60', interval '60 seconds'), ('soon:10', interval '10 second
 	for _, r := range page.Rows {
 		counted.All++
 		switch r.State() {
-		case locker.StateFree:
+		case lockdb.StateFree:
 			counted.Free++
-		case locker.StateExpired:
+		case lockdb.StateExpired:
 			counted.Expired++
-		case locker.StateExpiring:
+		case lockdb.StateExpiring:
 			counted.Expiring++
 			counted.Held++
 		default:

@@ -4,15 +4,15 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
 // Lock is a lock row as `lockctl ls` and the console show it: what a
-// service sees of it (locker.LockInfo), how its grant came about and how
+// service sees of it (lockdb.LockInfo), how its grant came about and how
 // long it has been held, which an operator reads and a service does not.
 type Lock struct {
-	locker.LockInfo
+	lockdb.LockInfo
 	// GrantKind is how the current (or last) grant was made: acquired, or
 	// stolen from PreviousOwner's expired lease.
 	GrantKind     string  `db:"grant_kind"`

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Get reads what a service sees of a row (the same LockInfo locker.Get
@@ -25,11 +27,11 @@ func TestGetStolenRow(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("Get: found=%v err=%v", found, err)
 	}
-	info, _, err := lk.Get(ctx, pool, "k")
+	info, _, err := store.Get[lockdb.LockInfo](ctx, pool, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Owner != "b" || l.Token != second.Token || l.State() != locker.StateHeld || l.TTL != info.TTL || l.ExpiresAt != info.ExpiresAt {
+	if l.Owner != "b" || l.Token != second.Token || l.State() != lockdb.StateHeld || l.TTL != info.TTL || l.ExpiresAt != info.ExpiresAt {
 		t.Errorf("Get = %+v; want b's lease %+v", l.LockInfo, info)
 	}
 	if l.GrantKind != "stolen" || l.PreviousOwner == nil || *l.PreviousOwner != "a" ||

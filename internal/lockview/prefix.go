@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -14,7 +14,7 @@ type LockFilter struct {
 	// Prefix keeps keys starting with it; "" keeps every key.
 	Prefix string
 	// States keeps rows in one of these states; nil keeps every state.
-	States []locker.State
+	States []lockdb.State
 }
 
 // eachLockSQL reads the keys that pass a LockFilter from the readers' view

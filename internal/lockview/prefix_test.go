@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 )
 
 // statesSQL leaves one row per case, each well away from its state's
@@ -41,13 +41,13 @@ func TestEachLockFilters(t *testing.T) {
 		{lockview.LockFilter{}, "a:expired a:expiring a:held a:held2 b:expired b:free"},
 		{lockview.LockFilter{Prefix: "b:"}, "b:expired b:free"},
 		{lockview.LockFilter{Prefix: "a:h"}, "a:held a:held2"},
-		{lockview.LockFilter{States: []locker.State{locker.StateHeld}}, "a:held a:held2"},
-		{lockview.LockFilter{States: []locker.State{locker.StateExpiring}}, "a:expiring"},
-		{lockview.LockFilter{States: []locker.State{locker.StateExpired}}, "a:expired b:expired"},
-		{lockview.LockFilter{States: []locker.State{locker.StateFree, locker.StateExpiring}}, "a:expiring b:free"},
-		{lockview.LockFilter{Prefix: "b:", States: []locker.State{locker.StateExpired}}, "b:expired"},
-		{lockview.LockFilter{Prefix: "a:", States: []locker.State{locker.StateFree}}, ""},
-		{lockview.LockFilter{States: []locker.State{}}, ""},
+		{lockview.LockFilter{States: []lockdb.State{lockdb.StateHeld}}, "a:held a:held2"},
+		{lockview.LockFilter{States: []lockdb.State{lockdb.StateExpiring}}, "a:expiring"},
+		{lockview.LockFilter{States: []lockdb.State{lockdb.StateExpired}}, "a:expired b:expired"},
+		{lockview.LockFilter{States: []lockdb.State{lockdb.StateFree, lockdb.StateExpiring}}, "a:expiring b:free"},
+		{lockview.LockFilter{Prefix: "b:", States: []lockdb.State{lockdb.StateExpired}}, "b:expired"},
+		{lockview.LockFilter{Prefix: "a:", States: []lockdb.State{lockdb.StateFree}}, ""},
+		{lockview.LockFilter{States: []lockdb.State{}}, ""},
 	} {
 		var keys []string
 		err := lockview.EachLock(ctx, pool, c.filter, func(l lockview.Lock) error {

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -103,7 +103,7 @@ func ListReferenceLocks(ctx context.Context, db store.DBTX, q ListQuery) (Page, 
 	var matching []ListedLock
 	for _, r := range rows {
 		page.Totals.All++
-		if r.State() == locker.StateExpired {
+		if r.State() == lockdb.StateExpired {
 			page.Totals.Expired++
 		} else {
 			page.Totals.Held++

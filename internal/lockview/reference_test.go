@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -59,9 +59,9 @@ func TestListReferenceShowsOwnersTokensAndRemaining(t *testing.T) {
 		if l.Remaining != l.ExpiresAt.Sub(l.DBNow) {
 			t.Errorf("%s: remaining %s; want expires_at minus the database's now, %s", l.Key, l.Remaining, l.ExpiresAt.Sub(l.DBNow))
 		}
-		wantState := locker.StateHeld
+		wantState := lockdb.StateHeld
 		if w.ExpiresAt.Before(l.DBNow) {
-			wantState = locker.StateExpired
+			wantState = lockdb.StateExpired
 		}
 		if l.State() != wantState {
 			t.Errorf("%s is %s; want %s", l.Key, l.State(), wantState)

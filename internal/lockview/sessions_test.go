@@ -24,11 +24,11 @@ func TestReadSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	leases, err := lk.TryAcquireAll(ctx, pool, []string{"a", "b"}, "runner")
+	leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys([]string{"a", "b"}...), Owner: "runner"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := s.KeepaliveAll(ctx, leases)
+	keep := s.Keepalive(ctx, leases...)
 	defer keep.Stop()
 	lapsed, err := store.OpenSession(ctx, pool, store.SessionParams{Owner: "gone", TTL: time.Millisecond, Host: "h2", PID: 7})
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -136,11 +135,11 @@ func (c *Collector) collectGauges(ctx context.Context, ch chan<- prometheus.Metr
 			return err
 		}
 	}
-	ch <- gauge(locksDesc, float64(g.Held), string(locker.StateHeld))
-	ch <- gauge(locksDesc, float64(g.Expiring), string(locker.StateExpiring))
-	ch <- gauge(locksDesc, float64(g.Expired), string(locker.StateExpired))
-	ch <- gauge(locksDesc, float64(g.Delayed), string(locker.StateDelayed))
-	ch <- gauge(locksDesc, float64(g.Free), string(locker.StateFree))
+	ch <- gauge(locksDesc, float64(g.Held), string(lockdb.StateHeld))
+	ch <- gauge(locksDesc, float64(g.Expiring), string(lockdb.StateExpiring))
+	ch <- gauge(locksDesc, float64(g.Expired), string(lockdb.StateExpired))
+	ch <- gauge(locksDesc, float64(g.Delayed), string(lockdb.StateDelayed))
+	ch <- gauge(locksDesc, float64(g.Free), string(lockdb.StateFree))
 	ch <- gauge(oldestHeldDesc, g.OldestHeld.Seconds())
 	ch <- gauge(waitersDesc, float64(g.Waiters))
 	ch <- gauge(waitedKeysDesc, float64(g.WaitedKeys))

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -80,7 +82,7 @@ func (c *clients) cycle(ctx context.Context, key, owner string) {
 			var lease locker.Lease
 			sent := time.Now()
 			err := call(ctx, func(ctx context.Context) (err error) {
-				lease, err = c.lk.TryAcquire(ctx, c.pool, key, owner)
+				lease, err = testdb.Try(ctx, c.lk, c.pool, key, owner)
 				return err
 			})
 			if ctx.Err() != nil {
@@ -103,7 +105,7 @@ func (c *clients) cycle(ctx context.Context, key, owner string) {
 // found gone was released by an earlier try whose answer was lost.
 func (c *clients) release(ctx context.Context, lease locker.Lease) {
 	err := call(ctx, func(ctx context.Context) error {
-		_, err := c.lk.Release(ctx, c.pool, lease)
+		_, err := testdb.One(c.lk.Release(ctx, c.pool, lease))
 		return err
 	})
 	switch {
@@ -111,7 +113,7 @@ func (c *clients) release(ctx context.Context, lease locker.Lease) {
 		c.j.released(release{key: lease.Key, token: lease.Token, acked: time.Now()})
 	case errors.Is(err, locker.ErrNotHeld) || ctx.Err() != nil:
 	default:
-		c.t.Errorf("release %s %s: %v", lease.Key, locker.FormatToken(lease.Token), err)
+		c.t.Errorf("release %s %s: %v", lease.Key, fencetoken.Format(lease.Token), err)
 	}
 }
 
@@ -138,7 +140,7 @@ func (c *clients) hold(ctx context.Context, key, owner string) *holder {
 	var lease locker.Lease
 	sent := time.Now()
 	err := call(ctx, func(ctx context.Context) (err error) {
-		lease, err = c.lk.TryAcquire(ctx, c.pool, key, owner)
+		lease, err = testdb.Try(ctx, c.lk, c.pool, key, owner)
 		return err
 	})
 	if err != nil {
@@ -163,12 +165,12 @@ func (c *clients) hold(ctx context.Context, key, owner string) *holder {
 			}
 			sent := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, callTimeout)
-			renewed, err := c.lk.Renew(cctx, c.pool, lease)
+			renewed, err := testdb.One(c.lk.Renew(cctx, c.pool, lease))
 			cancel()
 			switch {
 			case err == nil && renewed.Token != lease.Token:
 				c.t.Errorf("%s renewed %s and got token %s; it holds %s", owner, key,
-					locker.FormatToken(renewed.Token), locker.FormatToken(lease.Token))
+					fencetoken.Format(renewed.Token), fencetoken.Format(lease.Token))
 				return
 			case err == nil:
 				lease = renewed
@@ -212,7 +214,7 @@ func (c *clients) wait(ctx context.Context, lk *locker.Locker, key, owner string
 		var firstErr error
 		for tries := 1; ; tries++ {
 			var err error
-			if lease, err = lk.Acquire(ctx, c.pool, key, owner); err == nil {
+			if lease, err = testdb.Wait(ctx, lk, c.pool, key, owner); err == nil {
 				if tries > 1 {
 					c.t.Logf("%s queued %d times for %s; its wait first broke with: %v", owner, tries, key, firstErr)
 				}
@@ -230,7 +232,7 @@ func (c *clients) wait(ctx context.Context, lk *locker.Locker, key, owner string
 		}
 		sent := floor()
 		if sent.IsZero() {
-			c.t.Errorf("%s got %s (%s) before its holder let go", owner, key, locker.FormatToken(lease.Token))
+			c.t.Errorf("%s got %s (%s) before its holder let go", owner, key, fencetoken.Format(lease.Token))
 		}
 		c.j.granted(grant{key: key, owner: owner, token: lease.Token, sent: sent, acked: time.Now()})
 		time.Sleep(20 * time.Millisecond)

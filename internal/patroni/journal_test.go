@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // journal is what the clients were told, with when they asked and when
@@ -94,7 +97,7 @@ func (j *journal) tokenViolations() (violations, noGrants []string) {
 			after++
 			if g.token <= before.token {
 				violations = append(violations, fmt.Sprintf("after the %s, %s got %s as %s; %s got %s as %s before it",
-					c.what, g.key, locker.FormatToken(g.token), g.owner, before.key, locker.FormatToken(before.token), before.owner))
+					c.what, g.key, fencetoken.Format(g.token), g.owner, before.key, fencetoken.Format(before.token), before.owner))
 			}
 		}
 		if after == 0 {
@@ -118,23 +121,23 @@ func (j *journal) undoneReleases(ctx context.Context, lk *locker.Locker, db lock
 	j.mu.Unlock()
 	var undone []string
 	for key, r := range last {
-		info, found, err := lk.Get(ctx, db, key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, db, key)
 		if err != nil {
 			return nil, err
 		}
 		switch {
 		case !found || info.Token < r.token:
-			undone = append(undone, fmt.Sprintf("%s: released %s, the row has %v", key, locker.FormatToken(r.token), rowText(info, found)))
+			undone = append(undone, fmt.Sprintf("%s: released %s, the row has %v", key, fencetoken.Format(r.token), rowText(info, found)))
 		case info.Token == r.token && info.ReleasedAt == nil:
-			undone = append(undone, fmt.Sprintf("%s: released %s, held again under it (%s)", key, locker.FormatToken(r.token), info.State()))
+			undone = append(undone, fmt.Sprintf("%s: released %s, held again under it (%s)", key, fencetoken.Format(r.token), info.State()))
 		}
 	}
 	return undone, nil
 }
 
-func rowText(info locker.LockInfo, found bool) string {
+func rowText(info lockdb.LockInfo, found bool) string {
 	if !found {
 		return "no row"
 	}
-	return "token " + locker.FormatToken(info.Token)
+	return "token " + fencetoken.Format(info.Token)
 }

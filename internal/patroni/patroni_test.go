@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
@@ -57,8 +59,8 @@ func TestSwitchoverAndFailover(t *testing.T) {
 
 	// The waiters' records must outlive the outage (3×WaitRecheck), and
 	// their Notifier follows the primary through the same DSN.
-	notifier := locker.NewNotifierWithConfig(locker.NotifierConfig{
-		Connect: locker.ConnectWith(pool.Config().ConnConfig), Probe: pool, Logf: t.Logf})
+	notifier := locker.NewNotifier(locker.NotifierConfig{
+		Connect: lockdb.ConnectWith(pool.Config().ConnConfig), Probe: pool, Logf: t.Logf})
 	cl.wg.Add(1)
 	go func() { defer cl.wg.Done(); _ = notifier.Run(work) }()
 	waitLk := testdb.Locker(t, locker.Config{TTL: time.Minute, DurableRelease: true,
@@ -182,7 +184,7 @@ func TestSwitchoverAndFailover(t *testing.T) {
 	}
 	j.mu.Lock()
 	t.Logf("%d grants, %d acknowledged releases, tokens up to %s; %s in all",
-		len(j.grants), len(j.releases), locker.FormatToken(maxToken(j.grants)), time.Since(start).Round(time.Second))
+		len(j.grants), len(j.releases), fencetoken.Format(maxToken(j.grants)), time.Since(start).Round(time.Second))
 	j.mu.Unlock()
 }
 

@@ -11,8 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Processes that keep several leases with one locker.Session through both
@@ -59,7 +62,7 @@ func (c *clients) keepInSession(ctx context.Context, owner string) *sessionHolde
 	}
 	sent := time.Now()
 	if err := call(ctx, func(ctx context.Context) (err error) {
-		h.leases, err = h.lk.TryAcquireAll(ctx, c.pool, keys, owner)
+		h.leases, err = h.lk.Acquire(ctx, c.pool, locker.Request{Keys: locker.Keys(keys...), Owner: owner})
 		return err
 	}); err != nil {
 		c.t.Fatalf("%s takes %v: %v", owner, keys, err)
@@ -67,7 +70,7 @@ func (c *clients) keepInSession(ctx context.Context, owner string) *sessionHolde
 	for _, l := range h.leases {
 		c.j.granted(grant{key: l.Key, owner: owner, token: l.Token, sent: sent, acked: time.Now()})
 	}
-	h.ka = h.session.KeepaliveAll(ctx, h.leases)
+	h.ka = h.session.Keepalive(ctx, h.leases...)
 	return h
 }
 
@@ -123,12 +126,12 @@ func (h *sessionHolder) carriedOn(ctx context.Context, t *testing.T, ch change, 
 			h.owner, renewed, expires, dbNow)
 	}
 	for _, l := range h.leases {
-		info, found, err := h.lk.Get(ctx, h.db, l.Key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, h.db, l.Key)
 		switch {
 		case err != nil:
 			t.Errorf("%s on the new primary: %v", l.Key, err)
 		case !found || info.Token != l.Token || info.Owner != h.owner || info.ReleasedAt != nil:
-			t.Errorf("%s on the new primary: %v; want %s's token %s", l.Key, rowText(info, found), h.owner, locker.FormatToken(l.Token))
+			t.Errorf("%s on the new primary: %v; want %s's token %s", l.Key, rowText(info, found), h.owner, fencetoken.Format(l.Token))
 		case info.ExpiresAt.Before(expires):
 			// A heartbeat may have moved both between the two reads, but
 			// never the lease without its session.

@@ -9,9 +9,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Owner ids, tokens, waiter ids and session ids are readable by every
@@ -32,33 +34,33 @@ func TestAnotherServiceCannotEndOrKeepALease(t *testing.T) {
 	ctx := context.Background()
 	e, victim, attacker := twoServices(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	lease, err := lk.TryAcquire(ctx, victim, "billing", "billing-1")
+	lease, err := testdb.Try(ctx, lk, victim, "billing", "billing-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := lk.TryAcquirePermit(ctx, victim, "sem", "billing-1", 2)
+	shared, err := testdb.One(lk.Acquire(ctx, victim, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "billing-1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, err := lk.TryAcquireAll(ctx, victim, []string{"set-a", "set-b"}, "billing-1")
+	set, err := lk.Acquire(ctx, victim, locker.Request{Keys: locker.Keys([]string{"set-a", "set-b"}...), Owner: "billing-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The attacker's Locker names the victim's lease exactly (key, owner,
 	// token), as it reads them from distributed_lock.
-	if _, err := lk.Renew(ctx, attacker, lease); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Renew(ctx, attacker, lease)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("another service's Renew = %v; want ErrNotHeld", err)
 	}
-	if _, err := lk.Release(ctx, attacker, lease); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Release(ctx, attacker, lease)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("another service's Release = %v; want ErrNotHeld", err)
 	}
-	if _, err := lk.Renew(ctx, attacker, shared); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Renew(ctx, attacker, shared)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("another service's Renew of a permit = %v; want ErrNotHeld", err)
 	}
-	if _, err := lk.Release(ctx, attacker, shared); !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(lk.Release(ctx, attacker, shared)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("another service's Release of a permit = %v; want ErrNotHeld", err)
 	}
-	if err := lk.ReleaseAll(ctx, attacker, set); !errors.Is(err, locker.ErrNotHeld) {
+	if err := testdb.ErrOf(lk.Release(ctx, attacker, set...)); !errors.Is(err, locker.ErrNotHeld) {
 		t.Errorf("another service's ReleaseAll = %v; want ErrNotHeld", err)
 	}
 	for _, l := range []locker.Lease{lease, shared} {
@@ -68,11 +70,11 @@ func TestAnotherServiceCannotEndOrKeepALease(t *testing.T) {
 		}
 	}
 	// Acquire as the victim's owner is no renewal: another's lease.
-	if _, err := lk.TryAcquire(ctx, attacker, "billing", "billing-1"); !errors.Is(err, locker.ErrHeld) {
+	if _, err := testdb.Try(ctx, lk, attacker, "billing", "billing-1"); !errors.Is(err, locker.ErrHeld) {
 		t.Errorf("another service's TryAcquire as the holder's owner = %v; want ErrHeld", err)
 	}
 	for _, l := range append([]locker.Lease{lease, shared}, set...) {
-		info, found, err := lk.Get(ctx, e.admin, l.Key)
+		info, found, err := store.Get[lockdb.LockInfo](ctx, e.admin, l.Key)
 		if err != nil || !found {
 			t.Fatalf("%s: %v", l.Key, err)
 		}
@@ -82,13 +84,13 @@ func TestAnotherServiceCannotEndOrKeepALease(t *testing.T) {
 		}
 	}
 	// The victim's own calls still work: every lease is still its own.
-	if _, err := lk.Release(ctx, victim, lease); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, victim, lease)); err != nil {
 		t.Errorf("the victim's Release: %v", err)
 	}
-	if _, err := lk.Release(ctx, victim, shared); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, victim, shared)); err != nil {
 		t.Errorf("the victim's Release of its permit: %v", err)
 	}
-	if err := lk.ReleaseAll(ctx, victim, set); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, victim, set...)); err != nil {
 		t.Errorf("the victim's ReleaseAll: %v", err)
 	}
 }
@@ -104,12 +106,12 @@ func TestAnotherServiceCannotTouchASessionOrAQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lease, err := lk.TryAcquire(ctx, victim, "billing", "billing-1")
+	lease, err := testdb.Try(ctx, lk, victim, "billing", "billing-1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A queued waiter of the victim's, behind a holder of its own.
-	holder, err := lk.TryAcquire(ctx, victim, "queue", "holder")
+	holder, err := testdb.Try(ctx, lk, victim, "queue", "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestAnotherServiceCannotTouchASessionOrAQueue(t *testing.T) {
 		t.Errorf("heartbeat of the victim's waiter: missing %v, %v; want it answered as not found", missing, err)
 	}
 
-	info, _, err := lk.Get(ctx, e.admin, "billing")
+	info, _, err := store.Get[lockdb.LockInfo](ctx, e.admin, "billing")
 	if err != nil || info.Token != lease.Token || info.ReleasedAt != nil || !info.ExpiresAt.Equal(lease.ExpiresAt) {
 		t.Errorf("the victim's lease after the attack: %+v, %v; want %d, expiring %s as granted", info, err, lease.Token,
 			lease.ExpiresAt)
@@ -178,7 +180,7 @@ func TestAnotherServiceCannotTouchASessionOrAQueue(t *testing.T) {
 		t.Errorf("the victim's waiter is now %d; want %d, its place kept", now.ID, w.ID)
 	}
 	// Served in its turn.
-	if _, err := lk.Release(ctx, victim, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, victim, holder)); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-got; r.Err != nil || r.Lease.Owner != "billing-1" {
@@ -196,7 +198,7 @@ func TestAnotherServiceCannotTakeOverAQueuePlace(t *testing.T) {
 	ctx := context.Background()
 	e, victim, attacker := twoServices(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, WaitRecheck: 200 * time.Millisecond})
-	holder, err := lk.TryAcquire(ctx, victim, "queue", "holder")
+	holder, err := testdb.Try(ctx, lk, victim, "queue", "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +214,7 @@ func TestAnotherServiceCannotTakeOverAQueuePlace(t *testing.T) {
 	if outcome != "queued" || id == nil || *id == w.ID {
 		t.Fatalf("another service's enqueue as the waiter's owner: %s, id %v; want queued under an id of its own, not %d", outcome, id, w.ID)
 	}
-	if _, err := lk.Release(ctx, victim, holder); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, victim, holder)); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-got; r.Err != nil || r.Lease.Owner != "billing-1" {
@@ -227,21 +229,21 @@ func TestLateReleaseKeepsTheLockDelay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	_, svc, other := twoServices(t)
-	short := testdb.Locker(t, locker.Config{TTL: 300 * time.Millisecond, LockDelay: time.Minute})
-	lease, err := short.TryAcquire(ctx, svc, "ledger", "writer")
+	short := testdb.Locker(t, locker.Config{TTL: 300 * time.Millisecond})
+	lease, err := testdb.TryDelayed(ctx, short, svc, "ledger", "writer", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	testdb.Eventually(t, 10*time.Second, "the lease running out", func() bool {
-		info, _, err := lk.Get(ctx, svc, "ledger")
+		info, _, err := store.Get[lockdb.LockInfo](ctx, svc, "ledger")
 		return err == nil && info.Remaining <= 0
 	})
-	if _, err := short.Release(ctx, svc, lease); err != nil && !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := testdb.One(short.Release(ctx, svc, lease)); err != nil && !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatal(err)
 	}
-	_, err = lk.TryAcquire(ctx, other, "ledger", "next")
-	var held *locker.HeldError
+	_, err = testdb.Try(ctx, lk, other, "ledger", "next")
+	var held *locker.Error
 	if !errors.As(err, &held) || held.DelayUntil == nil {
 		t.Fatalf("TryAcquire after a late release = %v; want refused in the lock-delay", err)
 	}

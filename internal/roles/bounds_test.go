@@ -10,7 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -59,7 +61,7 @@ SELECT concat_ws(' | ',
     (SELECT json_agg(s ORDER BY s.session_id)::text FROM distributed_lock_session s))`
 
 // Nothing a service or an operator hands the protocol is stored past its
-// bound: each oversized value is refused with locker.ErrInvalidValue, and
+// bound: each oversized value is refused with lockdb.ErrInvalidValue, and
 // nothing is stored.
 func TestOversizedValuesAreRefused(t *testing.T) {
 	t.Parallel()
@@ -79,8 +81,8 @@ func TestOversizedValuesAreRefused(t *testing.T) {
 				args = append(args, aMegabyte)
 			}
 			_, err := db.Exec(ctx, sql, args...)
-			if err = store.Interpret(err); !errors.Is(err, locker.ErrInvalidValue) || strings.Contains(err.Error(), "out of range") {
-				t.Errorf("%s, as a %s: %v; want locker.ErrInvalidValue", c.what, kind, err)
+			if err = store.Interpret(err); !errors.Is(err, lockdb.ErrInvalidValue) || strings.Contains(err.Error(), "out of range") {
+				t.Errorf("%s, as a %s: %v; want lockdb.ErrInvalidValue", c.what, kind, err)
 			}
 		}
 	}
@@ -107,10 +109,10 @@ func TestLockerRefusesOversizedValues(t *testing.T) {
 		t.Errorf("ReportStaleWrite of a megabyte: %v; want ErrTooLarge", err)
 	}
 	op := e.roleWith(t, roles.Operator)
-	if _, err := lk.EndDelay(ctx, op, "delayed", aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+	if _, err := (operator.Operator{}).EndDelay(ctx, op, "delayed", aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
 		t.Errorf("EndDelay with a megabyte of reason: %v; want ErrTooLarge", err)
 	}
-	if _, err := lk.EndSession(ctx, op, 1, aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
+	if _, err := (operator.Operator{}).EndSession(ctx, op, 1, aMegabyte); !errors.Is(err, locker.ErrTooLarge) {
 		t.Errorf("EndSession with a megabyte of reason: %v; want ErrTooLarge", err)
 	}
 }
@@ -145,9 +147,9 @@ func TestAViewerReadsLargeDetailsAsTheirSize(t *testing.T) {
 		if err != nil || len(events) != 1 {
 			t.Fatalf("%s as a viewer: %d events, %v; want the one", what, len(events), err)
 		}
-		if n, ok := events[0].Detail["omitted_bytes"].(float64); !ok || n <= locker.MaxJSONBytes || len(events[0].Detail) != 1 {
+		if n, ok := events[0].Detail["omitted_bytes"].(float64); !ok || n <= lockdb.MaxJSONBytes || len(events[0].Detail) != 1 {
 			t.Errorf("%s as a viewer: a detail of %d keys, omitted_bytes %v; want only its stored size, over %d",
-				what, len(events[0].Detail), events[0].Detail["omitted_bytes"], locker.MaxJSONBytes)
+				what, len(events[0].Detail), events[0].Detail["omitted_bytes"], lockdb.MaxJSONBytes)
 		}
 	}
 }

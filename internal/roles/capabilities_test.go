@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -26,7 +27,8 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 		roles.Service:  {Hold: true},
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
-	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
+	op := testdb.Operator(t, "capabilities-test")
+	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute})
 	for kind, w := range want {
 		db := e.roleWith(t, kind)
 		got, err := store.Capabilities(ctx, db)
@@ -39,27 +41,27 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 			}
 			return err == nil
 		}
-		_, err = lk.TryAcquire(ctx, db, fmt.Sprintf("hold-%s", kind), "svc")
+		_, err = testdb.Try(ctx, lk, db, fmt.Sprintf("hold-%s", kind), "svc")
 		hold := can(err)
-		victim, err := lk.TryAcquire(ctx, e.admin, fmt.Sprintf("victim-%s", kind), "other")
+		victim, err := testdb.Try(ctx, lk, e.admin, fmt.Sprintf("victim-%s", kind), "other")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = lk.ForceExpire(ctx, db, victim.Key, victim.Token)
+		_, err = op.ForceExpire(ctx, db, victim.Key, victim.Token)
 		force := can(err)
-		delayed, err := delaying.TryAcquire(ctx, e.admin, fmt.Sprintf("delayed-%s", kind), "other")
+		delayed, err := testdb.TryDelayed(ctx, delaying, e.admin, fmt.Sprintf("delayed-%s", kind), "other", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := lk.ForceRelease(ctx, e.admin, delayed.Key, delayed.Token); err != nil {
+		if _, err := op.ForceRelease(ctx, e.admin, delayed.Key, delayed.Token); err != nil {
 			t.Fatal(err)
 		}
-		_, err = lk.EndDelay(ctx, db, delayed.Key, "")
+		_, err = op.EndDelay(ctx, db, delayed.Key, "")
 		endDelay := can(err)
 		// No such session: the role may end one, or it is refused first.
-		_, err = lk.EndSession(ctx, db, 1<<40, "")
-		endSession := can(ignore(err, locker.ErrNoSession))
-		_, err = lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Hour})
+		_, err = op.EndSession(ctx, db, 1<<40, "")
+		endSession := can(ignore(err, operator.ErrNoSession))
+		_, err = op.Prune(ctx, db, operator.PruneOptions{FreeFor: time.Hour})
 		prune := can(err)
 		if did := (store.RoleCapabilities{Hold: hold, Force: force, EndDelay: endDelay, EndSession: endSession, Prune: prune}); did != got {
 			t.Errorf("%s: capabilities say %+v, the role could do %+v", kind, got, did)

@@ -28,7 +28,7 @@ func TestEventsNameTheRoleBesideTheClaimedActor(t *testing.T) {
 	operatorRole := operator.Config().ConnConfig.User
 
 	claims := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "alice@ops", LogGrants: true})
-	lease, err := claims.TryAcquire(ctx, forger, "ledger", "billing-1")
+	lease, err := testdb.Try(ctx, claims, forger, "ledger", "billing-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,14 +41,14 @@ func TestEventsNameTheRoleBesideTheClaimedActor(t *testing.T) {
 		WaitRecheck: 200 * time.Millisecond})
 	got := testdb.AcquireAsync(ctx, carol, waiterRole, "ledger", "reports-1")
 	testdb.WaitForWaiter(t, viewer, "ledger", "reports-1")
-	if _, err := claims.Release(ctx, forger, lease); err != nil {
+	if _, err := testdb.One(claims.Release(ctx, forger, lease)); err != nil {
 		t.Fatal(err)
 	}
 	handed := <-got
 	if handed.Err != nil {
 		t.Fatal(handed.Err)
 	}
-	ops := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "bob@ops"})
+	ops := testdb.Operator(t, "bob@ops")
 	if _, err := ops.ForceExpire(ctx, operator, "ledger", handed.Lease.Token); err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // A viewer may NOTIFY any channel (it needs no privilege) and read every
@@ -31,7 +33,7 @@ const quietFor = time.Second
 // (its checks are a minute apart).
 func waitingService(t *testing.T, svc *pgxpool.Pool) *locker.Locker {
 	t.Helper()
-	n := locker.NewNotifier(locker.ConnectWith(svc.Config().ConnConfig))
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(svc.Config().ConnConfig)})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()
@@ -90,7 +92,7 @@ func notify(t *testing.T, viewer *pgxpool.Pool, channel, payload string) {
 // stillHeld checks that key is still holder's lease granted with token.
 func stillHeld(t *testing.T, admin *pgxpool.Pool, key, holder string, token int64) {
 	t.Helper()
-	info, found, err := testdb.Locker(t, locker.Config{TTL: time.Minute}).Get(context.Background(), admin, key)
+	info, found, err := store.Get[lockdb.LockInfo](context.Background(), admin, key)
 	if err != nil || !found || info.Owner != holder || info.Token != token || info.ReleasedAt != nil {
 		t.Fatalf("after the forgery %s is %+v (found %v, %v); want still %s's lease %d", key, info, found, err, holder, token)
 	}
@@ -134,7 +136,7 @@ func TestForgedWakeUpsGrantNothing(t *testing.T) {
 			svc := e.roleWith(t, roles.Service)
 			viewer := e.roleWith(t, roles.Viewer)
 			lk := waitingService(t, svc)
-			holder, err := lk.TryAcquire(ctx, svc, "my", "holder")
+			holder, err := testdb.Try(ctx, lk, svc, "my", "holder")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,7 +156,7 @@ func TestForgedWakeUpsGrantNothing(t *testing.T) {
 				t.Fatalf("the waiter's records after the forgery: %+v; want %+v kept", now, records)
 			}
 			// The real release still serves it.
-			if _, err := lk.Release(ctx, svc, holder); err != nil {
+			if _, err := testdb.One(lk.Release(ctx, svc, holder)); err != nil {
 				t.Fatal(err)
 			}
 			r := <-got
@@ -174,22 +176,22 @@ func TestForgedWakeUpsGrantNoPermitOrSet(t *testing.T) {
 	viewer := e.roleWith(t, roles.Viewer)
 	lk := waitingService(t, svc)
 
-	full, err := lk.TryAcquirePermit(ctx, svc, "sem", "holder", 1)
+	full, err := testdb.One(lk.Acquire(ctx, svc, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 1}}, Owner: "holder"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	permitCh := make(chan testdb.Acquired, 1)
 	go func() {
-		l, err := lk.AcquirePermit(ctx, svc, "sem", "permit-runner", 1)
+		l, err := testdb.One(lk.Acquire(ctx, svc, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 1}}, Owner: "permit-runner", Wait: locker.WaitForever}))
 		permitCh <- testdb.Acquired{Lease: l, Err: err}
 	}()
-	held, err := lk.TryAcquire(ctx, svc, "set-b", "holder")
+	held, err := testdb.Try(ctx, lk, svc, "set-b", "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
 	setCh := make(chan error, 1)
 	go func() {
-		_, err := lk.AcquireAll(ctx, svc, []string{"set-a", "set-b"}, "set-runner")
+		_, err := lk.Acquire(ctx, svc, locker.Request{Keys: locker.Keys([]string{"set-a", "set-b"}...), Owner: "set-runner", Wait: locker.WaitForever})
 		setCh <- err
 	}()
 	testdb.WaitForWaiter(t, viewer, "sem", "permit-runner")
@@ -216,13 +218,13 @@ func TestForgedWakeUpsGrantNoPermitOrSet(t *testing.T) {
 		t.Fatalf("the waiting set has %d records; want both kept", n)
 	}
 	stillHeld(t, e.admin, "set-b", "holder", held.Token)
-	if _, err := lk.Release(ctx, svc, full); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, svc, full)); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-permitCh; r.Err != nil || r.Lease.Owner != "permit-runner" {
 		t.Fatalf("after the release the permit waiter got %+v, %v", r.Lease, r.Err)
 	}
-	if _, err := lk.Release(ctx, svc, held); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, svc, held)); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-setCh; err != nil {
@@ -242,7 +244,7 @@ func TestForgedRetimeDoesNotPutAWaiterToSleep(t *testing.T) {
 	viewer := e.roleWith(t, roles.Viewer)
 	lk := waitingService(t, svc)
 	short := testdb.Locker(t, locker.Config{TTL: 2 * time.Second})
-	holder, err := short.TryAcquire(ctx, svc, "my", "holder")
+	holder, err := testdb.Try(ctx, short, svc, "my", "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,8 +253,9 @@ func TestForgedRetimeDoesNotPutAWaiterToSleep(t *testing.T) {
 	r := recordsOf(t, viewer, "runner")[0]
 	far := map[string]any{"expires_us": time.Now().Add(24 * time.Hour).UnixMicro(),
 		"acquired_us": time.Now().UnixMicro()}
-	// After its first check (DeadlockCheck), when the old code trusted it.
-	time.Sleep(locker.DeadlockCheck + 200*time.Millisecond)
+	// After its first check (half a second after it queued), when the old
+	// code trusted it.
+	time.Sleep(700 * time.Millisecond)
 	notify(t, viewer, r.channel, handOffPayload(e.schema, "my", r.id+1000, "someone", holder.Token, far))
 	select {
 	case a := <-got:

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -145,14 +145,14 @@ func TestMigrateRefusesAnOpenLockSchema(t *testing.T) {
 }
 
 // wantRefused checks that migrate and grant's check both refuse the lock
-// schema with locker.ErrSchemaOpen, saying each of says, and returns the
+// schema with lockdb.ErrSchemaOpen, saying each of says, and returns the
 // refusal.
 func wantRefused(t *testing.T, e env, says ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	err := store.Migrate(ctx, e.admin)
-	if !errors.Is(err, locker.ErrSchemaOpen) {
-		t.Fatalf("migrate: %v; want locker.ErrSchemaOpen", err)
+	if !errors.Is(err, lockdb.ErrSchemaOpen) {
+		t.Fatalf("migrate: %v; want lockdb.ErrSchemaOpen", err)
 	}
 	for _, s := range says {
 		if !strings.Contains(err.Error(), s) {
@@ -160,7 +160,7 @@ func wantRefused(t *testing.T, e env, says ...string) string {
 		}
 	}
 	checked := pgx.BeginFunc(ctx, e.admin, func(tx pgx.Tx) error { return store.CheckLockSchema(ctx, tx, e.schema) })
-	if !errors.Is(checked, locker.ErrSchemaOpen) || refusal(checked) != refusal(err) {
+	if !errors.Is(checked, lockdb.ErrSchemaOpen) || refusal(checked) != refusal(err) {
 		t.Errorf("grant's check: %v; want migrate's refusal", checked)
 	}
 	return refusal(err)

@@ -11,7 +11,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -23,23 +25,23 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	op, err := locker.New(locker.Config{Actor: "oncall"})
+	op, err := operator.New("oncall")
 	if err != nil {
 		return err
 	}
-	a, err := svc.TryAcquire(ctx, admin, "a", "svc")
+	a, err := testdb.Try(ctx, svc, admin, "a", "svc")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	b, err := svc.TryAcquire(ctx, admin, "b", "svc")
+	b, err := testdb.Try(ctx, svc, admin, "b", "svc")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	delaying, err := locker.New(locker.Config{TTL: time.Minute, LockDelay: time.Minute})
+	delaying, err := locker.New(locker.Config{TTL: time.Minute})
 	if err != nil {
 		return err
 	}
-	c, err := delaying.TryAcquire(ctx, admin, "c", "svc")
+	c, err := testdb.TryDelayed(ctx, delaying, admin, "c", "svc", time.Minute)
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -53,7 +55,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 		return err
 	}
 	// A shared key's holders, as the console's detail and ls show them.
-	reader, err := svc.TryAcquireShared(ctx, admin, "s", "svc")
+	reader, err := testdb.One(svc.Acquire(ctx, admin, locker.Request{Keys: []locker.Key{{Name: "s", Mode: locker.ModeShared}}, Owner: "svc"}))
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -82,7 +84,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	d, err := svc.TryAcquire(ctx, admin, "d", "svc")
+	d, err := testdb.Try(ctx, svc, admin, "d", "svc")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -93,7 +95,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 		return fmt.Errorf("end session: %d leases, %w", n, err)
 	}
 	_ = sess.Close(ctx)
-	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
+	res, err := op.Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
 	if err != nil {
 		return err
 	}

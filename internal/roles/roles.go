@@ -11,7 +11,7 @@
 //     protocol functions (acquire, renew, release, fence, report a stale
 //     write, the waiter bookkeeping of a waiting Acquire, the same for a
 //     set of keys, and its own sessions: open, heartbeat, bind, close) and a read of the lock table (Locker.Get, and the
-//     current holder a lost lease's NotHeldError names).
+//     current holder a lost lease's ErrNotHeld error names).
 //
 // No kind gets INSERT, UPDATE, DELETE or TRUNCATE on any lock table, or any
 // privilege on the token sequence: every write goes through the SECURITY

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -114,28 +115,28 @@ func makeLocks(t *testing.T, e env) locker.Lease {
 	t.Helper()
 	ctx := context.Background()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, LogGrants: true})
-	held, err := lk.TryAcquire(ctx, e.admin, "held", "admin-owner")
+	held, err := testdb.Try(ctx, lk, e.admin, "held", "admin-owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	free, err := lk.TryAcquire(ctx, e.admin, "free", "admin-owner")
+	free, err := testdb.Try(ctx, lk, e.admin, "free", "admin-owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, e.admin, free); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, e.admin, free)); err != nil {
 		t.Fatal(err)
 	}
 	// "delayed" sits in a lock-delay, which only an operator may end.
-	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute, LockDelay: time.Minute})
-	gone, err := delaying.TryAcquire(ctx, e.admin, "delayed", "admin-owner")
+	delaying := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	gone, err := testdb.TryDelayed(ctx, delaying, e.admin, "delayed", "admin-owner", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.ForceRelease(ctx, e.admin, "delayed", gone.Token); err != nil {
+	if _, err := (operator.Operator{}).ForceRelease(ctx, e.admin, "delayed", gone.Token); err != nil {
 		t.Fatal(err)
 	}
 	// "sem" has a holder's slot, which only the protocol may write.
-	if _, err := lk.TryAcquirePermit(ctx, e.admin, "sem", "admin-owner", 2); err != nil {
+	if _, err := testdb.One(lk.Acquire(ctx, e.admin, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "admin-owner"})); err != nil {
 		t.Fatal(err)
 	}
 	return held
@@ -173,7 +174,7 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 	if hs, err := lockview.HoldersOf(ctx, db, []string{"sem"}); err != nil || len(hs["sem"]) != 1 {
 		t.Fatalf("viewer HoldersOf(sem) = %v, %v; want its one holder", hs, err)
 	}
-	if l, found, err := store.Get[locker.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
+	if l, found, err := store.Get[lockdb.LockInfo](ctx, db, "held"); err != nil || !found || l.Token != held.Token {
 		t.Fatalf("viewer Get = %+v, %v, %v", l, found, err)
 	}
 	if ev, err := lockview.KeyEvents(ctx, db, "free", 10); err != nil || len(ev) != 2 {
@@ -186,25 +187,25 @@ func TestViewerReadsButCannotWrite(t *testing.T) {
 		t.Fatalf("viewer Waiters: %v", err)
 	}
 
-	_, err = lk.TryAcquire(ctx, db, "new-key", "viewer")
+	_, err = testdb.Try(ctx, lk, db, "new-key", "viewer")
 	wantDenied(t, "TryAcquire", err)
-	_, err = lk.Renew(ctx, db, held)
+	_, err = testdb.One(lk.Renew(ctx, db, held))
 	wantDenied(t, "Renew", err)
-	_, err = lk.Release(ctx, db, held)
+	_, err = testdb.One(lk.Release(ctx, db, held))
 	wantDenied(t, "Release", err)
-	_, err = lk.ForceExpire(ctx, db, "held", held.Token)
+	_, err = testdb.Operator(t, "viewer").ForceExpire(ctx, db, "held", held.Token)
 	wantDenied(t, "ForceExpire", err)
-	_, err = lk.ForceRelease(ctx, db, "held", held.Token)
+	_, err = testdb.Operator(t, "viewer").ForceRelease(ctx, db, "held", held.Token)
 	wantDenied(t, "ForceRelease", err)
 	err = lk.ReportStaleWrite(ctx, db, held, "test")
 	wantDenied(t, "ReportStaleWrite", err)
-	_, err = lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond})
+	_, err = testdb.Operator(t, "viewer").Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond})
 	wantDenied(t, "Prune", err)
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, held) })
 	wantDenied(t, "Fence", err)
 
 	// Nothing changed.
-	if l, _, _ := store.Get[locker.LockInfo](ctx, e.admin, "held"); l.Token != held.Token || l.ReleasedAt != nil || l.RenewCount != 0 {
+	if l, _, _ := store.Get[lockdb.LockInfo](ctx, e.admin, "held"); l.Token != held.Token || l.ReleasedAt != nil || l.RenewCount != 0 {
 		t.Fatalf("held lock changed by a viewer: %+v", l)
 	}
 }
@@ -215,7 +216,8 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 	e := newEnv(t)
 	held := makeLocks(t, e)
 	db := e.roleWith(t, roles.Operator)
-	op := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
+	op := testdb.Operator(t, "oncall")
+	opLk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "oncall"})
 
 	if locks, err := lockview.ListPrefix(ctx, db, ""); err != nil || len(locks) != 4 {
 		t.Fatalf("operator ListPrefix = %d, %v", len(locks), err)
@@ -228,32 +230,32 @@ func TestOperatorForcesAndPrunesButCannotHold(t *testing.T) {
 		t.Fatalf("operator ForceRelease of a permit = %+v, %v", ended, err)
 	}
 	expired, err := op.ForceExpire(ctx, db, "held", held.Token)
-	if err != nil || expired.Outcome != locker.Expired {
+	if err != nil || expired.Outcome != operator.Expired {
 		t.Fatalf("operator ForceExpire = %+v, %v", expired, err)
 	}
 	freed, err := op.ForceRelease(ctx, db, "held", held.Token)
-	if err != nil || freed.Outcome != locker.ForceReleased {
+	if err != nil || freed.Outcome != operator.ForceReleased {
 		t.Fatalf("operator ForceRelease = %+v, %v", freed, err)
 	}
 	ev, err := lockview.KeyEvents(ctx, db, "held", 1)
 	if err != nil || len(ev) != 1 || ev[0].Kind != lockdb.EventForceReleased || ev[0].Actor != "oncall" {
 		t.Fatalf("latest event = %+v, %v; want force_released by oncall", ev, err)
 	}
-	res, err := op.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
+	res, err := op.Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond, EventsOlderThan: time.Nanosecond})
 	// Three free rows: held and sem, freed above, and free.
 	if err != nil || res.Locks != 3 || res.Events == 0 {
 		t.Fatalf("operator Prune = %+v, %v; want the three free rows and the events deleted", res, err)
 	}
 
 	// An operator is not a holder: it cannot take or extend a lease.
-	_, err = op.TryAcquire(ctx, db, "k", "oncall")
+	_, err = testdb.Try(ctx, opLk, db, "k", "oncall")
 	wantDenied(t, "operator TryAcquire", err)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	lease, err := lk.TryAcquire(ctx, e.admin, "k2", "svc")
+	lease, err := testdb.Try(ctx, lk, e.admin, "k2", "svc")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = op.Renew(ctx, db, lease)
+	_, err = testdb.One(opLk.Renew(ctx, db, lease))
 	wantDenied(t, "operator Renew", err)
 	_, err = db.Exec(ctx, `UPDATE distributed_lock SET owner_id = 'forged'`)
 	wantDenied(t, "operator UPDATE owner_id", store.Interpret(err))
@@ -286,8 +288,7 @@ func TestServiceRunsLockerOnly(t *testing.T) {
 		// ALTER on an object one does not own is "must be owner" (42501 too).
 		wantDenied(t, "service "+c.what, err)
 	}
-	lk := testdb.Locker(t, locker.Config{})
-	_, err := lk.Prune(ctx, db, locker.PruneOptions{FreeFor: time.Nanosecond})
+	_, err := (operator.Operator{}).Prune(ctx, db, operator.PruneOptions{FreeFor: time.Nanosecond})
 	wantDenied(t, "service Prune", err)
 }
 
@@ -302,7 +303,7 @@ func TestReadOnlyRoleIsReported(t *testing.T) {
 	}
 	db.Reset()
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	_, err := lk.TryAcquire(ctx, db, "k", "svc")
+	_, err := testdb.Try(ctx, lk, db, "k", "svc")
 	if !errors.Is(err, locker.ErrReadOnly) || !strings.Contains(err.Error(), "read-only") {
 		t.Fatalf("TryAcquire as a read-only role = %v; want locker.ErrReadOnly", err)
 	}

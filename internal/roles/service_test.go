@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -30,13 +31,13 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	}
 	// Acquire must wait (queue, then check the queue at the holder's
 	// expiry): the key is held for 600ms by another owner.
-	if _, err := holder.TryAcquire(ctx, admin, "svc", "other-service"); err != nil {
+	if _, err := testdb.Try(ctx, holder, admin, "svc", "other-service"); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if cur, _, err := store.Get[locker.LockInfo](ctx, admin, "svc"); err != nil || cur.Remaining < 300*time.Millisecond {
+	if cur, _, err := store.Get[lockdb.LockInfo](ctx, admin, "svc"); err != nil || cur.Remaining < 300*time.Millisecond {
 		return fmt.Errorf("setup: the key must be held long enough for Acquire to wait: %+v, %v", cur, err)
 	}
-	lease, err := lk.Acquire(ctx, db, "svc", "service")
+	lease, err := testdb.Wait(ctx, lk, db, "svc", "service")
 	if err != nil {
 		return err
 	}
@@ -61,15 +62,15 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err := sharedWorkload(ctx, db, lk); err != nil {
 		return err
 	}
-	if lease, err = lk.Renew(ctx, db, lease); err != nil {
+	if lease, err = testdb.One(lk.Renew(ctx, db, lease)); err != nil {
 		return err
 	}
 	ka := lk.Keepalive(ctx, db, lease)
 	// Until its first renewal, or its end (a renewal it may not make).
 	testdb.Within(10*time.Second, func() bool {
-		return !ka.Lease().ExpiresAt.Equal(lease.ExpiresAt) || ka.Err() != nil
+		return !ka.Leases()[0].ExpiresAt.Equal(lease.ExpiresAt) || ka.Err() != nil
 	})
-	kept := ka.Lease()
+	kept := ka.Leases()[0]
 	ka.Stop()
 	if kept.ExpiresAt.Equal(lease.ExpiresAt) {
 		return fmt.Errorf("keepalive did not renew")
@@ -82,16 +83,16 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	if err := lk.ReportStaleWrite(ctx, db, lease, "ledger"); err != nil {
 		return err
 	}
-	if _, err := lk.TryAcquire(ctx, db, "svc-2", "service"); err != nil {
+	if _, err := testdb.Try(ctx, lk, db, "svc-2", "service"); err != nil {
 		return err
 	}
-	if _, err := lk.Release(ctx, db, lease); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, db, lease)); err != nil {
 		return err
 	}
 	// A lost lease's error names the key's row as it is now (read with the
 	// service's SELECT), so the service can say who has it.
-	_, err = lk.Renew(ctx, db, lease)
-	var nh *locker.NotHeldError
+	_, err = testdb.One(lk.Renew(ctx, db, lease))
+	var nh *locker.Error
 	if !errors.As(err, &nh) {
 		return fmt.Errorf("renew after release = %v; want a NotHeldError", err)
 	}
@@ -105,25 +106,25 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 // (whose lease ends with its holders', read from their slots), keeps,
 // fences and releases them as it does an exclusive lease.
 func sharedWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) error {
-	permit, err := lk.TryAcquirePermit(ctx, db, "svc-sem", "service", 2)
+	permit, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "svc-sem", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "service"}))
 	if err != nil {
 		return err
 	}
-	reader, err := lk.AcquireShared(ctx, db, "svc-shared", "service")
+	reader, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "svc-shared", Mode: locker.ModeShared}}, Owner: "service", Wait: locker.WaitForever}))
 	if err != nil {
 		return err
 	}
-	if info, found, err := lk.Get(ctx, db, "svc-shared"); err != nil || !found || info.Remaining <= 0 {
+	if info, found, err := store.Get[lockdb.LockInfo](ctx, db, "svc-shared"); err != nil || !found || info.Remaining <= 0 {
 		return fmt.Errorf("read the shared key: %+v, found %v: %w", info, found, err)
 	}
 	for _, l := range []locker.Lease{permit, reader} {
-		if _, err := lk.Renew(ctx, db, l); err != nil {
+		if _, err := testdb.One(lk.Renew(ctx, db, l)); err != nil {
 			return err
 		}
 		if err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error { return locker.Fence(ctx, tx, l) }); err != nil {
 			return err
 		}
-		if _, err := lk.Release(ctx, db, l); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, db, l)); err != nil {
 			return err
 		}
 	}
@@ -138,13 +139,13 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	held, err := other.TryAcquire(ctx, admin, "svc-queue", "other-service")
+	held, err := testdb.Try(ctx, other, admin, "svc-queue", "other-service")
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	nctx, stop := context.WithCancel(ctx)
 	defer stop()
-	n := locker.NewNotifier(locker.ConnectWith(db.Config().ConnConfig))
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(db.Config().ConnConfig)})
 	go func() { _ = n.Run(nctx) }()
 	if !testdb.Within(5*time.Second, n.Live) {
 		return errors.New("notifier did not start listening")
@@ -157,7 +158,7 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := lk.Acquire(wctx, db, "svc-queue", "service")
+		_, err := testdb.Wait(wctx, lk, db, "svc-queue", "service")
 		done <- err
 	}()
 	// The record's seen_until moves on while the waiter sleeps: the
@@ -202,7 +203,7 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 	hctx, cancelHanded := context.WithTimeout(ctx, 10*time.Second)
 	defer cancelHanded()
 	go func() {
-		_, err := lk.Acquire(hctx, db, "svc-queue", "service")
+		_, err := testdb.Wait(hctx, lk, db, "svc-queue", "service")
 		done <- err
 	}()
 	testdb.Within(5*time.Second, func() bool {
@@ -210,7 +211,7 @@ func queuedWait(ctx context.Context, db, admin *pgxpool.Pool) error {
 		_ = admin.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_waiter WHERE lock_key = 'svc-queue'`).Scan(&n)
 		return n > 0
 	})
-	if _, err := other.Release(ctx, admin, held); err != nil {
+	if _, err := testdb.One(other.Release(ctx, admin, held)); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	return <-done
@@ -224,7 +225,7 @@ func sessionWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) e
 	if err != nil {
 		return err
 	}
-	lease, err := lk.TryAcquire(ctx, db, "svc-session", "service")
+	lease, err := testdb.Try(ctx, lk, db, "svc-session", "service")
 	if err != nil {
 		return err
 	}
@@ -232,15 +233,15 @@ func sessionWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) e
 	if err := ka.Err(); err != nil {
 		return err
 	}
-	bound := ka.Lease()
-	testdb.Within(5*time.Second, func() bool { return ka.Lease().ExpiresAt.After(bound.ExpiresAt) || ka.Err() != nil })
-	if ka.Err() != nil || !ka.Lease().ExpiresAt.After(bound.ExpiresAt) {
+	bound := ka.Leases()[0]
+	testdb.Within(5*time.Second, func() bool { return ka.Leases()[0].ExpiresAt.After(bound.ExpiresAt) || ka.Err() != nil })
+	if ka.Err() != nil || !ka.Leases()[0].ExpiresAt.After(bound.ExpiresAt) {
 		return fmt.Errorf("%w (%v)", errNoSessionHeartbeat, ka.Err())
 	}
 	if err := s.Close(ctx); err != nil {
 		return err
 	}
-	if _, err := lk.TryAcquire(ctx, db, "svc-session", "other"); err != nil {
+	if _, err := testdb.Try(ctx, lk, db, "svc-session", "other"); err != nil {
 		return fmt.Errorf("after Close: %w", err)
 	}
 	return nil
@@ -315,11 +316,11 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 // setWorkload takes, keeps and releases a set of keys, waits for a set
 // (queued, checked, handed its keys), and gives up waiting for one.
 func setWorkload(ctx context.Context, db, admin *pgxpool.Pool, holder, lk *locker.Locker) error {
-	set, err := lk.TryAcquireAll(ctx, db, []string{"svc-set-a", "svc-set-b"}, "service")
+	set, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"svc-set-a", "svc-set-b"}...), Owner: "service"})
 	if err != nil {
 		return err
 	}
-	ka := lk.KeepaliveAll(ctx, db, set)
+	ka := lk.Keepalive(ctx, db, set...)
 	testdb.Within(10*time.Second, func() bool {
 		return !ka.Leases()[1].ExpiresAt.Equal(set[1].ExpiresAt) || ka.Err() != nil
 	})
@@ -328,21 +329,21 @@ func setWorkload(ctx context.Context, db, admin *pgxpool.Pool, holder, lk *locke
 	if kept[1].ExpiresAt.Equal(set[1].ExpiresAt) {
 		return fmt.Errorf("keepalive of a set did not renew")
 	}
-	if err := lk.ReleaseAll(ctx, db, kept); err != nil {
+	if err := testdb.ErrOf(lk.Release(ctx, db, kept...)); err != nil {
 		return err
 	}
-	if _, err := holder.TryAcquire(ctx, admin, "svc-set-a", "other-service"); err != nil {
+	if _, err := testdb.Try(ctx, holder, admin, "svc-set-a", "other-service"); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if _, err := lk.AcquireAll(ctx, db, []string{"svc-set-a", "svc-set-b"}, "service"); err != nil {
+	if _, err := lk.Acquire(ctx, db, locker.Request{Keys: locker.Keys([]string{"svc-set-a", "svc-set-b"}...), Owner: "service", Wait: locker.WaitForever}); err != nil {
 		return fmt.Errorf("waiting for a set: %w", err)
 	}
-	if _, err := holder.TryAcquire(ctx, admin, "svc-set-c", "other-service"); err != nil {
+	if _, err := testdb.Try(ctx, holder, admin, "svc-set-c", "other-service"); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := lk.AcquireAll(wctx, db, []string{"svc-set-c", "svc-set-d"}, "service"); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := lk.Acquire(wctx, db, locker.Request{Keys: locker.Keys([]string{"svc-set-c", "svc-set-d"}...), Owner: "service", Wait: locker.WaitForever}); !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("a set giving up = %v; want its deadline", err)
 	}
 	var left int

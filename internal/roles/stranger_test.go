@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/roles"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -54,11 +55,11 @@ func TestAStrangerHoldsNothingTheProtocolWaitsFor(t *testing.T) {
 	// The keys below have rows already: only "new" is granted a first time
 	// beside the stranger.
 	for _, key := range []string{"gone", "held"} {
-		if _, err := lk.Release(ctx, svc, testdb.MustAcquire(t, lk, svc, key, "earlier")); err != nil {
+		if _, err := testdb.One(lk.Release(ctx, svc, testdb.MustAcquire(t, lk, svc, key, "earlier"))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := lk.Release(ctx, svc, acquirePermit(t, lk, svc, "earlier")); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, svc, acquirePermit(t, lk, svc, "earlier"))); err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
@@ -67,10 +68,10 @@ func TestAStrangerHoldsNothingTheProtocolWaitsFor(t *testing.T) {
 	}
 	holdStrangerLocks(t, e, []string{"gone", "held", "sem"}, ids)
 
-	if _, err := lk.TryAcquire(ctx, svc, "new", "svc"); err != nil {
+	if _, err := testdb.Try(ctx, lk, svc, "new", "svc"); err != nil {
 		t.Errorf("first grant of a key: %v", err)
 	}
-	if _, err := lk.Prune(ctx, op, locker.PruneOptions{FreeFor: time.Hour}); err != nil {
+	if _, err := (operator.Operator{}).Prune(ctx, op, operator.PruneOptions{FreeFor: time.Hour}); err != nil {
 		t.Errorf("prune: %v", err)
 	}
 	// A release that finds nobody to hand the key to waits for the
@@ -80,7 +81,7 @@ func TestAStrangerHoldsNothingTheProtocolWaitsFor(t *testing.T) {
 	if _, err := store.Leave(ctx, svc, "gone", q.WaiterID, false, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Release(ctx, svc, gone); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, svc, gone)); err != nil {
 		t.Errorf("release with nobody to hand to: %v", err)
 	}
 	// Enqueues beside a held lease whose releases hand off.
@@ -103,7 +104,7 @@ func TestAStrangerCannotReorderTheQueue(t *testing.T) {
 	e := newEnv(t)
 	svc := withLockTimeout(t, e.roleWith(t, roles.Service))
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
-	if _, err := lk.Release(ctx, svc, acquirePermit(t, lk, svc, "earlier")); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, svc, acquirePermit(t, lk, svc, "earlier"))); err != nil {
 		t.Fatal(err)
 	}
 	h1 := acquirePermit(t, lk, svc, "h1")
@@ -111,7 +112,7 @@ func TestAStrangerCannotReorderTheQueue(t *testing.T) {
 	w1 := queueAs(t, svc, store.QueueParams{GrantParams: store.GrantParams{Key: "sem", Owner: "w1"}, Permits: 2})
 	queueAs(t, svc, store.QueueParams{GrantParams: store.GrantParams{Key: "sem", Owner: "w2"}, Permits: 2})
 	holdStrangerLocks(t, e, nil, []int64{w1.WaiterID})
-	if _, err := lk.Release(ctx, svc, h1); err != nil {
+	if _, err := testdb.One(lk.Release(ctx, svc, h1)); err != nil {
 		t.Fatalf("release beside the semaphore's other holder: %v", err)
 	}
 	var served string
@@ -183,7 +184,7 @@ func queueAs(t *testing.T, db *pgxpool.Pool, p store.QueueParams) store.Queued {
 // acquirePermit takes one of sem's two permits for owner.
 func acquirePermit(t *testing.T, lk *locker.Locker, db *pgxpool.Pool, owner string) locker.Lease {
 	t.Helper()
-	l, err := lk.TryAcquirePermit(context.Background(), db, "sem", owner, 2)
+	l, err := testdb.One(lk.Acquire(context.Background(), db, locker.Request{Keys: []locker.Key{{Name: "sem", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: owner}))
 	if err != nil {
 		t.Fatalf("permit for %s: %v", owner, err)
 	}
@@ -210,7 +211,7 @@ func TestAStrangerCannotStallMigrate(t *testing.T) {
 	}
 	defer func() { _, _ = stranger.Exec(ctx, `SELECT pg_advisory_unlock_all()`) }()
 	_, err = store.MigrateWith(ctx, e.admin, store.MigrateOptions{LockWait: time.Second})
-	if !errors.Is(err, locker.ErrLockTimeout) || !strings.Contains(err.Error(), "role "+role) {
-		t.Fatalf("migrate beside the stranger's lock: %v; want locker.ErrLockTimeout naming role %s", err, role)
+	if !errors.Is(err, lockdb.ErrLockTimeout) || !strings.Contains(err.Error(), "role "+role) {
+		t.Fatalf("migrate beside the stranger's lock: %v; want lockdb.ErrLockTimeout naming role %s", err, role)
 	}
 }

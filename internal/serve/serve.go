@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/lockctl/lockctl/internal/cli"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/sshserve"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/tui"
@@ -67,7 +68,7 @@ func Run(ctx context.Context, env cli.Env, o Options) int {
 	shared := tui.NewSharedPoolSource(ctx, pool, o.Refresh)
 	c := consoles{
 		base: tui.Options{Pool: pool, Refresh: o.Refresh, TTL: o.TTL, ReadOnly: env.Context.ReadOnly,
-			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: notifier.State,
+			Server: cli.ServerName(pool.Config().ConnConfig), WakeUps: cli.WakeUps(notifier),
 			Source: shared, ActionDone: shared.Invalidate},
 		log: log,
 	}
@@ -111,6 +112,9 @@ func (c consoles) open(ctx context.Context, s sshserve.Session) (tea.Model, erro
 	if canAct {
 		lk, err := locker.New(locker.Config{Actor: s.Actor, TTL: opts.TTL, LogGrants: true})
 		if err != nil {
+			return nil, err
+		}
+		if opts.Operator, err = operator.New(s.Actor); err != nil {
 			return nil, err
 		}
 		opts.Locker = lk

@@ -201,7 +201,7 @@ func databaseState(t *testing.T, db *pgxpool.Pool) string {
 	ctx := context.Background()
 	var b strings.Builder
 	for _, key := range []string{"ssh:acted", "ssh:watched", "ssh:new"} {
-		l, found, err := store.Get[locker.LockInfo](ctx, db, key)
+		l, found, err := store.Get[lockdb.LockInfo](ctx, db, key)
 		if err != nil {
 			t.Fatal(err)
 		}

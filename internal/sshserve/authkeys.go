@@ -10,7 +10,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/lockdb"
 )
 
 // Role is what an authorized key may do in the console.
@@ -148,8 +148,8 @@ func validActor(actor string) error {
 	switch {
 	case actor == "":
 		return errors.New("actor is empty")
-	case len(actor) > locker.MaxOwnerBytes:
-		return fmt.Errorf("actor is %d bytes, more than %d", len(actor), locker.MaxOwnerBytes)
+	case len(actor) > lockdb.MaxOwnerBytes:
+		return fmt.Errorf("actor is %d bytes, more than %d", len(actor), lockdb.MaxOwnerBytes)
 	case !utf8.ValidString(actor):
 		return errors.New("actor is not valid UTF-8")
 	case strings.IndexFunc(actor, unicode.IsControl) >= 0:

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
-	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
 )
 
@@ -23,9 +22,9 @@ func grant(t *testing.T, db store.DBTX, key, owner string, ttl time.Duration) st
 	return g
 }
 
-func row(t *testing.T, db store.DBTX, key string) locker.LockInfo {
+func row(t *testing.T, db store.DBTX, key string) lockdb.LockInfo {
 	t.Helper()
-	l, found, err := store.Get[locker.LockInfo](context.Background(), db, key)
+	l, found, err := store.Get[lockdb.LockInfo](context.Background(), db, key)
 	if err != nil || !found {
 		t.Fatalf("read %q: found=%v err=%v", key, found, err)
 	}
@@ -47,11 +46,11 @@ func TestAgeLockMovesTheRowIntoThePast(t *testing.T) {
 	if moved := before.AcquiredAt.Sub(after.AcquiredAt); moved != 40*time.Second {
 		t.Fatalf("acquired_at moved back %s; want 40s", moved)
 	}
-	if after.State() != locker.StateHeld || after.Remaining > 20*time.Second || after.Remaining < 19*time.Second {
+	if after.State() != lockdb.StateHeld || after.Remaining > 20*time.Second || after.Remaining < 19*time.Second {
 		t.Fatalf("after aging 40s of a 1m lease: %s with %s left; want held with about 20s", after.State(), after.Remaining)
 	}
 	testdb.AgeLock(t, db, "k", 20*time.Second)
-	if got := row(t, db, "k").State(); got != locker.StateExpired {
+	if got := row(t, db, "k").State(); got != lockdb.StateExpired {
 		t.Fatalf("after aging past its TTL the lease is %s; want expired", got)
 	}
 }
@@ -63,7 +62,7 @@ func TestExpireLeaseLetsAnotherOwnerSteal(t *testing.T) {
 	db := testdb.New(t)
 	first := grant(t, db, "k", "a", time.Hour)
 	testdb.ExpireLease(t, db, "k")
-	if l := row(t, db, "k"); l.State() != locker.StateExpired || l.Remaining < -time.Second {
+	if l := row(t, db, "k"); l.State() != lockdb.StateExpired || l.Remaining < -time.Second {
 		t.Fatalf("after ExpireLease: %s, %s left; want just expired", l.State(), l.Remaining)
 	}
 	stolen := grant(t, db, "k", "b", time.Minute)

@@ -159,33 +159,34 @@ func TestCheckerCatchesIgnoredLockDelay(t *testing.T) {
 // splitSets is the broken multi-key acquire: one key at a time.
 type splitSets struct{ *locker.Locker }
 
-func (s splitSets) TryAcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error) {
+func (s splitSets) Acquire(ctx context.Context, db locker.DBTX, req locker.Request) ([]locker.Lease, error) {
 	var leases []locker.Lease
-	for _, k := range keys {
-		lease, err := s.TryAcquire(ctx, db, k, owner)
+	for _, k := range req.Keys {
+		one := req
+		one.Keys = []locker.Key{k}
+		lease, err := s.Locker.Acquire(ctx, db, one)
 		if err != nil {
 			for _, l := range leases {
 				_, _ = s.Release(ctx, db, l)
 			}
 			return nil, err
 		}
-		leases = append(leases, lease)
+		leases = append(leases, lease...)
 	}
 	return leases, nil
 }
 
-func (s splitSets) AcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error) {
-	return s.TryAcquireAll(ctx, db, keys, owner)
-}
-
-func (s splitSets) ReleaseAll(ctx context.Context, db locker.DBTX, leases []locker.Lease) error {
+func (s splitSets) Release(ctx context.Context, db locker.DBTX, leases ...locker.Lease) ([]locker.Lease, error) {
 	var first error
+	var released []locker.Lease
 	for _, l := range leases {
-		if _, err := s.Release(ctx, db, l); err != nil && first == nil {
+		r, err := s.Locker.Release(ctx, db, l)
+		if err != nil && first == nil {
 			first = err
 		}
+		released = append(released, r...)
 	}
-	return first
+	return released, first
 }
 
 // naiveLocker is the broken acquire the checker must catch: one upsert whose
@@ -229,43 +230,48 @@ WITH gone AS (
 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
 SELECT clock_timestamp(), g.lock_key, 'released', g.owner_id, g.fence_token, g.owner_id FROM gone g`
 
-func (n *naiveLocker) TryAcquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error) {
-	lease := locker.Lease{Key: key, Owner: owner}
-	var outcome string
-	err := db.QueryRow(ctx, naiveGrantSQL, key, owner, n.ttl.Microseconds()).
-		Scan(&lease.Token, &lease.ExpiresAt, &lease.TTL, &outcome)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return locker.Lease{}, &locker.HeldError{Key: key}
-	}
-	lease.Outcome = locker.Outcome(outcome)
-	return lease, err
-}
-
-func (n *naiveLocker) Acquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error) {
+func (n *naiveLocker) Acquire(ctx context.Context, db locker.DBTX, req locker.Request) ([]locker.Lease, error) {
+	key := req.Keys[0].Name
 	for {
-		lease, err := n.TryAcquire(ctx, db, key, owner)
-		if !errors.Is(err, locker.ErrHeld) {
-			return lease, err
+		lease, err := n.try(ctx, db, key, req.Owner)
+		if !errors.Is(err, locker.ErrHeld) || req.Wait == 0 {
+			if err != nil {
+				return nil, err
+			}
+			return []locker.Lease{lease}, nil
 		}
 		select {
 		case <-ctx.Done():
-			return locker.Lease{}, &locker.GaveUpError{Key: key, Err: ctx.Err()}
+			return nil, &locker.Error{Kind: locker.ErrHeld, Key: key, Err: ctx.Err()}
 		case <-time.After(time.Duration(2+rand.IntN(10)) * time.Millisecond):
 		}
 	}
 }
 
-func (n *naiveLocker) Renew(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error) {
-	return n.real.Renew(ctx, db, lease)
+func (n *naiveLocker) try(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error) {
+	lease := locker.Lease{Key: key, Owner: owner}
+	var outcome string
+	err := db.QueryRow(ctx, naiveGrantSQL, key, owner, n.ttl.Microseconds()).
+		Scan(&lease.Token, &lease.ExpiresAt, &lease.TTL, &outcome)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return locker.Lease{}, &locker.Error{Kind: locker.ErrHeld, Key: key}
+	}
+	lease.Outcome = locker.Outcome(outcome)
+	return lease, err
 }
 
-func (n *naiveLocker) Release(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error) {
+func (n *naiveLocker) Renew(ctx context.Context, db locker.DBTX, leases ...locker.Lease) ([]locker.Lease, error) {
+	return n.real.Renew(ctx, db, leases...)
+}
+
+func (n *naiveLocker) Release(ctx context.Context, db locker.DBTX, leases ...locker.Lease) ([]locker.Lease, error) {
+	lease := leases[0]
 	tag, err := db.Exec(ctx, naiveReleaseSQL, lease.Key, lease.Owner, lease.Token)
 	if err != nil {
-		return locker.Lease{}, err
+		return nil, err
 	}
 	if tag.RowsAffected() == 0 {
-		return locker.Lease{}, &locker.NotHeldError{Key: lease.Key, Owner: lease.Owner, Token: lease.Token}
+		return nil, &locker.Error{Kind: locker.ErrNotHeld, Key: lease.Key, Owner: lease.Owner, Token: lease.Token}
 	}
-	return lease, nil
+	return leases, nil
 }

@@ -8,17 +8,9 @@ import (
 
 	"github.com/lockctl/lockctl/internal/history"
 	"github.com/lockctl/lockctl/internal/lockview"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
-
-// ModeClient is the part of *locker.Locker that takes a key shared or as
-// one of a semaphore's permits.
-type ModeClient interface {
-	TryAcquireShared(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
-	AcquireShared(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
-	TryAcquirePermit(ctx context.Context, db locker.DBTX, key, owner string, permits int) (locker.Lease, error)
-	AcquirePermit(ctx context.Context, db locker.DBTX, key, owner string, permits int) (locker.Lease, error)
-}
 
 // The keys of ModeOneIn's holds: one that readers share and writers take
 // alone, and a semaphore.
@@ -61,25 +53,25 @@ func (w Workload) permits() int {
 	return 3
 }
 
-// acquireIn asks c for key in mode m for owner, once or waiting (a polling
-// AcquireShared or AcquirePermit, a queued Acquire).
-func acquireIn(ctx context.Context, c Client, pool *pgxpool.Pool, key, owner string, m holdMode, wait bool) (locker.Lease, error) {
+// acquireIn asks c for key in mode m for owner, once or waiting as long
+// as ctx lasts. An exclusive lease carries c's lock-delay.
+func acquireIn(ctx context.Context, c workerClient, pool *pgxpool.Pool, key, owner string, m holdMode, wait bool) (locker.Lease, error) {
+	req := locker.Request{Keys: []locker.Key{{Name: key, Mode: m.mode, Permits: m.permits}}, Owner: owner}
 	if m.exclusive() {
-		if wait {
-			return c.Acquire(ctx, pool, key, owner)
-		}
-		return c.TryAcquire(ctx, pool, key, owner)
+		req.LockDelay = c.delay
 	}
-	mc := c.(ModeClient)
-	switch {
-	case m.mode == history.ModeShared && wait:
-		return mc.AcquireShared(ctx, pool, key, owner)
-	case m.mode == history.ModeShared:
-		return mc.TryAcquireShared(ctx, pool, key, owner)
-	case wait:
-		return mc.AcquirePermit(ctx, pool, key, owner, m.permits)
+	if wait {
+		req.Wait = locker.WaitForever
 	}
-	return mc.TryAcquirePermit(ctx, pool, key, owner, m.permits)
+	return one(c.Acquire(ctx, pool, req))
+}
+
+// one is the lease of a call on one key.
+func one(leases []locker.Lease, err error) (locker.Lease, error) {
+	if err != nil {
+		return locker.Lease{}, err
+	}
+	return leases[0], nil
 }
 
 // forceHolder is the operator's force on one holder of key, whose row
@@ -87,7 +79,7 @@ func acquireIn(ctx context.Context, c Client, pool *pgxpool.Pool, key, owner str
 // leases and force-expires (or, one time in four, force-releases) one of
 // them with its own token, as the console's operator acts on the holder it
 // picked.
-func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder,
+func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, oper operator.Operator, rec *history.Recorder,
 	r *rand.Rand, key string) {
 	holders, err := lockview.HoldersOf(ctx, pool, []string{key})
 	if err != nil || len(holders[key]) == 0 {
@@ -96,10 +88,10 @@ func (w Workload) forceHolder(ctx context.Context, pool *pgxpool.Pool, lk *locke
 	h := holders[key][r.IntN(len(holders[key]))]
 	op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: h.Token, Call: rec.Now()}
 	if r.IntN(4) != 0 {
-		_, err = lk.ForceExpire(ctx, pool, key, h.Token)
+		_, err = oper.ForceExpire(ctx, pool, key, h.Token)
 	} else {
 		op.Kind = history.ForceRelease
-		_, err = lk.ForceRelease(ctx, pool, key, h.Token)
+		_, err = oper.ForceRelease(ctx, pool, key, h.Token)
 	}
 	op.Return = rec.Now()
 	op.Result, op.Err = history.ResultOf(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 )
@@ -17,7 +18,7 @@ import (
 func StartNotifier(t testing.TB, cfg *pgx.ConnConfig) *locker.Notifier {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	n := locker.NewNotifier(locker.ConnectWith(cfg))
+	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(cfg)})
 	done := make(chan struct{})
 	go func() { _ = n.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })

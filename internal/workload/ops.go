@@ -12,7 +12,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
 // opCtx bounds one operation; the run's end is signalled by stop, not by
@@ -57,7 +60,7 @@ func (w Workload) worker(pool *pgxpool.Pool, rec *history.Recorder, stop *atomic
 }
 
 // workerClient is the client a worker takes its keys with, and the
-// lock-delay its leases carry.
+// lock-delay its exclusive leases carry.
 type workerClient struct {
 	Client
 	delay time.Duration
@@ -67,7 +70,7 @@ type workerClient struct {
 // LockDelay.
 func (w Workload) clientOf(id int) workerClient {
 	if w.LockDelay > 0 && id%2 == 1 {
-		return workerClient{w.delayed, w.LockDelay}
+		return workerClient{w.Client, w.LockDelay}
 	}
 	return workerClient{w.Client, 0}
 }
@@ -89,7 +92,7 @@ func (w Workload) grant(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand,
 		// is formed with none (store/sql/functions/11_shared.sql).
 		op.LockDelay = c.delay
 	}
-	lease, err := acquireIn(ctx, c.Client, pool, key, owner, m, wait)
+	lease, err := acquireIn(ctx, c, pool, key, owner, m, wait)
 	op.Return = rec.Now()
 	op.Result, op.Err = history.GrantResultOf(err)
 	if err == nil {
@@ -103,7 +106,7 @@ func (w Workload) renew(pool *pgxpool.Pool, rec *history.Recorder, id int, lease
 	ctx, cancel := opCtx()
 	defer cancel()
 	op := history.Op{Client: id, Kind: history.Renew, Key: lease.Key, Owner: lease.Owner, Token: lease.Token, Call: rec.Now()}
-	renewed, err := w.Client.Renew(ctx, pool, lease)
+	renewed, err := one(w.Client.Renew(ctx, pool, lease))
 	op.Return = rec.Now()
 	op.Result, op.Err = history.ResultOf(err)
 	if err == nil {
@@ -163,7 +166,7 @@ func (w Workload) fencedWrite(pool *pgxpool.Pool, rec *history.Recorder, id int,
 // hot key (or a holder of a mode key) now and then, with the token it
 // read, as the console's operator would, and ends a key's lock-delay early
 // when it finds one.
-func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, rec *history.Recorder, stop *atomic.Bool) {
+func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, oper operator.Operator, rec *history.Recorder, stop *atomic.Bool) {
 	r := rand.New(rand.NewPCG(99, uint64(time.Now().UnixNano())))
 	endNext := false
 	for !stop.Load() {
@@ -173,20 +176,20 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, 
 			key = []string{sharedKey, semaphoreKey}[r.IntN(2)]
 		}
 		ctx, cancel := opCtx()
-		row, found, err := lk.Get(ctx, pool, key)
+		row, found, err := store.Get[lockdb.LockInfo](ctx, pool, key)
 		switch {
 		case err != nil || !found:
-		case row.Mode != locker.ModeExclusive && row.State() != locker.StateFree:
-			w.forceHolder(ctx, pool, lk, rec, r, key)
-		case row.State() == locker.StateDelayed:
-			w.endDelay(t, ctx, pool, lk, key)
-		case row.State() != locker.StateFree:
+		case row.Mode != locker.ModeExclusive && row.State() != lockdb.StateFree:
+			w.forceHolder(ctx, pool, oper, rec, r, key)
+		case row.State() == lockdb.StateDelayed:
+			w.endDelay(t, ctx, pool, oper, key)
+		case row.State() != lockdb.StateFree:
 			op := history.Op{Client: -1, Kind: history.ForceExpire, Key: key, Token: row.Token, Call: rec.Now()}
 			if r.IntN(4) != 0 {
-				_, err = lk.ForceExpire(ctx, pool, key, row.Token)
+				_, err = oper.ForceExpire(ctx, pool, key, row.Token)
 			} else { // one force in four is a release
 				op.Kind = history.ForceRelease
-				_, err = lk.ForceRelease(ctx, pool, key, row.Token)
+				_, err = oper.ForceRelease(ctx, pool, key, row.Token)
 			}
 			op.Return = rec.Now()
 			op.Result, op.Err = history.ResultOf(err)
@@ -196,7 +199,7 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, 
 				// ended at once, as by an operator who knows the holder is
 				// gone; the others run their course.
 				if endNext = !endNext; endNext {
-					w.endDelay(t, ctx, pool, lk, key)
+					w.endDelay(t, ctx, pool, oper, key)
 				}
 			}
 		}
@@ -207,10 +210,9 @@ func (w Workload) operator(t testing.TB, pool *pgxpool.Pool, lk *locker.Locker, 
 // holdSet takes 2 or 3 keys at once for owner (a name of its own: a set's
 // owner holds nothing else, so every grant to it is the set's), makes
 // fenced writes to each under its lease, renewing them now and then, and
-// gives them back with one ReleaseAll. Every key of a set call is recorded
+// gives them back with one Release. Every key of a set call is recorded
 // as an op of its own, named by the call.
 func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Rand, id int, c workerClient, owner string, writeSeq *int64) {
-	sc := c.Client.(SetClient)
 	keys := w.pickSet(r, 2+r.IntN(2))
 	ctx, cancel := opCtx()
 	defer cancel()
@@ -220,13 +222,11 @@ func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Ran
 		defer cancel()
 	}
 	call := rec.Now()
-	var leases []locker.Lease
-	var err error
+	req := locker.Request{Keys: locker.Keys(keys...), Owner: owner, LockDelay: c.delay}
 	if wait {
-		leases, err = sc.AcquireAll(ctx, pool, keys, owner)
-	} else {
-		leases, err = sc.TryAcquireAll(ctx, pool, keys, owner)
+		req.Wait = locker.WaitForever
 	}
+	leases, err := c.Acquire(ctx, pool, req)
 	ret := rec.Now()
 	res, msg := history.GrantResultOf(err)
 	for i, key := range keys {
@@ -256,7 +256,7 @@ func (w Workload) holdSet(pool *pgxpool.Pool, rec *history.Recorder, r *rand.Ran
 			break
 		}
 	}
-	w.releaseSet(pool, rec, id, sc, owner, leases)
+	w.releaseSet(pool, rec, id, owner, leases)
 }
 
 // renewLost is renew, reporting whether the lease was lost.
@@ -265,13 +265,13 @@ func (w Workload) renewLost(pool *pgxpool.Pool, rec *history.Recorder, id int, l
 	return renewed, !ok
 }
 
-// releaseSet gives a set back with one ReleaseAll (even when some leases
+// releaseSet gives a set back with one Release (even when some leases
 // were lost: the others are released all the same), recorded per key.
-func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, sc SetClient, set string, leases []locker.Lease) {
+func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, set string, leases []locker.Lease) {
 	ctx, cancel := opCtx()
 	defer cancel()
 	call := rec.Now()
-	err := sc.ReleaseAll(ctx, pool, leases)
+	_, err := w.Client.Release(ctx, pool, leases...)
 	ret := rec.Now()
 	// ErrNotHeld: some leases were not current (the error names the
 	// first) and the others were released; which is not said, so every
@@ -284,8 +284,8 @@ func (w Workload) releaseSet(pool *pgxpool.Pool, rec *history.Recorder, id int, 
 }
 
 // endDelay ends key's lock-delay, if it is in one.
-func (w Workload) endDelay(t testing.TB, ctx context.Context, pool *pgxpool.Pool, lk *locker.Locker, key string) {
-	if _, err := lk.EndDelay(ctx, pool, key, "workload"); err != nil && !errors.Is(err, locker.ErrNotDelayed) {
+func (w Workload) endDelay(t testing.TB, ctx context.Context, pool *pgxpool.Pool, oper operator.Operator, key string) {
+	if _, err := oper.EndDelay(ctx, pool, key, "workload"); err != nil && !errors.Is(err, operator.ErrNotDelayed) {
 		t.Errorf("end the delay of %q: %v", key, err)
 	}
 }

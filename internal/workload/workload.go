@@ -25,24 +25,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/history"
+	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/locker"
 )
 
 // Client is the part of *locker.Locker the workload drives, so a test can
 // swap in a deliberately broken implementation and see the checker catch it.
 type Client interface {
-	TryAcquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
-	Acquire(ctx context.Context, db locker.DBTX, key, owner string) (locker.Lease, error)
-	Renew(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
-	Release(ctx context.Context, db locker.DBTX, lease locker.Lease) (locker.Lease, error)
-}
-
-// SetClient is the part of *locker.Locker that takes and gives back several
-// keys at once, all or none.
-type SetClient interface {
-	TryAcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error)
-	AcquireAll(ctx context.Context, db locker.DBTX, keys []string, owner string) ([]locker.Lease, error)
-	ReleaseAll(ctx context.Context, db locker.DBTX, leases []locker.Lease) error
+	Acquire(ctx context.Context, db locker.DBTX, req locker.Request) ([]locker.Lease, error)
+	Renew(ctx context.Context, db locker.DBTX, leases ...locker.Lease) ([]locker.Lease, error)
+	Release(ctx context.Context, db locker.DBTX, leases ...locker.Lease) ([]locker.Lease, error)
 }
 
 // Workload is many clients contending for a few hot keys and many cold ones.
@@ -67,26 +59,21 @@ type Workload struct {
 	Pruner bool
 	// HoldWrites is the most fenced writes per hold (at least 1).
 	HoldWrites int
-	// LockDelay: the leases of odd-numbered workers carry this lock-delay
-	// (locker's Config.LockDelay): when one ends without its holder's
-	// release (it expires, an operator force-expires it), nobody may be
-	// granted its key for that long. With the default Client they use a
-	// Locker of their own; a given Client serves them as it is, and their
-	// leases are recorded as carrying the delay all the same, so a client
-	// that ignores it is caught.
+	// LockDelay: the exclusive leases of odd-numbered workers carry this
+	// lock-delay (locker's Request.LockDelay): when one ends without its
+	// holder's release (it expires, an operator force-expires it), nobody
+	// may be granted its key for that long. A client that ignores it is
+	// caught: the leases are recorded as carrying it.
 	LockDelay time.Duration
 	// SetOneIn: one hold in this many takes a set of 2 or 3 keys at once
-	// (TryAcquireAll or a waiting AcquireAll), writes to each under its
-	// lease and gives them back with ReleaseAll. The Client must be a
-	// SetClient.
+	// (at once or waiting), writes to each under its lease and gives them
+	// back with one Release.
 	SetOneIn int
 	// ModeOneIn: one hold in this many is on a key of another mode: the
-	// shared key, taken shared (TryAcquireShared or a polling
-	// AcquireShared) or, one time in five, alone (TryAcquire or a queued
-	// Acquire) beside the readers; or the semaphore key, one of its
-	// Permits permits (TryAcquirePermit or AcquirePermit). The operator
-	// forces those keys' holders too, each by its own token. The Client
-	// must be a ModeClient.
+	// shared key, taken shared or, one time in five, alone beside the
+	// readers; or the semaphore key, one of its Permits permits (each at
+	// once or waiting). The operator forces those keys' holders too, each
+	// by its own token.
 	ModeOneIn int
 	// Permits is the semaphore key's permits. Defaults to 3.
 	Permits int
@@ -97,8 +84,6 @@ type Workload struct {
 	// granted at least this many leases, for up to four times Duration
 	// more: on a loaded machine a short run may do too little to check.
 	MinGrants int
-
-	delayed Client // the client of the workers whose leases carry LockDelay
 }
 
 // Result is what a run recorded and its check against what the database kept.
@@ -124,24 +109,12 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.delayed = w.Client
+	oper, err := operator.New("operator")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if w.Client == nil {
 		w.Client = lk
-		w.delayed = lk
-		if w.LockDelay > 0 {
-			if w.delayed, err = locker.New(locker.Config{TTL: w.TTL, Notifier: n, WaitRecheck: time.Second, Actor: "operator",
-				LogGrants: true, LockDelay: w.LockDelay}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for _, c := range []Client{w.Client, w.delayed} {
-		if _, ok := c.(SetClient); w.SetOneIn > 0 && !ok {
-			t.Fatalf("workload: SetOneIn needs a Client that takes sets (%T does not)", c)
-		}
-		if _, ok := c.(ModeClient); w.ModeOneIn > 0 && !ok {
-			t.Fatalf("workload: ModeOneIn needs a Client that takes keys shared (%T does not)", c)
-		}
 	}
 	rec := history.NewRecorder()
 	var stop atomic.Bool
@@ -150,13 +123,13 @@ func (w Workload) Run(t testing.TB, pool *pgxpool.Pool) Result {
 		wg.Go(func() { w.worker(pool, rec, &stop, id) })
 	}
 	if w.Operator {
-		wg.Go(func() { w.operator(t, pool, lk, rec, &stop) })
+		wg.Go(func() { w.operator(t, pool, oper, rec, &stop) })
 	}
 	var pruned atomic.Int64
 	if w.Pruner {
 		wg.Go(func() {
 			for !stop.Load() {
-				res, err := lk.Prune(ctx, pool, locker.PruneOptions{FreeFor: time.Millisecond, GateWait: 5 * time.Second})
+				res, err := oper.Prune(ctx, pool, operator.PruneOptions{FreeFor: time.Millisecond, GateWait: 5 * time.Second})
 				if err != nil {
 					t.Errorf("prune: %v", err)
 					return

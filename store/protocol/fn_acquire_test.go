@@ -37,7 +37,7 @@ func (a acquireArgs) rawUS(ttlUS, delayUS int64) func(string, prepared) (string,
 }
 
 // The bounds of what a caller stores: a lease from a millisecond to a year
-// (locker.MaxTTL), JSON of at most 8 KiB (locker.MaxJSONBytes), as
+// (locker.MaxTTL), JSON of at most 8 KiB (lockdb.MaxJSONBytes), as
 // PostgreSQL stores it; past them by much, in text.
 const (
 	aYear    = 365 * 24 * time.Hour

@@ -1,13 +1,13 @@
-package locker_test
+package fencetoken_test
 
 import (
 	"strings"
 	"testing"
 
-	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/internal/fencetoken"
 )
 
-func TestFormatToken(t *testing.T) {
+func TestFormat(t *testing.T) {
 	cases := []struct {
 		token int64
 		want  string
@@ -19,13 +19,13 @@ func TestFormatToken(t *testing.T) {
 		{1<<63 - 1, "8388607·1099511627775"},
 	}
 	for _, c := range cases {
-		if got := locker.FormatToken(c.token); got != c.want {
-			t.Errorf("FormatToken(%d) = %q; want %q", c.token, got, c.want)
+		if got := fencetoken.Format(c.token); got != c.want {
+			t.Errorf("Format(%d) = %q; want %q", c.token, got, c.want)
 		}
 	}
 }
 
-func TestParseToken(t *testing.T) {
+func TestParse(t *testing.T) {
 	cases := []struct {
 		in      string
 		want    int64
@@ -52,12 +52,12 @@ func TestParseToken(t *testing.T) {
 		{"8388608·0", 0, "epoch too large"},
 	}
 	for _, c := range cases {
-		got, err := locker.ParseToken(c.in)
+		got, err := fencetoken.Parse(c.in)
 		switch {
 		case c.wantErr == "" && (err != nil || got != c.want):
-			t.Errorf("ParseToken(%q) = %d, %v; want %d", c.in, got, err, c.want)
+			t.Errorf("Parse(%q) = %d, %v; want %d", c.in, got, err, c.want)
 		case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
-			t.Errorf("ParseToken(%q) = %d, %v; want an error saying %q", c.in, got, err, c.wantErr)
+			t.Errorf("Parse(%q) = %d, %v; want an error saying %q", c.in, got, err, c.wantErr)
 		}
 	}
 }
@@ -71,12 +71,12 @@ func FuzzTokenRoundTrip(f *testing.F) {
 		if token <= 0 {
 			return
 		}
-		shown := locker.FormatToken(token)
-		back, err := locker.ParseToken(shown)
+		shown := fencetoken.Format(token)
+		back, err := fencetoken.Parse(shown)
 		if err != nil || back != token {
-			t.Fatalf("ParseToken(FormatToken(%d) = %q) = %d, %v", token, shown, back, err)
+			t.Fatalf("Parse(Format(%d) = %q) = %d, %v", token, shown, back, err)
 		}
-		if dotted, err := locker.ParseToken(strings.Replace(shown, locker.TokenSeparator, ".", 1)); err != nil || dotted != token {
+		if dotted, err := fencetoken.Parse(strings.Replace(shown, fencetoken.Separator, ".", 1)); err != nil || dotted != token {
 			t.Fatalf("ParseToken of %q with a dot = %d, %v", shown, dotted, err)
 		}
 	})
