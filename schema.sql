@@ -95,7 +95,7 @@ BEGIN
                pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
                pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
     INTO found
-    FROM distributed_lock_migration m JOIN (VALUES (1, '122ba7e92a4f0861d3c509579e03ba59699772e975c64e647a641400d98fd56f')) b (version, checksum) ON b.version = m.version
+    FROM distributed_lock_migration m JOIN (VALUES (1, '60e252806fa6112fe07da5527f6047713908e2bcdc9e4d4b9fdce0c9ed66d236')) b (version, checksum) ON b.version = m.version
     WHERE m.checksum IS DISTINCT FROM b.checksum;
     IF found IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
@@ -298,9 +298,19 @@ CREATE TYPE distributed_lock_release_result AS (
     lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
     outcome text);
 
--- One row per key. A released lock keeps its row (released_at set) so the
--- next grant on the key always updates a locked row and draws its token
--- there; `lockctl prune` deletes rows that stayed free past a retention.
+-- The leases, one row each, keyed by key and slot. Slot 0 is the key's
+-- row: the key's mode and capacity (lock_mode, permits), its queue promise
+-- (wake_until), its lock-delay, and one lease: the exclusive holder's or,
+-- while a shared or semaphore group runs, the group's own (owner '*', its
+-- own token, expiring only when the group ends: 11_shared.sql). Slots 1..
+-- are the leases of a running group's holders, each with the same lease
+-- columns (its lock_mode the mode of that lease). Every rule about a key
+-- reads its slot 0 alone, so an exclusive grant, a set, prune and the queue
+-- never read the other slots, and an exclusive cycle touches one row
+-- (docs/design.md, "The model"). A released lease keeps its row
+-- (released_at set) so the next grant of it always updates a locked row and
+-- draws its token there; `lockctl prune` deletes keys that stayed free past
+-- a retention, with their slots.
 --
 -- Column order is for the WAL: an update on the same page logs only the
 -- bytes between the longest unchanged prefix and suffix of the row. A grant
@@ -310,9 +320,10 @@ CREATE TYPE distributed_lock_release_result AS (
 -- fillfactor 80 leaves room on each page, so grants, renewals and releases
 -- are HOT updates: a heap write with no index writes.
 CREATE TABLE distributed_lock (
-    lock_key       distributed_lock_name       PRIMARY KEY,
-    lock_mode      text                        NOT NULL DEFAULT 'exclusive', -- 'exclusive', or 'shared'/'semaphore': held by its holders (11_shared.sql)
-    permits        distributed_lock_permits,             -- a semaphore's N, kept while the key is free
+    lock_key       distributed_lock_name       NOT NULL,
+    slot           integer                     NOT NULL DEFAULT 0, -- 0: the key's row; 1..: a holder of its group
+    lock_mode      text                        NOT NULL DEFAULT 'exclusive', -- the key's mode (slot 0), or the holder's lease's
+    permits        distributed_lock_permits,             -- a semaphore's N (slot 0), kept while the key is free
     ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
     lock_delay     distributed_lock_delay      NOT NULL DEFAULT '0', -- the grant's lock-delay (02_rules.sql)
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
@@ -326,10 +337,11 @@ CREATE TABLE distributed_lock (
     expires_at     timestamptz                 NOT NULL, -- database clock
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
-    released_at    timestamptz,                          -- set: the lock is free (expires_at is then the old lease's)
+    released_at    timestamptz,                          -- set: the lease ended (expires_at is then the old lease's)
     delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
-    wake_until     timestamptz                           -- someone may wait for the key until then: a release hands off or NOTIFYs
+    wake_until     timestamptz,                          -- (slot 0) someone may wait for the key until then: a release hands off or NOTIFYs
+    PRIMARY KEY (lock_key, slot)
 ) WITH (fillfactor = 80);
 -- The primary key is the table's only index, on purpose: every grant,
 -- renewal and release changes owner_id, fence_token, expires_at,
@@ -410,34 +422,6 @@ CREATE INDEX distributed_lock_waiter_owner_idx ON distributed_lock_waiter (owner
 -- A multi-key acquire's records, found from any one of them (a hand-off).
 CREATE INDEX distributed_lock_waiter_group_idx ON distributed_lock_waiter (group_id) WHERE group_id IS NOT NULL;
 
--- The holders of a shared or semaphore key (11_shared.sql): one row per
--- slot, each slot a lease of its own (owner, token, expiry), reused once
--- its lease was released or ran out. A semaphore's slots are numbered 1 to
--- its permits, so it never has more holders than permits; a shared key's
--- are numbered as they are needed. While any slot may be held, the key's
--- lock row is held by the group (lock_mode, owner '*'), until at least the
--- last expiry of any slot, so every rule about the lock row (a grant, the
--- queue, prune) sees the key as held without reading this table.
-CREATE TABLE distributed_lock_holder (
-    lock_key    distributed_lock_name       NOT NULL,
-    slot        integer                     NOT NULL,
-    owner_id    distributed_lock_name       NOT NULL,
-    owner_role  text                        NOT NULL DEFAULT session_user, -- the role that took the slot's lease
-    fence_token bigint                      NOT NULL,
-    grant_kind  text                        NOT NULL DEFAULT 'acquired',
-    previous_owner text,                              -- the slot's holder before this grant
-    previous_token bigint,
-    metadata    distributed_lock_metadata   NOT NULL DEFAULT '{}',
-    ttl         distributed_lock_ttl        NOT NULL,
-    acquired_at timestamptz                 NOT NULL,
-    expires_at  timestamptz                 NOT NULL,
-    renew_count integer                     NOT NULL DEFAULT 0,
-    renewed_at  timestamptz,
-    released_at timestamptz,
-    handed_to   bigint,                               -- the waiter a hand-off granted the slot to (12_shared_queue.sql)
-    PRIMARY KEY (lock_key, slot)
-) WITH (fillfactor = 80);
-
 -- Sessions (10_session.sql): a process's one heartbeat for many leases. A
 -- session lives until expires_at; each heartbeat moves expires_at to ttl
 -- from the database's now, and every lease bound to it along. A session
@@ -509,7 +493,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '122ba7e92a4f0861d3c509579e03ba59699772e975c64e647a641400d98fd56f');
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '60e252806fa6112fe07da5527f6047713908e2bcdc9e4d4b9fdce0c9ed66d236');
 \endif
 
 -- The functions, re-created every time.
@@ -665,22 +649,84 @@ RETURNS interval LANGUAGE sql STABLE AS $$
     SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
--- distributed_lock_held: l is owner's running exclusive lease, taken by
--- database role role (a shared or semaphore key's row is its group's,
--- whose owner is nobody's: 11_shared.sql). A lease belongs to the role that
--- took it (owner_role): an owner id is only a name, which any service may
--- say, so a call acting on a lease as its holder passes session_user, and
--- another role's lease of the same owner is not its own.
-CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, role text, ts timestamptz)
+-- distributed_lock_reserved: owner is a reserved word: '*', the owner of a
+-- shared or semaphore group's own lease (11_shared.sql), which no caller's
+-- lease may carry, so that no lease is ever mistaken for a group's.
+CREATE OR REPLACE FUNCTION distributed_lock_reserved(owner text)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.owner_id = owner AND l.owner_role = role AND l.released_at IS NULL AND l.expires_at > ts
-           AND l.lock_mode = 'exclusive'
+    SELECT owner = '*'
 $$;
 
--- distributed_lock_open: nobody holds l: released, or its lease lapsed.
+-- distributed_lock_live, the one liveness rule: lease row l runs at ts:
+-- unreleased and not past its expiry. Any lease: a key's (slot 0: an
+-- exclusive holder's, or a running group's own, which expires only when
+-- the group ends) or a group holder's slot. Every place that asks whether
+-- a lease runs asks this, readers too (distributed_lock_state).
+CREATE OR REPLACE FUNCTION distributed_lock_live(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.released_at IS NULL AND l.expires_at > ts
+$$;
+
+-- distributed_lock_open: nobody holds key row l: its lease is not live.
 CREATE OR REPLACE FUNCTION distributed_lock_open(l distributed_lock, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.released_at IS NOT NULL OR l.expires_at <= ts
+    SELECT NOT distributed_lock_live(l, ts)
+$$;
+
+-- distributed_lock_held: l is owner's live lease, taken by database role
+-- role: an exclusive holder's (slot 0) or a group holder's (a slot). A
+-- group's own lease is nobody's: its owner is reserved
+-- (distributed_lock_reserved). A lease belongs to the role that took it
+-- (owner_role): an owner id is only a name, which any service may say, so
+-- a call acting on a lease as its holder passes session_user, and another
+-- role's lease of the same owner is not its own.
+CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, role text, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.owner_id = owner AND l.owner_role = role AND distributed_lock_live(l, ts)
+$$;
+
+-- distributed_lock_is_group: l's lease is a group's or a group holder's
+-- (mode shared or semaphore), not one held alone. The modes are compared
+-- only in this rule and the five after it.
+CREATE OR REPLACE FUNCTION distributed_lock_is_group(l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.lock_mode <> 'exclusive'
+$$;
+
+-- distributed_lock_holder_mode: the mode of a lease of n permits: a
+-- semaphore's, or without permits (NULL) a shared lease's.
+CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
+RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+$$;
+
+-- distributed_lock_of_kind: key row l is of the kind a lease of n permits
+-- asks for (NULL: a shared lease): its mode and permits.
+CREATE OR REPLACE FUNCTION distributed_lock_of_kind(l distributed_lock, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.lock_mode = distributed_lock_holder_mode(n) AND l.permits IS NOT DISTINCT FROM n
+$$;
+
+-- distributed_lock_waits_for_group: a waiter record's mode (its column
+-- lock_mode) asks for a group holder's lease; NULL: the key itself.
+CREATE OR REPLACE FUNCTION distributed_lock_waits_for_group(mode text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NOT NULL
+$$;
+
+-- distributed_lock_asks_for: waiter record w waits for a lease of n
+-- permits (NULL: a shared lease).
+CREATE OR REPLACE FUNCTION distributed_lock_asks_for(w distributed_lock_waiter, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT w.lock_mode = distributed_lock_holder_mode(n) AND w.permits IS NOT DISTINCT FROM n
+$$;
+
+-- distributed_lock_group_of: key row l is a group of the kind a waiter
+-- record asks for, by its mode and permits n (a record waiting for the key
+-- itself has no mode, and asks for no group).
+CREATE OR REPLACE FUNCTION distributed_lock_group_of(l distributed_lock, mode text, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NOT NULL AND l.lock_mode = mode AND l.permits IS NOT DISTINCT FROM n
 $$;
 
 -- distributed_lock_queue_live: a live waiter (its record seen until after
@@ -692,16 +738,17 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
--- distributed_lock_queue_length: how many live waiters are queued for key;
--- distributed_lock_queue_position: waiter id's place among them (1: the
--- head), NULL when its record is not live. What a refusal says, read only
--- on refusal paths.
+-- distributed_lock_queue_length: how many live waiters are queued for key.
+-- What a refusal says, read only on refusal paths.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_length(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN (SELECT count(*) FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
+-- distributed_lock_queue_position: waiter id's place among the live
+-- waiters for key (1: the head), NULL when its record is not live. Read
+-- only on refusal paths, as queue_length.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_position(key text, id bigint, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
@@ -781,6 +828,19 @@ RETURNS text LANGUAGE sql STABLE AS $$
                 ELSE 'acquired' END
 $$;
 
+-- distributed_lock_admit_owner refuses (23514, as a key or owner outside
+-- the name rules is refused) an owner id that is a reserved word
+-- (distributed_lock_reserved), where an owner enters the protocol: a grant,
+-- a queue's record, a session. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_admit_owner(owner text)
+RETURNS void
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF distributed_lock_reserved(owner) THEN
+        RAISE EXCEPTION 'an owner id may not be a reserved word: %', owner USING ERRCODE = '23514';
+    END IF;
+END $$;
+
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
@@ -841,8 +901,10 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                          AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
+      AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
     INTO res;
     -- Every test on the way out of a grant is one more expression to set
@@ -855,9 +917,10 @@ BEGIN
             (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
         SELECT ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
                l.previous_owner, l.previous_token, coalesce(event_detail, '{}')
-        FROM distributed_lock l WHERE l.lock_key = key;
+        FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
     END IF;
+    PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, distributed_lock_refusal(l, ts),
@@ -866,11 +929,12 @@ BEGIN
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO res
     FROM distributed_lock l
-    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, session_user, ts);
+    WHERE l.lock_key = key AND l.slot = 0 AND NOT distributed_lock_is_group(l)
+      AND NOT distributed_lock_held(l, owner, session_user, ts);
     IF FOUND THEN
         RETURN res;
     END IF;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
         INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
@@ -888,7 +952,7 @@ BEGIN
         END IF;
         RETURN res;
     END IF;
-    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) THEN
         -- A group's row (11_shared.sql): granted once the group has ended,
         -- here if its last holders lapsed; else refused until its holders'
         -- last expiry.
@@ -920,8 +984,9 @@ BEGIN
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, session_user, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_held(x, owner, session_user, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
+      AND l.slot = 0
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
         res.outcome := 'renewed';
@@ -957,7 +1022,7 @@ BEGIN
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
             coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
-    ON CONFLICT (lock_key) DO NOTHING
+    ON CONFLICT (lock_key, slot) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;
     IF FOUND THEN
@@ -996,11 +1061,11 @@ BEGIN
         renew_count = l.renew_count + 1
     FROM (SELECT k.r, distributed_lock_now() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
-                WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                  AND z.released_at IS NULL AND z.owner_role = session_user
+                WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
+                  AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
     IF NOT FOUND THEN
@@ -1109,8 +1174,8 @@ BEGIN
     -- logged or someone may wait. Every test is an expression PL/pgSQL sets
     -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = distributed_lock_now()
-    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
-      AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
+    WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
+      AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
               l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
               CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
@@ -1135,7 +1200,7 @@ BEGIN
         IF FOUND THEN
             RETURN res;
         END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
         ts := distributed_lock_now();
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
@@ -1176,8 +1241,8 @@ BEGIN
         SELECT distributed_lock_held(c.r, owner, session_user, c.ts)
         FROM (SELECT k.r, distributed_lock_now() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
-                    WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                      AND z.released_at IS NULL AND z.owner_role = session_user
+                    WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
+                      AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                     FOR SHARE) k
               OFFSET 0) c), false);
     IF NOT held THEN
@@ -1241,7 +1306,8 @@ DECLARE
     w distributed_lock_waiter%ROWTYPE;
 BEGIN
     IF EXISTS (SELECT 1 FROM distributed_lock l
-               WHERE l.lock_key = key AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
+               WHERE l.lock_key = key AND l.slot = 0
+                 AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
@@ -1254,7 +1320,7 @@ BEGIN
     IF w.group_id IS NOT NULL THEN
         RETURN distributed_lock_hand_off_group(key, w, ts);
     END IF;
-    IF w.lock_mode IS NOT NULL THEN
+    IF distributed_lock_waits_for_group(w.lock_mode) THEN
         RETURN distributed_lock_serve_holders(key, ts);
     END IF;
     RETURN distributed_lock_grant_waiter(w, ts);
@@ -1294,7 +1360,7 @@ BEGIN
         lock_delay = w.lock_delay,
         delay_until = NULL,
         handed_to = w.waiter_id
-    WHERE l.lock_key = key
+    WHERE l.lock_key = key AND l.slot = 0
     RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
     INTO g;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
@@ -1387,7 +1453,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     UPDATE distributed_lock l SET wake_until = ts + 2 * distributed_lock_us(seen_for_us)
-    WHERE l.lock_key = key
+    WHERE l.lock_key = key AND l.slot = 0
       AND (l.wake_until IS NULL OR l.wake_until < ts + distributed_lock_us(seen_for_us));
 END $$;
 
@@ -1440,6 +1506,7 @@ DECLARE
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     FOR attempt IN 1..3 LOOP
         -- Beside the other waiters, without the row lock, if it may
         -- (14_queue_beside.sql).
@@ -1452,7 +1519,7 @@ BEGIN
         IF outcome IS NOT NULL THEN
             RETURN;
         END IF;
-        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, 'exclusive', NULL) t;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, NULL, NULL) t;
         -- Beside after all: the call it waited for made that possible.
         CONTINUE WHEN locked.beside;
         r := locked.r;
@@ -1476,12 +1543,12 @@ BEGIN
     -- After the row lock (the first try beside the others read its own
     -- now before this call waited for it).
     ts := distributed_lock_now();
-    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
         -- A group whose holders all lapsed (11_shared.sql) is ended here,
         -- under the lock, as acquire and a waiter's check end one, and
         -- passed on: the caller takes it or queues behind the head it was
         -- handed to, rather than behind a group nobody holds.
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     END IF;
     IF distributed_lock_may_take(r, owner, session_user, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
@@ -1502,7 +1569,7 @@ BEGIN
             INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
             FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
-            SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key;
+            SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
             waiter_id := NULL;
             db_now := ts;
             RETURN;
@@ -1520,7 +1587,7 @@ BEGIN
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
          queue_position, queue_length, delay_until
-    FROM distributed_lock l WHERE l.lock_key = key;
+    FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF cycle IS NOT NULL THEN
         waiter_id := NULL;
     END IF;
@@ -1567,13 +1634,13 @@ DECLARE
     ts timestamptz;
     waiting text;
     unlocked boolean := false;
-    slot distributed_lock_holder;
+    slot distributed_lock;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     -- A group's row is always checked under the lock: a group whose
     -- holders all lapsed is ended here, and one with room serves the queue.
-    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND r.lock_mode = 'exclusive' THEN
+    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND NOT distributed_lock_is_group(r) THEN
         IF r.handed_to = id AND r.owner_role = session_user THEN
             unlocked := true;
         ELSE
@@ -1595,7 +1662,7 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
         -- Judged again, with a now read after the wait for the lock.
         ts := distributed_lock_now();
         IF r.lock_key IS NULL THEN
@@ -1604,7 +1671,7 @@ BEGIN
             outcome := 'gone';
             RETURN;
         END IF;
-        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts)
+        IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
            AND distributed_lock_serve_holders(key, ts) IS NULL THEN
             -- A running group first serves a head that may join it (taking
             -- over a slot whose lease ran out); one whose holders all
@@ -1639,11 +1706,11 @@ BEGIN
                 ELSE 'gone' END,
            least(distributed_lock_lease_end(l), l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
-    FROM distributed_lock l WHERE l.lock_key = key;
+    FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF outcome = 'gone' THEN
         -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
-        SELECT * INTO slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts
+        SELECT * INTO slot FROM distributed_lock s
+        WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND distributed_lock_live(s, ts)
           AND s.owner_role = session_user;
         IF FOUND THEN
             owner_id := slot.owner_id; fence_token := slot.fence_token; expires_at := slot.expires_at;
@@ -1679,13 +1746,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     g record;
 BEGIN
+    -- The key's own lease (slot 0) or a group holder's: no group's lease
+    -- names a waiter.
     SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
-    WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL
-      AND l.lock_mode = 'exclusive';
-    IF NOT FOUND THEN
-        SELECT s.owner_id, s.fence_token, s.ttl, s.grant_kind INTO g FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND s.handed_to = id AND s.owner_role = session_user AND s.released_at IS NULL;
-    END IF;
+    WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL;
     IF FOUND THEN
         SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
@@ -1741,12 +1805,12 @@ BEGIN
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)
         UNION ALL
-        SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key
+        SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key AND l.slot = 0
         WHERE s.group_id IS NULL
           AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
                -- A group whose holders all lapsed (11_shared.sql): nobody
                -- holds it either, and the check ends it.
-               OR l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+               OR distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
                   AND distributed_lock_live_holders(l.lock_key, ts) = 0)
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
@@ -1790,7 +1854,7 @@ DECLARE
     token bigint;
     gone distributed_lock_waiter;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user
     RETURNING * INTO gone;
@@ -1799,7 +1863,7 @@ BEGIN
         RETURN 'left';
     END IF;
     IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
-        UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key;
+        UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key AND l.slot = 0;
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (ts, key, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
@@ -1810,8 +1874,8 @@ BEGIN
     END IF;
     -- A slot of a shared or semaphore key handed to it and unclaimed: its
     -- release passes the room on (12_shared_queue.sql).
-    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
       AND s.owner_role = session_user;
     IF FOUND THEN
         PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
@@ -1854,10 +1918,10 @@ BEGIN
     FROM (SELECT k.r, distributed_lock_now() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.fence_token = token AND z.released_at IS NULL
-                  AND z.lock_mode = 'exclusive'
+                  AND z.slot = 0 AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key
+    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
               c.ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;
@@ -1893,7 +1957,7 @@ DECLARE
     delay_end timestamptz;
 BEGIN
     UPDATE distributed_lock l SET released_at = distributed_lock_now()
-    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL AND l.lock_mode = 'exclusive'
+    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
@@ -1905,7 +1969,7 @@ BEGIN
     END IF;
     IF delay > interval '0' THEN
         delay_end := least(expires_at, ts) + delay;
-        UPDATE distributed_lock l SET delay_until = delay_end WHERE l.lock_key = key;
+        UPDATE distributed_lock l SET delay_until = delay_end WHERE l.lock_key = key AND l.slot = 0;
     END IF;
     INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (ts, key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
@@ -1933,14 +1997,14 @@ DECLARE
     r distributed_lock;
     ts timestamptz;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     IF r.lock_key IS NULL OR NOT distributed_lock_delayed(r, ts) THEN
         lock_key := key;
         outcome := 'not_delayed';
         RETURN;
     END IF;
-    UPDATE distributed_lock l SET lock_delay = interval '0', delay_until = NULL WHERE l.lock_key = key;
+    UPDATE distributed_lock l SET lock_delay = interval '0', delay_until = NULL WHERE l.lock_key = key AND l.slot = 0;
     lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
     expires_at := r.expires_at; ttl := r.ttl; outcome := 'delay_ended';
     delay_until := distributed_lock_delay_end(r);
@@ -1997,14 +2061,12 @@ BEGIN
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
+                             WHERE x.slot = 0 AND coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
                                AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
                              FOR UPDATE SKIP LOCKED)
-        RETURNING l.lock_key
-    ), slots AS (
-        DELETE FROM distributed_lock_holder h WHERE h.lock_key IN (SELECT g.lock_key FROM gone g)
+        RETURNING l.slot
     )
-    SELECT count(*) INTO locks FROM gone;
+    SELECT count(*) FILTER (WHERE g.slot = 0) INTO locks FROM gone g;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;
     DELETE FROM distributed_lock_session s WHERE s.expires_at < ts - interval '1 minute';
@@ -2154,9 +2216,10 @@ BEGIN
             delay_until    = NULL,
             handed_to      = NULL
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE x.lock_key = ANY (ks) AND distributed_lock_may_grant(x, ts)
+                             WHERE x.lock_key = ANY (ks) AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
                              ORDER BY x.lock_key
                              FOR NO KEY UPDATE SKIP LOCKED)
+          AND l.slot = 0
         RETURNING l AS r)
     SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
     INSERT INTO distributed_lock_event
@@ -2197,6 +2260,7 @@ DECLARE
     a record;
     granted distributed_lock[];
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     BEGIN
         granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
                                               log_grants, lock_delay_us);
@@ -2232,7 +2296,7 @@ BEGIN
         SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
                o.outcome, interval '0', NULL::integer, NULL::timestamptz
         FROM unnest(ks, outs) WITH ORDINALITY o(k, outcome, n)
-        JOIN distributed_lock l ON l.lock_key = o.k
+        JOIN distributed_lock l ON l.lock_key = o.k AND l.slot = 0
         ORDER BY o.n;
 END $$;
 
@@ -2254,7 +2318,7 @@ BEGIN
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts, distributed_lock_us(ttl_us), ts, ts)
-    ON CONFLICT (lock_key) DO NOTHING;
+    ON CONFLICT (lock_key, slot) DO NOTHING;
 END $$;
 
 -- distributed_lock_lock_set locks the rows of ks (a sorted key set) in
@@ -2271,7 +2335,7 @@ BEGIN
     FOREACH k IN ARRAY ks LOOP
         locked := false;
         FOR attempt IN 1..3 LOOP
-            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
             locked := FOUND;
             EXIT WHEN locked;
             PERFORM distributed_lock_create_free(k, owner, ttl_us);
@@ -2317,6 +2381,7 @@ DECLARE
     ids bigint[];
     found_cycle jsonb;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
@@ -2329,11 +2394,12 @@ BEGIN
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
     FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_settle(k, ts);
     END LOOP;
-    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
+    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l
+        WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                             NULL::bigint, ts, NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
@@ -2342,7 +2408,7 @@ BEGIN
         RETURN;
     END IF;
     FOREACH k IN ARRAY ks LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
             PERFORM distributed_lock_hand_off(k, ts);
         END IF;
     END LOOP;
@@ -2370,7 +2436,7 @@ BEGIN
                CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
         FROM distributed_lock l
         LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
-        WHERE l.lock_key = ANY (ks)
+        WHERE l.lock_key = ANY (ks) AND l.slot = 0
         ORDER BY l.lock_key;
 END $$;
 
@@ -2411,7 +2477,7 @@ BEGIN
             END IF;
             -- key's record is head, the head of key's queue.
             CONTINUE WHEN rec.lock_key = key;
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
             IF NOT FOUND THEN
                 wake := true;
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
@@ -2452,7 +2518,7 @@ RETURNS boolean
 LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT bool_and(coalesce(l.handed_to = s.id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts),
                              false))
-    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k
+    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
 $$;
 
 -- distributed_lock_waiter_poll_all is a waiting set's check, for when it
@@ -2485,14 +2551,14 @@ BEGIN
         RAISE EXCEPTION 'one waiter id per key' USING ERRCODE = '22023';
     END IF;
     FOREACH k IN ARRAY ks LOOP
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
     -- Groups whose holders all lapsed (11_shared.sql) end here, under the
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
     FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_settle(k, ts);
     END LOOP;
@@ -2504,7 +2570,7 @@ BEGIN
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
             FOREACH k IN ARRAY ks LOOP
-                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
                     PERFORM distributed_lock_hand_off(k, ts);
                 END IF;
                 PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
@@ -2527,7 +2593,7 @@ BEGIN
                      least(distributed_lock_lease_end(l), l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
-              LEFT JOIN distributed_lock l ON l.lock_key = s.k
+              LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
               LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id AND w.owner_role = session_user) x
         ORDER BY x.k;
 END $$;
@@ -2556,7 +2622,7 @@ DECLARE
     passed boolean := false;
 BEGIN
     FOREACH k IN ARRAY ks LOOP
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
     left_queue := false;
@@ -2566,9 +2632,9 @@ BEGIN
         left_queue := true;
     END LOOP;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0;
         IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
-            UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k;
+            UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k AND l.slot = 0;
             IF log_release THEN
                 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
                 VALUES (ts, s.k, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
@@ -2578,7 +2644,7 @@ BEGIN
         END IF;
     END LOOP;
     FOREACH k IN ARRAY ks LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0;
         IF FOUND AND distributed_lock_open(r, ts) AND r.wake_until > ts THEN
             PERFORM distributed_lock_pass_on(k, ts);
         END IF;
@@ -2623,7 +2689,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
     freed distributed_lock[] := '{}';
-    slots distributed_lock_holder[] := '{}';
+    slots distributed_lock[] := '{}';
     r distributed_lock;
     s record;
 BEGIN
@@ -2640,15 +2706,15 @@ BEGIN
         -- Each key's release with a now of its own, read as it takes that
         -- key's row: the keys before it may have waited for theirs.
         UPDATE distributed_lock l SET released_at = distributed_lock_now()
-        WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
-          AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
+        WHERE l.lock_key = s.k AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
+          AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;
         ELSE
             -- A holder's lease, as distributed_lock_release takes it: passed
             -- on below, once its end is logged.
-            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
             slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release',
                                                                               distributed_lock_now()) h);
         END IF;
@@ -2696,7 +2762,8 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
-        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, w.owner_role, ts)));
+        SELECT 1 FROM distributed_lock h
+        WHERE h.lock_key = w.lock_key AND h.slot = 0 AND distributed_lock_held(h, w.owner_id, w.owner_role, ts)));
 END $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's
@@ -2723,15 +2790,11 @@ BEGIN
             ORDER BY a.lock_key, a.waiter_id LIMIT 1) behind
         WHERE r.owner_id = owner AND r.seen_until > ts)
     OR EXISTS (
+        -- Its lease of the key, held alone or a holder's slot.
         SELECT 1 FROM (SELECT DISTINCT a.lock_key FROM distributed_lock_waiter a
                        WHERE a.seen_until > ts AND a.owner_id <> owner) k
         JOIN distributed_lock l ON l.lock_key = k.lock_key
-        WHERE l.owner_id = owner AND NOT distributed_lock_open(l, ts))
-    OR EXISTS (
-        SELECT 1 FROM distributed_lock_holder h
-        WHERE h.owner_id = owner AND h.released_at IS NULL AND h.expires_at > ts
-          AND EXISTS (SELECT 1 FROM distributed_lock_waiter a
-                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner));
+        WHERE l.owner_id = owner AND distributed_lock_live(l, ts));
 END $$;
 
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
@@ -2779,13 +2842,12 @@ BEGIN
                 SELECT DISTINCT ON (n.next) s.waiter, s.lock_key, s.waiter_id, n.next
                 FROM src s
                 CROSS JOIN LATERAL (
+                    -- Every live lease of the key holds it: its exclusive
+                    -- holder's, or each holder's of its group (the group's
+                    -- own lease is nobody's).
                     SELECT l.owner_id::text AS next FROM distributed_lock l
-                    WHERE s.done = 0 AND l.lock_key = s.lock_key AND NOT distributed_lock_open(l, ts)
-                      AND l.lock_mode = 'exclusive'
-                    UNION ALL
-                    -- A shared or semaphore key is held by each of its holders.
-                    SELECT h.owner_id::text FROM distributed_lock_holder h
-                    WHERE s.done = 0 AND h.lock_key = s.lock_key AND h.released_at IS NULL AND h.expires_at > ts
+                    WHERE s.done = 0 AND l.lock_key = s.lock_key AND distributed_lock_live(l, ts)
+                      AND NOT distributed_lock_reserved(l.owner_id)
                     UNION ALL
                     SELECT a.owner_id::text FROM distributed_lock_waiter a
                     WHERE a.lock_key = s.lock_key AND a.seen_until > ts
@@ -2854,7 +2916,7 @@ BEGIN
     SELECT array_agg(x.lock_key::text ORDER BY x.lock_key) INTO ks FROM logged x;
     IF hand_on THEN
         FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
-            IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+            IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
                 PERFORM distributed_lock_hand_off(k, ts);
             END IF;
         END LOOP;
@@ -2871,8 +2933,13 @@ END $$;
 -- lease stays an ordinary row of distributed_lock: ls, the console, renew,
 -- fence and every grant rule read its expires_at as they read any lease's.
 --
--- Lock order: the session's row, then the bound leases' rows in key order,
--- as every function locking several keys does (08_multi.sql).
+-- Any lease may be bound: an exclusive holder's (a key's slot 0) or a
+-- group holder's (a slot above 0); a binding names its key and token, and
+-- tokens are unique. Lock order: the session's row, then the bound keys'
+-- rows (slot 0) in key order, as every function locking several keys does
+-- (08_multi.sql), then a holder's slot, as a holder's renewal takes the
+-- group's row before its slot (11_shared.sql): so a group cannot end, its
+-- holders judged lapsed, while a heartbeat extends one of them.
 --
 -- A session belongs to the role that opened it (owner_role), as a lease
 -- to the role that took it: heartbeat, bind and close answer another
@@ -2897,15 +2964,17 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := distributed_lock_now();
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
     VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
             distributed_lock_us(ttl_us), ts, ts + distributed_lock_us(ttl_us))
     RETURNING s.session_id, s.expires_at, s.ttl INTO session_id, expires_at, ttl;
 END $$;
 
--- distributed_lock_session_lock locks session's row, then the rows of its
--- bound leases in key order, and returns the session as it is then (NULL
--- columns: no such session). Internal.
+-- distributed_lock_session_lock locks session's row, then the rows (slot 0)
+-- of the keys whose bound lease is still the one granted (a key granted
+-- anew since is left alone) in key order, and returns the session as it
+-- is then (NULL columns: no such session). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_session_lock(session bigint)
 RETURNS distributed_lock_session
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -2914,8 +2983,10 @@ DECLARE
 BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR NO KEY UPDATE;
     PERFORM 1 FROM distributed_lock l
-        JOIN distributed_lock_session_lease b ON b.lock_key = l.lock_key AND b.fence_token = l.fence_token
-    WHERE b.session_id = session
+    WHERE l.slot = 0
+      AND l.lock_key IN (SELECT b.lock_key FROM distributed_lock_session_lease b
+                         JOIN distributed_lock h ON h.lock_key = b.lock_key AND h.fence_token = b.fence_token
+                         WHERE b.session_id = session)
     ORDER BY l.lock_key
     FOR NO KEY UPDATE OF l;
     RETURN s;
@@ -2979,7 +3050,7 @@ BEGIN
             renew_count = l.renew_count + 1
         FROM distributed_lock_session_lease b
         WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+          AND distributed_lock_live(l, ts)
         RETURNING l.lock_key, l.fence_token)
     SELECT (SELECT count(*) FROM moved),
            (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
@@ -2994,13 +3065,14 @@ BEGIN
         WHERE b.session_id = session
           AND NOT EXISTS (SELECT 1 FROM distributed_lock l
                           WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
+                            AND distributed_lock_live(l, ts));
     END IF;
     outcome := 'renewed';
 END $$;
 
 -- distributed_lock_session_bind binds lease_owner's leases of keys, granted
--- with tokens (one each, in step), to session_owner's session: each now
+-- with tokens (one each, in step; a key's lease or a group holder's), to
+-- session_owner's session: each now
 -- ends when the session does (its expires_at and ttl become the session's,
 -- which may shorten it) and is kept by the session's heartbeats. All or
 -- none. It also claims a lease handed off from a queue. One row:
@@ -3018,12 +3090,13 @@ DECLARE
     s distributed_lock_session;
     ts timestamptz;
 BEGIN
+    PERFORM distributed_lock_admit_owner(lease_owner);
     IF cardinality(keys) IS DISTINCT FROM cardinality(tokens) THEN
         RAISE EXCEPTION 'distributed_lock_session_bind: % keys but % tokens', cardinality(keys), cardinality(tokens)
             USING ERRCODE = '22023';
     END IF;
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) AND l.slot = 0 ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
@@ -3035,7 +3108,8 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, session_user, ts))
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t
+                        AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
         outcome := 'not_held';
@@ -3080,7 +3154,7 @@ BEGIN
     ts := distributed_lock_now();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+             WHERE x.session_id = session AND distributed_lock_live(l, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
                                                     log_release => log_release, event_actor => event_actor) r)
@@ -3121,7 +3195,7 @@ BEGIN
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+             WHERE x.session_id = session AND distributed_lock_live(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
         expired := expired + 1;
@@ -3137,7 +3211,8 @@ END $$;
 -- Shared leases and semaphores (docs/design.md, "Shared leases and
 -- semaphores"). A key taken shared has any number of holders at once, a
 -- semaphore key at most its permits; each holder has a lease of its own,
--- a slot of distributed_lock_holder (owner, token, TTL), renewed, released,
+-- a slot of the key's rows in distributed_lock (slot 1 and up: owner,
+-- token, TTL, as any lease), renewed, released,
 -- fenced and forced by its token through the same functions as an
 -- exclusive lease (04_lease.sql, 06_operator.sql).
 --
@@ -3173,36 +3248,12 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
--- distributed_lock_holder_mode: the mode of a lease of n permits: a
--- semaphore's, or without permits (NULL) a shared lease's.
-CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
-RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
-$$;
-
--- distributed_lock_lease_end: when row l's lease ends: its expires_at, or,
--- for a running group's row, the last expiry of its holders' unreleased
--- leases (its start when it has none), never the far future, which no
--- client could take for a time left. store.ExpiresAtColumn is the same for
--- readers, who may not execute it. PL/pgSQL, as live_holders: a subquery
--- keeps an SQL function from being inlined, and one not inlined is planned
--- anew at every call, a plan PL/pgSQL keeps.
-CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
-RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF l.lock_mode = 'exclusive' OR l.released_at IS NOT NULL THEN
-        RETURN l.expires_at;
-    END IF;
-    RETURN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
-                     WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at);
-END $$;
-
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN (SELECT count(*) FROM distributed_lock_holder h
-            WHERE h.lock_key = key AND h.released_at IS NULL AND h.expires_at > ts);
+    RETURN (SELECT count(*) FROM distributed_lock h
+            WHERE h.lock_key = key AND h.slot > 0 AND distributed_lock_live(h, ts));
 END $$;
 
 -- distributed_lock_queued_ahead: l is kept for live waiters (promised)
@@ -3216,9 +3267,9 @@ BEGIN
     -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
     -- being inlined, and every permit waiter's enqueue asks.
     RETURN distributed_lock_promised(l, ts)
-           AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
-                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner AND x.owner_role = session_user
-                             AND x.released_at IS NULL AND x.expires_at > ts);
+           AND NOT EXISTS (SELECT 1 FROM distributed_lock x
+                           WHERE x.lock_key = l.lock_key AND x.slot > 0
+                             AND distributed_lock_held(x, owner, session_user, ts));
 END $$;
 
 -- distributed_lock_settle ends key's group when no slot holds a lease at
@@ -3236,15 +3287,15 @@ BEGIN
         RETURN false;
     END IF;
     UPDATE distributed_lock l SET released_at = ts, expires_at = ts
-    WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
     RETURNING l.wake_until INTO wake;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     -- Leases that ran out end with their group: a later group's grant of
     -- their slots takes them from nobody.
-    UPDATE distributed_lock_holder s SET released_at = ts
-    WHERE s.lock_key = key AND s.released_at IS NULL;
+    UPDATE distributed_lock s SET released_at = ts
+    WHERE s.lock_key = key AND s.slot > 0 AND s.released_at IS NULL;
     IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
@@ -3261,7 +3312,7 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN distributed_lock_live_holders(key, ts) = 0
-        AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key FOR NO KEY UPDATE SKIP LOCKED)
+        AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key AND x.slot = 0 FOR NO KEY UPDATE SKIP LOCKED)
         AND distributed_lock_settle(key, ts);
 END $$;
 
@@ -3290,8 +3341,8 @@ BEGIN
         previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
         previous_token = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.fence_token END,
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
-    WHERE l.lock_key = r.lock_key;
-    IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
+    WHERE l.lock_key = r.lock_key AND l.slot = 0;
+    IF n IS NOT NULL AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
         VALUES (ts, r.lock_key, 'permits_changed', NULL, actor, actor_role,
                 jsonb_build_object('permits', n, 'previous_permits', r.permits));
@@ -3309,15 +3360,15 @@ END $$;
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
     key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
-RETURNS distributed_lock_holder
+RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     next integer;
 BEGIN
-    UPDATE distributed_lock_holder s SET
-        owner_id = owner, owner_role = role,
+    UPDATE distributed_lock s SET
+        lock_mode = distributed_lock_holder_mode(n), owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
                           ELSE 'acquired' END,
@@ -3325,9 +3376,9 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
         renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
-                                    AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
+    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock x
+                                  WHERE x.lock_key = key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
+                                    AND NOT distributed_lock_live(x, ts)
                                   ORDER BY x.slot LIMIT 1
                                   FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING s.* INTO h;
@@ -3338,13 +3389,14 @@ BEGIN
     -- for the first to commit (ON CONFLICT does), and numbers the next in
     -- a statement of its own, which sees it.
     FOR attempt IN 1..3 LOOP
-        next := (SELECT coalesce(max(x.slot), 0) + 1 FROM distributed_lock_holder x WHERE x.lock_key = key);
+        next := (SELECT max(x.slot) + 1 FROM distributed_lock x WHERE x.lock_key = key);
         IF n IS NOT NULL AND next > n THEN
             RETURN h;
         END IF;
-        INSERT INTO distributed_lock_holder AS s
-            (lock_key, slot, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
-        VALUES (key, next, owner, role, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        INSERT INTO distributed_lock AS s
+            (lock_key, slot, lock_mode, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
+        VALUES (key, next, distributed_lock_holder_mode(n), owner, role,
+                distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
                 coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
                 ts + distributed_lock_us(ttl_us))
         ON CONFLICT DO NOTHING
@@ -3405,17 +3457,18 @@ DECLARE
     joining boolean;
     stole boolean := false;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
-    joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
+    joining := r.lock_key IS NOT NULL AND distributed_lock_of_kind(r, n)
                AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
     IF r.lock_key IS NULL THEN
         PERFORM distributed_lock_create_free(key, '*', ttl_us);
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     ELSIF joining THEN
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     END IF;
     ts := distributed_lock_now();
     IF r.lock_key IS NULL THEN
@@ -3423,7 +3476,7 @@ BEGIN
         RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
-    IF r.lock_mode = 'exclusive' OR distributed_lock_open(r, ts) THEN
+    IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
         IF NOT distributed_lock_may_grant(r, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
@@ -3443,7 +3496,7 @@ BEGIN
         stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
-    ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
+    ELSIF NOT distributed_lock_of_kind(r, n) THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
         -- A refusal names the row, and the queue, as every refusal does.
@@ -3487,19 +3540,18 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     stole boolean := over.lock_key IS NOT NULL;
     r distributed_lock := over;
     key_permits integer := n;
     lock_mode text := mode;
 BEGIN
     -- owner's own running slot: a renewal, same token.
-    UPDATE distributed_lock_holder s SET
+    UPDATE distributed_lock s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND x.owner_id = owner AND x.owner_role = session_user
-                                    AND x.released_at IS NULL AND x.expires_at > ts
+    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock x
+                                  WHERE x.lock_key = key AND x.slot > 0 AND distributed_lock_held(x, owner, session_user, ts)
                                   LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING s.* INTO h;
     IF FOUND THEN
@@ -3509,8 +3561,8 @@ BEGIN
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
-            FROM distributed_lock_holder x
-            WHERE x.lock_key = key AND x.released_at IS NULL AND x.expires_at > ts
+            FROM distributed_lock x
+            WHERE x.lock_key = key AND x.slot > 0 AND distributed_lock_live(x, ts)
             ORDER BY x.expires_at LIMIT 1;
             outcome := CASE WHEN h.slot IS NULL THEN 'held' ELSE 'busy' END;
             remaining := expires_at - ts;
@@ -3521,7 +3573,7 @@ BEGIN
         -- The first holder of a group formed over a lease that ran out
         -- unreleased took the key from that lease's owner; its slot says so.
         IF stole THEN
-            UPDATE distributed_lock_holder s SET grant_kind = 'stolen', previous_owner = r.owner_id,
+            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = r.owner_id,
                 previous_token = r.fence_token
             WHERE s.lock_key = key AND s.slot = h.slot
             RETURNING s.* INTO h;
@@ -3563,26 +3615,25 @@ $$;
 -- holds. The row FOR SHARE: renewals run beside the holders' grants.
 -- Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_renew_holder(key text, owner text, token bigint, ttl_us bigint)
-RETURNS distributed_lock_holder
+RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     ts timestamptz;
 BEGIN
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
-    PERFORM 1 FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR SHARE;
+    PERFORM 1 FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
     FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN h; -- no such slot: nothing to judge
     END IF;
     ts := distributed_lock_now();
-    UPDATE distributed_lock_holder s SET
+    UPDATE distributed_lock s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
-      AND s.released_at IS NULL AND s.expires_at > ts
+    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND distributed_lock_held(s, owner, session_user, ts)
     RETURNING s.* INTO h;
     RETURN h;
 END $$;
@@ -3598,25 +3649,25 @@ END $$;
 -- Returns the slots it ended as it left them (a forced expiry's end is
 -- ts), in slot order. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text, ts timestamptz)
-RETURNS SETOF distributed_lock_holder
+RETURNS SETOF distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
     RETURN QUERY
     WITH ended AS (
-        SELECT s.lock_key, s.slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner AND s.owner_role = session_user)
+        SELECT s.lock_key, s.slot FROM distributed_lock s
+        WHERE s.lock_key = key AND s.slot > 0 AND (owner IS NULL OR s.owner_id = owner AND s.owner_role = session_user)
           AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
     ), upd AS (
-        UPDATE distributed_lock_holder s SET
+        UPDATE distributed_lock s SET
             released_at = CASE WHEN how = 'release' THEN ts END,
             expires_at = CASE WHEN how = 'expire' THEN least(s.expires_at, ts) ELSE s.expires_at END
         FROM ended e WHERE s.lock_key = e.lock_key AND s.slot = e.slot
@@ -3638,7 +3689,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF NOT distributed_lock_settle(key, ts)
-       AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.wake_until > ts) THEN
+       AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND l.wake_until > ts) THEN
         PERFORM distributed_lock_serve_holders(key, ts);
     END IF;
 END $$;
@@ -3650,15 +3701,15 @@ CREATE OR REPLACE FUNCTION distributed_lock_fence_holder(key text, owner text, t
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR SHARE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     RETURN coalesce((
         SELECT c.expires_at > c.ts
         FROM (SELECT k.expires_at, distributed_lock_now() AS ts
-              FROM (SELECT s.expires_at FROM distributed_lock_holder s
-                    WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token
+              FROM (SELECT s.expires_at FROM distributed_lock s
+                    WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token
                       AND s.released_at IS NULL AND s.owner_role = session_user
                     FOR SHARE) k
               OFFSET 0) c), false);
@@ -3681,7 +3732,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     r distributed_lock;
     ts timestamptz;
     ended integer := 0;
@@ -3691,7 +3742,7 @@ BEGIN
     -- The group's row before the force (the lock end_holders takes): when
     -- the force ends the group, a hand-off may grant the row to a waiter
     -- before this returns, and that lease is not the one forced.
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how, ts) LOOP
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
@@ -3744,7 +3795,7 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     kind text;
 BEGIN
     h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
@@ -3755,12 +3806,12 @@ BEGIN
     -- A slot granted as the group formed over a lease that ran out took the
     -- key from that lease's owner (the group's row names it): the slot
     -- says so, as the waiter's check reads it.
-    UPDATE distributed_lock_holder s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
+    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
         grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
         previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
         previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
     FROM distributed_lock l
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key AND l.slot = 0
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     kind := h.grant_kind;
@@ -3801,7 +3852,7 @@ DECLARE
     first bigint;
 BEGIN
     LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         -- FOR NO KEY UPDATE: it may stop here without serving the head,
         -- and a release beside this call passes over only a record locked
         -- FOR UPDATE (distributed_lock_lock_to_serve).
@@ -3809,14 +3860,14 @@ BEGIN
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
-        EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
         stole := false;
         IF distributed_lock_open(r, ts) THEN
             EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                                  coalesce(w.actor, w.owner_id), w.owner_role);
-        ELSIF r.lock_mode <> w.lock_mode OR r.permits IS DISTINCT FROM w.permits THEN
+        ELSIF NOT distributed_lock_group_of(r, w.lock_mode, w.permits) THEN
             EXIT;
         END IF;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
@@ -3836,20 +3887,19 @@ RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
     -- path is planned at every call, and every permit waiter calls it twice.
-    RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
-                    AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
+    RETURN coalesce(distributed_lock_of_kind(r, n) AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
                     AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
--- for a lease of key's running group (mode, permits n), and the group has
+-- for a lease of key's running group (of permits n), and the group has
 -- a permit free at ts: only then is there anyone to serve. Read without
 -- locking: a true answer is acted on under locks. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_head_has_room(key text, mode text, n integer, ts timestamptz)
+CREATE OR REPLACE FUNCTION distributed_lock_head_has_room(key text, n integer, ts timestamptz)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN coalesce((SELECT x.lock_mode = mode AND x.permits IS NOT DISTINCT FROM n AND x.group_id IS NULL
+    RETURN coalesce((SELECT distributed_lock_asks_for(x, n) AND x.group_id IS NULL
                      FROM distributed_lock_waiter x
                      WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
                      ORDER BY x.waiter_id LIMIT 1), false)
@@ -3897,8 +3947,9 @@ DECLARE
     joining boolean;
     locked record;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
     IF NOT joining THEN
@@ -3911,7 +3962,7 @@ BEGIN
         r := locked.r;
     END IF;
     IF joining THEN
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
         -- Judged again, with a now read after the wait for the row.
         ts := distributed_lock_now();
         IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, ts) THEN
@@ -3943,7 +3994,7 @@ BEGIN
         -- Joining a queue ahead of it, it would only be told 'queued'.
         EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
         IF NOT joining THEN
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
             -- Judged again, with a now read after the wait for the row.
             ts := distributed_lock_now();
         END IF;
@@ -3959,7 +4010,7 @@ BEGIN
         -- have taken it for share (a running group's), and asking for it
         -- for update now could deadlock with another caller doing the
         -- same. Without the row's lock, the call answers 'busy' below.
-        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key);
+        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
     END LOOP;
     IF r.lock_key IS NULL THEN
         owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
@@ -3982,15 +4033,16 @@ BEGIN
     -- this record yet): serve the head, which may be this record. Beside
     -- other enqueues, only when there is room for the head: serving locks
     -- the head's record, which would put them in line behind each other.
-    IF NOT joining OR distributed_lock_head_has_room(key, r.lock_mode, n, ts) THEN
+    IF NOT joining OR distributed_lock_head_has_room(key, n, ts) THEN
         PERFORM distributed_lock_serve_holders(key, ts);
     END IF;
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in
     -- a condition would be the column.)
-    UPDATE distributed_lock_holder s SET expires_at = ts + distributed_lock_us(ttl_us),
+    UPDATE distributed_lock s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.handed_to = distributed_lock_enqueue_shared.waiter_id AND s.released_at IS NULL
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_enqueue_shared.waiter_id
+      AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
     INTO owner_id, fence_token, expires_at, ttl, outcome;
     IF FOUND THEN
@@ -4059,12 +4111,12 @@ END $$;
 -- than 200 ms. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
-RETURNS distributed_lock_holder
+RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '200ms' AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
-    none distributed_lock_holder;
+    h distributed_lock;
+    none distributed_lock;
     ts timestamptz;
 BEGIN
     BEGIN
@@ -4073,15 +4125,15 @@ BEGIN
         -- is stamped with a now read after that wait.
         ts := distributed_lock_now();
         PERFORM 1 FROM distributed_lock l
-        WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+        WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
           AND l.expires_at = distributed_lock_group_end() AND l.wake_until > ts
         FOR SHARE;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001';
         END IF;
         ts := distributed_lock_now();
-        UPDATE distributed_lock_holder s SET released_at = ts
-        WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
+        UPDATE distributed_lock s SET released_at = ts
+        WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
           AND s.owner_role = session_user
         RETURNING s.* INTO h;
         IF NOT FOUND THEN
@@ -4093,8 +4145,8 @@ BEGIN
         END IF;
         IF distributed_lock_serve_beside(key, ts) IS NULL THEN
             -- Handed to nobody: another live holder keeps the group running.
-            PERFORM 1 FROM distributed_lock_holder x
-            WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
+            PERFORM 1 FROM distributed_lock x
+            WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)
             ORDER BY x.fence_token DESC LIMIT 1
             FOR SHARE SKIP LOCKED;
             IF NOT FOUND THEN
@@ -4195,7 +4247,7 @@ BEGIN
     -- Without waiting first: the subtransactions below only when needed.
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
-      AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+      AND distributed_lock_group_of(r, x.lock_mode, x.permits)
     FOR UPDATE SKIP LOCKED;
     IF FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id AND x.seen_until > ts) THEN
         RETURN w;
@@ -4214,7 +4266,7 @@ BEGIN
     BEGIN
         SELECT * INTO w FROM distributed_lock_waiter x
         WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
-          AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+          AND distributed_lock_group_of(r, x.lock_mode, x.permits)
         FOR UPDATE;
     EXCEPTION WHEN lock_not_available THEN
         w := NULL;
@@ -4239,7 +4291,7 @@ DECLARE
     after bigint;
     first bigint;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     LOOP
         -- A release frees one permit: once a semaphore is full again, the
         -- next record would be locked only to find no slot for it.
@@ -4254,12 +4306,11 @@ BEGIN
         LOOP
             SELECT x.waiter_id INTO candidate FROM distributed_lock_waiter x
             WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.waiter_id > after
-              AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+              AND x.group_id IS NULL AND distributed_lock_group_of(r, x.lock_mode, x.permits)
               AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
                               WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
                                 AND y.waiter_id < x.waiter_id
-                                AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
-                                     OR y.permits IS DISTINCT FROM r.permits))
+                                AND (y.group_id IS NOT NULL OR NOT distributed_lock_group_of(r, y.lock_mode, y.permits)))
             ORDER BY x.waiter_id LIMIT 1;
             EXIT WHEN NOT FOUND;
             -- Passed over when another release serves it.
@@ -4306,7 +4357,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
     r distributed_lock, owner text, seen_for_us bigint, ts timestamptz)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
+    RETURN coalesce(NOT distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
                     AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false)
         AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
                         WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
@@ -4321,8 +4372,8 @@ END $$;
 -- queue's releases hand off) and the key's queue lock is to be had at once
 -- (distributed_lock_try_queue_lock, let go again: the caller takes it), it
 -- returns beside true, holding nothing. Whether it may is the rule of the
--- lease it waits for (mode): an exclusive one's
--- (distributed_lock_lease_joinable), or for a shared lease or one of n
+-- lease it waits for (mode, as a waiter record's: NULL for the key
+-- itself): the key's (distributed_lock_lease_joinable), or for a shared lease or one of n
 -- permits, a running group's of that kind
 -- (distributed_lock_queue_joinable). Many waiters that come to a key at
 -- once then wait for the first one's commit together, instead of taking
@@ -4343,14 +4394,14 @@ BEGIN
     FOR attempt IN 1..3 LOOP
         BEGIN
             IF attempt < 3 THEN
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE NOWAIT;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE NOWAIT;
             ELSE
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
             END IF;
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             BEGIN
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
                 RAISE SQLSTATE 'LK002';
             EXCEPTION WHEN SQLSTATE 'LK002' THEN
                 NULL;
@@ -4358,8 +4409,8 @@ BEGIN
         END;
         -- Judged with a now read after that wait.
         ts := distributed_lock_now();
-        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, ts)
-                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, ts) END) THEN
+        IF (CASE WHEN distributed_lock_waits_for_group(mode) THEN distributed_lock_queue_joinable(r, n, seen_for_us, ts)
+                 ELSE distributed_lock_lease_joinable(r, owner, seen_for_us, ts) END) THEN
             BEGIN
                 IF distributed_lock_try_queue_lock(key) THEN
                     RAISE SQLSTATE 'LK002';
@@ -4396,7 +4447,7 @@ DECLARE
     r distributed_lock;
     ts timestamptz := distributed_lock_now();
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         RETURN;
     END IF;
@@ -4406,7 +4457,7 @@ BEGIN
     lock_key := key;
     -- Read again, for a release committed before the queue lock (which is
     -- taken without waiting: the same now judges it).
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         -- Released (or lapsed) meanwhile. Taking the row now, holding the
         -- queue lock, could deadlock with a release waiting for it.
@@ -4426,6 +4477,74 @@ BEGIN
         waiter_id := NULL;
     END IF;
 END $$;
+
+-- What readers see (ls, the console, `lockctl metrics`, the blocking view,
+-- completion, locker.Get): distributed_lock_state, one row per key judged
+-- by the rules at one reading of the clock, so that no reader restates
+-- them. `lockctl grant` gives every kind of role SELECT on the view and
+-- EXECUTE on the rules it uses (a view's functions run as its reader).
+
+-- distributed_lock_holders_end: the last expiry of key's holders'
+-- unreleased leases (its slots), NULL when it has none. PL/pgSQL, as
+-- queue_length: a subquery keeps an SQL function from being inlined.
+CREATE OR REPLACE FUNCTION distributed_lock_holders_end(key text)
+RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN (SELECT max(h.expires_at) FROM distributed_lock h
+            WHERE h.lock_key = key AND h.slot > 0 AND h.released_at IS NULL);
+END $$;
+
+-- distributed_lock_lease_end: when key row l's lease ends: its expires_at,
+-- or, for a running group's own lease, which ends only with the group, the
+-- last expiry of its holders' unreleased leases (its start when it has
+-- none): never the far future, which no client could take for a time
+-- left. Inlined: the holders are read for a running group's row alone.
+CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
+RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN distributed_lock_is_group(l) AND l.slot = 0 AND l.released_at IS NULL
+                THEN coalesce(distributed_lock_holders_end(l.lock_key), l.acquired_at)
+                ELSE l.expires_at END
+$$;
+
+-- distributed_lock_key_state: what key row l is at ts, as readers show it
+-- (locker.State): 'delayed' while its lock-delay runs, 'free' when
+-- released, 'expired' when its lease (a group's: every holder's) ran out
+-- unreleased, 'expiring' with less than a fifth of its TTL and under 10 s
+-- left (5 × remaining < ttl: exact in microseconds, where ttl / 5 would
+-- round; tested second, so a pass over many keys multiplies only for
+-- those under 10 s), else 'held'. Its lease's end is
+-- distributed_lock_lease_end's, written out at each use: an argument
+-- holding it, used more than once, would keep PostgreSQL from inlining
+-- this rule.
+CREATE OR REPLACE FUNCTION distributed_lock_key_state(l distributed_lock, ts timestamptz)
+RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
+                WHEN l.released_at IS NOT NULL THEN 'free'
+                WHEN distributed_lock_lease_end(l) <= ts THEN 'expired'
+                WHEN distributed_lock_lease_end(l) - ts < interval '10 seconds'
+                     AND (distributed_lock_lease_end(l) - ts) * 5 < l.ttl THEN 'expiring'
+                ELSE 'held' END
+$$;
+
+-- distributed_lock_state: every key (its row at slot 0) as the rules judge
+-- it at one reading of the clock (db_now): its lease's columns, expires_at
+-- its lease's end (a group's: its holders' last), remaining the time left
+-- of it (none once released), delay_until set only while its lock-delay
+-- runs, state (distributed_lock_key_state), and for a running group how
+-- many holders' leases are live (holders; NULL for a key held alone).
+CREATE OR REPLACE VIEW distributed_lock_state AS
+SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.grant_kind, l.owner_id, l.owner_role,
+       l.previous_owner, l.previous_token, l.fence_token, l.acquired_at,
+       distributed_lock_lease_end(l) AS expires_at, l.renew_count, l.renewed_at, l.released_at,
+       CASE WHEN distributed_lock_delayed(l, c.ts) THEN distributed_lock_delay_end(l) END AS delay_until,
+       l.handed_to, l.wake_until,
+       distributed_lock_key_state(l, c.ts) AS state,
+       CASE WHEN l.released_at IS NULL THEN distributed_lock_lease_end(l) - c.ts ELSE interval '0' END AS remaining,
+       CASE WHEN distributed_lock_is_group(l) AND NOT distributed_lock_open(l, c.ts)
+            THEN distributed_lock_live_holders(l.lock_key, c.ts) END AS holders,
+       c.ts AS db_now
+FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
+WHERE l.slot = 0;
 
 -- Every function above that pins a path (SET search_path FROM CURRENT) is
 -- pinned again, now that it exists, to pg_catalog first, then the lock
@@ -4458,6 +4577,8 @@ END $$;
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
+    distributed_lock_admit_owner(text),
+    distributed_lock_reserved(text),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),
@@ -4507,6 +4628,12 @@ REVOKE ALL ON FUNCTION
     distributed_lock_advance_epoch(),
     distributed_lock_next_token(),
     distributed_lock_draw_token(bigint),
+    distributed_lock_live(distributed_lock, timestamptz),
+    distributed_lock_is_group(distributed_lock),
+    distributed_lock_of_kind(distributed_lock, integer),
+    distributed_lock_waits_for_group(text),
+    distributed_lock_asks_for(distributed_lock_waiter, integer),
+    distributed_lock_group_of(distributed_lock, text, integer),
     distributed_lock_held(distributed_lock, text, text, timestamptz),
     distributed_lock_open(distributed_lock, timestamptz),
     distributed_lock_queue_live(text, timestamptz),
@@ -4534,13 +4661,15 @@ REVOKE ALL ON FUNCTION
     distributed_lock_fence_holder(text, text, bigint),
     distributed_lock_force_holders(text, bigint, text, text, text),
     distributed_lock_lease_end(distributed_lock),
+    distributed_lock_holders_end(text),
+    distributed_lock_key_state(distributed_lock, timestamptz),
     distributed_lock_holders_ended(text, timestamptz),
     distributed_lock_end_lapsed_group(text, timestamptz),
     distributed_lock_grant_slot(text, text, bigint, text, integer, jsonb, timestamptz, distributed_lock, text, jsonb, boolean),
     distributed_lock_grant_holder_waiter(distributed_lock_waiter, timestamptz, boolean),
     distributed_lock_serve_holders(text, timestamptz),
     distributed_lock_queue_joinable(distributed_lock, integer, bigint, timestamptz),
-    distributed_lock_head_has_room(text, text, integer, timestamptz),
+    distributed_lock_head_has_room(text, integer, timestamptz),
     distributed_lock_release_holder(text, text, bigint, boolean, text),
     distributed_lock_serve_beside(text, timestamptz),
     distributed_lock_lock_to_serve(bigint, distributed_lock, timestamptz),

@@ -66,13 +66,20 @@ func FuzzValidateKey(f *testing.F) {
 	})
 }
 
+// wantValidOwner is the owner rule: a valid name that is not the reserved
+// word "*", the owner of a shared or semaphore group's own lease.
+func wantValidOwner(s string) bool {
+	return wantValid(s) && s != "*"
+}
+
 func FuzzValidateOwner(f *testing.F) {
 	fuzzSeeds(f)
+	f.Add("*")
 	lk, db := fuzzLocker(f)
 	f.Fuzz(func(t *testing.T, owner string) {
 		err := lockdb.ValidateOwner(owner)
-		if (err == nil) != wantValid(owner) {
-			t.Fatalf("ValidateOwner(%q) = %v; want valid=%v", owner, err, wantValid(owner))
+		if (err == nil) != wantValidOwner(owner) {
+			t.Fatalf("ValidateOwner(%q) = %v; want valid=%v", owner, err, wantValidOwner(owner))
 		}
 		if err != nil {
 			if !errors.Is(err, locker.ErrInvalid) {

@@ -389,3 +389,45 @@ func TestBindingInFlightIsTrustedNoLongerThanTheSession(t *testing.T) {
 		t.Fatalf("the keepalive still trusts the lease after the session's expiry %v, which its binding may give it", at)
 	}
 }
+
+// A session keeps any lease: a shared holder's lease, bound by Keepalive,
+// ends with the session, and Close releases it, leaving the other holder's.
+func TestSessionKeepsASharedHoldersLease(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := testdb.New(t)
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
+	mine, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeShared}}, Owner: "r1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "reports", Mode: locker.ModeShared}}, Owner: "r2"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openSession(t, lk, db, "r1")
+	ka := s.Keepalive(ctx, mine)
+	if err := ka.Err(); err != nil {
+		t.Fatalf("binding a shared holder's lease: %v", err)
+	}
+	leaseEnd := func(l locker.Lease) (expires time.Time, released bool) {
+		t.Helper()
+		if err := db.QueryRow(ctx, `SELECT expires_at, released_at IS NOT NULL FROM distributed_lock
+WHERE lock_key = $1 AND fence_token = $2`, l.Key, l.Token).Scan(&expires, &released); err != nil {
+			t.Fatal(err)
+		}
+		return expires, released
+	}
+	if end, _ := leaseEnd(mine); !end.Equal(sessionExpiry(t, db, s.ID())) {
+		t.Errorf("the bound lease ends at %v; want the session's %v", end, sessionExpiry(t, db, s.ID()))
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, released := leaseEnd(mine); !released {
+		t.Error("Close left the bound holder's lease running")
+	}
+	if _, released := leaseEnd(theirs); released {
+		t.Error("Close released the other holder's lease")
+	}
+}

@@ -204,7 +204,7 @@ func TestSemaphoreUnderContention(t *testing.T) {
 		t.Errorf("%d held a %d-permit semaphore at once", most, permits)
 	}
 	var over int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM distributed_lock_holder WHERE lock_key = 'sem' AND slot > $1`, permits).Scan(&over); err != nil || over != 0 {
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM distributed_lock WHERE lock_key = 'sem' AND slot > $1`, permits).Scan(&over); err != nil || over != 0 {
 		t.Errorf("slots beyond the permits: %d (%v)", over, err)
 	}
 }

@@ -95,9 +95,10 @@ func scanGrant(row pgx.Row) (g Grant, found bool, err error) {
 	return g, true, nil
 }
 
-// getSQL reads one lock row with remaining time from the database clock.
+// getSQL reads one key from the readers' view, its remaining time from the
+// database clock.
 const getSQL = `SELECT ` + LockColumns + `
-FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
+FROM distributed_lock_state l
 WHERE l.lock_key = $1`
 
 // Get reads key's lock row into a Row: lockdb.LockInfo, whose fields are

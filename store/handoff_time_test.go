@@ -79,8 +79,8 @@ func TestPermitHandedAfterWaitingForTheRecordStartsWhenHanded(t *testing.T) {
 		t.Fatalf("release: %v", err)
 	}
 	var expires time.Time
-	if err := db.QueryRow(ctx, `SELECT expires_at FROM distributed_lock_holder
-		WHERE lock_key = 'pool' AND owner_id = 'next' AND released_at IS NULL`).Scan(&expires); err != nil {
+	if err := db.QueryRow(ctx, `SELECT expires_at FROM distributed_lock
+		WHERE lock_key = 'pool' AND slot > 0 AND owner_id = 'next' AND released_at IS NULL`).Scan(&expires); err != nil {
 		t.Fatalf("the waiter's slot: %v", err)
 	}
 	if earliest := freedAt.Add(testClaimWindow); expires.Before(earliest) {

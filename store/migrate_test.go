@@ -80,7 +80,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_queue_lock": true, "distributed_lock_try_queue_lock": true,
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
-	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true,
+	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true, "distributed_lock_admit_owner": true,
 }
 
 // boundedWaits are the settings internal functions that wait for a lock
@@ -94,8 +94,10 @@ var boundedWaits = map[string]string{
 // token draw, and a group's end and live holders in 11_shared.sql),
 // inlined into the statements that use them where PostgreSQL can.
 var ruleFunctions = map[string]bool{
-	"distributed_lock_timeline": true, "distributed_lock_draw_token": true,
-	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_queue_live": true,
+	"distributed_lock_timeline": true, "distributed_lock_draw_token": true, "distributed_lock_reserved": true,
+	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_live": true,
+	"distributed_lock_is_group": true, "distributed_lock_of_kind": true, "distributed_lock_waits_for_group": true,
+	"distributed_lock_asks_for": true, "distributed_lock_group_of": true, "distributed_lock_queue_live": true,
 	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
@@ -103,6 +105,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,
 	"distributed_lock_lease_end":    true, "distributed_lock_us": true,
+	"distributed_lock_holders_end": true, "distributed_lock_key_state": true,
 	"distributed_lock_now": true,
 }
 

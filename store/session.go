@@ -166,12 +166,13 @@ type SessionInfo struct {
 }
 
 // listSessionsSQL reads every session, oldest first, with how many of its
-// bindings are running leases, timed by the database's clock.
+// bindings are running leases (distributed_lock_live, the one liveness
+// rule), timed by the database's clock.
 const listSessionsSQL = `
 SELECT s.session_id, s.owner_id, s.host, s.pid, s.metadata, s.ttl, s.opened_at, s.renewed_at, s.expires_at,
        (SELECT count(*) FROM distributed_lock_session_lease b
         JOIN distributed_lock l ON l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-        WHERE b.session_id = s.session_id AND l.released_at IS NULL AND l.expires_at > c.now)::int,
+        WHERE b.session_id = s.session_id AND distributed_lock_live(l, c.now))::int,
        greatest(s.expires_at - c.now, interval '0')
 FROM distributed_lock_session s, (SELECT distributed_lock_now() AS now) c
 ORDER BY s.session_id`

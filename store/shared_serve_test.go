@@ -118,7 +118,7 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 	}
 	releasing := testdb.ExecBlocked(t, db, `SELECT distributed_lock_release('pool', 'h1', $1)`, first.Token) // for the queue lock
 	// The enqueue now waits for the release's slot: a cycle.
-	if _, err := enqueue.Exec(ctx, `SELECT 1 FROM distributed_lock_holder WHERE lock_key = 'pool' AND owner_id = 'h1' FOR UPDATE`); err != nil {
+	if _, err := enqueue.Exec(ctx, `SELECT 1 FROM distributed_lock WHERE lock_key = 'pool' AND slot > 0 AND owner_id = 'h1' FOR UPDATE`); err != nil {
 		t.Fatalf("the enqueue's wait: %v", err)
 	}
 	if err := enqueue.Commit(ctx); err != nil {
@@ -131,7 +131,7 @@ func TestReleaseBesideWaitingInACycleEndsItsLeaseUnderTheRow(t *testing.T) {
 	var released bool
 	if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE released_at IS NULL AND expires_at > now()),
 		       bool_or(owner_id = 'h1' AND fence_token = $1 AND released_at IS NOT NULL)
-		FROM distributed_lock_holder WHERE lock_key = 'pool'`, first.Token).Scan(&holders, &released); err != nil {
+		FROM distributed_lock WHERE lock_key = 'pool' AND slot > 0`, first.Token).Scan(&holders, &released); err != nil {
 		t.Fatal(err)
 	}
 	if !released || holders != 1 {

@@ -20,13 +20,12 @@ import (
 // holderSampleEvery spaces the samples: about a hundred a second.
 const holderSampleEvery = 10 * time.Millisecond
 
-// holdersSQL is the most leases any of the keys has now. A key whose row
-// is a group's (shared or semaphore) counts its live slots, even once the
-// group ended (then none); an exclusive row counts its lease while it runs.
+// holdersSQL is the most leases any of the keys has now, as the readers'
+// view counts them: a running group's live holders, or a key held alone
+// while its lease runs.
 const holdersSQL = `
-SELECT coalesce(max(CASE WHEN l.lock_mode = 'exclusive' THEN (NOT distributed_lock_open(l, c.ts))::int
-                         ELSE distributed_lock_live_holders(l.lock_key, c.ts) END), 0)
-FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
+SELECT coalesce(max(coalesce(l.holders, (l.state IN ('held', 'expiring'))::int)), 0)
+FROM distributed_lock_state l
 WHERE l.lock_key = ANY($1)`
 
 // holderSampling is one series' sampler at work.

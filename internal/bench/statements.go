@@ -95,7 +95,7 @@ WITH gate AS MATERIALIZED (
            $3::bigint * interval '1 microsecond', clock_timestamp(),
            coalesce($4::jsonb, '{}')
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = $1)
-    ON CONFLICT (lock_key) DO NOTHING
+    ON CONFLICT (lock_key, slot) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.renew_count,
               l.grant_kind, l.previous_owner, l.previous_token
 ), granted AS (

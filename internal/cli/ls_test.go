@@ -8,6 +8,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // lsRow is one element of `ls --json`.
@@ -232,5 +236,21 @@ func TestLsWatch(t *testing.T) {
 	}
 	if r := text.wait(); r.code != 0 || strings.Contains(r.stdout, "\x1b") {
 		t.Fatalf("%s\nwant exit 0 and no screen clearing on a pipe", r)
+	}
+}
+
+// A shared key whose holders' leases ran out is listed by the state it is
+// shown in: expired, not held (#39 bug 1).
+func TestLsStateOfALapsedGroup(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	d.json(0, "acquire", "s", "--shared", "--owner", "r1", "--ttl", "1s")
+	d.json(0, "acquire", "s", "--shared", "--owner", "r2", "--ttl", "1s")
+	d.onConn(func(conn *pgx.Conn) { testdb.Clock(t, conn).Advance(2 * time.Second) })
+	if got := lsKeys(t, d, "--state", "held"); got != "" {
+		t.Errorf("ls --state held lists %q; want nothing: s's holders' leases ran out", got)
+	}
+	if got := lsKeys(t, d, "--state", "expired"); got != "s" {
+		t.Errorf("ls --state expired lists %q; want s", got)
 	}
 }

@@ -63,9 +63,7 @@ const releaseTimeout = 5 * time.Second
 
 // Run takes opts.Key, or every key of opts.Keys all or none (waiting up to
 // opts.Wait), runs opts.Command while a session (locker.Session) keeps the
-// leases with one heartbeat per interval (a shared or permit lease: a
-// Keepalive of its own, see keepLeases),
-// releases them when the command ends and returns the command's exit
+// leases with one heartbeat per interval (keepLeases), releases them when the command ends and returns the command's exit
 // status (128+signal if a signal ended it).
 //
 // The command gets LOCKCTL_KEY, LOCKCTL_OWNER and LOCKCTL_TOKEN (the fencing
@@ -107,7 +105,7 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		return interruptedCode(ctx)
 	}
 
-	keep, closeKeeper, err := keepLeases(bg, lk, pool, leases, opts.holder())
+	keep, closeKeeper, err := keepLeases(bg, lk, pool, leases)
 	if err != nil {
 		release()
 		return env.Fail(err)

@@ -48,6 +48,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"acquire", "k", "--wait", "soon"}, `invalid --wait "soon"`},
 		{[]string{"acquire", "k", "--wait", "-5s"}, `invalid --wait "-5s": must not be negative`},
 		{[]string{"acquire", "k", "--owner", ""}, `invalid --owner "": invalid owner id: owner is empty`},
+		{[]string{"acquire", "k", "--owner", "*"}, `invalid --owner "*": invalid owner id: an owner id may not be a reserved word ("*")`},
 		{[]string{"acquire", long}, `invalid KEY: invalid lock key: key is 300 bytes, more than 255`},
 		{[]string{"acquire", "k", "--owner", long}, `invalid --owner`},
 		{[]string{"acquire", "k", "--json=maybe"}, `invalid --json "maybe"`},

@@ -95,14 +95,14 @@ func (in *injector) deadSetWaiter(ctx context.Context, p store.QueueParams) (boo
 // liveQueueSQL finds a key whose release would hand off: one with live
 // waiters that some worker holds.
 const liveQueueSQL = `
-SELECT w.lock_key FROM distributed_lock_waiter w JOIN distributed_lock l USING (lock_key)
-WHERE w.seen_until > distributed_lock_now() AND l.released_at IS NULL AND l.expires_at > distributed_lock_now()
+SELECT w.lock_key FROM distributed_lock_waiter w JOIN distributed_lock_state l USING (lock_key)
+WHERE w.seen_until > l.db_now AND l.state IN ('held', 'expiring')
 LIMIT 1`
 
 // shareRowSQL holds a key's row against its release (and renewals) but not
 // against its holder's fenced writes (distributed_lock_fence locks the row
 // FOR SHARE too), so the holder gets through its writes to the release.
-const shareRowSQL = `SELECT 1 FROM distributed_lock WHERE lock_key = $1 FOR SHARE`
+const shareRowSQL = `SELECT 1 FROM distributed_lock WHERE lock_key = $1 AND slot = 0 FOR SHARE`
 
 // restartMidHandOff holds a queued key's row so that its holder's release
 // (and hand-off) waits for it, and crashes the server once it does.

@@ -97,5 +97,7 @@ const (
 )
 
 // GroupOwner is the owner_id of a shared or semaphore key's lock row while
-// its holders hold it: the row is the group's, nobody's own lease.
+// its holders hold it: the row is the group's, nobody's own lease. It is a
+// reserved word: no caller may name it as an owner (ValidateOwner,
+// distributed_lock_reserved).
 const GroupOwner = "*"

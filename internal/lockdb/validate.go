@@ -53,8 +53,14 @@ func ValidateKey(key string) error {
 	return validateText(errInvalidKey, "key", key, MaxKeyBytes)
 }
 
-// ValidateOwner applies the key rules to an owner id.
+// ValidateOwner applies the key rules to an owner id, which may also not be
+// a reserved word: "*" is the owner of a shared or semaphore group's own
+// lease (LockInfo.Owner of such a key), and no caller's lease may pass for
+// it. The database refuses it too (distributed_lock_reserved).
 func ValidateOwner(owner string) error {
+	if owner == GroupOwner {
+		return fmt.Errorf("%w: an owner id may not be a reserved word (%q)", errInvalidOwner, owner)
+	}
 	return validateText(errInvalidOwner, "owner", owner, MaxOwnerBytes)
 }
 

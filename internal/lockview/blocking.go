@@ -53,9 +53,7 @@ type blockingRow struct {
 	Key        string        `db:"lock_key"`
 	Waited     time.Duration `db:"waited"`
 	Owner      *string       `db:"owner_id"`
-	Released   *bool         `db:"released"`
-	Remaining  time.Duration `db:"remaining"`
-	TTL        time.Duration `db:"ttl"`
+	State      *string       `db:"state"` // distributed_lock_state's
 	DBNow      time.Time     `db:"db_now"`
 	HasLockRow bool          `db:"has_row"`
 }
@@ -73,13 +71,10 @@ w AS (
     GROUP BY w.owner_id, w.lock_key
     ORDER BY since, w.owner_id, w.lock_key
     LIMIT $1)
-SELECT w.waiter, w.lock_key, c.ts - w.since AS waited,
-       l.owner_id, l.released_at IS NOT NULL AS released,
-       coalesce(l.expires_at - c.ts, interval '0') AS remaining,
-       coalesce(l.ttl, interval '0') AS ttl,
-       c.ts AS db_now, l.lock_key IS NOT NULL AS has_row
+SELECT w.waiter, w.lock_key, c.ts - w.since AS waited, l.owner_id, l.state, c.ts AS db_now,
+       l.lock_key IS NOT NULL AS has_row
 FROM w CROSS JOIN c
-LEFT JOIN distributed_lock l ON l.lock_key = w.lock_key
+LEFT JOIN distributed_lock_state l ON l.lock_key = w.lock_key
 ORDER BY w.since, w.waiter, w.lock_key`
 
 // ReadBlocking reads every live wait (up to MaxBlockingWaits) in one
@@ -104,20 +99,16 @@ func ReadBlocking(ctx context.Context, db store.DBTX) (Blocking, error) {
 	return b, nil
 }
 
-// wait says who holds the row's key: its owner while the lease is held
-// (lockdb.LockInfo.State decides, as everywhere else).
+// wait says who holds the row's key: its owner while the key is held (the
+// readers' view decides, as everywhere else).
 func (r blockingRow) wait() Wait {
 	w := Wait{Waiter: r.Waiter, Key: r.Key, Waited: r.Waited, WaitingMS: r.Waited.Milliseconds(), Holders: []string{}}
-	if !r.HasLockRow || r.Owner == nil {
+	if !r.HasLockRow || r.Owner == nil || r.State == nil {
 		return w
 	}
-	l := lockdb.LockInfo{Owner: *r.Owner, Remaining: r.Remaining, TTL: r.TTL}
-	if r.Released != nil && *r.Released {
-		l.ReleasedAt = &r.DBNow
-	}
-	switch st := l.State(); st {
+	switch st := lockdb.State(*r.State); st {
 	case lockdb.StateHeld, lockdb.StateExpiring:
-		w.Holders = []string{l.Owner}
+		w.Holders = []string{*r.Owner}
 	default:
 		w.KeyState = st
 	}

@@ -31,8 +31,8 @@ const forcedHoldersSQL = `
 SELECT (SELECT count(*) FROM distributed_lock_event e
         WHERE e.lock_key = $1 AND e.kind = $3 AND e.xmin = pg_current_xact_id()::xid) AS ended,
        coalesce(bool_or(h.fence_token = $2), false) AS holder,
-       count(*) FILTER (WHERE h.released_at IS NULL AND h.expires_at > distributed_lock_now()) AS running
-FROM distributed_lock_holder h WHERE h.lock_key = $1`
+       count(*) FILTER (WHERE distributed_lock_live(h, c.ts)) AS running
+FROM distributed_lock h, (SELECT distributed_lock_now() AS ts) c WHERE h.lock_key = $1 AND h.slot > 0`
 
 // ReadForcedHolders reads, in tx, the transaction that has just forced
 // token of key (ForceExpire or ForceRelease, whose event kind is kind),

@@ -8,14 +8,13 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// heldKeysSQL reads, in key order, the keys whose lease is live (not
-// released, not past expires_at: lockdb.LockInfo.State's held and expiring)
-// that start with $1. In key order through the primary key, it stops after
-// $2 rows whatever the size of the table.
+// heldKeysSQL reads, in key order, the keys held or expiring
+// (distributed_lock_state) that start with $1. In key order through the
+// primary key, it stops after $2 rows whatever the size of the table.
 const heldKeysSQL = `
 SELECT l.lock_key
-FROM distributed_lock l
-WHERE starts_with(l.lock_key, $1) AND l.released_at IS NULL AND l.expires_at > distributed_lock_now()
+FROM distributed_lock_state l
+WHERE starts_with(l.lock_key, $1) AND l.state IN ('held', 'expiring')
 ORDER BY l.lock_key
 LIMIT $2`
 
@@ -29,8 +28,8 @@ func HeldKeys(ctx context.Context, db store.DBTX, prefix string, limit int) ([]s
 // (lockdb.StateDelayed) that start with $1, at most $2 of them.
 const delayedKeysSQL = `
 SELECT l.lock_key
-FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
-WHERE starts_with(l.lock_key, $1) AND (` + store.DelayUntilColumn + `) IS NOT NULL
+FROM distributed_lock_state l
+WHERE starts_with(l.lock_key, $1) AND l.state = 'delayed'
 ORDER BY l.lock_key
 LIMIT $2`
 

@@ -8,9 +8,9 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// Holder is one lease of a shared or semaphore key: a slot of
-// distributed_lock_holder (store/sql/functions/11_shared.sql), with its own
-// owner, token and expiry.
+// Holder is one lease of a shared or semaphore key: a row of the key at a
+// slot above 0 (store/sql/functions/11_shared.sql), with its own owner,
+// token and expiry.
 type Holder struct {
 	Key        string        `db:"lock_key"`
 	Slot       int32         `db:"slot"`
@@ -24,12 +24,13 @@ type Holder struct {
 }
 
 // holdersSQL reads the running leases of the keys $1, by key and slot. A
-// slot whose lease was released or ran out holds nothing, and is left out.
+// slot whose lease was released or ran out holds nothing, and is left out
+// (distributed_lock_live, the one liveness rule).
 const holdersSQL = `
 SELECT h.lock_key, h.slot, h.owner_id, h.fence_token, h.acquired_at, h.expires_at, h.ttl,
        h.expires_at - c.ts AS remaining
-FROM distributed_lock_holder h, (SELECT distributed_lock_now() AS ts) c
-WHERE h.lock_key = ANY($1) AND h.released_at IS NULL AND h.expires_at > c.ts
+FROM distributed_lock h, (SELECT distributed_lock_now() AS ts) c
+WHERE h.lock_key = ANY($1) AND h.slot > 0 AND distributed_lock_live(h, c.ts)
 ORDER BY h.lock_key, h.slot`
 
 // HoldersOf reads the running leases of the holders of keys (shared and

@@ -153,6 +153,13 @@ func likePattern(filter string) string {
 // matchCond is the filter; $2 is likePattern's result ("" matches all).
 const matchCond = `($2 = '' OR l.lock_key ILIKE $2 OR l.owner_id ILIKE $2)`
 
+// keyMatch is matchCond over the lock table itself (distributed_lock l),
+// whose rows are leases: a key's own row is at slot 0, its other rows are
+// its holders' (store/sql/migrations). The orders read the table, whose
+// columns an operator's index may be built on; the rows shown come from
+// the readers' view (windowTail).
+const keyMatch = `l.slot = 0 AND ` + matchCond
+
 // liveWaitersCTE aggregates live waiters per key. The waiter table is small
 // (one row per blocked Acquire), so reading all of it is cheap.
 const liveWaitersCTE = `w AS (
@@ -172,7 +179,7 @@ const anchorSQL = `
 WITH ` + liveWaitersCTE + `
 SELECT ` + anchorColumns + `
 FROM distributed_lock l LEFT JOIN w ON w.lock_key = l.lock_key
-WHERE l.lock_key = $1 AND ` + matchCond
+WHERE l.lock_key = $1 AND ` + keyMatch
 
 type anchorRow struct {
 	Key        string     `db:"lock_key"`

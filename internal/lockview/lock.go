@@ -22,14 +22,15 @@ type Lock struct {
 	HeldFor time.Duration `db:"held_for"`
 }
 
-// lockColumns selects a Lock: store.LockColumns and the listing's own
-// columns, from the same clock reading c(ts).
+// lockColumns selects a Lock from the readers' view l
+// (distributed_lock_state): store.LockColumns and the listing's own
+// columns, from the same clock reading.
 const lockColumns = store.LockColumns + `,
-	l.grant_kind, l.previous_owner, l.previous_token, c.ts - l.acquired_at AS held_for`
+	l.grant_kind, l.previous_owner, l.previous_token, l.db_now - l.acquired_at AS held_for`
 
 // getSQL reads one key's Lock.
 const getSQL = `SELECT ` + lockColumns + `
-FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
+FROM distributed_lock_state l
 WHERE l.lock_key = $1`
 
 // Get reads key's Lock: the console's detail page of a key outside the

@@ -27,29 +27,27 @@ type Gauges struct {
 	LongestWait time.Duration `db:"longest_wait"`
 }
 
-// gaugesSQL counts the table by state and reads the oldest grant and the
-// longest wait. The expiring rule is lockdb.LockInfo.State's; a row in its
-// lock-delay counts as delayed only.
+// gaugesSQL counts the keys by state, as the readers' view shows them
+// (distributed_lock_state; a key in its lock-delay counts as delayed only),
+// and reads the oldest live grant and the longest wait, at one reading of
+// the clock: the view's, or the waiter table's own when there is no key.
 const gaugesSQL = `
-WITH c AS (SELECT distributed_lock_now() AS ts),
+WITH s AS (SELECT l.state, l.acquired_at, l.db_now FROM distributed_lock_state l OFFSET 0),
+c AS (SELECT coalesce((SELECT max(s.db_now) FROM s), distributed_lock_now()) AS ts),
 w AS (
     SELECT count(*) AS n, count(DISTINCT w.lock_key) AS keys, min(w.waiting_since) AS since
     FROM distributed_lock_waiter w WHERE w.seen_until > (SELECT ts FROM c))
 SELECT
-    count(l.lock_key) FILTER (WHERE l.released_at IS NULL AND l.expires_at > c.ts
-        AND NOT (l.expires_at < c.ts + interval '10 seconds' AND l.expires_at - c.ts < l.ttl / 5)) AS held,
-    count(l.lock_key) FILTER (WHERE l.released_at IS NULL AND l.expires_at > c.ts
-        AND l.expires_at < c.ts + interval '10 seconds' AND l.expires_at - c.ts < l.ttl / 5) AS expiring,
-    count(l.lock_key) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= c.ts
-        AND (` + store.DelayUntilColumn + `) IS NULL) AS expired,
-    count(l.lock_key) FILTER (WHERE (` + store.DelayUntilColumn + `) IS NOT NULL) AS delayed,
-    count(l.lock_key) FILTER (WHERE l.released_at IS NOT NULL AND (` + store.DelayUntilColumn + `) IS NULL) AS free,
-    coalesce(max(c.ts - l.acquired_at) FILTER (WHERE l.released_at IS NULL AND l.expires_at > c.ts),
-        interval '0') AS oldest_held,
+    count(s.state) FILTER (WHERE s.state = 'held') AS held,
+    count(s.state) FILTER (WHERE s.state = 'expiring') AS expiring,
+    count(s.state) FILTER (WHERE s.state = 'expired') AS expired,
+    count(s.state) FILTER (WHERE s.state = 'delayed') AS delayed,
+    count(s.state) FILTER (WHERE s.state = 'free') AS free,
+    coalesce(max(c.ts - s.acquired_at) FILTER (WHERE s.state IN ('held', 'expiring')), interval '0') AS oldest_held,
     (SELECT n FROM w) AS waiters,
     (SELECT keys FROM w) AS waited_keys,
     coalesce(c.ts - (SELECT since FROM w), interval '0') AS longest_wait
-FROM c LEFT JOIN distributed_lock l ON true
+FROM c LEFT JOIN s ON true
 GROUP BY c.ts`
 
 // ReadGauges reads Gauges in one pass over the lock table (and the small

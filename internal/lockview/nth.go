@@ -15,14 +15,14 @@ const nthHead = `
 WITH ` + liveWaitersCTE + `
 SELECT ` + anchorColumns + `
 FROM distributed_lock l LEFT JOIN w ON w.lock_key = l.lock_key
-WHERE ` + matchCond
+WHERE ` + keyMatch
 
 // nthWaitedSQL: position within the keys that have live waiters.
 const nthWaitedSQL = `
 WITH ` + liveWaitersCTE + `
 SELECT ` + anchorColumns + `
 FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
-WHERE ` + matchCond + `
+WHERE ` + keyMatch + `
 ORDER BY w.n DESC, w.since, l.lock_key OFFSET $1 LIMIT 1`
 
 // nthUnwaitedSQL: position within the keys without live waiters.
@@ -30,7 +30,7 @@ const nthUnwaitedSQL = `
 WITH ` + liveWaitersCTE + `
 SELECT l.lock_key, l.expires_at, l.released_at, l.fence_token, l.acquired_at, 0::bigint AS n, NULL::timestamptz AS since
 FROM distributed_lock l
-WHERE ` + matchCond + ` AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
+WHERE ` + keyMatch + ` AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
 ORDER BY l.lock_key OFFSET $1 LIMIT 1`
 
 // nthSQL and nthLastSQL read the row at a position by key and in each

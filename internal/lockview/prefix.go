@@ -17,30 +17,19 @@ type LockFilter struct {
 	States []lockdb.State
 }
 
-// stateSQL is a row's lockdb.State over lock row l and clock reading c(ts),
-// by the rule of lockdb.LockInfo.State: delayed while delay_until (as read)
-// is set, Remaining is l.expires_at - c.ts, and "less than a fifth of the
-// TTL" is written as 5 × remaining < ttl, which is exact in microseconds
-// where ttl / 5 would round.
-const stateSQL = `(CASE
-    WHEN (` + store.DelayUntilColumn + `) IS NOT NULL THEN 'delayed'
-    WHEN l.released_at IS NOT NULL THEN 'free'
-    WHEN l.expires_at <= c.ts THEN 'expired'
-    WHEN (l.expires_at - c.ts) * 5 < l.ttl AND l.expires_at - c.ts < interval '10 seconds' THEN 'expiring'
-    ELSE 'held' END)`
-
-// eachLockSQL reads the lock rows that pass a LockFilter, ordered by key,
-// with one reading of the protocol's clock, so the remaining times and states of
-// all rows are measured at the same instant. $1 is the prefix, $2 the
-// states (NULL: all). Both filters run in the server, so rows that do not
+// eachLockSQL reads the keys that pass a LockFilter from the readers' view
+// (distributed_lock_state), ordered by key, at one reading of the clock,
+// so the remaining times and states of all rows are measured at the same
+// instant, and the state filtered on is the one shown. $1 is the prefix,
+// $2 the states (NULL: all). Both filters run in the server, so rows that do not
 // pass are never sent. starts_with needs no escaping of % and _, unlike
 // LIKE; with the prefix bound, the planner folds the empty-prefix test away
 // and reads the prefix as a range of an index on lock_key where the
 // collation allows one (docs/operations.md, "Large tables").
 const eachLockSQL = `SELECT ` + lockColumns + `
-FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
+FROM distributed_lock_state l
 WHERE ($1 = '' OR starts_with(l.lock_key, $1))
-  AND ($2::text[] IS NULL OR ` + stateSQL + ` = ANY ($2::text[]))
+  AND ($2::text[] IS NULL OR l.state = ANY ($2::text[]))
 ORDER BY l.lock_key`
 
 // EachLock calls fn with each lock row that passes f, in key order, as the

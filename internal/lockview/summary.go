@@ -2,7 +2,6 @@ package lockview
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/lockctl/lockctl/store"
@@ -23,7 +22,7 @@ const pollSQL = `
 WITH ` + liveWaitersCTE + `,
 seg_a AS (
     SELECT l.lock_key, w.n, w.since FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
-    WHERE ` + matchCond + `)
+    WHERE ` + keyMatch + `)
 SELECT
     (SELECT count(*) FROM seg_a) AS matching_waited,
     (SELECT count(*) FROM seg_a g WHERE g.lock_key < $1::text) AS waited_key_rank,
@@ -59,9 +58,7 @@ func pollArgs(a *anchorRow, pattern string) []any {
 // the anchor's rank: the matching rows that sort before it. There is one
 // statement per order so that the rank's condition is fixed when the
 // statement is planned: under a generic plan a CASE on the order would be
-// evaluated for every row. Each count is a plain comparison per row; the
-// clock is read once (CTE c), and the multiplication in "expiring" is
-// reached only by rows with under 10 s left. For the waiters order the pass
+// evaluated for every row. The clock is read once (CTE c). For the waiters order the pass
 // counts keys before the anchor's, and the waiter table corrects for waited
 // keys (pollSQL).
 //
@@ -75,28 +72,28 @@ var countSQL = map[Sort]string{
 	SortWaiters: countWithRank(`l.lock_key < $1::text`),
 }
 
-// countDelayed is a row in its lock-delay (store.DelayUntilColumn) as the
-// count statement reads its clock.
-var countDelayed = `((` + strings.ReplaceAll(store.DelayUntilColumn, "c.ts", "(SELECT ts FROM c)") + `) IS NOT NULL)`
-
 // countWithRank is the count statement counting rows before the anchor
-// with rankCond. It joins constants only.
+// with rankCond. Each key's state is the readers' rule's
+// (distributed_lock_key_state, as distributed_lock_state shows it),
+// worked out once per row in a subquery that OFFSET 0 keeps apart: merged
+// into the counts, its expression would be evaluated once per count. The
+// rank reads the table's own columns, as the orders do. It joins
+// constants only.
 func countWithRank(rankCond string) string {
 	return `
 WITH c AS (SELECT distributed_lock_now() AS ts)
 SELECT
     count(*) AS total,
-    count(*) - count(*) FILTER (WHERE l.released_at IS NOT NULL OR l.expires_at <= (SELECT ts FROM c)) AS held,
-    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at > (SELECT ts FROM c)
-        AND l.expires_at < (SELECT ts FROM c) + interval '10 seconds'
-        AND (l.expires_at - (SELECT ts FROM c)) * 5 < l.ttl) AS expiring,
-    count(*) FILTER (WHERE l.released_at IS NULL AND l.expires_at <= (SELECT ts FROM c) AND NOT ` + countDelayed + `) AS expired,
-    count(*) FILTER (WHERE ` + countDelayed + `) AS delayed,
-    count(*) FILTER (WHERE l.released_at IS NOT NULL AND NOT ` + countDelayed + `) AS free,
-    count(*) FILTER (WHERE ` + matchCond + `) AS matching,
-    count(*) FILTER (WHERE ` + matchCond + ` AND ` + rankCond + `) AS scan_rank,
+    count(*) FILTER (WHERE s.state IN ('held', 'expiring')) AS held,
+    count(*) FILTER (WHERE s.state = 'expiring') AS expiring,
+    count(*) FILTER (WHERE s.state = 'expired') AS expired,
+    count(*) FILTER (WHERE s.state = 'delayed') AS delayed,
+    count(*) FILTER (WHERE s.state = 'free') AS free,
+    count(*) FILTER (WHERE s.matching) AS matching,
+    count(*) FILTER (WHERE s.matching AND s.ranked) AS scan_rank,
     (SELECT ts FROM c) AS taken_at
-FROM distributed_lock l`
+FROM (SELECT distributed_lock_key_state(l, c.ts) AS state, ` + matchCond + ` AS matching, ` + rankCond + ` AS ranked
+      FROM distributed_lock l CROSS JOIN c WHERE l.slot = 0 OFFSET 0) s`
 }
 
 type countRow struct {

@@ -5,18 +5,18 @@ import "github.com/jackc/pgx/v5/pgtype"
 // windowColumns selects a ListedLock plus the row's place in the window:
 // side 0 is before the anchor, 1 from it on; pos counts away from the anchor.
 const windowColumns = lockColumns + `,
-	coalesce(wt.n, 0) AS waiters, coalesce(c.ts - wt.since, interval '0') AS oldest_wait,
+	coalesce(wt.n, 0) AS waiters, coalesce(l.db_now - wt.since, interval '0') AS oldest_wait,
 	wt.since AS oldest_since, x.side, x.pos`
 
 // windowTail joins the window's rows (CTE x, holding lock_key, side, pos) to
-// their full row and live waiters: a lookup per window row, never a scan.
+// their keys in the readers' view and their live waiters: a lookup per
+// window row, never a scan.
 const windowTail = `
 SELECT ` + windowColumns + `
-FROM x JOIN distributed_lock l ON l.lock_key = x.lock_key
-CROSS JOIN (SELECT distributed_lock_now() AS ts) c
+FROM x JOIN distributed_lock_state l ON l.lock_key = x.lock_key
 LEFT JOIN LATERAL (
     SELECT count(*) AS n, min(w2.waiting_since) AS since FROM distributed_lock_waiter w2
-    WHERE w2.lock_key = l.lock_key AND w2.seen_until > c.ts) wt ON true`
+    WHERE w2.lock_key = l.lock_key AND w2.seen_until > l.db_now) wt ON true`
 
 // The window statements share their parameters: $1 anchor key, $2 pattern,
 // $3 rows before, $4 rows from the anchor on, then the anchor's sort values
@@ -28,12 +28,12 @@ const windowByKeySQL = `
 WITH x AS (
     SELECT s.lock_key, 1 AS side, row_number() OVER (ORDER BY s.lock_key) AS pos FROM (
         SELECT l.lock_key FROM distributed_lock l
-        WHERE l.lock_key >= $1 AND ` + matchCond + `
+        WHERE l.lock_key >= $1 AND ` + keyMatch + `
         ORDER BY l.lock_key LIMIT $4) s
     UNION ALL
     SELECT s.lock_key, 0, row_number() OVER (ORDER BY s.lock_key DESC) FROM (
         SELECT l.lock_key FROM distributed_lock l
-        WHERE l.lock_key < $1 AND ` + matchCond + `
+        WHERE l.lock_key < $1 AND ` + keyMatch + `
         ORDER BY l.lock_key DESC LIMIT $3) s)` + windowTail
 
 // columnOrder is one of the orders by a lease column, with the key as tie
@@ -125,7 +125,7 @@ func (o columnOrder) sides(source, val, cond string) string {
 // operator's index on the order's value, from the same text).
 func (o columnOrder) windowSQL() string {
 	return `
-WITH x AS (` + o.sides(`distributed_lock l`, o.expr, ` AND `+matchCond) + `)` + windowTail
+WITH x AS (` + o.sides(`distributed_lock l`, o.expr, ` AND `+keyMatch) + `)` + windowTail
 }
 
 // nearSQL reads the table once for the first 2 × ($3 + $4) rows in the
@@ -150,7 +150,7 @@ func (o columnOrder) nearSQL() string {
 	return `
 WITH near AS MATERIALIZED (
     SELECT l.lock_key, ` + o.expr + ` AS v FROM distributed_lock l
-    WHERE ` + from + ` AND ` + upTo + ` AND ` + matchCond + `
+    WHERE ` + from + ` AND ` + upTo + ` AND ` + keyMatch + `
     ORDER BY ` + o.list(o.expr, true) + ` LIMIT 2 * ($3::int + $4::int)),
 x AS (` + o.sides(`near l`, `l.v`, ` AND EXISTS (SELECT 1 FROM near a WHERE a.lock_key = $1)`) + `)` + windowTail
 }
@@ -164,7 +164,7 @@ const windowByWaitersSQL = `
 WITH ` + liveWaitersCTE + `,
 seg_a AS (
     SELECT l.lock_key, -w.n AS negn, w.since FROM w JOIN distributed_lock l ON l.lock_key = w.lock_key
-    WHERE ` + matchCond + `),
+    WHERE ` + keyMatch + `),
 after_a AS (
     SELECT s.lock_key, 0 AS seg, row_number() OVER (ORDER BY s.negn, s.since, s.lock_key) AS rn FROM (
         SELECT g.* FROM seg_a g
@@ -173,13 +173,13 @@ after_a AS (
 after_b AS (
     SELECT s.lock_key, 1 AS seg, row_number() OVER (ORDER BY s.lock_key) AS rn FROM (
         SELECT l.lock_key FROM distributed_lock l
-        WHERE l.lock_key >= CASE WHEN $5::bigint > 0 THEN '' ELSE $1::text END AND ` + matchCond + `
+        WHERE l.lock_key >= CASE WHEN $5::bigint > 0 THEN '' ELSE $1::text END AND ` + keyMatch + `
           AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
         ORDER BY l.lock_key LIMIT $4) s),
 before_b AS (
     SELECT s.lock_key, 0 AS seg, row_number() OVER (ORDER BY s.lock_key DESC) AS rn FROM (
         SELECT l.lock_key FROM distributed_lock l
-        WHERE $5::bigint = 0 AND l.lock_key < $1::text AND ` + matchCond + `
+        WHERE $5::bigint = 0 AND l.lock_key < $1::text AND ` + keyMatch + `
           AND NOT EXISTS (SELECT 1 FROM w WHERE w.lock_key = l.lock_key)
         ORDER BY l.lock_key DESC LIMIT $3) s),
 before_a AS (

@@ -55,8 +55,7 @@ var oversized = map[roles.Kind][]struct{ what, sql string }{
 // storedSQL is what a call could have stored, as one text.
 const storedSQL = `
 SELECT concat_ws(' | ',
-    (SELECT json_agg(l ORDER BY l.lock_key)::text FROM distributed_lock l),
-    (SELECT json_agg(h ORDER BY h.lock_key, h.slot)::text FROM distributed_lock_holder h),
+    (SELECT json_agg(l ORDER BY l.lock_key, l.slot)::text FROM distributed_lock l),
     (SELECT json_agg(e ORDER BY e.event_id)::text FROM distributed_lock_event e),
     (SELECT json_agg(w ORDER BY w.waiter_id)::text FROM distributed_lock_waiter w),
     (SELECT json_agg(s ORDER BY s.session_id)::text FROM distributed_lock_session s))`

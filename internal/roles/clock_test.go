@@ -12,15 +12,22 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// timeArgsSQL lists the functions role may execute that take a time, or a
-// length of time as an interval, from their caller.
+// timeArgsSQL lists the functions role may execute that act and take a
+// time, or a length of time as an interval, from their caller: that run as
+// the schema's owner (SECURITY DEFINER, as every protocol call does) or may
+// write (VOLATILE). What it leaves out are the readers' rules
+// (distributed_lock_state): STABLE, run as their caller, reading only what
+// it may read and writing nothing (PostgreSQL refuses a write in a STABLE
+// function), they judge a lease at a time the caller names as its own
+// SELECT could.
 const timeArgsSQL = `
 SELECT p.oid::regprocedure::text FROM pg_proc p
 WHERE p.pronamespace = current_schema()::regnamespace AND has_function_privilege($1, p.oid, 'EXECUTE')
+  AND (p.prosecdef OR p.provolatile = 'v')
   AND p.proargtypes::regtype[] && ARRAY['timestamptz', 'timestamp', 'date', 'time', 'timetz', 'interval']::regtype[]`
 
-// A service cannot choose its own time. No function it may call takes a
-// time from it; it may read the protocol's clock (every reader does) but not
+// A service cannot choose its own time. No function it may call that acts
+// takes a time from it; it may read the protocol's clock (every reader does) but not
 // replace it; and a clock of its own, in its temporary schema first on its
 // path, is not the one the protocol reads: a lease it takes runs by the
 // server's clock.

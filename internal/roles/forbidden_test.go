@@ -33,9 +33,9 @@ var forgeries = []struct{ what, sql string }{
 	{"change an owner", `UPDATE distributed_lock SET owner_id = 'forged'`},
 	{"insert a lock", `INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at) VALUES ('forged', 'x', 999999, now() + interval '1 day', '1 day', now())`},
 	{"delete a lock", `DELETE FROM distributed_lock`},
-	{"add a holder", `INSERT INTO distributed_lock_holder (lock_key, slot, owner_id, fence_token, ttl, acquired_at, expires_at) VALUES ('held', 9, 'forged', 999999, '1 day', now(), now() + interval '1 day')`},
-	{"extend a holder", `UPDATE distributed_lock_holder SET expires_at = now() + interval '100 years'`},
-	{"delete holders", `DELETE FROM distributed_lock_holder`},
+	{"add a holder", `INSERT INTO distributed_lock (lock_key, slot, lock_mode, owner_id, fence_token, ttl, acquired_at, expires_at) VALUES ('held', 9, 'shared', 'forged', 999999, '1 day', now(), now() + interval '1 day')`},
+	{"extend a holder", `UPDATE distributed_lock SET expires_at = now() + interval '100 years' WHERE slot > 0`},
+	{"delete holders", `DELETE FROM distributed_lock WHERE slot > 0`},
 	{"truncate the locks", `TRUNCATE distributed_lock`},
 	{"insert an event", `INSERT INTO distributed_lock_event (lock_key, kind, actor) VALUES ('held', 'released', 'forged')`},
 	{"delete events", `DELETE FROM distributed_lock_event`},
@@ -109,8 +109,7 @@ var forbiddenCalls = map[roles.Kind][]string{
 // admin.
 const stateSQL = `
 SELECT concat_ws(' | ',
-    (SELECT json_agg(l ORDER BY l.lock_key)::text FROM distributed_lock l),
-    (SELECT json_agg(h ORDER BY h.lock_key, h.slot)::text FROM distributed_lock_holder h),
+    (SELECT json_agg(l ORDER BY l.lock_key, l.slot)::text FROM distributed_lock l),
     (SELECT json_agg(e ORDER BY e.event_id)::text FROM distributed_lock_event e),
     (SELECT count(*)::text FROM distributed_lock_waiter),
     (SELECT json_agg(s ORDER BY s.session_id)::text FROM distributed_lock_session s),

@@ -51,6 +51,20 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if _, err := lockview.ListPrefix(ctx, db, ""); err != nil {
 		return err
 	}
+	if _, err := lockview.ReadGauges(ctx, db); err != nil { // lockctl metrics
+		return err
+	}
+	// A shared key's holders, as the console's detail and ls show them.
+	reader, err := testdb.One(svc.Acquire(ctx, admin, locker.Request{Keys: []locker.Key{{Name: "s", Mode: locker.ModeShared}}, Owner: "svc"}))
+	if err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	if hs, err := lockview.HoldersOf(ctx, db, []string{"s"}); err != nil || len(hs["s"]) != 1 {
+		return fmt.Errorf("holders of s: %v: %w", hs, err)
+	}
+	if _, err := svc.Release(ctx, admin, reader); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
 	if _, err := lockview.KeyEvents(ctx, db, "a", 10); err != nil {
 		return err
 	}
@@ -85,8 +99,8 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
-	if res.Locks != 4 { // a, b, c and d, which ended with its session
-		return fmt.Errorf("pruned %d locks, want 4", res.Locks)
+	if res.Locks != 5 { // a, b, c, s and d, which ended with its session
+		return fmt.Errorf("pruned %d locks, want 5", res.Locks)
 	}
 	return nil
 }
@@ -107,6 +121,9 @@ func TestOperatorGrantsAreMinimal(t *testing.T) {
 	}{
 		{`REVOKE USAGE ON SCHEMA %[1]s FROM %[2]s`, locker.ErrNotMigrated},
 		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE SELECT ON %[1]s.distributed_lock_state FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_live(distributed_lock, timestamptz) FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_key_state(distributed_lock, timestamptz) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE SELECT ON %[1]s.distributed_lock_event FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE SELECT ON %[1]s.distributed_lock_waiter FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_force_expire(text, bigint, text, text) FROM %[2]s`, locker.ErrPermissionDenied},

@@ -59,29 +59,36 @@ var (
 	// every function a set grants. So on those objects a role has exactly
 	// the set that follows, whatever it had before. It leaves alone what no
 	// set ever grants and the schema already closes to PUBLIC: the epoch
-	// table, the internal functions and the rules (store/sql/functions); a
-	// privilege a DBA gave on those by hand stays.
+	// table, the internal functions and the rules no reader uses
+	// (store/sql/functions); a privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
-		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
-		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions)), ", ") + ` FROM %[2]s`,
+		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_state, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
+		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions, readerRules)), ", ") + ` FROM %[2]s`,
+	}
+
+	// readGrants let a role read the keys as the protocol's rules judge
+	// them: the readers' view and the rules it, and the readers beside it,
+	// use (a view's functions run as its reader).
+	readGrants = []string{
+		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_state TO %[2]s`,
+		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(readerRules), ", ") + ` TO %[2]s`,
 	}
 
 	viewerGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
-	})
+		`GRANT SELECT ON %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
+	}, readGrants)
 
 	operatorGrants = slices.Concat(viewerGrants, []string{
 		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(operatorFunctions), ", ") + ` TO %[2]s`,
 	})
 
+	// A service reads the keys too: Locker.Get, and the current holder a
+	// lost lease's NotHeldError names.
 	serviceGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		// The holders' leases: a shared or semaphore key's row reads them
-		// (store.LockColumns).
-		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder TO %[2]s`,
 		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(ownerFunctions), ", ") + ` TO %[2]s`,
-	})
+	}, readGrants)
 )
 
 // ownerFunctions are the protocol functions of schema.sql a lock's owner
@@ -109,6 +116,21 @@ var ownerFunctions = []string{
 	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[])",
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
 	"distributed_lock_close_session(bigint, text, boolean, text)",
+}
+
+// readerRules are the rules the readers' view distributed_lock_state and
+// the readers beside it (lockview, store.ListSessions) use: pure
+// functions, inlined into the reader's statement.
+var readerRules = []string{
+	"distributed_lock_live(distributed_lock, timestamptz)",
+	"distributed_lock_open(distributed_lock, timestamptz)",
+	"distributed_lock_is_group(distributed_lock)",
+	"distributed_lock_delay_end(distributed_lock)",
+	"distributed_lock_delayed(distributed_lock, timestamptz)",
+	"distributed_lock_holders_end(text)",
+	"distributed_lock_lease_end(distributed_lock)",
+	"distributed_lock_live_holders(text, timestamptz)",
+	"distributed_lock_key_state(distributed_lock, timestamptz)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on

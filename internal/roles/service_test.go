@@ -102,8 +102,9 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	return nil
 }
 
-// sharedWorkload takes a permit and a shared lease, keeps, fences and
-// releases them as it does an exclusive lease.
+// sharedWorkload takes a permit and a shared lease, reads the shared key
+// (whose lease ends with its holders', read from their slots), keeps,
+// fences and releases them as it does an exclusive lease.
 func sharedWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) error {
 	permit, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "svc-sem", Mode: locker.ModeSemaphore, Permits: 2}}, Owner: "service"}))
 	if err != nil {
@@ -112,6 +113,9 @@ func sharedWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) er
 	reader, err := testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{{Name: "svc-shared", Mode: locker.ModeShared}}, Owner: "service", Wait: locker.WaitForever}))
 	if err != nil {
 		return err
+	}
+	if info, found, err := store.Get[lockdb.LockInfo](ctx, db, "svc-shared"); err != nil || !found || info.Remaining <= 0 {
+		return fmt.Errorf("read the shared key: %+v, found %v: %w", info, found, err)
 	}
 	for _, l := range []locker.Lease{permit, reader} {
 		if _, err := testdb.One(lk.Renew(ctx, db, l)); err != nil {
@@ -262,9 +266,12 @@ func TestServiceGrantsAreMinimal(t *testing.T) {
 		// says the function does not exist (42883), which store reports as
 		// ErrNotMigrated: the message cannot tell the two apart.
 		{`REVOKE USAGE ON SCHEMA %[1]s FROM %[2]s`, locker.ErrNotMigrated},
-		// Reading the row is best-effort in a NotHeldError.
-		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, errNoCurrent},
-		{`REVOKE SELECT ON %[1]s.distributed_lock_holder FROM %[2]s`, errNoCurrent},
+		// A shared key's lease ends with its holders', read from their
+		// slots by the readers' view's rules, which run as their reader.
+		{`REVOKE SELECT ON %[1]s.distributed_lock FROM %[2]s`, locker.ErrPermissionDenied},
+		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_holders_end(text) FROM %[2]s`, locker.ErrPermissionDenied},
+		// Keys are read through the readers' view.
+		{`REVOKE SELECT ON %[1]s.distributed_lock_state FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean) FROM %[2]s`, locker.ErrPermissionDenied},
 		{`REVOKE EXECUTE ON FUNCTION %[1]s.distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint) FROM %[2]s`, locker.ErrPermissionDenied},

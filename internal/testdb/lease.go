@@ -8,7 +8,8 @@ import (
 	"github.com/lockctl/lockctl/store"
 )
 
-// ageLockSQL moves every time of one lock row back by the same amount, so
+// ageLockSQL moves every time of one key's rows (its own and its holders')
+// back by the same amount, as far as its own row's lease needs, so
 // the row keeps its shape (a grant still comes before its expiry, a release
 // after its grant) and only its place on the database clock changes.
 // wake_until is left alone: it belongs to waiters, who live in real time.
@@ -22,7 +23,7 @@ UPDATE distributed_lock l SET
 FROM (SELECT CASE WHEN $2::bigint < 0
                   THEN greatest(expires_at - distributed_lock_now(), interval '0') + interval '1 millisecond'
                   ELSE $2::bigint * interval '1 microsecond' END AS shift
-      FROM distributed_lock WHERE lock_key = $1) s
+      FROM distributed_lock WHERE lock_key = $1 AND slot = 0) s
 WHERE l.lock_key = $1`
 
 // AgeLock makes key's row look as if d had passed on the database clock:

@@ -202,7 +202,7 @@ WITH granted AS (
     VALUES ($1, $2, nextval('distributed_lock_fence_seq'),
             clock_timestamp() + $3::bigint * interval '1 microsecond',
             $3::bigint * interval '1 microsecond', clock_timestamp())
-    ON CONFLICT (lock_key) DO UPDATE SET
+    ON CONFLICT (lock_key, slot) DO UPDATE SET
         owner_id = excluded.owner_id,
         fence_token = CASE WHEN l.owner_id = excluded.owner_id AND l.expires_at > excluded.acquired_at
                            THEN l.fence_token ELSE excluded.fence_token END,

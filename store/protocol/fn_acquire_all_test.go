@@ -100,5 +100,7 @@ func TestAcquireAll(t *testing.T) {
 		{name: "no keys", state: free(), call: acquireAllArgs{owner: me, keys: func(string) []string { return []string{} }}.call,
 			want: want{err: "22023"}},
 		{name: "129 keys", state: free(), call: acquireAllArgs{owner: me, keys: manyKeys(129)}.call, want: want{err: "22023"}},
+		{name: "the reserved owner, every key free: refused, nothing granted", state: free().and(also{name: "b", state: free()}),
+			call: acquireAllArgs{owner: "*"}.call, want: want{err: "23514"}},
 	})
 }

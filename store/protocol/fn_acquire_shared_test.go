@@ -225,5 +225,6 @@ func TestAcquireShared(t *testing.T) {
 		{name: "1001 permits", state: free(), call: permits(1001).call, want: want{err: "23514"}},
 		{name: "1001 permits, a semaphore held", state: semaphoreOf(2, other), call: permits(1001).call, want: want{err: "23514"}},
 		{name: "empty owner", state: free(), call: acquireSharedArgs{owner: "", ttl: time.Minute}.call, want: want{err: "23514"}},
+		{name: "the reserved owner", state: sharedBy(other), call: acquireSharedArgs{owner: "*", ttl: time.Minute}.call, want: want{err: "23514"}},
 	})
 }

@@ -219,6 +219,11 @@ func TestAcquire(t *testing.T) {
 		{name: "key of 256 bytes", key: keyOf(strings.Repeat("k", 256)), state: noRow(), call: mine.call, want: want{err: "23514"}},
 		{name: "key not UTF-8", key: keyOf("k\xff"), state: noRow(), call: mine.call, want: want{err: "22021"}},
 		{name: "empty owner", state: free(), call: acquireArgs{owner: "", ttl: time.Minute}.call, want: want{err: "23514"}},
+		// The group's owner (distributed_lock_reserved): no lease may pass
+		// for a group's, nor renew one.
+		{name: "the reserved owner, free", state: free(), call: acquireArgs{owner: "*", ttl: time.Minute}.call, want: want{err: "23514"}},
+		{name: "the reserved owner, no row", state: noRow(), call: acquireArgs{owner: "*", ttl: time.Minute}.call, want: want{err: "23514"}},
+		{name: "the reserved owner, a group running", state: sharedBy(other), call: acquireArgs{owner: "*", ttl: time.Minute}.call, want: want{err: "23514"}},
 		{name: "owner of 256 bytes", state: free(), call: acquireArgs{owner: strings.Repeat("o", 256), ttl: time.Minute}.call, want: want{err: "23514"}},
 		{name: "zero TTL", state: free(), call: withTTL(mine, 0).call, want: want{err: "23514"}},
 		{name: "negative TTL", state: noRow(), call: withTTL(mine, -time.Second).call, want: want{err: "23514"}},

@@ -136,5 +136,7 @@ func TestEnqueueAll(t *testing.T) {
 			return []string{key, key}
 		}}.call, want: want{err: "22023"}},
 		{name: "129 keys", state: free(), call: enqueueAllArgs{owner: me, keys: manyKeys(129)}.call, want: want{err: "22023"}},
+		{name: "the reserved owner, every key free: refused, nothing granted", state: free().and(also{name: "b", state: free()}),
+			call: enqueueAllArgs{owner: "*"}.call, want: want{err: "23514"}},
 	})
 }

@@ -19,7 +19,7 @@ func besideCall(key string, _ prepared) (string, []any) {
 // holding the queue lock exclusively; an enqueue beside it does not wait
 // for it.
 const releaseUnderQueueLockSQL = `WITH q AS (SELECT distributed_lock_queue_lock($1, true, interval '5 seconds') AS x)
-UPDATE distributed_lock SET released_at = clock_timestamp() WHERE lock_key = $1 AND EXISTS (SELECT FROM q)`
+UPDATE distributed_lock SET released_at = clock_timestamp() WHERE lock_key = $1 AND slot = 0 AND EXISTS (SELECT FROM q)`
 
 func TestEnqueueBeside(t *testing.T) {
 	t.Parallel()

@@ -125,11 +125,12 @@ func TestEnqueueShared(t *testing.T) {
 		{name: "the group ended between the look and the lock: busy, nothing queued",
 			state: semaphoreOf(2, other, w1).queued(w2), call: permits(2).call,
 			during: whileRowChanges(`UPDATE distributed_lock SET released_at = clock_timestamp(), expires_at = clock_timestamp()
-				WHERE lock_key = $1`),
+				WHERE lock_key = $1 AND slot = 0`),
 			want: want{outcome: "busy", row: rowWant{owner: groupOwner, token: keptToken, ttl: time.Minute, kind: "acquired",
 				prevOwner: "earlier", prevToken: keptPrevious, mode: "semaphore", permits: 2, released: releasedNow,
 				expires: justNow, wakes: &span{time.Minute - slack, time.Minute}},
 				waiters: []waiterWant{{owner: w2}}, slots: []slotWant{asPrepared, asPrepared}}},
 		{name: "zero permits", state: noRow(), call: permits(-1).call, want: want{err: "23514"}},
+		{name: "the reserved owner", state: sharedBy(other), call: enqueueSharedArgs{owner: "*"}.call, want: want{err: "23514"}},
 	})
 }

@@ -268,6 +268,8 @@ func TestEnqueue(t *testing.T) {
 		{name: "lock-delay over a minute", state: heldBy(other), call: enqueueArgs{owner: me, lockDelay: 2 * time.Minute}.call, want: want{err: "23514"}},
 		{name: "key of 256 bytes", key: keyOf(strings.Repeat("k", 256)), state: noRow(), call: mine.call, want: want{err: "23514"}},
 		{name: "owner of 256 bytes, queued", state: heldBy(other), call: enqueueArgs{owner: strings.Repeat("o", 256)}.call, want: want{err: "23514"}},
+		{name: "the reserved owner, free", state: free(), call: enqueueArgs{owner: "*"}.call, want: want{err: "23514"}},
+		{name: "the reserved owner, queued", state: heldBy(other), call: enqueueArgs{owner: "*"}.call, want: want{err: "23514"}},
 		{name: "negative TTL, queued", state: heldBy(other), call: enqueueArgs{owner: me, ttl: -time.Microsecond}.call, want: want{err: "23514"}},
 		{name: "metadata an array, queued", state: heldBy(other), call: enqueueArgs{owner: me, metadata: "[1]"}.call, want: want{err: "23514"}},
 		{name: "negative TTL, free", state: free(), call: enqueueArgs{owner: me, ttl: -time.Microsecond}.call, want: want{err: "23514"}},

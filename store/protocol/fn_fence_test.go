@@ -67,8 +67,8 @@ func TestFenceOfAHolderHoldsItsGroupUntilTheTransactionEnds(t *testing.T) {
 		t.Fatalf("fence: %v, %v; want true", current, err)
 	}
 	takeOvers := []string{
-		`SELECT FROM distributed_lock WHERE lock_key = $1 FOR NO KEY UPDATE NOWAIT`,
-		`SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE NOWAIT`,
+		`SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 0 FOR NO KEY UPDATE NOWAIT`,
+		`SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE NOWAIT`,
 	}
 	for _, sql := range takeOvers {
 		var pgErr *pgconn.PgError
@@ -104,7 +104,7 @@ func TestFenceHoldsTheRowUntilTheTransactionEnds(t *testing.T) {
 	if err := tx.QueryRow(ctx, fenceSQL, key, me, p.token).Scan(&current); err != nil || !current {
 		t.Fatalf("fence: %v, %v; want true", current, err)
 	}
-	takeOver := `SELECT FROM distributed_lock WHERE lock_key = $1 FOR NO KEY UPDATE NOWAIT`
+	takeOver := `SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 0 FOR NO KEY UPDATE NOWAIT`
 	var pgErr *pgconn.PgError
 	if _, err := f.db.Exec(ctx, takeOver, key); !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
 		t.Fatalf("locking the fenced row for update from another transaction: %v; want SQLSTATE 55P03", err)

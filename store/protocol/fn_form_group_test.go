@@ -15,7 +15,7 @@ type formGroupArgs struct {
 
 func (a formGroupArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT distributed_lock_form_group(r => l, mode => $2, n => $3, ts => clock_timestamp(),
-		ttl_us => $4, actor => $5, actor_role => session_user) AS result FROM distributed_lock l WHERE l.lock_key = $1`,
+		ttl_us => $4, actor => $5, actor_role => session_user) AS result FROM distributed_lock l WHERE l.lock_key = $1 AND l.slot = 0`,
 		[]any{key, a.mode, nonZero(a.permits), time.Minute.Microseconds(), a.actor}
 }
 

@@ -14,7 +14,7 @@ func handOffGroupCall(key string, p prepared) (string, []any) {
 
 // whileOtherRowLocked makes the call while another transaction holds the
 // row of the set's key "b" locked.
-var whileOtherRowLocked = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 || '/b' FOR UPDATE`, false)
+var whileOtherRowLocked = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 || '/b' AND slot = 0 FOR UPDATE`, false)
 
 func TestHandOffGroup(t *testing.T) {
 	t.Parallel()

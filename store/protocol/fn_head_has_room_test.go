@@ -7,10 +7,10 @@ import "testing"
 func TestHeadHasRoom(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_head_has_room")
-	room := func(mode string, permits int) func(string, prepared) (string, []any) {
+	room := func(_ string, permits int) func(string, prepared) (string, []any) {
 		return func(key string, _ prepared) (string, []any) {
-			return `SELECT distributed_lock_head_has_room(key => $1, mode => $2, n => $3, ts => clock_timestamp()) AS result`,
-				[]any{key, mode, nonZero(permits)}
+			return `SELECT distributed_lock_head_has_room(key => $1, n => $2, ts => clock_timestamp()) AS result`,
+				[]any{key, nonZero(permits)}
 		}
 	}
 	f.run(t, []fnCase{

@@ -5,20 +5,25 @@ import (
 	"time"
 )
 
-// lockToQueueFor is the call of an enqueue for a lease of mode (exclusive,
-// shared or semaphore, of n permits).
+// lockToQueueFor is the call of an enqueue for a lease of mode, as a
+// waiter record names it: "" (NULL) for the key itself, or a group
+// holder's, shared or semaphore (of n permits).
 func lockToQueueFor(mode string, n int) func(string, prepared) (string, []any) {
 	return func(key string, _ prepared) (string, []any) {
+		var m *string
+		if mode != "" {
+			m = &mode
+		}
 		return `SELECT (t.r).owner_id AS locked, t.beside FROM distributed_lock_lock_to_queue(key => $1, owner => $2,
-			seen_for_us => $3, mode => $4, n => $5) t`, []any{key, me, (30 * time.Second).Microseconds(), mode, nonZero(n)}
+			seen_for_us => $3, mode => $4, n => $5) t`, []any{key, me, (30 * time.Second).Microseconds(), m, nonZero(n)}
 	}
 }
 
-var lockToQueueCall = lockToQueueFor("exclusive", 0)
+var lockToQueueCall = lockToQueueFor("", 0)
 
 // setWakeSQL: another enqueue that queues under the row lock, making the
 // key's releases hand off for a minute, then commits.
-const setWakeSQL = `UPDATE distributed_lock SET wake_until = clock_timestamp() + interval '1 minute' WHERE lock_key = $1`
+const setWakeSQL = `UPDATE distributed_lock SET wake_until = clock_timestamp() + interval '1 minute' WHERE lock_key = $1 AND slot = 0`
 
 // An enqueue that cannot queue beside the others takes the row for update;
 // one that waited for another's change first looks again, and queues
@@ -49,7 +54,7 @@ func TestLockToQueue(t *testing.T) {
 				prevOwner: "earlier", prevToken: keptPrevious, wakes: &span{time.Minute - slack, time.Minute}},
 				check: answered(nil, true)}},
 		{name: "the row locked by a change that does not let it beside: waited for, then locked", state: heldBy(other),
-			call: lockToQueueCall, during: whileRowChanges(`UPDATE distributed_lock SET renew_count = renew_count + 1 WHERE lock_key = $1`),
+			call: lockToQueueCall, during: whileRowChanges(`UPDATE distributed_lock SET renew_count = renew_count + 1 WHERE lock_key = $1 AND slot = 0`),
 			want: want{row: rowWant{owner: other, token: keptToken, keptExpiry: true, ttl: time.Minute, kind: "acquired",
 				prevOwner: "earlier", prevToken: keptPrevious, renewals: 1},
 				check: answered(other, false)}},

@@ -6,7 +6,7 @@ import "testing"
 // and the key's row; the result is the owner of the record it locked.
 func lockToServeCall(key string, p prepared) (string, []any) {
 	return `SELECT (distributed_lock_lock_to_serve(id => $1, r => l, ts => clock_timestamp())).owner_id AS result
-		FROM distributed_lock l WHERE l.lock_key = $2`, []any{p.waiter(w1), key}
+		FROM distributed_lock l WHERE l.lock_key = $2 AND l.slot = 0`, []any{p.waiter(w1), key}
 }
 
 // A record still waiting for the group's kind is locked, after a wait for

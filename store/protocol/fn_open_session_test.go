@@ -71,6 +71,7 @@ func TestOpenSession(t *testing.T) {
 		{name: "NULL host, pid and metadata: none", state: noRow(), call: openSessionArgs{owner: me, ttl: time.Minute}.call,
 			want: want{row: untouched, check: opened(me, "", 0, `{}`, time.Minute)}},
 		{name: "empty owner", state: noRow(), call: withBad(func(a *openSessionArgs) { a.owner = "" }), want: refused},
+		{name: "the reserved owner", state: noRow(), call: withBad(func(a *openSessionArgs) { a.owner = "*" }), want: refused},
 		{name: "owner of 256 bytes", state: noRow(), call: withBad(func(a *openSessionArgs) { a.owner = strings.Repeat("o", 256) }), want: refused},
 		{name: "ttl of 0", state: noRow(), call: withBad(func(a *openSessionArgs) { a.ttl = 0 }), want: refused},
 		{name: "ttl negative", state: noRow(), call: withBad(func(a *openSessionArgs) { a.ttl = -time.Second }), want: refused},

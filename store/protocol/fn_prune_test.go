@@ -43,7 +43,7 @@ const (
 	insertEventSQL = `
 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
 VALUES (clock_timestamp() - $2 * interval '1 microsecond', $1, 'acquired', 'other', 1, 'other')`
-	emptySQL = `TRUNCATE distributed_lock, distributed_lock_holder, distributed_lock_waiter, distributed_lock_event,
+	emptySQL = `TRUNCATE distributed_lock, distributed_lock_waiter, distributed_lock_event,
 		distributed_lock_session CASCADE`
 	// Sessions that lapsed 2 minutes and 30 seconds ago, and one that runs.
 	insertSessionsSQL = `INSERT INTO distributed_lock_session (owner_id, ttl, opened_at, expires_at)
@@ -52,11 +52,11 @@ FROM (VALUES ('lapsed for 2m', interval '-2 minutes'), ('lapsed for 30s', interv
 	pruneSQL = `SELECT * FROM distributed_lock_prune(free_for_us => $1, events_older_us => $2, gate_wait_ms => $3)`
 	// What a grant in flight holds, between drawing a token and writing it.
 	grantGateSQL = `LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE`
-	leftSQL      = `SELECT (SELECT coalesce(array_agg(lock_key ORDER BY lock_key), '{}') FROM distributed_lock),
+	leftSQL      = `SELECT (SELECT coalesce(array_agg(lock_key ORDER BY lock_key), '{}') FROM distributed_lock WHERE slot = 0),
 		(SELECT coalesce(array_agg(owner_id::text ORDER BY owner_id), '{}') FROM distributed_lock_waiter),
 		(SELECT count(*) FROM distributed_lock_event),
 		(SELECT coalesce(array_agg(owner_id::text ORDER BY owner_id), '{}') FROM distributed_lock_session),
-		(SELECT coalesce(array_agg(DISTINCT lock_key::text ORDER BY lock_key::text), '{}') FROM distributed_lock_holder)`
+		(SELECT coalesce(array_agg(DISTINCT lock_key::text ORDER BY lock_key::text), '{}') FROM distributed_lock WHERE slot > 0)`
 )
 
 // Prune deletes across keys, so the cases take turns on a schema of their

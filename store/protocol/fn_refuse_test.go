@@ -9,7 +9,7 @@ import (
 // group running that may not be granted anew.
 func refuseCall(key string, _ prepared) (string, []any) {
 	return `SELECT a.* FROM distributed_lock l, distributed_lock_refuse(r => l, ts => clock_timestamp()) a
-		WHERE l.lock_key = $1`, []any{key}
+		WHERE l.lock_key = $1 AND l.slot = 0`, []any{key}
 }
 
 func TestRefuse(t *testing.T) {

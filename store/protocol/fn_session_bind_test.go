@@ -101,8 +101,15 @@ func TestSessionBind(t *testing.T) {
 		{name: "a hand-off whose claim window ran out", state: lapsedHandOffTo(me).inSession(liveSession()), call: binds(theGrant),
 			want: notHeld(theGrant)},
 		{name: "a key with no row", state: noRow().inSession(liveSession()), call: binds(theGrant), want: notHeld(theGrant)},
-		{name: "a shared holder's lease: not bound (a holder renews its own)", state: sharedBy(me).inSession(liveSession()),
-			call: binds(binding{token: slotTok(1)}), want: notHeld(binding{token: slotTok(1)})},
+		// Any lease: a holder's slot is bound as a key's own lease is.
+		{name: "a shared holder's lease: bound, its slot ends with the session, the group's row left alone",
+			state: sharedBy(me).inSession(liveSession()), call: binds(binding{token: slotTok(1)}),
+			want: want{outcome: "bound", row: untouched, check: bindColumns(0, nil),
+				slots:    []slotWant{{owner: me, token: slotTok(1), expires: about(sessionLeft), ttl: sessionTTL, renewals: 1}},
+				sessions: []sessionWant{keptSession(binding{token: slotTok(1)})}}},
+		{name: "a semaphore holder's lease, another's too: only the caller's named; another's slot not held",
+			state: semaphoreOf(2, other, me).inSession(liveSession()), call: binds(binding{token: slotTok(1)}),
+			want: notHeld(binding{token: slotTok(1)})},
 		{name: "the session lapsed: expired, nothing bound", state: heldBy(me).inSession(lapsedSession()), call: binds(theGrant),
 			want: refused("expired")},
 		{name: "another owner's session: gone", state: heldBy(me).inSession(liveSession().of(other)), call: binds(theGrant),
@@ -117,5 +124,9 @@ func TestSessionBind(t *testing.T) {
 			call: bindArgs{owner: me, leaseOwner: me, noSession: true, leases: []binding{theGrant}}.call, want: refused("gone")},
 		{name: "a token short", state: heldBy(me).and(also{name: "b", state: heldBy(me)}).inSession(liveSession()),
 			call: bindArgs{owner: me, leaseOwner: me, leases: []binding{theGrant, grantOf("b")}, tokens: 1}.call, want: want{err: "22023"}},
+		// The group's owner names the group's own lease, which no session
+		// may keep.
+		{name: "the reserved owner's lease", state: sharedBy(other).inSession(liveSession()),
+			call: bindArgs{owner: me, leaseOwner: "*", leases: []binding{theGrant}}.call, want: want{err: "23514"}},
 	})
 }

@@ -86,6 +86,11 @@ func TestSessionHeartbeat(t *testing.T) {
 		{name: "its lease of ten minutes: two, as the session", call: mine.call,
 			state: heldBy(me).with(func(r *lockRow) { r.expiresIn, r.ttl = 9*time.Minute, 10*time.Minute }).inSession(liveSession(theGrant)),
 			want:  renewed(kept, checks(beat(0, 1), endsWithSession(0, true, "")), renewedSession(theGrant))},
+		{name: "its shared holder's lease: its slot renewed with the session, the group's row left alone",
+			state: sharedBy(me).inSession(liveSession(binding{token: slotTok(1)})), call: keeping(binding{token: slotTok(1)}),
+			want: want{outcome: "renewed", row: untouched, check: beat(0, 1),
+				slots:    []slotWant{{owner: me, token: slotTok(1), expires: about(sessionTTL), ttl: sessionTTL, renewals: 1}},
+				sessions: []sessionWant{renewedSession(binding{token: slotTok(1)})}}},
 		{name: "its lease promised to me, unclaimed: renewed with it", state: promisedTo(me).inSession(liveSession(theGrant)), call: mine.call,
 			want: func() want {
 				row := kept

@@ -69,7 +69,7 @@ func TestSessionLockHoldsTheSessionAndItsLeases(t *testing.T) {
 		and(also{name: "b", state: heldBy(me)}, also{name: "c", state: heldBy(me)}, also{name: "d", state: heldBy(other)}).
 		inSession(liveSession(theGrant, grantOf("b"), binding{name: "d", token: keptPrevious})))
 	const (
-		takeLease   = `SELECT FROM distributed_lock WHERE lock_key = $1 FOR NO KEY UPDATE NOWAIT`
+		takeLease   = `SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 0 FOR NO KEY UPDATE NOWAIT`
 		takeSession = `SELECT FROM distributed_lock_session WHERE session_id = $1 FOR NO KEY UPDATE NOWAIT`
 	)
 	tx, err := f.db.Begin(ctx)

@@ -81,7 +81,7 @@ func TestTakeSlot(t *testing.T) {
 // whileSlotLocked makes the call while another transaction holds the slot
 // locked (a holder's fence): it is not waited for.
 func whileSlotLocked(slot int) during {
-	return whileLocked(`SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = $2 FOR SHARE`, false, slot)
+	return whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = $2 FOR SHARE`, false, slot)
 }
 
 // whileSlotInsertCommits makes the call while another transaction's grant

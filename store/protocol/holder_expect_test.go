@@ -40,8 +40,8 @@ const readSlotsSQL = `
 SELECT h.slot, h.owner_id, h.fence_token, h.grant_kind, h.metadata, h.ttl, h.acquired_at, h.expires_at,
        h.renew_count, h.renewed_at, h.released_at, h.handed_to, h.expires_at - c.ts AS expires_in,
        c.ts - h.released_at AS released_ago
-FROM distributed_lock_holder h, (SELECT clock_timestamp() AS ts) c
-WHERE h.lock_key = $1 ORDER BY h.slot`
+FROM distributed_lock h, (SELECT clock_timestamp() AS ts) c
+WHERE h.lock_key = $1 AND h.slot > 0 ORDER BY h.slot`
 
 // slotWant is one slot of the key after the call, in slot order. With kept
 // the slot must be exactly as prepared; otherwise every field is checked.

@@ -9,8 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// holderRow is one slot of distributed_lock_holder a case prepares: a
-// lease of its own on a shared or semaphore key (11_shared.sql). Durations
+// holderRow is one holder's slot of a key a case prepares (a row of
+// distributed_lock at slot 1 and up): a lease of its own on a shared or
+// semaphore key (11_shared.sql). Durations
 // are offsets from the database's clock when the slot is written.
 type holderRow struct {
 	slot      int // 0: its place among the state's holders (from 1)
@@ -74,9 +75,10 @@ func (s state) holding(hs ...holderRow) state {
 
 // Every column of a slot a case prepares, as insertLockSQL names a row's.
 const insertHolderSQL = `
-INSERT INTO distributed_lock_holder (lock_key, slot, owner_id, fence_token, grant_kind, ttl,
+INSERT INTO distributed_lock (lock_key, slot, lock_mode, owner_id, fence_token, grant_kind, ttl,
     acquired_at, expires_at, renew_count, renewed_at, released_at, owner_role)
-SELECT $1, $2, $3, nextval('distributed_lock_fence_seq'), $4, $5 * interval '1 microsecond',
+SELECT $1::text, $2, coalesce((SELECT k.lock_mode FROM distributed_lock k WHERE k.lock_key = $1::text AND k.slot = 0), 'shared'),
+       $3, nextval('distributed_lock_fence_seq'), $4, $5 * interval '1 microsecond',
        c.now + ($6 - $5) * interval '1 microsecond', c.now + $6 * interval '1 microsecond', $7::int,
        CASE WHEN $7::int > 0 THEN c.now - interval '1 second' END,
        CASE WHEN $8::bigint > 0 THEN c.now - $8 * interval '1 microsecond' END,

@@ -99,7 +99,7 @@ SELECT l.owner_id, l.fence_token, l.expires_at, l.ttl, l.acquired_at, l.renewed_
        c.ts - l.released_at AS released_ago, c.ts - l.renewed_at AS renewed_ago,
        l.wake_until - c.ts AS wake_in, c.ts AS read_at
 FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c
-WHERE l.lock_key = $1`
+WHERE l.lock_key = $1 AND l.slot = 0`
 	readWaitersSQL = `
 SELECT w.waiter_id, w.owner_id, w.seen_until - c.ts AS seen_in, w.ttl, w.claim_window, w.metadata,
        w.log_grants, w.actor, c.ts - w.waiting_since AS waited_for, w.lock_delay, w.wake_channel,

@@ -73,11 +73,11 @@ const blockedBySQL = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1::in
 var (
 	// whileRowLocked: another transaction holds the key's row locked
 	// (changing it, say); the call does not wait for it.
-	whileRowLocked = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 FOR UPDATE`, false)
+	whileRowLocked = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 0 FOR UPDATE`, false)
 	// whileRowShared: another transaction holds the key's row FOR SHARE (an
 	// enqueue beside it, a holder's grant); a call that takes the row only
 	// for share completes meanwhile.
-	whileRowShared = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 FOR SHARE`, false)
+	whileRowShared = whileLocked(`SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 0 FOR SHARE`, false)
 	// whileFirstGrantCommits: on a key with no row, another transaction's
 	// first grant is inserting it; the call waits for that insert, which
 	// then commits, granting the key to other.
@@ -96,7 +96,7 @@ func whileRowChanges(change string) during { return whileLocked(change, true) }
 // others, FOR UPDATE), the key's queue lock shared (an enqueue beside a
 // running group) or exclusively (a release that found nobody).
 const (
-	lockFirstSlotSQL      = `SELECT FROM distributed_lock_holder WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
+	lockFirstSlotSQL      = `SELECT FROM distributed_lock WHERE lock_key = $1 AND slot = 1 FOR NO KEY UPDATE`
 	lockFirstWaiterSQL    = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR NO KEY UPDATE`
 	serveFirstWaiterSQL   = `SELECT FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1) FOR UPDATE`
 	lockQueueSharedSQL    = `SELECT distributed_lock_try_queue_lock($1)`

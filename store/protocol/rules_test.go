@@ -7,7 +7,7 @@ package protocol_test
 func ruleCall(expr string, args ...any) func(string, prepared) (string, []any) {
 	return func(key string, _ prepared) (string, []any) {
 		return `SELECT ` + expr + ` AS result
-			FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c WHERE l.lock_key = $1`,
+			FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c WHERE l.lock_key = $1 AND l.slot = 0`,
 			append([]any{key}, args...)
 	}
 }
@@ -20,4 +20,14 @@ func isQueued(v any, owners ...string) want {
 	w := is(v)
 	w.waiters = waiters(owners...)
 	return w
+}
+
+// slotRuleCall is ruleCall on the key's n-th holder's slot (its row at
+// slot n) rather than the key's row.
+func slotRuleCall(n int, expr string, args ...any) func(string, prepared) (string, []any) {
+	return func(key string, _ prepared) (string, []any) {
+		return `SELECT ` + expr + ` AS result
+			FROM distributed_lock l, (SELECT clock_timestamp() AS ts) c WHERE l.lock_key = $1 AND l.slot = $2`,
+			append([]any{key, n}, args...)
+	}
 }

@@ -26,7 +26,7 @@ BEGIN
             VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
                     clock_timestamp() + ttl_us * interval '1 microsecond', ttl_us * interval '1 microsecond',
                     clock_timestamp())
-            ON CONFLICT (lock_key) DO NOTHING
+            ON CONFLICT (lock_key, slot) DO NOTHING
             RETURNING l.fence_token INTO token;
         END IF;
     END IF;

@@ -34,22 +34,84 @@ RETURNS interval LANGUAGE sql STABLE AS $$
     SELECT int8larger(int8smaller(us, 1000000000000000), -1000000000000000) * interval '1 microsecond'
 $$;
 
--- distributed_lock_held: l is owner's running exclusive lease, taken by
--- database role role (a shared or semaphore key's row is its group's,
--- whose owner is nobody's: 11_shared.sql). A lease belongs to the role that
--- took it (owner_role): an owner id is only a name, which any service may
--- say, so a call acting on a lease as its holder passes session_user, and
--- another role's lease of the same owner is not its own.
-CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, role text, ts timestamptz)
+-- distributed_lock_reserved: owner is a reserved word: '*', the owner of a
+-- shared or semaphore group's own lease (11_shared.sql), which no caller's
+-- lease may carry, so that no lease is ever mistaken for a group's.
+CREATE OR REPLACE FUNCTION distributed_lock_reserved(owner text)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.owner_id = owner AND l.owner_role = role AND l.released_at IS NULL AND l.expires_at > ts
-           AND l.lock_mode = 'exclusive'
+    SELECT owner = '*'
 $$;
 
--- distributed_lock_open: nobody holds l: released, or its lease lapsed.
+-- distributed_lock_live, the one liveness rule: lease row l runs at ts:
+-- unreleased and not past its expiry. Any lease: a key's (slot 0: an
+-- exclusive holder's, or a running group's own, which expires only when
+-- the group ends) or a group holder's slot. Every place that asks whether
+-- a lease runs asks this, readers too (distributed_lock_state).
+CREATE OR REPLACE FUNCTION distributed_lock_live(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.released_at IS NULL AND l.expires_at > ts
+$$;
+
+-- distributed_lock_open: nobody holds key row l: its lease is not live.
 CREATE OR REPLACE FUNCTION distributed_lock_open(l distributed_lock, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT l.released_at IS NOT NULL OR l.expires_at <= ts
+    SELECT NOT distributed_lock_live(l, ts)
+$$;
+
+-- distributed_lock_held: l is owner's live lease, taken by database role
+-- role: an exclusive holder's (slot 0) or a group holder's (a slot). A
+-- group's own lease is nobody's: its owner is reserved
+-- (distributed_lock_reserved). A lease belongs to the role that took it
+-- (owner_role): an owner id is only a name, which any service may say, so
+-- a call acting on a lease as its holder passes session_user, and another
+-- role's lease of the same owner is not its own.
+CREATE OR REPLACE FUNCTION distributed_lock_held(l distributed_lock, owner text, role text, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.owner_id = owner AND l.owner_role = role AND distributed_lock_live(l, ts)
+$$;
+
+-- distributed_lock_is_group: l's lease is a group's or a group holder's
+-- (mode shared or semaphore), not one held alone. The modes are compared
+-- only in this rule and the five after it.
+CREATE OR REPLACE FUNCTION distributed_lock_is_group(l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.lock_mode <> 'exclusive'
+$$;
+
+-- distributed_lock_holder_mode: the mode of a lease of n permits: a
+-- semaphore's, or without permits (NULL) a shared lease's.
+CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
+RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
+$$;
+
+-- distributed_lock_of_kind: key row l is of the kind a lease of n permits
+-- asks for (NULL: a shared lease): its mode and permits.
+CREATE OR REPLACE FUNCTION distributed_lock_of_kind(l distributed_lock, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT l.lock_mode = distributed_lock_holder_mode(n) AND l.permits IS NOT DISTINCT FROM n
+$$;
+
+-- distributed_lock_waits_for_group: a waiter record's mode (its column
+-- lock_mode) asks for a group holder's lease; NULL: the key itself.
+CREATE OR REPLACE FUNCTION distributed_lock_waits_for_group(mode text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NOT NULL
+$$;
+
+-- distributed_lock_asks_for: waiter record w waits for a lease of n
+-- permits (NULL: a shared lease).
+CREATE OR REPLACE FUNCTION distributed_lock_asks_for(w distributed_lock_waiter, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT w.lock_mode = distributed_lock_holder_mode(n) AND w.permits IS NOT DISTINCT FROM n
+$$;
+
+-- distributed_lock_group_of: key row l is a group of the kind a waiter
+-- record asks for, by its mode and permits n (a record waiting for the key
+-- itself has no mode, and asks for no group).
+CREATE OR REPLACE FUNCTION distributed_lock_group_of(l distributed_lock, mode text, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NOT NULL AND l.lock_mode = mode AND l.permits IS NOT DISTINCT FROM n
 $$;
 
 -- distributed_lock_queue_live: a live waiter (its record seen until after
@@ -61,16 +123,17 @@ BEGIN
     RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
--- distributed_lock_queue_length: how many live waiters are queued for key;
--- distributed_lock_queue_position: waiter id's place among them (1: the
--- head), NULL when its record is not live. What a refusal says, read only
--- on refusal paths.
+-- distributed_lock_queue_length: how many live waiters are queued for key.
+-- What a refusal says, read only on refusal paths.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_length(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
     RETURN (SELECT count(*) FROM distributed_lock_waiter w WHERE w.lock_key = key AND w.seen_until > ts);
 END $$;
 
+-- distributed_lock_queue_position: waiter id's place among the live
+-- waiters for key (1: the head), NULL when its record is not live. Read
+-- only on refusal paths, as queue_length.
 CREATE OR REPLACE FUNCTION distributed_lock_queue_position(key text, id bigint, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN

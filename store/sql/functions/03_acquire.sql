@@ -1,3 +1,16 @@
+-- distributed_lock_admit_owner refuses (23514, as a key or owner outside
+-- the name rules is refused) an owner id that is a reserved word
+-- (distributed_lock_reserved), where an owner enters the protocol: a grant,
+-- a queue's record, a session. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_admit_owner(owner text)
+RETURNS void
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    IF distributed_lock_reserved(owner) THEN
+        RAISE EXCEPTION 'an owner id may not be a reserved word: %', owner USING ERRCODE = '23514';
+    END IF;
+END $$;
+
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
@@ -58,8 +71,10 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                          AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
+      AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
     INTO res;
     -- Every test on the way out of a grant is one more expression to set
@@ -72,9 +87,10 @@ BEGIN
             (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
         SELECT ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
                l.previous_owner, l.previous_token, coalesce(event_detail, '{}')
-        FROM distributed_lock l WHERE l.lock_key = key;
+        FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
     END IF;
+    PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
     SELECT l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, distributed_lock_refusal(l, ts),
@@ -83,11 +99,12 @@ BEGIN
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO res
     FROM distributed_lock l
-    WHERE l.lock_key = key AND l.lock_mode = 'exclusive' AND NOT distributed_lock_held(l, owner, session_user, ts);
+    WHERE l.lock_key = key AND l.slot = 0 AND NOT distributed_lock_is_group(l)
+      AND NOT distributed_lock_held(l, owner, session_user, ts);
     IF FOUND THEN
         RETURN res;
     END IF;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT FOUND THEN
         SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
         INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
@@ -105,7 +122,7 @@ BEGIN
         END IF;
         RETURN res;
     END IF;
-    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) THEN
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) THEN
         -- A group's row (11_shared.sql): granted once the group has ended,
         -- here if its last holders lapsed; else refused until its holders'
         -- last expiry.
@@ -137,8 +154,9 @@ BEGIN
         renew_count = l.renew_count + 1,
         metadata = coalesce(lease_metadata, '{}')
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_held(x, owner, session_user, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_held(x, owner, session_user, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
+      AND l.slot = 0
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
         res.outcome := 'renewed';
@@ -174,7 +192,7 @@ BEGIN
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
             coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
-    ON CONFLICT (lock_key) DO NOTHING
+    ON CONFLICT (lock_key, slot) DO NOTHING
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
     INTO lock_key, owner_id, fence_token, expires_at, ttl;
     IF FOUND THEN

@@ -28,11 +28,11 @@ BEGIN
         renew_count = l.renew_count + 1
     FROM (SELECT k.r, distributed_lock_now() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
-                WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                  AND z.released_at IS NULL AND z.owner_role = session_user
+                WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
+                  AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
     IF NOT FOUND THEN
@@ -141,8 +141,8 @@ BEGIN
     -- logged or someone may wait. Every test is an expression PL/pgSQL sets
     -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = distributed_lock_now()
-    WHERE l.lock_key = key AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
-      AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
+    WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
+      AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
               l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
               CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
@@ -167,7 +167,7 @@ BEGIN
         IF FOUND THEN
             RETURN res;
         END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
         ts := distributed_lock_now();
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
         INTO res
@@ -208,8 +208,8 @@ BEGIN
         SELECT distributed_lock_held(c.r, owner, session_user, c.ts)
         FROM (SELECT k.r, distributed_lock_now() AS ts
               FROM (SELECT z AS r FROM distributed_lock z
-                    WHERE z.lock_key = key AND z.owner_id = owner AND z.fence_token = token
-                      AND z.released_at IS NULL AND z.owner_role = session_user
+                    WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
+                      AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                     FOR SHARE) k
               OFFSET 0) c), false);
     IF NOT held THEN

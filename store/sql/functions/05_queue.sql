@@ -29,7 +29,8 @@ DECLARE
     w distributed_lock_waiter%ROWTYPE;
 BEGIN
     IF EXISTS (SELECT 1 FROM distributed_lock l
-               WHERE l.lock_key = key AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
+               WHERE l.lock_key = key AND l.slot = 0
+                 AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
@@ -42,7 +43,7 @@ BEGIN
     IF w.group_id IS NOT NULL THEN
         RETURN distributed_lock_hand_off_group(key, w, ts);
     END IF;
-    IF w.lock_mode IS NOT NULL THEN
+    IF distributed_lock_waits_for_group(w.lock_mode) THEN
         RETURN distributed_lock_serve_holders(key, ts);
     END IF;
     RETURN distributed_lock_grant_waiter(w, ts);
@@ -82,7 +83,7 @@ BEGIN
         lock_delay = w.lock_delay,
         delay_until = NULL,
         handed_to = w.waiter_id
-    WHERE l.lock_key = key
+    WHERE l.lock_key = key AND l.slot = 0
     RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
     INTO g;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
@@ -175,7 +176,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     UPDATE distributed_lock l SET wake_until = ts + 2 * distributed_lock_us(seen_for_us)
-    WHERE l.lock_key = key
+    WHERE l.lock_key = key AND l.slot = 0
       AND (l.wake_until IS NULL OR l.wake_until < ts + distributed_lock_us(seen_for_us));
 END $$;
 
@@ -228,6 +229,7 @@ DECLARE
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     FOR attempt IN 1..3 LOOP
         -- Beside the other waiters, without the row lock, if it may
         -- (14_queue_beside.sql).
@@ -240,7 +242,7 @@ BEGIN
         IF outcome IS NOT NULL THEN
             RETURN;
         END IF;
-        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, 'exclusive', NULL) t;
+        SELECT * INTO locked FROM distributed_lock_lock_to_queue(key, owner, seen_for_us, NULL, NULL) t;
         -- Beside after all: the call it waited for made that possible.
         CONTINUE WHEN locked.beside;
         r := locked.r;
@@ -264,12 +266,12 @@ BEGIN
     -- After the row lock (the first try beside the others read its own
     -- now before this call waited for it).
     ts := distributed_lock_now();
-    IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND distributed_lock_settle(key, ts) THEN
         -- A group whose holders all lapsed (11_shared.sql) is ended here,
         -- under the lock, as acquire and a waiter's check end one, and
         -- passed on: the caller takes it or queues behind the head it was
         -- handed to, rather than behind a group nobody holds.
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     END IF;
     IF distributed_lock_may_take(r, owner, session_user, ts) THEN
         -- The row lock is this transaction's, which SKIP LOCKED does not skip.
@@ -290,7 +292,7 @@ BEGIN
             INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
             FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
-            SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key;
+            SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
             waiter_id := NULL;
             db_now := ts;
             RETURN;
@@ -308,7 +310,7 @@ BEGIN
            CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
          queue_position, queue_length, delay_until
-    FROM distributed_lock l WHERE l.lock_key = key;
+    FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF cycle IS NOT NULL THEN
         waiter_id := NULL;
     END IF;
@@ -355,13 +357,13 @@ DECLARE
     ts timestamptz;
     waiting text;
     unlocked boolean := false;
-    slot distributed_lock_holder;
+    slot distributed_lock;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     -- A group's row is always checked under the lock: a group whose
     -- holders all lapsed is ended here, and one with room serves the queue.
-    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND r.lock_mode = 'exclusive' THEN
+    IF r.lock_key IS NOT NULL AND NOT distributed_lock_open(r, ts) AND NOT distributed_lock_is_group(r) THEN
         IF r.handed_to = id AND r.owner_role = session_user THEN
             unlocked := true;
         ELSE
@@ -383,7 +385,7 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
         -- Judged again, with a now read after the wait for the lock.
         ts := distributed_lock_now();
         IF r.lock_key IS NULL THEN
@@ -392,7 +394,7 @@ BEGIN
             outcome := 'gone';
             RETURN;
         END IF;
-        IF r.lock_mode <> 'exclusive' AND NOT distributed_lock_open(r, ts)
+        IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
            AND distributed_lock_serve_holders(key, ts) IS NULL THEN
             -- A running group first serves a head that may join it (taking
             -- over a slot whose lease ran out); one whose holders all
@@ -427,11 +429,11 @@ BEGIN
                 ELSE 'gone' END,
            least(distributed_lock_lease_end(l), l.released_at) - ts, id, ts, CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now, delay_until
-    FROM distributed_lock l WHERE l.lock_key = key;
+    FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF outcome = 'gone' THEN
         -- A slot of a shared or semaphore key handed to it (12_shared_queue.sql).
-        SELECT * INTO slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.expires_at > ts
+        SELECT * INTO slot FROM distributed_lock s
+        WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND distributed_lock_live(s, ts)
           AND s.owner_role = session_user;
         IF FOUND THEN
             owner_id := slot.owner_id; fence_token := slot.fence_token; expires_at := slot.expires_at;
@@ -467,13 +469,10 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     g record;
 BEGIN
+    -- The key's own lease (slot 0) or a group holder's: no group's lease
+    -- names a waiter.
     SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
-    WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL
-      AND l.lock_mode = 'exclusive';
-    IF NOT FOUND THEN
-        SELECT s.owner_id, s.fence_token, s.ttl, s.grant_kind INTO g FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND s.handed_to = id AND s.owner_role = session_user AND s.released_at IS NULL;
-    END IF;
+    WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL;
     IF FOUND THEN
         SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
@@ -529,12 +528,12 @@ BEGIN
         )
         SELECT i FROM unnest(ids) i WHERE i NOT IN (SELECT s.waiter_id FROM seen s)
         UNION ALL
-        SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key
+        SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key AND l.slot = 0
         WHERE s.group_id IS NULL
           AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
                -- A group whose holders all lapsed (11_shared.sql): nobody
                -- holds it either, and the check ends it.
-               OR l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+               OR distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
                   AND distributed_lock_live_holders(l.lock_key, ts) = 0)
           AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
 END $$;
@@ -578,7 +577,7 @@ DECLARE
     token bigint;
     gone distributed_lock_waiter;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id AND w.lock_key = key AND w.owner_role = session_user
     RETURNING * INTO gone;
@@ -587,7 +586,7 @@ BEGIN
         RETURN 'left';
     END IF;
     IF r.handed_to = id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
-        UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key;
+        UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key AND l.slot = 0;
         IF log_release THEN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
             VALUES (ts, key, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
@@ -598,8 +597,8 @@ BEGIN
     END IF;
     -- A slot of a shared or semaphore key handed to it and unclaimed: its
     -- release passes the room on (12_shared_queue.sql).
-    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
       AND s.owner_role = session_user;
     IF FOUND THEN
         PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);

@@ -27,10 +27,10 @@ BEGIN
     FROM (SELECT k.r, distributed_lock_now() AS ts
           FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.fence_token = token AND z.released_at IS NULL
-                  AND z.lock_mode = 'exclusive'
+                  AND z.slot = 0 AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key
+    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
               c.ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;
@@ -66,7 +66,7 @@ DECLARE
     delay_end timestamptz;
 BEGIN
     UPDATE distributed_lock l SET released_at = distributed_lock_now()
-    WHERE l.lock_key = key AND l.fence_token = token AND l.released_at IS NULL AND l.lock_mode = 'exclusive'
+    WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, ts, delay;
@@ -78,7 +78,7 @@ BEGIN
     END IF;
     IF delay > interval '0' THEN
         delay_end := least(expires_at, ts) + delay;
-        UPDATE distributed_lock l SET delay_until = delay_end WHERE l.lock_key = key;
+        UPDATE distributed_lock l SET delay_until = delay_end WHERE l.lock_key = key AND l.slot = 0;
     END IF;
     INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
     VALUES (ts, key, 'force_released', owner_id, token, coalesce(event_actor, session_user),
@@ -106,14 +106,14 @@ DECLARE
     r distributed_lock;
     ts timestamptz;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     IF r.lock_key IS NULL OR NOT distributed_lock_delayed(r, ts) THEN
         lock_key := key;
         outcome := 'not_delayed';
         RETURN;
     END IF;
-    UPDATE distributed_lock l SET lock_delay = interval '0', delay_until = NULL WHERE l.lock_key = key;
+    UPDATE distributed_lock l SET lock_delay = interval '0', delay_until = NULL WHERE l.lock_key = key AND l.slot = 0;
     lock_key := r.lock_key; owner_id := r.owner_id; fence_token := r.fence_token;
     expires_at := r.expires_at; ttl := r.ttl; outcome := 'delay_ended';
     delay_until := distributed_lock_delay_end(r);
@@ -170,14 +170,12 @@ BEGIN
     WITH gone AS (
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
+                             WHERE x.slot = 0 AND coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
                                AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
                              FOR UPDATE SKIP LOCKED)
-        RETURNING l.lock_key
-    ), slots AS (
-        DELETE FROM distributed_lock_holder h WHERE h.lock_key IN (SELECT g.lock_key FROM gone g)
+        RETURNING l.slot
     )
-    SELECT count(*) INTO locks FROM gone;
+    SELECT count(*) FILTER (WHERE g.slot = 0) INTO locks FROM gone g;
     DELETE FROM distributed_lock_waiter w WHERE w.seen_until < ts - interval '1 minute';
     GET DIAGNOSTICS waiters = ROW_COUNT;
     DELETE FROM distributed_lock_session s WHERE s.expires_at < ts - interval '1 minute';

@@ -57,9 +57,10 @@ BEGIN
             delay_until    = NULL,
             handed_to      = NULL
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE x.lock_key = ANY (ks) AND distributed_lock_may_grant(x, ts)
+                             WHERE x.lock_key = ANY (ks) AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
                              ORDER BY x.lock_key
                              FOR NO KEY UPDATE SKIP LOCKED)
+          AND l.slot = 0
         RETURNING l AS r)
     SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
     INSERT INTO distributed_lock_event
@@ -100,6 +101,7 @@ DECLARE
     a record;
     granted distributed_lock[];
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     BEGIN
         granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
                                               log_grants, lock_delay_us);
@@ -135,7 +137,7 @@ BEGIN
         SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
                o.outcome, interval '0', NULL::integer, NULL::timestamptz
         FROM unnest(ks, outs) WITH ORDINALITY o(k, outcome, n)
-        JOIN distributed_lock l ON l.lock_key = o.k
+        JOIN distributed_lock l ON l.lock_key = o.k AND l.slot = 0
         ORDER BY o.n;
 END $$;
 
@@ -157,7 +159,7 @@ BEGIN
     INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, released_at)
     VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
             ts, distributed_lock_us(ttl_us), ts, ts)
-    ON CONFLICT (lock_key) DO NOTHING;
+    ON CONFLICT (lock_key, slot) DO NOTHING;
 END $$;
 
 -- distributed_lock_lock_set locks the rows of ks (a sorted key set) in
@@ -174,7 +176,7 @@ BEGIN
     FOREACH k IN ARRAY ks LOOP
         locked := false;
         FOR attempt IN 1..3 LOOP
-            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
             locked := FOUND;
             EXIT WHEN locked;
             PERFORM distributed_lock_create_free(k, owner, ttl_us);
@@ -220,6 +222,7 @@ DECLARE
     ids bigint[];
     found_cycle jsonb;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
         RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
@@ -232,11 +235,12 @@ BEGIN
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
     FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_settle(k, ts);
     END LOOP;
-    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l WHERE l.lock_key = ANY (ks)) THEN
+    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l
+        WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                             NULL::bigint, ts, NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
@@ -245,7 +249,7 @@ BEGIN
         RETURN;
     END IF;
     FOREACH k IN ARRAY ks LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
             PERFORM distributed_lock_hand_off(k, ts);
         END IF;
     END LOOP;
@@ -273,7 +277,7 @@ BEGIN
                CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
         FROM distributed_lock l
         LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
-        WHERE l.lock_key = ANY (ks)
+        WHERE l.lock_key = ANY (ks) AND l.slot = 0
         ORDER BY l.lock_key;
 END $$;
 
@@ -314,7 +318,7 @@ BEGIN
             END IF;
             -- key's record is head, the head of key's queue.
             CONTINUE WHEN rec.lock_key = key;
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key FOR NO KEY UPDATE SKIP LOCKED;
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
             IF NOT FOUND THEN
                 wake := true;
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
@@ -355,7 +359,7 @@ RETURNS boolean
 LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT bool_and(coalesce(l.handed_to = s.id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts),
                              false))
-    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k
+    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
 $$;
 
 -- distributed_lock_waiter_poll_all is a waiting set's check, for when it
@@ -388,14 +392,14 @@ BEGIN
         RAISE EXCEPTION 'one waiter id per key' USING ERRCODE = '22023';
     END IF;
     FOREACH k IN ARRAY ks LOOP
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
     -- Groups whose holders all lapsed (11_shared.sql) end here, under the
     -- rows' locks, and are passed on, as a single key's enqueue or check
     -- ends one: nobody else might, while the set waits for them.
     FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.lock_mode <> 'exclusive' AND NOT distributed_lock_open(l, ts)
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_settle(k, ts);
     END LOOP;
@@ -407,7 +411,7 @@ BEGIN
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
             FOREACH k IN ARRAY ks LOOP
-                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
                     PERFORM distributed_lock_hand_off(k, ts);
                 END IF;
                 PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
@@ -430,7 +434,7 @@ BEGIN
                      least(distributed_lock_lease_end(l), l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
-              LEFT JOIN distributed_lock l ON l.lock_key = s.k
+              LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
               LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id AND w.owner_role = session_user) x
         ORDER BY x.k;
 END $$;
@@ -459,7 +463,7 @@ DECLARE
     passed boolean := false;
 BEGIN
     FOREACH k IN ARRAY ks LOOP
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k FOR NO KEY UPDATE;
+        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
     left_queue := false;
@@ -469,9 +473,9 @@ BEGIN
         left_queue := true;
     END LOOP;
     FOR s IN SELECT x.k, x.id FROM unnest(keys, ids) x(k, id) ORDER BY x.k LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0;
         IF r.handed_to = s.id AND r.released_at IS NULL AND r.renew_count = 0 AND r.owner_role = session_user THEN
-            UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k;
+            UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = s.k AND l.slot = 0;
             IF log_release THEN
                 INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
                 VALUES (ts, s.k, 'released', r.owner_id, r.fence_token, coalesce(event_actor, r.owner_id),
@@ -481,7 +485,7 @@ BEGIN
         END IF;
     END LOOP;
     FOREACH k IN ARRAY ks LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0;
         IF FOUND AND distributed_lock_open(r, ts) AND r.wake_until > ts THEN
             PERFORM distributed_lock_pass_on(k, ts);
         END IF;
@@ -526,7 +530,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
     freed distributed_lock[] := '{}';
-    slots distributed_lock_holder[] := '{}';
+    slots distributed_lock[] := '{}';
     r distributed_lock;
     s record;
 BEGIN
@@ -543,15 +547,15 @@ BEGIN
         -- Each key's release with a now of its own, read as it takes that
         -- key's row: the keys before it may have waited for theirs.
         UPDATE distributed_lock l SET released_at = distributed_lock_now()
-        WHERE l.lock_key = s.k AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
-          AND l.lock_mode = 'exclusive' AND l.owner_role = session_user
+        WHERE l.lock_key = s.k AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = s.t AND l.released_at IS NULL
+          AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
         RETURNING l.* INTO r;
         IF FOUND THEN
             freed := freed || r;
         ELSE
             -- A holder's lease, as distributed_lock_release takes it: passed
             -- on below, once its end is logged.
-            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+            PERFORM 1 FROM distributed_lock l WHERE l.lock_key = s.k AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
             slots := slots || ARRAY(SELECT h FROM distributed_lock_end_holders(s.k, owner, s.t, 'release',
                                                                               distributed_lock_now()) h);
         END IF;

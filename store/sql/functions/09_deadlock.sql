@@ -16,7 +16,8 @@ RETURNS boolean
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN w.seen_until > ts AND NOT (w.group_id IS NOT NULL AND EXISTS (
-        SELECT 1 FROM distributed_lock h WHERE h.lock_key = w.lock_key AND distributed_lock_held(h, w.owner_id, w.owner_role, ts)));
+        SELECT 1 FROM distributed_lock h
+        WHERE h.lock_key = w.lock_key AND h.slot = 0 AND distributed_lock_held(h, w.owner_id, w.owner_role, ts)));
 END $$;
 
 -- distributed_lock_awaited: someone waits for owner at ts: another owner's
@@ -43,15 +44,11 @@ BEGIN
             ORDER BY a.lock_key, a.waiter_id LIMIT 1) behind
         WHERE r.owner_id = owner AND r.seen_until > ts)
     OR EXISTS (
+        -- Its lease of the key, held alone or a holder's slot.
         SELECT 1 FROM (SELECT DISTINCT a.lock_key FROM distributed_lock_waiter a
                        WHERE a.seen_until > ts AND a.owner_id <> owner) k
         JOIN distributed_lock l ON l.lock_key = k.lock_key
-        WHERE l.owner_id = owner AND NOT distributed_lock_open(l, ts))
-    OR EXISTS (
-        SELECT 1 FROM distributed_lock_holder h
-        WHERE h.owner_id = owner AND h.released_at IS NULL AND h.expires_at > ts
-          AND EXISTS (SELECT 1 FROM distributed_lock_waiter a
-                      WHERE a.lock_key = h.lock_key AND a.seen_until > ts AND a.owner_id <> owner));
+        WHERE l.owner_id = owner AND distributed_lock_live(l, ts));
 END $$;
 
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
@@ -99,13 +96,12 @@ BEGIN
                 SELECT DISTINCT ON (n.next) s.waiter, s.lock_key, s.waiter_id, n.next
                 FROM src s
                 CROSS JOIN LATERAL (
+                    -- Every live lease of the key holds it: its exclusive
+                    -- holder's, or each holder's of its group (the group's
+                    -- own lease is nobody's).
                     SELECT l.owner_id::text AS next FROM distributed_lock l
-                    WHERE s.done = 0 AND l.lock_key = s.lock_key AND NOT distributed_lock_open(l, ts)
-                      AND l.lock_mode = 'exclusive'
-                    UNION ALL
-                    -- A shared or semaphore key is held by each of its holders.
-                    SELECT h.owner_id::text FROM distributed_lock_holder h
-                    WHERE s.done = 0 AND h.lock_key = s.lock_key AND h.released_at IS NULL AND h.expires_at > ts
+                    WHERE s.done = 0 AND l.lock_key = s.lock_key AND distributed_lock_live(l, ts)
+                      AND NOT distributed_lock_reserved(l.owner_id)
                     UNION ALL
                     SELECT a.owner_id::text FROM distributed_lock_waiter a
                     WHERE a.lock_key = s.lock_key AND a.seen_until > ts
@@ -174,7 +170,7 @@ BEGIN
     SELECT array_agg(x.lock_key::text ORDER BY x.lock_key) INTO ks FROM logged x;
     IF hand_on THEN
         FOREACH k IN ARRAY coalesce(ks, '{}') LOOP
-            IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k) THEN
+            IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
                 PERFORM distributed_lock_hand_off(k, ts);
             END IF;
         END LOOP;

@@ -7,8 +7,13 @@
 -- lease stays an ordinary row of distributed_lock: ls, the console, renew,
 -- fence and every grant rule read its expires_at as they read any lease's.
 --
--- Lock order: the session's row, then the bound leases' rows in key order,
--- as every function locking several keys does (08_multi.sql).
+-- Any lease may be bound: an exclusive holder's (a key's slot 0) or a
+-- group holder's (a slot above 0); a binding names its key and token, and
+-- tokens are unique. Lock order: the session's row, then the bound keys'
+-- rows (slot 0) in key order, as every function locking several keys does
+-- (08_multi.sql), then a holder's slot, as a holder's renewal takes the
+-- group's row before its slot (11_shared.sql): so a group cannot end, its
+-- holders judged lapsed, while a heartbeat extends one of them.
 --
 -- A session belongs to the role that opened it (owner_role), as a lease
 -- to the role that took it: heartbeat, bind and close answer another
@@ -33,15 +38,17 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := distributed_lock_now();
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     INSERT INTO distributed_lock_session AS s (owner_id, host, pid, metadata, ttl, opened_at, expires_at)
     VALUES (owner, coalesce(host, ''), coalesce(pid, 0), coalesce(session_metadata, '{}'),
             distributed_lock_us(ttl_us), ts, ts + distributed_lock_us(ttl_us))
     RETURNING s.session_id, s.expires_at, s.ttl INTO session_id, expires_at, ttl;
 END $$;
 
--- distributed_lock_session_lock locks session's row, then the rows of its
--- bound leases in key order, and returns the session as it is then (NULL
--- columns: no such session). Internal.
+-- distributed_lock_session_lock locks session's row, then the rows (slot 0)
+-- of the keys whose bound lease is still the one granted (a key granted
+-- anew since is left alone) in key order, and returns the session as it
+-- is then (NULL columns: no such session). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_session_lock(session bigint)
 RETURNS distributed_lock_session
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -50,8 +57,10 @@ DECLARE
 BEGIN
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR NO KEY UPDATE;
     PERFORM 1 FROM distributed_lock l
-        JOIN distributed_lock_session_lease b ON b.lock_key = l.lock_key AND b.fence_token = l.fence_token
-    WHERE b.session_id = session
+    WHERE l.slot = 0
+      AND l.lock_key IN (SELECT b.lock_key FROM distributed_lock_session_lease b
+                         JOIN distributed_lock h ON h.lock_key = b.lock_key AND h.fence_token = b.fence_token
+                         WHERE b.session_id = session)
     ORDER BY l.lock_key
     FOR NO KEY UPDATE OF l;
     RETURN s;
@@ -115,7 +124,7 @@ BEGIN
             renew_count = l.renew_count + 1
         FROM distributed_lock_session_lease b
         WHERE b.session_id = session AND l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-          AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+          AND distributed_lock_live(l, ts)
         RETURNING l.lock_key, l.fence_token)
     SELECT (SELECT count(*) FROM moved),
            (SELECT coalesce(jsonb_agg(jsonb_build_object('key', k.lock_key, 'token', k.fence_token)
@@ -130,13 +139,14 @@ BEGIN
         WHERE b.session_id = session
           AND NOT EXISTS (SELECT 1 FROM distributed_lock l
                           WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
-                            AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
+                            AND distributed_lock_live(l, ts));
     END IF;
     outcome := 'renewed';
 END $$;
 
 -- distributed_lock_session_bind binds lease_owner's leases of keys, granted
--- with tokens (one each, in step), to session_owner's session: each now
+-- with tokens (one each, in step; a key's lease or a group holder's), to
+-- session_owner's session: each now
 -- ends when the session does (its expires_at and ttl become the session's,
 -- which may shorten it) and is kept by the session's heartbeats. All or
 -- none. It also claims a lease handed off from a queue. One row:
@@ -154,12 +164,13 @@ DECLARE
     s distributed_lock_session;
     ts timestamptz;
 BEGIN
+    PERFORM distributed_lock_admit_owner(lease_owner);
     IF cardinality(keys) IS DISTINCT FROM cardinality(tokens) THEN
         RAISE EXCEPTION 'distributed_lock_session_bind: % keys but % tokens', cardinality(keys), cardinality(tokens)
             USING ERRCODE = '22023';
     END IF;
     SELECT * INTO s FROM distributed_lock_session x WHERE x.session_id = session FOR SHARE;
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) ORDER BY l.lock_key FOR NO KEY UPDATE;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = ANY (keys) AND l.slot = 0 ORDER BY l.lock_key FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (session_owner, session_user) THEN
         outcome := 'gone';
@@ -171,7 +182,8 @@ BEGIN
     END IF;
     SELECT d.k INTO not_held FROM unnest(keys, tokens) AS d(k, t)
     WHERE NOT EXISTS (SELECT 1 FROM distributed_lock l
-                      WHERE l.lock_key = d.k AND l.fence_token = d.t AND distributed_lock_held(l, lease_owner, session_user, ts))
+                      WHERE l.lock_key = d.k AND l.fence_token = d.t
+                        AND distributed_lock_held(l, lease_owner, session_user, ts))
     ORDER BY d.k LIMIT 1;
     IF FOUND THEN
         outcome := 'not_held';
@@ -216,7 +228,7 @@ BEGIN
     ts := distributed_lock_now();
     FOR b IN SELECT l.lock_key, l.owner_id, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+             WHERE x.session_id = session AND distributed_lock_live(l, ts)
              ORDER BY l.lock_key LOOP
         IF (SELECT r.outcome FROM distributed_lock_release(b.lock_key, b.owner_id, b.fence_token,
                                                     log_release => log_release, event_actor => event_actor) r)
@@ -257,7 +269,7 @@ BEGIN
     why := coalesce(reason, format('session %s ended', session));
     FOR b IN SELECT l.lock_key, l.fence_token FROM distributed_lock l
                  JOIN distributed_lock_session_lease x ON x.lock_key = l.lock_key AND x.fence_token = l.fence_token
-             WHERE x.session_id = session AND distributed_lock_held(l, l.owner_id, l.owner_role, ts)
+             WHERE x.session_id = session AND distributed_lock_live(l, ts)
              ORDER BY l.lock_key LOOP
         PERFORM distributed_lock_force_expire(b.lock_key, b.fence_token, event_actor, why);
         expired := expired + 1;

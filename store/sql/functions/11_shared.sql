@@ -1,7 +1,8 @@
 -- Shared leases and semaphores (docs/design.md, "Shared leases and
 -- semaphores"). A key taken shared has any number of holders at once, a
 -- semaphore key at most its permits; each holder has a lease of its own,
--- a slot of distributed_lock_holder (owner, token, TTL), renewed, released,
+-- a slot of the key's rows in distributed_lock (slot 1 and up: owner,
+-- token, TTL, as any lease), renewed, released,
 -- fenced and forced by its token through the same functions as an
 -- exclusive lease (04_lease.sql, 06_operator.sql).
 --
@@ -37,36 +38,12 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
--- distributed_lock_holder_mode: the mode of a lease of n permits: a
--- semaphore's, or without permits (NULL) a shared lease's.
-CREATE OR REPLACE FUNCTION distributed_lock_holder_mode(n integer)
-RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN n IS NULL THEN 'shared' ELSE 'semaphore' END
-$$;
-
--- distributed_lock_lease_end: when row l's lease ends: its expires_at, or,
--- for a running group's row, the last expiry of its holders' unreleased
--- leases (its start when it has none), never the far future, which no
--- client could take for a time left. store.ExpiresAtColumn is the same for
--- readers, who may not execute it. PL/pgSQL, as live_holders: a subquery
--- keeps an SQL function from being inlined, and one not inlined is planned
--- anew at every call, a plan PL/pgSQL keeps.
-CREATE OR REPLACE FUNCTION distributed_lock_lease_end(l distributed_lock)
-RETURNS timestamptz LANGUAGE plpgsql STABLE AS $$
-BEGIN
-    IF l.lock_mode = 'exclusive' OR l.released_at IS NOT NULL THEN
-        RETURN l.expires_at;
-    END IF;
-    RETURN coalesce((SELECT max(h.expires_at) FROM distributed_lock_holder h
-                     WHERE h.lock_key = l.lock_key AND h.released_at IS NULL), l.acquired_at);
-END $$;
-
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
 BEGIN
-    RETURN (SELECT count(*) FROM distributed_lock_holder h
-            WHERE h.lock_key = key AND h.released_at IS NULL AND h.expires_at > ts);
+    RETURN (SELECT count(*) FROM distributed_lock h
+            WHERE h.lock_key = key AND h.slot > 0 AND distributed_lock_live(h, ts));
 END $$;
 
 -- distributed_lock_queued_ahead: l is kept for live waiters (promised)
@@ -80,9 +57,9 @@ BEGIN
     -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
     -- being inlined, and every permit waiter's enqueue asks.
     RETURN distributed_lock_promised(l, ts)
-           AND NOT EXISTS (SELECT 1 FROM distributed_lock_holder x
-                           WHERE x.lock_key = l.lock_key AND x.owner_id = owner AND x.owner_role = session_user
-                             AND x.released_at IS NULL AND x.expires_at > ts);
+           AND NOT EXISTS (SELECT 1 FROM distributed_lock x
+                           WHERE x.lock_key = l.lock_key AND x.slot > 0
+                             AND distributed_lock_held(x, owner, session_user, ts));
 END $$;
 
 -- distributed_lock_settle ends key's group when no slot holds a lease at
@@ -100,15 +77,15 @@ BEGIN
         RETURN false;
     END IF;
     UPDATE distributed_lock l SET released_at = ts, expires_at = ts
-    WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
     RETURNING l.wake_until INTO wake;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     -- Leases that ran out end with their group: a later group's grant of
     -- their slots takes them from nobody.
-    UPDATE distributed_lock_holder s SET released_at = ts
-    WHERE s.lock_key = key AND s.released_at IS NULL;
+    UPDATE distributed_lock s SET released_at = ts
+    WHERE s.lock_key = key AND s.slot > 0 AND s.released_at IS NULL;
     IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
@@ -125,7 +102,7 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     RETURN distributed_lock_live_holders(key, ts) = 0
-        AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key FOR NO KEY UPDATE SKIP LOCKED)
+        AND EXISTS (SELECT 1 FROM distributed_lock x WHERE x.lock_key = key AND x.slot = 0 FOR NO KEY UPDATE SKIP LOCKED)
         AND distributed_lock_settle(key, ts);
 END $$;
 
@@ -154,8 +131,8 @@ BEGIN
         previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
         previous_token = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.fence_token END,
         metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
-    WHERE l.lock_key = r.lock_key;
-    IF mode = 'semaphore' AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
+    WHERE l.lock_key = r.lock_key AND l.slot = 0;
+    IF n IS NOT NULL AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
         VALUES (ts, r.lock_key, 'permits_changed', NULL, actor, actor_role,
                 jsonb_build_object('permits', n, 'previous_permits', r.permits));
@@ -173,15 +150,15 @@ END $$;
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
     key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
-RETURNS distributed_lock_holder
+RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     next integer;
 BEGIN
-    UPDATE distributed_lock_holder s SET
-        owner_id = owner, owner_role = role,
+    UPDATE distributed_lock s SET
+        lock_mode = distributed_lock_holder_mode(n), owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
                           ELSE 'acquired' END,
@@ -189,9 +166,9 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
         acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
         renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND (n IS NULL OR x.slot <= n)
-                                    AND (x.released_at IS NOT NULL OR x.expires_at <= ts)
+    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock x
+                                  WHERE x.lock_key = key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
+                                    AND NOT distributed_lock_live(x, ts)
                                   ORDER BY x.slot LIMIT 1
                                   FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING s.* INTO h;
@@ -202,13 +179,14 @@ BEGIN
     -- for the first to commit (ON CONFLICT does), and numbers the next in
     -- a statement of its own, which sees it.
     FOR attempt IN 1..3 LOOP
-        next := (SELECT coalesce(max(x.slot), 0) + 1 FROM distributed_lock_holder x WHERE x.lock_key = key);
+        next := (SELECT max(x.slot) + 1 FROM distributed_lock x WHERE x.lock_key = key);
         IF n IS NOT NULL AND next > n THEN
             RETURN h;
         END IF;
-        INSERT INTO distributed_lock_holder AS s
-            (lock_key, slot, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
-        VALUES (key, next, owner, role, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        INSERT INTO distributed_lock AS s
+            (lock_key, slot, lock_mode, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
+        VALUES (key, next, distributed_lock_holder_mode(n), owner, role,
+                distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
                 coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
                 ts + distributed_lock_us(ttl_us))
         ON CONFLICT DO NOTHING
@@ -269,17 +247,18 @@ DECLARE
     joining boolean;
     stole boolean := false;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
-    joining := r.lock_key IS NOT NULL AND r.lock_mode = mode AND r.permits IS NOT DISTINCT FROM n
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
+    joining := r.lock_key IS NOT NULL AND distributed_lock_of_kind(r, n)
                AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
     IF r.lock_key IS NULL THEN
         PERFORM distributed_lock_create_free(key, '*', ttl_us);
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     ELSIF joining THEN
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE SKIP LOCKED;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     END IF;
     ts := distributed_lock_now();
     IF r.lock_key IS NULL THEN
@@ -287,7 +266,7 @@ BEGIN
         RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
-    IF r.lock_mode = 'exclusive' OR distributed_lock_open(r, ts) THEN
+    IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
         IF NOT distributed_lock_may_grant(r, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
@@ -307,7 +286,7 @@ BEGIN
         stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
         lock_mode := mode; key_permits := n;
-    ELSIF r.lock_mode <> mode OR r.permits IS DISTINCT FROM n THEN
+    ELSIF NOT distributed_lock_of_kind(r, n) THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
         -- A refusal names the row, and the queue, as every refusal does.
@@ -351,19 +330,18 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     stole boolean := over.lock_key IS NOT NULL;
     r distributed_lock := over;
     key_permits integer := n;
     lock_mode text := mode;
 BEGIN
     -- owner's own running slot: a renewal, same token.
-    UPDATE distributed_lock_holder s SET
+    UPDATE distributed_lock s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1, metadata = coalesce(lease_metadata, s.metadata)
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock_holder x
-                                  WHERE x.lock_key = key AND x.owner_id = owner AND x.owner_role = session_user
-                                    AND x.released_at IS NULL AND x.expires_at > ts
+    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock x
+                                  WHERE x.lock_key = key AND x.slot > 0 AND distributed_lock_held(x, owner, session_user, ts)
                                   LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING s.* INTO h;
     IF FOUND THEN
@@ -373,8 +351,8 @@ BEGIN
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
-            FROM distributed_lock_holder x
-            WHERE x.lock_key = key AND x.released_at IS NULL AND x.expires_at > ts
+            FROM distributed_lock x
+            WHERE x.lock_key = key AND x.slot > 0 AND distributed_lock_live(x, ts)
             ORDER BY x.expires_at LIMIT 1;
             outcome := CASE WHEN h.slot IS NULL THEN 'held' ELSE 'busy' END;
             remaining := expires_at - ts;
@@ -385,7 +363,7 @@ BEGIN
         -- The first holder of a group formed over a lease that ran out
         -- unreleased took the key from that lease's owner; its slot says so.
         IF stole THEN
-            UPDATE distributed_lock_holder s SET grant_kind = 'stolen', previous_owner = r.owner_id,
+            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = r.owner_id,
                 previous_token = r.fence_token
             WHERE s.lock_key = key AND s.slot = h.slot
             RETURNING s.* INTO h;
@@ -427,26 +405,25 @@ $$;
 -- holds. The row FOR SHARE: renewals run beside the holders' grants.
 -- Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_renew_holder(key text, owner text, token bigint, ttl_us bigint)
-RETURNS distributed_lock_holder
+RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     ts timestamptz;
 BEGIN
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
-    PERFORM 1 FROM distributed_lock_holder s
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR SHARE;
+    PERFORM 1 FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
     FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN h; -- no such slot: nothing to judge
     END IF;
     ts := distributed_lock_now();
-    UPDATE distributed_lock_holder s SET
+    UPDATE distributed_lock s SET
         expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
-      AND s.released_at IS NULL AND s.expires_at > ts
+    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND distributed_lock_held(s, owner, session_user, ts)
     RETURNING s.* INTO h;
     RETURN h;
 END $$;
@@ -462,25 +439,25 @@ END $$;
 -- Returns the slots it ended as it left them (a forced expiry's end is
 -- ts), in slot order. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_end_holders(key text, owner text, token bigint, how text, ts timestamptz)
-RETURNS SETOF distributed_lock_holder
+RETURNS SETOF distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     r distributed_lock;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
     RETURN QUERY
     WITH ended AS (
-        SELECT s.lock_key, s.slot FROM distributed_lock_holder s
-        WHERE s.lock_key = key AND (owner IS NULL OR s.owner_id = owner AND s.owner_role = session_user)
+        SELECT s.lock_key, s.slot FROM distributed_lock s
+        WHERE s.lock_key = key AND s.slot > 0 AND (owner IS NULL OR s.owner_id = owner AND s.owner_role = session_user)
           AND s.released_at IS NULL
           AND (s.fence_token = token OR (token = r.fence_token AND owner IS NULL AND s.expires_at > ts))
         FOR NO KEY UPDATE
     ), upd AS (
-        UPDATE distributed_lock_holder s SET
+        UPDATE distributed_lock s SET
             released_at = CASE WHEN how = 'release' THEN ts END,
             expires_at = CASE WHEN how = 'expire' THEN least(s.expires_at, ts) ELSE s.expires_at END
         FROM ended e WHERE s.lock_key = e.lock_key AND s.slot = e.slot
@@ -502,7 +479,7 @@ RETURNS void
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF NOT distributed_lock_settle(key, ts)
-       AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.wake_until > ts) THEN
+       AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND l.wake_until > ts) THEN
         PERFORM distributed_lock_serve_holders(key, ts);
     END IF;
 END $$;
@@ -514,15 +491,15 @@ CREATE OR REPLACE FUNCTION distributed_lock_fence_holder(key text, owner text, t
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR SHARE;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR SHARE;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
     RETURN coalesce((
         SELECT c.expires_at > c.ts
         FROM (SELECT k.expires_at, distributed_lock_now() AS ts
-              FROM (SELECT s.expires_at FROM distributed_lock_holder s
-                    WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token
+              FROM (SELECT s.expires_at FROM distributed_lock s
+                    WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token
                       AND s.released_at IS NULL AND s.owner_role = session_user
                     FOR SHARE) k
               OFFSET 0) c), false);
@@ -545,7 +522,7 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     r distributed_lock;
     ts timestamptz;
     ended integer := 0;
@@ -555,7 +532,7 @@ BEGIN
     -- The group's row before the force (the lock end_holders takes): when
     -- the force ends the group, a hand-off may grant the row to a waiter
     -- before this returns, and that lease is not the one forced.
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' FOR NO KEY UPDATE;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     ts := distributed_lock_now();
     FOR h IN SELECT * FROM distributed_lock_end_holders(key, NULL, token, how, ts) LOOP
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)

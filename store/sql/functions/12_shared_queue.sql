@@ -30,7 +30,7 @@ RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
+    h distributed_lock;
     kind text;
 BEGIN
     h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
@@ -41,12 +41,12 @@ BEGIN
     -- A slot granted as the group formed over a lease that ran out took the
     -- key from that lease's owner (the group's row names it): the slot
     -- says so, as the waiter's check reads it.
-    UPDATE distributed_lock_holder s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
+    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
         grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
         previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
         previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
     FROM distributed_lock l
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key AND l.slot = 0
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     kind := h.grant_kind;
@@ -87,7 +87,7 @@ DECLARE
     first bigint;
 BEGIN
     LOOP
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         -- FOR NO KEY UPDATE: it may stop here without serving the head,
         -- and a release beside this call passes over only a record locked
         -- FOR UPDATE (distributed_lock_lock_to_serve).
@@ -95,14 +95,14 @@ BEGIN
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
-        EXIT WHEN NOT FOUND OR w.lock_mode IS NULL OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
         stole := false;
         IF distributed_lock_open(r, ts) THEN
             EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                                  coalesce(w.actor, w.owner_id), w.owner_role);
-        ELSIF r.lock_mode <> w.lock_mode OR r.permits IS DISTINCT FROM w.permits THEN
+        ELSIF NOT distributed_lock_group_of(r, w.lock_mode, w.permits) THEN
             EXIT;
         END IF;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
@@ -122,20 +122,19 @@ RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
     -- path is planned at every call, and every permit waiter calls it twice.
-    RETURN coalesce(r.lock_mode = distributed_lock_holder_mode(n)
-                    AND r.permits IS NOT DISTINCT FROM n AND r.released_at IS NULL
+    RETURN coalesce(distributed_lock_of_kind(r, n) AND r.released_at IS NULL
                     AND r.expires_at = distributed_lock_group_end()
                     AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
--- for a lease of key's running group (mode, permits n), and the group has
+-- for a lease of key's running group (of permits n), and the group has
 -- a permit free at ts: only then is there anyone to serve. Read without
 -- locking: a true answer is acted on under locks. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_head_has_room(key text, mode text, n integer, ts timestamptz)
+CREATE OR REPLACE FUNCTION distributed_lock_head_has_room(key text, n integer, ts timestamptz)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN coalesce((SELECT x.lock_mode = mode AND x.permits IS NOT DISTINCT FROM n AND x.group_id IS NULL
+    RETURN coalesce((SELECT distributed_lock_asks_for(x, n) AND x.group_id IS NULL
                      FROM distributed_lock_waiter x
                      WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
                      ORDER BY x.waiter_id LIMIT 1), false)
@@ -183,8 +182,9 @@ DECLARE
     joining boolean;
     locked record;
 BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
     IF NOT joining THEN
@@ -197,7 +197,7 @@ BEGIN
         r := locked.r;
     END IF;
     IF joining THEN
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
         -- Judged again, with a now read after the wait for the row.
         ts := distributed_lock_now();
         IF NOT distributed_lock_queue_joinable(r, n, seen_for_us, ts) THEN
@@ -229,7 +229,7 @@ BEGIN
         -- Joining a queue ahead of it, it would only be told 'queued'.
         EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
         IF NOT joining THEN
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
             -- Judged again, with a now read after the wait for the row.
             ts := distributed_lock_now();
         END IF;
@@ -245,7 +245,7 @@ BEGIN
         -- have taken it for share (a running group's), and asking for it
         -- for update now could deadlock with another caller doing the
         -- same. Without the row's lock, the call answers 'busy' below.
-        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key);
+        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
     END LOOP;
     IF r.lock_key IS NULL THEN
         owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
@@ -268,15 +268,16 @@ BEGIN
     -- this record yet): serve the head, which may be this record. Beside
     -- other enqueues, only when there is room for the head: serving locks
     -- the head's record, which would put them in line behind each other.
-    IF NOT joining OR distributed_lock_head_has_room(key, r.lock_mode, n, ts) THEN
+    IF NOT joining OR distributed_lock_head_has_room(key, n, ts) THEN
         PERFORM distributed_lock_serve_holders(key, ts);
     END IF;
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in
     -- a condition would be the column.)
-    UPDATE distributed_lock_holder s SET expires_at = ts + distributed_lock_us(ttl_us),
+    UPDATE distributed_lock s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.handed_to = distributed_lock_enqueue_shared.waiter_id AND s.released_at IS NULL
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_enqueue_shared.waiter_id
+      AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
     INTO owner_id, fence_token, expires_at, ttl, outcome;
     IF FOUND THEN

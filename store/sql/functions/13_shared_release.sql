@@ -47,12 +47,12 @@
 -- than 200 ms. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
-RETURNS distributed_lock_holder
+RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '200ms' AS $$
 #variable_conflict use_column
 DECLARE
-    h distributed_lock_holder;
-    none distributed_lock_holder;
+    h distributed_lock;
+    none distributed_lock;
     ts timestamptz;
 BEGIN
     BEGIN
@@ -61,15 +61,15 @@ BEGIN
         -- is stamped with a now read after that wait.
         ts := distributed_lock_now();
         PERFORM 1 FROM distributed_lock l
-        WHERE l.lock_key = key AND l.lock_mode <> 'exclusive' AND l.released_at IS NULL
+        WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) AND l.released_at IS NULL
           AND l.expires_at = distributed_lock_group_end() AND l.wake_until > ts
         FOR SHARE;
         IF NOT FOUND THEN
             RAISE SQLSTATE 'LK001';
         END IF;
         ts := distributed_lock_now();
-        UPDATE distributed_lock_holder s SET released_at = ts
-        WHERE s.lock_key = key AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
+        UPDATE distributed_lock s SET released_at = ts
+        WHERE s.lock_key = key AND s.slot > 0 AND s.owner_id = owner AND s.fence_token = token AND s.released_at IS NULL
           AND s.owner_role = session_user
         RETURNING s.* INTO h;
         IF NOT FOUND THEN
@@ -81,8 +81,8 @@ BEGIN
         END IF;
         IF distributed_lock_serve_beside(key, ts) IS NULL THEN
             -- Handed to nobody: another live holder keeps the group running.
-            PERFORM 1 FROM distributed_lock_holder x
-            WHERE x.lock_key = key AND x.slot <> h.slot AND x.released_at IS NULL AND x.expires_at > ts
+            PERFORM 1 FROM distributed_lock x
+            WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)
             ORDER BY x.fence_token DESC LIMIT 1
             FOR SHARE SKIP LOCKED;
             IF NOT FOUND THEN
@@ -183,7 +183,7 @@ BEGIN
     -- Without waiting first: the subtransactions below only when needed.
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
-      AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+      AND distributed_lock_group_of(r, x.lock_mode, x.permits)
     FOR UPDATE SKIP LOCKED;
     IF FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x WHERE x.waiter_id = id AND x.seen_until > ts) THEN
         RETURN w;
@@ -202,7 +202,7 @@ BEGIN
     BEGIN
         SELECT * INTO w FROM distributed_lock_waiter x
         WHERE x.waiter_id = id AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.group_id IS NULL
-          AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+          AND distributed_lock_group_of(r, x.lock_mode, x.permits)
         FOR UPDATE;
     EXCEPTION WHEN lock_not_available THEN
         w := NULL;
@@ -227,7 +227,7 @@ DECLARE
     after bigint;
     first bigint;
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     LOOP
         -- A release frees one permit: once a semaphore is full again, the
         -- next record would be locked only to find no slot for it.
@@ -242,12 +242,11 @@ BEGIN
         LOOP
             SELECT x.waiter_id INTO candidate FROM distributed_lock_waiter x
             WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL AND x.waiter_id > after
-              AND x.group_id IS NULL AND x.lock_mode = r.lock_mode AND x.permits IS NOT DISTINCT FROM r.permits
+              AND x.group_id IS NULL AND distributed_lock_group_of(r, x.lock_mode, x.permits)
               AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter y
                               WHERE y.lock_key = key AND y.seen_until > ts AND y.ttl IS NOT NULL
                                 AND y.waiter_id < x.waiter_id
-                                AND (y.group_id IS NOT NULL OR y.lock_mode IS DISTINCT FROM r.lock_mode
-                                     OR y.permits IS DISTINCT FROM r.permits))
+                                AND (y.group_id IS NOT NULL OR NOT distributed_lock_group_of(r, y.lock_mode, y.permits)))
             ORDER BY x.waiter_id LIMIT 1;
             EXIT WHEN NOT FOUND;
             -- Passed over when another release serves it.

@@ -28,7 +28,7 @@ CREATE OR REPLACE FUNCTION distributed_lock_lease_joinable(
     r distributed_lock, owner text, seen_for_us bigint, ts timestamptz)
 RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
-    RETURN coalesce(r.lock_mode = 'exclusive' AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
+    RETURN coalesce(NOT distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) AND r.owner_id <> owner
                     AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false)
         AND NOT EXISTS (SELECT 1 FROM distributed_lock_waiter x
                         WHERE x.lock_key = r.lock_key AND x.owner_id = owner AND x.seen_until > ts);
@@ -43,8 +43,8 @@ END $$;
 -- queue's releases hand off) and the key's queue lock is to be had at once
 -- (distributed_lock_try_queue_lock, let go again: the caller takes it), it
 -- returns beside true, holding nothing. Whether it may is the rule of the
--- lease it waits for (mode): an exclusive one's
--- (distributed_lock_lease_joinable), or for a shared lease or one of n
+-- lease it waits for (mode, as a waiter record's: NULL for the key
+-- itself): the key's (distributed_lock_lease_joinable), or for a shared lease or one of n
 -- permits, a running group's of that kind
 -- (distributed_lock_queue_joinable). Many waiters that come to a key at
 -- once then wait for the first one's commit together, instead of taking
@@ -65,14 +65,14 @@ BEGIN
     FOR attempt IN 1..3 LOOP
         BEGIN
             IF attempt < 3 THEN
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE NOWAIT;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE NOWAIT;
             ELSE
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR NO KEY UPDATE;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
             END IF;
             RETURN;
         EXCEPTION WHEN lock_not_available THEN
             BEGIN
-                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key FOR SHARE;
+                SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
                 RAISE SQLSTATE 'LK002';
             EXCEPTION WHEN SQLSTATE 'LK002' THEN
                 NULL;
@@ -80,8 +80,8 @@ BEGIN
         END;
         -- Judged with a now read after that wait.
         ts := distributed_lock_now();
-        IF (CASE WHEN mode = 'exclusive' THEN distributed_lock_lease_joinable(r, owner, seen_for_us, ts)
-                 ELSE distributed_lock_queue_joinable(r, n, seen_for_us, ts) END) THEN
+        IF (CASE WHEN distributed_lock_waits_for_group(mode) THEN distributed_lock_queue_joinable(r, n, seen_for_us, ts)
+                 ELSE distributed_lock_lease_joinable(r, owner, seen_for_us, ts) END) THEN
             BEGIN
                 IF distributed_lock_try_queue_lock(key) THEN
                     RAISE SQLSTATE 'LK002';
@@ -118,7 +118,7 @@ DECLARE
     r distributed_lock;
     ts timestamptz := distributed_lock_now();
 BEGIN
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         RETURN;
     END IF;
@@ -128,7 +128,7 @@ BEGIN
     lock_key := key;
     -- Read again, for a release committed before the queue lock (which is
     -- taken without waiting: the same now judges it).
-    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT distributed_lock_lease_joinable(r, owner, seen_for_us, ts) THEN
         -- Released (or lapsed) meanwhile. Taking the row now, holding the
         -- queue lock, could deadlock with a release waiting for it.

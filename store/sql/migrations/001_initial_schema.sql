@@ -99,9 +99,19 @@ CREATE TYPE distributed_lock_release_result AS (
     lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
     outcome text);
 
--- One row per key. A released lock keeps its row (released_at set) so the
--- next grant on the key always updates a locked row and draws its token
--- there; `lockctl prune` deletes rows that stayed free past a retention.
+-- The leases, one row each, keyed by key and slot. Slot 0 is the key's
+-- row: the key's mode and capacity (lock_mode, permits), its queue promise
+-- (wake_until), its lock-delay, and one lease: the exclusive holder's or,
+-- while a shared or semaphore group runs, the group's own (owner '*', its
+-- own token, expiring only when the group ends: 11_shared.sql). Slots 1..
+-- are the leases of a running group's holders, each with the same lease
+-- columns (its lock_mode the mode of that lease). Every rule about a key
+-- reads its slot 0 alone, so an exclusive grant, a set, prune and the queue
+-- never read the other slots, and an exclusive cycle touches one row
+-- (docs/design.md, "The model"). A released lease keeps its row
+-- (released_at set) so the next grant of it always updates a locked row and
+-- draws its token there; `lockctl prune` deletes keys that stayed free past
+-- a retention, with their slots.
 --
 -- Column order is for the WAL: an update on the same page logs only the
 -- bytes between the longest unchanged prefix and suffix of the row. A grant
@@ -111,9 +121,10 @@ CREATE TYPE distributed_lock_release_result AS (
 -- fillfactor 80 leaves room on each page, so grants, renewals and releases
 -- are HOT updates: a heap write with no index writes.
 CREATE TABLE distributed_lock (
-    lock_key       distributed_lock_name       PRIMARY KEY,
-    lock_mode      text                        NOT NULL DEFAULT 'exclusive', -- 'exclusive', or 'shared'/'semaphore': held by its holders (11_shared.sql)
-    permits        distributed_lock_permits,             -- a semaphore's N, kept while the key is free
+    lock_key       distributed_lock_name       NOT NULL,
+    slot           integer                     NOT NULL DEFAULT 0, -- 0: the key's row; 1..: a holder of its group
+    lock_mode      text                        NOT NULL DEFAULT 'exclusive', -- the key's mode (slot 0), or the holder's lease's
+    permits        distributed_lock_permits,             -- a semaphore's N (slot 0), kept while the key is free
     ttl            distributed_lock_ttl        NOT NULL, -- lease length of the last grant or renewal
     lock_delay     distributed_lock_delay      NOT NULL DEFAULT '0', -- the grant's lock-delay (02_rules.sql)
     metadata       distributed_lock_metadata   NOT NULL DEFAULT '{}',
@@ -127,10 +138,11 @@ CREATE TABLE distributed_lock (
     expires_at     timestamptz                 NOT NULL, -- database clock
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
-    released_at    timestamptz,                          -- set: the lock is free (expires_at is then the old lease's)
+    released_at    timestamptz,                          -- set: the lease ended (expires_at is then the old lease's)
     delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
-    wake_until     timestamptz                           -- someone may wait for the key until then: a release hands off or NOTIFYs
+    wake_until     timestamptz,                          -- (slot 0) someone may wait for the key until then: a release hands off or NOTIFYs
+    PRIMARY KEY (lock_key, slot)
 ) WITH (fillfactor = 80);
 -- The primary key is the table's only index, on purpose: every grant,
 -- renewal and release changes owner_id, fence_token, expires_at,
@@ -210,34 +222,6 @@ CREATE INDEX distributed_lock_waiter_queue_idx ON distributed_lock_waiter (lock_
 CREATE INDEX distributed_lock_waiter_owner_idx ON distributed_lock_waiter (owner_id);
 -- A multi-key acquire's records, found from any one of them (a hand-off).
 CREATE INDEX distributed_lock_waiter_group_idx ON distributed_lock_waiter (group_id) WHERE group_id IS NOT NULL;
-
--- The holders of a shared or semaphore key (11_shared.sql): one row per
--- slot, each slot a lease of its own (owner, token, expiry), reused once
--- its lease was released or ran out. A semaphore's slots are numbered 1 to
--- its permits, so it never has more holders than permits; a shared key's
--- are numbered as they are needed. While any slot may be held, the key's
--- lock row is held by the group (lock_mode, owner '*'), until at least the
--- last expiry of any slot, so every rule about the lock row (a grant, the
--- queue, prune) sees the key as held without reading this table.
-CREATE TABLE distributed_lock_holder (
-    lock_key    distributed_lock_name       NOT NULL,
-    slot        integer                     NOT NULL,
-    owner_id    distributed_lock_name       NOT NULL,
-    owner_role  text                        NOT NULL DEFAULT session_user, -- the role that took the slot's lease
-    fence_token bigint                      NOT NULL,
-    grant_kind  text                        NOT NULL DEFAULT 'acquired',
-    previous_owner text,                              -- the slot's holder before this grant
-    previous_token bigint,
-    metadata    distributed_lock_metadata   NOT NULL DEFAULT '{}',
-    ttl         distributed_lock_ttl        NOT NULL,
-    acquired_at timestamptz                 NOT NULL,
-    expires_at  timestamptz                 NOT NULL,
-    renew_count integer                     NOT NULL DEFAULT 0,
-    renewed_at  timestamptz,
-    released_at timestamptz,
-    handed_to   bigint,                               -- the waiter a hand-off granted the slot to (12_shared_queue.sql)
-    PRIMARY KEY (lock_key, slot)
-) WITH (fillfactor = 80);
 
 -- Sessions (10_session.sql): a process's one heartbeat for many leases. A
 -- session lives until expires_at; each heartbeat moves expires_at to ttl

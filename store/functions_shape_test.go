@@ -1,0 +1,158 @@
+package store_test
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// sqlFunction is one CREATE FUNCTION of store/sql/functions: its name, the
+// file and line it starts at, its length in lines (from CREATE to the end
+// of its body) and the comment lines right above it.
+type sqlFunction struct {
+	name, file  string
+	line, lines int
+	comment     []string
+}
+
+var (
+	createFunctionRE = regexp.MustCompile(`^CREATE (OR REPLACE )?FUNCTION (\w+)`)
+	// A body ends with its closing dollar quote and the statement's end.
+	functionEndRE = regexp.MustCompile(`\$\$;\s*$`)
+)
+
+// sqlFunctions reads every function of store/sql/functions.
+func sqlFunctions(t *testing.T) []sqlFunction {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join("sql", "functions", "*.sql"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("function files: %v, %v", paths, err)
+	}
+	var fns []sqlFunction
+	for _, path := range paths {
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(string(text), "\n")
+		for i := 0; i < len(lines); i++ {
+			m := createFunctionRE.FindStringSubmatch(lines[i])
+			if m == nil {
+				continue
+			}
+			fn := sqlFunction{name: m[2], file: filepath.Base(path), line: i + 1}
+			for k := i - 1; k >= 0 && strings.HasPrefix(lines[k], "--"); k-- {
+				fn.comment = append([]string{lines[k]}, fn.comment...)
+			}
+			end := i
+			for end < len(lines) && !functionEndRE.MatchString(lines[end]) {
+				end++
+			}
+			fn.lines = end - i + 1
+			fns = append(fns, fn)
+			i = end
+		}
+	}
+	return fns
+}
+
+// maxFunctionLines bounds a function: one that needs more does more than
+// one thing.
+const maxFunctionLines = 60
+
+// overLong are the functions still over maxFunctionLines, each with the
+// length it may not grow past: the list may only shrink, until it is
+// empty.
+var overLong = map[string]int{
+	"distributed_lock_acquire":         118,
+	"distributed_lock_release":         69,
+	"distributed_lock_enqueue":         103,
+	"distributed_lock_waiter_poll":     103,
+	"distributed_lock_enqueue_all":     77,
+	"distributed_lock_waiter_poll_all": 64,
+	"distributed_lock_release_all":     63,
+	"distributed_lock_wait_cycle":      71,
+	"distributed_lock_acquire_shared":  86,
+	"distributed_lock_grant_slot":      61,
+	"distributed_lock_enqueue_shared":  133,
+	"distributed_lock_release_holder":  62,
+}
+
+// TestFunctionsAreShortAndSayWhatTheyDecide: every function of the
+// protocol begins with a comment whose first line names it and says what
+// it decides, and none is over maxFunctionLines lines (but for overLong's,
+// which may not grow).
+func TestFunctionsAreShortAndSayWhatTheyDecide(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, fn := range sqlFunctions(t) {
+		if len(fn.comment) == 0 || !regexp.MustCompile(`^-- `+fn.name+`\b[,:]? ?\S`).MatchString(fn.comment[0]) {
+			t.Errorf("%s:%d: %s does not begin with a comment line \"-- %s: what it decides\"",
+				fn.file, fn.line, fn.name, fn.name)
+		}
+		limit, listed := overLong[fn.name]
+		if !listed {
+			limit = maxFunctionLines
+		}
+		seen[fn.name] = listed
+		switch {
+		case fn.lines > limit:
+			t.Errorf("%s:%d: %s is %d lines; at most %d", fn.file, fn.line, fn.name, fn.lines, limit)
+		case listed && fn.lines <= maxFunctionLines:
+			t.Errorf("%s is %d lines now: take it off overLong", fn.name, fn.lines)
+		}
+	}
+	for name := range overLong {
+		if !seen[name] {
+			t.Errorf("overLong names %s, which is no function: take it off", name)
+		}
+	}
+}
+
+// modeLiteralRE matches a lock mode written as a literal, and
+// qualifiedModeRE a lock_mode column of a row (l.lock_mode) compared.
+var (
+	modeCompareRE   = regexp.MustCompile(`(\S+)\s*(=|<>|!=)\s*'(exclusive|shared|semaphore)'|\bIN\s*\(\s*'(exclusive|shared|semaphore)'`)
+	qualifiedModeRE = regexp.MustCompile(`\b\w+\.lock_mode\s*(=|<>|!=|<|>|\bIN\b|\bIS\b)`)
+)
+
+// modeRules is the file of the rules, the one place a lease's or a
+// waiter's mode is compared (distributed_lock_is_group, of_kind,
+// holder_mode, waits_for_group, asks_for, group_of).
+const modeRules = "02_rules.sql"
+
+// TestModesAreComparedOnlyInTheRules: outside the rules, no function
+// compares a row's lock_mode or tests a mode against a literal; a mode
+// literal appears only as the value a grant writes (SET lock_mode =
+// 'exclusive'). Comments aside.
+func TestModesAreComparedOnlyInTheRules(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("sql", "functions", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		if filepath.Base(path) == modeRules {
+			continue
+		}
+		text, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n, line := range strings.Split(string(text), "\n") {
+			code, _, _ := strings.Cut(line, "--")
+			bad := qualifiedModeRE.MatchString(code)
+			for _, m := range modeCompareRE.FindAllStringSubmatch(code, -1) {
+				if m[1] != "lock_mode" { // lock_mode = '…' unqualified: a SET's write
+					bad = true
+				}
+			}
+			if bad {
+				t.Errorf("%s:%d compares a lock mode outside the rules (%s): %s",
+					filepath.Base(path), n+1, modeRules, strings.TrimSpace(code))
+			}
+		}
+	}
+}
