@@ -94,7 +94,8 @@ var boundedWaits = map[string]string{
 // token draw, and a group's end and live holders in 11_shared.sql),
 // inlined into the statements that use them where PostgreSQL can.
 var ruleFunctions = map[string]bool{
-	"distributed_lock_timeline": true, "distributed_lock_draw_token": true,
+	"distributed_lock_leader_row": true,
+	"distributed_lock_timeline":   true, "distributed_lock_draw_token": true,
 	"distributed_lock_held": true, "distributed_lock_open": true, "distributed_lock_queue_live": true,
 	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,

@@ -63,12 +63,13 @@ var (
 	// privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
 		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
-		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions)), ", ") + ` FROM %[2]s`,
+		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions, readerFunctions)), ", ") + ` FROM %[2]s`,
 	}
 
 	viewerGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
 		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
+		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(readerFunctions), ", ") + ` TO %[2]s`,
 	})
 
 	operatorGrants = slices.Concat(viewerGrants, []string{
@@ -80,7 +81,7 @@ var (
 		// The holders' leases: a shared or semaphore key's row reads them
 		// (store.LockColumns).
 		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_holder TO %[2]s`,
-		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(ownerFunctions), ", ") + ` TO %[2]s`,
+		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, readerFunctions)), ", ") + ` TO %[2]s`,
 	})
 )
 
@@ -109,6 +110,13 @@ var ownerFunctions = []string{
 	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[])",
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
 	"distributed_lock_close_session(bigint, text, boolean, text)",
+	"distributed_lock_proclaim(text, text, bigint, jsonb)",
+}
+
+// readerFunctions are the protocol functions of schema.sql that only read,
+// granted to every set.
+var readerFunctions = []string{
+	"distributed_lock_leader(text)",
 }
 
 // operatorFunctions are the protocol functions of schema.sql that act on
