@@ -91,7 +91,7 @@ func Elect(ctx context.Context, env Env, opts ElectOptions) int {
 	resign := func() {
 		rctx, cancel := context.WithTimeout(bg, releaseTimeout)
 		defer cancel()
-		if err := e.Resign(rctx); err != nil {
+		if err := e.Resign(rctx); err != nil && !errors.Is(err, locker.ErrNotHeld) { // lost: said below
 			env.printLine(fmt.Sprintf("%s: warning: resigning %s: %s", env.Prog, textsafe.Escape(opts.Key), textsafe.Escape(err.Error())))
 		}
 	}

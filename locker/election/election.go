@@ -55,6 +55,7 @@ type Election struct {
 	mu   sync.Mutex
 	lk   *locker.Locker
 	ka   *locker.Keepalive // while leading
+	won  locker.Lease      // the lease Campaign won
 	term int64
 	lead context.Context // the last leadership's: ended once lost or resigned
 }
@@ -94,7 +95,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (int64, error) {
 	}
 	ka := lk.Keepalive(context.Background(), e.db, leases...)
 	e.mu.Lock()
-	e.lk, e.ka, e.term, e.lead = lk, ka, leases[0].Token, ka.Context()
+	e.lk, e.ka, e.won, e.term, e.lead = lk, ka, leases[0], leases[0].Token, ka.Context()
 	e.mu.Unlock()
 	// Proclaiming tells observers of the new term (and sets the value on a
 	// lease this owner already held).
@@ -133,7 +134,9 @@ func (e *Election) Proclaim(ctx context.Context, value string) error {
 const proclaimSQL = `SELECT distributed_lock_proclaim($1, $2, $3, to_jsonb($4::text))`
 
 // Resign gives leadership up: the release hands the key to the next
-// candidate queued, at once. A candidate that does not lead does nothing.
+// candidate queued, at once. A candidate that never led, or resigned, does
+// nothing; one whose leadership was lost meanwhile gets an error matching
+// locker.ErrNotHeld.
 func (e *Election) Resign(ctx context.Context) error {
 	e.mu.Lock()
 	lk, ka := e.lk, e.ka
@@ -143,10 +146,26 @@ func (e *Election) Resign(ctx context.Context) error {
 		return nil
 	}
 	ka.Stop()
-	if _, err := lk.Release(ctx, e.db, ka.Leases()...); err != nil && !errors.Is(err, locker.ErrNotHeld) {
+	if _, err := lk.Release(ctx, e.db, ka.Leases()...); err != nil {
 		return fmt.Errorf("election: resign %q: %w", e.key, err)
 	}
 	return nil
+}
+
+// Lease is the lease of the leadership Campaign won while this candidate
+// has not resigned: its Outcome as granted (Stolen: from a leader whose
+// lease ended unreleased), its expiry and ValidFor as last renewed. Pass it
+// to locker.Fence inside the transaction of a leader's writes, so they
+// commit only while it leads.
+func (e *Election) Lease() (locker.Lease, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ka == nil {
+		return locker.Lease{}, false
+	}
+	l := e.ka.Leases()[0]
+	l.Outcome = e.won.Outcome
+	return l, true
 }
 
 // Leader reads the key's leader; ErrNoLeader when nobody leads.

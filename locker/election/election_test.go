@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
@@ -179,4 +180,8 @@ func TestObserveReportsEachLeaderInTermOrder(t *testing.T) {
 		t.Fatalf("observed %+v after b's win; want nothing more", l)
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+func listenTo(db *pgxpool.Pool) func(context.Context) (*pgx.Conn, error) {
+	return lockdb.ConnectWith(db.Config().ConnConfig)
 }
