@@ -32,12 +32,7 @@ func ElectCommand() *cobra.Command {
 				return Elect(ctx, env, o)
 			})(cmd, args)
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if cmd.ArgsLenAtDash() >= 0 {
-				return nil, cobra.ShellCompDirectiveDefault
-			}
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		},
+		ValidArgsFunction: completeCommandAfterDash,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Value, "value", "", "the leader's `value` (an address, say) that `lockctl leader` shows")
