@@ -24,6 +24,8 @@ func newRoot() *cobra.Command {
 		cli.EventsCommand(),
 		cli.AcquireCommand(),
 		cli.RunCommand(),
+		cli.ElectCommand(),
+		cli.LeaderCommand(),
 		cli.RenewCommand(),
 		cli.ReleaseCommand(),
 		cli.ExpireCommand(),

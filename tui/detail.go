@@ -194,6 +194,13 @@ func (p *detailPage) content() string {
 	default:
 		field("owner", safe(r.Owner))
 	}
+	if v, ok := electionValue(r.Metadata); ok {
+		if r.state == lockdb.StateFree || r.state == lockdb.StateExpired || r.state == lockdb.StateDelayed {
+			field("election", s.Muted.Render("nobody leads: the next candidate queued is elected"))
+		} else {
+			field("election", "leader "+safe(v)+s.Muted.Render("  term "+shownToken(r.Token, p.c.reference)+", its fencing token"))
+		}
+	}
 	grant := r.GrantKind
 	if r.PreviousOwner != nil {
 		grant += fmt.Sprintf(" from %s", safe(*r.PreviousOwner))

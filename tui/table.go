@@ -256,7 +256,11 @@ func (p *locksPage) rowView(r liveRow, cols []column, wide bool, selected bool) 
 			case r.state == lockdb.StateFree:
 				text, style = fit("last: "+safe(r.Owner), c.width), s.Muted
 			default:
-				text = fit(safe(r.Owner), c.width)
+				text = safe(r.Owner)
+				if v, ok := electionValue(r.Metadata); ok {
+					text = "leader " + safe(v) + " · " + text
+				}
+				text = fit(text, c.width)
 			}
 		case "TOKEN":
 			text = fitRight(shownToken(r.Token, p.c.reference), c.width)

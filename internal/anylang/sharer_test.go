@@ -27,7 +27,14 @@ type sharer struct {
 // startSharer starts Share.java with args and waits for its "ready".
 func startSharer(t *testing.T, ctx context.Context, client javaClient, args ...string) *sharer {
 	t.Helper()
-	s := &sharer{t: t, cmd: exec.CommandContext(ctx, client.java, append([]string{"-cp", client.classpath, "Share"}, args...)...)}
+	return startJava(t, ctx, client, "Share", args...)
+}
+
+// startJava starts the Java program class (Share, Elect) with args, which
+// takes commands on stdin, and waits for its "ready".
+func startJava(t *testing.T, ctx context.Context, client javaClient, class string, args ...string) *sharer {
+	t.Helper()
+	s := &sharer{t: t, cmd: exec.CommandContext(ctx, client.java, append([]string{"-cp", client.classpath, class}, args...)...)}
 	s.cmd.Stderr = &s.stderr
 	var err error
 	if s.in, err = s.cmd.StdinPipe(); err != nil {
@@ -47,7 +54,7 @@ func startSharer(t *testing.T, ctx context.Context, client javaClient, args ...s
 	})
 	s.out = bufio.NewReader(stdout)
 	if f := s.line(); len(f) != 1 || f[0] != "ready" {
-		t.Fatalf("Share.java did not start: %q", f)
+		t.Fatalf("%s.java did not start: %q", class, f)
 	}
 	return s
 }

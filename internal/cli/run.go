@@ -32,13 +32,7 @@ func RunCommand() *cobra.Command {
 				return Run(ctx, env, o)
 			})(cmd, args)
 		},
-		// After "--" the words are CMD's: the shell's own (file) completion.
-		ValidArgsFunction: func(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
-			if cmd.ArgsLenAtDash() >= 0 {
-				return nil, cobra.ShellCompDirectiveDefault
-			}
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		},
+		ValidArgsFunction: completeCommandAfterDash,
 	}
 	fs := cmd.Flags()
 	OwnerVar(fs, &o.Owner, "owner", "owner `id` (default: a new host:pid:random id)")
@@ -48,6 +42,15 @@ func RunCommand() *cobra.Command {
 	holdModeVars(fs, &o.AcquireOptions)
 	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
 	return cmd
+}
+
+// completeCommandAfterDash completes a command's CMD: after "--" the
+// words are CMD's, the shell's own (file) completion; none before.
+func completeCommandAfterDash(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if cmd.ArgsLenAtDash() >= 0 {
+		return nil, cobra.ShellCompDirectiveDefault
+	}
+	return nil, cobra.ShellCompDirectiveNoFileComp
 }
 
 // RunOptions are run's flags and arguments.

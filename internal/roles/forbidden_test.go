@@ -90,6 +90,8 @@ var functionCalls = map[string]string{
 	"end session":       `SELECT * FROM distributed_lock_end_session(1)`,
 	"next token":        `SELECT distributed_lock_next_token()`,
 	"advance epoch":     `SELECT distributed_lock_advance_epoch()`,
+	"proclaim":          `SELECT distributed_lock_proclaim('held', 'admin-owner', $TOKEN, '"forged"')`,
+	"leader":            `SELECT * FROM distributed_lock_leader('held')`,
 }
 
 // forbiddenCalls are the functions each kind may not call.
@@ -97,11 +99,11 @@ var forbiddenCalls = map[roles.Kind][]string{
 	roles.Viewer: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter claim", "waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "force expire", "force release", "end delay", "prune", "next token", "advance epoch",
-		"open session", "session heartbeat", "session bind", "close session", "end session"},
+		"open session", "session heartbeat", "session bind", "close session", "end session", "proclaim"},
 	roles.Operator: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter claim", "waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "next token", "advance epoch",
-		"open session", "session heartbeat", "session bind", "close session"},
+		"open session", "session heartbeat", "session bind", "close session", "proclaim"},
 	roles.Service: {"force expire", "force release", "end delay", "prune", "next token", "advance epoch", "end session"},
 }
 

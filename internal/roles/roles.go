@@ -71,7 +71,7 @@ var (
 	// use (a view's functions run as its reader).
 	readGrants = []string{
 		`GRANT SELECT ON %[1]s.distributed_lock, %[1]s.distributed_lock_state TO %[2]s`,
-		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(readerRules), ", ") + ` TO %[2]s`,
+		`GRANT EXECUTE ON FUNCTION ` + strings.Join(qualified(slices.Concat(readerRules, readerFunctions)), ", ") + ` TO %[2]s`,
 	}
 
 	viewerGrants = slices.Concat(revokeAll, []string{
@@ -116,6 +116,13 @@ var ownerFunctions = []string{
 	"distributed_lock_session_heartbeat(bigint, text, text[], bigint[], text[], bigint[])",
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
 	"distributed_lock_close_session(bigint, text, boolean, text)",
+	"distributed_lock_proclaim(text, text, bigint, jsonb)",
+}
+
+// readerFunctions are the protocol functions of schema.sql that only read,
+// granted to every set.
+var readerFunctions = []string{
+	"distributed_lock_leader(text)",
 }
 
 // readerRules are the rules the readers' view distributed_lock_state and

@@ -113,7 +113,10 @@ REVOKE ALL ON FUNCTION
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
-    distributed_lock_event_immutable()
+    distributed_lock_event_immutable(),
+    distributed_lock_leader_row(distributed_lock, text),
+    distributed_lock_leader(text),
+    distributed_lock_proclaim(text, text, bigint, jsonb)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they
