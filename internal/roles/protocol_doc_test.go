@@ -28,7 +28,7 @@ func TestProtocolTablesAreTheEntryPoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	granted := slices.Clone(publicFunctions)
-	for _, sig := range slices.Concat(ownerFunctions, operatorFunctions, readerRules) {
+	for _, sig := range slices.Concat(ownerFunctions, operatorFunctions, readerRules, readerFunctions) {
 		name, _, _ := strings.Cut(sig, "(")
 		granted = append(granted, name)
 	}
