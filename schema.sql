@@ -2751,10 +2751,7 @@ BEGIN
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
-        FROM unnest(freed) x
-        UNION ALL
-        SELECT y.released_at, y.lock_key, 'released', owner, y.fence_token, coalesce(event_actor, owner)
-        FROM unnest(slots) y;
+        FROM unnest(freed || slots) x;
     END IF;
     FOREACH r IN ARRAY freed LOOP
         IF r.wake_until > r.released_at THEN
@@ -3547,8 +3544,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    stole boolean := over.lock_key IS NOT NULL;
-    r distributed_lock := over;
     key_permits integer := n;
     lock_mode text := mode;
 BEGIN
@@ -3578,9 +3573,9 @@ BEGIN
         END IF;
         -- The first holder of a group formed over a lease that ran out
         -- unreleased took the key from that lease's owner; its slot says so.
-        IF stole THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = r.owner_id,
-                previous_token = r.fence_token
+        IF over.lock_key IS NOT NULL THEN
+            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
+                previous_token = over.fence_token
             WHERE s.lock_key = key AND s.slot = h.slot
             RETURNING s.* INTO h;
         END IF;
@@ -4122,7 +4117,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '200ms
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    none distributed_lock;
     ts timestamptz;
 BEGIN
     BEGIN
@@ -4171,10 +4165,9 @@ BEGIN
         END IF;
         RETURN h;
     EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN
-        -- Undone, its locks too: the caller may take the row for update,
-        -- and one keeping it for share would deadlock with another
-        -- doing the same.
-        RETURN none;
+        -- Undone, its locks too: the caller may take the row for update, and
+        -- one keeping it for share would deadlock with another doing the same.
+        RETURN NULL;
     END;
 END $$;
 

@@ -309,8 +309,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    stole boolean := over.lock_key IS NOT NULL;
-    r distributed_lock := over;
     key_permits integer := n;
     lock_mode text := mode;
 BEGIN
@@ -340,9 +338,9 @@ BEGIN
         END IF;
         -- The first holder of a group formed over a lease that ran out
         -- unreleased took the key from that lease's owner; its slot says so.
-        IF stole THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = r.owner_id,
-                previous_token = r.fence_token
+        IF over.lock_key IS NOT NULL THEN
+            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
+                previous_token = over.fence_token
             WHERE s.lock_key = key AND s.slot = h.slot
             RETURNING s.* INTO h;
         END IF;
