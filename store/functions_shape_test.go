@@ -78,7 +78,6 @@ var overLong = map[string]int{
 	"distributed_lock_waiter_poll":     103,
 	"distributed_lock_enqueue_all":     77,
 	"distributed_lock_waiter_poll_all": 64,
-	"distributed_lock_wait_cycle":      71,
 	"distributed_lock_acquire_shared":  86,
 	"distributed_lock_enqueue_shared":  133,
 }

@@ -69,7 +69,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_grant_waiter": true, "distributed_lock_log_gave_up": true, "distributed_lock_hand_off_group": true,
 	"distributed_lock_wake_channel": true, "distributed_lock_wake": true, "distributed_lock_announce": true,
 	"distributed_lock_key_set": true, "distributed_lock_grant_set": true, "distributed_lock_create_free": true, "distributed_lock_lock_set": true,
-	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
+	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_cycle_back": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
 	"distributed_lock_session_lock": true, "distributed_lock_settle": true, "distributed_lock_form_group": true,
 	"distributed_lock_take_slot": true, "distributed_lock_refuse": true, "distributed_lock_renew_holder": true,
 	"distributed_lock_end_holders": true, "distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,

@@ -56,6 +56,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
     distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
+    distributed_lock_cycle_back(jsonb, text, text, text, bigint),
     distributed_lock_awaited(text, timestamptz),
     distributed_lock_refuse_deadlock(text, bigint[], timestamptz, boolean),
     distributed_lock_timeline(),
