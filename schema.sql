@@ -819,6 +819,14 @@ RETURNS text LANGUAGE sql STABLE AS $$
                 ELSE 'held' END
 $$;
 
+-- distributed_lock_ever_held: lease row l has carried a lease: it is not a
+-- row made to be granted (owner the reserved '*', released as it was
+-- made), which names no previous lease.
+CREATE OR REPLACE FUNCTION distributed_lock_ever_held(l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT NOT distributed_lock_reserved(l.owner_id) OR l.released_at IS DISTINCT FROM l.acquired_at
+$$;
+
 -- distributed_lock_grant_kind: the kind of a new grant of l to owner,
 -- taken by role: 'stolen' when it ends another's unreleased lease (another
 -- owner's, or another role's), else 'acquired'.
@@ -839,6 +847,46 @@ BEGIN
     IF distributed_lock_reserved(owner) THEN
         RAISE EXCEPTION 'an owner id may not be a reserved word: %', owner USING ERRCODE = '23514';
     END IF;
+END $$;
+
+-- distributed_lock_grant_lease, the one grant write: lease row (key, s)
+-- becomes a new lease of mode for owner, taken by role, of ttl until
+-- expiry (a hand-off's claim window, a group's end), its token drawn under
+-- the row's lock, its kind (acquired or stolen) and previous lease taken
+-- from the row, with metadata, lock_delay and handed_to (the waiter a
+-- hand-off grants it to). A grant anew (a caller's own attempt) writes
+-- only a row that may be granted anew (distributed_lock_may_grant) to an
+-- owner that is no reserved word, and passes over a row another
+-- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
+-- a slot's grant writes the row its caller has locked and judged. Returns
+-- the row granted, NULL columns when none was. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_lease(
+    key text, s integer, anew boolean, mode text, owner text, role text, lease_ttl interval,
+    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz)
+RETURNS distributed_lock
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    g distributed_lock;
+BEGIN
+    UPDATE distributed_lock l SET
+        lock_mode = mode, owner_id = owner, owner_role = role,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = expiry, ttl = lease_ttl, acquired_at = ts, renewed_at = NULL, renew_count = 0,
+        released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, role),
+        previous_owner = CASE WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
+        previous_token = CASE WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = delay, delay_until = NULL, handed_to = handed
+    -- The key under the column's collation: the parameters take the
+    -- call's (session_user's is "C"), under which the primary key's index
+    -- cannot serve the comparison.
+    WHERE l.lock_key = key COLLATE "default"
+      AND l.slot = (SELECT x.slot FROM distributed_lock x
+                    WHERE x.lock_key = key COLLATE "default" AND x.slot = s
+                      AND (NOT anew OR (distributed_lock_may_grant(x, ts) AND NOT distributed_lock_reserved(owner)))
+                    FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.* INTO g;
+    RETURN g;
 END $$;
 
 -- distributed_lock_acquire makes one attempt to take key for owner, for
@@ -866,12 +914,19 @@ END $$;
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
--- The grant comes first and alone: one UPDATE of a key that has a row and
--- may be granted anew (distributed_lock_may_grant; the row locked with SKIP
--- LOCKED, the token drawn under the lock), its result read straight into
--- the result row. Only when it granted nothing is the row read again, in
--- a statement of its own that refuses the common case, an exclusive key
--- another owner's lease or a grant in flight keeps, saying why. Otherwise
+-- The grant comes first and alone: the one grant write, anew, of a key
+-- that has a row and may be granted anew, its result read straight into
+-- the result row. It is distributed_lock_grant_lease's UPDATE, inline:
+-- called, that function costs the exclusive cycle about 70 K backend
+-- instructions more, a sixth (a second executor and a whole row passed
+-- back: BENCHMARKS.md); store's TestOneGrantWrite holds the two to the
+-- same columns. Its previous lease is the row's without asking
+-- distributed_lock_ever_held (11 K more a cycle): a row made to be
+-- granted is granted in the transaction that made it, so every row this
+-- statement can see has been held. Only when it
+-- granted nothing is the row read again, in a statement of its own that
+-- refuses the common case, an exclusive key another owner's lease or a
+-- grant in flight keeps, saying why. Otherwise
 -- the caller's own running lease becomes a renewal (the two rules together
 -- are distributed_lock_may_take), a key without a row its first grant
 -- (distributed_lock_first_grant), and a shared or semaphore key's row is
@@ -894,10 +949,10 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
-        acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us), acquired_at = ts,
+        renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, owner, session_user),
-        previous_owner = l.owner_id, previous_token = l.fence_token,
+        previous_owner = l.owner_id, previous_token = l.fence_token, -- every row it sees was held
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
@@ -975,8 +1030,7 @@ BEGIN
     END IF;
     -- owner holds the key (as the caller's role: another role's lease of
     -- the same owner name is refused as another's): a renewal, same token,
-    -- unless another
-    -- transaction has the row locked (then 'held').
+    -- unless another transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
         ttl = distributed_lock_us(ttl_us),
@@ -998,12 +1052,29 @@ BEGIN
     RETURN res;
 END $$;
 
--- distributed_lock_first_grant is distributed_lock_acquire's insert: the
--- first grant of key, which has no row. It takes the prune gate (a lock on
+-- distributed_lock_make_row inserts lease row (key, s), which has none,
+-- as a row made to be granted (distributed_lock_ever_held: owner '*',
+-- released as it is made, token 0), for the caller to grant at once in its
+-- transaction (distributed_lock_grant_lease), so that nobody else ever
+-- sees it. The one insert of a lease. False when a concurrent insert made
+-- the row first (ON CONFLICT waits for its transaction). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_make_row(key text, s integer, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO distributed_lock (lock_key, slot, owner_id, fence_token, ttl, acquired_at, expires_at, released_at)
+    VALUES (key, s, '*', 0, interval '1 second', ts, ts, ts)
+    ON CONFLICT (lock_key, slot) DO NOTHING;
+    RETURN FOUND;
+END $$;
+
+-- distributed_lock_first_grant is distributed_lock_acquire's first grant
+-- of key, which has no row: its row made (distributed_lock_make_row) and
+-- granted (distributed_lock_grant_lease) under the prune gate (a lock on
 -- distributed_lock_prune_gate that first grants share and
 -- distributed_lock_prune excludes), so deleting rows can never let a key's
--- tokens go backwards (see there), and draws the token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
--- the insert, every column is NULL. Internal.
+-- tokens go backwards (see there). When a concurrent first grant made the
+-- row, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
     key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1018,16 +1089,12 @@ BEGIN
     -- A now of its own, after the gate, which a prune holds while it
     -- deletes: the lease runs its whole TTL from when it is made.
     ts := distributed_lock_now();
-    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
-    VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
-            coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
-    ON CONFLICT (lock_key, slot) DO NOTHING
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
-    INTO lock_key, owner_id, fence_token, expires_at, ttl;
-    IF FOUND THEN
-        outcome := 'acquired';
-        remaining := interval '0';
+    IF distributed_lock_make_row(key, 0, ts) THEN
+        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                          ts + distributed_lock_us(ttl_us), lease_metadata,
+                                          distributed_lock_us(lock_delay_us), NULL, ts) g;
     END IF;
 END $$;
 
@@ -1340,29 +1407,10 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     key text := w.lock_key;
-    g record;
+    g distributed_lock;
 BEGIN
-    UPDATE distributed_lock l SET
-        lock_mode = 'exclusive',
-        owner_id = w.owner_id,
-        owner_role = w.owner_role,
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + least(w.claim_window, w.ttl),
-        ttl = w.ttl,
-        acquired_at = ts,
-        renewed_at = NULL,
-        renew_count = 0,
-        grant_kind = distributed_lock_grant_kind(l, w.owner_id, w.owner_role),
-        released_at = NULL,
-        previous_owner = l.owner_id,
-        previous_token = l.fence_token,
-        metadata = coalesce(w.metadata, '{}'),
-        lock_delay = w.lock_delay,
-        delay_until = NULL,
-        handed_to = w.waiter_id
-    WHERE l.lock_key = key AND l.slot = 0
-    RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
-    INTO g;
+    g := distributed_lock_grant_lease(key, 0, false, 'exclusive', w.owner_id, w.owner_role, w.ttl,
+                                      ts + least(w.claim_window, w.ttl), w.metadata, w.lock_delay, w.waiter_id, ts);
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     IF g.grant_kind = 'stolen' OR w.log_grants THEN
         -- The actor is the waiter's claim, so the role beside it is the
@@ -2180,9 +2228,9 @@ END $$;
 
 -- distributed_lock_grant_set grants owner, in one statement, every key of
 -- ks (a sorted key set) whose row may be granted anew now
--- (distributed_lock_may_grant), its rows locked in key order, SKIP LOCKED,
--- each with the columns distributed_lock_acquire's grant writes and a token
--- drawn under its lock; steals (every grant with log_grants) are logged.
+-- (distributed_lock_may_grant), in key order, each by the one grant write
+-- anew (distributed_lock_grant_lease: SKIP LOCKED, a token drawn under the
+-- row's lock); steals (every grant with log_grants) are logged.
 -- Returns the rows granted, in key order. What it did not grant (no row,
 -- the caller's own lease, refused, locked) is the caller's to handle.
 -- Internal.
@@ -2196,32 +2244,12 @@ DECLARE
     ts timestamptz := distributed_lock_now();
     granted distributed_lock[];
 BEGIN
-    WITH g AS (
-        UPDATE distributed_lock l SET
-            lock_mode      = 'exclusive',
-            owner_id       = owner,
-            owner_role     = session_user,
-            fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            expires_at     = ts + distributed_lock_us(ttl_us),
-            ttl            = distributed_lock_us(ttl_us),
-            acquired_at    = ts,
-            renewed_at     = NULL,
-            renew_count    = 0,
-            released_at    = NULL,
-            grant_kind     = distributed_lock_grant_kind(l, owner, session_user),
-            previous_owner = l.owner_id,
-            previous_token = l.fence_token,
-            metadata       = coalesce(lease_metadata, '{}'),
-            lock_delay     = distributed_lock_us(lock_delay_us),
-            delay_until    = NULL,
-            handed_to      = NULL
-        WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE x.lock_key = ANY (ks) AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
-                             ORDER BY x.lock_key
-                             FOR NO KEY UPDATE SKIP LOCKED)
-          AND l.slot = 0
-        RETURNING l AS r)
-    SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
+    SELECT array_agg(g ORDER BY g.lock_key) INTO granted
+    FROM unnest(ks) k,
+         LATERAL distributed_lock_grant_lease(k, 0, true, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                              ts + distributed_lock_us(ttl_us), lease_metadata,
+                                              distributed_lock_us(lock_delay_us), NULL, ts) g
+    WHERE g.lock_key IS NOT NULL;
     INSERT INTO distributed_lock_event
         (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
     SELECT ts, x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
@@ -2723,10 +2751,7 @@ BEGIN
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
-        FROM unnest(freed) x
-        UNION ALL
-        SELECT y.released_at, y.lock_key, 'released', owner, y.fence_token, coalesce(event_actor, owner)
-        FROM unnest(slots) y;
+        FROM unnest(freed || slots) x;
     END IF;
     FOREACH r IN ARRAY freed LOOP
         IF r.wake_until > r.released_at THEN
@@ -2797,6 +2822,30 @@ BEGIN
         WHERE l.owner_id = owner AND distributed_lock_live(l, ts));
 END $$;
 
+-- distributed_lock_cycle_back: the cycle a search closed at waiter
+-- last_owner (queued for last_key, record last_id), walked back through
+-- reached (owner → the step that reached it: its owner, key and record id)
+-- to start: its steps from start's, and the youngest record on it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_cycle_back(
+    reached jsonb, start text, last_owner text, last_key text, last_id bigint,
+    OUT cycle jsonb, OUT youngest bigint)
+RETURNS record
+LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
+DECLARE
+    o text := last_owner;
+    step jsonb;
+BEGIN
+    cycle := jsonb_build_array(jsonb_build_object('owner', last_owner, 'key', last_key));
+    youngest := last_id;
+    WHILE o <> start LOOP
+        step := reached -> o;
+        cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
+        youngest := greatest(youngest, (step ->> 'id')::bigint);
+        o := step ->> 'owner';
+    END LOOP;
+END $$;
+
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
 -- start: cycle is a JSON array of steps {"owner", "key"}, the first
 -- start's (owner waits for key, which the next step's owner holds or is
@@ -2809,7 +2858,11 @@ END $$;
 -- costs a statement per hop between keys, not per waiter of a queue. An
 -- owner's waits are found by the owner index, a key's holder by its
 -- primary key; it never scans the lock table. It first asks whether anyone
--- waits for start at all (distributed_lock_awaited). Internal.
+-- waits for start at all (distributed_lock_awaited). One statement
+-- gathers a level's owners (unseen, each with the step that reached it),
+-- the step that closes a cycle, if any, and how far each queue has now
+-- been read: per-owner PL/pgSQL work made a long queue's search grow with
+-- its square. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
 RETURNS record
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -2820,18 +2873,12 @@ DECLARE
     expanded jsonb := '{}'; -- key → the waiter id its queue was read up to
     nxt text[];
     e record;
-    o text;
-    step jsonb;
 BEGIN
     IF NOT distributed_lock_awaited(start, ts) THEN
         RETURN; -- nobody waits for start: no cycle runs through it
     END IF;
     FOR depth IN 1..64 LOOP
         EXIT WHEN cardinality(frontier) = 0;
-        -- One statement gathers a level's owners (unseen, each with the step
-        -- that reached it), the step that closes a cycle, if any, and how far
-        -- each queue has now been read: per-owner PL/pgSQL work made a long
-        -- queue's search grow with its square.
         WITH src AS (
                 SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
                        coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
@@ -2863,15 +2910,8 @@ BEGIN
               FROM hop h WHERE h.next <> ALL (seen)) f
         LEFT JOIN hop c ON c.next = start;
         IF e.waiter IS NOT NULL THEN
-            cycle := jsonb_build_array(jsonb_build_object('owner', e.waiter, 'key', e.lock_key));
-            youngest := e.waiter_id;
-            o := e.waiter;
-            WHILE o <> start LOOP
-                step := reached -> o;
-                cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
-                youngest := greatest(youngest, (step ->> 'id')::bigint);
-                o := step ->> 'owner';
-            END LOOP;
+            SELECT b.cycle, b.youngest INTO cycle, youngest
+            FROM distributed_lock_cycle_back(reached, start, e.waiter, e.lock_key, e.waiter_id) b;
             RETURN;
         END IF;
         nxt := coalesce(e.nexts, '{}');
@@ -3329,19 +3369,11 @@ CREATE OR REPLACE FUNCTION distributed_lock_form_group(
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE distributed_lock l SET
-        lock_mode = mode, permits = n,
-        owner_id = '*',
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = distributed_lock_group_end(), ttl = distributed_lock_us(ttl_us),
-        acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
-        grant_kind = distributed_lock_grant_kind(l, '*', l.owner_role),
-        -- A row made for this group (owner '*', released as it was made,
-        -- never held) has no previous lease.
-        previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
-        previous_token = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.fence_token END,
-        metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
-    WHERE l.lock_key = r.lock_key AND l.slot = 0;
+    -- The key's capacity, then its lease: the group's own, of the role
+    -- whose lease the row last carried.
+    UPDATE distributed_lock l SET permits = n WHERE l.lock_key = r.lock_key AND l.slot = 0;
+    PERFORM distributed_lock_grant_lease(r.lock_key, 0, false, mode, '*', r.owner_role, distributed_lock_us(ttl_us),
+                                         distributed_lock_group_end(), NULL, interval '0', NULL, ts);
     IF n IS NOT NULL AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
         VALUES (ts, r.lock_key, 'permits_changed', NULL, actor, actor_role,
@@ -3367,46 +3399,32 @@ DECLARE
     h distributed_lock;
     next integer;
 BEGIN
-    UPDATE distributed_lock s SET
-        lock_mode = distributed_lock_holder_mode(n), owner_id = owner, owner_role = role,
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
-                          ELSE 'acquired' END,
-        previous_owner = s.owner_id, previous_token = s.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
-        acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
-        renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock x
-                                  WHERE x.lock_key = key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
-                                    AND NOT distributed_lock_live(x, ts)
-                                  ORDER BY x.slot LIMIT 1
-                                  FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING s.* INTO h;
-    IF FOUND THEN
-        RETURN h;
-    END IF;
-    -- A new slot. Two grants that number the same one: the second waits
-    -- for the first to commit (ON CONFLICT does), and numbers the next in
-    -- a statement of its own, which sees it.
+    -- The key under the column's collation, as distributed_lock_grant_lease
+    -- compares it (a caller's role, session_user, gives the call "C").
+    SELECT x.slot INTO next FROM distributed_lock x
+    WHERE x.lock_key = key COLLATE "default" AND x.slot > 0 AND (n IS NULL OR x.slot <= n) AND NOT distributed_lock_live(x, ts)
+    ORDER BY x.slot LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED;
+    -- Else a new slot. Two grants that number the same one: the second
+    -- waits for the first to commit (ON CONFLICT does), and numbers the
+    -- next in a statement of its own, which sees it.
     FOR attempt IN 1..3 LOOP
-        next := (SELECT max(x.slot) + 1 FROM distributed_lock x WHERE x.lock_key = key);
+        EXIT WHEN next IS NOT NULL;
+        next := (SELECT max(x.slot) + 1 FROM distributed_lock x WHERE x.lock_key = key COLLATE "default");
         IF n IS NOT NULL AND next > n THEN
             RETURN h;
         END IF;
-        INSERT INTO distributed_lock AS s
-            (lock_key, slot, lock_mode, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
-        VALUES (key, next, distributed_lock_holder_mode(n), owner, role,
-                distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-                coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
-                ts + distributed_lock_us(ttl_us))
-        ON CONFLICT DO NOTHING
-        RETURNING s.* INTO h;
-        IF FOUND THEN
-            RETURN h;
+        IF NOT distributed_lock_make_row(key, next, ts) THEN
+            next := NULL;
         END IF;
     END LOOP;
-    h.slot := -1;
-    RETURN h;
+    IF next IS NULL THEN
+        h.slot := -1;
+        RETURN h;
+    END IF;
+    RETURN distributed_lock_grant_lease(key, next, false, distributed_lock_holder_mode(n), owner, role,
+                                        distributed_lock_us(ttl_us), ts + distributed_lock_us(ttl_us),
+                                        lease_metadata, interval '0', NULL, ts);
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
@@ -3541,8 +3559,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    stole boolean := over.lock_key IS NOT NULL;
-    r distributed_lock := over;
     key_permits integer := n;
     lock_mode text := mode;
 BEGIN
@@ -3572,9 +3588,9 @@ BEGIN
         END IF;
         -- The first holder of a group formed over a lease that ran out
         -- unreleased took the key from that lease's owner; its slot says so.
-        IF stole THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = r.owner_id,
-                previous_token = r.fence_token
+        IF over.lock_key IS NOT NULL THEN
+            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
+                previous_token = over.fence_token
             WHERE s.lock_key = key AND s.slot = h.slot
             RETURNING s.* INTO h;
         END IF;
@@ -4116,7 +4132,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '200ms
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    none distributed_lock;
     ts timestamptz;
 BEGIN
     BEGIN
@@ -4165,10 +4180,9 @@ BEGIN
         END IF;
         RETURN h;
     EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN
-        -- Undone, its locks too: the caller may take the row for update,
-        -- and one keeping it for share would deadlock with another
-        -- doing the same.
-        RETURN none;
+        -- Undone, its locks too: the caller may take the row for update, and
+        -- one keeping it for share would deadlock with another doing the same.
+        RETURN NULL;
     END;
 END $$;
 
@@ -4638,6 +4652,9 @@ END $$;
 -- caller nothing that does not; only its owner may replace it.
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_grant_lease(text, integer, boolean, text, text, text, interval, timestamptz, jsonb, interval,
+                                 bigint, timestamptz),
+    distributed_lock_make_row(text, integer, timestamptz),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
     distributed_lock_admit_owner(text),
     distributed_lock_reserved(text),
@@ -4684,6 +4701,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
     distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
+    distributed_lock_cycle_back(jsonb, text, text, text, bigint),
     distributed_lock_awaited(text, timestamptz),
     distributed_lock_refuse_deadlock(text, bigint[], timestamptz, boolean),
     distributed_lock_timeline(),
@@ -4709,6 +4727,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_may_take(distributed_lock, text, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text, text),
+    distributed_lock_ever_held(distributed_lock),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),

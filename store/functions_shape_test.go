@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,7 @@ type sqlFunction struct {
 	name, file  string
 	line, lines int
 	comment     []string
+	body        string // from CREATE to the end, comments left out
 }
 
 var (
@@ -51,6 +53,10 @@ func sqlFunctions(t *testing.T) []sqlFunction {
 				end++
 			}
 			fn.lines = end - i + 1
+			for _, line := range lines[i:min(end+1, len(lines))] {
+				code, _, _ := strings.Cut(line, "--")
+				fn.body += code + "\n"
+			}
 			fns = append(fns, fn)
 			i = end
 		}
@@ -72,12 +78,8 @@ var overLong = map[string]int{
 	"distributed_lock_waiter_poll":     103,
 	"distributed_lock_enqueue_all":     77,
 	"distributed_lock_waiter_poll_all": 64,
-	"distributed_lock_release_all":     63,
-	"distributed_lock_wait_cycle":      71,
 	"distributed_lock_acquire_shared":  86,
-	"distributed_lock_grant_slot":      61,
 	"distributed_lock_enqueue_shared":  133,
-	"distributed_lock_release_holder":  62,
 }
 
 // TestFunctionsAreShortAndSayWhatTheyDecide: every function of the
@@ -154,5 +156,57 @@ func TestModesAreComparedOnlyInTheRules(t *testing.T) {
 					filepath.Base(path), n+1, modeRules, strings.TrimSpace(code))
 			}
 		}
+	}
+}
+
+var (
+	// leaseUpdateRE matches an UPDATE of the lease table up to its WHERE,
+	// and setColumnRE a column its SET assigns.
+	leaseUpdateRE = regexp.MustCompile(`(?s)UPDATE distributed_lock \w+ (SET\b.*?)\bWHERE\b`)
+	setColumnRE   = regexp.MustCompile(`(?:\bSET|,)\s*(\w+)\s*=[^>]`)
+	leaseInsertRE = regexp.MustCompile(`INSERT INTO distributed_lock\s`)
+)
+
+// rowMakers are the functions that insert a lease row: the one insert, and
+// the free row a waiting set queues on (no lease).
+var rowMakers = []string{"distributed_lock_make_row", "distributed_lock_create_free"}
+
+// grantWriters are the functions that write a new lease (an UPDATE that
+// draws a token): the one grant write, and distributed_lock_acquire's
+// inline copy of it (03_acquire.sql says why).
+var grantWriters = []string{"distributed_lock_acquire", "distributed_lock_grant_lease"}
+
+// TestOneGrantWrite: a new lease is written by distributed_lock_grant_lease
+// only, but for acquire's inline copy, which writes exactly its columns: a
+// column added to a lease is added to both, or this fails. A lease row is
+// inserted by distributed_lock_make_row only.
+func TestOneGrantWrite(t *testing.T) {
+	t.Parallel()
+	columns := map[string][]string{}
+	for _, fn := range sqlFunctions(t) {
+		if leaseInsertRE.MatchString(fn.body) && !slices.Contains(rowMakers, fn.name) {
+			t.Errorf("%s:%d: %s inserts a lease row; only distributed_lock_make_row may", fn.file, fn.line, fn.name)
+		}
+		for _, m := range leaseUpdateRE.FindAllStringSubmatch(fn.body, -1) {
+			var set []string
+			for _, c := range setColumnRE.FindAllStringSubmatch(m[1], -1) {
+				set = append(set, c[1])
+			}
+			if !slices.Contains(set, "fence_token") {
+				continue
+			}
+			if !slices.Contains(grantWriters, fn.name) || columns[fn.name] != nil {
+				t.Errorf("%s:%d: %s writes a new lease (its token); only distributed_lock_grant_lease may", fn.file, fn.line, fn.name)
+			}
+			slices.Sort(set)
+			columns[fn.name] = set
+		}
+	}
+	want := columns["distributed_lock_grant_lease"]
+	if len(want) == 0 {
+		t.Fatal("distributed_lock_grant_lease writes no lease")
+	}
+	if got := columns["distributed_lock_acquire"]; !slices.Equal(got, want) {
+		t.Errorf("distributed_lock_acquire's grant writes %v; distributed_lock_grant_lease writes %v", got, want)
 	}
 }

@@ -65,11 +65,11 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 // internalFunctions run inside the protocol functions, as their owner.
 var internalFunctions = map[string]bool{
 	"distributed_lock_hand_off": true, "distributed_lock_keep_waking": true,
-	"distributed_lock_pass_on": true, "distributed_lock_first_grant": true,
+	"distributed_lock_pass_on": true, "distributed_lock_first_grant": true, "distributed_lock_grant_lease": true, "distributed_lock_make_row": true,
 	"distributed_lock_grant_waiter": true, "distributed_lock_log_gave_up": true, "distributed_lock_hand_off_group": true,
 	"distributed_lock_wake_channel": true, "distributed_lock_wake": true, "distributed_lock_announce": true,
 	"distributed_lock_key_set": true, "distributed_lock_grant_set": true, "distributed_lock_create_free": true, "distributed_lock_lock_set": true,
-	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
+	"distributed_lock_set_handed": true, "distributed_lock_wait_cycle": true, "distributed_lock_cycle_back": true, "distributed_lock_awaited": true, "distributed_lock_waits": true, "distributed_lock_refuse_deadlock": true,
 	"distributed_lock_session_lock": true, "distributed_lock_settle": true, "distributed_lock_form_group": true,
 	"distributed_lock_take_slot": true, "distributed_lock_refuse": true, "distributed_lock_renew_holder": true,
 	"distributed_lock_end_holders": true, "distributed_lock_fence_holder": true, "distributed_lock_force_holders": true,
@@ -101,7 +101,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
 	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
-	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true,
+	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true, "distributed_lock_ever_held": true,
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,
 	"distributed_lock_lease_end":    true, "distributed_lock_us": true,

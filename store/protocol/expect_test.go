@@ -19,6 +19,7 @@ const (
 	keptToken               // the prepared row's token
 	keptPrevious            // the prepared row's previous token
 	drawnToken              // drawn by the call: above every token on the key before it
+	noneYet                 // 0: a row made to be granted (distributed_lock_make_row)
 )
 
 // slotToken is the token of the state's n-th holder (from 1); see
@@ -32,7 +33,7 @@ func (w tok) String() string {
 	if w >= slotToken {
 		return fmt.Sprintf("holder %d's token", w-slotToken+1)
 	}
-	return [...]string{"NULL", "the prepared token", "the prepared previous token", "a drawn token"}[w]
+	return [...]string{"NULL", "the prepared token", "the prepared previous token", "a drawn token", "none yet (0)"}[w]
 }
 
 // span bounds a time relative to the database's clock at the read after the
@@ -239,6 +240,11 @@ func (c checker) token(name string, got *int64, want tok) {
 	case drawnToken:
 		if got == nil || *got <= c.tokenBelow || *got > c.tokenAbove {
 			c.t.Errorf("%s = %s; want %s (in (%d, %d])", name, show(got), want, c.tokenBelow, c.tokenAbove)
+		}
+		return
+	case noneYet:
+		if got == nil || *got != 0 {
+			c.t.Errorf("%s = %s; want %s", name, show(got), want)
 		}
 		return
 	}

@@ -204,6 +204,14 @@ RETURNS text LANGUAGE sql STABLE AS $$
                 ELSE 'held' END
 $$;
 
+-- distributed_lock_ever_held: lease row l has carried a lease: it is not a
+-- row made to be granted (owner the reserved '*', released as it was
+-- made), which names no previous lease.
+CREATE OR REPLACE FUNCTION distributed_lock_ever_held(l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT NOT distributed_lock_reserved(l.owner_id) OR l.released_at IS DISTINCT FROM l.acquired_at
+$$;
+
 -- distributed_lock_grant_kind: the kind of a new grant of l to owner,
 -- taken by role: 'stolen' when it ends another's unreleased lease (another
 -- owner's, or another role's), else 'acquired'.

@@ -11,6 +11,46 @@ BEGIN
     END IF;
 END $$;
 
+-- distributed_lock_grant_lease, the one grant write: lease row (key, s)
+-- becomes a new lease of mode for owner, taken by role, of ttl until
+-- expiry (a hand-off's claim window, a group's end), its token drawn under
+-- the row's lock, its kind (acquired or stolen) and previous lease taken
+-- from the row, with metadata, lock_delay and handed_to (the waiter a
+-- hand-off grants it to). A grant anew (a caller's own attempt) writes
+-- only a row that may be granted anew (distributed_lock_may_grant) to an
+-- owner that is no reserved word, and passes over a row another
+-- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
+-- a slot's grant writes the row its caller has locked and judged. Returns
+-- the row granted, NULL columns when none was. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_grant_lease(
+    key text, s integer, anew boolean, mode text, owner text, role text, lease_ttl interval,
+    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz)
+RETURNS distributed_lock
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    g distributed_lock;
+BEGIN
+    UPDATE distributed_lock l SET
+        lock_mode = mode, owner_id = owner, owner_role = role,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = expiry, ttl = lease_ttl, acquired_at = ts, renewed_at = NULL, renew_count = 0,
+        released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, role),
+        previous_owner = CASE WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
+        previous_token = CASE WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = delay, delay_until = NULL, handed_to = handed
+    -- The key under the column's collation: the parameters take the
+    -- call's (session_user's is "C"), under which the primary key's index
+    -- cannot serve the comparison.
+    WHERE l.lock_key = key COLLATE "default"
+      AND l.slot = (SELECT x.slot FROM distributed_lock x
+                    WHERE x.lock_key = key COLLATE "default" AND x.slot = s
+                      AND (NOT anew OR (distributed_lock_may_grant(x, ts) AND NOT distributed_lock_reserved(owner)))
+                    FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING l.* INTO g;
+    RETURN g;
+END $$;
+
 -- distributed_lock_acquire makes one attempt to take key for owner, for
 -- ttl_us microseconds from the database's clock. It never waits: a row
 -- another transaction has locked is not waited for (SKIP LOCKED), the
@@ -36,12 +76,19 @@ END $$;
 -- Steals are logged as events; with log_grants every new grant is.
 -- event_actor defaults to owner.
 --
--- The grant comes first and alone: one UPDATE of a key that has a row and
--- may be granted anew (distributed_lock_may_grant; the row locked with SKIP
--- LOCKED, the token drawn under the lock), its result read straight into
--- the result row. Only when it granted nothing is the row read again, in
--- a statement of its own that refuses the common case, an exclusive key
--- another owner's lease or a grant in flight keeps, saying why. Otherwise
+-- The grant comes first and alone: the one grant write, anew, of a key
+-- that has a row and may be granted anew, its result read straight into
+-- the result row. It is distributed_lock_grant_lease's UPDATE, inline:
+-- called, that function costs the exclusive cycle about 70 K backend
+-- instructions more, a sixth (a second executor and a whole row passed
+-- back: BENCHMARKS.md); store's TestOneGrantWrite holds the two to the
+-- same columns. Its previous lease is the row's without asking
+-- distributed_lock_ever_held (11 K more a cycle): a row made to be
+-- granted is granted in the transaction that made it, so every row this
+-- statement can see has been held. Only when it
+-- granted nothing is the row read again, in a statement of its own that
+-- refuses the common case, an exclusive key another owner's lease or a
+-- grant in flight keeps, saying why. Otherwise
 -- the caller's own running lease becomes a renewal (the two rules together
 -- are distributed_lock_may_take), a key without a row its first grant
 -- (distributed_lock_first_grant), and a shared or semaphore key's row is
@@ -64,10 +111,10 @@ BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
-        acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us), acquired_at = ts,
+        renewed_at = NULL, renew_count = 0, released_at = NULL,
         grant_kind = distributed_lock_grant_kind(l, owner, session_user),
-        previous_owner = l.owner_id, previous_token = l.fence_token,
+        previous_owner = l.owner_id, previous_token = l.fence_token, -- every row it sees was held
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
@@ -145,8 +192,7 @@ BEGIN
     END IF;
     -- owner holds the key (as the caller's role: another role's lease of
     -- the same owner name is refused as another's): a renewal, same token,
-    -- unless another
-    -- transaction has the row locked (then 'held').
+    -- unless another transaction has the row locked (then 'held').
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
         ttl = distributed_lock_us(ttl_us),
@@ -168,12 +214,29 @@ BEGIN
     RETURN res;
 END $$;
 
--- distributed_lock_first_grant is distributed_lock_acquire's insert: the
--- first grant of key, which has no row. It takes the prune gate (a lock on
+-- distributed_lock_make_row inserts lease row (key, s), which has none,
+-- as a row made to be granted (distributed_lock_ever_held: owner '*',
+-- released as it is made, token 0), for the caller to grant at once in its
+-- transaction (distributed_lock_grant_lease), so that nobody else ever
+-- sees it. The one insert of a lease. False when a concurrent insert made
+-- the row first (ON CONFLICT waits for its transaction). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_make_row(key text, s integer, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+BEGIN
+    INSERT INTO distributed_lock (lock_key, slot, owner_id, fence_token, ttl, acquired_at, expires_at, released_at)
+    VALUES (key, s, '*', 0, interval '1 second', ts, ts, ts)
+    ON CONFLICT (lock_key, slot) DO NOTHING;
+    RETURN FOUND;
+END $$;
+
+-- distributed_lock_first_grant is distributed_lock_acquire's first grant
+-- of key, which has no row: its row made (distributed_lock_make_row) and
+-- granted (distributed_lock_grant_lease) under the prune gate (a lock on
 -- distributed_lock_prune_gate that first grants share and
 -- distributed_lock_prune excludes), so deleting rows can never let a key's
--- tokens go backwards (see there), and draws the token under it. ON CONFLICT DO NOTHING: when a concurrent first grant wins
--- the insert, every column is NULL. Internal.
+-- tokens go backwards (see there). When a concurrent first grant made the
+-- row, every column is NULL. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
     key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -188,15 +251,11 @@ BEGIN
     -- A now of its own, after the gate, which a prune holds while it
     -- deletes: the lease runs its whole TTL from when it is made.
     ts := distributed_lock_now();
-    INSERT INTO distributed_lock AS l (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at, metadata, lock_delay)
-    VALUES (key, owner, distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            ts + distributed_lock_us(ttl_us), distributed_lock_us(ttl_us), ts,
-            coalesce(lease_metadata, '{}'), distributed_lock_us(lock_delay_us))
-    ON CONFLICT (lock_key, slot) DO NOTHING
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl
-    INTO lock_key, owner_id, fence_token, expires_at, ttl;
-    IF FOUND THEN
-        outcome := 'acquired';
-        remaining := interval '0';
+    IF distributed_lock_make_row(key, 0, ts) THEN
+        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                          ts + distributed_lock_us(ttl_us), lease_metadata,
+                                          distributed_lock_us(lock_delay_us), NULL, ts) g;
     END IF;
 END $$;

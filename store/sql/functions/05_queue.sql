@@ -63,29 +63,10 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     key text := w.lock_key;
-    g record;
+    g distributed_lock;
 BEGIN
-    UPDATE distributed_lock l SET
-        lock_mode = 'exclusive',
-        owner_id = w.owner_id,
-        owner_role = w.owner_role,
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = ts + least(w.claim_window, w.ttl),
-        ttl = w.ttl,
-        acquired_at = ts,
-        renewed_at = NULL,
-        renew_count = 0,
-        grant_kind = distributed_lock_grant_kind(l, w.owner_id, w.owner_role),
-        released_at = NULL,
-        previous_owner = l.owner_id,
-        previous_token = l.fence_token,
-        metadata = coalesce(w.metadata, '{}'),
-        lock_delay = w.lock_delay,
-        delay_until = NULL,
-        handed_to = w.waiter_id
-    WHERE l.lock_key = key AND l.slot = 0
-    RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, l.previous_owner, l.previous_token
-    INTO g;
+    g := distributed_lock_grant_lease(key, 0, false, 'exclusive', w.owner_id, w.owner_role, w.ttl,
+                                      ts + least(w.claim_window, w.ttl), w.metadata, w.lock_delay, w.waiter_id, ts);
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     IF g.grant_kind = 'stolen' OR w.log_grants THEN
         -- The actor is the waiter's claim, so the role beside it is the

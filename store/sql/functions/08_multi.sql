@@ -21,9 +21,9 @@ END $$;
 
 -- distributed_lock_grant_set grants owner, in one statement, every key of
 -- ks (a sorted key set) whose row may be granted anew now
--- (distributed_lock_may_grant), its rows locked in key order, SKIP LOCKED,
--- each with the columns distributed_lock_acquire's grant writes and a token
--- drawn under its lock; steals (every grant with log_grants) are logged.
+-- (distributed_lock_may_grant), in key order, each by the one grant write
+-- anew (distributed_lock_grant_lease: SKIP LOCKED, a token drawn under the
+-- row's lock); steals (every grant with log_grants) are logged.
 -- Returns the rows granted, in key order. What it did not grant (no row,
 -- the caller's own lease, refused, locked) is the caller's to handle.
 -- Internal.
@@ -37,32 +37,12 @@ DECLARE
     ts timestamptz := distributed_lock_now();
     granted distributed_lock[];
 BEGIN
-    WITH g AS (
-        UPDATE distributed_lock l SET
-            lock_mode      = 'exclusive',
-            owner_id       = owner,
-            owner_role     = session_user,
-            fence_token    = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            expires_at     = ts + distributed_lock_us(ttl_us),
-            ttl            = distributed_lock_us(ttl_us),
-            acquired_at    = ts,
-            renewed_at     = NULL,
-            renew_count    = 0,
-            released_at    = NULL,
-            grant_kind     = distributed_lock_grant_kind(l, owner, session_user),
-            previous_owner = l.owner_id,
-            previous_token = l.fence_token,
-            metadata       = coalesce(lease_metadata, '{}'),
-            lock_delay     = distributed_lock_us(lock_delay_us),
-            delay_until    = NULL,
-            handed_to      = NULL
-        WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
-                             WHERE x.lock_key = ANY (ks) AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
-                             ORDER BY x.lock_key
-                             FOR NO KEY UPDATE SKIP LOCKED)
-          AND l.slot = 0
-        RETURNING l AS r)
-    SELECT array_agg(g.r ORDER BY (g.r).lock_key) INTO granted FROM g;
+    SELECT array_agg(g ORDER BY g.lock_key) INTO granted
+    FROM unnest(ks) k,
+         LATERAL distributed_lock_grant_lease(k, 0, true, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                              ts + distributed_lock_us(ttl_us), lease_metadata,
+                                              distributed_lock_us(lock_delay_us), NULL, ts) g
+    WHERE g.lock_key IS NOT NULL;
     INSERT INTO distributed_lock_event
         (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
     SELECT ts, x.lock_key, x.grant_kind, x.owner_id, x.fence_token, coalesce(event_actor, owner),
@@ -564,10 +544,7 @@ BEGIN
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
-        FROM unnest(freed) x
-        UNION ALL
-        SELECT y.released_at, y.lock_key, 'released', owner, y.fence_token, coalesce(event_actor, owner)
-        FROM unnest(slots) y;
+        FROM unnest(freed || slots) x;
     END IF;
     FOREACH r IN ARRAY freed LOOP
         IF r.wake_until > r.released_at THEN

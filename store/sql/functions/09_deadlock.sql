@@ -51,6 +51,30 @@ BEGIN
         WHERE l.owner_id = owner AND distributed_lock_live(l, ts));
 END $$;
 
+-- distributed_lock_cycle_back: the cycle a search closed at waiter
+-- last_owner (queued for last_key, record last_id), walked back through
+-- reached (owner → the step that reached it: its owner, key and record id)
+-- to start: its steps from start's, and the youngest record on it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_cycle_back(
+    reached jsonb, start text, last_owner text, last_key text, last_id bigint,
+    OUT cycle jsonb, OUT youngest bigint)
+RETURNS record
+LANGUAGE plpgsql IMMUTABLE SET search_path FROM CURRENT AS $$
+DECLARE
+    o text := last_owner;
+    step jsonb;
+BEGIN
+    cycle := jsonb_build_array(jsonb_build_object('owner', last_owner, 'key', last_key));
+    youngest := last_id;
+    WHILE o <> start LOOP
+        step := reached -> o;
+        cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
+        youngest := greatest(youngest, (step ->> 'id')::bigint);
+        o := step ->> 'owner';
+    END LOOP;
+END $$;
+
 -- distributed_lock_wait_cycle finds the shortest cycle of waits through
 -- start: cycle is a JSON array of steps {"owner", "key"}, the first
 -- start's (owner waits for key, which the next step's owner holds or is
@@ -63,7 +87,11 @@ END $$;
 -- costs a statement per hop between keys, not per waiter of a queue. An
 -- owner's waits are found by the owner index, a key's holder by its
 -- primary key; it never scans the lock table. It first asks whether anyone
--- waits for start at all (distributed_lock_awaited). Internal.
+-- waits for start at all (distributed_lock_awaited). One statement
+-- gathers a level's owners (unseen, each with the step that reached it),
+-- the step that closes a cycle, if any, and how far each queue has now
+-- been read: per-owner PL/pgSQL work made a long queue's search grow with
+-- its square. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
 RETURNS record
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -74,18 +102,12 @@ DECLARE
     expanded jsonb := '{}'; -- key → the waiter id its queue was read up to
     nxt text[];
     e record;
-    o text;
-    step jsonb;
 BEGIN
     IF NOT distributed_lock_awaited(start, ts) THEN
         RETURN; -- nobody waits for start: no cycle runs through it
     END IF;
     FOR depth IN 1..64 LOOP
         EXIT WHEN cardinality(frontier) = 0;
-        -- One statement gathers a level's owners (unseen, each with the step
-        -- that reached it), the step that closes a cycle, if any, and how far
-        -- each queue has now been read: per-owner PL/pgSQL work made a long
-        -- queue's search grow with its square.
         WITH src AS (
                 SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
                        coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
@@ -117,15 +139,8 @@ BEGIN
               FROM hop h WHERE h.next <> ALL (seen)) f
         LEFT JOIN hop c ON c.next = start;
         IF e.waiter IS NOT NULL THEN
-            cycle := jsonb_build_array(jsonb_build_object('owner', e.waiter, 'key', e.lock_key));
-            youngest := e.waiter_id;
-            o := e.waiter;
-            WHILE o <> start LOOP
-                step := reached -> o;
-                cycle := jsonb_build_array(jsonb_build_object('owner', step ->> 'owner', 'key', step ->> 'key')) || cycle;
-                youngest := greatest(youngest, (step ->> 'id')::bigint);
-                o := step ->> 'owner';
-            END LOOP;
+            SELECT b.cycle, b.youngest INTO cycle, youngest
+            FROM distributed_lock_cycle_back(reached, start, e.waiter, e.lock_key, e.waiter_id) b;
             RETURN;
         END IF;
         nxt := coalesce(e.nexts, '{}');

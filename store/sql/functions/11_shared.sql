@@ -119,19 +119,11 @@ CREATE OR REPLACE FUNCTION distributed_lock_form_group(
 RETURNS boolean
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
-    UPDATE distributed_lock l SET
-        lock_mode = mode, permits = n,
-        owner_id = '*',
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        expires_at = distributed_lock_group_end(), ttl = distributed_lock_us(ttl_us),
-        acquired_at = ts, renewed_at = NULL, renew_count = 0, released_at = NULL,
-        grant_kind = distributed_lock_grant_kind(l, '*', l.owner_role),
-        -- A row made for this group (owner '*', released as it was made,
-        -- never held) has no previous lease.
-        previous_owner = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.owner_id END,
-        previous_token = CASE WHEN l.owner_id <> '*' OR l.released_at IS DISTINCT FROM l.acquired_at THEN l.fence_token END,
-        metadata = '{}', lock_delay = interval '0', delay_until = NULL, handed_to = NULL
-    WHERE l.lock_key = r.lock_key AND l.slot = 0;
+    -- The key's capacity, then its lease: the group's own, of the role
+    -- whose lease the row last carried.
+    UPDATE distributed_lock l SET permits = n WHERE l.lock_key = r.lock_key AND l.slot = 0;
+    PERFORM distributed_lock_grant_lease(r.lock_key, 0, false, mode, '*', r.owner_role, distributed_lock_us(ttl_us),
+                                         distributed_lock_group_end(), NULL, interval '0', NULL, ts);
     IF n IS NOT NULL AND r.permits IS DISTINCT FROM n AND r.permits IS NOT NULL THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, actor, caller_role, detail)
         VALUES (ts, r.lock_key, 'permits_changed', NULL, actor, actor_role,
@@ -157,46 +149,32 @@ DECLARE
     h distributed_lock;
     next integer;
 BEGIN
-    UPDATE distributed_lock s SET
-        lock_mode = distributed_lock_holder_mode(n), owner_id = owner, owner_role = role,
-        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-        grant_kind = CASE WHEN s.released_at IS NULL AND (s.owner_id <> owner OR s.owner_role <> role) THEN 'stolen'
-                          ELSE 'acquired' END,
-        previous_owner = s.owner_id, previous_token = s.fence_token,
-        metadata = coalesce(lease_metadata, '{}'), ttl = distributed_lock_us(ttl_us),
-        acquired_at = ts, expires_at = ts + distributed_lock_us(ttl_us),
-        renew_count = 0, renewed_at = NULL, released_at = NULL, handed_to = NULL
-    WHERE (s.lock_key, s.slot) = (SELECT x.lock_key, x.slot FROM distributed_lock x
-                                  WHERE x.lock_key = key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
-                                    AND NOT distributed_lock_live(x, ts)
-                                  ORDER BY x.slot LIMIT 1
-                                  FOR NO KEY UPDATE SKIP LOCKED)
-    RETURNING s.* INTO h;
-    IF FOUND THEN
-        RETURN h;
-    END IF;
-    -- A new slot. Two grants that number the same one: the second waits
-    -- for the first to commit (ON CONFLICT does), and numbers the next in
-    -- a statement of its own, which sees it.
+    -- The key under the column's collation, as distributed_lock_grant_lease
+    -- compares it (a caller's role, session_user, gives the call "C").
+    SELECT x.slot INTO next FROM distributed_lock x
+    WHERE x.lock_key = key COLLATE "default" AND x.slot > 0 AND (n IS NULL OR x.slot <= n) AND NOT distributed_lock_live(x, ts)
+    ORDER BY x.slot LIMIT 1
+    FOR NO KEY UPDATE SKIP LOCKED;
+    -- Else a new slot. Two grants that number the same one: the second
+    -- waits for the first to commit (ON CONFLICT does), and numbers the
+    -- next in a statement of its own, which sees it.
     FOR attempt IN 1..3 LOOP
-        next := (SELECT max(x.slot) + 1 FROM distributed_lock x WHERE x.lock_key = key);
+        EXIT WHEN next IS NOT NULL;
+        next := (SELECT max(x.slot) + 1 FROM distributed_lock x WHERE x.lock_key = key COLLATE "default");
         IF n IS NOT NULL AND next > n THEN
             RETURN h;
         END IF;
-        INSERT INTO distributed_lock AS s
-            (lock_key, slot, lock_mode, owner_id, owner_role, fence_token, metadata, ttl, acquired_at, expires_at)
-        VALUES (key, next, distributed_lock_holder_mode(n), owner, role,
-                distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-                coalesce(lease_metadata, '{}'), distributed_lock_us(ttl_us), ts,
-                ts + distributed_lock_us(ttl_us))
-        ON CONFLICT DO NOTHING
-        RETURNING s.* INTO h;
-        IF FOUND THEN
-            RETURN h;
+        IF NOT distributed_lock_make_row(key, next, ts) THEN
+            next := NULL;
         END IF;
     END LOOP;
-    h.slot := -1;
-    RETURN h;
+    IF next IS NULL THEN
+        h.slot := -1;
+        RETURN h;
+    END IF;
+    RETURN distributed_lock_grant_lease(key, next, false, distributed_lock_holder_mode(n), owner, role,
+                                        distributed_lock_us(ttl_us), ts + distributed_lock_us(ttl_us),
+                                        lease_metadata, interval '0', NULL, ts);
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
@@ -331,8 +309,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    stole boolean := over.lock_key IS NOT NULL;
-    r distributed_lock := over;
     key_permits integer := n;
     lock_mode text := mode;
 BEGIN
@@ -362,9 +338,9 @@ BEGIN
         END IF;
         -- The first holder of a group formed over a lease that ran out
         -- unreleased took the key from that lease's owner; its slot says so.
-        IF stole THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = r.owner_id,
-                previous_token = r.fence_token
+        IF over.lock_key IS NOT NULL THEN
+            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
+                previous_token = over.fence_token
             WHERE s.lock_key = key AND s.slot = h.slot
             RETURNING s.* INTO h;
         END IF;

@@ -52,7 +52,6 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT SET lock_timeout = '200ms
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    none distributed_lock;
     ts timestamptz;
 BEGIN
     BEGIN
@@ -101,10 +100,9 @@ BEGIN
         END IF;
         RETURN h;
     EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN
-        -- Undone, its locks too: the caller may take the row for update,
-        -- and one keeping it for share would deadlock with another
-        -- doing the same.
-        RETURN none;
+        -- Undone, its locks too: the caller may take the row for update, and
+        -- one keeping it for share would deadlock with another doing the same.
+        RETURN NULL;
     END;
 END $$;
 

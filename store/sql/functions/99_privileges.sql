@@ -7,6 +7,9 @@
 -- caller nothing that does not; only its owner may replace it.
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_grant_lease(text, integer, boolean, text, text, text, interval, timestamptz, jsonb, interval,
+                                 bigint, timestamptz),
+    distributed_lock_make_row(text, integer, timestamptz),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
     distributed_lock_admit_owner(text),
     distributed_lock_reserved(text),
@@ -53,6 +56,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_release_all(text[], text, bigint[], boolean, boolean, text),
     distributed_lock_waits(distributed_lock_waiter, timestamptz),
     distributed_lock_wait_cycle(text, timestamptz),
+    distributed_lock_cycle_back(jsonb, text, text, text, bigint),
     distributed_lock_awaited(text, timestamptz),
     distributed_lock_refuse_deadlock(text, bigint[], timestamptz, boolean),
     distributed_lock_timeline(),
@@ -78,6 +82,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_may_take(distributed_lock, text, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text, text),
+    distributed_lock_ever_held(distributed_lock),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),
