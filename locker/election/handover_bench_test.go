@@ -45,8 +45,9 @@ func runCandidate(mode, dsn string) int {
 	}
 	n := locker.NewNotifier(locker.NotifierConfig{Connect: lockdb.ConnectWith(pool.Config().ConnConfig)})
 	go func() { _ = n.Run(ctx) }()
-	for !n.Live() {
-		time.Sleep(10 * time.Millisecond)
+	if !testdb.Within(10*time.Second, n.Live) {
+		fmt.Fprintln(os.Stderr, "the notifier is not listening")
+		return 1
 	}
 	lc := locker.Config{TTL: 2 * time.Second, Notifier: n}
 	out := bufio.NewWriter(os.Stdout)
@@ -67,7 +68,7 @@ func runCandidate(mode, dsn string) int {
 				return 1
 			}
 			say("won", leases[0].Token)
-			time.Sleep(hold)
+			testdb.Pace(hold) // the leader's work
 			say("resign", leases[0].Token)
 			_, _ = lk.Release(ctx, pool, leases...)
 		}
@@ -83,7 +84,7 @@ func runCandidate(mode, dsn string) int {
 			return 1
 		}
 		say("won", term)
-		time.Sleep(hold)
+		testdb.Pace(hold) // the leader's work
 		say("resign", term)
 		_ = e.Resign(ctx)
 	}

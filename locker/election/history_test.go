@@ -111,7 +111,7 @@ func campaignLoop(ctx context.Context, rec *history.Recorder, e *election.Electi
 			continue
 		}
 		told.Store(lease.Token, true)
-		time.Sleep(time.Duration(r.IntN(30)) * time.Millisecond)
+		testdb.Pace(time.Duration(r.IntN(30)) * time.Millisecond) // the leader's work
 		rel := history.Op{Client: id, Kind: history.Release, Key: "leader", Owner: e.Owner(), Token: lease.Token, Call: rec.Now()}
 		err = e.Resign(context.WithoutCancel(ctx))
 		rel.Return = rec.Now()
@@ -125,7 +125,7 @@ func campaignLoop(ctx context.Context, rec *history.Recorder, e *election.Electi
 // unseen when forced, which no history could show).
 func deposeLoop(ctx context.Context, rec *history.Recorder, db locker.DBTX, told *sync.Map) {
 	for ctx.Err() == nil {
-		time.Sleep(150 * time.Millisecond)
+		testdb.Pace(150 * time.Millisecond) // an operator's pace
 		l, err := election.Read(ctx, db, "leader")
 		if _, ok := told.Load(l.Term); err != nil || !ok {
 			continue
