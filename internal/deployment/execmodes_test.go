@@ -177,8 +177,8 @@ func exerciseSession(t *testing.T, db *pgxpool.Pool) {
 	}
 	ka := s.Keepalive(ctx, leases...)
 	time.Sleep(2 * ttl)
-	if ka.Err() != nil || s.Err() != nil {
-		t.Fatalf("after two TTLs: keepalive %v, session %v; want both kept", ka.Err(), s.Err())
+	if context.Cause(ka.Context()) != nil || s.Err() != nil {
+		t.Fatalf("after two TTLs: keepalive %v, session %v; want both kept", context.Cause(ka.Context()), s.Err())
 	}
 	for _, key := range []string{"session-1", "session-2"} {
 		if _, err := testdb.Try(ctx, lk, db, key, "b"); !errors.Is(err, locker.ErrHeld) {

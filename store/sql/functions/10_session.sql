@@ -132,6 +132,9 @@ BEGIN
                           WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
                             AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
     END IF;
+    -- A revoke's deadline bounds the leases it moved (16_revoke.sql).
+    PERFORM distributed_lock_revoke_cap(b.lock_key, b.fence_token, expires_at)
+    FROM distributed_lock_session_lease b WHERE b.session_id = session;
     outcome := 'renewed';
 END $$;
 
@@ -183,6 +186,8 @@ BEGIN
     INSERT INTO distributed_lock_session_lease AS b (lock_key, fence_token, session_id)
     SELECT DISTINCT d.k, d.t, session FROM unnest(keys, tokens) AS d(k, t)
     ON CONFLICT (lock_key, fence_token) DO UPDATE SET session_id = excluded.session_id;
+    -- A revoke's deadline bounds the leases it bound (16_revoke.sql).
+    PERFORM distributed_lock_revoke_cap(d.k, d.t, s.expires_at) FROM unnest(keys, tokens) AS d(k, t);
     outcome := 'bound';
     expires_at := s.expires_at;
     ttl := s.ttl;

@@ -103,7 +103,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
-    distributed_lock_event_immutable()
+    distributed_lock_event_immutable(),
+    distributed_lock_revoke(text, bigint, bigint, text, text),
+    distributed_lock_revoke_cap(text, bigint, timestamptz),
+    distributed_lock_revoke_pending(text, text, bigint),
+    distributed_lock_session_revokes(bigint, text)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they
