@@ -10,8 +10,6 @@ import (
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
-	"github.com/lockctl/lockctl/locker"
-	"github.com/lockctl/lockctl/store"
 )
 
 // RevokeCommand is `lockctl revoke KEY`.
@@ -53,11 +51,9 @@ type revokeResult struct {
 // env.Actor and the reason); see operator.Revoke. Like expire it is fenced
 // by token: a lock that changed hands meanwhile is left alone, exit 4.
 func Revoke(ctx context.Context, env Env, opts RevokeOptions) int {
-	if err := lockdb.ValidateKey(opts.Key); err != nil {
-		return env.Fail(usagef("invalid KEY: %w", err))
-	}
-	if opts.Token < 0 {
-		return env.Fail(usagef("invalid --token %d: must be positive", opts.Token))
+	target := ExpireOptions{Key: opts.Key, Token: opts.Token, JSON: opts.JSON}
+	if err := target.check(); err != nil {
+		return env.Fail(err)
 	}
 	op, err := operator.New(env.Actor)
 	if err != nil {
@@ -68,17 +64,9 @@ func Revoke(ctx context.Context, env Env, opts RevokeOptions) int {
 		return env.Fail(err)
 	}
 	defer pool.Close()
-	token := opts.Token
-	if token == 0 {
-		row, found, err := store.Get[lockdb.LockInfo](ctx, pool, opts.Key)
-		if err != nil {
-			return env.Fail(err)
-		}
-		if !found {
-			code, _ := printRefusal(env, opts.JSON, "", &locker.Error{Kind: locker.ErrNotHeld, Key: opts.Key}, keyState{})
-			return code
-		}
-		token = row.Token
+	token, code, ok := tokenToAct(ctx, env, pool, target)
+	if !ok {
+		return code
 	}
 	done, err := op.Revoke(ctx, pool, opts.Key, token, opts.Reason, opts.ForceAfter)
 	if err != nil {

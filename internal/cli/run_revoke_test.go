@@ -57,3 +57,21 @@ func TestRunRevokeSignalNone(t *testing.T) {
 		t.Fatal("the command got SIGTERM")
 	}
 }
+
+// revoke is fenced by token like expire (exit 4 for a token no longer
+// current), and --force-after 0 ends the lease now: the next acquirer
+// steals the key.
+func TestRevokeIsFencedAndForcesAfterItsDeadline(t *testing.T) {
+	t.Parallel()
+	d := newDB(t)
+	held := d.json(0, "acquire", "k", "--owner", "a", "--ttl", "1h")
+	if got := d.run("revoke", "k", "--token", "7"); got.code != 4 {
+		t.Fatalf("revoke of a token not current: %s\nwant exit 4", got)
+	}
+	if got := d.run("revoke", "k", "--force-after", "0s", "--reason", "now"); got.code != 0 || !strings.Contains(got.stdout, "at the latest") {
+		t.Fatalf("revoke --force-after 0s: %s", got)
+	}
+	if got := d.json(0, "acquire", "k", "--owner", "b"); got.Outcome != "stolen" || got.Token <= held.Token {
+		t.Fatalf("acquire past the deadline = %+v; want stolen with a larger token", got)
+	}
+}
