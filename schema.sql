@@ -3017,8 +3017,10 @@ BEGIN
                             AND distributed_lock_held(l, l.owner_id, l.owner_role, ts));
     END IF;
     -- A revoke's deadline bounds the leases it moved (16_revoke.sql).
-    PERFORM distributed_lock_revoke_cap(b.lock_key, b.fence_token, expires_at)
-    FROM distributed_lock_session_lease b WHERE b.session_id = session;
+    PERFORM distributed_lock_revoke_cap(v.lock_key, v.fence_token, expires_at)
+    FROM distributed_lock_revoke v
+    JOIN distributed_lock_session_lease b ON b.lock_key = v.lock_key AND b.fence_token = v.fence_token
+    WHERE b.session_id = session;
     outcome := 'renewed';
 END $$;
 
@@ -3071,7 +3073,8 @@ BEGIN
     SELECT DISTINCT d.k, d.t, session FROM unnest(keys, tokens) AS d(k, t)
     ON CONFLICT (lock_key, fence_token) DO UPDATE SET session_id = excluded.session_id;
     -- A revoke's deadline bounds the leases it bound (16_revoke.sql).
-    PERFORM distributed_lock_revoke_cap(d.k, d.t, s.expires_at) FROM unnest(keys, tokens) AS d(k, t);
+    PERFORM distributed_lock_revoke_cap(v.lock_key, v.fence_token, s.expires_at)
+    FROM distributed_lock_revoke v JOIN unnest(keys, tokens) AS d(k, t) ON v.lock_key = d.k AND v.fence_token = d.t;
     outcome := 'bound';
     expires_at := s.expires_at;
     ttl := s.ttl;
