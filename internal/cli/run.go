@@ -48,7 +48,7 @@ func RunCommand() *cobra.Command {
 	LockDelayVar(fs, &o.LockDelay)
 	holdModeVars(fs, &o.AcquireOptions)
 	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
-	fs.StringVar(&o.RevokeSignal, "revoke-signal", "TERM", "signal CMD gets when an operator revokes its lease (lockctl revoke): TERM, INT, HUP, QUIT, USR1, USR2, or none")
+	fs.StringVar(&o.RevokeSignal, "revoke-signal", "TERM", "`signal` CMD gets when an operator revokes its lease (lockctl revoke): TERM, INT, HUP, QUIT, USR1, USR2, or none")
 	return cmd
 }
 
