@@ -29,6 +29,7 @@ func newRoot() *cobra.Command {
 		cli.RenewCommand(),
 		cli.ReleaseCommand(),
 		cli.ExpireCommand(),
+		cli.RevokeCommand(),
 		cli.ForceReleaseCommand(),
 		cli.EndDelayCommand(),
 		cli.SessionsCommand(),

@@ -108,7 +108,7 @@ func (l *Locker) claim(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 		rctx, cancel := context.WithTimeout(context.Background(), max(lease.ValidFor(), time.Second))
 		defer cancel()
 		sentAt := l.clock.Now()
-		row, ok, err := store.Renew(rctx, db, ref, lease.TTL)
+		row, _, ok, err := store.Renew(rctx, db, ref, lease.TTL)
 		if err == nil && ok {
 			claimed := leaseFrom(row, Renewed, sentAt)
 			pc.claimed.Store(&claimed)

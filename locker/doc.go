@@ -66,9 +66,9 @@
 // so the window never overstates the lease; a lease nothing has proven
 // yet (one named by key, owner and token) is renewed before Keepalive
 // returns. When renewals fail and the window passes, the Keepalive's
-// Context ends with [ErrLeaseLost]. A
-// [Session] keeps many leases with one heartbeat, and they lapse together
-// when the process dies.
+// Context ends with [ErrLeaseLost]. An operator's revoke reaches the holder
+// at the next renewal (Keepalive.Revoked). A [Session] keeps many leases
+// with one heartbeat; they lapse together when the process dies.
 //
 // # Errors
 //

@@ -15,11 +15,9 @@ var (
 	// ErrHeld: a key is held by another owner, or kept by its lock-delay
 	// or its queue.
 	ErrHeld = errors.New("held by another owner")
-	// ErrNotHeld: the lease named is not the current one (lost, released,
-	// expired, or wrong owner or token).
+	// ErrNotHeld: the lease named is not current (lost, released, expired, another's).
 	ErrNotHeld = errors.New("not held")
-	// ErrQueueLost: a waiter lost its place (its record lapsed, or a
-	// hand-off to it ran out unclaimed). Acquire again to queue anew.
+	// ErrQueueLost: a waiter's record lapsed, or a hand-off ran out unclaimed.
 	ErrQueueLost = errors.New("lost its place in the queue")
 	// ErrLeaseLost: a Keepalive lost a lease.
 	ErrLeaseLost = errors.New("lease lost")

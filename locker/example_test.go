@@ -190,9 +190,9 @@ func ExampleLocker_Keepalive() {
 	// The work runs under k.Context(); here it takes two TTLs.
 	select {
 	case <-k.Context().Done():
-		fmt.Println("lease lost:", k.Err())
+		fmt.Println("lease lost:", context.Cause(k.Context()))
 	case <-time.After(time.Second):
-		fmt.Println("still held after 2 TTLs:", k.Err() == nil)
+		fmt.Println("still held after 2 TTLs:", context.Cause(k.Context()) == nil)
 	}
 	k.Stop()
 	_, err = lk.Release(ctx, pool, k.Leases()...)
@@ -206,7 +206,7 @@ func ExampleLocker_Keepalive() {
 		panic(err)
 	}
 	<-k.Context().Done()
-	fmt.Println("after a force-expire:", errors.Is(k.Err(), locker.ErrLeaseLost))
+	fmt.Println("after a force-expire:", errors.Is(context.Cause(k.Context()), locker.ErrLeaseLost))
 	// Output:
 	// still held after 2 TTLs: true
 	// released: true

@@ -23,6 +23,9 @@ type Keepalive struct {
 	leases []Lease // one, or a set's
 
 	session *Session // kept by this session's heartbeat (Session.Keepalive); nil: renewed on its own
+
+	revoked    chan Lease // Revoked: buffered, sent once
+	revokeTold bool       // a revoke was sent on revoked
 }
 
 // errStopped is the cause after Stop.
@@ -63,6 +66,7 @@ func (l *Locker) startKeepalive(ctx context.Context, db DBTX, set []Lease) *Keep
 		}
 		set = proven
 		k.leases = proven
+		k.noteRevoke(set)
 	}
 	w := l.trustOf(earliest(set))
 	if !l.clock.Now().Before(w.until) {
@@ -77,7 +81,8 @@ func (l *Locker) startKeepalive(ctx context.Context, db DBTX, set []Lease) *Keep
 
 func (l *Locker) newKeepalive(ctx context.Context, set []Lease) *Keepalive {
 	kctx, cancel := context.WithCancelCause(ctx)
-	return &Keepalive{clock: l.clock, ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: set}
+	return &Keepalive{clock: l.clock, ctx: kctx, cancel: cancel, done: make(chan struct{}), leases: set,
+		revoked: make(chan Lease, 1)}
 }
 
 // lose ends k's Context with lost, stamped with the moment k stopped
@@ -106,6 +111,11 @@ func (l *Locker) trustOf(lease Lease) trust {
 	// first connection, say) must still renew before its trust window ends,
 	// rather than wake at the window's end and give up without trying.
 	w := trust{next: lease.sentAt.Add(every), until: lease.sentAt.Add(ttl - margin), every: every}
+	if left := lease.revokeLeft; left > 0 {
+		// A revoke's deadline: trusted no longer, and renewed as usual
+		// (the holder may still release before it).
+		w.until = minTime(w.until, lease.sentAt.Add(left-min(margin, left/2)))
+	}
 	if lease.valid > 0 {
 		// Handed off from a queue and not yet claimed: only the claim
 		// window is certain, so renew (claim) at once, and trust it, as any
@@ -140,7 +150,7 @@ func (l *Locker) prove(ctx context.Context, db DBTX, set []Lease) ([]Lease, erro
 	return l.renewSet(rctx, db, set)
 }
 
-// Context ends when the lease is lost, Stop is called, or the parent ends.
+// Context ends if a lease is lost (context.Cause: why), at Stop, or with ctx.
 func (k *Keepalive) Context() context.Context { return k.ctx }
 
 // Leases are the leases as last renewed, in the order given.
@@ -150,12 +160,36 @@ func (k *Keepalive) Leases() []Lease {
 	return slices.Clone(k.leases)
 }
 
-// Err is nil while the lease is kept, and why it is no longer kept after.
-func (k *Keepalive) Err() error {
-	if k.ctx.Err() == nil {
-		return nil
+// Revoked receives, once, the first renewal of a revoked lease.
+func (k *Keepalive) Revoked() <-chan Lease { return k.revoked }
+
+// revokeBound marks k's leases an operator revoked, as a session's
+// heartbeat read them, and tells Revoked.
+func (k *Keepalive) revokeBound(revokes map[store.BoundRef]*store.Revoke) {
+	if len(revokes) == 0 {
+		return
 	}
-	return context.Cause(k.ctx)
+	k.mu.Lock()
+	for i, lease := range k.leases {
+		k.leases[i] = lease.withRevoke(revokes[store.BoundRef{Key: lease.Key, Token: lease.Token}])
+	}
+	set := slices.Clone(k.leases)
+	k.mu.Unlock()
+	k.noteRevoke(set)
+}
+
+// noteRevoke tells Revoked of the first lease of set an operator revoked.
+func (k *Keepalive) noteRevoke(set []Lease) {
+	if k.revokeTold {
+		return
+	}
+	for _, lease := range set {
+		if lease.RevokedByRole != "" {
+			k.revokeTold = true
+			k.revoked <- lease
+			return
+		}
+	}
 }
 
 // Stop stops renewing (it does not release) and ends Context; a session
@@ -231,6 +265,7 @@ func (k *Keepalive) run(l *Locker, db DBTX, w trust) {
 			k.mu.Lock()
 			k.leases = set
 			k.mu.Unlock()
+			k.noteRevoke(set)
 			w = l.trustOf(renewed)
 			trustUntil, next = w.until, w.next
 			lastErr = nil

@@ -79,7 +79,7 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 			t.Fatalf("after %s: row %+v; want held, renewed %d times", time.Duration(i)*kaEvery, row, i)
 		}
 	}
-	if err := k.Err(); err != nil || k.Context().Err() != nil {
+	if err := context.Cause(k.Context()); err != nil || k.Context().Err() != nil {
 		t.Fatalf("keepalive ended: %v", err)
 	}
 	if _, err := testdb.Try(ctx, lk, db, "k", "b"); !errors.Is(err, locker.ErrHeld) {
@@ -90,8 +90,8 @@ func TestKeepaliveHoldsPastTTL(t *testing.T) {
 		t.Fatalf("kept lease %+v, row %+v; want token %d, as last renewed", kept, row, lease.Token)
 	}
 	k.Stop()
-	if k.Context().Err() == nil || errors.Is(k.Err(), locker.ErrLeaseLost) {
-		t.Fatalf("after Stop: ctx err %v, cause %v; want cancelled, not lost", k.Context().Err(), k.Err())
+	if k.Context().Err() == nil || errors.Is(context.Cause(k.Context()), locker.ErrLeaseLost) {
+		t.Fatalf("after Stop: ctx err %v, cause %v; want cancelled, not lost", k.Context().Err(), context.Cause(k.Context()))
 	}
 	// Stop does not release: the holder releases with the kept lease.
 	if _, err := testdb.One(lk.Release(ctx, db, k.Leases()[0])); err != nil {
@@ -115,7 +115,7 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 	if _, err := oper.ForceExpire(ctx, db, "k", lease.Token); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.Err(); err != nil {
+	if err := context.Cause(k.Context()); err != nil {
 		t.Fatalf("keepalive ended before it tried to renew: %v", err)
 	}
 	if d := clk.waitTimer(t); d != kaEvery {
@@ -124,7 +124,7 @@ func TestKeepaliveEndsOnForceExpire(t *testing.T) {
 	clk.Advance(kaEvery)
 	waitDone(t, k.Context(), 10*time.Second)
 	cause := context.Cause(k.Context())
-	if !errors.Is(cause, locker.ErrLeaseLost) || !errors.Is(cause, locker.ErrNotHeld) || !errors.Is(k.Err(), locker.ErrLeaseLost) {
+	if !errors.Is(cause, locker.ErrLeaseLost) || !errors.Is(cause, locker.ErrNotHeld) || !errors.Is(context.Cause(k.Context()), locker.ErrLeaseLost) {
 		t.Fatalf("cause = %v; want ErrLeaseLost (and ErrNotHeld)", cause)
 	}
 }
@@ -164,14 +164,14 @@ func TestKeepaliveEndsWhenDatabaseIsGone(t *testing.T) {
 		clk.Advance(d)
 		failed++
 	}
-	if !errors.Is(k.Err(), locker.ErrLeaseLost) || !strings.Contains(k.Err().Error(), "could not be renewed") {
-		t.Fatalf("cause = %v; want ErrLeaseLost: could not be renewed", k.Err())
+	if !errors.Is(context.Cause(k.Context()), locker.ErrLeaseLost) || !strings.Contains(context.Cause(k.Context()).Error(), "could not be renewed") {
+		t.Fatalf("cause = %v; want ErrLeaseLost: could not be renewed", context.Cause(k.Context()))
 	}
 	if trusted := clk.Now().Sub(lastRenewal); trusted != kaTrust {
 		t.Fatalf("keepalive gave up %s after the last renewal was sent; want exactly the trust window %s", trusted, kaTrust)
 	}
-	if lost := (*locker.Error)(nil); !errors.As(k.Err(), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
-		t.Fatalf("cause %#v; want a LeaseLostError stamped with the end of the trust window %s", k.Err(), lastRenewal.Add(kaTrust))
+	if lost := (*locker.Error)(nil); !errors.As(context.Cause(k.Context()), &lost) || !lost.At.Equal(lastRenewal.Add(kaTrust)) {
+		t.Fatalf("cause %#v; want a LeaseLostError stamped with the end of the trust window %s", context.Cause(k.Context()), lastRenewal.Add(kaTrust))
 	}
 	if failed < 3 {
 		t.Fatalf("keepalive woke %d times before it gave up; want it to keep retrying through the window", failed)
@@ -201,8 +201,8 @@ func TestKeepaliveEndsWhileARenewalHangs(t *testing.T) {
 	defer k.Stop()
 	waitDone(t, k.Context(), 5*time.Second)
 	lost := (*locker.Error)(nil)
-	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "still out") {
-		t.Fatalf("cause %v; want a LeaseLostError: the renewal was still out when the trust window ended", k.Err())
+	if !errors.As(context.Cause(k.Context()), &lost) || !strings.Contains(lost.Reason, "still out") {
+		t.Fatalf("cause %v; want a LeaseLostError: the renewal was still out when the trust window ended", context.Cause(k.Context()))
 	}
 	if !lost.At.Before(lease.ExpiresAt) {
 		t.Errorf("lost at %v; want before the lease's expiry %v", lost.At, lease.ExpiresAt)
@@ -232,7 +232,7 @@ func TestKeepaliveStartedLateStillRenews(t *testing.T) {
 	if d := clk.waitTimer(t); d != kaEvery {
 		t.Fatalf("after the renewal the keepalive sleeps %s; want the renew interval %s", d, kaEvery)
 	}
-	if err := k.Err(); err != nil {
+	if err := context.Cause(k.Context()); err != nil {
 		t.Fatalf("keepalive started late lost a lease it could have renewed: %v", err)
 	}
 }
@@ -255,8 +255,8 @@ func TestKeepaliveOfALeasePastItsTrustWindowEndsAtOnce(t *testing.T) {
 		t.Fatal("keepalive of a lease past its trust window returned with a live Context")
 	}
 	lost := (*locker.Error)(nil)
-	if !errors.As(k.Err(), &lost) || !strings.Contains(lost.Reason, "trust window had already passed") || !lost.At.Equal(clk.Now()) {
-		t.Fatalf("cause %#v; want a LeaseLostError at %s: its trust window had already passed", k.Err(), clk.Now())
+	if !errors.As(context.Cause(k.Context()), &lost) || !strings.Contains(lost.Reason, "trust window had already passed") || !lost.At.Equal(clk.Now()) {
+		t.Fatalf("cause %#v; want a LeaseLostError at %s: its trust window had already passed", context.Cause(k.Context()), clk.Now())
 	}
 	if row := liveRow(t, db, "k"); row.RenewCount != 0 {
 		t.Fatalf("row %+v; want no renewal of a lease no longer trusted", row)
@@ -277,7 +277,7 @@ func TestKeepaliveRenewEveryLongerThanWindow(t *testing.T) {
 	for i := 1; i <= 4; i++ {
 		passRenewInterval(t, clk, db, "k")
 	}
-	if err := k.Err(); err != nil {
+	if err := context.Cause(k.Context()); err != nil {
 		t.Fatalf("keepalive with RenewEvery %s on a %s TTL: %v", kaTTL-500*time.Millisecond, kaTTL, err)
 	}
 	if row := liveRow(t, db, "k"); row.RenewCount != 4 || row.State() != lockdb.StateHeld {
@@ -316,8 +316,8 @@ func TestKeepaliveOfAnUnprovenLeaseNeedsTheDatabase(t *testing.T) {
 	if k.Context().Err() == nil {
 		t.Fatalf("Keepalive of a named lease with the database gone: Context live, leases %+v; want it ended: nothing proved the lease", k.Leases())
 	}
-	if !errors.Is(k.Err(), locker.ErrLeaseLost) {
-		t.Fatalf("cause = %v; want ErrLeaseLost", k.Err())
+	if !errors.Is(context.Cause(k.Context()), locker.ErrLeaseLost) {
+		t.Fatalf("cause = %v; want ErrLeaseLost", context.Cause(k.Context()))
 	}
 }
 

@@ -33,7 +33,15 @@ type Lease struct {
 	// semaphore's Permits.
 	Mode    string
 	Permits int
+	// A revoke (lockctl revoke) a renewal read: the operator's role and
+	// actor, why, and its deadline (zero: none). Finish, then Release.
+	RevokedByRole, RevokedByActor, RevokeReason string
+	RevokeDeadline                              time.Time
 
+	// revokeLeft is how long the lease had left from sentAt until
+	// RevokeDeadline (database clock), when that is less than TTL: the
+	// lease is trusted no longer than that.
+	revokeLeft time.Duration
 	// sentAt is this process's clock (with its monotonic reading) just before
 	// the statement that granted or last renewed the lease was sent. The
 	// database set ExpiresAt after that, so sentAt+TTL never overstates the
@@ -69,6 +77,9 @@ func (l Lease) length() time.Duration {
 	if l.valid > 0 {
 		return l.valid
 	}
+	if l.revokeLeft > 0 {
+		return min(l.revokeLeft, l.TTL)
+	}
 	return l.TTL
 }
 
@@ -81,6 +92,20 @@ func leaseFrom(row store.LeaseRow, outcome Outcome, sentAt time.Time) Lease {
 		Key: row.Key, Owner: row.Owner, Token: row.Token,
 		ExpiresAt: row.ExpiresAt, TTL: row.TTL, Outcome: outcome, Mode: ModeExclusive, sentAt: sentAt,
 	}
+}
+
+// withRevoke is renewed carrying the operator's revoke v (nil: none).
+func (l Lease) withRevoke(v *store.Revoke) Lease {
+	if v == nil {
+		return l
+	}
+	l.RevokedByRole, l.RevokedByActor, l.RevokeReason = v.CallerRole, v.Actor, v.Reason
+	if v.ForceAt != nil {
+		l.RevokeDeadline = *v.ForceAt
+		// At least a microsecond: none left is a lease already lapsing.
+		l.revokeLeft = max(v.Remaining, time.Microsecond)
+	}
+	return l
 }
 
 func defaultMetadata() map[string]any {

@@ -276,8 +276,8 @@ func TestKeepaliveAllEndsWhenOneLeaseIsLost(t *testing.T) {
 		t.Fatal("the set's keepalive still running 10s after b was force-released")
 	}
 	var lost *locker.Error
-	if !errors.As(k.Err(), &lost) || lost.Key != "b" {
-		t.Fatalf("cause = %v; want the lease of b lost", k.Err())
+	if !errors.As(context.Cause(k.Context()), &lost) || lost.Key != "b" {
+		t.Fatalf("cause = %v; want the lease of b lost", context.Cause(k.Context()))
 	}
 }
 

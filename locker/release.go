@@ -38,14 +38,14 @@ func (l *Locker) renew(ctx context.Context, db DBTX, lease Lease) (Lease, error)
 	}
 	l.claims.settle(lease.ref()) // this renewal is the claim of a handed-off lease
 	sentAt := l.clock.Now()
-	row, ok, err := store.Renew(ctx, db, lease.ref(), ttl)
+	row, revoke, ok, err := store.Renew(ctx, db, lease.ref(), ttl)
 	if err != nil {
 		return Lease{}, fmt.Errorf("locker: renew %q: %w", lease.Key, err)
 	}
 	if !ok {
 		return Lease{}, notHeld(ctx, db, lease.Key, lease.Owner, lease.Token)
 	}
-	renewed := leaseFrom(row, Renewed, sentAt)
+	renewed := leaseFrom(row, Renewed, sentAt).withRevoke(revoke)
 	renewed.Mode, renewed.Permits = lease.Mode, lease.Permits
 	return renewed, nil
 }

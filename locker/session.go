@@ -221,6 +221,7 @@ func (s *Session) heartbeat(ctx context.Context) (time.Time, error) {
 	for k, n := range named {
 		if lost[k] == nil && n == len(k.leases) {
 			k.setLeases(beat.Session, sentAt)
+			k.revokeBound(beat.Revokes)
 			delete(s.behind, k)
 			proven += n
 		} else {

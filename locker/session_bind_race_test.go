@@ -34,8 +34,8 @@ func TestLeaseBoundAcrossAHeartbeatIsTimedFromIt(t *testing.T) {
 	ka := s.Keepalive(context.Background(), lease)
 	late := watchLate(ka)
 	waitDone(t, ka.Context(), 3*sessTTL)
-	if !errors.Is(ka.Err(), locker.ErrSessionLost) {
-		t.Fatalf("keepalive ended with %v; want the session lost", ka.Err())
+	if !errors.Is(context.Cause(ka.Context()), locker.ErrSessionLost) {
+		t.Fatalf("keepalive ended with %v; want the session lost", context.Cause(ka.Context()))
 	}
 	if late.Load() {
 		t.Fatal("the keepalive still ran with none of its lease left; want it to end before the lease's local deadline")

@@ -104,7 +104,7 @@ func TestSessionKeepsManyLeasesWithOneHeartbeat(t *testing.T) {
 	testdb.WaitUntilPast(t, db, granted)
 	outliveExpiry(t, db, s)
 	for _, ka := range kas {
-		if err := ka.Err(); err != nil {
+		if err := context.Cause(ka.Context()); err != nil {
 			t.Fatalf("keepalive ended: %v", err)
 		}
 	}
@@ -155,12 +155,12 @@ func TestSessionReportsALeaseItCanNoLongerKeep(t *testing.T) {
 	wantLeaseLostNotSession(t, kaA, s)
 	// The key as given, as a Keepalive of its own names it: lockctl run
 	// finds the lease it lost by it.
-	if lost := (*locker.Error)(nil); !errors.As(kaA.Err(), &lost) || lost.Key != "a" {
+	if lost := (*locker.Error)(nil); !errors.As(context.Cause(kaA.Context()), &lost) || lost.Key != "a" {
 		t.Errorf("a's loss names key %+v; want a", lost)
 	}
 	outliveExpiry(t, db, s)
-	if kaB.Err() != nil || s.Err() != nil {
-		t.Fatalf("b's keepalive %v, session %v; want both running", kaB.Err(), s.Err())
+	if context.Cause(kaB.Context()) != nil || context.Cause(s.Context()) != nil {
+		t.Fatalf("b's keepalive %v, session %v; want both running", context.Cause(kaB.Context()), context.Cause(s.Context()))
 	}
 	if row := liveRow(t, db, "a"); row.State() == lockdb.StateHeld {
 		t.Errorf("the force-expired lease was revived: %+v", row)
@@ -185,10 +185,10 @@ func TestEndSessionExpiresItsLeases(t *testing.T) {
 	}
 	for _, k := range []*locker.Keepalive{ka, kb} {
 		waitDone(t, k.Context(), 2*sessTTL)
-		if !errors.Is(k.Err(), locker.ErrSessionLost) {
-			t.Errorf("keepalive ended with %v; want ErrSessionLost", k.Err())
+		if !errors.Is(context.Cause(k.Context()), locker.ErrSessionLost) {
+			t.Errorf("keepalive ended with %v; want ErrSessionLost", context.Cause(k.Context()))
 		}
-		if lost := (*locker.Error)(nil); !errors.As(k.Err(), &lost) || lost.Key != k.Leases()[0].Key {
+		if lost := (*locker.Error)(nil); !errors.As(context.Cause(k.Context()), &lost) || lost.Key != k.Leases()[0].Key {
 			t.Errorf("loss names key %+v; want %s", lost, k.Leases()[0].Key)
 		}
 	}
@@ -236,8 +236,8 @@ func TestBindingALeaseNotHeldFails(t *testing.T) {
 	}
 	ka := s.Keepalive(context.Background(), lease)
 	waitDone(t, ka.Context(), 2*sessTTL)
-	if !errors.Is(ka.Err(), locker.ErrNotHeld) {
-		t.Fatalf("keepalive ended with %v; want ErrNotHeld", ka.Err())
+	if !errors.Is(context.Cause(ka.Context()), locker.ErrNotHeld) {
+		t.Fatalf("keepalive ended with %v; want ErrNotHeld", context.Cause(ka.Context()))
 	}
 }
 
@@ -273,8 +273,8 @@ func TestLapsedSessionEndsItsLeasesTogether(t *testing.T) {
 	// sent in time does.
 	testdb.WaitUntilPast(t, db, at)
 	_ = tx.Rollback(context.Background())
-	if !errors.Is(ka.Err(), locker.ErrSessionLost) {
-		t.Fatalf("keepalive ended with %v; want ErrSessionLost", ka.Err())
+	if !errors.Is(context.Cause(ka.Context()), locker.ErrSessionLost) {
+		t.Fatalf("keepalive ended with %v; want ErrSessionLost", context.Cause(ka.Context()))
 	}
 	for _, key := range []string{"a", "b", "c"} {
 		row := liveRow(t, db, key)
@@ -351,8 +351,8 @@ func TestBindingHeldUpEndsTheKeepaliveBeforeTheLeasesDeadline(t *testing.T) {
 	if ka.Context().Err() == nil || !ended.Before(deadline) {
 		t.Fatalf("the keepalive still trusted the lease %v past its local deadline, its binding held up", ended.Sub(deadline))
 	}
-	if !errors.Is(ka.Err(), locker.ErrLeaseLost) {
-		t.Fatalf("keepalive ended with %v; want a lost lease", ka.Err())
+	if !errors.Is(context.Cause(ka.Context()), locker.ErrLeaseLost) {
+		t.Fatalf("keepalive ended with %v; want a lost lease", context.Cause(ka.Context()))
 	}
 }
 
@@ -407,7 +407,7 @@ func TestSessionKeepsASharedHoldersLease(t *testing.T) {
 	}
 	s := openSession(t, lk, db, "r1")
 	ka := s.Keepalive(ctx, mine)
-	if err := ka.Err(); err != nil {
+	if err := context.Cause(ka.Context()); err != nil {
 		t.Fatalf("binding a shared holder's lease: %v", err)
 	}
 	leaseEnd := func(l locker.Lease) (expires time.Time, released bool) {

@@ -30,9 +30,9 @@ func TestLeaseBoundAgainAfterStopStaysKept(t *testing.T) {
 	again := s.Keepalive(context.Background(), lease)
 	p := watchPromise(t, again)
 	if takenAfterPromise(t, lk, db, "a", p, 3*sessTTL) {
-		t.Fatalf("a was granted to another owner while bound again (keepalive: %v)", again.Err())
+		t.Fatalf("a was granted to another owner while bound again (keepalive: %v)", context.Cause(again.Context()))
 	}
-	if err := again.Err(); err != nil {
+	if err := context.Cause(again.Context()); err != nil {
 		t.Fatalf("the keepalive bound again ended: %v", err)
 	}
 }
@@ -73,7 +73,7 @@ func TestLeaseBoundTwiceInOneSessionEndsTheFirstKeepalive(t *testing.T) {
 	waitDone(t, first.Context(), sessEvery)
 	wantLeaseLostNotSession(t, first, s)
 	outliveExpiry(t, db, s)
-	if err := second.Err(); err != nil {
+	if err := context.Cause(second.Context()); err != nil {
 		t.Fatalf("the second keepalive ended: %v", err)
 	}
 	if row := liveRow(t, db, "a"); row.State() != lockdb.StateHeld {
@@ -94,7 +94,7 @@ func TestBindingToALostSessionSendsNothing(t *testing.T) {
 	}
 	lease := testdb.MustAcquire(t, lk, db, "a", "worker-1")
 	ka := s.Keepalive(context.Background(), lease)
-	if err := ka.Err(); !errors.Is(err, locker.ErrSessionLost) {
+	if err := context.Cause(ka.Context()); !errors.Is(err, locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want the session lost", err)
 	}
 	if left := ka.Leases()[0].ValidFor(); left < lease.ValidFor()-50*time.Millisecond {
@@ -127,7 +127,7 @@ func TestBindingAnsweredAfterItsSessionWasLost(t *testing.T) {
 	waitDone(t, s.Context(), 2*sessTTL)
 	close(held)
 	ka := <-done
-	if err := ka.Err(); !errors.Is(err, locker.ErrSessionLost) {
+	if err := context.Cause(ka.Context()); !errors.Is(err, locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want the session lost", err)
 	}
 	// Both are read now; on a slow machine the grant's may be nearly spent
@@ -151,7 +151,7 @@ func TestLeaseBoundToAnotherSessionEndsTheFirstKeepalive(t *testing.T) {
 	waitBound(t, pool, s1, "a")
 	s2 := openOn(t, lk, second, "worker-1")
 	k2 := s2.Keepalive(context.Background(), k1.Leases()[0])
-	if err := k2.Err(); err != nil {
+	if err := context.Cause(k2.Context()); err != nil {
 		t.Fatal(err)
 	}
 	waitDone(t, k1.Context(), 3*sessEvery)
@@ -179,8 +179,8 @@ func TestSessionLostWhenItsTrustEndsWithAHeartbeatOut(t *testing.T) {
 	db.holdBeats.Store(&held)
 	defer close(held)
 	waitDone(t, ka.Context(), 2*sessTTL)
-	if !errors.Is(ka.Err(), locker.ErrSessionLost) || !errors.Is(s.Err(), locker.ErrSessionLost) {
-		t.Fatalf("keepalive %v, session %v; want both lost with the session", ka.Err(), s.Err())
+	if !errors.Is(context.Cause(ka.Context()), locker.ErrSessionLost) || !errors.Is(context.Cause(s.Context()), locker.ErrSessionLost) {
+		t.Fatalf("keepalive %v, session %v; want both lost with the session", context.Cause(ka.Context()), context.Cause(s.Context()))
 	}
 	if late.Load() {
 		t.Fatal("the keepalive still ran with none of its lease left; want it to end at the session's trust window, before the lease's local deadline")
@@ -227,8 +227,8 @@ func TestBindingWhoseReplyWasLostPromisesNoMoreThanTheSession(t *testing.T) {
 	db.loseBindReply.Store(true)
 	ka := s.Keepalive(context.Background(), lease)
 	promised := time.Now().Add(ka.Leases()[0].ValidFor())
-	if ka.Err() == nil || db.loseBindReply.Load() {
-		t.Fatalf("keepalive %v; want it ended by the binding's lost reply", ka.Err())
+	if context.Cause(ka.Context()) == nil || db.loseBindReply.Load() {
+		t.Fatalf("keepalive %v; want it ended by the binding's lost reply", context.Cause(ka.Context()))
 	}
 	if !takenAfterPromise(t, lk, pool, "a", madePromise(promised), 3*sessTTL) {
 		t.Fatal("a was never granted to another owner after its binding failed")
@@ -257,7 +257,7 @@ func TestBindingAnsweredAfterAHeartbeatThatDidNotNameIt(t *testing.T) {
 // its session s goes on.
 func wantLeaseLostNotSession(t *testing.T, k *locker.Keepalive, s *locker.Session) {
 	t.Helper()
-	if err := k.Err(); !errors.Is(err, locker.ErrLeaseLost) || errors.Is(err, locker.ErrSessionLost) {
+	if err := context.Cause(k.Context()); !errors.Is(err, locker.ErrLeaseLost) || errors.Is(err, locker.ErrSessionLost) {
 		t.Fatalf("keepalive ended with %v; want its lease lost, not its session", err)
 	}
 	if err := s.Err(); err != nil {

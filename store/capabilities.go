@@ -19,6 +19,8 @@ type RoleCapabilities struct {
 	EndDelay bool `db:"end_delay"`
 	// EndSession: end anyone's session, force-expiring its leases (audited).
 	EndSession bool `db:"end_session"`
+	// Revoke: ask anyone's holder to let go (audited).
+	Revoke bool `db:"revoke"`
 	// Prune: delete rows that stayed free.
 	Prune bool `db:"prune"`
 }
@@ -36,6 +38,7 @@ SELECT has_function_privilege('distributed_lock_acquire(text, text, bigint, json
        AND has_function_privilege('distributed_lock_force_release(text, bigint, text, text)', 'EXECUTE') AS force,
        has_function_privilege('distributed_lock_end_delay(text, text, text)', 'EXECUTE') AS end_delay,
        has_function_privilege('distributed_lock_end_session(bigint, text, text)', 'EXECUTE') AS end_session,
+       has_function_privilege('distributed_lock_revoke(text, bigint, bigint, text, text)', 'EXECUTE') AS revoke,
        has_function_privilege('distributed_lock_prune(bigint, bigint, bigint)', 'EXECUTE') AS prune`
 
 // Capabilities reports what the role connected through db may do. It does

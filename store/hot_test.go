@@ -35,7 +35,7 @@ func TestLeaseWritesAreHOTUpdates(t *testing.T) {
 			return store.LeaseRef{Key: "k", Owner: owner, Token: g.Token}
 		}
 		ref := grant("a", time.Minute) // a renewal by TryGrant
-		if _, ok, err := store.Renew(ctx, tx, ref, time.Minute); err != nil || !ok {
+		if _, _, ok, err := store.Renew(ctx, tx, ref, time.Minute); err != nil || !ok {
 			t.Fatalf("renew: %v, %v", ok, err)
 		}
 		if _, ok, err := store.Release(ctx, tx, store.ReleaseParams{LeaseRef: ref}); err != nil || !ok {

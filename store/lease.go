@@ -31,15 +31,21 @@ type LeaseRow struct {
 }
 
 // renewSQL calls distributed_lock_renew (schema.sql): it extends a lease
-// that is still current and unexpired. A lease that is not reads as no row.
+// that is still current and unexpired, and reads the revoke pending on it
+// (distributed_lock_revoke_pending: all NULL when none). A lease that is
+// not current reads as no row.
 const renewSQL = `
-SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl
-FROM distributed_lock_renew($1, $2, $3, $4::bigint) r WHERE r.outcome = '` + lockdb.OutcomeRenewed + `'`
+SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl,
+       v.requested_at, v.reason, v.actor, v.caller_role, v.force_at, v.remaining
+FROM distributed_lock_renew($1, $2, $3, $4::bigint) r
+CROSS JOIN LATERAL distributed_lock_revoke_pending(r.lock_key, r.owner_id, r.fence_token) v
+WHERE r.outcome = '` + lockdb.OutcomeRenewed + `'`
 
-// Renew extends ref's lease by ttl from the database's now. ok is false when
-// ref is no longer the current, unexpired grant.
-func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (LeaseRow, bool, error) {
-	return scanLeaseRow(db.QueryRow(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()))
+// Renew extends ref's lease by ttl from the database's now, and returns the
+// revoke an operator left on it (nil: none). ok is false when ref is no
+// longer the current, unexpired grant.
+func Renew(ctx context.Context, db DBTX, ref LeaseRef, ttl time.Duration) (LeaseRow, *Revoke, bool, error) {
+	return scanRenewal(db.QueryRow(ctx, renewSQL, ref.Key, ref.Owner, ref.Token, ttl.Microseconds()))
 }
 
 // releaseSQL calls distributed_lock_release (schema.sql): it marks the row

@@ -64,7 +64,7 @@ func assertRefused(t *testing.T, exec func(context.Context, string, ...any) (pgc
 
 // internalFunctions run inside the protocol functions, as their owner.
 var internalFunctions = map[string]bool{
-	"distributed_lock_hand_off": true, "distributed_lock_keep_waking": true,
+	"distributed_lock_hand_off": true, "distributed_lock_keep_waking": true, "distributed_lock_revoke_cap": true,
 	"distributed_lock_pass_on": true, "distributed_lock_first_grant": true, "distributed_lock_grant_lease": true, "distributed_lock_make_row": true,
 	"distributed_lock_grant_waiter": true, "distributed_lock_log_gave_up": true, "distributed_lock_hand_off_group": true,
 	"distributed_lock_wake_channel": true, "distributed_lock_wake": true, "distributed_lock_announce": true,

@@ -52,6 +52,8 @@ type SessionBeat struct {
 	// Lost are the leases of keep this heartbeat did not keep: ended, or
 	// no longer bound to the session.
 	Lost []BoundRef
+	// Revokes are operators' revokes of the leases bound to the session.
+	Revokes map[BoundRef]*Revoke
 }
 
 // BoundRef names a lease bound to a session: key and token.
@@ -61,7 +63,8 @@ type BoundRef struct {
 }
 
 const sessionHeartbeatSQL = `
-SELECT h.outcome, h.expires_at, h.ttl, h.leases, h.lost
+SELECT h.outcome, h.expires_at, h.ttl, h.leases, h.lost,
+       (SELECT json_agg(r) FROM distributed_lock_session_revokes($1::bigint, $2) r) AS revokes
 FROM distributed_lock_session_heartbeat($1::bigint, $2, $3::text[], $4::bigint[], $5::text[], $6::bigint[]) h`
 
 // SessionHeartbeat renews s and every lease bound to it, after dropping the
@@ -75,15 +78,19 @@ func SessionHeartbeat(ctx context.Context, db DBTX, s SessionRef, drop, keep []B
 		expiresAt *time.Time
 		ttl       *time.Duration
 		lost      []byte
+		revokes   []byte
 	)
 	err := db.QueryRow(ctx, sessionHeartbeatSQL, s.ID, s.Owner, dropKeys, dropTokens, keepKeys, keepTokens).
-		Scan(&h.Outcome, &expiresAt, &ttl, &h.Leases, &lost)
+		Scan(&h.Outcome, &expiresAt, &ttl, &h.Leases, &lost, &revokes)
 	if err != nil {
 		return SessionBeat{}, Interpret(err)
 	}
 	h.Session = sessionRow(s.ID, expiresAt, ttl)
 	if err := json.Unmarshal(lost, &h.Lost); err != nil {
 		return SessionBeat{}, fmt.Errorf("store: heartbeat's lost leases: %w", err)
+	}
+	if h.Revokes, err = boundRevokes(revokes); err != nil {
+		return SessionBeat{}, fmt.Errorf("store: heartbeat's revokes: %w", err)
 	}
 	return h, nil
 }

@@ -65,6 +65,10 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	case key.Matches(msg, k.Renew):
 		m.flash = flash{fmt.Sprintf("renewing %s (token %s)…", safe(row.Key), token(row.Token)), flashInfo}
 		return m, m.send(actionRequest{kind: actRenew, key: row.Key, owner: row.Owner, token: row.Token, ttl: row.TTL})
+	case key.Matches(msg, k.Revoke) && group != "":
+		m.flash = flash{fmt.Sprintf("%s is held by a group (%s): only a lease held alone can be revoked", safe(row.Key), group), flashError}
+	case key.Matches(msg, k.Revoke):
+		m.confirm = &confirmModel{kind: actRevoke, key: row.Key, owner: row.Owner, token: row.Token}
 	case key.Matches(msg, k.Expire):
 		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: row.Owner, token: row.Token, group: group}
 	case key.Matches(msg, k.Release):
@@ -92,6 +96,8 @@ func (m Model) startHolderAction(msg tea.KeyPressMsg, row lockview.ListedLock, h
 	case key.Matches(msg, k.Renew):
 		m.flash = flash{fmt.Sprintf("renewing holder %s of %s (token %s)…", safe(h.Owner), safe(row.Key), token(h.Token)), flashInfo}
 		return m, m.send(actionRequest{kind: actRenew, key: row.Key, owner: h.Owner, token: h.Token, ttl: h.TTL, slot: h.Slot})
+	case key.Matches(msg, k.Revoke):
+		m.flash = flash{fmt.Sprintf("holder %s of %s shares the key: only a lease held alone can be revoked", safe(h.Owner), safe(row.Key)), flashError}
 	case key.Matches(msg, k.Expire):
 		m.confirm = &confirmModel{kind: actExpire, key: row.Key, owner: h.Owner, token: h.Token, slot: h.Slot}
 	case key.Matches(msg, k.Release):
@@ -230,6 +236,9 @@ func actionResult(msg actionDoneMsg) flash {
 		return flash{fmt.Sprintf("✓ renewed %s (token %s) for another %s", key, token(l.Token), shortDur(l.TTL)), flashOK}
 	case actExpire:
 		return flash{fmt.Sprintf("✓ force-expired %s (token %s of %s): the next acquirer takes it over", key, token(l.Token), safe(l.Owner)), flashOK}
+	case actRevoke:
+		return flash{fmt.Sprintf("✓ revoked %s (token %s of %s): its holder learns it at its next renewal, and keeps the lease until it releases it",
+			key, token(l.Token), safe(l.Owner)), flashOK}
 	case actEndSession:
 		return flash{fmt.Sprintf("✓ ended %s: %s force-expired; its process loses them at its next heartbeat",
 			key, plural(int64(msg.expired), "lease", "leases")), flashOK}

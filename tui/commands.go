@@ -94,6 +94,10 @@ func runAction(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker, op oper
 			res.lease, res.err = op.ForceRelease(ctx, db, req.key, req.token)
 		case actEndDelay:
 			res.ended, res.err = op.EndDelay(ctx, db, req.key, "")
+		case actRevoke:
+			var r operator.Revoked
+			r, res.err = op.Revoke(ctx, db, req.key, req.token, "", -1)
+			res.lease = r.Lease
 		case actEndSession:
 			res.expired, res.err = op.EndSession(ctx, db, req.session, "")
 		}

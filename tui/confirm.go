@@ -38,6 +38,8 @@ func (c confirmModel) verb() string {
 		return "End the lock-delay of"
 	case actEndSession:
 		return "End session"
+	case actRevoke:
+		return "Revoke"
 	}
 	return "Force-release"
 }
@@ -69,6 +71,8 @@ func (c confirmModel) consequence() string {
 		return "Its lease ends now: the holder's renewals and fenced writes fail,\nand the next acquirer takes the key over with a new token."
 	case actEndDelay:
 		return "The key goes now to the head of its queue, or the next acquirer:\ndo it only if its last holder has surely stopped writing."
+	case actRevoke:
+		return "Its holder is asked to let go: its keepalive learns it, with your\nname, at its next renewal. It keeps the lease until it releases it\n(lockctl revoke --force-after sets a deadline)."
 	case actEndSession:
 		return "Every lease it keeps is force-expired now (each with its lock-delay):\nits process's renewals and fenced writes fail, and it learns at\nits next heartbeat that it lost them."
 	}

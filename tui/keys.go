@@ -40,6 +40,8 @@ type KeyMap struct {
 	Expire   key.Binding
 	Release  key.Binding
 	EndDelay key.Binding
+	// Revoke asks the selected lease's holder to let go (lockctl revoke).
+	Revoke key.Binding
 	// EndSession is x on the sessions page, where x has no lock to expire:
 	// ending a session force-expires every lease it keeps.
 	EndSession key.Binding
@@ -83,6 +85,7 @@ func DefaultKeyMap() KeyMap {
 		Expire:   key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "force-expire selected (asks first)")),
 		Release:  key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "force-release selected (asks first)")),
 		EndDelay: key.NewBinding(key.WithKeys("u"), key.WithHelp("u", "end the lock-delay (asks first)")),
+		Revoke:   key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "revoke: ask the holder to let go")),
 		Yes:      key.NewBinding(key.WithKeys("y", "Y"), key.WithHelp("y", "yes, do it")),
 		No:       key.NewBinding(key.WithKeys("n", "N", "esc"), key.WithHelp("n/esc", "no, cancel")),
 		Switch:   key.NewBinding(key.WithKeys("tab", "shift+tab", "left", "right"), key.WithHelp("tab", "next field")),
@@ -94,7 +97,7 @@ func DefaultKeyMap() KeyMap {
 
 // withActions enables or disables the actions.
 func (k KeyMap) withActions(on bool) KeyMap {
-	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release, &k.EndDelay, &k.EndSession} {
+	for _, b := range []*key.Binding{&k.Acquire, &k.Renew, &k.Expire, &k.Release, &k.EndDelay, &k.Revoke, &k.EndSession} {
 		b.SetEnabled(on)
 	}
 	return k
@@ -102,13 +105,14 @@ func (k KeyMap) withActions(on bool) KeyMap {
 
 // withCapabilities enables the actions the role may do and disables the
 // rest: acquire and renew need Hold, force-expire and force-release Force,
-// ending a lock-delay EndDelay, ending a session EndSession.
+// ending a lock-delay EndDelay, revoking Revoke, ending a session EndSession.
 func (k KeyMap) withCapabilities(c store.RoleCapabilities) KeyMap {
 	k.Acquire.SetEnabled(c.Hold)
 	k.Renew.SetEnabled(c.Hold)
 	k.Expire.SetEnabled(c.Force)
 	k.Release.SetEnabled(c.Force)
 	k.EndDelay.SetEnabled(c.EndDelay)
+	k.Revoke.SetEnabled(c.Revoke)
 	k.EndSession.SetEnabled(c.EndSession)
 	return k
 }
@@ -156,6 +160,6 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Home, k.End, k.Filter, k.Sort, k.Window},
 		{k.Detail, k.Holder, k.Events, k.Blocking, k.HotKeys, k.Sessions, k.Context, k.Export, k.Pause, k.Slower, k.Faster, k.Help, k.Close, k.Quit},
-		{k.Expire, k.Release, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
+		{k.Expire, k.Release, k.Revoke, k.EndDelay, k.Renew, k.Acquire, k.EndSession},
 	}
 }

@@ -32,6 +32,7 @@ const (
 	actExpire   actionKind = "force-expire"
 	actRelease  actionKind = "force-release"
 	actEndDelay actionKind = "end-delay"
+	actRevoke   actionKind = "revoke"
 	// actEndSession ends a session, not a key's lease: its request and
 	// result name "session N" where the others name a key.
 	actEndSession actionKind = "end-session"

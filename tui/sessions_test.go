@@ -102,9 +102,9 @@ func TestEndSessionFromTheSessionsPage(t *testing.T) {
 	if got := screen(m); strings.Contains(got, "runner") || !strings.Contains(got, "no sessions") {
 		t.Fatalf("the ended session is still listed:\n%s", got)
 	}
-	testdb.Eventually(t, 30*time.Second, "the Keepalive told its session is lost", func() bool { return keep.Err() != nil })
-	if !errors.Is(keep.Err(), locker.ErrSessionLost) {
-		t.Errorf("keepalive ended with %v; want ErrSessionLost", keep.Err())
+	testdb.Eventually(t, 30*time.Second, "the Keepalive told its session is lost", func() bool { return context.Cause(keep.Context()) != nil })
+	if !errors.Is(context.Cause(keep.Context()), locker.ErrSessionLost) {
+		t.Errorf("keepalive ended with %v; want ErrSessionLost", context.Cause(keep.Context()))
 	}
 	for _, key := range []string{"k1", "k2"} {
 		if l, _, _ := store.Get[lockdb.LockInfo](ctx, pool, key); l.State() != lockdb.StateExpired {

@@ -243,7 +243,7 @@ func (m Model) keyPressed(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 		return m.startExport()
 	case key.Matches(msg, k.EndSession) && m.sessions() != nil:
 		return m.startEndSession(m.sessions())
-	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay):
+	case key.Matches(msg, k.Acquire, k.Renew, k.Expire, k.Release, k.EndDelay, k.Revoke):
 		return m.startAction(msg)
 	}
 	for _, nav := range m.navigation() {

@@ -92,7 +92,7 @@ func TestPollShowsLocksFromDatabase(t *testing.T) {
 // table's owner may do everything.
 func TestPollReadsCapabilities(t *testing.T) {
 	m := dbModel(t, testdb.New(t), Options{}, 120, 35)
-	if !m.hasCaps || m.caps != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, EndSession: true, Prune: true}) {
+	if !m.hasCaps || m.caps != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, EndSession: true, Revoke: true, Prune: true}) {
 		t.Fatalf("capabilities %+v (read: %v)", m.caps, m.hasCaps)
 	}
 	if req := m.pollRequest(); req.Caps {

@@ -79,7 +79,7 @@ func measureKeepalive(ctx context.Context, pool *pgxpool.Pool, n int, ttl, d tim
 	res.CPU = cpu1 - cpu0
 	res.CPUPercent = 100 * res.CPU.Seconds() / res.Measured.Seconds()
 	for _, k := range kas {
-		if k.Err() != nil {
+		if context.Cause(k.Context()) != nil {
 			res.Lost++
 		}
 	}

@@ -174,7 +174,7 @@ func measureKeep(ctx context.Context, t *target, probe *pgx.Conn, series string,
 	res.PerSecond = float64(res.Statements) / res.Measured.Seconds()
 	res.ClientCPU = 100 * (cpu1 - cpu0).Seconds() / res.Measured.Seconds()
 	for _, k := range kas {
-		if k.Err() != nil {
+		if context.Cause(k.Context()) != nil {
 			res.Lost += len(k.Leases())
 		}
 	}

@@ -48,10 +48,11 @@ type childEnd struct {
 // superviseChild waits for cmd to exit. Meanwhile it passes every signal
 // from signals on to cmd's process group, and when leaseCtx ends (the
 // lease is lost) it sends the group SIGTERM, then SIGKILL if the command
-// is still running grace later. With tty >= 0 (the command has the
+// is still running grace later; when an operator revokes the lease
+// (onRevoke) it sends the group onRevoke's signal once. With tty >= 0 (the command has the
 // terminal) a command that stops (Ctrl-Z) stops lockctl's job with it
 // (suspendWithChild).
-func superviseChild(cmd *exec.Cmd, signals <-chan os.Signal, leaseCtx context.Context, grace time.Duration, tty int) childEnd {
+func superviseChild(cmd *exec.Cmd, signals <-chan os.Signal, leaseCtx context.Context, onRevoke revoked, grace time.Duration, tty int) childEnd {
 	exited := make(chan struct{})
 	go func() {
 		if tty >= 0 {
@@ -77,6 +78,12 @@ func superviseChild(cmd *exec.Cmd, signals <-chan os.Signal, leaseCtx context.Co
 		case s := <-signals:
 			if sig, ok := s.(syscall.Signal); ok {
 				_ = syscall.Kill(group, sig)
+			}
+		case l := <-onRevoke.leases:
+			onRevoke.leases = nil
+			onRevoke.notice(l)
+			if onRevoke.signal != 0 {
+				_ = syscall.Kill(group, onRevoke.signal)
 			}
 		case <-lost:
 			lost = nil

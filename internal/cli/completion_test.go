@@ -22,7 +22,7 @@ var completionCases = []struct {
 	want []string
 }{
 	{"lockctl ac", []string{"acquire"}},
-	{"lockctl --dsn postgres://x r", []string{"release", "renew", "run"}},
+	{"lockctl --dsn postgres://x r", []string{"release", "renew", "revoke", "run"}},
 	{"lockctl comp", []string{"completion"}},
 	{"lockctl completion ", []string{"bash", "fish", "powershell", "zsh"}},
 	{"lockctl run k --gr", []string{"--grace"}},

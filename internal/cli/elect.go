@@ -101,7 +101,8 @@ func Elect(ctx context.Context, env Env, opts ElectOptions) int {
 		env.printLine(env.Prog + ": " + textsafe.Escape(err.Error()))
 		return childStartCode(err)
 	}
-	end := superviseChild(child, signals, e.Context(), opts.Grace, tty)
+	// A revoke of the leadership ends it as a lost lease does: no notice.
+	end := superviseChild(child, signals, e.Context(), revoked{}, opts.Grace, tty)
 	if onTerminal {
 		giveTerminal(tty, unix.Getpgrp())
 	}

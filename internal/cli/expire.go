@@ -66,18 +66,9 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 	}
 	defer pool.Close()
 
-	token := opts.Token
-	if token == 0 {
-		row, found, err := store.Get[lockdb.LockInfo](ctx, pool, opts.Key)
-		if err != nil {
-			return env.Fail(err)
-		}
-		if !found {
-			err := &locker.Error{Kind: locker.ErrNotHeld, Key: opts.Key}
-			code, _ := printRefusal(env, opts.JSON, "", err, keyState{})
-			return code
-		}
-		token = row.Token
+	token, code, ok := tokenToAct(ctx, env, pool, opts)
+	if !ok {
+		return code
 	}
 	done, err := forceCounted(ctx, op, pool, opts.Key, token, act)
 	if err != nil {
@@ -92,6 +83,24 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 		delayUntil = row.DelayUntil
 	}
 	return printForced(env, opts.JSON, done, delayUntil)
+}
+
+// tokenToAct is the token an operator action takes: opts.Token, or (0)
+// the key's current one, read now. ok is false when it could not: it said
+// why, and code is the exit status.
+func tokenToAct(ctx context.Context, env Env, db locker.DBTX, opts ExpireOptions) (token int64, code int, ok bool) {
+	if opts.Token != 0 {
+		return opts.Token, ExitOK, true
+	}
+	row, found, err := store.Get[lockdb.LockInfo](ctx, db, opts.Key)
+	if err != nil {
+		return 0, env.Fail(err), false
+	}
+	if !found {
+		code, _ := printRefusal(env, opts.JSON, "", &locker.Error{Kind: locker.ErrNotHeld, Key: opts.Key}, keyState{})
+		return 0, code, false
+	}
+	return row.Token, ExitOK, true
 }
 
 // check validates what the flag types cannot, before connecting.

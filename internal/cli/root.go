@@ -65,7 +65,7 @@ func defineGlobals(fs *pflag.FlagSet) {
 	fs.String("dsn", "", "PostgreSQL connection `string` (URL or key=value); default $DATABASE_URL, else the default context, else libpq's PG* variables")
 	fs.String("context", "", "the database a context of the contexts file names, by its `name` (lockctl context ls); exclusive with --dsn")
 	fs.String("notify-dsn", "", "connection `string` waiting commands LISTEN on for releases (default: --dsn); behind a transaction pooler, give a direct or session-pooled one")
-	fs.String("actor", operator.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, end-delay, end-session, prune)")
+	fs.String("actor", operator.DefaultActor(), "`name` recorded on the events of operator actions (expire, force-release, revoke, end-delay, end-session, prune)")
 	fs.BoolP("help", "h", false, "show help")
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -41,6 +42,7 @@ func RunCommand() *cobra.Command {
 	LockDelayVar(fs, &o.LockDelay)
 	holdModeVars(fs, &o.AcquireOptions)
 	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
+	fs.StringVar(&o.RevokeSignal, "revoke-signal", "TERM", "`signal` CMD gets when an operator revokes its lease (lockctl revoke): TERM, INT, HUP, QUIT, USR1, USR2, or none")
 	return cmd
 }
 
@@ -57,6 +59,7 @@ func completeCommandAfterDash(cmd *cobra.Command, _ []string, _ string) ([]cobra
 type RunOptions struct {
 	AcquireOptions               // Key, Owner, TTL, Wait, LockDelay, Shared, Permits (JSON is unused)
 	Grace          time.Duration // after SIGTERM on a lost lease, how long before SIGKILL
+	RevokeSignal   string        // the signal CMD gets on a revoke (revokeSignals), "none": none
 	Command        []string      // the command and its arguments, after "--"
 }
 
@@ -76,7 +79,10 @@ const releaseTimeout = 5 * time.Second
 // terminal for as long as it runs (foreground.go).
 // If a lease is lost (force-expired, or renewals failed until it could
 // expire), the group gets SIGTERM, then SIGKILL after opts.Grace, and Run
-// returns ExitNotHeld with a message saying so.
+// returns ExitNotHeld with a message saying so. If an operator revokes a
+// lease (lockctl revoke), the group gets opts.RevokeSignal (SIGTERM) once,
+// with a message naming who and why: a command that then exits ends
+// cleanly, its leases released.
 func Run(ctx context.Context, env Env, opts RunOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
@@ -122,7 +128,8 @@ func Run(ctx context.Context, env Env, opts RunOptions) int {
 		env.printLine(env.Prog + ": " + textsafe.Escape(err.Error()))
 		return childStartCode(err)
 	}
-	end := superviseChild(child, signals, keep.Context(), opts.Grace, tty)
+	onRevoke := revokeNotice(env, keep, revokeSignals[strings.ToUpper(opts.RevokeSignal)])
+	end := superviseChild(child, signals, keep.Context(), onRevoke, opts.Grace, tty)
 	if onTerminal {
 		giveTerminal(tty, unix.Getpgrp())
 	}
@@ -146,6 +153,9 @@ func (o RunOptions) check() error {
 	}
 	if len(o.Command) == 0 || o.Command[0] == "" {
 		return usagef("missing CMD after --")
+	}
+	if _, ok := revokeSignals[strings.ToUpper(o.RevokeSignal)]; !ok {
+		return usagef("invalid --revoke-signal %q: want TERM, INT, HUP, QUIT, USR1, USR2 or none", o.RevokeSignal)
 	}
 	return nil
 }

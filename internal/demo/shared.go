@@ -87,7 +87,7 @@ func (s *Sim) pricingWriter(ctx context.Context) {
 			sleep(ka.Context(), work-work/2)
 		}
 		ka.Stop()
-		if errors.Is(ka.Err(), locker.ErrLeaseLost) {
+		if errors.Is(context.Cause(ka.Context()), locker.ErrLeaseLost) {
 			// An operator expired or released it: not the writer's to
 			// release any more.
 			s.holding.drop(lease)

@@ -163,7 +163,7 @@ func (s *Sim) holdFor(ctx context.Context, lk *locker.Locker, lease locker.Lease
 	ka := lk.Keepalive(ctx, s.pool, lease)
 	defer ka.Stop()
 	sleep(ka.Context(), d)
-	if errors.Is(ka.Err(), locker.ErrLeaseLost) {
+	if errors.Is(context.Cause(ka.Context()), locker.ErrLeaseLost) {
 		s.holding.drop(lease)
 		return ka.Leases()[0], true
 	}

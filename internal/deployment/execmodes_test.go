@@ -179,8 +179,8 @@ func exerciseSession(t *testing.T, db *pgxpool.Pool) {
 	// Past the grants by a TTL on the database's clock: what holds them
 	// then is the session's heartbeats alone.
 	testdb.WaitUntilPast(t, db, leases[len(leases)-1].ExpiresAt.Add(ttl))
-	if ka.Err() != nil || s.Err() != nil {
-		t.Fatalf("a TTL past the grants: keepalive %v, session %v; want both kept", ka.Err(), s.Err())
+	if context.Cause(ka.Context()) != nil || s.Err() != nil {
+		t.Fatalf("a TTL past the grants: keepalive %v, session %v; want both kept", context.Cause(ka.Context()), s.Err())
 	}
 	for _, key := range []string{"session-1", "session-2"} {
 		if _, err := testdb.Try(ctx, lk, db, key, "b"); !errors.Is(err, locker.ErrHeld) {

@@ -164,7 +164,7 @@ func (w *sessionWorker) keep(ctx context.Context, p *process, leases []locker.Le
 		ka := p.session.Keepalive(ctx, leases...)
 		w.recordEnd(ka, leases, onArrival, p)
 		p.holds = append(p.holds, hold{ka: ka, promise: w.newPromise(leases, true)})
-		if try == 2 || !bindFailed(ka.Err()) || slices.Min(validFor(leases)) <= w.margin || ctx.Err() != nil {
+		if try == 2 || !bindFailed(context.Cause(ka.Context())) || slices.Min(validFor(leases)) <= w.margin || ctx.Err() != nil {
 			return
 		}
 		w.counts.Observe("session_bind_retried")

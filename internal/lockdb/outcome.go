@@ -42,6 +42,10 @@ const (
 	OutcomeDelayEnded = "delay_ended" // the key's lock-delay was ended early
 	OutcomeNotDelayed = "not_delayed" // the key was not in a lock-delay
 
+	// What distributed_lock_revoke did: asked the holder to let go (or
+	// OutcomeNotHeld: that grant is not the current, running one).
+	OutcomeRevoked = "revoked"
+
 	// What the session functions did (10_session.sql): a heartbeat renews
 	// (OutcomeRenewed), a bind binds, a close closes, an operator's end
 	// ends; a session that lapsed is OutcomeExpired, one that does not
@@ -86,6 +90,9 @@ const (
 	// logged when its record logs grants: detail {"waited_ms",
 	// "waiter_id"}, the wait as a hand-off's grant records it.
 	EventGaveUp = "gave_up"
+	// An operator asked a holder to let go (distributed_lock_revoke):
+	// detail {"reason", "force_at"}.
+	EventRevoked = OutcomeRevoked
 )
 
 // How a key is held (distributed_lock.lock_mode): by one owner, by any

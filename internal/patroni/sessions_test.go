@@ -91,7 +91,7 @@ func (h *sessionHolder) carriedOn(ctx context.Context, t *testing.T, ch change, 
 	if err := h.session.Err(); err != nil {
 		t.Errorf("%s's session after the %s: %v; want it to carry on", h.owner, ch.what, err)
 	}
-	if err := h.ka.Err(); err != nil {
+	if err := context.Cause(h.ka.Context()); err != nil {
 		t.Errorf("%s's keepalive after the %s: %v; want it to carry on", h.owner, ch.what, err)
 	}
 	before, refused, after := h.beats.around(ch.began, ch.done)

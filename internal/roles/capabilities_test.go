@@ -23,7 +23,7 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 	e := newEnv(t)
 	want := map[roles.Kind]store.RoleCapabilities{
 		roles.Viewer:   {},
-		roles.Operator: {Force: true, EndDelay: true, EndSession: true, Prune: true},
+		roles.Operator: {Force: true, EndDelay: true, EndSession: true, Revoke: true, Prune: true},
 		roles.Service:  {Hold: true},
 	}
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Actor: "capabilities-test"})
@@ -47,6 +47,8 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		_, err = op.Revoke(ctx, db, victim.Key, victim.Token, "", -1)
+		revoke := can(err)
 		_, err = op.ForceExpire(ctx, db, victim.Key, victim.Token)
 		force := can(err)
 		delayed, err := testdb.TryDelayed(ctx, delaying, e.admin, fmt.Sprintf("delayed-%s", kind), "other", time.Minute)
@@ -63,11 +65,11 @@ func TestCapabilitiesMatchWhatTheRoleCanDo(t *testing.T) {
 		endSession := can(ignore(err, operator.ErrNoSession))
 		_, err = op.Prune(ctx, db, operator.PruneOptions{FreeFor: time.Hour})
 		prune := can(err)
-		if did := (store.RoleCapabilities{Hold: hold, Force: force, EndDelay: endDelay, EndSession: endSession, Prune: prune}); did != got {
+		if did := (store.RoleCapabilities{Hold: hold, Force: force, EndDelay: endDelay, EndSession: endSession, Revoke: revoke, Prune: prune}); did != got {
 			t.Errorf("%s: capabilities say %+v, the role could do %+v", kind, got, did)
 		}
 	}
-	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, EndSession: true, Prune: true}) {
+	if got, err := store.Capabilities(ctx, e.admin); err != nil || got != (store.RoleCapabilities{Hold: true, Force: true, EndDelay: true, EndSession: true, Revoke: true, Prune: true}) {
 		t.Errorf("table owner: capabilities %+v, %v; want all", got, err)
 	}
 }

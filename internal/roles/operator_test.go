@@ -18,7 +18,7 @@ import (
 )
 
 // operatorWorkload is what an operator does from the console and the CLI:
-// watch, force-expire, force-release, end a lock-delay, end a session,
+// watch, revoke, force-expire, force-release, end a lock-delay, end a session,
 // prune (with old events).
 func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	svc, err := locker.New(locker.Config{TTL: time.Minute})
@@ -71,6 +71,9 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if _, err := lockview.Waiters(ctx, db, "a"); err != nil {
 		return err
 	}
+	if _, err := op.Revoke(ctx, db, "a", a.Token, "rotating the host", time.Minute); err != nil {
+		return err
+	}
 	if _, err := op.ForceExpire(ctx, db, "a", a.Token); err != nil {
 		return err
 	}
@@ -88,7 +91,7 @@ func operatorWorkload(ctx context.Context, db, admin *pgxpool.Pool) error {
 	if err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	if err := sess.Keepalive(ctx, d).Err(); err != nil {
+	if err := context.Cause(sess.Keepalive(ctx, d).Context()); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	if n, err := op.EndSession(ctx, db, sess.ID(), "hung worker"); err != nil || n != 1 {

@@ -5,7 +5,7 @@
 //   - Viewer watches: it reads the lock tables and nothing else (the
 //     console with --read-only, `lockctl ls`).
 //   - Operator frees stuck locks: a viewer that may also call the force and
-//     prune functions (force-expire, force-release, end a delay, end a
+//     prune functions (force-expire, force-release, revoke, end a delay, end a
 //     session, prune).
 //   - Service is what an application embedding locker needs: the owner's
 //     protocol functions (acquire, renew, release, fence, report a stale
@@ -62,7 +62,7 @@ var (
 	// table, the internal functions and the rules no reader uses
 	// (store/sql/functions); a privilege a DBA gave on those by hand stays.
 	revokeAll = []string{
-		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_state, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
+		`REVOKE ALL ON %[1]s.distributed_lock, %[1]s.distributed_lock_state, %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_revoke, %[1]s.distributed_lock_fence_seq FROM %[2]s`,
 		`REVOKE ALL ON FUNCTION ` + strings.Join(qualified(slices.Concat(ownerFunctions, operatorFunctions, readerRules)), ", ") + ` FROM %[2]s`,
 	}
 
@@ -76,7 +76,7 @@ var (
 
 	viewerGrants = slices.Concat(revokeAll, []string{
 		`GRANT USAGE ON SCHEMA %[1]s TO %[2]s`,
-		`GRANT SELECT ON %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease TO %[2]s`,
+		`GRANT SELECT ON %[1]s.distributed_lock_event, %[1]s.distributed_lock_waiter, %[1]s.distributed_lock_session, %[1]s.distributed_lock_session_lease, %[1]s.distributed_lock_revoke TO %[2]s`,
 	}, readGrants)
 
 	operatorGrants = slices.Concat(viewerGrants, []string{
@@ -117,6 +117,8 @@ var ownerFunctions = []string{
 	"distributed_lock_session_bind(bigint, text, text, text[], bigint[])",
 	"distributed_lock_close_session(bigint, text, boolean, text)",
 	"distributed_lock_proclaim(text, text, bigint, jsonb)",
+	"distributed_lock_revoke_pending(text, text, bigint)",
+	"distributed_lock_session_revokes(bigint, text)",
 }
 
 // readerFunctions are the protocol functions of schema.sql that only read,
@@ -148,6 +150,7 @@ var operatorFunctions = []string{
 	"distributed_lock_end_delay(text, text, text)",
 	"distributed_lock_prune(bigint, bigint, bigint)",
 	"distributed_lock_end_session(bigint, text, text)",
+	"distributed_lock_revoke(text, bigint, bigint, text, text)",
 }
 
 // qualified prefixes each function with the schema placeholder.

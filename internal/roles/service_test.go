@@ -68,7 +68,7 @@ func serviceWorkload(ctx context.Context, db *pgxpool.Pool, admin *pgxpool.Pool)
 	ka := lk.Keepalive(ctx, db, lease)
 	// Until its first renewal, or its end (a renewal it may not make).
 	testdb.Within(10*time.Second, func() bool {
-		return !ka.Leases()[0].ExpiresAt.Equal(lease.ExpiresAt) || ka.Err() != nil
+		return !ka.Leases()[0].ExpiresAt.Equal(lease.ExpiresAt) || context.Cause(ka.Context()) != nil
 	})
 	kept := ka.Leases()[0]
 	ka.Stop()
@@ -230,13 +230,15 @@ func sessionWorkload(ctx context.Context, db *pgxpool.Pool, lk *locker.Locker) e
 		return err
 	}
 	ka := s.Keepalive(ctx, lease)
-	if err := ka.Err(); err != nil {
+	if err := context.Cause(ka.Context()); err != nil {
 		return err
 	}
 	bound := ka.Leases()[0]
-	testdb.Within(5*time.Second, func() bool { return ka.Leases()[0].ExpiresAt.After(bound.ExpiresAt) || ka.Err() != nil })
-	if ka.Err() != nil || !ka.Leases()[0].ExpiresAt.After(bound.ExpiresAt) {
-		return fmt.Errorf("%w (%v)", errNoSessionHeartbeat, ka.Err())
+	testdb.Within(5*time.Second, func() bool {
+		return ka.Leases()[0].ExpiresAt.After(bound.ExpiresAt) || context.Cause(ka.Context()) != nil
+	})
+	if context.Cause(ka.Context()) != nil || !ka.Leases()[0].ExpiresAt.After(bound.ExpiresAt) {
+		return fmt.Errorf("%w (%v)", errNoSessionHeartbeat, context.Cause(ka.Context()))
 	}
 	if err := s.Close(ctx); err != nil {
 		return err
@@ -322,7 +324,7 @@ func setWorkload(ctx context.Context, db, admin *pgxpool.Pool, holder, lk *locke
 	}
 	ka := lk.Keepalive(ctx, db, set...)
 	testdb.Within(10*time.Second, func() bool {
-		return !ka.Leases()[1].ExpiresAt.Equal(set[1].ExpiresAt) || ka.Err() != nil
+		return !ka.Leases()[1].ExpiresAt.Equal(set[1].ExpiresAt) || context.Cause(ka.Context()) != nil
 	})
 	kept := ka.Leases()
 	ka.Stop()

@@ -63,6 +63,13 @@ func TestRenew(t *testing.T) {
 			return w
 		}()},
 		{name: "lapsed hand-off to the caller", state: lapsedHandOffTo(me), call: mine.call, want: notHeld},
+		{name: "revoked with a deadline: renewed up to it, no further", state: heldBy(me).revoked(revokeRow{forceIn: deadlineIn(20 * time.Second)}),
+			call: mine.call, want: func() want {
+				w := renewed(me)
+				w.row.expires = about(20 * time.Second)
+				return w
+			}()},
+		{name: "revoked without a deadline: renewed as usual", state: heldBy(me).revoked(revokeRow{reason: "drain"}), call: mine.call, want: renewed(me)},
 
 		{name: "a holder's slot, its token: renewed", state: sharedBy(other, me), call: renewArgs{owner: me, token: slotTok(2), ttl: 2 * time.Minute}.call,
 			want: want{outcome: "renewed", owner: me, token: slotTok(2), row: untouched,

@@ -83,6 +83,13 @@ func TestSessionHeartbeat(t *testing.T) {
 	f.run(t, []fnCase{
 		{name: "its lease held: both renewed to one instant", state: heldBy(me).inSession(liveSession(theGrant)), call: mine.call,
 			want: renewed(kept, checks(beat(0, 1), endsWithSession(0, true, "")), renewedSession(theGrant))},
+		{name: "its lease revoked with a deadline: renewed up to it, the session on", call: mine.call,
+			state: heldBy(me).inSession(liveSession(theGrant)).revoked(revokeRow{forceIn: deadlineIn(20 * time.Second)}),
+			want: func() want {
+				row := kept
+				row.expires = about(20 * time.Second)
+				return renewed(row, beat(0, 1), renewedSession(theGrant))
+			}()},
 		{name: "its lease of ten minutes: two, as the session", call: mine.call,
 			state: heldBy(me).with(func(r *lockRow) { r.expiresIn, r.ttl = 9*time.Minute, 10*time.Minute }).inSession(liveSession(theGrant)),
 			want:  renewed(kept, checks(beat(0, 1), endsWithSession(0, true, "")), renewedSession(theGrant))},

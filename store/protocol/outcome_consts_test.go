@@ -28,6 +28,7 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 		"distributed_lock_force_expire":      {lockdb.OutcomeForceExpired, lockdb.OutcomeNotHeld},
 		"distributed_lock_force_release":     {lockdb.OutcomeForceReleased, lockdb.OutcomeNotHeld},
 		"distributed_lock_end_delay":         {lockdb.OutcomeDelayEnded, lockdb.OutcomeNotDelayed},
+		"distributed_lock_revoke":            {lockdb.OutcomeRevoked, lockdb.OutcomeNotHeld},
 		"distributed_lock_session_heartbeat": {lockdb.OutcomeRenewed, lockdb.OutcomeExpired, lockdb.OutcomeGone},
 		"distributed_lock_session_bind": {lockdb.OutcomeBound, lockdb.OutcomeNotHeld, lockdb.OutcomeExpired,
 			lockdb.OutcomeGone},
@@ -49,7 +50,7 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 		"distributed_lock_event_kind": {lockdb.EventAcquired, lockdb.EventStolen, lockdb.EventReleased,
 			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected,
 			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded, lockdb.EventPermitsChanged,
-			lockdb.EventGaveUp},
+			lockdb.EventGaveUp, lockdb.EventRevoked},
 		"distributed_lock_mode": {lockdb.ModeExclusive, lockdb.ModeShared, lockdb.ModeSemaphore},
 	}
 	word := regexp.MustCompile(`'([a-z_]+)'`)

@@ -259,6 +259,7 @@ func prepareCase(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 	p.set = set
 	groupSets(t, db, p)
 	p.sessions = prepareSessions(t, db, s.sessions, p)
+	prepareRevoke(t, db, p, s.revoke)
 	return p
 }
 

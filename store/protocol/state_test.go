@@ -76,6 +76,8 @@ type state struct {
 	// sessions, the case's own first, with the grants bound to them
 	// (session_state_test.go).
 	sessions []sessionRow
+	// revoke is an operator's revoke of the key's grant (revoke_state_test.go).
+	revoke *revokeRow
 }
 
 // The states that matter, by name.

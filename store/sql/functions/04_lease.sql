@@ -35,7 +35,10 @@ BEGIN
     WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
-    IF NOT FOUND THEN
+    IF FOUND THEN
+        -- A revoke's deadline bounds every renewal (16_revoke.sql).
+        expires_at := distributed_lock_revoke_cap(key, token, expires_at);
+    ELSE
         -- A shared or semaphore holder's lease (11_shared.sql)?
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome

@@ -141,6 +141,11 @@ BEGIN
                           WHERE l.lock_key = b.lock_key AND l.fence_token = b.fence_token
                             AND distributed_lock_live(l, ts));
     END IF;
+    -- A revoke's deadline bounds the leases it moved (16_revoke.sql).
+    PERFORM distributed_lock_revoke_cap(v.lock_key, v.fence_token, expires_at)
+    FROM distributed_lock_revoke v
+    JOIN distributed_lock_session_lease b ON b.lock_key = v.lock_key AND b.fence_token = v.fence_token
+    WHERE b.session_id = session;
     outcome := 'renewed';
 END $$;
 
@@ -195,6 +200,9 @@ BEGIN
     INSERT INTO distributed_lock_session_lease AS b (lock_key, fence_token, session_id)
     SELECT DISTINCT d.k, d.t, session FROM unnest(keys, tokens) AS d(k, t)
     ON CONFLICT (lock_key, fence_token) DO UPDATE SET session_id = excluded.session_id;
+    -- A revoke's deadline bounds the leases it bound (16_revoke.sql).
+    PERFORM distributed_lock_revoke_cap(v.lock_key, v.fence_token, s.expires_at)
+    FROM distributed_lock_revoke v JOIN unnest(keys, tokens) AS d(k, t) ON v.lock_key = d.k AND v.fence_token = d.t;
     outcome := 'bound';
     expires_at := s.expires_at;
     ttl := s.ttl;

@@ -121,7 +121,11 @@ REVOKE ALL ON FUNCTION
     distributed_lock_event_immutable(),
     distributed_lock_leader_row(distributed_lock, text),
     distributed_lock_leader(text),
-    distributed_lock_proclaim(text, text, bigint, jsonb)
+    distributed_lock_proclaim(text, text, bigint, jsonb),
+    distributed_lock_revoke(text, bigint, bigint, text, text),
+    distributed_lock_revoke_cap(text, bigint, timestamptz),
+    distributed_lock_revoke_pending(text, text, bigint),
+    distributed_lock_session_revokes(bigint, text)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they

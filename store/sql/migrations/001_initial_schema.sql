@@ -83,7 +83,7 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up', 'revoked'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -255,3 +255,20 @@ CREATE TABLE distributed_lock_session_lease (
     PRIMARY KEY (lock_key, fence_token)
 );
 CREATE INDEX distributed_lock_session_lease_session_idx ON distributed_lock_session_lease (session_id);
+
+-- Revokes (16_revoke.sql): an operator's request that the holder of one
+-- grant, named by key and token, let go. The holder's renewals read it
+-- (distributed_lock_revoke_pending); with force_at, no renewal extends the
+-- lease past it, so the lease lapses by itself then if its holder has not
+-- released it. At most one row per key: a revoke deletes the key's rows of
+-- older grants.
+CREATE TABLE distributed_lock_revoke (
+    lock_key     distributed_lock_name NOT NULL,
+    fence_token  bigint                NOT NULL,
+    requested_at timestamptz           NOT NULL, -- the revoke's now (distributed_lock_now)
+    force_at     timestamptz,                    -- the lease ends by then; NULL: it is only asked
+    reason       text,
+    actor        distributed_lock_name NOT NULL, -- who the operator says it is (a claim)
+    caller_role  text                  NOT NULL DEFAULT session_user,
+    PRIMARY KEY (lock_key, fence_token)
+);
