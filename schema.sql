@@ -3082,12 +3082,10 @@ DECLARE
     ts timestamptz;
     bound integer;
 BEGIN
-    leases := 0;
-    lost := '[]';
+    leases := 0; lost := '[]';
     s := distributed_lock_session_lock(session);
     ts := distributed_lock_now();
-    -- IS DISTINCT FROM: a NULL owner names nobody's session, not anybody's.
-    -- A session another role opened is not the caller's, whatever it names.
+    -- A NULL owner names nobody's session; another role's is not the caller's.
     IF s.session_id IS NULL OR (s.owner_id, s.owner_role) IS DISTINCT FROM (owner, session_user) THEN
         outcome := 'gone';
         RETURN;
@@ -3099,8 +3097,7 @@ BEGIN
         outcome := 'expired';
         RETURN;
     END IF;
-    UPDATE distributed_lock_session x SET expires_at = ts + x.ttl, renewed_at = ts
-    WHERE x.session_id = session
+    UPDATE distributed_lock_session x SET expires_at = ts + x.ttl, renewed_at = ts WHERE x.session_id = session
     RETURNING x.expires_at, x.ttl INTO expires_at, ttl;
     WITH moved AS (
         UPDATE distributed_lock l SET
@@ -3129,8 +3126,7 @@ BEGIN
     END IF;
     -- A revoke's deadline bounds the leases it moved (16_revoke.sql).
     PERFORM distributed_lock_revoke_cap(v.lock_key, v.fence_token, expires_at)
-    FROM distributed_lock_revoke v
-    JOIN distributed_lock_session_lease b ON b.lock_key = v.lock_key AND b.fence_token = v.fence_token
+    FROM distributed_lock_revoke v JOIN distributed_lock_session_lease b USING (lock_key, fence_token)
     WHERE b.session_id = session;
     outcome := 'renewed';
 END $$;
