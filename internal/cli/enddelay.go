@@ -57,11 +57,7 @@ func EndDelay(ctx context.Context, env Env, opts EndDelayOptions) int {
 	if err := lockdb.ValidateKey(opts.Key); err != nil {
 		return env.Fail(usagef("invalid KEY: %w", err))
 	}
-	op, err := operator.New(env.Actor)
-	if err != nil {
-		return env.Fail(err)
-	}
-	pool, err := Connect(ctx, env.DSN)
+	op, pool, err := operatorOn(ctx, env)
 	if err != nil {
 		return env.Fail(err)
 	}

@@ -59,11 +59,7 @@ func EndSession(ctx context.Context, env Env, opts EndSessionOptions) int {
 	if err != nil || id <= 0 {
 		return env.Usagef("invalid ID %q: want a session id, a positive number (lockctl sessions lists them)", textsafe.Escape(opts.ID))
 	}
-	op, err := operator.New(env.Actor)
-	if err != nil {
-		return env.Fail(err)
-	}
-	pool, err := Connect(ctx, env.DSN)
+	op, pool, err := operatorOn(ctx, env)
 	if err != nil {
 		return env.Fail(err)
 	}

@@ -56,11 +56,7 @@ func force(ctx context.Context, env Env, opts ExpireOptions, act forceAction) in
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	op, err := operator.New(env.Actor)
-	if err != nil {
-		return env.Fail(err)
-	}
-	pool, err := Connect(ctx, env.DSN)
+	op, pool, err := operatorOn(ctx, env)
 	if err != nil {
 		return env.Fail(err)
 	}

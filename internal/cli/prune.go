@@ -49,11 +49,7 @@ func Prune(ctx context.Context, env Env, opts PruneOptions) int {
 	if err := opts.check(); err != nil {
 		return env.Fail(err)
 	}
-	op, err := operator.New(env.Actor)
-	if err != nil {
-		return env.Fail(err)
-	}
-	pool, err := Connect(ctx, env.DSN)
+	op, pool, err := operatorOn(ctx, env)
 	if err != nil {
 		return env.Fail(err)
 	}

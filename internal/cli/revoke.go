@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
-	"github.com/lockctl/lockctl/internal/operator"
 	"github.com/lockctl/lockctl/internal/textsafe"
 )
 
@@ -55,11 +54,7 @@ func Revoke(ctx context.Context, env Env, opts RevokeOptions) int {
 	if err := target.check(); err != nil {
 		return env.Fail(err)
 	}
-	op, err := operator.New(env.Actor)
-	if err != nil {
-		return env.Fail(err)
-	}
-	pool, err := Connect(ctx, env.DSN)
+	op, pool, err := operatorOn(ctx, env)
 	if err != nil {
 		return env.Fail(err)
 	}
