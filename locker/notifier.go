@@ -32,6 +32,12 @@ type Notifier struct {
 
 	state  atomic.Int32 // a wakeState
 	warned atomic.Bool
+	// probeDeadline is when delivery must have been proven (the first
+	// probe's send plus ProbeTimeout), kept across reconnects: a LISTEN
+	// connection a pooler keeps breaking would otherwise start its wait
+	// anew each time and never warn. Zero until a probe is sent, and again
+	// once wake-ups are live. Only Run's goroutine touches it.
+	probeDeadline time.Time
 
 	mu     sync.Mutex
 	subs   map[string]map[*waiting]struct{} // by key
@@ -201,7 +207,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 	// Even so a pooler can deliver one by chance, so wake-ups count as live
 	// only once probesToHear probes, each sent after another heartbeat,
 	// have arrived.
-	probe, probeDeadline := "", time.Time{}
+	probe := ""
 	sendProbe := n.cfg.Probe != nil
 	heard, reprobe := 0, false
 	if !sendProbe {
@@ -222,8 +228,8 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 		}
 		if sendProbe {
 			sendProbe = false
-			if probeDeadline.IsZero() {
-				probeDeadline = time.Now().Add(n.cfg.ProbeTimeout)
+			if n.probeDeadline.IsZero() {
+				n.probeDeadline = time.Now().Add(n.cfg.ProbeTimeout)
 			}
 			probe = probePrefix + newProbeID()
 			if _, err := n.cfg.Probe.Exec(ctx, `SELECT pg_notify($1, $2)`, n.channel, probe); err != nil && ctx.Err() == nil {
@@ -233,8 +239,8 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 			}
 		}
 		deadline := nextBeat
-		if probe != "" && probeDeadline.Before(deadline) {
-			deadline = probeDeadline
+		if probe != "" && n.probeDeadline.Before(deadline) {
+			deadline = n.probeDeadline
 		}
 		wctx, cancel := context.WithDeadline(ctx, deadline)
 		note, err := conn.WaitForNotification(wctx)
@@ -242,7 +248,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 		n.hear(note)
 		switch {
 		case err != nil && ctx.Err() == nil && pgconn.Timeout(err) && !conn.IsClosed():
-			if probe != "" && !time.Now().Before(probeDeadline) {
+			if probe != "" && !time.Now().Before(n.probeDeadline) {
 				n.setState(wakeNotLive)
 				n.warn("the probe NOTIFY sent through the pool did not arrive on the LISTEN connection within %s (is that connection behind a transaction pooler, or on another database? give it a direct or session-pooled connection)", n.cfg.ProbeTimeout)
 				probe = ""
@@ -255,6 +261,7 @@ func (n *Notifier) listen(ctx context.Context) (listened bool) {
 				probe = ""
 				if heard++; heard >= probesToHear {
 					n.setState(wakeLive)
+					n.probeDeadline = time.Time{}
 				} else {
 					// The next probe after a heartbeat run now, not at its
 					// time, which may be later than ProbeTimeout.
