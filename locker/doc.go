@@ -31,29 +31,30 @@
 //	held ──expires_at passes──▶ expired ──Acquire by anyone: stolen, new token──▶ held
 //	held ──expires, or is forced, with a lock-delay──▶ delayed ──delay ends──▶ expired
 //
-// Only the database's clock decides: a lease is expired when its
-// expires_at is not after the protocol's now (distributed_lock_now(), read
-// once per call). A lock-delay
-// ([Request.LockDelay]) keeps a key that lost its holder without a Release
-// from everyone for that long, so a holder that was only slow can stop
-// writing to a resource that cannot check tokens.
+// Only the database's clock decides: a lease is expired when its expires_at
+// is not after the protocol's now (distributed_lock_now(), read once per
+// call). A lock-delay ([Request.LockDelay]) keeps a key that lost its holder
+// without a Release from everyone for that long, so a holder that was only
+// slow can stop writing to a resource that cannot check tokens.
 //
 // An attempt (Wait 0) is one statement, and may run in the caller's
-// transaction, committing or rolling back with its work. A wait queues
-// first come first served across processes; a release hands the lease to
-// the head of the queue in its own transaction, and a [Notifier] wakes
-// that waiter alone (docs/queue.md). A shared key has any number of
-// holders, a semaphore at most its permits, each with a lease and token of
-// its own.
+// transaction. A wait queues first come first served across processes; a
+// release hands the lease to the head of the queue in its own transaction,
+// and a [Notifier] wakes that waiter alone (docs/queue.md). A shared key has
+// any number of holders, a semaphore at most its permits, each with a lease
+// and token of its own. A lease changes mode with a new token:
+//
+//	held ──Downgrade: at once, queued readers join──▶ shared
+//	shared ──Upgrade: once the other holders end (it queues)──▶ held
 //
 // # Fencing
 //
 // A lease can be lost without its holder noticing: a pause or a partition
 // can outlast the TTL. In the same database, call [Fence] inside the
-// transaction that does the guarded writes: it locks the lock row FOR
-// SHARE, so no other owner can take the key before that transaction ends,
-// and the writes commit only while the lease holds. Elsewhere, pass the
-// token with every write and let the resource refuse older ones:
+// transaction that does the guarded writes: it locks the lock row FOR SHARE
+// until that transaction ends, so the writes commit only while the lease
+// holds. Elsewhere, pass the token with every write and let the resource
+// refuse older ones:
 //
 //	UPDATE report SET body = $1, fence_token = $2
 //	WHERE id = $3 AND fence_token <= $2   -- 0 rows: a newer holder wrote; stop
@@ -61,14 +62,13 @@
 // # Keeping leases
 //
 // [Locker.Keepalive] renews leases in the background. A lease proven by a
-// statement sent at local time s is trusted until s + TTL − SafetyMargin
-// on this process's monotonic clock: the database set expires_at after s,
-// so the window never overstates the lease; a lease nothing has proven
-// yet (one named by key, owner and token) is renewed before Keepalive
-// returns. When renewals fail and the window passes, the Keepalive's
-// Context ends with [ErrLeaseLost]. An operator's revoke reaches the holder
-// at the next renewal (Keepalive.Revoked). A [Session] keeps many leases
-// with one heartbeat; they lapse together when the process dies.
+// statement sent at local time s is trusted until s + TTL − SafetyMargin on
+// this process's monotonic clock (the database set expires_at after s); one
+// nothing has proven yet is renewed before Keepalive returns. When renewals
+// fail and the window passes, its Context ends with [ErrLeaseLost]. A revoke
+// reaches the holder at the next renewal (Keepalive.Revoked). A [Session]
+// keeps many leases with one heartbeat; they lapse together when the process
+// dies.
 //
 // # Errors
 //

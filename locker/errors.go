@@ -67,12 +67,11 @@ type Error struct {
 	// Key, Owner and Token: the key (of several, the first), and its
 	// holder's lease (ErrHeld: the last holder's when Queued or delayed),
 	// the lease named (ErrNotHeld), or the refused owner (ErrDeadlock).
-	Key       string
-	Owner     string
-	Token     int64
-	ExpiresAt time.Time     // when the holder's lease ends (database clock)
-	Remaining time.Duration // how long it still ran when read
-	Queued    bool          // free, but promised to the waiters queued for it
+	Key, Owner string
+	Token      int64
+	ExpiresAt  time.Time     // when the holder's lease ends (database clock)
+	Remaining  time.Duration // how long it still ran when read
+	Queued     bool          // free, but promised to the waiters queued for it
 	// QueueLength waiters; the caller's Position (1: the head) if queued.
 	QueueLength, Position int
 	DelayUntil            *time.Time    // the end of the key's lock-delay (database clock)

@@ -21,9 +21,8 @@ const (
 // Lease is one grant of a key to an owner. Token is its fencing token: on a
 // key, every later grant has a larger one.
 type Lease struct {
-	Key   string
-	Owner string
-	Token int64
+	Key, Owner string
+	Token      int64
 	// ExpiresAt is on the database's clock. Compare it only with other
 	// database times; use ValidFor for a local deadline.
 	ExpiresAt time.Time

@@ -83,11 +83,9 @@ const maxEarly = 64
 
 // NotifierConfig configures a Notifier.
 type NotifierConfig struct {
-	// Connect opens the LISTEN connection (direct, or session-pooled).
-	// Required.
+	// Connect opens the LISTEN connection (direct, or session-pooled); required.
 	Connect func(ctx context.Context) (*pgx.Conn, error)
-	// Probe is where the delivery probe is sent: the pool releases go
-	// through. nil: none.
+	// Probe: where the delivery probe goes (the pool releases use); nil: none.
 	Probe DBTX
 	// ProbeTimeout bounds the wait for the probes. Defaults to 5s.
 	ProbeTimeout time.Duration

@@ -12,16 +12,14 @@ import (
 // Request is what Acquire asks for: the Keys for Owner, all or none, each
 // in its mode, for TTL, waiting up to Wait while they are held.
 type Request struct {
-	// Keys are 1 to MaxKeys distinct keys. Several are taken exclusively
-	// only (ErrInvalid otherwise).
+	// Keys: 1 to MaxKeys distinct keys; several only exclusively (else ErrInvalid).
 	Keys []Key
 	// Owner is who holds the leases (see NewOwnerID). Required.
 	Owner string
 	// TTL is the leases' length. Defaults to Config.TTL.
 	TTL time.Duration
-	// LockDelay keeps a key from everyone this long after its lease ends
-	// without a Release (it expired, or was forced). 0 to MaxLockDelay;
-	// exclusive keys only.
+	// LockDelay (0 to MaxLockDelay; exclusive keys only) keeps a key from
+	// everyone this long after its lease ends without a Release.
 	LockDelay time.Duration
 	// Wait: 0 makes one attempt; more waits in the keys' queues until
 	// granted, Wait has passed or ctx ends; WaitForever as long as ctx.
@@ -77,6 +75,7 @@ type grant struct {
 	lockDelay time.Duration
 	want      wanted // the keys' mode: a set's keys are all exclusive
 	wait      time.Duration
+	from      int64 // an upgrade's: the token of the owner's shared lease or permit it gives up
 }
 
 // wanted is the lease an acquire asks for: the key itself (the zero

@@ -71,17 +71,6 @@ func (l *Locker) OpenSession(ctx context.Context, db DBTX, owner string) (*Sessi
 // ID is the session's id (distributed_lock_session.session_id).
 func (s *Session) ID() int64 { return s.ref.ID }
 
-// Owner is the owner the session was opened for.
-func (s *Session) Owner() string { return s.ref.Owner }
-
-// ExpiresAt is when the session ends unless a heartbeat extends it, on the
-// database's clock.
-func (s *Session) ExpiresAt() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.row.ExpiresAt
-}
-
 // Context is cancelled when the session is lost (cause: an error matching
 // ErrSessionLost) or closed.
 func (s *Session) Context() context.Context { return s.ctx }

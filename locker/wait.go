@@ -64,15 +64,12 @@ func (l *Locker) waitOne(ctx context.Context, db DBTX, g grant) (Lease, error) {
 // false when the caller should enqueue again (the key's first grant by
 // another was in flight).
 func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, g grant, started time.Time, again bool) (Lease, bool, error) {
-	key, owner, want := g.keys[0], g.owner, g.want
+	key, owner := g.keys[0], g.owner
 	if err := ctx.Err(); err != nil {
 		return Lease{}, true, fmt.Errorf("locker: acquire %q: %w", key, err)
 	}
 	seenFor := 3 * l.cfg.WaitRecheck
-	params := store.QueueParams{
-		GrantParams: l.grantParams(g, key),
-		ClaimWindow: l.claimWindow(g.ttl), SeenFor: seenFor, Shared: want.shared, Permits: want.permits,
-	}
+	params := l.queueParams(g, seenFor)
 	if again {
 		// A grant now ends a wait.
 		params.Detail = fmt.Appendf(nil, `{"waited_ms": %d}`, l.since(started).Milliseconds())
@@ -91,10 +88,10 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, g grant, started t
 	// that ends meanwhile gives it outcomeGrace to arrive.
 	ectx, done := knownOutcome(ctx)
 	sentAt := l.clock.Now()
-	q, found, err := store.Enqueue(ectx, db, params)
+	q, found, err := l.enqueue(ectx, db, g, params)
 	done()
 	if err != nil {
-		return Lease{}, true, fmt.Errorf("locker: acquire %q: %w", key, err)
+		return Lease{}, true, err
 	}
 	if found && q.Granted() {
 		lease := leaseFrom(q.LeaseRow, Outcome(q.Outcome), sentAt)
@@ -119,6 +116,15 @@ func (l *Locker) acquireOrQueue(ctx context.Context, db DBTX, g grant, started t
 		l.cfg.Notifier.queued(w, q.WaiterID)
 	}
 	return l.waitInQueue(ctx, db, owner, q, w, sentAt, seenFor, started)
+}
+
+// queueParams is the entry of g's one key into its queue, its record
+// seen for seenFor.
+func (l *Locker) queueParams(g grant, seenFor time.Duration) store.QueueParams {
+	return store.QueueParams{
+		GrantParams: l.grantParams(g, g.keys[0]),
+		ClaimWindow: l.claimWindow(g.ttl), SeenFor: seenFor, Shared: g.want.shared, Permits: g.want.permits,
+	}
 }
 
 // waitInQueue waits as owner's waiter q.WaiterID until the key is handed to

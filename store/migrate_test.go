@@ -81,6 +81,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
 	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true, "distributed_lock_admit_owner": true,
+	"distributed_lock_head_upgrade": true, "distributed_lock_upgrade_due": true, "distributed_lock_upgrade_edges": true,
 }
 
 // boundedWaits are the settings internal functions that wait for a lock

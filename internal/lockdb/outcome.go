@@ -46,6 +46,10 @@ const (
 	// OutcomeNotHeld: that grant is not the current, running one).
 	OutcomeRevoked = "revoked"
 
+	// What distributed_lock_downgrade did: the exclusive lease is now a
+	// shared one, with a new token (or OutcomeNotHeld).
+	OutcomeDowngraded = "downgraded"
+
 	// What the session functions did (10_session.sql): a heartbeat renews
 	// (OutcomeRenewed), a bind binds, a close closes, an operator's end
 	// ends; a session that lapsed is OutcomeExpired, one that does not
@@ -93,6 +97,15 @@ const (
 	// An operator asked a holder to let go (distributed_lock_revoke):
 	// detail {"reason", "force_at"}.
 	EventRevoked = OutcomeRevoked
+	// A holder's exclusive lease became a shared one
+	// (distributed_lock_downgrade): the event names the new lease's token,
+	// previous_token the exclusive one; detail {"mode", "slot"}.
+	EventDowngraded = OutcomeDowngraded
+	// A holder's shared lease or permit ended for its upgrade, in the
+	// transaction that grants it the key (logged after this, as a grant):
+	// the event names the ended lease; detail {"mode", "permits", "slot",
+	// "waiter_id"}.
+	EventUpgraded = "upgraded"
 )
 
 // How a key is held (distributed_lock.lock_mode): by one owner, by any

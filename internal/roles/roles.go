@@ -119,6 +119,8 @@ var ownerFunctions = []string{
 	"distributed_lock_proclaim(text, text, bigint, jsonb)",
 	"distributed_lock_revoke_pending(text, text, bigint)",
 	"distributed_lock_session_revokes(bigint, text)",
+	"distributed_lock_downgrade(text, text, bigint, bigint, text)",
+	"distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text)",
 }
 
 // readerFunctions are the protocol functions of schema.sql that only read,

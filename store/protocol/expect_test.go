@@ -161,6 +161,10 @@ type eventWant struct {
 
 type waiterRef string
 
+// aRecordOfTheCall is rowWant.handedTo for a row handed to a waiter record
+// the call itself queued (an upgrade granted at once): any waiter id.
+const aRecordOfTheCall = "(a record of the call's)"
+
 var anyValue = struct{ any }{}
 
 // msWithin matches a number of milliseconds from lo to hi: a wait the
@@ -329,6 +333,9 @@ func (c checker) row(got *lockState, w rowWant) {
 	if w.handedTo != "" {
 		id := c.p.waiter(w.handedTo)
 		handed = &id
+	}
+	if w.handedTo == aRecordOfTheCall && got.HandedTo != nil && *got.HandedTo > 0 {
+		handed = got.HandedTo // the caller's own record, queued and handed in the call
 	}
 	if show(got.HandedTo) != show(handed) {
 		c.t.Errorf("row handed_to %s; want %s (%s)", show(got.HandedTo), show(handed), orString(w.handedTo, "nobody"))

@@ -36,6 +36,9 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 		"distributed_lock_end_session":   {lockdb.OutcomeEnded, lockdb.OutcomeGone},
 		"distributed_lock_acquire_shared": {lockdb.OutcomeAcquired, lockdb.OutcomeStolen, lockdb.OutcomeRenewed,
 			lockdb.OutcomeHeld, lockdb.OutcomeQueued, lockdb.OutcomeDelayed, lockdb.OutcomeConflict, lockdb.OutcomeBusy},
+		"distributed_lock_downgrade": {lockdb.OutcomeDowngraded, lockdb.OutcomeNotHeld},
+		"distributed_lock_upgrade": {lockdb.OutcomeAcquired, lockdb.OutcomeHeld, lockdb.OutcomeQueued,
+			lockdb.OutcomeDeadlock, lockdb.OutcomeNotHeld},
 	}
 	for fn, outcomes := range reports {
 		documented := documentedOutcomes(t, fn)
@@ -50,7 +53,7 @@ func TestGoOutcomesAreWhatTheFunctionsReport(t *testing.T) {
 		"distributed_lock_event_kind": {lockdb.EventAcquired, lockdb.EventStolen, lockdb.EventReleased,
 			lockdb.EventForceExpired, lockdb.EventForceReleased, lockdb.EventStaleWriteRejected,
 			lockdb.EventDelayEnded, lockdb.EventDeadlockRefused, lockdb.EventSessionEnded, lockdb.EventPermitsChanged,
-			lockdb.EventGaveUp, lockdb.EventRevoked},
+			lockdb.EventGaveUp, lockdb.EventRevoked, lockdb.EventDowngraded, lockdb.EventUpgraded},
 		"distributed_lock_mode": {lockdb.ModeExclusive, lockdb.ModeShared, lockdb.ModeSemaphore},
 	}
 	word := regexp.MustCompile(`'([a-z_]+)'`)

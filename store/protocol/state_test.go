@@ -63,6 +63,9 @@ type waiterRow struct {
 	mode    string
 	permits int
 	role    string // owner_role, the role that queued it; "": the caller's
+	// upgradeFrom: an upgrade's record (17_convert.sql), giving up the
+	// lease of the state's holder of that place (from 1); 0: none.
+	upgradeFrom int
 }
 
 // state is what a key holds before the call, and for a key set's
@@ -250,11 +253,11 @@ FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
 INSERT INTO distributed_lock_waiter (lock_key, owner_id, waiting_since, seen_until, ttl,
-    claim_window, metadata, log_grants, actor, lock_delay, wake_channel, lock_mode, permits, owner_role)
+    claim_window, metadata, log_grants, actor, lock_delay, wake_channel, lock_mode, permits, owner_role, upgrade_from)
 VALUES ($1, $2, clock_timestamp() - $3 * interval '1 microsecond',
         clock_timestamp() + $4 * interval '1 microsecond', $5 * interval '1 microsecond',
         $6 * interval '1 microsecond', $7::jsonb, $8, nullif($9, ''), $10 * interval '1 microsecond',
-        nullif($11, ''), nullif($12, ''), nullif($13::int, 0), coalesce(nullif($14, ''), session_user))
+        nullif($11, ''), nullif($12, ''), nullif($13::int, 0), coalesce(nullif($14, ''), session_user), $15::bigint)
 RETURNING waiter_id`
 	// A waiter id as the queue would have drawn it, for a hand-off whose
 	// waiter record is consumed.
@@ -288,10 +291,14 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 	p.slots = prepareHolders(t, db, key, s.holders)
 	for _, w := range s.waiters {
 		var id int64
+		var from *int64
+		if w.upgradeFrom > 0 {
+			from = &p.slots[w.upgradeFrom-1]
+		}
 		err := db.QueryRow(ctx, insertWaiterSQL, key, w.owner, w.waitedFor.Microseconds(),
 			w.seenFor.Microseconds(), or(w.ttl, time.Minute).Microseconds(),
 			or(w.claim, 10*time.Second).Microseconds(), orString(w.metadata, "{}"), w.logGrants, w.actor,
-			w.lockDelay.Microseconds(), w.channel, w.mode, w.permits, w.role,
+			w.lockDelay.Microseconds(), w.channel, w.mode, w.permits, w.role, from,
 		).Scan(&id)
 		if err != nil {
 			t.Fatalf("prepare waiter %s of %q: %v", w.owner, key, err)

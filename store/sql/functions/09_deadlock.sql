@@ -91,7 +91,9 @@ END $$;
 -- gathers a level's owners (unseen, each with the step that reached it),
 -- the step that closes a cycle, if any, and how far each queue has now
 -- been read: per-owner PL/pgSQL work made a long queue's search grow with
--- its square. Internal.
+-- its square. A wait on a key start holds, which that reading passes over
+-- when start waits on the key too (an upgrade), closes a cycle as well
+-- (distributed_lock_upgrade_edges, 17_convert.sql). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
 RETURNS record
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -137,7 +139,7 @@ BEGIN
                      jsonb_object_agg(h.next, jsonb_build_object('owner', h.waiter, 'key', h.lock_key,
                                                                  'id', h.waiter_id)) AS steps
               FROM hop h WHERE h.next <> ALL (seen)) f
-        LEFT JOIN hop c ON c.next = start;
+        LEFT JOIN (SELECT * FROM hop UNION ALL SELECT * FROM distributed_lock_upgrade_edges(frontier, start, ts)) c ON c.next = start;
         IF e.waiter IS NOT NULL THEN
             SELECT b.cycle, b.youngest INTO cycle, youngest
             FROM distributed_lock_cycle_back(reached, start, e.waiter, e.lock_key, e.waiter_id) b;

@@ -73,7 +73,9 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     wake timestamptz;
 BEGIN
-    IF distributed_lock_live_holders(key, ts) > 0 THEN
+    -- An upgrade at the head whose lease is the last live one: that lease
+    -- ends here, and the key goes to the upgrade (17_convert.sql).
+    IF distributed_lock_live_holders(key, ts) > 0 AND NOT distributed_lock_upgrade_due(key, ts) THEN
         RETURN false;
     END IF;
     UPDATE distributed_lock l SET released_at = ts, expires_at = ts

@@ -44,7 +44,9 @@
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
 -- distributed_lock_end_holders), as when one of its waits lasted longer
--- than 200 ms. Internal.
+-- than 200 ms. An upgrade's lease at the head of the queue keeps the group
+-- running for nobody: the group ends with the other leases, under the row
+-- for update (17_convert.sql). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
 RETURNS distributed_lock
@@ -82,8 +84,8 @@ BEGIN
             -- Handed to nobody: another live holder keeps the group running.
             PERFORM 1 FROM distributed_lock x
             WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)
-            ORDER BY x.fence_token DESC LIMIT 1
-            FOR SHARE SKIP LOCKED;
+              AND x.fence_token IS DISTINCT FROM distributed_lock_head_upgrade(key, ts)
+            ORDER BY x.fence_token DESC LIMIT 1 FOR SHARE SKIP LOCKED;
             IF NOT FOUND THEN
                 RAISE SQLSTATE 'LK001'; -- perhaps the last lease
             END IF;

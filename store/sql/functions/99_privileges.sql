@@ -125,7 +125,12 @@ REVOKE ALL ON FUNCTION
     distributed_lock_revoke(text, bigint, bigint, text, text),
     distributed_lock_revoke_cap(text, bigint, timestamptz),
     distributed_lock_revoke_pending(text, text, bigint),
-    distributed_lock_session_revokes(bigint, text)
+    distributed_lock_session_revokes(bigint, text),
+    distributed_lock_head_upgrade(text, timestamptz),
+    distributed_lock_upgrade_due(text, timestamptz),
+    distributed_lock_upgrade_edges(text[], text, timestamptz),
+    distributed_lock_downgrade(text, text, bigint, bigint, text),
+    distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they

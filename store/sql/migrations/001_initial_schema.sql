@@ -83,7 +83,8 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up', 'revoked'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up', 'revoked',
+    'downgraded', 'upgraded'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -210,7 +211,8 @@ CREATE TABLE distributed_lock_waiter (
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
     lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
     permits       distributed_lock_permits,  -- the semaphore's permits it asked for
-    wake_channel  distributed_lock_channel   -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
+    wake_channel  distributed_lock_channel,  -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
+    upgrade_from  bigint                     -- an upgrade's: the token of its owner's shared lease or permit on the key, which ends when the key is granted to it (17_convert.sql)
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
 -- arrival); a hand-off reads its head by this index, and every other read
