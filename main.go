@@ -28,6 +28,8 @@ func newRoot() *cobra.Command {
 		cli.LeaderCommand(),
 		cli.RenewCommand(),
 		cli.ReleaseCommand(),
+		cli.DowngradeCommand(),
+		cli.UpgradeCommand(),
 		cli.ExpireCommand(),
 		cli.RevokeCommand(),
 		cli.ForceReleaseCommand(),

@@ -2,20 +2,23 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/locker"
+	"github.com/lockctl/lockctl/store"
 )
 
-// LeaseOptions name a lease for renew and release.
+// LeaseOptions name a lease for renew, release, downgrade and upgrade.
 type LeaseOptions struct {
 	Key   string
 	Owner string
 	Token int64
-	TTL   time.Duration // renew only: the new lease length
+	TTL   time.Duration // renew, downgrade, upgrade: the new lease length
+	Wait  time.Duration // upgrade only: how long to wait for the other holders
 	JSON  bool
 }
 
@@ -59,7 +62,14 @@ func runLease(ctx context.Context, env Env, opts LeaseOptions, op leaseOp) int {
 	defer pool.Close()
 	lease, err := op(lk, pool, locker.Lease{Key: opts.Key, Owner: opts.Owner, Token: opts.Token})
 	if err != nil {
-		if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, keyState{}); ok {
+		// A refused upgrade names the key's holders, as acquire's refusal does.
+		var now keyState
+		if errors.Is(err, locker.ErrHeld) {
+			if row, found, gerr := store.Get[lockdb.LockInfo](ctx, pool, opts.Key); gerr == nil && found {
+				now = readKeyState(ctx, pool, &row)
+			}
+		}
+		if code, ok := printRefusal(env, opts.JSON, opts.Owner, err, now); ok {
 			return code
 		}
 		return env.Fail(err)
