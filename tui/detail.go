@@ -261,7 +261,12 @@ func (p *detailPage) queueAndHistory(d Detail) []string {
 		lines = append(lines, "  "+s.Muted.Render("nobody is waiting"))
 	}
 	for i, w := range d.Waiters {
-		lines = append(lines, fmt.Sprintf("  %2d. %s  %s", i+1, safe(w.Owner),
+		upgrade := ""
+		if w.UpgradeFrom != nil {
+			// A holder waiting for the key alone: it keeps that lease until then.
+			upgrade = s.Expiring.Render(fmt.Sprintf("upgrade from token %d", *w.UpgradeFrom)) + "  "
+		}
+		lines = append(lines, fmt.Sprintf("  %2d. %s  %s%s", i+1, safe(w.Owner), upgrade,
 			s.Muted.Render("waiting "+wholeDur(w.Waited+p.c.advance))))
 	}
 	lines = append(lines, "", s.App.Render("Recent events (newest first)"))

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,5 +47,38 @@ func TestQueuePositionsAndHandOffLatency(t *testing.T) {
 	b, c := strings.Index(s, "1. waiter-b"), strings.Index(s, "2. waiter-c")
 	if b < 0 || c < b || strings.Contains(s, "waiter-a  waiting") || !strings.Contains(s, "in queue order") {
 		t.Fatalf("detail pane does not list waiter-b then waiter-c as the queue:\n%s", s)
+	}
+}
+
+// A holder waiting to upgrade its shared lease is a waiter of its own
+// kind: the detail pane says so, naming the lease it keeps until then.
+func TestDetailShowsAnUpgradeWaiting(t *testing.T) {
+	pool := testdb.New(t)
+	ctx := context.Background()
+	lk, err := locker.New(locker.Config{TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(owner string) locker.Lease {
+		lease, err := testdb.One(lk.Acquire(ctx, pool, locker.Request{
+			Keys: []locker.Key{{Name: "catalog", Mode: locker.ModeShared}}, Owner: owner}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lease
+	}
+	upgrader := read("indexer")
+	read("reporter")
+	done := make(chan error, 1)
+	uctx, cancel := context.WithCancel(ctx)
+	defer func() { cancel(); <-done }()
+	go func() { _, err := lk.Upgrade(uctx, pool, upgrader, locker.WaitForever); done <- err }()
+	testdb.WaitForWaiter(t, pool, "catalog", "indexer")
+	m := dbModel(t, pool, Options{}, 140, 40)
+	m, cmd := update(t, m, keyMsg("enter"))
+	m = runPoll(t, m, cmd)
+	s := screen(m)
+	if !regexp.MustCompile(`1\. indexer  upgrade from token ` + strconv.FormatInt(upgrader.Token, 10) + `  waiting`).MatchString(s) {
+		t.Fatalf("detail pane does not show indexer's upgrade waiting:\n%s", s)
 	}
 }

@@ -2,9 +2,12 @@
 // that hold locks with locker.Keepalive — some of them sets of keys taken at
 // once (one Acquire, one Keepalive, one Release), half of them
 // with a lock-delay, a few readers sharing a key that they also take
-// alone now and then, and holders of a semaphore's permits — and session
+// alone now and then, converting what they hold of it (a writer
+// downgrades, a reader upgrades, two readers upgrading at once are a
+// deadlock), and holders of a semaphore's permits — and session
 // workers whose processes keep two to four leases each with one
-// locker.Session (Session.Keepalive, Close), and make fenced
+// locker.Session (Session.Keepalive, Close), now and then a shared lease
+// or a permit among them, and make fenced
 // writes to a guarded table, while an injector breaks things at seeded
 // random moments —
 // terminated backends (mid-acquire, mid-renew, mid-heartbeat,
@@ -37,7 +40,8 @@
 //     event log and the workers agree on every grant;
 //   - no writer held the shared key beside a reader, no more holders than
 //     its permits held the semaphore, and tokens rose from readers to
-//     writers and back;
+//     writers and back, across downgrades and upgrades too (each ends its
+//     old lease in the transaction that grants the new one);
 //   - no grant came inside the lock-delay of a lease that ended without its
 //     holder's release (half the workers' leases carry one), and every set
 //     was granted whole, in one transaction, or not at all;

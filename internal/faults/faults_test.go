@@ -75,7 +75,11 @@ func TestFaultInjection(t *testing.T) {
 		// Sessions: processes killed while their session kept leases, and
 		// those leases taken by others, each after the session's expiry.
 		"killed sessions": st.KilledSessions, "leases of killed sessions": st.KilledSessionLeases,
-		"steals of a killed session's leases": st.KilledLeasesStolen} {
+		"steals of a killed session's leases": st.KilledLeasesStolen,
+		// Conversions: writers of the shared key downgraded, readers upgraded.
+		"downgrades": st.Downgrades, "upgrades": st.Upgrades,
+		// Sessions keep shared leases and permits too.
+		"shared or permit leases a session kept": s.Observed["session_shared_granted"] + s.Observed["session_semaphore_granted"]} {
 		if n == 0 {
 			t.Errorf("checked no %s", what)
 		}

@@ -53,15 +53,21 @@ func (p *promise) vouch(ka *locker.Keepalive) bool {
 // A holder that let nothing go (it died, or left its leases to lapse)
 // keeps its promise whole.
 func (p *promise) record(letGo bool) {
+	cut := time.Duration(1<<63 - 1)
+	if letGo {
+		cut = p.w.rec.Now()
+	}
+	p.letGoAt(cut)
+}
+
+// letGoAt is record for a holder that let its leases go at cut: sent
+// what ended them then (a conversion, which ends the lease it converts).
+func (p *promise) letGoAt(cut time.Duration) {
 	if !p.made {
 		return
 	}
-	cut := p.w.rec.Now()
 	for i, lease := range p.leases {
-		until := p.until[i]
-		if letGo {
-			until = min(until, cut)
-		}
+		until := min(p.until[i], cut)
 		p.w.rec.Vouch(history.Vouched{Client: p.w.id, Key: lease.Key, Owner: lease.Owner, Token: lease.Token,
 			Until: until, Bound: p.bound})
 	}

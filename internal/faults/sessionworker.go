@@ -81,6 +81,7 @@ func (w *sessionWorker) runProcess(runCtx context.Context, owner string) {
 			w.keep(ctx, p, leases)
 		}
 	}
+	w.takeModeKey(ctx, p)
 	// Killable once it has taken what it could, so a kill finds the
 	// session keeping all of it.
 	w.mu.Lock()

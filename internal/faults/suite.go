@@ -224,6 +224,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			return Summary{}, err
 		}
 		w.bound = true
+		if cfg.ModeWorkers > 0 {
+			w.modePermits = cfg.Permits
+		}
 		sessions[i] = &sessionWorker{worker: w, sess: sessPool}
 	}
 	admin, err := pgxpool.New(ctx, dsn)

@@ -31,8 +31,10 @@ type worker struct {
 	delay    time.Duration
 	setOneIn int
 	// permits: a mode worker's, which holds the mode keys (SemaphoreKey
-	// as one of permits permits); 0 for the others.
-	permits int
+	// as one of permits permits); 0 for the others. modePermits: a session
+	// worker's, which keeps a mode key now and then (takeModeKey), while
+	// mode workers hold them; 0 otherwise.
+	permits, modePermits int
 	// margin is the lockers' safety margin (Config.SafetyMargin).
 	margin time.Duration
 	// bound: this worker binds what it is granted to a session
@@ -157,7 +159,7 @@ func (w *worker) grantSet(ctx context.Context, keys []string, owner, set string,
 	call := w.rec.Now()
 	var leases []locker.Lease
 	var err error
-	req := locker.Request{Keys: locker.Keys(keys...), Owner: owner, LockDelay: w.delay}
+	req := locker.Request{Keys: setModes(keys), Owner: owner, LockDelay: w.delay}
 	if wait {
 		req.Wait = 2 * w.ttl
 	}
@@ -255,6 +257,15 @@ func (w *worker) holdAll(ctx context.Context, leases []locker.Lease) {
 		}
 		w.fencedWrite(wctx, ka.Leases()[w.rng.IntN(len(leases))])
 		sleepCtx(ctx, time.Duration(w.rng.IntN(int(w.ttl/5/time.Millisecond)+1))*time.Millisecond)
+	}
+	convertAt := w.rec.Now()
+	if next, ok := w.convert(ctx, leases, ka); ok {
+		// The old lease ended as the conversion was sent, for all the
+		// holder knows: it lets it go then, and keeps the new one.
+		ka.Stop()
+		p.letGoAt(convertAt)
+		w.hold(ctx, next)
+		return
 	}
 	lost := ka.Context().Err() != nil
 	ka.Stop()

@@ -84,6 +84,9 @@ type Stats struct {
 	// and how many of those a conflicting grant followed (each checked
 	// against the promise); the same for leases kept by a session.
 	Vouched, VouchedThenTaken, VouchedBound, VouchedBoundThenTaken int
+	// Conversions (convert.go): downgraded and upgraded events, each the
+	// end of one lease in the transaction that granted its holder another.
+	Downgrades, Upgrades int
 }
 
 func (s Stats) String() string {
@@ -98,7 +101,8 @@ func (s Stats) String() string {
 		fmt.Sprintf("; %d shared grants, %d semaphore permits granted, %d exclusive grants after holders",
 			s.SharedGrants, s.PermitGrants, s.ExclusiveAfterHolders) +
 		fmt.Sprintf("; ValidFor vouched for %d leases (%d taken after), %d of them kept by a session (%d taken after)",
-			s.Vouched, s.VouchedThenTaken, s.VouchedBound, s.VouchedBoundThenTaken)
+			s.Vouched, s.VouchedThenTaken, s.VouchedBound, s.VouchedBoundThenTaken) +
+		fmt.Sprintf("; %d downgrades, %d upgrades", s.Downgrades, s.Upgrades)
 }
 
 // Report is the result of Check.
@@ -331,21 +335,9 @@ func (c *checker) checkLog() {
 		id := leaseID{ev.Key, tok}
 		switch ev.Kind {
 		case lockdb.EventAcquired, lockdb.EventStolen:
-			c.stats.Grants++
-			if ev.Kind == lockdb.EventStolen {
-				c.stats.Steals++
-			}
-			if other, dup := tokenKey[tok]; dup {
-				c.fail("token %d granted twice (on %q and on %q)", tok, other, ev.Key)
-			}
-			tokenKey[tok] = ev.Key
-			m, err := eventMode(ev)
-			if err != nil {
-				c.fail("event %d (grant of %q token %d): %v", ev.ID, ev.Key, tok, err)
-				m = exclusiveMode
-			}
-			c.countMode(m, k)
-			c.grantOn(k, ev, m)
+			c.logGrant(k, ev, tokenKey)
+		case lockdb.EventDowngraded, lockdb.EventUpgraded:
+			c.converted(k, ev, tokenKey)
 		case lockdb.EventReleased, lockdb.EventForceReleased:
 			c.stats.Releases++
 			p := k.open[tok]
@@ -380,6 +372,27 @@ func (c *checker) checkLog() {
 	}
 }
 
+// logGrant is a grant event on key k (properties 1, 2 and 6): its token
+// unique, its mode.
+func (c *checker) logGrant(k *keyState, ev lockview.Event, tokenKey map[int64]string) {
+	tok := *ev.Token
+	c.stats.Grants++
+	if ev.Kind == lockdb.EventStolen {
+		c.stats.Steals++
+	}
+	if other, dup := tokenKey[tok]; dup {
+		c.fail("token %d granted twice (on %q and on %q)", tok, other, ev.Key)
+	}
+	tokenKey[tok] = ev.Key
+	m, err := eventMode(ev)
+	if err != nil {
+		c.fail("event %d (grant of %q token %d): %v", ev.ID, ev.Key, tok, err)
+		m = exclusiveMode
+	}
+	c.countMode(m, k)
+	c.grantOn(k, ev, m)
+}
+
 // checkClientGrants matches client operations with the log (property 3,
 // and property 2 on the local clock).
 func (c *checker) checkClientGrants() {
@@ -394,7 +407,7 @@ func (c *checker) checkClientGrants() {
 				c.fail("client %d was granted %q token %d (%s), which the log does not have", op.Client, op.Key, op.Token, op.Outcome)
 				continue
 			}
-			if deref(ev.Owner) != op.Owner || ev.Kind != op.Outcome {
+			if deref(ev.Owner) != op.Owner || toldAs(ev) != op.Outcome {
 				c.fail("client %d was granted %q token %d as %s/%s; the log says %s/%s",
 					op.Client, op.Key, op.Token, op.Owner, op.Outcome, deref(ev.Owner), ev.Kind)
 			}

@@ -50,7 +50,7 @@ ON CONFLICT (lock_key) DO UPDATE SET n = o.n + 1 RETURNING n`
 INSERT INTO guarded_write (lock_key, token, writer, writer_seq, commit_seq, seen_token)
 VALUES ($1, $2, $3, $4, $5,
         (SELECT e.fence_token FROM distributed_lock_event e
-         WHERE e.lock_key = $1 AND e.kind IN ('acquired', 'stolen')
+         WHERE e.lock_key = $1 AND e.kind IN ('acquired', 'stolen', 'downgraded')
          ORDER BY e.event_id DESC LIMIT 1))`
 	guardedRowsSQL = `
 SELECT lock_key, token, writer, writer_seq, commit_seq, coalesce(seen_token, 0)
