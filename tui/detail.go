@@ -264,7 +264,7 @@ func (p *detailPage) queueAndHistory(d Detail) []string {
 		upgrade := ""
 		if w.UpgradeFrom != nil {
 			// A holder waiting for the key alone: it keeps that lease until then.
-			upgrade = s.Expiring.Render(fmt.Sprintf("upgrade from token %d", *w.UpgradeFrom)) + "  "
+			upgrade = s.Expiring.Render("upgrade from token "+token(*w.UpgradeFrom)) + "  "
 		}
 		lines = append(lines, fmt.Sprintf("  %2d. %s  %s%s", i+1, safe(w.Owner), upgrade,
 			s.Muted.Render("waiting "+wholeDur(w.Waited+p.c.advance))))

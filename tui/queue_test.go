@@ -3,11 +3,12 @@ package tui
 import (
 	"context"
 	"regexp"
-	"strconv"
+
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lockctl/lockctl/internal/fencetoken"
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
 	"github.com/lockctl/lockctl/store"
@@ -78,7 +79,7 @@ func TestDetailShowsAnUpgradeWaiting(t *testing.T) {
 	m, cmd := update(t, m, keyMsg("enter"))
 	m = runPoll(t, m, cmd)
 	s := screen(m)
-	if !regexp.MustCompile(`1\. indexer  upgrade from token ` + strconv.FormatInt(upgrader.Token, 10) + `  waiting`).MatchString(s) {
+	if !regexp.MustCompile(`1\. indexer  upgrade from token ` + regexp.QuoteMeta(fencetoken.Format(upgrader.Token)) + `  waiting`).MatchString(s) {
 		t.Fatalf("detail pane does not show indexer's upgrade waiting:\n%s", s)
 	}
 }
