@@ -122,6 +122,11 @@ func TestRelease(t *testing.T) {
 				return want{outcome: "released", owner: me, token: slotTok(1), row: row, waiters: waiters(w2),
 					slots: []slotWant{slotReleasedNow(1, me)}, notify: []notifyWant{handOffTo(w1, "acquired")}}
 			}()},
+		{name: "beside an upgrade at the head: the group ends for it, its lease with it", state: sharedBy(w1, me).withWaiter(upgradeWaiter(w1, 1)),
+			call: releaseArgs{owner: me, token: slotTok(2)}.call,
+			want: want{outcome: "released", owner: me, token: slotTok(2), row: handedFromGroup(w1, 0),
+				slots:  []slotWant{slotReleasedNow(1, w1), slotReleasedNow(2, me)},
+				events: []eventWant{upgradedEvent(w1, 1)}, notify: []notifyWant{handOffTo(w1, "acquired")}}},
 		{name: "a holder's slot, another owner", state: sharedBy(other, me), call: releaseArgs{owner: me, token: slotTok(1)}.call, want: notHeld},
 		{name: "a holder's slot, released already", state: sharedBy(other).holding(releasedSlot(me)),
 			call: releaseArgs{owner: me, token: slotTok(2)}.call, want: notHeld},

@@ -84,7 +84,7 @@ BEGIN
             -- Handed to nobody: another live holder keeps the group running.
             PERFORM 1 FROM distributed_lock x
             WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)
-              AND x.fence_token IS DISTINCT FROM distributed_lock_head_upgrade(key, ts)
+              AND x.fence_token IS DISTINCT FROM (SELECT distributed_lock_head_upgrade(key, ts))
             ORDER BY x.fence_token DESC LIMIT 1 FOR SHARE SKIP LOCKED;
             IF NOT FOUND THEN
                 RAISE SQLSTATE 'LK001'; -- perhaps the last lease
