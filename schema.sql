@@ -95,7 +95,7 @@ BEGIN
                pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
                pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
     INTO found
-    FROM distributed_lock_migration m JOIN (VALUES (1, 'a22871dd5e5f940b151f7afaac280ad0e35b3cd501500a9806e343ccf593cf73')) b (version, checksum) ON b.version = m.version
+    FROM distributed_lock_migration m JOIN (VALUES (1, '9b375d248e90c7a2ffc53f0bda2d26111d21549757ae35901cfb039e418b5915')) b (version, checksum) ON b.version = m.version
     WHERE m.checksum IS DISTINCT FROM b.checksum;
     IF found IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
@@ -457,7 +457,7 @@ CREATE INDEX distributed_lock_session_lease_session_idx ON distributed_lock_sess
 
 -- Revokes (16_revoke.sql): an operator's request that the holder of one
 -- grant, named by key and token, let go. The holder's renewals read it
--- (distributed_lock_revoke_pending); with force_at, no renewal extends the
+-- (distributed_lock_renew); with force_at, no renewal extends the
 -- lease past it, so the lease lapses by itself then if its holder has not
 -- released it. At most one row per key: a revoke deletes the key's rows of
 -- older grants.
@@ -510,7 +510,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, 'a22871dd5e5f940b151f7afaac280ad0e35b3cd501500a9806e343ccf593cf73');
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '9b375d248e90c7a2ffc53f0bda2d26111d21549757ae35901cfb039e418b5915');
 \endif
 
 -- The functions, re-created every time.
@@ -1130,32 +1130,41 @@ END $$;
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
 -- after the wait.
+--
+-- A renewal also answers with the revoke pending on the grant (the
+-- columns of distributed_lock_revoke_pending, all NULL when none, or for a
+-- shared or semaphore holder, which no revoke reaches): the revoke is read
+-- in the renewal's own statement, under the same row lock and clock, and
+-- its deadline bounds the new expiry (16_revoke.sql), so a renewal of a
+-- lease nobody revoked makes no call beyond its statement.
 CREATE OR REPLACE FUNCTION distributed_lock_renew(
     key text, owner text, token bigint, ttl_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
+    OUT ttl interval, OUT outcome text, OUT requested_at timestamptz, OUT reason text,
+    OUT actor text, OUT caller_role text, OUT force_at timestamptz, OUT remaining interval)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 BEGIN
     UPDATE distributed_lock l
-    SET expires_at = c.ts + distributed_lock_us(ttl_us),
+    SET expires_at = least(c.ts + distributed_lock_us(ttl_us), (c.v).force_at),
         ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
-    FROM (SELECT k.r, distributed_lock_now() AS ts
-          FROM (SELECT z AS r FROM distributed_lock z
+    FROM (SELECT k.r, k.v, distributed_lock_now() AS ts
+          FROM (SELECT z AS r, v FROM distributed_lock z
+                LEFT JOIN distributed_lock_revoke v ON v.lock_key = z.lock_key AND v.fence_token = z.fence_token
                 WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
-                FOR NO KEY UPDATE) k
+                FOR NO KEY UPDATE OF z) k
           OFFSET 0) c
     WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
-    IF FOUND THEN
-        -- A revoke's deadline bounds every renewal (16_revoke.sql).
-        expires_at := distributed_lock_revoke_cap(key, token, expires_at);
-    ELSE
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', (c.v).requested_at,
+              (c.v).reason, (c.v).actor, (c.v).caller_role, (c.v).force_at,
+              CASE WHEN (c.v).force_at IS NOT NULL THEN greatest((c.v).force_at - c.ts, interval '0') END
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, requested_at, reason, actor,
+         caller_role, force_at, remaining;
+    IF NOT FOUND THEN
         -- A shared or semaphore holder's lease (11_shared.sql)?
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
@@ -4649,12 +4658,12 @@ END $$;
 -- Revoke: an operator asks the holder of an exclusive lease to let go,
 -- rather than forcing it. The request is a row of distributed_lock_revoke,
 -- keyed by the grant (key and token), which the holder's renewals read
--- (distributed_lock_revoke_pending): a holder that keeps its lease alive
+-- (distributed_lock_renew answers with it): a holder that keeps its lease alive
 -- learns it within one renewal interval, finishes and releases as usual.
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
 -- now + force_after, and every later renewal at the same instant
--- (distributed_lock_revoke_cap, called by distributed_lock_renew and by a
+-- (distributed_lock_renew, and distributed_lock_revoke_cap, called by a
 -- session's heartbeat and bind), so a
 -- holder that has not released by then loses the lease as if it had
 -- stopped renewing: its lock-delay starts and the next acquirer steals it.
@@ -4716,8 +4725,8 @@ END $$;
 -- distributed_lock_revoke_cap is the expiry of key's grant token, ends_at,
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
--- distributed_lock_renew calls it after each renewal, so no renewal
--- outlives the deadline. Internal.
+-- A session's heartbeat and bind call it for each revoked lease they
+-- keep, so no renewal outlives the deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$

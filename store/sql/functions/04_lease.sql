@@ -13,32 +13,41 @@
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
 -- after the wait.
+--
+-- A renewal also answers with the revoke pending on the grant (the
+-- columns of distributed_lock_revoke_pending, all NULL when none, or for a
+-- shared or semaphore holder, which no revoke reaches): the revoke is read
+-- in the renewal's own statement, under the same row lock and clock, and
+-- its deadline bounds the new expiry (16_revoke.sql), so a renewal of a
+-- lease nobody revoked makes no call beyond its statement.
 CREATE OR REPLACE FUNCTION distributed_lock_renew(
     key text, owner text, token bigint, ttl_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
+    OUT ttl interval, OUT outcome text, OUT requested_at timestamptz, OUT reason text,
+    OUT actor text, OUT caller_role text, OUT force_at timestamptz, OUT remaining interval)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 BEGIN
     UPDATE distributed_lock l
-    SET expires_at = c.ts + distributed_lock_us(ttl_us),
+    SET expires_at = least(c.ts + distributed_lock_us(ttl_us), (c.v).force_at),
         ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
-    FROM (SELECT k.r, distributed_lock_now() AS ts
-          FROM (SELECT z AS r FROM distributed_lock z
+    FROM (SELECT k.r, k.v, distributed_lock_now() AS ts
+          FROM (SELECT z AS r, v FROM distributed_lock z
+                LEFT JOIN distributed_lock_revoke v ON v.lock_key = z.lock_key AND v.fence_token = z.fence_token
                 WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
-                FOR NO KEY UPDATE) k
+                FOR NO KEY UPDATE OF z) k
           OFFSET 0) c
     WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
-    IF FOUND THEN
-        -- A revoke's deadline bounds every renewal (16_revoke.sql).
-        expires_at := distributed_lock_revoke_cap(key, token, expires_at);
-    ELSE
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', (c.v).requested_at,
+              (c.v).reason, (c.v).actor, (c.v).caller_role, (c.v).force_at,
+              CASE WHEN (c.v).force_at IS NOT NULL THEN greatest((c.v).force_at - c.ts, interval '0') END
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, requested_at, reason, actor,
+         caller_role, force_at, remaining;
+    IF NOT FOUND THEN
         -- A shared or semaphore holder's lease (11_shared.sql)?
         SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
