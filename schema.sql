@@ -1129,7 +1129,9 @@ END $$;
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
--- after the wait.
+-- after the wait. The row updated is found by key, not through c: joined
+-- on c's columns, a table without statistics (autovacuum has not analysed
+-- it yet) is planned as a scan of every row, c evaluated again for each.
 --
 -- A renewal also answers with the revoke pending on the grant (the
 -- columns of distributed_lock_revoke_pending, all NULL when none, or for a
@@ -1158,7 +1160,7 @@ BEGIN
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE OF z) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', (c.v).requested_at,
               (c.v).reason, (c.v).actor, (c.v).caller_role, (c.v).force_at,
               CASE WHEN (c.v).force_at IS NOT NULL THEN greatest((c.v).force_at - c.ts, interval '0') END
@@ -1978,7 +1980,8 @@ END $$;
 -- distributed_lock_force_expire ends the lease now without freeing the row:
 -- the next acquirer takes it over as a steal, with a new token, once the
 -- lock-delay from the new expires_at has passed. Its now is read once it
--- holds the row (c: the lock, then the clock, as distributed_lock_renew).
+-- holds the row (c: the lock, then the clock, and the row found by key, as
+-- distributed_lock_renew).
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1998,7 +2001,7 @@ BEGIN
                   AND z.slot = 0 AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
+    WHERE l.lock_key = key AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
               c.ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;

@@ -12,7 +12,9 @@
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
--- after the wait.
+-- after the wait. The row updated is found by key, not through c: joined
+-- on c's columns, a table without statistics (autovacuum has not analysed
+-- it yet) is planned as a scan of every row, c evaluated again for each.
 --
 -- A renewal also answers with the revoke pending on the grant (the
 -- columns of distributed_lock_revoke_pending, all NULL when none, or for a
@@ -41,7 +43,7 @@ BEGIN
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE OF z) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', (c.v).requested_at,
               (c.v).reason, (c.v).actor, (c.v).caller_role, (c.v).force_at,
               CASE WHEN (c.v).force_at IS NOT NULL THEN greatest((c.v).force_at - c.ts, interval '0') END
