@@ -18,10 +18,12 @@
 --
 -- A renewal also answers with the revoke pending on the grant (the
 -- columns of distributed_lock_revoke_pending, all NULL when none, or for a
--- shared or semaphore holder, which no revoke reaches): the revoke is read
--- in the renewal's own statement, under the same row lock and clock, and
--- its deadline bounds the new expiry (16_revoke.sql), so a renewal of a
--- lease nobody revoked makes no call beyond its statement.
+-- shared or semaphore holder, which no revoke reaches), read in a
+-- statement of its own once the row is locked: the update's snapshot was
+-- taken before it waited for the lock, so a revoke that committed during
+-- that wait is seen only by a later statement. Its deadline bounds the
+-- new expiry (distributed_lock_revoke_cap, called only for a lease a
+-- revoke with a deadline reached).
 CREATE OR REPLACE FUNCTION distributed_lock_renew(
     key text, owner text, token bigint, ttl_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -30,31 +32,37 @@ CREATE OR REPLACE FUNCTION distributed_lock_renew(
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
+DECLARE
+    ts timestamptz;
 BEGIN
     UPDATE distributed_lock l
-    SET expires_at = least(c.ts + distributed_lock_us(ttl_us), (c.v).force_at),
+    SET expires_at = c.ts + distributed_lock_us(ttl_us),
         ttl = distributed_lock_us(ttl_us),
         renewed_at = c.ts,
         renew_count = l.renew_count + 1
-    FROM (SELECT k.r, k.v, distributed_lock_now() AS ts
-          FROM (SELECT z AS r, v FROM distributed_lock z
-                LEFT JOIN distributed_lock_revoke v ON v.lock_key = z.lock_key AND v.fence_token = z.fence_token
+    FROM (SELECT k.r, distributed_lock_now() AS ts
+          FROM (SELECT z AS r FROM distributed_lock z
                 WHERE z.lock_key = key AND z.slot = 0 AND z.owner_id = owner AND z.fence_token = token
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
-                FOR NO KEY UPDATE OF z) k
+                FOR NO KEY UPDATE) k
           OFFSET 0) c
     WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', (c.v).requested_at,
-              (c.v).reason, (c.v).actor, (c.v).caller_role, (c.v).force_at,
-              CASE WHEN (c.v).force_at IS NOT NULL THEN greatest((c.v).force_at - c.ts, interval '0') END
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, requested_at, reason, actor,
-         caller_role, force_at, remaining;
-    IF NOT FOUND THEN
-        -- A shared or semaphore holder's lease (11_shared.sql)?
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
-        FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', c.ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts;
+    IF FOUND THEN
+        SELECT v.requested_at, v.reason, v.actor, v.caller_role, v.force_at
+        INTO requested_at, reason, actor, caller_role, force_at
+        FROM distributed_lock_revoke v WHERE v.lock_key = key AND v.fence_token = token;
+        IF force_at IS NOT NULL THEN
+            remaining := greatest(force_at - ts, interval '0');
+            expires_at := distributed_lock_revoke_cap(key, token, expires_at);
+        END IF;
+        RETURN;
     END IF;
+    -- A shared or semaphore holder's lease (11_shared.sql)?
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+    FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';

@@ -6,7 +6,7 @@
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
 -- now + force_after, and every later renewal at the same instant
--- (distributed_lock_renew, and distributed_lock_revoke_cap, called by a
+-- (distributed_lock_revoke_cap, called by distributed_lock_renew and by a
 -- session's heartbeat and bind), so a
 -- holder that has not released by then loses the lease as if it had
 -- stopped renewing: its lock-delay starts and the next acquirer steals it.
@@ -68,7 +68,8 @@ END $$;
 -- distributed_lock_revoke_cap is the expiry of key's grant token, ends_at,
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
--- A session's heartbeat and bind call it for each revoked lease they
+-- distributed_lock_renew calls it for a lease a revoke with a deadline
+-- reached, and a session's heartbeat and bind for each revoked lease they
 -- keep, so no renewal outlives the deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
