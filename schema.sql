@@ -95,7 +95,7 @@ BEGIN
                pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
                pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
     INTO found
-    FROM distributed_lock_migration m JOIN (VALUES (1, '40fae94db04c73368c3d7dc235dfe4e3acbe53363818944d766b36e219947567')) b (version, checksum) ON b.version = m.version
+    FROM distributed_lock_migration m JOIN (VALUES (1, '02fc4b45f94f3ab062735f606b2d51ef5527dbec573d899419cee02c5d2622db')) b (version, checksum) ON b.version = m.version
     WHERE m.checksum IS DISTINCT FROM b.checksum;
     IF found IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
@@ -459,7 +459,7 @@ CREATE INDEX distributed_lock_session_lease_session_idx ON distributed_lock_sess
 
 -- Revokes (16_revoke.sql): an operator's request that the holder of one
 -- grant, named by key and token, let go. The holder's renewals read it
--- (distributed_lock_revoke_pending); with force_at, no renewal extends the
+-- (distributed_lock_renew); with force_at, no renewal extends the
 -- lease past it, so the lease lapses by itself then if its holder has not
 -- released it. At most one row per key: a revoke deletes the key's rows of
 -- older grants.
@@ -512,7 +512,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '40fae94db04c73368c3d7dc235dfe4e3acbe53363818944d766b36e219947567');
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '02fc4b45f94f3ab062735f606b2d51ef5527dbec573d899419cee02c5d2622db');
 \endif
 
 -- The functions, re-created every time.
@@ -1131,14 +1131,28 @@ END $$;
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
--- after the wait.
+-- after the wait. The row updated is found by key, not through c: joined
+-- on c's columns, a table without statistics (autovacuum has not analysed
+-- it yet) is planned as a scan of every row, c evaluated again for each.
+--
+-- A renewal also answers with the revoke pending on the grant (the
+-- columns of distributed_lock_revoke_pending, all NULL when none, or for a
+-- shared or semaphore holder, which no revoke reaches), read in a
+-- statement of its own once the row is locked: the update's snapshot was
+-- taken before it waited for the lock, so a revoke that committed during
+-- that wait is seen only by a later statement. Its deadline bounds the
+-- new expiry (distributed_lock_revoke_cap, called only for a lease a
+-- revoke with a deadline reached).
 CREATE OR REPLACE FUNCTION distributed_lock_renew(
     key text, owner text, token bigint, ttl_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
+    OUT ttl interval, OUT outcome text, OUT requested_at timestamptz, OUT reason text,
+    OUT actor text, OUT caller_role text, OUT force_at timestamptz, OUT remaining interval)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
+DECLARE
+    ts timestamptz;
 BEGIN
     UPDATE distributed_lock l
     SET expires_at = c.ts + distributed_lock_us(ttl_us),
@@ -1151,18 +1165,23 @@ BEGIN
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', c.ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts;
     IF FOUND THEN
-        -- A revoke's deadline bounds every renewal (16_revoke.sql).
-        expires_at := distributed_lock_revoke_cap(key, token, expires_at);
-    ELSE
-        -- A shared or semaphore holder's lease (11_shared.sql)?
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
-        FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
+        SELECT v.requested_at, v.reason, v.actor, v.caller_role, v.force_at
+        INTO requested_at, reason, actor, caller_role, force_at
+        FROM distributed_lock_revoke v WHERE v.lock_key = key AND v.fence_token = token;
+        IF force_at IS NOT NULL THEN
+            remaining := greatest(force_at - ts, interval '0');
+            expires_at := distributed_lock_revoke_cap(key, token, expires_at);
+        END IF;
+        RETURN;
     END IF;
+    -- A shared or semaphore holder's lease (11_shared.sql)?
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+    FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
@@ -1971,7 +1990,8 @@ END $$;
 -- distributed_lock_force_expire ends the lease now without freeing the row:
 -- the next acquirer takes it over as a steal, with a new token, once the
 -- lock-delay from the new expires_at has passed. Its now is read once it
--- holds the row (c: the lock, then the clock, as distributed_lock_renew).
+-- holds the row (c: the lock, then the clock, and the row found by key, as
+-- distributed_lock_renew).
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1991,7 +2011,7 @@ BEGIN
                   AND z.slot = 0 AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
+    WHERE l.lock_key = key AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
               c.ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;
@@ -4657,7 +4677,7 @@ END $$;
 -- Revoke: an operator asks the holder of an exclusive lease to let go,
 -- rather than forcing it. The request is a row of distributed_lock_revoke,
 -- keyed by the grant (key and token), which the holder's renewals read
--- (distributed_lock_revoke_pending): a holder that keeps its lease alive
+-- (distributed_lock_renew answers with it): a holder that keeps its lease alive
 -- learns it within one renewal interval, finishes and releases as usual.
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
@@ -4724,8 +4744,9 @@ END $$;
 -- distributed_lock_revoke_cap is the expiry of key's grant token, ends_at,
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
--- distributed_lock_renew calls it after each renewal, so no renewal
--- outlives the deadline. Internal.
+-- distributed_lock_renew calls it for a lease a revoke with a deadline
+-- reached, and a session's heartbeat and bind for each revoked lease they
+-- keep, so no renewal outlives the deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$

@@ -31,14 +31,12 @@ type LeaseRow struct {
 }
 
 // renewSQL calls distributed_lock_renew (schema.sql): it extends a lease
-// that is still current and unexpired, and reads the revoke pending on it
-// (distributed_lock_revoke_pending: all NULL when none). A lease that is
-// not current reads as no row.
+// that is still current and unexpired, and answers with the revoke pending
+// on it (all NULL when none). A lease that is not current reads as no row.
 const renewSQL = `
 SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl,
-       v.requested_at, v.reason, v.actor, v.caller_role, v.force_at, v.remaining
+       r.requested_at, r.reason, r.actor, r.caller_role, r.force_at, r.remaining
 FROM distributed_lock_renew($1, $2, $3, $4::bigint) r
-CROSS JOIN LATERAL distributed_lock_revoke_pending(r.lock_key, r.owner_id, r.fence_token) v
 WHERE r.outcome = '` + lockdb.OutcomeRenewed + `'`
 
 // Renew extends ref's lease by ttl from the database's now, and returns the

@@ -12,7 +12,8 @@ import (
 )
 
 // Revoke is an operator's pending request that a grant's holder let go
-// (distributed_lock_revoke_pending), as the holder reads it.
+// (distributed_lock_renew and distributed_lock_revoke_pending), as the
+// holder reads it.
 type Revoke struct {
 	RequestedAt time.Time
 	Reason      string

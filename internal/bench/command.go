@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/internal/pgtemp"
+	"github.com/lockctl/lockctl/locker"
 )
 
 // Command is `lockctl bench`, for main.go's command tree.
@@ -110,6 +111,8 @@ func Command() *cobra.Command {
 	cli.DurationVar(fs, &q.Hold, "hold", 2*time.Millisecond, "queue and semaphore scenarios: how long each grant is held")
 	fs.IntVar(&permits, "permits", 4, "semaphore scenario: permits of the semaphore key, and how many mutex keys it is measured against")
 	fs.IntVar(&k.Keys, "keys", 4, "keys scenario: keys in each set")
+	fs.StringSliceVar(&k.Modes, "modes", []string{locker.ModeExclusive}, "keys scenario: the modes of a set's keys, in turn, "+
+		"`exclusive|shared|semaphore:N`; any but exclusive measures a mixed-mode set")
 	fs.IntVar(&k.Deadlocks, "deadlocks", 10, "keys scenario: deadlocks closed each way (one wait after the other, two at once)")
 	fs.BoolVar(&queueWorker, queueWorkerFlag, false, "run as a queue worker process (internal)")
 	_ = fs.MarkHidden(queueWorkerFlag)

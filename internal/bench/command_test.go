@@ -21,6 +21,7 @@ func TestCommandRefusesOptions(t *testing.T) {
 		{[]string{"bench", "--scenario", "queue", "--processes", "65"}, "lockctl bench: processes must be between 1 and 64, got 65\n"},
 		{[]string{"bench", "--scenario", "semaphore", "--permits", "20"}, "lockctl bench: permits must be between 1 and the number of workers (16), got 20\n"},
 		{[]string{"bench", "--scenario", "semaphore", "--waiters", "8,16"}, "lockctl bench: --scenario semaphore measures one number of workers"},
+		{[]string{"bench", "--scenario", "keys", "--modes", "shared,read"}, "lockctl bench: mode \"read\": want exclusive, shared or semaphore:N\n"},
 	} {
 		var stdout, stderr bytes.Buffer
 		root := cli.NewRoot(cli.BuildVersion(), Command())

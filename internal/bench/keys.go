@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +29,11 @@ type KeysOptions struct {
 	Workers []int
 	// Keys in each set. Defaults to 4.
 	Keys int
+	// Modes the set's keys ask for, in turn: "exclusive", "shared" or
+	// "semaphore:N". Defaults to exclusive; any other makes a mixed-mode
+	// set, which a build that cannot take one refuses before measuring
+	// (ErrMixedSetRefused).
+	Modes []string
 	// Duration each series runs per round. Defaults to 2s.
 	Duration time.Duration
 	// Rounds of every series, interleaved. Defaults to 3.
@@ -41,6 +45,8 @@ type KeysOptions struct {
 	TTL time.Duration
 	// Progress receives one line per finished series; nil: silent.
 	Progress io.Writer
+
+	modes []locker.Key // Modes parsed
 }
 
 func (o KeysOptions) withDefaults() (KeysOptions, error) {
@@ -54,6 +60,16 @@ func (o KeysOptions) withDefaults() (KeysOptions, error) {
 	o.TTL = cmp.Or(o.TTL, 30*time.Second)
 	if o.Progress == nil {
 		o.Progress = io.Discard
+	}
+	if len(o.Modes) == 0 {
+		o.Modes = []string{locker.ModeExclusive}
+	}
+	o.modes = make([]locker.Key, len(o.Modes))
+	for i, m := range o.Modes {
+		var err error
+		if o.modes[i], err = keyMode(m); err != nil {
+			return o, err
+		}
 	}
 	for _, w := range o.Workers {
 		if w < 1 || w > maxWorkers {
@@ -92,8 +108,9 @@ func RunKeys(ctx context.Context, dsn string, opts KeysOptions) (*KeysReport, er
 		return nil, err
 	}
 	began := time.Now()
-	rep := &KeysReport{Started: began, NumCPU: runtime.NumCPU(), Keys: opts.Keys, Duration: opts.Duration,
-		Rounds: opts.Rounds, LoadBefore: loadAverage()}
+	set := setKeys("", opts.Keys, opts.modes)
+	rep := &KeysReport{Started: began, NumCPU: runtime.NumCPU(), Keys: opts.Keys, Modes: setModes(set), Mixed: mixed(set),
+		Duration: opts.Duration, Rounds: opts.Rounds, LoadBefore: loadAverage()}
 	// The pool serves the deadlock rounds: four waits and holds at once.
 	t, err := openTarget(ctx, dsn, 4)
 	if err != nil {
@@ -113,6 +130,9 @@ func RunKeys(ctx context.Context, dsn string, opts KeysOptions) (*KeysReport, er
 	if err != nil {
 		return nil, err
 	}
+	if err := tryMixedSet(ctx, lk, t.pool, setKeys("keys-probe", opts.Keys, opts.modes)); err != nil {
+		return nil, err
+	}
 	var samples []sample
 	for _, workers := range opts.Workers {
 		pool, err := t.openPool(ctx, workers)
@@ -120,7 +140,7 @@ func RunKeys(ctx context.Context, dsn string, opts KeysOptions) (*KeysReport, er
 			return nil, err
 		}
 		chkSet, chkOne := newChecker(), newChecker()
-		all := []series{setAtOnceSeries(lk, pool, opts.Keys, chkSet), setOneByOneSeries(lk, pool, opts.Keys, chkOne)}
+		all := []series{setAtOnceSeries(lk, pool, opts.Keys, opts.modes, chkSet), setOneByOneSeries(lk, pool, opts.Keys, opts.modes, chkOne)}
 		checkers := map[string]*checker{SeriesSetAtOnce: chkSet, SeriesSetOneByOne: chkOne}
 		for _, s := range all { // warm-up, not reported: connections, first rows
 			if _, err := runSeries(ctx, s, ScenarioSolo, workers, soloKeys, min(opts.Duration/4, 300*time.Millisecond), nil, checkers[s.name]); err != nil {
@@ -158,21 +178,12 @@ func RunKeys(ctx context.Context, dsn string, opts KeysOptions) (*KeysReport, er
 	return rep, nil
 }
 
-// setKeys are worker's n keys: the solo key with a suffix each.
-func setKeys(key string, n int) []string {
-	keys := make([]string, n)
-	for i := range keys {
-		keys[i] = key + "/" + strconv.Itoa(i)
-	}
-	return keys
-}
-
-// setAtOnceSeries takes the worker's n keys in one a set's Acquire and gives
-// them back in one Release: a cycle is the whole set.
-func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
+// setAtOnceSeries takes the worker's n keys, in modes, in one a set's
+// Acquire and gives them back in one Release: a cycle is the whole set.
+func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, modes []locker.Key, chk *checker) series {
 	return series{name: SeriesSetAtOnce, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
-		leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: locker.Keys(setKeys(key, n)...), Owner: o})
+		leases, err := lk.Acquire(ctx, pool, locker.Request{Keys: setKeys(key, n, modes), Owner: o})
 		if errors.Is(err, locker.ErrHeld) {
 			return false, nil
 		}
@@ -194,9 +205,10 @@ func setAtOnceSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker)
 	}}
 }
 
-// setOneByOneSeries takes the same keys with one Acquire each, in
-// order, and releases them one by one: what a service does without sets.
-func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checker) series {
+// setOneByOneSeries takes the same keys, in the same modes, with one
+// Acquire each, in order, and releases them one by one: what a service
+// does without sets.
+func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, modes []locker.Key, chk *checker) series {
 	return series{name: SeriesSetOneByOne, cycle: func(ctx context.Context, worker int, key string) (bool, error) {
 		o := owner(worker)
 		var held []locker.Lease
@@ -213,15 +225,15 @@ func setOneByOneSeries(lk *locker.Locker, pool *pgxpool.Pool, n int, chk *checke
 			}
 			return nil
 		}
-		for _, k := range setKeys(key, n) {
-			l, err := tryKey(ctx, lk, pool, k, o)
+		for _, k := range setKeys(key, n, modes) {
+			l, err := oneLease(lk.Acquire(ctx, pool, locker.Request{Keys: []locker.Key{k}, Owner: o}))
 			if errors.Is(err, locker.ErrHeld) {
 				return false, release()
 			}
 			if err != nil {
 				return false, errors.Join(err, release())
 			}
-			chk.granted(k, o, l.Token)
+			chk.granted(k.Name, o, l.Token)
 			held = append(held, l)
 		}
 		return true, release()

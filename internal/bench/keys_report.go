@@ -15,6 +15,8 @@ type KeysReport struct {
 	NumCPU     int           `json:"num_cpu"`
 	Server     ServerInfo    `json:"server"`
 	Keys       int           `json:"keys"`
+	Modes      string        `json:"modes"` // of the set's keys, in order
+	Mixed      bool          `json:"mixed"` // some are not exclusive
 	Duration   time.Duration `json:"duration_ns"`
 	Rounds     int           `json:"rounds"`
 	LoadBefore string        `json:"load_before,omitempty"`
@@ -50,12 +52,20 @@ func (r *KeysReport) summarize(samples []sample, workers []int) {
 			}
 			return r.Results[i].CyclesPerSec
 		}
-		t := Target{Claim: fmt.Sprintf("%d keys at once ÷ one by one, %d workers", r.Keys, w), Want: keysWantRatio,
+		t := Target{Claim: fmt.Sprintf("%d keys%s at once ÷ one by one, %d workers", r.Keys, r.mix(), w), Want: keysWantRatio,
 			Got:     safeRatio(rate(SeriesSetAtOnce), rate(SeriesSetOneByOne)),
 			ByRound: roundRatios(samples, ScenarioSolo, w, SeriesSetAtOnce, SeriesSetOneByOne)}
 		t.Met = t.Got >= t.Want
 		r.Targets = append(r.Targets, t)
 	}
+}
+
+// mix names the set's modes when they are mixed: " (shared, exclusive, …)".
+func (r *KeysReport) mix() string {
+	if !r.Mixed {
+		return ""
+	}
+	return " (" + r.Modes + ")"
 }
 
 func (r *KeysReport) judgeDeadlocks() {
@@ -75,8 +85,8 @@ func (r *KeysReport) judgeDeadlocks() {
 func (r *KeysReport) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	writeRunHeader(&b, r.Started, r.Took, r.NumCPU, r.Server, r.LoadBefore, r.LoadAfter)
-	fmt.Fprintf(&b, "Sets of %d keys, each worker on keys of its own; a cycle takes the whole set and gives it back. "+
-		"Each series ran %s per round, %d rounds, interleaved; medians over rounds.\n\n", r.Keys, r.Duration, r.Rounds)
+	fmt.Fprintf(&b, "Sets of %d keys (%s), each worker on keys of its own; a cycle takes the whole set and gives it back. "+
+		"Each series ran %s per round, %d rounds, interleaved; medians over rounds.\n\n", r.Keys, r.Modes, r.Duration, r.Rounds)
 	b.WriteString("| series | workers | sets/s | rounds min–max | p50 | p99 | round trips/set | WAL/set | CPU/set server+client | violations excl/token/lost | errors |\n")
 	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, x := range r.Results {

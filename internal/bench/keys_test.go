@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -53,6 +54,42 @@ func TestKeysScenario(t *testing.T) {
 	for _, want := range []string{"| set at once | 2 |", "| two waits at once |", "3 keys at once ÷ one by one, 2 workers", "≥ 2.00"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A mixed-mode set (shared and exclusive keys in one Acquire) is either
+// measured as an all-exclusive one is, the set's modes named in its target,
+// or, by a build whose locker or server cannot take one yet, refused before
+// anything runs, with an error that names the modes and says why.
+func TestKeysScenarioMeasuresAMixedSetOrRefusesItClearly(t *testing.T) {
+	srv := testdb.Server(t)
+	rep, err := RunKeys(context.Background(), srv.DSN(""), KeysOptions{Workers: []int{2}, Keys: 4,
+		Modes: []string{"shared", "exclusive"}, Duration: 150 * time.Millisecond, Rounds: 1, Deadlocks: 1})
+	if err != nil {
+		if !errors.Is(err, ErrMixedSetRefused) || !strings.Contains(err.Error(), "(shared, exclusive, shared, exclusive)") {
+			t.Fatalf("RunKeys of a mixed set: %v; want ErrMixedSetRefused naming the modes", err)
+		}
+		t.Logf("refused as this build must: %v", err)
+		return
+	}
+	for _, r := range rep.Results {
+		if r.Granted == 0 || r.Errors != 0 || !r.Violations.Zero() {
+			t.Errorf("%s: %d granted, %d errors (%s), violations %+v", r.Series, r.Granted, r.Errors, r.FirstError, r.Violations)
+		}
+	}
+	if want := "4 keys (shared, exclusive, shared, exclusive) at once ÷ one by one, 2 workers"; len(rep.Targets) != 1 || rep.Targets[0].Claim != want {
+		t.Errorf("targets = %+v, want one: %q", rep.Targets, want)
+	}
+}
+
+// Modes a set's keys cannot ask for are refused before anything connects.
+func TestKeysScenarioRefusesUnknownModes(t *testing.T) {
+	for _, modes := range [][]string{{"exclusive", "read"}, {"semaphore"}, {"semaphore:0"}, {"shared:2"}} {
+		_, err := RunKeys(context.Background(), "postgres://nowhere.invalid/db", KeysOptions{Modes: modes})
+		var oe *OptionError
+		if !errors.As(err, &oe) {
+			t.Errorf("modes %q: %v, want an OptionError", modes, err)
 		}
 	}
 }

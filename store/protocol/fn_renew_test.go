@@ -45,7 +45,11 @@ func TestRenew(t *testing.T) {
 	f.run(t, []fnCase{
 		{name: "no row", state: noRow(), call: mine.call, want: notHeld},
 		{name: "free", state: free().with(func(r *lockRow) { r.owner = me }), call: mine.call, want: notHeld},
-		{name: "held by the caller", state: heldBy(me), call: mine.call, want: renewed(me)},
+		{name: "held by the caller, not revoked: told of none", state: heldBy(me), call: mine.call, want: func() want {
+			w := renewed(me)
+			w.check = toldOf("", false)
+			return w
+		}()},
 		{name: "held by the caller, an older token", state: heldBy(me), call: renewArgs{owner: me, token: keptPrevious, ttl: time.Minute}.call, want: notHeld},
 		{name: "held by another, its token", state: heldBy(other), call: mine.call, want: notHeld},
 		{name: "held by the caller's owner, taken by another role: not held", state: heldBy(me).ofAnotherRole(),
@@ -63,13 +67,20 @@ func TestRenew(t *testing.T) {
 			return w
 		}()},
 		{name: "lapsed hand-off to the caller", state: lapsedHandOffTo(me), call: mine.call, want: notHeld},
-		{name: "revoked with a deadline: renewed up to it, no further", state: heldBy(me).revoked(revokeRow{forceIn: deadlineIn(20 * time.Second)}),
+		{name: "revoked with a deadline: renewed up to it, no further, and told", state: heldBy(me).revoked(revokeRow{reason: "drain", forceIn: deadlineIn(20 * time.Second)}),
 			call: mine.call, want: func() want {
 				w := renewed(me)
 				w.row.expires = about(20 * time.Second)
+				w.check = toldOf("drain", true)
 				return w
 			}()},
-		{name: "revoked without a deadline: renewed as usual", state: heldBy(me).revoked(revokeRow{reason: "drain"}), call: mine.call, want: renewed(me)},
+		{name: "revoked without a deadline: renewed as usual, and told", state: heldBy(me).revoked(revokeRow{reason: "drain"}), call: mine.call, want: func() want {
+			w := renewed(me)
+			w.check = toldOf("drain", false)
+			return w
+		}()},
+		{name: "another role's lease, revoked: not told", state: heldBy(me).ofAnotherRole().revoked(revokeRow{reason: "drain"}), call: mine.call,
+			want: notHeld},
 
 		{name: "a holder's slot, its token: renewed", state: sharedBy(other, me), call: renewArgs{owner: me, token: slotTok(2), ttl: 2 * time.Minute}.call,
 			want: want{outcome: "renewed", owner: me, token: slotTok(2), row: untouched,

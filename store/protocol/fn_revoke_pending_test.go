@@ -19,8 +19,14 @@ func (a pendingArgs) call(key string, p prepared) (string, []any) {
 // pending: the call answers the revoke (reason "": none at all) and changes
 // nothing.
 func pending(reason string, deadline bool) want {
-	w := want{row: untouched}
-	w.check = func(t *testing.T, result map[string]any, _ prepared, _ observed) {
+	return want{row: untouched, check: toldOf(reason, deadline)}
+}
+
+// toldOf checks that a call's row tells its holder of the revoke pending
+// on the lease (reason "": none at all), with its deadline and the time
+// left until it, or none.
+func toldOf(reason string, deadline bool) check {
+	return func(t *testing.T, result map[string]any, _ prepared, _ observed) {
 		t.Helper()
 		got, _ := result["reason"].(string)
 		switch {
@@ -28,11 +34,10 @@ func pending(reason string, deadline bool) want {
 			t.Errorf("revoke %v; want none (all NULL)", result)
 		case reason != "" && (got != reason || result["actor"] != "alice" || result["caller_role"] == nil):
 			t.Errorf("revoke %v; want reason %q by alice, with the role that revoked", result, reason)
-		case deadline != (result["force_at"] != nil):
-			t.Errorf("revoke %v; want a deadline: %v", result, deadline)
+		case deadline != (result["force_at"] != nil) || deadline != (result["remaining"] != nil):
+			t.Errorf("revoke %v; want a deadline and the time left: %v", result, deadline)
 		}
 	}
-	return w
 }
 
 func TestRevokePending(t *testing.T) {

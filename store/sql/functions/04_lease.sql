@@ -12,14 +12,28 @@
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
--- after the wait.
+-- after the wait. The row updated is found by key, not through c: joined
+-- on c's columns, a table without statistics (autovacuum has not analysed
+-- it yet) is planned as a scan of every row, c evaluated again for each.
+--
+-- A renewal also answers with the revoke pending on the grant (the
+-- columns of distributed_lock_revoke_pending, all NULL when none, or for a
+-- shared or semaphore holder, which no revoke reaches), read in a
+-- statement of its own once the row is locked: the update's snapshot was
+-- taken before it waited for the lock, so a revoke that committed during
+-- that wait is seen only by a later statement. Its deadline bounds the
+-- new expiry (distributed_lock_revoke_cap, called only for a lease a
+-- revoke with a deadline reached).
 CREATE OR REPLACE FUNCTION distributed_lock_renew(
     key text, owner text, token bigint, ttl_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
+    OUT ttl interval, OUT outcome text, OUT requested_at timestamptz, OUT reason text,
+    OUT actor text, OUT caller_role text, OUT force_at timestamptz, OUT remaining interval)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
+DECLARE
+    ts timestamptz;
 BEGIN
     UPDATE distributed_lock l
     SET expires_at = c.ts + distributed_lock_us(ttl_us),
@@ -32,18 +46,23 @@ BEGIN
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', c.ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts;
     IF FOUND THEN
-        -- A revoke's deadline bounds every renewal (16_revoke.sql).
-        expires_at := distributed_lock_revoke_cap(key, token, expires_at);
-    ELSE
-        -- A shared or semaphore holder's lease (11_shared.sql)?
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
-        FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
+        SELECT v.requested_at, v.reason, v.actor, v.caller_role, v.force_at
+        INTO requested_at, reason, actor, caller_role, force_at
+        FROM distributed_lock_revoke v WHERE v.lock_key = key AND v.fence_token = token;
+        IF force_at IS NOT NULL THEN
+            remaining := greatest(force_at - ts, interval '0');
+            expires_at := distributed_lock_revoke_cap(key, token, expires_at);
+        END IF;
+        RETURN;
     END IF;
+    -- A shared or semaphore holder's lease (11_shared.sql)?
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+    FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';

@@ -10,7 +10,8 @@
 -- distributed_lock_force_expire ends the lease now without freeing the row:
 -- the next acquirer takes it over as a steal, with a new token, once the
 -- lock-delay from the new expires_at has passed. Its now is read once it
--- holds the row (c: the lock, then the clock, as distributed_lock_renew).
+-- holds the row (c: the lock, then the clock, and the row found by key, as
+-- distributed_lock_renew).
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -30,7 +31,7 @@ BEGIN
                   AND z.slot = 0 AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
+    WHERE l.lock_key = key AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
               c.ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;

@@ -1,7 +1,7 @@
 -- Revoke: an operator asks the holder of an exclusive lease to let go,
 -- rather than forcing it. The request is a row of distributed_lock_revoke,
 -- keyed by the grant (key and token), which the holder's renewals read
--- (distributed_lock_revoke_pending): a holder that keeps its lease alive
+-- (distributed_lock_renew answers with it): a holder that keeps its lease alive
 -- learns it within one renewal interval, finishes and releases as usual.
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
@@ -68,8 +68,9 @@ END $$;
 -- distributed_lock_revoke_cap is the expiry of key's grant token, ends_at,
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
--- distributed_lock_renew calls it after each renewal, so no renewal
--- outlives the deadline. Internal.
+-- distributed_lock_renew calls it for a lease a revoke with a deadline
+-- reached, and a session's heartbeat and bind for each revoked lease they
+-- keep, so no renewal outlives the deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$

@@ -260,7 +260,7 @@ CREATE INDEX distributed_lock_session_lease_session_idx ON distributed_lock_sess
 
 -- Revokes (16_revoke.sql): an operator's request that the holder of one
 -- grant, named by key and token, let go. The holder's renewals read it
--- (distributed_lock_revoke_pending); with force_at, no renewal extends the
+-- (distributed_lock_renew); with force_at, no renewal extends the
 -- lease past it, so the lease lapses by itself then if its holder has not
 -- released it. At most one row per key: a revoke deletes the key's rows of
 -- older grants.

@@ -12,7 +12,7 @@ import java.util.Optional;
  * that learns of an operator's revoke through SQL alone. It takes key
  * through {@link DistributedLock}, prints "held TOKEN", then renews every
  * interval_ms as docs/protocol.md shows, reading the revoke pending on the
- * lease in the same statement (distributed_lock_revoke_pending), until one
+ * lease from the renewal's own row (distributed_lock_renew), until one
  * is there: it prints "revoked ACTOR ROLE DEADLINE REASON" (DEADLINE: "none"
  * or "set"), releases the lease and prints "released true" (false: it was no
  * longer held).
@@ -22,10 +22,8 @@ import java.util.Optional;
 public final class Revoke {
 
     private static final String RENEW_AND_READ =
-        "SELECT v.actor, v.caller_role, v.force_at, v.reason"
-        + " FROM distributed_lock_renew(?, ?, ?, ?) r"
-        + " CROSS JOIN LATERAL distributed_lock_revoke_pending(r.lock_key, r.owner_id, r.fence_token) v"
-        + " WHERE r.outcome = 'renewed'";
+        "SELECT r.actor, r.caller_role, r.force_at, r.reason"
+        + " FROM distributed_lock_renew(?, ?, ?, ?) r WHERE r.outcome = 'renewed'";
 
     public static void main(String[] args) throws Exception {
         Map<String, String> a = Ops.args(args);
