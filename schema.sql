@@ -961,7 +961,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := distributed_lock_now();
     res distributed_lock_acquire_result;
-    r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
@@ -992,6 +991,29 @@ BEGIN
         FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
     END IF;
+    -- Refused, a first grant, a group's key or a renewal: the rare paths,
+    -- set up only by calls the grant above did not serve.
+    RETURN distributed_lock_acquire_otherwise(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us, ts);
+END $$;
+
+-- distributed_lock_acquire_otherwise decides distributed_lock_acquire's
+-- attempt when its grant anew, at ts, granted nothing: a refusal of an
+-- exclusive key (the common case, one statement), a key's first grant
+-- (distributed_lock_first_grant), a shared or semaphore key's row judged
+-- by its group's leases (11_shared.sql), or owner's own running lease
+-- renewed (distributed_lock_renew_own). Same arguments and answer as
+-- acquire. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire_otherwise(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, ts timestamptz)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_acquire_result;
+    r distributed_lock;
+BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
@@ -1008,21 +1030,8 @@ BEGIN
     END IF;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT FOUND THEN
-        SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
-        INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
-        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us) f;
-        IF res.lock_key IS NULL THEN
-            -- Another transaction's first grant of the key won the insert.
-            res.lock_key := key;
-            res.outcome := 'busy';
-        ELSIF log_grants THEN
-            -- At the grant's instant (distributed_lock_first_grant's now).
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-            SELECT l.acquired_at, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
-                   coalesce(event_detail, '{}')
-            FROM distributed_lock l WHERE l.lock_key = key;
-        END IF;
-        RETURN res;
+        RETURN distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us, event_actor,
+                                            event_detail, log_grants);
     END IF;
     IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) THEN
         -- A group's row (11_shared.sql): granted once the group has ended,
@@ -1037,17 +1046,31 @@ BEGIN
         r.expires_at := distributed_lock_lease_end(r);
     END IF;
     res := ROW(r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, NULL, r.expires_at - ts, NULL, NULL);
-    IF NOT distributed_lock_held(r, owner, session_user, ts) THEN
-        res.outcome := distributed_lock_refusal(r, ts);
-        res.queue_length := distributed_lock_queue_length(key, ts);
-        IF res.outcome = 'delayed' THEN
-            res.delay_until := distributed_lock_delay_end(r);
-        END IF;
-        RETURN res;
+    IF distributed_lock_held(r, owner, session_user, ts) THEN
+        RETURN distributed_lock_renew_own(res, owner, ttl_us, lease_metadata, ts);
     END IF;
-    -- owner holds the key (as the caller's role: another role's lease of
-    -- the same owner name is refused as another's): a renewal, same token,
-    -- unless another transaction has the row locked (then 'held').
+    res.outcome := distributed_lock_refusal(r, ts);
+    res.queue_length := distributed_lock_queue_length(key, ts);
+    IF res.outcome = 'delayed' THEN
+        res.delay_until := distributed_lock_delay_end(r);
+    END IF;
+    RETURN res;
+END $$;
+
+-- distributed_lock_renew_own decides an acquire by the holder of the key
+-- of res (its row as acquire found it, at ts): owner holds the key (as the
+-- caller's role: another role's lease of the same owner name is refused
+-- as another's), so the lease is renewed, same token, for ttl_us with
+-- lease_metadata ('renewed'), unless another transaction has the row
+-- locked ('held'). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_renew_own(
+    res distributed_lock_acquire_result, owner text, ttl_us bigint, lease_metadata jsonb, ts timestamptz)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := res.lock_key;
+BEGIN
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
         ttl = distributed_lock_us(ttl_us),
@@ -1085,34 +1108,46 @@ BEGIN
     RETURN FOUND;
 END $$;
 
--- distributed_lock_first_grant is distributed_lock_acquire's first grant
--- of key, which has no row: its row made (distributed_lock_make_row) and
--- granted (distributed_lock_grant_lease) under the prune gate (a lock on
--- distributed_lock_prune_gate that first grants share and
+-- distributed_lock_first_grant decides distributed_lock_acquire's first
+-- grant of key, which has no row: its row made (distributed_lock_make_row)
+-- and granted (distributed_lock_grant_lease) under the prune gate (a lock
+-- on distributed_lock_prune_gate that first grants share and
 -- distributed_lock_prune excludes), so deleting rows can never let a key's
--- tokens go backwards (see there). When a concurrent first grant made the
--- row, every column is NULL. Internal.
+-- tokens go backwards (see there), logged as acquire logs a grant (at the
+-- grant's instant: its now is its own). Acquire's answer: 'acquired', or
+-- 'busy' (only lock_key set) when a concurrent first grant made the row.
+-- Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
-    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval)
-RETURNS record
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint, event_actor text,
+    event_detail jsonb, log_grants boolean)
+RETURNS distributed_lock_acquire_result
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ts timestamptz;
+    res distributed_lock_acquire_result;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     -- A now of its own, after the gate, which a prune holds while it
     -- deletes: the lease runs its whole TTL from when it is made.
     ts := distributed_lock_now();
-    IF distributed_lock_make_row(key, 0, ts) THEN
-        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
-                                          ts + distributed_lock_us(ttl_us), lease_metadata,
-                                          distributed_lock_us(lock_delay_us), NULL, ts) g;
+    IF NOT distributed_lock_make_row(key, 0, ts) THEN
+        -- Another transaction's first grant of the key won the insert.
+        res.lock_key := key;
+        res.outcome := 'busy';
+        RETURN res;
     END IF;
+    SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
+    INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
+    FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                      ts + distributed_lock_us(ttl_us), lease_metadata,
+                                      distributed_lock_us(lock_delay_us), NULL, ts) g;
+    IF log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+                coalesce(event_detail, '{}'));
+    END IF;
+    RETURN res;
 END $$;
 
 -- A lease's life after its grant: renew, release, fence, stale writes.
@@ -1252,7 +1287,6 @@ DECLARE
     wake timestamptz;
     follow_up boolean;
     lazily text; -- set_config's answer, unused
-    holders_lease boolean;
 BEGIN
     -- The lazy commit is set in the statement, before any hand-off below
     -- sets it on again (distributed_lock_commit_lazily written out: a
@@ -1272,41 +1306,60 @@ BEGIN
     IF FOUND AND NOT follow_up THEN
         RETURN res;
     END IF;
-    holders_lease := NOT FOUND;
-    IF holders_lease THEN
-        PERFORM distributed_lock_commit_lazily(lazy_commit);
-        -- A shared or semaphore holder's lease: released, logged and its
-        -- permit handed to a waiter beside the other holders while another
-        -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql), the now read once that lock
-        -- is held, and passed on below, once its end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-        INTO res
-        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-        WHERE h.lock_key IS NOT NULL;
-        IF FOUND THEN
-            RETURN res;
-        END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
-        ts := distributed_lock_now();
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-        INTO res
-        FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
-        IF NOT FOUND THEN
-            res.lock_key := key;
-            res.outcome := 'not_held';
-            RETURN res;
-        END IF;
+    IF NOT FOUND THEN
+        -- Not an exclusive lease: a shared or semaphore holder's, perhaps.
+        RETURN distributed_lock_release_slot(key, owner, token, lazy_commit, log_release, event_actor);
     END IF;
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF holders_lease THEN
-        PERFORM distributed_lock_holders_ended(key, ts);
-    ELSIF wake > ts THEN
+    IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
+    RETURN res;
+END $$;
+
+-- distributed_lock_release_slot decides distributed_lock_release of a
+-- shared or semaphore holder's lease (owner's slot of key granted with
+-- token; same arguments and answer): released, logged and its permit
+-- handed to a waiter beside the other holders while another keeps the
+-- group running (13_shared_release.sql), else ended under the row for
+-- update (11_shared.sql), the now read once that lock is held, logged, and
+-- passed on (distributed_lock_holders_ended). 'not_held' (only lock_key
+-- set) when key has no such slot. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_release_slot(
+    key text, owner text, token bigint, lazy_commit boolean, log_release boolean, event_actor text)
+RETURNS distributed_lock_release_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_release_result;
+    ts timestamptz;
+BEGIN
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+    WHERE h.lock_key IS NOT NULL;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
+    ts := distributed_lock_now();
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
+    IF NOT FOUND THEN
+        res.lock_key := key;
+        res.outcome := 'not_held';
+        RETURN res;
+    END IF;
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+        VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
     RETURN res;
 END $$;
 
@@ -1570,7 +1623,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     locked record;
-    ts timestamptz;
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
@@ -1608,6 +1660,31 @@ BEGIN
         remaining := NULL; outcome := 'busy';
         RETURN;
     END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_enqueue_locked(r, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                         event_detail, log_grants, lock_delay_us, channel) q;
+END $$;
+
+-- distributed_lock_enqueue_locked decides distributed_lock_enqueue once it
+-- holds key's row r for update (same arguments, channel already checked;
+-- same answer): a group whose holders all lapsed is ended first; owner
+-- takes the key when it may (distributed_lock_may_take), or a key found
+-- free or lapsed handed to owner's own record; else owner is queued
+-- (its live record taken over, or a new one) and told where it stands
+-- (distributed_lock_queued_answer), or refused as a deadlock. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_locked(
+    r distributed_lock, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, event_detail jsonb, log_grants boolean, lock_delay_us bigint, channel text)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := r.lock_key;
+    ts timestamptz;
+BEGIN
     -- After the row lock (the first try beside the others read its own
     -- now before this call waited for it).
     ts := distributed_lock_now();
@@ -1624,7 +1701,8 @@ BEGIN
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
-        db_now := ts;
+        RETURN QUERY SELECT lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, NULL::bigint, ts,
+                            NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
@@ -1638,8 +1716,8 @@ BEGIN
             FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-            waiter_id := NULL;
-            db_now := ts;
+            RETURN QUERY SELECT lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, NULL::bigint, ts,
+                                NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
             RETURN;
         END IF;
     END IF;
@@ -1648,17 +1726,32 @@ BEGIN
                                                  log_grants, lock_delay_us, channel, NULL, NULL, ts);
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    -- A statement of its own: the answer reads the queue the refusal left.
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);
-    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
-           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
-           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
-           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
-         queue_position, queue_length, delay_until
+    RETURN QUERY SELECT * FROM distributed_lock_queued_answer(key, waiter_id, cycle, ts);
+END $$;
+
+-- distributed_lock_queued_answer decides what a call that queued waiter
+-- record id for key at ts answers (distributed_lock_enqueue's row): the
+-- key's row and outcome 'queued', with the record's place in the queue and
+-- the lock-delay it waits out; or, when its wait closed found_cycle,
+-- 'deadlock' with that cycle (the record removed: waiter_id NULL).
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_answer(key text, id bigint, found_cycle jsonb, ts timestamptz)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- PL/pgSQL: distributed_lock_lease_end is made after this file.
+    RETURN QUERY
+    SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
+           CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END,
+           least(distributed_lock_lease_end(l), l.released_at) - ts,
+           CASE WHEN found_cycle IS NULL THEN id END, ts,
+           distributed_lock_queue_position(key, id, ts), distributed_lock_queue_length(key, ts),
+           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
     FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    IF cycle IS NOT NULL THEN
-        waiter_id := NULL;
-    END IF;
 END $$;
 
 -- distributed_lock_waiter_poll is a queued waiter's check, for when it
@@ -1702,7 +1795,6 @@ DECLARE
     ts timestamptz;
     waiting text;
     unlocked boolean := false;
-    slot distributed_lock;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
@@ -1730,40 +1822,86 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-        -- Judged again, with a now read after the wait for the lock.
-        ts := distributed_lock_now();
-        IF r.lock_key IS NULL THEN
+        SELECT c.ts, c.cycle INTO ts, cycle FROM distributed_lock_poll_locked(key, id, seen_for_us) c;
+        IF ts IS NULL THEN
             lock_key := key;
             waiter_id := id;
             outcome := 'gone';
             RETURN;
         END IF;
-        IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
-           AND distributed_lock_serve_holders(key, ts) IS NULL THEN
-            -- A running group first serves a head that may join it (taking
-            -- over a slot whose lease ran out); one whose holders all
-            -- lapsed ends here, and is passed on.
-            PERFORM distributed_lock_settle(key, ts);
-        END IF;
-        -- A lapsed record is not revived: its waiter is gone.
-        IF r.handed_to IS DISTINCT FROM id THEN
-            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
-            RETURNING w.owner_id INTO waiting;
-            IF FOUND THEN
-                IF distributed_lock_open(r, ts) THEN
-                    PERFORM distributed_lock_hand_off(key, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-                -- Still waiting: two waits that closed a cycle at the same
-                -- time did not see each other at enqueue.
-                IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
-                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
-                END IF;
+    END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_poll_answer(key, id, cycle, ts) a;
+END $$;
+
+-- distributed_lock_poll_locked decides a waiter's check that takes key's
+-- row for update (distributed_lock_waiter_poll): under the lock, with a
+-- now read after the wait for it (ts; NULL when key has no row), a running
+-- group serves a head that may join it or, its holders all lapsed, ends;
+-- waiter record id, while live and not handed the key, is refreshed for
+-- seen_for_us, a key found free or lapsed is handed to the head of its
+-- queue, and a record still waiting is refused when its wait closes a
+-- cycle (cycle). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_poll_locked(
+    key text, id bigint, seen_for_us bigint, OUT ts timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    waiting text;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+    IF r.lock_key IS NULL THEN
+        RETURN; -- gone: ts NULL
+    END IF;
+    -- Judged again, with a now read after the wait for the lock.
+    ts := distributed_lock_now();
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
+       AND distributed_lock_serve_holders(key, ts) IS NULL THEN
+        -- A running group first serves a head that may join it (taking
+        -- over a slot whose lease ran out); one whose holders all
+        -- lapsed ends here, and is passed on.
+        PERFORM distributed_lock_settle(key, ts);
+    END IF;
+    -- A lapsed record is not revived: its waiter is gone.
+    IF r.handed_to IS DISTINCT FROM id THEN
+        UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
+        RETURNING w.owner_id INTO waiting;
+        IF FOUND THEN
+            IF distributed_lock_open(r, ts) THEN
+                PERFORM distributed_lock_hand_off(key, ts);
+            END IF;
+            PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+            -- Still waiting: two waits that closed a cycle at the same
+            -- time did not see each other at enqueue.
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
+                cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
             END IF;
         END IF;
     END IF;
+END $$;
+
+-- distributed_lock_poll_answer decides what a waiter's check of record id
+-- on key answers at ts (distributed_lock_waiter_poll's row): 'deadlock'
+-- (found_cycle), the grant kind of the key or of a group's slot handed to
+-- the record, 'queued' with its place while the record is live, else
+-- 'gone'. Only the role that queued the record is answered about it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_poll_answer(
+    key text, id bigint, found_cycle jsonb, ts timestamptz,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    slot distributed_lock;
+BEGIN
+    cycle := found_cycle;
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
                 WHEN l.handed_to = id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts)
@@ -2395,6 +2533,41 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- distributed_lock_settle_set ends, at ts, the groups of ks (a sorted key
+-- set whose rows the caller holds for update) whose holders all lapsed
+-- (distributed_lock_settle, 11_shared.sql), and passes them on, as a
+-- single key's enqueue or check ends one: nobody else might, while a set
+-- waits for them. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_settle_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
+END $$;
+
+-- distributed_lock_hand_off_set hands each key of ks (a sorted key set
+-- whose rows the caller holds for update) found free or lapsed at ts to
+-- the head of its queue (distributed_lock_hand_off), in key order.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOREACH k IN ARRAY ks LOOP
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
+            PERFORM distributed_lock_hand_off(k, ts);
+        END IF;
+    END LOOP;
+END $$;
+
 -- distributed_lock_enqueue_all is a waiting set's first call, one
 -- transaction. It locks every key's row in key order (a key without one
 -- gets a free row) and, when owner may take every key now
@@ -2438,14 +2611,8 @@ BEGIN
         RETURN;
     END IF;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
     IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l
         WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
@@ -2455,11 +2622,7 @@ BEGIN
                                           lock_delay_us) a;
         RETURN;
     END IF;
-    FOREACH k IN ARRAY ks LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-            PERFORM distributed_lock_hand_off(k, ts);
-        END IF;
-    END LOOP;
+    PERFORM distributed_lock_hand_off_set(ks, ts);
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
@@ -2472,20 +2635,13 @@ BEGIN
         FROM unnest(ks) s(k)
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
-    FOREACH k IN ARRAY ks LOOP
-        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-    END LOOP;
+    PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts, true);
     RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
-               w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
-               distributed_lock_queue_length(l.lock_key, ts),
-               CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
-        FROM distributed_lock l
-        LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
-        WHERE l.lock_key = ANY (ks) AND l.slot = 0
-        ORDER BY l.lock_key;
+        SELECT a.* FROM unnest(ks) WITH ORDINALITY s(k, n)
+        LEFT JOIN distributed_lock_waiter w ON w.lock_key = s.k AND w.group_id = g,
+        LATERAL distributed_lock_queued_answer(s.k, w.waiter_id, found_cycle, ts) a
+        ORDER BY s.n;
 END $$;
 
 -- distributed_lock_hand_off_group is the hand-off of key (its row locked by
@@ -2602,14 +2758,8 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
@@ -2617,12 +2767,8 @@ BEGIN
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
-            FOREACH k IN ARRAY ks LOOP
-                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-                    PERFORM distributed_lock_hand_off(k, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-            END LOOP;
+            PERFORM distributed_lock_hand_off_set(ks, ts);
+            PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
             IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
                 found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts, true);
             END IF;
@@ -3497,7 +3643,7 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     joining boolean;
-    stole boolean := false;
+    made record;
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
@@ -3518,13 +3664,53 @@ BEGIN
         RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
+    SELECT * INTO made FROM distributed_lock_make_group(r, joining, n, owner, ttl_us, event_actor, ts) m;
+    IF made.outcome IS NOT NULL THEN
+        owner_id := made.owner_id; fence_token := made.fence_token; expires_at := made.expires_at; ttl := made.ttl;
+        remaining := made.remaining; outcome := made.outcome; queue_length := made.queue_length;
+        holders := made.holders;
+        RETURN;
+    END IF;
+    IF made.formed THEN
+        lock_mode := mode; key_permits := n;
+    END IF;
+    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
+    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
+                                     CASE WHEN made.stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_make_group decides whether owner may take a lease of n
+-- permits (NULL: shared) of key row r (locked by the caller: FOR SHARE
+-- when joining a group seen running) at ts, and makes the row that group
+-- when it must: a row no group runs on, which may be granted anew, becomes
+-- the group of that kind (formed; stole: over a lease of another owner's
+-- that ran out unreleased); so does another kind's group with no holders,
+-- queue or share lock in the way. A running group of that kind admits
+-- owner unless live waiters are queued ahead of it. outcome NULL: admitted;
+-- else the refusal, as distributed_lock_acquire_shared answers it. Forming
+-- needs the row for update: a row seen running and found ended, or
+-- changing kind, under a share lock is 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_make_group(
+    r distributed_lock, joining boolean, n integer, owner text, ttl_us bigint, event_actor text, ts timestamptz,
+    OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
+    OUT remaining interval, OUT outcome text, OUT queue_length integer, OUT holders integer,
+    OUT formed boolean, OUT stole boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    mode text := distributed_lock_holder_mode(n);
+BEGIN
+    formed := false;
+    stole := false;
     IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
         IF NOT distributed_lock_may_grant(r, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
             INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
             FROM distributed_lock_refuse(r, ts) a;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             holders := CASE WHEN distributed_lock_open(r, ts) THEN 0 ELSE 1 END;
             RETURN;
         END IF;
@@ -3537,32 +3723,27 @@ BEGIN
         -- for an exclusive grant (distributed_lock_grant_kind).
         stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
-        lock_mode := mode; key_permits := n;
+        formed := true;
     ELSIF NOT distributed_lock_of_kind(r, n) THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
         -- A refusal names the row, and the queue, as every refusal does.
-        holders := distributed_lock_live_holders(key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
         IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
             outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user);
-        lock_mode := mode; key_permits := n;
+        formed := true;
         holders := NULL; -- counted for a refusal only
     ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
-        queue_length := distributed_lock_queue_length(key, ts);
-        holders := distributed_lock_live_holders(key, ts);
-        RETURN;
+        queue_length := distributed_lock_queue_length(r.lock_key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
     END IF;
-    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
-    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
-    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
-                                     CASE WHEN stole THEN r END, event_actor, event_detail, log_grants) g;
 END $$;
 
 -- distributed_lock_grant_slot is distributed_lock_acquire_shared's grant,
@@ -3989,6 +4170,63 @@ DECLARE
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
+    SELECT * INTO locked FROM distributed_lock_lock_to_join(key, owner, n, seen_for_us) j;
+    r := locked.r; joining := locked.joining; ts := locked.ts;
+    IF joining AND r.lock_key IS NULL THEN
+        -- Changed meanwhile (a group's end, say): the caller enqueues again.
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    -- Otherwise the row first, for update: the attempt below then never
+    -- takes it for share and asks for more (two such calls would deadlock).
+    FOR attempt IN 1..3 LOOP
+        -- Joining a queue ahead of it, it would only be told 'queued'.
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
+        IF NOT joining THEN
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+            -- Judged again, with a now read after the wait for the row.
+            ts := distributed_lock_now();
+        END IF;
+        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
+                                             log_grants) a;
+        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
+            db_now := ts;
+            RETURN;
+        END IF;
+        -- A row made meanwhile by another's first grant, perhaps held for share by the
+        -- attempt: asking for it for update could deadlock. Answered 'busy' below.
+        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
+    END LOOP;
+    IF r.lock_key IS NULL THEN
+        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_queue_for_holder(key, owner, ttl_us, n, claim_us, seen_for_us, lease_metadata, event_actor,
+                                           log_grants, channel, lazy_commit, joining, ts) q;
+END $$;
+
+-- distributed_lock_lock_to_join decides how an enqueue for a lease of n
+-- permits (NULL: shared) holds key's row, read at ts: FOR SHARE, joining
+-- the queue of a running group of its kind whose releases keep handing off
+-- (distributed_lock_queue_joinable), having taken the key's queue lock
+-- shared (or waited a moment for it: ts read after); else for update
+-- (distributed_lock_lock_to_queue, which may find it may join after all).
+-- r is the row (NULL columns when key has none), or with joining true and
+-- r NULL, the group changed before its share lock: the caller answers
+-- 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lock_to_join(
+    key text, owner text, n integer, seen_for_us bigint,
+    OUT r distributed_lock, OUT joining boolean, OUT ts timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    locked record;
+BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
@@ -4009,8 +4247,7 @@ BEGIN
             -- Changed meanwhile (a group's end, say): taking the row for
             -- update now, with other holders of its share lock asking
             -- for the same, could deadlock. The caller enqueues again.
-            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-            outcome := 'busy';
+            r := NULL;
             RETURN;
         END IF;
         -- Before looking for room: a release beside this call that finds
@@ -4028,35 +4265,26 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     END IF;
-    -- Otherwise the row first, for update: the attempt below then never
-    -- takes it for share and asks for more (two such calls would deadlock).
-    FOR attempt IN 1..3 LOOP
-        -- Joining a queue ahead of it, it would only be told 'queued'.
-        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
-        IF NOT joining THEN
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-            -- Judged again, with a now read after the wait for the row.
-            ts := distributed_lock_now();
-        END IF;
-        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
-        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
-                                             log_grants) a;
-        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
-            db_now := ts;
-            RETURN;
-        END IF;
-        -- A row made meanwhile by another's first grant: the attempt may
-        -- have taken it for share (a running group's), and asking for it
-        -- for update now could deadlock with another caller doing the
-        -- same. Without the row's lock, the call answers 'busy' below.
-        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
-    END LOOP;
-    IF r.lock_key IS NULL THEN
-        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-        outcome := 'busy';
-        RETURN;
-    END IF;
+END $$;
+
+-- distributed_lock_queue_for_holder decides the rest of an enqueue for a
+-- lease of n permits (NULL: shared) that the attempt refused, at ts, the
+-- key's row held (joining: FOR SHARE, beside other enqueues): owner's
+-- record queued (its live one taken over, or a new one), the head served
+-- when the key may have room for it, and a slot handed to owner's own
+-- record claimed at once (its grant kind); else 'queued' with the record's
+-- place. Same columns as distributed_lock_enqueue_shared. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_for_holder(
+    key text, owner text, ttl_us bigint, n integer, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, channel text, lazy_commit boolean, joining boolean, ts timestamptz,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+BEGIN
+    lock_key := key;
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
@@ -4081,7 +4309,7 @@ BEGIN
     -- a condition would be the column.)
     UPDATE distributed_lock s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_enqueue_shared.waiter_id
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_queue_for_holder.waiter_id
       AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
     INTO owner_id, fence_token, expires_at, ttl, outcome;
@@ -4099,7 +4327,8 @@ BEGIN
     SELECT l.owner_id, l.fence_token, e.lease_end, l.ttl, 'queued', least(e.lease_end, l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
-    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e WHERE l.lock_key = key;
+    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e
+    WHERE l.lock_key = key AND l.slot = 0;
 END $$;
 
 -- A holder's release beside the others (docs/design.md, "Shared leases and
@@ -4805,11 +5034,14 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_lease(text, integer, boolean, text, text, text, interval, timestamptz, jsonb, interval,
                                  bigint, timestamptz),
     distributed_lock_make_row(text, integer, timestamptz),
-    distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
+    distributed_lock_first_grant(text, text, bigint, jsonb, bigint, text, jsonb, boolean),
+    distributed_lock_acquire_otherwise(text, text, bigint, jsonb, text, jsonb, boolean, bigint, timestamptz),
+    distributed_lock_renew_own(distributed_lock_acquire_result, text, bigint, jsonb, timestamptz),
     distributed_lock_admit_owner(text),
     distributed_lock_reserved(text),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
+    distributed_lock_release_slot(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),
     distributed_lock_fence(text, text, bigint),
     distributed_lock_report_stale_write(text, text, bigint, text, jsonb),
@@ -4827,7 +5059,12 @@ REVOKE ALL ON FUNCTION
     distributed_lock_hand_off(text, timestamptz),
     distributed_lock_keep_waking(text, timestamptz, bigint),
     distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
+    distributed_lock_enqueue_locked(distributed_lock, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint,
+                                    text),
+    distributed_lock_queued_answer(text, bigint, jsonb, timestamptz),
     distributed_lock_waiter_poll(text, bigint, bigint),
+    distributed_lock_poll_locked(text, bigint, bigint),
+    distributed_lock_poll_answer(text, bigint, jsonb, timestamptz),
     distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
@@ -4842,6 +5079,8 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_set(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_create_free(text, text, bigint),
     distributed_lock_lock_set(text[], text, bigint),
+    distributed_lock_settle_set(text[], timestamptz),
+    distributed_lock_hand_off_set(text[], timestamptz),
     distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
     distributed_lock_hand_off_group(text, distributed_lock_waiter, timestamptz),
     distributed_lock_set_handed(text[], bigint[], timestamptz),
@@ -4879,6 +5118,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_kind(distributed_lock, text, text),
     distributed_lock_ever_held(distributed_lock),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
+    distributed_lock_make_group(distributed_lock, boolean, integer, text, bigint, text, timestamptz),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
@@ -4913,6 +5153,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
+    distributed_lock_lock_to_join(text, text, integer, bigint),
+    distributed_lock_queue_for_holder(text, text, bigint, integer, bigint, bigint, jsonb, text, boolean, text, boolean,
+                                      boolean, timestamptz),
     distributed_lock_event_immutable(),
     distributed_lock_leader_row(distributed_lock, text),
     distributed_lock_leader(text),

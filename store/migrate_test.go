@@ -81,6 +81,10 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
 	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true, "distributed_lock_admit_owner": true,
+	"distributed_lock_acquire_otherwise": true, "distributed_lock_renew_own": true, "distributed_lock_release_slot": true,
+	"distributed_lock_enqueue_locked": true, "distributed_lock_queued_answer": true, "distributed_lock_poll_locked": true,
+	"distributed_lock_poll_answer": true, "distributed_lock_settle_set": true, "distributed_lock_hand_off_set": true,
+	"distributed_lock_lock_to_join": true, "distributed_lock_queue_for_holder": true, "distributed_lock_make_group": true,
 }
 
 // boundedWaits are the settings internal functions that wait for a lock

@@ -168,6 +168,41 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- distributed_lock_settle_set ends, at ts, the groups of ks (a sorted key
+-- set whose rows the caller holds for update) whose holders all lapsed
+-- (distributed_lock_settle, 11_shared.sql), and passes them on, as a
+-- single key's enqueue or check ends one: nobody else might, while a set
+-- waits for them. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_settle_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
+END $$;
+
+-- distributed_lock_hand_off_set hands each key of ks (a sorted key set
+-- whose rows the caller holds for update) found free or lapsed at ts to
+-- the head of its queue (distributed_lock_hand_off), in key order.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOREACH k IN ARRAY ks LOOP
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
+            PERFORM distributed_lock_hand_off(k, ts);
+        END IF;
+    END LOOP;
+END $$;
+
 -- distributed_lock_enqueue_all is a waiting set's first call, one
 -- transaction. It locks every key's row in key order (a key without one
 -- gets a free row) and, when owner may take every key now
@@ -211,14 +246,8 @@ BEGIN
         RETURN;
     END IF;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
     IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l
         WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
         -- The rows are this transaction's, which SKIP LOCKED does not skip.
@@ -228,11 +257,7 @@ BEGIN
                                           lock_delay_us) a;
         RETURN;
     END IF;
-    FOREACH k IN ARRAY ks LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-            PERFORM distributed_lock_hand_off(k, ts);
-        END IF;
-    END LOOP;
+    PERFORM distributed_lock_hand_off_set(ks, ts);
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
@@ -245,20 +270,13 @@ BEGIN
         FROM unnest(ks) s(k)
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
-    FOREACH k IN ARRAY ks LOOP
-        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-    END LOOP;
+    PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts, true);
     RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
-               w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
-               distributed_lock_queue_length(l.lock_key, ts),
-               CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
-        FROM distributed_lock l
-        LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
-        WHERE l.lock_key = ANY (ks) AND l.slot = 0
-        ORDER BY l.lock_key;
+        SELECT a.* FROM unnest(ks) WITH ORDINALITY s(k, n)
+        LEFT JOIN distributed_lock_waiter w ON w.lock_key = s.k AND w.group_id = g,
+        LATERAL distributed_lock_queued_answer(s.k, w.waiter_id, found_cycle, ts) a
+        ORDER BY s.n;
 END $$;
 
 -- distributed_lock_hand_off_group is the hand-off of key (its row locked by
@@ -375,14 +393,8 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
@@ -390,12 +402,8 @@ BEGIN
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
-            FOREACH k IN ARRAY ks LOOP
-                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-                    PERFORM distributed_lock_hand_off(k, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-            END LOOP;
+            PERFORM distributed_lock_hand_off_set(ks, ts);
+            PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
             IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
                 found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts, true);
             END IF;

@@ -223,7 +223,7 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     joining boolean;
-    stole boolean := false;
+    made record;
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
@@ -244,13 +244,53 @@ BEGIN
         RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
+    SELECT * INTO made FROM distributed_lock_make_group(r, joining, n, owner, ttl_us, event_actor, ts) m;
+    IF made.outcome IS NOT NULL THEN
+        owner_id := made.owner_id; fence_token := made.fence_token; expires_at := made.expires_at; ttl := made.ttl;
+        remaining := made.remaining; outcome := made.outcome; queue_length := made.queue_length;
+        holders := made.holders;
+        RETURN;
+    END IF;
+    IF made.formed THEN
+        lock_mode := mode; key_permits := n;
+    END IF;
+    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
+    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
+                                     CASE WHEN made.stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_make_group decides whether owner may take a lease of n
+-- permits (NULL: shared) of key row r (locked by the caller: FOR SHARE
+-- when joining a group seen running) at ts, and makes the row that group
+-- when it must: a row no group runs on, which may be granted anew, becomes
+-- the group of that kind (formed; stole: over a lease of another owner's
+-- that ran out unreleased); so does another kind's group with no holders,
+-- queue or share lock in the way. A running group of that kind admits
+-- owner unless live waiters are queued ahead of it. outcome NULL: admitted;
+-- else the refusal, as distributed_lock_acquire_shared answers it. Forming
+-- needs the row for update: a row seen running and found ended, or
+-- changing kind, under a share lock is 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_make_group(
+    r distributed_lock, joining boolean, n integer, owner text, ttl_us bigint, event_actor text, ts timestamptz,
+    OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
+    OUT remaining interval, OUT outcome text, OUT queue_length integer, OUT holders integer,
+    OUT formed boolean, OUT stole boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    mode text := distributed_lock_holder_mode(n);
+BEGIN
+    formed := false;
+    stole := false;
     IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
         IF NOT distributed_lock_may_grant(r, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
             INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
             FROM distributed_lock_refuse(r, ts) a;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             holders := CASE WHEN distributed_lock_open(r, ts) THEN 0 ELSE 1 END;
             RETURN;
         END IF;
@@ -263,32 +303,27 @@ BEGIN
         -- for an exclusive grant (distributed_lock_grant_kind).
         stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
-        lock_mode := mode; key_permits := n;
+        formed := true;
     ELSIF NOT distributed_lock_of_kind(r, n) THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
         -- A refusal names the row, and the queue, as every refusal does.
-        holders := distributed_lock_live_holders(key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
         IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
             outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user);
-        lock_mode := mode; key_permits := n;
+        formed := true;
         holders := NULL; -- counted for a refusal only
     ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
-        queue_length := distributed_lock_queue_length(key, ts);
-        holders := distributed_lock_live_holders(key, ts);
-        RETURN;
+        queue_length := distributed_lock_queue_length(r.lock_key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
     END IF;
-    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
-    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
-    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
-                                     CASE WHEN stole THEN r END, event_actor, event_detail, log_grants) g;
 END $$;
 
 -- distributed_lock_grant_slot is distributed_lock_acquire_shared's grant,
