@@ -802,23 +802,46 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) > ts, false)
 $$;
 
--- distributed_lock_may_grant: l may be granted anew now: it is free or
--- lapsed, past its lock-delay, and not promised to waiters. "Not delayed"
--- is written as its delay having ended (or having none), not as NOT
--- distributed_lock_delayed, which would test open a second time: each node
--- of an inlined rule is set up again at every execution of the grant.
-CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
+-- distributed_lock_queued_before: live waiters are queued for key ahead
+-- of waiter record head; with head NULL (a caller's own attempt, which
+-- every waiter is ahead of), any live waiter. Not inlined (a subquery), so
+-- the grant rule reads it only when the row says someone may wait.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_before(key text, head bigint, ts timestamptz)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                   WHERE w.lock_key = key AND w.seen_until > ts AND (head IS NULL OR w.waiter_id < head));
+END $$;
+
+-- distributed_lock_admits, the one grant rule: a new lease of mode (n
+-- permits for a semaphore; NULL: shared or exclusive) may be granted on
+-- key row l at ts, to waiter record head (a hand-off; NULL: a caller's own
+-- attempt): l is open and past its lock-delay, or runs a group of that
+-- mode and capacity (the room a grant needs, a free slot, is the grant
+-- write's to find); and no live waiter is queued ahead of head (a key
+-- promised to waiters is theirs). Renewing one's own lease is
+-- distributed_lock_held's, not this. Every grant asks it: acquire, a set,
+-- a shared or permit grant, the hand-offs, a waiter's heartbeat, prune.
+-- An exclusive grant passes the mode as a constant, so the planner drops
+-- the group's disjunct and the fast path pays for the first alone. "Past
+-- its lock-delay" is written as its delay having ended (or having none),
+-- not as NOT distributed_lock_delayed, which would test open a second
+-- time: each node of an inlined rule is set up again at every execution of
+-- the grant.
+CREATE OR REPLACE FUNCTION distributed_lock_admits(l distributed_lock, mode text, n integer, head bigint, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
-           AND NOT distributed_lock_promised(l, ts)
+    SELECT (distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
+            OR mode <> 'exclusive' AND distributed_lock_live(l, ts) AND l.lock_mode = mode
+               AND l.permits IS NOT DISTINCT FROM n)
+           AND NOT (coalesce(l.wake_until > ts, false) AND distributed_lock_queued_before(l.lock_key, head, ts))
 $$;
 
--- distributed_lock_may_take, the grant rule: owner, calling as role, may
--- take l now. It is their running lease (a renewal), or it may be granted
--- anew.
+-- distributed_lock_may_take: owner, calling as role, may take l now: it
+-- is their running lease (a renewal), or an exclusive lease may be granted
+-- on it (distributed_lock_admits).
 CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_may_grant(l, ts)
+    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_admits(l, 'exclusive', NULL, NULL, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
@@ -872,7 +895,7 @@ END $$;
 -- the row's lock, its kind (acquired or stolen) and previous lease taken
 -- from the row, with metadata, lock_delay and handed_to (the waiter a
 -- hand-off grants it to). A grant anew (a caller's own attempt) writes
--- only a row that may be granted anew (distributed_lock_may_grant) to an
+-- only a row that may be granted anew (distributed_lock_admits) to an
 -- owner that is no reserved word, and passes over a row another
 -- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
 -- a slot's grant writes the row its caller has locked and judged. Returns
@@ -900,7 +923,7 @@ BEGIN
     WHERE l.lock_key = key COLLATE "default"
       AND l.slot = (SELECT x.slot FROM distributed_lock x
                     WHERE x.lock_key = key COLLATE "default" AND x.slot = s
-                      AND (NOT anew OR (distributed_lock_may_grant(x, ts) AND NOT distributed_lock_reserved(owner)))
+                      AND (NOT anew OR (distributed_lock_admits(x, mode, NULL, NULL, ts) AND NOT distributed_lock_reserved(owner)))
                     FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.* INTO g;
     RETURN g;
@@ -972,7 +995,7 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                           AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
       AND l.slot = 0
@@ -1444,10 +1467,15 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
+    head bigint;
 BEGIN
-    IF EXISTS (SELECT 1 FROM distributed_lock l
-               WHERE l.lock_key = key AND l.slot = 0
-                 AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
+    -- The head, unlocked: the key is judged for it before its record is
+    -- locked (a record locked FOR UPDATE is one a release is serving).
+    SELECT x.waiter_id INTO head FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1;
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0
+                                  AND distributed_lock_admits(l, 'exclusive', NULL, head, ts)) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
@@ -2013,12 +2041,12 @@ BEGIN
         UNION ALL
         SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key AND l.slot = 0
         WHERE s.group_id IS NULL
-          AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+          AND (distributed_lock_admits(l, 'exclusive', NULL, s.waiter_id, ts)
                -- A group whose holders all lapsed (11_shared.sql): nobody
                -- holds it either, and the check ends it.
                OR distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-                  AND distributed_lock_live_holders(l.lock_key, ts) = 0)
-          AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
+                  AND distributed_lock_live_holders(l.lock_key, ts) = 0
+                  AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1);
 END $$;
 
 -- distributed_lock_log_gave_up logs that waiter record w, taken out of its
@@ -2268,7 +2296,7 @@ BEGIN
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
                              WHERE x.slot = 0 AND coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
-                               AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
+                               AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                              FOR UPDATE SKIP LOCKED)
         RETURNING l.slot
     )
@@ -2386,7 +2414,7 @@ END $$;
 
 -- distributed_lock_grant_set grants owner, in one statement, every key of
 -- ks (a sorted key set) whose row may be granted anew now
--- (distributed_lock_may_grant), in key order, each by the one grant write
+-- (distributed_lock_admits), in key order, each by the one grant write
 -- anew (distributed_lock_grant_lease: SKIP LOCKED, a token drawn under the
 -- row's lock); steals (every grant with log_grants) are logged.
 -- Returns the rows granted, in key order. What it did not grant (no row,
@@ -2690,10 +2718,7 @@ BEGIN
             -- acquire renews it, whoever is queued for it: they wait for the
             -- owner, and making the set wait for them would deadlock it.
             CONTINUE WHEN distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
-            IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
-                   SELECT 1 FROM distributed_lock_waiter a
-                   WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                     AND a.waiter_id < rec.waiter_id) THEN
+            IF NOT distributed_lock_admits(r, 'exclusive', NULL, rec.waiter_id, ts) THEN
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
             END IF;
         END LOOP;
@@ -3466,9 +3491,10 @@ BEGIN
             WHERE h.lock_key = key AND h.slot > 0 AND distributed_lock_live(h, ts));
 END $$;
 
--- distributed_lock_queued_ahead: l is kept for live waiters (promised)
--- and owner (as the caller's role) holds none of its slots: a shared lease or a permit granted to
--- owner now would overtake them (a writer waiting for the readers to end,
+-- distributed_lock_queued_ahead: l, a running group, admits no new lease
+-- of its kind now (distributed_lock_admits: live waiters are queued for
+-- it) and owner (as the caller's role) holds none of its slots: a shared
+-- lease or a permit granted to owner now would overtake them (a writer waiting for the readers to end,
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
 CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
@@ -3476,7 +3502,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
     -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
     -- being inlined, and every permit waiter's enqueue asks.
-    RETURN distributed_lock_promised(l, ts)
+    RETURN NOT distributed_lock_admits(l, l.lock_mode, l.permits, NULL, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock x
                            WHERE x.lock_key = l.lock_key AND x.slot > 0
                              AND distributed_lock_held(x, owner, session_user, ts));
@@ -3706,7 +3732,7 @@ BEGIN
     stole := false;
     IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
-        IF NOT distributed_lock_may_grant(r, ts) THEN
+        IF NOT distributed_lock_admits(r, mode, n, NULL, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
             INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
             FROM distributed_lock_refuse(r, ts) a;
@@ -4082,14 +4108,12 @@ BEGIN
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
         EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT distributed_lock_admits(r, w.lock_mode, w.permits, w.waiter_id, ts);
         stole := false;
         IF distributed_lock_open(r, ts) THEN
-            EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                                  coalesce(w.actor, w.owner_id), w.owner_role);
-        ELSIF NOT distributed_lock_group_of(r, w.lock_mode, w.permits) THEN
-            EXIT;
         END IF;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
         first := coalesce(first, w.waiter_id);
@@ -5112,7 +5136,8 @@ REVOKE ALL ON FUNCTION
     distributed_lock_delay_end(distributed_lock),
     distributed_lock_us(bigint),
     distributed_lock_delayed(distributed_lock, timestamptz),
-    distributed_lock_may_grant(distributed_lock, timestamptz),
+    distributed_lock_admits(distributed_lock, text, integer, bigint, timestamptz),
+    distributed_lock_queued_before(text, bigint, timestamptz),
     distributed_lock_may_take(distributed_lock, text, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text, text),

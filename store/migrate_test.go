@@ -104,7 +104,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_asks_for": true, "distributed_lock_group_of": true, "distributed_lock_queue_live": true,
 	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
-	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
+	"distributed_lock_promised": true, "distributed_lock_admits": true, "distributed_lock_queued_before": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true, "distributed_lock_ever_held": true,
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,

@@ -17,7 +17,7 @@ END $$;
 -- the row's lock, its kind (acquired or stolen) and previous lease taken
 -- from the row, with metadata, lock_delay and handed_to (the waiter a
 -- hand-off grants it to). A grant anew (a caller's own attempt) writes
--- only a row that may be granted anew (distributed_lock_may_grant) to an
+-- only a row that may be granted anew (distributed_lock_admits) to an
 -- owner that is no reserved word, and passes over a row another
 -- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
 -- a slot's grant writes the row its caller has locked and judged. Returns
@@ -45,7 +45,7 @@ BEGIN
     WHERE l.lock_key = key COLLATE "default"
       AND l.slot = (SELECT x.slot FROM distributed_lock x
                     WHERE x.lock_key = key COLLATE "default" AND x.slot = s
-                      AND (NOT anew OR (distributed_lock_may_grant(x, ts) AND NOT distributed_lock_reserved(owner)))
+                      AND (NOT anew OR (distributed_lock_admits(x, mode, NULL, NULL, ts) AND NOT distributed_lock_reserved(owner)))
                     FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.* INTO g;
     RETURN g;
@@ -117,7 +117,7 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                           AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
       AND l.slot = 0

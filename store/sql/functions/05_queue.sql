@@ -27,10 +27,15 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
+    head bigint;
 BEGIN
-    IF EXISTS (SELECT 1 FROM distributed_lock l
-               WHERE l.lock_key = key AND l.slot = 0
-                 AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
+    -- The head, unlocked: the key is judged for it before its record is
+    -- locked (a record locked FOR UPDATE is one a release is serving).
+    SELECT x.waiter_id INTO head FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1;
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0
+                                  AND distributed_lock_admits(l, 'exclusive', NULL, head, ts)) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
@@ -596,12 +601,12 @@ BEGIN
         UNION ALL
         SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key AND l.slot = 0
         WHERE s.group_id IS NULL
-          AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+          AND (distributed_lock_admits(l, 'exclusive', NULL, s.waiter_id, ts)
                -- A group whose holders all lapsed (11_shared.sql): nobody
                -- holds it either, and the check ends it.
                OR distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-                  AND distributed_lock_live_holders(l.lock_key, ts) = 0)
-          AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
+                  AND distributed_lock_live_holders(l.lock_key, ts) = 0
+                  AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1);
 END $$;
 
 -- distributed_lock_log_gave_up logs that waiter record w, taken out of its

@@ -21,7 +21,7 @@ END $$;
 
 -- distributed_lock_grant_set grants owner, in one statement, every key of
 -- ks (a sorted key set) whose row may be granted anew now
--- (distributed_lock_may_grant), in key order, each by the one grant write
+-- (distributed_lock_admits), in key order, each by the one grant write
 -- anew (distributed_lock_grant_lease: SKIP LOCKED, a token drawn under the
 -- row's lock); steals (every grant with log_grants) are logged.
 -- Returns the rows granted, in key order. What it did not grant (no row,
@@ -325,10 +325,7 @@ BEGIN
             -- acquire renews it, whoever is queued for it: they wait for the
             -- owner, and making the set wait for them would deadlock it.
             CONTINUE WHEN distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
-            IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
-                   SELECT 1 FROM distributed_lock_waiter a
-                   WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                     AND a.waiter_id < rec.waiter_id) THEN
+            IF NOT distributed_lock_admits(r, 'exclusive', NULL, rec.waiter_id, ts) THEN
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
             END IF;
         END LOOP;

@@ -46,9 +46,10 @@ BEGIN
             WHERE h.lock_key = key AND h.slot > 0 AND distributed_lock_live(h, ts));
 END $$;
 
--- distributed_lock_queued_ahead: l is kept for live waiters (promised)
--- and owner (as the caller's role) holds none of its slots: a shared lease or a permit granted to
--- owner now would overtake them (a writer waiting for the readers to end,
+-- distributed_lock_queued_ahead: l, a running group, admits no new lease
+-- of its kind now (distributed_lock_admits: live waiters are queued for
+-- it) and owner (as the caller's role) holds none of its slots: a shared
+-- lease or a permit granted to owner now would overtake them (a writer waiting for the readers to end,
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
 CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
@@ -56,7 +57,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
     -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
     -- being inlined, and every permit waiter's enqueue asks.
-    RETURN distributed_lock_promised(l, ts)
+    RETURN NOT distributed_lock_admits(l, l.lock_mode, l.permits, NULL, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock x
                            WHERE x.lock_key = l.lock_key AND x.slot > 0
                              AND distributed_lock_held(x, owner, session_user, ts));
@@ -286,7 +287,7 @@ BEGIN
     stole := false;
     IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
-        IF NOT distributed_lock_may_grant(r, ts) THEN
+        IF NOT distributed_lock_admits(r, mode, n, NULL, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
             INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
             FROM distributed_lock_refuse(r, ts) a;

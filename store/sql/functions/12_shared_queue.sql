@@ -96,14 +96,12 @@ BEGIN
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
         EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT distributed_lock_admits(r, w.lock_mode, w.permits, w.waiter_id, ts);
         stole := false;
         IF distributed_lock_open(r, ts) THEN
-            EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                                  coalesce(w.actor, w.owner_id), w.owner_role);
-        ELSIF NOT distributed_lock_group_of(r, w.lock_mode, w.permits) THEN
-            EXIT;
         END IF;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
         first := coalesce(first, w.waiter_id);
