@@ -114,6 +114,21 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT mode IS NOT NULL AND l.lock_mode = mode AND l.permits IS NOT DISTINCT FROM n
 $$;
 
+-- distributed_lock_wants_key: a set's mode for one of its keys (NULL or
+-- 'exclusive') asks for the key itself, not a group holder's lease.
+CREATE OR REPLACE FUNCTION distributed_lock_wants_key(mode text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NULL OR mode = 'exclusive'
+$$;
+
+-- distributed_lock_waits_behind: a waiter for a lease of mode (a waiter
+-- record's: NULL for the key itself) waits for live lease l to end: every
+-- lease but a shared holder's, for a shared waiter, which would join it.
+CREATE OR REPLACE FUNCTION distributed_lock_waits_behind(mode text, l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT NOT coalesce(mode = 'shared' AND l.lock_mode = 'shared', false)
+$$;
+
 -- distributed_lock_queue_live: a live waiter (its record seen until after
 -- ts) is queued for key. Not inlined (a subquery), so the rules below read
 -- it only when the row says someone may wait (wake_until).

@@ -644,8 +644,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
-    holder text;
-    token bigint;
     gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
@@ -666,19 +664,38 @@ BEGIN
         PERFORM distributed_lock_pass_on(key, ts);
         RETURN 'passed_on';
     END IF;
-    -- A slot of a shared or semaphore key handed to it and unclaimed: its
-    -- release passes the room on (12_shared_queue.sql).
-    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
-    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
-      AND s.owner_role = session_user;
-    IF FOUND THEN
-        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
-        IF log_release THEN
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-            VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
-        END IF;
-        PERFORM distributed_lock_holders_ended(key, ts);
+    -- A slot of a shared or semaphore key handed to it and unclaimed.
+    IF distributed_lock_leave_slot(key, id, log_release, event_actor, ts) THEN
         RETURN 'passed_on';
     END IF;
     RETURN 'none';
+END $$;
+
+-- distributed_lock_leave_slot decides whether waiter record id, leaving
+-- the queue of key (its row locked by the caller) at ts, had been handed a
+-- holder's slot of key it has not claimed (queued by the caller's role):
+-- if so the slot is released (with log_release, logged as released by
+-- event_actor, unclaimed) and its room passed on
+-- (distributed_lock_holders_ended). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_leave_slot(
+    key text, id bigint, log_release boolean, event_actor text, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    holder text;
+    token bigint;
+BEGIN
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+      AND s.owner_role = session_user;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
+    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
+    RETURN true;
 END $$;

@@ -95,7 +95,12 @@ BEGIN
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
-        EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT FOUND;
+        IF w.group_id IS NOT NULL THEN
+            -- A set's record: the set is served all its keys or none.
+            RETURN coalesce(first, distributed_lock_hand_off_group(key, w, ts));
+        END IF;
+        EXIT WHEN NOT distributed_lock_waits_for_group(w.lock_mode);
         EXIT WHEN NOT distributed_lock_admits(r, w.lock_mode, w.permits, w.waiter_id, ts);
         stole := false;
         IF distributed_lock_open(r, ts) THEN
