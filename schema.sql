@@ -913,11 +913,16 @@ END $$;
 -- only a row that may be granted anew (distributed_lock_admits) to an
 -- owner that is no reserved word, and passes over a row another
 -- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
--- a slot's grant writes the row its caller has locked and judged. Returns
--- the row granted, NULL columns when none was. Internal.
+-- a slot's grant writes the row its caller has locked and judged. over is
+-- the lease the grant takes the key from when that is not the row's own
+-- (NULL: the row's): a group's first holder's slot, the group formed over
+-- a lease that ran out unreleased, takes the key from that lease, and the
+-- grant's kind (stolen) and previous lease say so, decided here once.
+-- Returns the row granted, NULL columns when none was. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_lease(
     key text, s integer, anew boolean, mode text, owner text, role text, lease_ttl interval,
-    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz)
+    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -928,9 +933,13 @@ BEGIN
         lock_mode = mode, owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = expiry, ttl = lease_ttl, acquired_at = ts, renewed_at = NULL, renew_count = 0,
-        released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, role),
-        previous_owner = CASE WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
-        previous_token = CASE WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
+        released_at = NULL,
+        grant_kind = CASE WHEN over.lock_key IS NULL THEN distributed_lock_grant_kind(l, owner, role)
+                          ELSE distributed_lock_grant_kind(over, owner, role) END,
+        previous_owner = CASE WHEN over.lock_key IS NOT NULL THEN over.owner_id
+                              WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
+        previous_token = CASE WHEN over.lock_key IS NOT NULL THEN over.fence_token
+                              WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
         metadata = coalesce(lease_metadata, '{}'), lock_delay = delay, delay_until = NULL, handed_to = handed
     -- The key under the column's collation: the parameters take the
     -- call's (session_user's is "C"), under which the primary key's index
@@ -3741,11 +3750,14 @@ END $$;
 -- the role that queued the waiter): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
--- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
+-- room (n: the permits; NULL: no bound), taking the key from lease over
+-- when that is not the slot's own (distributed_lock_grant_lease). Returns
+-- the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -3778,7 +3790,7 @@ BEGIN
     END IF;
     RETURN distributed_lock_grant_lease(key, next, false, distributed_lock_holder_mode(n), owner, role,
                                         distributed_lock_us(ttl_us), ts + distributed_lock_us(ttl_us),
-                                        lease_metadata, interval '0', NULL, ts);
+                                        lease_metadata, interval '0', NULL, ts, over);
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
@@ -3962,7 +3974,7 @@ BEGIN
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts);
+        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts, over);
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -3974,14 +3986,6 @@ BEGIN
             holders := distributed_lock_live_holders(key, ts);
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
-        END IF;
-        -- The first holder of a group formed over a lease that ran out
-        -- unreleased took the key from that lease's owner; its slot says so.
-        IF over.lock_key IS NOT NULL THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
-                previous_token = over.fence_token
-            WHERE s.lock_key = key AND s.slot = h.slot
-            RETURNING s.* INTO h;
         END IF;
         outcome := h.grant_kind;
         IF outcome = 'stolen' OR log_grants THEN
@@ -4201,22 +4205,22 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
+    over distributed_lock;
     kind text;
 BEGIN
+    IF stole THEN
+        -- The group formed over a lease that ran out: its row names it.
+        SELECT * INTO over FROM distributed_lock l WHERE l.lock_key = w.lock_key AND l.slot = 0;
+        over.owner_id := over.previous_owner; over.fence_token := over.previous_token; over.released_at := NULL;
+    END IF;
     h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
-                                    w.permits, w.metadata, ts);
+                                    w.permits, w.metadata, ts, over);
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
     END IF;
-    -- A slot granted as the group formed over a lease that ran out took the
-    -- key from that lease's owner (the group's row names it): the slot
-    -- says so, as the waiter's check reads it.
-    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
-        grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
-        previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
-        previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
-    FROM distributed_lock l
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key AND l.slot = 0
+    -- The hand-off's claim window, and the waiter it names.
+    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     kind := h.grant_kind;
@@ -5219,7 +5223,7 @@ END $$;
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_grant_lease(text, integer, boolean, text, text, text, interval, timestamptz, jsonb, interval,
-                                 bigint, timestamptz),
+                                 bigint, timestamptz, distributed_lock),
     distributed_lock_make_row(text, integer, timestamptz),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint, text, jsonb, boolean),
     distributed_lock_acquire_otherwise(text, text, bigint, jsonb, text, jsonb, boolean, bigint, timestamptz),
@@ -5322,7 +5326,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
     distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text, text),
-    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz),
+    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz, distributed_lock),
     distributed_lock_refuse(distributed_lock, timestamptz),
     distributed_lock_renew_holder(text, text, bigint, bigint),
     distributed_lock_end_holders(text, text, bigint, text, timestamptz),

@@ -18,7 +18,7 @@ func readWrite() []locker.Key {
 
 // A set may mix modes: one attempt reads one key shared beside its other
 // readers and writes another, all or none; each lease carries its mode and
-// is released with the set.
+// is renewed and released with the set.
 func TestMixedSetTriedAllOrNone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -45,6 +45,11 @@ func TestMixedSetTriedAllOrNone(t *testing.T) {
 	// A writer of config is refused while either reader holds it.
 	if _, err := testdb.Try(ctx, lk, db, "config", "writer"); !errors.Is(err, locker.ErrHeld) {
 		t.Fatalf("a writer beside the set's reader = %v; want ErrHeld", err)
+	}
+	// Renewed together, each lease its own token.
+	renewed, err := lk.Renew(ctx, db, leases...)
+	if err != nil || len(renewed) != 2 || renewed[0].Token != leases[0].Token || renewed[1].Token != leases[1].Token {
+		t.Fatalf("renewing the mixed set = %+v, %v; want both renewed, same tokens", renewed, err)
 	}
 	if err := testdb.ErrOf(lk.Release(ctx, db, leases...)); err != nil {
 		t.Fatal(err)

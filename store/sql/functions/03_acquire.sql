@@ -20,11 +20,16 @@ END $$;
 -- only a row that may be granted anew (distributed_lock_admits) to an
 -- owner that is no reserved word, and passes over a row another
 -- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
--- a slot's grant writes the row its caller has locked and judged. Returns
--- the row granted, NULL columns when none was. Internal.
+-- a slot's grant writes the row its caller has locked and judged. over is
+-- the lease the grant takes the key from when that is not the row's own
+-- (NULL: the row's): a group's first holder's slot, the group formed over
+-- a lease that ran out unreleased, takes the key from that lease, and the
+-- grant's kind (stolen) and previous lease say so, decided here once.
+-- Returns the row granted, NULL columns when none was. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_lease(
     key text, s integer, anew boolean, mode text, owner text, role text, lease_ttl interval,
-    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz)
+    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -35,9 +40,13 @@ BEGIN
         lock_mode = mode, owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = expiry, ttl = lease_ttl, acquired_at = ts, renewed_at = NULL, renew_count = 0,
-        released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, role),
-        previous_owner = CASE WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
-        previous_token = CASE WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
+        released_at = NULL,
+        grant_kind = CASE WHEN over.lock_key IS NULL THEN distributed_lock_grant_kind(l, owner, role)
+                          ELSE distributed_lock_grant_kind(over, owner, role) END,
+        previous_owner = CASE WHEN over.lock_key IS NOT NULL THEN over.owner_id
+                              WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
+        previous_token = CASE WHEN over.lock_key IS NOT NULL THEN over.fence_token
+                              WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
         metadata = coalesce(lease_metadata, '{}'), lock_delay = delay, delay_until = NULL, handed_to = handed
     -- The key under the column's collation: the parameters take the
     -- call's (session_user's is "C"), under which the primary key's index

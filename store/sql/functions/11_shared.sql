@@ -138,11 +138,14 @@ END $$;
 -- the role that queued the waiter): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
--- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
+-- room (n: the permits; NULL: no bound), taking the key from lease over
+-- when that is not the slot's own (distributed_lock_grant_lease). Returns
+-- the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -175,7 +178,7 @@ BEGIN
     END IF;
     RETURN distributed_lock_grant_lease(key, next, false, distributed_lock_holder_mode(n), owner, role,
                                         distributed_lock_us(ttl_us), ts + distributed_lock_us(ttl_us),
-                                        lease_metadata, interval '0', NULL, ts);
+                                        lease_metadata, interval '0', NULL, ts, over);
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
@@ -359,7 +362,7 @@ BEGIN
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts);
+        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts, over);
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -371,14 +374,6 @@ BEGIN
             holders := distributed_lock_live_holders(key, ts);
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
-        END IF;
-        -- The first holder of a group formed over a lease that ran out
-        -- unreleased took the key from that lease's owner; its slot says so.
-        IF over.lock_key IS NOT NULL THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
-                previous_token = over.fence_token
-            WHERE s.lock_key = key AND s.slot = h.slot
-            RETURNING s.* INTO h;
         END IF;
         outcome := h.grant_kind;
         IF outcome = 'stolen' OR log_grants THEN

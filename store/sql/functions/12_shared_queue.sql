@@ -31,22 +31,22 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
+    over distributed_lock;
     kind text;
 BEGIN
+    IF stole THEN
+        -- The group formed over a lease that ran out: its row names it.
+        SELECT * INTO over FROM distributed_lock l WHERE l.lock_key = w.lock_key AND l.slot = 0;
+        over.owner_id := over.previous_owner; over.fence_token := over.previous_token; over.released_at := NULL;
+    END IF;
     h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
-                                    w.permits, w.metadata, ts);
+                                    w.permits, w.metadata, ts, over);
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
     END IF;
-    -- A slot granted as the group formed over a lease that ran out took the
-    -- key from that lease's owner (the group's row names it): the slot
-    -- says so, as the waiter's check reads it.
-    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
-        grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
-        previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
-        previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
-    FROM distributed_lock l
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key AND l.slot = 0
+    -- The hand-off's claim window, and the waiter it names.
+    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     kind := h.grant_kind;

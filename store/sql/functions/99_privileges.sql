@@ -8,7 +8,7 @@
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_grant_lease(text, integer, boolean, text, text, text, interval, timestamptz, jsonb, interval,
-                                 bigint, timestamptz),
+                                 bigint, timestamptz, distributed_lock),
     distributed_lock_make_row(text, integer, timestamptz),
     distributed_lock_first_grant(text, text, bigint, jsonb, bigint, text, jsonb, boolean),
     distributed_lock_acquire_otherwise(text, text, bigint, jsonb, text, jsonb, boolean, bigint, timestamptz),
@@ -111,7 +111,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
     distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text, text),
-    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz),
+    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz, distributed_lock),
     distributed_lock_refuse(distributed_lock, timestamptz),
     distributed_lock_renew_holder(text, text, bigint, bigint),
     distributed_lock_end_holders(text, text, bigint, text, timestamptz),
