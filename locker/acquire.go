@@ -36,7 +36,7 @@ func (l *Locker) tryOne(ctx context.Context, db DBTX, want grant) (Lease, error)
 func (l *Locker) grantParams(want grant, key string) store.GrantParams {
 	return store.GrantParams{
 		Key: key, Owner: want.owner, TTL: want.ttl, Metadata: l.metadata, Actor: l.ownerActor(want.owner),
-		LogGrants: l.cfg.LogGrants, LockDelay: want.lockDelay,
+		LogGrants: l.cfg.LogGrants, LockDelay: want.lockDelay, Modes: want.modes(),
 	}
 }
 

@@ -33,6 +33,7 @@ func (l *Locker) tryAll(ctx context.Context, db DBTX, g grant) ([]Lease, error) 
 		for i, g := range grants {
 			leases[i] = leaseFrom(g.LeaseRow, Outcome(g.Outcome), sentAt)
 		}
+		leases = g.stampAll(leases)
 		if ctx.Err() != nil {
 			return nil, l.giveBackAll(ctx, db, leases)
 		}
@@ -40,6 +41,10 @@ func (l *Locker) tryAll(ctx context.Context, db DBTX, g grant) ([]Lease, error) 
 	}
 	if len(grants) != 1 {
 		return nil, fmt.Errorf("locker: acquire %s: %d rows for %d keys", quoteKeys(keys), len(grants), len(keys))
+	}
+	if grants[0].Outcome == lockdb.OutcomeConflict {
+		// A shared or semaphore key of the set, held in another mode.
+		return nil, &Error{Kind: ErrHeld, Key: grants[0].Key, Owner: grants[0].Owner, Conflict: true}
 	}
 	return nil, heldError(grants[0], grants[0].Outcome != lockdb.OutcomeBusy)
 }

@@ -7,19 +7,22 @@ import (
 	"time"
 
 	"github.com/lockctl/lockctl/internal/lockdb"
+	"github.com/lockctl/lockctl/store"
 )
 
 // Request is what Acquire asks for: the Keys for Owner, all or none, each
 // in its mode, for TTL, waiting up to Wait while they are held.
 type Request struct {
-	// Keys: 1 to MaxKeys distinct keys; several only exclusively (else ErrInvalid).
+	// Keys are 1 to MaxKeys distinct keys, each in its own mode (a set may
+	// mix them: read config shared, write account:7), all or none.
 	Keys []Key
 	// Owner is who holds the leases (see NewOwnerID). Required.
 	Owner string
 	// TTL is the leases' length. Defaults to Config.TTL.
 	TTL time.Duration
-	// LockDelay (0 to MaxLockDelay; exclusive keys only) keeps a key from
-	// everyone this long after its lease ends without a Release.
+	// LockDelay keeps a key from everyone this long after its lease ends
+	// without a Release (it expired, or was forced). 0 to MaxLockDelay;
+	// a Request whose keys are all exclusive only.
 	LockDelay time.Duration
 	// Wait: 0 makes one attempt; more waits in the keys' queues until
 	// granted, Wait has passed or ctx ends; WaitForever as long as ctx.
@@ -73,7 +76,8 @@ type grant struct {
 	owner     string
 	ttl       time.Duration
 	lockDelay time.Duration
-	want      wanted // the keys' mode: a set's keys are all exclusive
+	want      wanted   // the first key's mode: a single key's
+	wants     []wanted // each key's, in keys' (sorted) order
 	wait      time.Duration
 	from      int64 // an upgrade's: the token of the owner's shared lease or permit it gives up
 }
@@ -107,20 +111,18 @@ func (l *Locker) prepare(req Request) (grant, error) {
 			return g, fmt.Errorf("%w: %q is named twice", errInvalidKeys, g.keys[i])
 		}
 	}
-	var err error
-	if g.want, err = wantOf(req.Keys[0]); err != nil {
-		return g, err
-	}
-	for _, k := range req.Keys[1:] {
+	byName := map[string]wanted{}
+	for _, k := range req.Keys {
 		w, err := wantOf(k)
 		if err != nil {
 			return g, err
 		}
-		if w != g.want || w != (wanted{}) {
-			return g, fmt.Errorf("%w: a set of several keys takes each exclusively (%q asks for a %s lease)",
-				errInvalidKeys, nonExclusive(req.Keys).Name, nonExclusive(req.Keys).Mode)
-		}
+		byName[k.Name] = w
 	}
+	for _, k := range g.keys {
+		g.wants = append(g.wants, byName[k])
+	}
+	g.want = byName[req.Keys[0].Name]
 	switch {
 	case lockdb.ValidateOwner(g.owner) != nil:
 		return g, lockdb.ValidateOwner(g.owner)
@@ -128,12 +130,40 @@ func (l *Locker) prepare(req Request) (grant, error) {
 		return g, validTTL(g.ttl)
 	case g.lockDelay < 0 || g.lockDelay > MaxLockDelay:
 		return g, fmt.Errorf("%w: %s (must be between 0 and %s)", errInvalidLockDelay, g.lockDelay, MaxLockDelay)
-	case g.lockDelay > 0 && g.want != (wanted{}):
-		return g, fmt.Errorf("%w: a %s lease carries none", errInvalidLockDelay, req.Keys[0].Mode)
+	case g.lockDelay > 0 && nonExclusive(req.Keys).Mode != "" && nonExclusive(req.Keys).Mode != ModeExclusive:
+		return g, fmt.Errorf("%w: a %s lease carries none", errInvalidLockDelay, nonExclusive(req.Keys).Mode)
 	case g.wait < 0:
 		return g, fmt.Errorf("%w: Wait %s is negative", lockdb.ErrInvalid, g.wait)
 	}
 	return g, nil
+}
+
+// modes are g's keys' leases as a key-set statement takes them
+// (store.GrantParams.Modes), in g.keys' order: nil when all are exclusive.
+func (g grant) modes() []store.KeyMode {
+	modes := make([]store.KeyMode, len(g.wants))
+	mixed := false
+	for i, w := range g.wants {
+		switch {
+		case w.permits > 0:
+			modes[i], mixed = store.KeyMode{Mode: ModeSemaphore, Permits: w.permits}, true
+		case w.shared:
+			modes[i], mixed = store.KeyMode{Mode: ModeShared}, true
+		}
+	}
+	if !mixed {
+		return nil
+	}
+	return modes
+}
+
+// stampAll gives each of leases, one per key in g.keys' order, its key's
+// mode.
+func (g grant) stampAll(leases []Lease) []Lease {
+	for i := range leases {
+		leases[i], _ = g.wants[i].stamp(leases[i], nil)
+	}
+	return leases
 }
 
 // wantOf is the lease k asks for.

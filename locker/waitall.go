@@ -34,8 +34,11 @@ func (l *Locker) waitAll(ctx context.Context, db DBTX, g grant) ([]Lease, error)
 	started := l.clock.Now()
 	for again := false; ; again = true {
 		leases, done, err := l.acquireAllOrQueue(ctx, db, g, started, again)
-		if done || err != nil {
-			return leases, err
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return g.stampAll(leases), nil
 		}
 	}
 }

@@ -68,47 +68,18 @@ func sqlFunctions(t *testing.T) []sqlFunction {
 // one thing.
 const maxFunctionLines = 60
 
-// overLong are the functions still over maxFunctionLines, each with the
-// length it may not grow past: the list may only shrink, until it is
-// empty.
-var overLong = map[string]int{
-	"distributed_lock_acquire":         118,
-	"distributed_lock_release":         69,
-	"distributed_lock_enqueue":         103,
-	"distributed_lock_waiter_poll":     103,
-	"distributed_lock_enqueue_all":     77,
-	"distributed_lock_waiter_poll_all": 64,
-	"distributed_lock_acquire_shared":  86,
-	"distributed_lock_enqueue_shared":  133,
-}
-
 // TestFunctionsAreShortAndSayWhatTheyDecide: every function of the
 // protocol begins with a comment whose first line names it and says what
-// it decides, and none is over maxFunctionLines lines (but for overLong's,
-// which may not grow).
+// it decides, and none is over maxFunctionLines lines.
 func TestFunctionsAreShortAndSayWhatTheyDecide(t *testing.T) {
 	t.Parallel()
-	seen := map[string]bool{}
 	for _, fn := range sqlFunctions(t) {
 		if len(fn.comment) == 0 || !regexp.MustCompile(`^-- `+fn.name+`\b[,:]? ?\S`).MatchString(fn.comment[0]) {
 			t.Errorf("%s:%d: %s does not begin with a comment line \"-- %s: what it decides\"",
 				fn.file, fn.line, fn.name, fn.name)
 		}
-		limit, listed := overLong[fn.name]
-		if !listed {
-			limit = maxFunctionLines
-		}
-		seen[fn.name] = listed
-		switch {
-		case fn.lines > limit:
-			t.Errorf("%s:%d: %s is %d lines; at most %d", fn.file, fn.line, fn.name, fn.lines, limit)
-		case listed && fn.lines <= maxFunctionLines:
-			t.Errorf("%s is %d lines now: take it off overLong", fn.name, fn.lines)
-		}
-	}
-	for name := range overLong {
-		if !seen[name] {
-			t.Errorf("overLong names %s, which is no function: take it off", name)
+		if fn.lines > maxFunctionLines {
+			t.Errorf("%s:%d: %s is %d lines; at most %d", fn.file, fn.line, fn.name, fn.lines, maxFunctionLines)
 		}
 	}
 }

@@ -25,6 +25,38 @@ type GrantParams struct {
 	// LockDelay is the grant's lock-delay: when its lease ends without its
 	// holder's release, nobody is granted the key for that long (0 to 60s).
 	LockDelay time.Duration
+	// Modes are a key set's leases (TryGrantAll, EnqueueAll), one per key
+	// in the keys' order; nil: every key exclusive.
+	Modes []KeyMode
+}
+
+// KeyMode is the lease a key set asks for on one of its keys: Mode
+// lockdb.ModeExclusive (or ""), lockdb.ModeShared, or lockdb.ModeSemaphore
+// with its Permits.
+type KeyMode struct {
+	Mode    string
+	Permits int
+}
+
+// modeArgs are modes as the key-set functions take them: a modes and a
+// permits array, NULL for nil and for a key's absent mode or permits.
+func modeArgs(modes []KeyMode) (names []*string, permits []*int32) {
+	if modes == nil {
+		return nil, nil
+	}
+	for _, m := range modes {
+		var name *string
+		var n *int32
+		if m.Mode != "" {
+			name = &m.Mode
+		}
+		if m.Permits != 0 {
+			p := int32(m.Permits)
+			n = &p
+		}
+		names, permits = append(names, name), append(permits, n)
+	}
+	return names, permits
 }
 
 // Grant is the result of an attempt: what it granted, or, when refused,

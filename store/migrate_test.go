@@ -82,6 +82,12 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
 	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true, "distributed_lock_admit_owner": true,
 	"distributed_lock_head_upgrade": true, "distributed_lock_upgrade_due": true, "distributed_lock_upgrade_edges": true,
+	"distributed_lock_acquire_otherwise": true, "distributed_lock_renew_own": true, "distributed_lock_release_slot": true,
+	"distributed_lock_enqueue_locked": true, "distributed_lock_queued_answer": true, "distributed_lock_poll_locked": true,
+	"distributed_lock_poll_answer": true, "distributed_lock_settle_set": true, "distributed_lock_hand_off_set": true,
+	"distributed_lock_lock_to_join": true, "distributed_lock_queue_for_holder": true, "distributed_lock_make_group": true,
+	"distributed_lock_set_wants": true, "distributed_lock_take_set": true, "distributed_lock_take_all_now": true,
+	"distributed_lock_serve_set_record": true, "distributed_lock_leave_slot": true,
 }
 
 // boundedWaits are the settings internal functions that wait for a lock
@@ -101,7 +107,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_asks_for": true, "distributed_lock_group_of": true, "distributed_lock_queue_live": true,
 	"distributed_lock_queue_length": true, "distributed_lock_queue_position": true,
 	"distributed_lock_delay_end": true, "distributed_lock_delayed": true,
-	"distributed_lock_promised": true, "distributed_lock_may_grant": true, "distributed_lock_may_take": true,
+	"distributed_lock_promised": true, "distributed_lock_admits": true, "distributed_lock_wants_key": true, "distributed_lock_waits_behind": true, "distributed_lock_queued_before": true, "distributed_lock_may_take": true,
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true, "distributed_lock_ever_held": true,
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,

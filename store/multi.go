@@ -15,12 +15,13 @@ import (
 const (
 	acquireAllSQL = `
 SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining, a.queue_length, a.delay_until
-FROM distributed_lock_acquire_all($1::text[], $2, $3::bigint, $4::jsonb, $5, $6::jsonb, $7::boolean, $8::bigint) a`
+FROM distributed_lock_acquire_all($1::text[], $2, $3::bigint, $4::jsonb, $5, $6::jsonb, $7::boolean, $8::bigint,
+                                  $9::text[], $10::integer[]) a`
 	enqueueAllSQL = `
 SELECT e.lock_key, e.owner_id, e.fence_token, e.expires_at, e.ttl, e.outcome, e.remaining, e.waiter_id, e.db_now,
        e.queue_position, e.queue_length, e.delay_until, e.cycle
 FROM distributed_lock_enqueue_all($1::text[], $2, $3::bigint, $4::bigint, $5::bigint, $6::jsonb, $7, $8::jsonb, $9::boolean,
-                                  $10::bigint, $11) e`
+                                  $10::bigint, $11, $12::text[], $13::integer[]) e`
 	pollAllSQL = `
 SELECT p.lock_key, p.owner_id, p.fence_token, p.expires_at, p.ttl, p.outcome, p.remaining, p.waiter_id, p.db_now,
        p.queue_position, p.queue_length, p.delay_until, p.cycle
@@ -31,12 +32,14 @@ FROM distributed_lock_waiter_poll_all($1::text[], $2::bigint[], $3::bigint) p`
 )
 
 // TryGrantAll makes one all-or-nothing attempt at keys for p's owner (p.Key
-// is not used): every key granted, one Grant per key in key order, or one
-// Grant, the refusal of the first key that could not be, and nothing
-// taken.
+// is not used), each in its mode (p.Modes): every key granted, one Grant
+// per key in key order (a shared or semaphore key's: the holder's lease),
+// or one Grant, the refusal of the first key that could not be, and
+// nothing taken.
 func TryGrantAll(ctx context.Context, db DBTX, keys []string, p GrantParams) ([]Grant, error) {
+	modes, permits := modeArgs(p.Modes)
 	rows, err := db.Query(ctx, acquireAllSQL, keys, p.Owner, p.TTL.Microseconds(),
-		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants, p.LockDelay.Microseconds())
+		jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants, p.LockDelay.Microseconds(), modes, permits)
 	if err != nil {
 		return nil, Interpret(err)
 	}
@@ -55,14 +58,15 @@ func TryGrantAll(ctx context.Context, db DBTX, keys []string, p GrantParams) ([]
 	return grants, Interpret(err)
 }
 
-// EnqueueAll grants p's owner every key of keys, or queues it on all of
-// them as one waiter (see distributed_lock_enqueue_all): one Queued per key
+// EnqueueAll grants p's owner every key of keys (each in its mode,
+// p.Modes), or queues it on all of them as one waiter (see distributed_lock_enqueue_all): one Queued per key
 // in key order, each with its waiter record's id when queued. A single
 // lockdb.OutcomeBusy row: try again.
 func EnqueueAll(ctx context.Context, db DBTX, keys []string, p QueueParams) ([]Queued, error) {
+	modes, permits := modeArgs(p.Modes)
 	return collectQueued(db.Query(ctx, enqueueAllSQL, keys, p.Owner, p.TTL.Microseconds(),
 		p.ClaimWindow.Microseconds(), p.SeenFor.Microseconds(), jsonArg(p.Metadata), p.Actor, jsonArg(p.Detail), p.LogGrants,
-		p.LockDelay.Microseconds(), channelArg(p.WakeChannel)))
+		p.LockDelay.Microseconds(), channelArg(p.WakeChannel), modes, permits))
 }
 
 // PollAll checks a waiting set, whose records ids are one per key of keys

@@ -22,10 +22,10 @@ func TestRulesAreInlined(t *testing.T) {
 		inlined []string
 		shows   string // what the inlined expression reads
 	}{
-		{`SELECT distributed_lock_may_take(l, 'o', session_user, c.ts), distributed_lock_may_grant(l, c.ts), distributed_lock_refusal(l, c.ts),
+		{`SELECT distributed_lock_may_take(l, 'o', session_user, c.ts), distributed_lock_admits(l, 'shared', NULL, NULL, c.ts), distributed_lock_refusal(l, c.ts),
 		         distributed_lock_grant_kind(l, 'o', session_user)
 		  FROM distributed_lock l, (SELECT now() AS ts OFFSET 0) c`,
-			[]string{"distributed_lock_may_take", "distributed_lock_may_grant", "distributed_lock_held", "distributed_lock_open",
+			[]string{"distributed_lock_may_take", "distributed_lock_admits", "distributed_lock_live", "distributed_lock_held", "distributed_lock_open",
 				"distributed_lock_promised", "distributed_lock_refusal", "distributed_lock_grant_kind",
 				"distributed_lock_delayed", "distributed_lock_delay_end"},
 			"wake_until"},

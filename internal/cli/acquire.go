@@ -33,6 +33,7 @@ func AcquireCommand() *cobra.Command {
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
 	LockDelayVar(fs, &o.LockDelay)
 	holdModeVars(fs, &o)
+	setModeVars(fs, &o)
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -54,6 +55,10 @@ type AcquireOptions struct {
 	// Permits permits of it (an Acquire of a permit). Neither: Key alone.
 	Shared  bool
 	Permits int
+	// SharedKeys and PermitKeys (KEY=N) name keys of a set taken shared or
+	// as one of N permits (setmodes.go); the set's other keys alone.
+	SharedKeys []string
+	PermitKeys []string
 }
 
 // Acquire takes opts.Key for opts.Owner, or renews it when that owner

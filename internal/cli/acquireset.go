@@ -54,6 +54,17 @@ type setLeaseJSON struct {
 	Key       string    `json:"key"`
 	Token     int64     `json:"token"`
 	ExpiresAt time.Time `json:"expires_at"`
+	Mode      string    `json:"mode,omitempty"`    // shared or semaphore; omitted: held alone
+	Permits   int       `json:"permits,omitempty"` // a semaphore's
+}
+
+// holderMode is lease's mode when it is a holder's (shared or semaphore),
+// "" for a lease held alone.
+func holderMode(lease locker.Lease) string {
+	if lease.Mode == locker.ModeExclusive {
+		return ""
+	}
+	return lease.Mode
 }
 
 // acquireSet is acquire of several keys: all of them, or none.
@@ -66,7 +77,8 @@ func acquireSet(ctx context.Context, env Env, opts AcquireOptions) int {
 	if opts.JSON {
 		out := setJSON{Owner: held.leases[0].Owner}
 		for _, l := range held.leases {
-			out.Leases = append(out.Leases, setLeaseJSON{Key: l.Key, Token: l.Token, ExpiresAt: utc(l.ExpiresAt)})
+			out.Leases = append(out.Leases, setLeaseJSON{Key: l.Key, Token: l.Token, ExpiresAt: utc(l.ExpiresAt),
+				Mode: holderMode(l), Permits: l.Permits})
 		}
 		return env.emit(out)
 	}

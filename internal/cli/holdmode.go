@@ -34,13 +34,20 @@ func (o AcquireOptions) holdModeFlag() string {
 // modes at once, several keys (a set takes keys alone), a lock-delay (a
 // holder's lease has none).
 func (o AcquireOptions) checkHoldMode() error {
+	modes, err := o.setModes()
 	switch {
+	case err != nil:
+		return err
+	case len(modes) > 0 && o.holder():
+		return usagef("%s takes one KEY; of several, name each key's mode with --key-shared or --key-permits", o.holdModeFlag())
+	case len(modes) > 0 && o.LockDelay > 0:
+		return usagef("--lock-delay is for keys held alone: a set with shared or permit keys has none")
 	case o.Shared && o.Permits > 0:
 		return usagef("--shared and --permits cannot be used together: a key is held shared or as a semaphore, not both")
 	case !o.holder():
 		return nil
 	case len(o.Keys) > 1:
-		return usagef("%s takes one KEY: several keys are taken all or none, each by one owner alone", o.holdModeFlag())
+		return usagef("%s takes one KEY: of several, name each key's mode with --key-shared or --key-permits", o.holdModeFlag())
 	case o.LockDelay > 0:
 		return usagef("--lock-delay is for a lease held alone: a %s lease has none", o.holdModeFlag())
 	}
@@ -48,14 +55,18 @@ func (o AcquireOptions) checkHoldMode() error {
 }
 
 // request is the Request of opts' keys (opts.Keys, or opts.Key), each in
-// opts' mode, waiting up to wait.
+// opts' mode (a set's: its key's, setmodes.go), waiting up to wait.
 func (o AcquireOptions) request(wait time.Duration) locker.Request {
 	names := o.Keys
 	if len(names) == 0 {
 		names = []string{o.Key}
 	}
 	keys := locker.Keys(names...)
+	modes, _ := o.setModes() // checked already
 	for i := range keys {
+		if m, ok := modes[keys[i].Name]; ok {
+			keys[i] = m
+		}
 		switch {
 		case o.Shared:
 			keys[i].Mode = locker.ModeShared

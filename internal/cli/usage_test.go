@@ -89,7 +89,7 @@ func TestHelp(t *testing.T) {
 	if top.code != 0 {
 		t.Fatalf("--help: %s", top)
 	}
-	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--shared] [--permits N] [--json]",
+	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--shared] [--permits N] [--key-shared KEY] [--key-permits KEY=N] [--json]",
 		"lockctl renew KEY --owner id --token token", "lockctl release KEY", "lockctl expire KEY [--token token]",
 		"lockctl migrate", "lockctl prune [--older duration] [--events-older duration]",
 		"lockctl run KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--shared] [--permits N] [--grace duration] [--revoke-signal signal] -- CMD ARGS…",

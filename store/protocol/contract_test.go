@@ -175,7 +175,7 @@ ORDER BY 1`
 
 // castRE matches the cast PostgreSQL adds to a default (DEFAULT NULL::jsonb),
 // which the page leaves out.
-var castRE = regexp.MustCompile(`(DEFAULT [^,:]+)::[a-z ]+(\[\])?`)
+var castRE = regexp.MustCompile(`(DEFAULT [^,:]+)::[a-z_ ]+(\[\])?`)
 
 // TestProtocolDocMatchesFunctions: every function of the migrated schema is
 // on docs/protocol.md with its arguments (names, types, defaults) as the

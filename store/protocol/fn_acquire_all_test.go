@@ -12,6 +12,12 @@ type acquireAllArgs struct {
 	owner     string
 	logGrants bool
 	keys      func(key string) []string // nil: the case's set
+	// mode and permits: the lease asked for on the case's key (the others
+	// exclusive); "": every key exclusive (modes NULL).
+	mode    string
+	permits int
+	// modes, when set, are the modes array as given, whatever the keys.
+	modes []any
 }
 
 func (a acquireAllArgs) call(key string, p prepared) (string, []any) {
@@ -22,10 +28,19 @@ func (a acquireAllArgs) call(key string, p prepared) (string, []any) {
 	if a.keys != nil {
 		keys = a.keys(key)
 	}
+	var modes, permits []any
+	if a.mode != "" {
+		modes, permits = make([]any, len(keys)), make([]any, len(keys))
+		modes[0], permits[0] = a.mode, nonZero(a.permits)
+	}
+	if a.modes != nil {
+		modes = a.modes
+	}
 	return `SELECT a.* FROM distributed_lock_acquire_all(keys => $1, owner => $2, ttl_us => $3,
-		lease_metadata => NULL, event_actor => NULL, event_detail => NULL, log_grants => $4) a
+		lease_metadata => NULL, event_actor => NULL, event_detail => NULL, log_grants => $4,
+		modes => $6::text[], permits => $7::integer[]) a
 		ORDER BY a.lock_key = $5 DESC LIMIT 1`,
-		[]any{keys, a.owner, time.Minute.Microseconds(), a.logGrants, key}
+		[]any{keys, a.owner, time.Minute.Microseconds(), a.logGrants, key, modes, permits}
 }
 
 func TestAcquireAll(t *testing.T) {
@@ -102,5 +117,40 @@ func TestAcquireAll(t *testing.T) {
 		{name: "129 keys", state: free(), call: acquireAllArgs{owner: me, keys: manyKeys(129)}.call, want: want{err: "22023"}},
 		{name: "the reserved owner, every key free: refused, nothing granted", state: free().and(also{name: "b", state: free()}),
 			call: acquireAllArgs{owner: "*"}.call, want: want{err: "23514"}},
+
+		// A set may mix modes: read one key shared, write another.
+		{name: "mixed: the key shared, free; the other exclusive, free: both granted", state: free().and(also{name: "b", state: free()}),
+			call: acquireAllArgs{owner: me, mode: "shared"}.call, want: want{outcome: "acquired", owner: me, token: drawnToken,
+				remaining: &span{}, row: formed("shared", 0, "acquired", other, keptToken),
+				slots: []slotWant{slotGranted(me, "acquired", time.Minute)},
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { bHeldByMe(t, p) }}},
+		{name: "mixed: the key a running shared group, joined; the other exclusive", state: sharedBy(other).and(also{name: "b", state: free()}),
+			call: acquireAllArgs{owner: me, mode: "shared"}.call, want: want{outcome: "acquired", owner: me, token: drawnToken,
+				remaining: &span{}, row: untouched, slots: []slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)},
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { bHeldByMe(t, p) }}},
+		{name: "mixed: a permit of a semaphore with room", state: semaphoreOf(2, other).and(also{name: "b", state: free()}),
+			call: acquireAllArgs{owner: me, mode: "semaphore", permits: 2}.call, want: want{outcome: "acquired", owner: me,
+				token: drawnToken, remaining: &span{}, row: untouched,
+				slots: []slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)},
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { bHeldByMe(t, p) }}},
+		{name: "mixed: the key held exclusively, refused: the exclusive key before it not kept",
+			state: heldBy(other).and(freeFirst), call: acquireAllArgs{owner: me, mode: "shared"}.call,
+			want: refused("held", other, span{50*time.Second - slack, 50 * time.Second}, firstUndone(other))},
+		{name: "mixed: a full semaphore refuses the set: nothing kept", state: semaphoreOf(1, other).and(freeFirst),
+			call: acquireAllArgs{owner: me, mode: "semaphore", permits: 1}.call, want: want{outcome: "held", owner: other,
+				token: slotTok(1), row: untouched, remaining: &span{50*time.Second - slack, 50 * time.Second},
+				refusal: queueOf(0), check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { firstUndone(other)(t, p) }}},
+		{name: "mixed: a shared key of a running semaphore: conflict, nothing kept", state: semaphoreOf(2, other).and(freeFirst),
+			call: acquireAllArgs{owner: me, mode: "shared"}.call, want: want{outcome: "conflict", owner: groupOwner,
+				token: keptToken, row: untouched, refusal: queueOf(0),
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { firstUndone(other)(t, p) }}},
+		{name: "mixed: a mode not known", state: free(), call: acquireAllArgs{owner: me, mode: "upgrade"}.call,
+			want: want{err: "23514"}},
+		{name: "mixed: permits without a semaphore", state: free(), call: acquireAllArgs{owner: me, mode: "shared", permits: 2}.call,
+			want: want{err: "22023"}},
+		{name: "mixed: a semaphore without permits", state: free(), call: acquireAllArgs{owner: me, mode: "semaphore"}.call,
+			want: want{err: "22023"}},
+		{name: "mixed: modes not one per key", state: free().and(also{name: "b", state: free()}),
+			call: acquireAllArgs{owner: me, modes: []any{"shared"}}.call, want: want{err: "22023"}},
 	})
 }

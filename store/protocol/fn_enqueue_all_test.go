@@ -11,6 +11,10 @@ type enqueueAllArgs struct {
 	owner   string
 	keys    func(key string) []string
 	channel string // the wake channel; "": NULL
+	// mode and permits: the lease asked for on the case's key (the others
+	// exclusive); "": every key exclusive (modes NULL).
+	mode    string
+	permits int
 }
 
 func (a enqueueAllArgs) call(key string, p prepared) (string, []any) {
@@ -21,12 +25,17 @@ func (a enqueueAllArgs) call(key string, p prepared) (string, []any) {
 	if a.keys != nil {
 		keys = a.keys(key)
 	}
+	var modes, permits []any
+	if a.mode != "" {
+		modes, permits = make([]any, len(keys)), make([]any, len(keys))
+		modes[0], permits[0] = a.mode, nonZero(a.permits)
+	}
 	return `SELECT e.* FROM distributed_lock_enqueue_all(keys => $1, owner => $2, ttl_us => $3, claim_us => $4,
 		seen_for_us => $5, lease_metadata => NULL, event_actor => NULL, event_detail => NULL, log_grants => false,
-		wake_channel => $7) e
+		wake_channel => $7, modes => $8::text[], permits => $9::integer[]) e
 		ORDER BY e.lock_key = $6 DESC LIMIT 1`,
 		[]any{keys, a.owner, time.Minute.Microseconds(), (10 * time.Second).Microseconds(), (30 * time.Second).Microseconds(), key,
-			null(a.channel)}
+			null(a.channel), modes, permits}
 }
 
 // sameSet: the caller's records on the case's key and on other key name
@@ -65,6 +74,28 @@ func TestEnqueueAll(t *testing.T) {
 				}(),
 				slots: []slotWant{slotReleasedNow(1, other)}, // its lapsed lease ends with the group
 				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", me, true) }}},
+		{name: "mixed: the key shared in a running group, the other free: both granted at once",
+			state: sharedBy(other).and(also{name: "b", state: free()}), call: enqueueAllArgs{owner: me, mode: "shared"}.call,
+			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: untouched,
+				slots: []slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)},
+				check: func(t *testing.T, _ map[string]any, p prepared, _ observed) { otherIs(t, p, "b", me, true) }}},
+		{name: "mixed: the key shared in a running group, the other held: queued on both, the record shared",
+			state: sharedBy(other).and(also{name: "b", state: heldBy(w1)}), call: enqueueAllArgs{owner: me, mode: "shared"}.call,
+			want: want{outcome: "queued", owner: groupOwner, token: keptToken, waiterID: me, refusal: placeIn(1, 1),
+				remaining: &span{50*time.Second - slack, 50 * time.Second},
+				row: rowWant{owner: groupOwner, token: keptToken, groupEnd: true, ttl: time.Minute, kind: "acquired",
+					prevOwner: "earlier", prevToken: keptPrevious, mode: "shared", wakes: &span{time.Minute - slack, time.Minute}},
+				waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second, mode: "shared"}}, check: sameSet("b")}},
+		{name: "mixed: a full semaphore, the other free: queued, nothing held",
+			state: semaphoreOf(1, other).and(also{name: "b", state: free()}),
+			call:  enqueueAllArgs{owner: me, mode: "semaphore", permits: 1}.call,
+			want: want{outcome: "queued", owner: groupOwner, token: keptToken, waiterID: me, refusal: placeIn(1, 1),
+				remaining: &span{50*time.Second - slack, 50 * time.Second},
+				row: rowWant{owner: groupOwner, token: keptToken, groupEnd: true, ttl: time.Minute, kind: "acquired",
+					prevOwner: "earlier", prevToken: keptPrevious, mode: "semaphore", permits: 1,
+					wakes: &span{time.Minute - slack, time.Minute}},
+				waiters: []waiterWant{{owner: me, seenFor: 30 * time.Second, mode: "semaphore", permits: 1}},
+				check:   sameSet("b")}},
 		{name: "every key may be taken: granted", state: free().and(also{name: "b", state: noRow()}), call: mine.call,
 			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
 				row:   func() rowWant { w := grantTo(me, "acquired", time.Minute, keptToken); w.prevOwner = other; return w }(),

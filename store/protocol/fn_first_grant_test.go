@@ -9,17 +9,19 @@ import (
 type firstGrantArgs struct {
 	metadata  string
 	lockDelay time.Duration
+	logGrants bool
 }
 
 func (a firstGrantArgs) call(key string, _ prepared) (string, []any) {
 	return `SELECT * FROM distributed_lock_first_grant(key => $1, owner => $2, ttl_us => $3,
-		lease_metadata => $4::jsonb, lock_delay_us => $5)`,
-		[]any{key, me, time.Minute.Microseconds(), null(a.metadata), a.lockDelay.Microseconds()}
+		lease_metadata => $4::jsonb, lock_delay_us => $5, event_actor => 'svc', event_detail => NULL,
+		log_grants => $6)`,
+		[]any{key, me, time.Minute.Microseconds(), null(a.metadata), a.lockDelay.Microseconds(), a.logGrants}
 }
 
-// A key's first grant inserts its row, and writes no event (acquire logs
-// it); when another transaction's first grant has inserted it, every
-// column is NULL and nothing is written.
+// A key's first grant inserts its row, and writes an event only with
+// log_grants; when another transaction's first grant has inserted it, the
+// answer is 'busy' and nothing is written.
 func TestFirstGrant(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_first_grant")
@@ -33,8 +35,11 @@ func TestFirstGrant(t *testing.T) {
 			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: inserted}},
 		{name: "no row, with metadata", state: noRow(), call: firstGrantArgs{metadata: `{"pid": 42}`}.call, want: want{
 			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: withMetadata}},
+		{name: "no row, logged", state: noRow(), call: firstGrantArgs{logGrants: true}.call, want: want{
+			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: inserted,
+			events: []eventWant{{kind: "acquired", owner: me, token: drawnToken, actor: "svc"}}}},
 		{name: "a row already: another first grant won", state: heldBy(other), call: firstGrantArgs{}.call, want: want{
-			nullKey: true, row: untouched}},
+			outcome: "busy", row: untouched}},
 		{name: "no row, with a lock-delay", state: noRow(), call: firstGrantArgs{lockDelay: 20 * time.Second}.call, want: want{
 			outcome: "acquired", owner: me, token: drawnToken, remaining: &span{}, row: withDelay}},
 		{name: "lock-delay over a minute", state: noRow(), call: firstGrantArgs{lockDelay: 61 * time.Second}.call, want: want{err: "23514"}},

@@ -40,6 +40,36 @@ func TestHandOffGroup(t *testing.T) {
 					handedBy(me)(t, result, p, after)
 					otherIs(t, p, "b", me, true, w1)
 				}}},
+		// A set whose record on "b" asks for a shared lease or a permit.
+		{name: "mixed: the other key a running shared group, the set's record there shared: every key granted",
+			state: free().queuedSet(me).and(also{name: "b", state: sharedBy(other).withWaiter(
+				waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, mode: "shared"})}), call: handOffGroupCall,
+			want: want{row: handedTo(me, "acquired", other), notify: []notifyWant{handOffTo(me, "acquired")},
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					handedBy(me)(t, result, p, after)
+					heldSlotOf(t, p, "b", me)
+				}}},
+		{name: "mixed: the other key free, the set's record there shared: the group formed for it",
+			state: free().queuedSet(me).and(also{name: "b", state: free().withWaiter(
+				waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, mode: "shared"})}), call: handOffGroupCall,
+			want: want{row: handedTo(me, "acquired", other), notify: []notifyWant{handOffTo(me, "acquired")},
+				check: func(t *testing.T, result map[string]any, p prepared, after observed) {
+					handedBy(me)(t, result, p, after)
+					heldSlotOf(t, p, "b", me)
+				}}},
+		{name: "mixed: the other key held exclusively, the set's record there shared: nothing granted",
+			state: free().queuedSet(me).and(also{name: "b", state: heldBy(other).withWaiter(
+				waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, mode: "shared"})}), call: handOffGroupCall,
+			want: want{row: untouched, waiters: waiters(me), check: notGranted}},
+		{name: "mixed: the other key a full semaphore: nothing granted, no grant kept",
+			state: free().queuedSet(me).and(also{name: "b", state: semaphoreOf(1, other).withWaiter(
+				waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, mode: "semaphore", permits: 1})}), call: handOffGroupCall,
+			want: want{row: untouched, waiters: waiters(me), check: func(t *testing.T, r map[string]any, p prepared, a observed) {
+				notGranted(t, r, p, a)
+				if o := p.other(t, "b"); len(o.waiters) != 1 || o.waiters[0].Owner != me || len(o.slots) != 1 {
+					t.Errorf("b: waiters %v, slots %v; want the set's record kept, the one holder alone", o.waiters, o.slots)
+				}
+			}}},
 		{name: "another key held: nothing granted, the key kept for the set",
 			state: free().queuedSet(me).and(also{name: "b", state: heldBy(other).queuedSet(me)}), call: handOffGroupCall,
 			want: want{row: untouched, waiters: waiters(me), check: func(t *testing.T, r map[string]any, p prepared, a observed) {
@@ -68,4 +98,22 @@ func TestHandOffGroup(t *testing.T) {
 			want: want{row: untouched, waiters: []waiterWant{{owner: me, channel: chanA}, {owner: w1, channel: chanB}},
 				notify: []notifyWant{wakeUp.on(chanA)}, check: notGranted}},
 	})
+}
+
+// heldSlotOf: owner holds a slot of the set's key name after the call, and
+// its record there is consumed.
+func heldSlotOf(t *testing.T, p prepared, name, owner string) {
+	t.Helper()
+	o := p.other(t, name)
+	for _, w := range o.waiters {
+		if w.Owner == owner {
+			t.Errorf("%s: %s's record is still queued", p.set.keys[name], owner)
+		}
+	}
+	for _, slot := range o.slots {
+		if slot.Owner == owner && slot.ReleasedAt == nil {
+			return
+		}
+	}
+	t.Errorf("%s: no slot of %s's; want one", p.set.keys[name], owner)
 }

@@ -49,6 +49,20 @@ func TestWaitCycle(t *testing.T) {
 			want: want{row: untouched, check: cycleIs([2]string{})}},
 		{name: "a chain that ends", state: heldBy(other).queued(me).and(also{name: "b", state: heldBy(w1).queued(other)}), call: waitCycleCall,
 			want: want{row: untouched, waiters: waiters(me), check: cycleIs([2]string{})}},
+		// The edges follow modes: a shared waiter does not wait for shared holders.
+		{name: "a shared waiter beside shared holders: no wait for them",
+			state: sharedBy(other).withWaiter(waiterRow{owner: me, seenFor: 30e9, mode: "shared"}).and(
+				also{name: "b", state: heldBy(me).queued(other)}),
+			call: waitCycleCall, want: want{row: untouched, waiters: waiters(me), check: cycleIs([2]string{})}},
+		{name: "a permit waiter behind a full semaphore's holder who waits for the caller: a cycle",
+			state: semaphoreOf(1, other).withWaiter(waiterRow{owner: me, seenFor: 30e9, mode: "semaphore", permits: 1}).and(
+				also{name: "b", state: heldBy(me).queued(other)}),
+			call: waitCycleCall, want: want{row: untouched, waiters: waiters(me),
+				check: cycleIs([2]string{me, ""}, [2]string{me, ""}, [2]string{other, "b"})}},
+		{name: "an exclusive waiter behind shared holders who wait for the caller: a cycle",
+			state: sharedBy(other).queued(me).and(also{name: "b", state: heldBy(me).queued(other)}),
+			call:  waitCycleCall, want: want{row: untouched, waiters: waiters(me),
+				check: cycleIs([2]string{me, ""}, [2]string{me, ""}, [2]string{other, "b"})}},
 		{name: "two holders waiting for each other", state: heldBy(other).queued(me).and(also{name: "b", state: heldBy(me).queued(other)}),
 			call: waitCycleCall, want: want{row: untouched, waiters: waiters(me),
 				check: cycleIs([2]string{me, ""}, [2]string{me, ""}, [2]string{other, "b"})}},

@@ -114,6 +114,21 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT mode IS NOT NULL AND l.lock_mode = mode AND l.permits IS NOT DISTINCT FROM n
 $$;
 
+-- distributed_lock_wants_key: a set's mode for one of its keys (NULL or
+-- 'exclusive') asks for the key itself, not a group holder's lease.
+CREATE OR REPLACE FUNCTION distributed_lock_wants_key(mode text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NULL OR mode = 'exclusive'
+$$;
+
+-- distributed_lock_waits_behind: a waiter for a lease of mode (a waiter
+-- record's: NULL for the key itself) waits for live lease l to end: every
+-- lease but a shared holder's, for a shared waiter, which would join it.
+CREATE OR REPLACE FUNCTION distributed_lock_waits_behind(mode text, l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT NOT coalesce(mode = 'shared' AND l.lock_mode = 'shared', false)
+$$;
+
 -- distributed_lock_queue_live: a live waiter (its record seen until after
 -- ts) is queued for key. Not inlined (a subquery), so the rules below read
 -- it only when the row says someone may wait (wake_until).
@@ -170,23 +185,46 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) > ts, false)
 $$;
 
--- distributed_lock_may_grant: l may be granted anew now: it is free or
--- lapsed, past its lock-delay, and not promised to waiters. "Not delayed"
--- is written as its delay having ended (or having none), not as NOT
--- distributed_lock_delayed, which would test open a second time: each node
--- of an inlined rule is set up again at every execution of the grant.
-CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
+-- distributed_lock_queued_before: live waiters are queued for key ahead
+-- of waiter record head; with head NULL (a caller's own attempt, which
+-- every waiter is ahead of), any live waiter. Not inlined (a subquery), so
+-- the grant rule reads it only when the row says someone may wait.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_before(key text, head bigint, ts timestamptz)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                   WHERE w.lock_key = key AND w.seen_until > ts AND (head IS NULL OR w.waiter_id < head));
+END $$;
+
+-- distributed_lock_admits, the one grant rule: a new lease of mode (n
+-- permits for a semaphore; NULL: shared or exclusive) may be granted on
+-- key row l at ts, to waiter record head (a hand-off; NULL: a caller's own
+-- attempt): l is open and past its lock-delay, or runs a group of that
+-- mode and capacity (the room a grant needs, a free slot, is the grant
+-- write's to find); and no live waiter is queued ahead of head (a key
+-- promised to waiters is theirs). Renewing one's own lease is
+-- distributed_lock_held's, not this. Every grant asks it: acquire, a set,
+-- a shared or permit grant, the hand-offs, a waiter's heartbeat, prune.
+-- An exclusive grant passes the mode as a constant, so the planner drops
+-- the group's disjunct and the fast path pays for the first alone. "Past
+-- its lock-delay" is written as its delay having ended (or having none),
+-- not as NOT distributed_lock_delayed, which would test open a second
+-- time: each node of an inlined rule is set up again at every execution of
+-- the grant.
+CREATE OR REPLACE FUNCTION distributed_lock_admits(l distributed_lock, mode text, n integer, head bigint, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
-           AND NOT distributed_lock_promised(l, ts)
+    SELECT (distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
+            OR mode <> 'exclusive' AND distributed_lock_live(l, ts) AND l.lock_mode = mode
+               AND l.permits IS NOT DISTINCT FROM n)
+           AND NOT (coalesce(l.wake_until > ts, false) AND distributed_lock_queued_before(l.lock_key, head, ts))
 $$;
 
--- distributed_lock_may_take, the grant rule: owner, calling as role, may
--- take l now. It is their running lease (a renewal), or it may be granted
--- anew.
+-- distributed_lock_may_take: owner, calling as role, may take l now: it
+-- is their running lease (a renewal), or an exclusive lease may be granted
+-- on it (distributed_lock_admits).
 CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_may_grant(l, ts)
+    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_admits(l, 'exclusive', NULL, NULL, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:

@@ -17,14 +17,19 @@ END $$;
 -- the row's lock, its kind (acquired or stolen) and previous lease taken
 -- from the row, with metadata, lock_delay and handed_to (the waiter a
 -- hand-off grants it to). A grant anew (a caller's own attempt) writes
--- only a row that may be granted anew (distributed_lock_may_grant) to an
+-- only a row that may be granted anew (distributed_lock_admits) to an
 -- owner that is no reserved word, and passes over a row another
 -- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
--- a slot's grant writes the row its caller has locked and judged. Returns
--- the row granted, NULL columns when none was. Internal.
+-- a slot's grant writes the row its caller has locked and judged. over is
+-- the lease the grant takes the key from when that is not the row's own
+-- (NULL: the row's): a group's first holder's slot, the group formed over
+-- a lease that ran out unreleased, takes the key from that lease, and the
+-- grant's kind (stolen) and previous lease say so, decided here once.
+-- Returns the row granted, NULL columns when none was. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_lease(
     key text, s integer, anew boolean, mode text, owner text, role text, lease_ttl interval,
-    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz)
+    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -35,9 +40,13 @@ BEGIN
         lock_mode = mode, owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = expiry, ttl = lease_ttl, acquired_at = ts, renewed_at = NULL, renew_count = 0,
-        released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, role),
-        previous_owner = CASE WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
-        previous_token = CASE WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
+        released_at = NULL,
+        grant_kind = CASE WHEN over.lock_key IS NULL THEN distributed_lock_grant_kind(l, owner, role)
+                          ELSE distributed_lock_grant_kind(over, owner, role) END,
+        previous_owner = CASE WHEN over.lock_key IS NOT NULL THEN over.owner_id
+                              WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
+        previous_token = CASE WHEN over.lock_key IS NOT NULL THEN over.fence_token
+                              WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
         metadata = coalesce(lease_metadata, '{}'), lock_delay = delay, delay_until = NULL, handed_to = handed
     -- The key under the column's collation: the parameters take the
     -- call's (session_user's is "C"), under which the primary key's index
@@ -45,7 +54,7 @@ BEGIN
     WHERE l.lock_key = key COLLATE "default"
       AND l.slot = (SELECT x.slot FROM distributed_lock x
                     WHERE x.lock_key = key COLLATE "default" AND x.slot = s
-                      AND (NOT anew OR (distributed_lock_may_grant(x, ts) AND NOT distributed_lock_reserved(owner)))
+                      AND (NOT anew OR (distributed_lock_admits(x, mode, NULL, NULL, ts) AND NOT distributed_lock_reserved(owner)))
                     FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.* INTO g;
     RETURN g;
@@ -106,7 +115,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := distributed_lock_now();
     res distributed_lock_acquire_result;
-    r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
@@ -118,7 +126,7 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                           AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
       AND l.slot = 0
@@ -137,6 +145,29 @@ BEGIN
         FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
     END IF;
+    -- Refused, a first grant, a group's key or a renewal: the rare paths,
+    -- set up only by calls the grant above did not serve.
+    RETURN distributed_lock_acquire_otherwise(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us, ts);
+END $$;
+
+-- distributed_lock_acquire_otherwise decides distributed_lock_acquire's
+-- attempt when its grant anew, at ts, granted nothing: a refusal of an
+-- exclusive key (the common case, one statement), a key's first grant
+-- (distributed_lock_first_grant), a shared or semaphore key's row judged
+-- by its group's leases (11_shared.sql), or owner's own running lease
+-- renewed (distributed_lock_renew_own). Same arguments and answer as
+-- acquire. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire_otherwise(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, ts timestamptz)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_acquire_result;
+    r distributed_lock;
+BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
@@ -153,21 +184,8 @@ BEGIN
     END IF;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT FOUND THEN
-        SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
-        INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
-        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us) f;
-        IF res.lock_key IS NULL THEN
-            -- Another transaction's first grant of the key won the insert.
-            res.lock_key := key;
-            res.outcome := 'busy';
-        ELSIF log_grants THEN
-            -- At the grant's instant (distributed_lock_first_grant's now).
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-            SELECT l.acquired_at, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
-                   coalesce(event_detail, '{}')
-            FROM distributed_lock l WHERE l.lock_key = key;
-        END IF;
-        RETURN res;
+        RETURN distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us, event_actor,
+                                            event_detail, log_grants);
     END IF;
     IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) THEN
         -- A group's row (11_shared.sql): granted once the group has ended,
@@ -182,17 +200,31 @@ BEGIN
         r.expires_at := distributed_lock_lease_end(r);
     END IF;
     res := ROW(r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, NULL, r.expires_at - ts, NULL, NULL);
-    IF NOT distributed_lock_held(r, owner, session_user, ts) THEN
-        res.outcome := distributed_lock_refusal(r, ts);
-        res.queue_length := distributed_lock_queue_length(key, ts);
-        IF res.outcome = 'delayed' THEN
-            res.delay_until := distributed_lock_delay_end(r);
-        END IF;
-        RETURN res;
+    IF distributed_lock_held(r, owner, session_user, ts) THEN
+        RETURN distributed_lock_renew_own(res, owner, ttl_us, lease_metadata, ts);
     END IF;
-    -- owner holds the key (as the caller's role: another role's lease of
-    -- the same owner name is refused as another's): a renewal, same token,
-    -- unless another transaction has the row locked (then 'held').
+    res.outcome := distributed_lock_refusal(r, ts);
+    res.queue_length := distributed_lock_queue_length(key, ts);
+    IF res.outcome = 'delayed' THEN
+        res.delay_until := distributed_lock_delay_end(r);
+    END IF;
+    RETURN res;
+END $$;
+
+-- distributed_lock_renew_own decides an acquire by the holder of the key
+-- of res (its row as acquire found it, at ts): owner holds the key (as the
+-- caller's role: another role's lease of the same owner name is refused
+-- as another's), so the lease is renewed, same token, for ttl_us with
+-- lease_metadata ('renewed'), unless another transaction has the row
+-- locked ('held'). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_renew_own(
+    res distributed_lock_acquire_result, owner text, ttl_us bigint, lease_metadata jsonb, ts timestamptz)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := res.lock_key;
+BEGIN
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
         ttl = distributed_lock_us(ttl_us),
@@ -230,32 +262,44 @@ BEGIN
     RETURN FOUND;
 END $$;
 
--- distributed_lock_first_grant is distributed_lock_acquire's first grant
--- of key, which has no row: its row made (distributed_lock_make_row) and
--- granted (distributed_lock_grant_lease) under the prune gate (a lock on
--- distributed_lock_prune_gate that first grants share and
+-- distributed_lock_first_grant decides distributed_lock_acquire's first
+-- grant of key, which has no row: its row made (distributed_lock_make_row)
+-- and granted (distributed_lock_grant_lease) under the prune gate (a lock
+-- on distributed_lock_prune_gate that first grants share and
 -- distributed_lock_prune excludes), so deleting rows can never let a key's
--- tokens go backwards (see there). When a concurrent first grant made the
--- row, every column is NULL. Internal.
+-- tokens go backwards (see there), logged as acquire logs a grant (at the
+-- grant's instant: its now is its own). Acquire's answer: 'acquired', or
+-- 'busy' (only lock_key set) when a concurrent first grant made the row.
+-- Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
-    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval)
-RETURNS record
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint, event_actor text,
+    event_detail jsonb, log_grants boolean)
+RETURNS distributed_lock_acquire_result
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ts timestamptz;
+    res distributed_lock_acquire_result;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     -- A now of its own, after the gate, which a prune holds while it
     -- deletes: the lease runs its whole TTL from when it is made.
     ts := distributed_lock_now();
-    IF distributed_lock_make_row(key, 0, ts) THEN
-        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
-                                          ts + distributed_lock_us(ttl_us), lease_metadata,
-                                          distributed_lock_us(lock_delay_us), NULL, ts) g;
+    IF NOT distributed_lock_make_row(key, 0, ts) THEN
+        -- Another transaction's first grant of the key won the insert.
+        res.lock_key := key;
+        res.outcome := 'busy';
+        RETURN res;
     END IF;
+    SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
+    INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
+    FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                      ts + distributed_lock_us(ttl_us), lease_metadata,
+                                      distributed_lock_us(lock_delay_us), NULL, ts) g;
+    IF log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+                coalesce(event_detail, '{}'));
+    END IF;
+    RETURN res;
 END $$;

@@ -154,7 +154,6 @@ DECLARE
     wake timestamptz;
     follow_up boolean;
     lazily text; -- set_config's answer, unused
-    holders_lease boolean;
 BEGIN
     -- The lazy commit is set in the statement, before any hand-off below
     -- sets it on again (distributed_lock_commit_lazily written out: a
@@ -174,41 +173,60 @@ BEGIN
     IF FOUND AND NOT follow_up THEN
         RETURN res;
     END IF;
-    holders_lease := NOT FOUND;
-    IF holders_lease THEN
-        PERFORM distributed_lock_commit_lazily(lazy_commit);
-        -- A shared or semaphore holder's lease: released, logged and its
-        -- permit handed to a waiter beside the other holders while another
-        -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql), the now read once that lock
-        -- is held, and passed on below, once its end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-        INTO res
-        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-        WHERE h.lock_key IS NOT NULL;
-        IF FOUND THEN
-            RETURN res;
-        END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
-        ts := distributed_lock_now();
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-        INTO res
-        FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
-        IF NOT FOUND THEN
-            res.lock_key := key;
-            res.outcome := 'not_held';
-            RETURN res;
-        END IF;
+    IF NOT FOUND THEN
+        -- Not an exclusive lease: a shared or semaphore holder's, perhaps.
+        RETURN distributed_lock_release_slot(key, owner, token, lazy_commit, log_release, event_actor);
     END IF;
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF holders_lease THEN
-        PERFORM distributed_lock_holders_ended(key, ts);
-    ELSIF wake > ts THEN
+    IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
+    RETURN res;
+END $$;
+
+-- distributed_lock_release_slot decides distributed_lock_release of a
+-- shared or semaphore holder's lease (owner's slot of key granted with
+-- token; same arguments and answer): released, logged and its permit
+-- handed to a waiter beside the other holders while another keeps the
+-- group running (13_shared_release.sql), else ended under the row for
+-- update (11_shared.sql), the now read once that lock is held, logged, and
+-- passed on (distributed_lock_holders_ended). 'not_held' (only lock_key
+-- set) when key has no such slot. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_release_slot(
+    key text, owner text, token bigint, lazy_commit boolean, log_release boolean, event_actor text)
+RETURNS distributed_lock_release_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_release_result;
+    ts timestamptz;
+BEGIN
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+    WHERE h.lock_key IS NOT NULL;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
+    ts := distributed_lock_now();
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
+    IF NOT FOUND THEN
+        res.lock_key := key;
+        res.outcome := 'not_held';
+        RETURN res;
+    END IF;
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+        VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
     RETURN res;
 END $$;
 

@@ -27,10 +27,15 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
+    head bigint;
 BEGIN
-    IF EXISTS (SELECT 1 FROM distributed_lock l
-               WHERE l.lock_key = key AND l.slot = 0
-                 AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
+    -- The head, unlocked: the key is judged for it before its record is
+    -- locked (a record locked FOR UPDATE is one a release is serving).
+    SELECT x.waiter_id INTO head FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1;
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0
+                                  AND distributed_lock_admits(l, 'exclusive', NULL, head, ts)) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
@@ -206,7 +211,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     locked record;
-    ts timestamptz;
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
@@ -244,6 +248,31 @@ BEGIN
         remaining := NULL; outcome := 'busy';
         RETURN;
     END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_enqueue_locked(r, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                         event_detail, log_grants, lock_delay_us, channel) q;
+END $$;
+
+-- distributed_lock_enqueue_locked decides distributed_lock_enqueue once it
+-- holds key's row r for update (same arguments, channel already checked;
+-- same answer): a group whose holders all lapsed is ended first; owner
+-- takes the key when it may (distributed_lock_may_take), or a key found
+-- free or lapsed handed to owner's own record; else owner is queued
+-- (its live record taken over, or a new one) and told where it stands
+-- (distributed_lock_queued_answer), or refused as a deadlock. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_locked(
+    r distributed_lock, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, event_detail jsonb, log_grants boolean, lock_delay_us bigint, channel text)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := r.lock_key;
+    ts timestamptz;
+BEGIN
     -- After the row lock (the first try beside the others read its own
     -- now before this call waited for it).
     ts := distributed_lock_now();
@@ -260,7 +289,8 @@ BEGIN
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
-        db_now := ts;
+        RETURN QUERY SELECT lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, NULL::bigint, ts,
+                            NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
@@ -274,8 +304,8 @@ BEGIN
             FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-            waiter_id := NULL;
-            db_now := ts;
+            RETURN QUERY SELECT lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, NULL::bigint, ts,
+                                NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
             RETURN;
         END IF;
     END IF;
@@ -284,17 +314,32 @@ BEGIN
                                                  log_grants, lock_delay_us, channel, NULL, NULL, ts);
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    -- A statement of its own: the answer reads the queue the refusal left.
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);
-    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
-           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
-           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
-           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
-         queue_position, queue_length, delay_until
+    RETURN QUERY SELECT * FROM distributed_lock_queued_answer(key, waiter_id, cycle, ts);
+END $$;
+
+-- distributed_lock_queued_answer decides what a call that queued waiter
+-- record id for key at ts answers (distributed_lock_enqueue's row): the
+-- key's row and outcome 'queued', with the record's place in the queue and
+-- the lock-delay it waits out; or, when its wait closed found_cycle,
+-- 'deadlock' with that cycle (the record removed: waiter_id NULL).
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_answer(key text, id bigint, found_cycle jsonb, ts timestamptz)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- PL/pgSQL: distributed_lock_lease_end is made after this file.
+    RETURN QUERY
+    SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
+           CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END,
+           least(distributed_lock_lease_end(l), l.released_at) - ts,
+           CASE WHEN found_cycle IS NULL THEN id END, ts,
+           distributed_lock_queue_position(key, id, ts), distributed_lock_queue_length(key, ts),
+           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
     FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    IF cycle IS NOT NULL THEN
-        waiter_id := NULL;
-    END IF;
 END $$;
 
 -- distributed_lock_waiter_poll is a queued waiter's check, for when it
@@ -338,7 +383,6 @@ DECLARE
     ts timestamptz;
     waiting text;
     unlocked boolean := false;
-    slot distributed_lock;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
@@ -366,40 +410,86 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-        -- Judged again, with a now read after the wait for the lock.
-        ts := distributed_lock_now();
-        IF r.lock_key IS NULL THEN
+        SELECT c.ts, c.cycle INTO ts, cycle FROM distributed_lock_poll_locked(key, id, seen_for_us) c;
+        IF ts IS NULL THEN
             lock_key := key;
             waiter_id := id;
             outcome := 'gone';
             RETURN;
         END IF;
-        IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
-           AND distributed_lock_serve_holders(key, ts) IS NULL THEN
-            -- A running group first serves a head that may join it (taking
-            -- over a slot whose lease ran out); one whose holders all
-            -- lapsed ends here, and is passed on.
-            PERFORM distributed_lock_settle(key, ts);
-        END IF;
-        -- A lapsed record is not revived: its waiter is gone.
-        IF r.handed_to IS DISTINCT FROM id THEN
-            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
-            RETURNING w.owner_id INTO waiting;
-            IF FOUND THEN
-                IF distributed_lock_open(r, ts) THEN
-                    PERFORM distributed_lock_hand_off(key, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-                -- Still waiting: two waits that closed a cycle at the same
-                -- time did not see each other at enqueue.
-                IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
-                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
-                END IF;
+    END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_poll_answer(key, id, cycle, ts) a;
+END $$;
+
+-- distributed_lock_poll_locked decides a waiter's check that takes key's
+-- row for update (distributed_lock_waiter_poll): under the lock, with a
+-- now read after the wait for it (ts; NULL when key has no row), a running
+-- group serves a head that may join it or, its holders all lapsed, ends;
+-- waiter record id, while live and not handed the key, is refreshed for
+-- seen_for_us, a key found free or lapsed is handed to the head of its
+-- queue, and a record still waiting is refused when its wait closes a
+-- cycle (cycle). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_poll_locked(
+    key text, id bigint, seen_for_us bigint, OUT ts timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    waiting text;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+    IF r.lock_key IS NULL THEN
+        RETURN; -- gone: ts NULL
+    END IF;
+    -- Judged again, with a now read after the wait for the lock.
+    ts := distributed_lock_now();
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
+       AND distributed_lock_serve_holders(key, ts) IS NULL THEN
+        -- A running group first serves a head that may join it (taking
+        -- over a slot whose lease ran out); one whose holders all
+        -- lapsed ends here, and is passed on.
+        PERFORM distributed_lock_settle(key, ts);
+    END IF;
+    -- A lapsed record is not revived: its waiter is gone.
+    IF r.handed_to IS DISTINCT FROM id THEN
+        UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
+        RETURNING w.owner_id INTO waiting;
+        IF FOUND THEN
+            IF distributed_lock_open(r, ts) THEN
+                PERFORM distributed_lock_hand_off(key, ts);
+            END IF;
+            PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+            -- Still waiting: two waits that closed a cycle at the same
+            -- time did not see each other at enqueue.
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
+                cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
             END IF;
         END IF;
     END IF;
+END $$;
+
+-- distributed_lock_poll_answer decides what a waiter's check of record id
+-- on key answers at ts (distributed_lock_waiter_poll's row): 'deadlock'
+-- (found_cycle), the grant kind of the key or of a group's slot handed to
+-- the record, 'queued' with its place while the record is live, else
+-- 'gone'. Only the role that queued the record is answered about it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_poll_answer(
+    key text, id bigint, found_cycle jsonb, ts timestamptz,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    slot distributed_lock;
+BEGIN
+    cycle := found_cycle;
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
                 WHEN l.handed_to = id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts)
@@ -511,12 +601,12 @@ BEGIN
         UNION ALL
         SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key AND l.slot = 0
         WHERE s.group_id IS NULL
-          AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+          AND (distributed_lock_admits(l, 'exclusive', NULL, s.waiter_id, ts)
                -- A group whose holders all lapsed (11_shared.sql): nobody
                -- holds it either, and the check ends it.
                OR distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-                  AND distributed_lock_live_holders(l.lock_key, ts) = 0)
-          AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
+                  AND distributed_lock_live_holders(l.lock_key, ts) = 0
+                  AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1);
 END $$;
 
 -- distributed_lock_log_gave_up logs that waiter record w, taken out of its
@@ -554,8 +644,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
-    holder text;
-    token bigint;
     gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
@@ -576,19 +664,38 @@ BEGIN
         PERFORM distributed_lock_pass_on(key, ts);
         RETURN 'passed_on';
     END IF;
-    -- A slot of a shared or semaphore key handed to it and unclaimed: its
-    -- release passes the room on (12_shared_queue.sql).
-    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
-    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
-      AND s.owner_role = session_user;
-    IF FOUND THEN
-        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
-        IF log_release THEN
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-            VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
-        END IF;
-        PERFORM distributed_lock_holders_ended(key, ts);
+    -- A slot of a shared or semaphore key handed to it and unclaimed.
+    IF distributed_lock_leave_slot(key, id, log_release, event_actor, ts) THEN
         RETURN 'passed_on';
     END IF;
     RETURN 'none';
+END $$;
+
+-- distributed_lock_leave_slot decides whether waiter record id, leaving
+-- the queue of key (its row locked by the caller) at ts, had been handed a
+-- holder's slot of key it has not claimed (queued by the caller's role):
+-- if so the slot is released (with log_release, logged as released by
+-- event_actor, unclaimed) and its room passed on
+-- (distributed_lock_holders_ended). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_leave_slot(
+    key text, id bigint, log_release boolean, event_actor text, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    holder text;
+    token bigint;
+BEGIN
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+      AND s.owner_role = session_user;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
+    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
+    RETURN true;
 END $$;

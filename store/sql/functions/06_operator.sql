@@ -172,7 +172,7 @@ BEGIN
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
                              WHERE x.slot = 0 AND coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
-                               AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
+                               AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                              FOR UPDATE SKIP LOCKED)
         RETURNING l.slot
     )

@@ -21,7 +21,7 @@ END $$;
 
 -- distributed_lock_grant_set grants owner, in one statement, every key of
 -- ks (a sorted key set) whose row may be granted anew now
--- (distributed_lock_may_grant), in key order, each by the one grant write
+-- (distributed_lock_admits), in key order, each by the one grant write
 -- anew (distributed_lock_grant_lease: SKIP LOCKED, a token drawn under the
 -- row's lock); steals (every grant with log_grants) are logged.
 -- Returns the rows granted, in key order. What it did not grant (no row,
@@ -54,72 +54,128 @@ END $$;
 
 -- distributed_lock_acquire_all makes one attempt to take every key of keys
 -- for owner, all or none, never waiting: each key in key order as
--- distributed_lock_acquire takes it. Granted: one row per key, in key
--- order, with acquire's outcome for it ('acquired', 'stolen', 'renewed').
--- Refused: one row, the first key that could not be granted, with
--- acquire's refusal (and its queue_length, delay_until); the grants made
--- before it are undone (they ran in a subtransaction), so nothing is held,
--- no row is created and no event written. Every lease carries
--- lock_delay_us.
+-- distributed_lock_acquire takes it, or, when modes names it 'shared' or
+-- 'semaphore' (with its permits of permits: the same order as keys), as
+-- distributed_lock_acquire_shared does (modes NULL: every key exclusive).
+-- Granted: one row per key, in key order, with the outcome for it
+-- ('acquired', 'stolen', 'renewed'; a holder's lease for a shared or
+-- semaphore key). Refused: one row, the first key that could not be
+-- granted, with its refusal (and its queue_length, delay_until); the
+-- grants made before it are undone (they ran in a subtransaction), so
+-- nothing is held, no row is created and no event written. Every
+-- exclusive lease carries lock_delay_us. A set badly named (keys twice,
+-- modes or permits not one per key, a mode not exclusive, shared or
+-- semaphore, permits without a semaphore or a semaphore without them) is
+-- refused (22023, 23514).
 --
--- The common case, every key with a row that may be granted anew, is one
--- statement (distributed_lock_grant_set) rather than a call of acquire per
--- key: a set then costs about what one key does. Only when that grants
--- less than the whole set is it undone and the keys taken one by one.
+-- The common case, every key exclusive with a row that may be granted
+-- anew, is one statement (distributed_lock_grant_set) rather than a call
+-- of acquire per key: a set then costs about what one key does. Only when
+-- that grants less than the whole set is it undone and the keys taken one
+-- by one (distributed_lock_take_set).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire_all(
     keys text[], owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
-    lock_delay_us bigint DEFAULT 0)
+    lock_delay_us bigint DEFAULT 0, modes text[] DEFAULT NULL, permits integer[] DEFAULT NULL)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
                ttl interval, outcome text, remaining interval, queue_length integer, delay_until timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
-    k text;
-    outs text[] := '{}';
-    a record;
     granted distributed_lock[];
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
+    IF NOT EXISTS (SELECT 1 FROM distributed_lock_set_wants(keys, modes, permits) w WHERE w.mode IS NOT NULL) THEN
+        BEGIN
+            granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                                  log_grants, lock_delay_us);
+            IF cardinality(granted) = cardinality(ks) THEN
+                RETURN QUERY SELECT g.lock_key::text, g.owner_id::text, g.fence_token::bigint, g.expires_at,
+                                    g.ttl::interval, g.grant_kind::text, interval '0', NULL::integer, NULL::timestamptz
+                             FROM unnest(granted) g ORDER BY g.lock_key;
+                RETURN;
+            END IF;
+            RAISE EXCEPTION 'partial' USING ERRCODE = 'LK002';
+        EXCEPTION WHEN SQLSTATE 'LK002' THEN
+            NULL; -- undone: the keys are taken one by one below
+        END;
+    END IF;
+    RETURN QUERY SELECT * FROM distributed_lock_take_set(keys, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                                         log_grants, lock_delay_us, modes, permits);
+END $$;
+
+-- distributed_lock_set_wants decides what a set asks for on each of its
+-- keys: keys sorted (distributed_lock_key_set), each with the mode a
+-- waiter record for it has (NULL: the key itself, an exclusive lease;
+-- 'shared'; 'semaphore' with n permits), from modes and permits, which
+-- name keys' in the same order (NULL arrays: every key exclusive; a NULL
+-- mode: exclusive). Refused (22023): modes or permits not one per key, a
+-- semaphore without permits or permits without a semaphore; a mode not
+-- exclusive, shared or semaphore, or permits outside 1-1000 (23514).
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_set_wants(keys text[], modes text[], permits integer[])
+RETURNS TABLE (k text, mode text, n integer)
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM distributed_lock_key_set(keys);
+    IF cardinality(modes) IS DISTINCT FROM cardinality(keys) AND modes IS NOT NULL
+       OR cardinality(permits) IS DISTINCT FROM cardinality(keys) AND permits IS NOT NULL THEN
+        RAISE EXCEPTION 'one mode and one permits per key' USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT x.k, CASE WHEN distributed_lock_wants_key(x.m) THEN NULL ELSE distributed_lock_holder_mode(x.n) END, x.n
+        FROM (SELECT u.k::text AS k, u.m::distributed_lock_mode::text AS m, u.n::distributed_lock_permits::integer AS n
+              FROM unnest(keys, coalesce(modes, array_fill(NULL::text, ARRAY[cardinality(keys)])),
+                          coalesce(permits, array_fill(NULL::integer, ARRAY[cardinality(keys)]))) u(k, m, n)) x
+        ORDER BY x.k;
+    IF EXISTS (SELECT 1 FROM unnest(keys, modes, permits) u(k, m, n)
+               WHERE NOT distributed_lock_wants_key(u.m) AND distributed_lock_holder_mode(u.n) IS DISTINCT FROM u.m
+                  OR distributed_lock_wants_key(u.m) AND u.n IS NOT NULL) THEN
+        RAISE EXCEPTION 'permits go with a semaphore, and a semaphore with its permits' USING ERRCODE = '22023';
+    END IF;
+END $$;
+
+-- distributed_lock_take_set takes the keys of a set one by one, in key
+-- order, each as distributed_lock_acquire takes an exclusive key or
+-- distributed_lock_acquire_shared a shared or semaphore one (modes and
+-- permits as distributed_lock_acquire_all's): all in a subtransaction,
+-- undone at the first refusal. Returns acquire_all's rows: one per key, or
+-- the refusal alone. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_take_set(
+    keys text[], owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, modes text[], permits integer[])
+RETURNS SETOF distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    w record;
+    a distributed_lock_acquire_result;
+    taken distributed_lock_acquire_result[] := '{}';
+BEGIN
     BEGIN
-        granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
-                                              log_grants, lock_delay_us);
-        IF cardinality(granted) = cardinality(ks) THEN
-            RETURN QUERY SELECT g.lock_key::text, g.owner_id::text, g.fence_token::bigint, g.expires_at, g.ttl::interval,
-                                g.grant_kind::text, interval '0', NULL::integer, NULL::timestamptz
-                         FROM unnest(granted) g ORDER BY g.lock_key;
-            RETURN;
-        END IF;
-        RAISE EXCEPTION 'partial' USING ERRCODE = 'LK002';
-    EXCEPTION WHEN SQLSTATE 'LK002' THEN
-        NULL; -- undone: the keys are taken one by one below
-    END;
-    BEGIN
-        FOREACH k IN ARRAY ks LOOP
-            SELECT x.lock_key, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining,
-                   x.queue_length, x.delay_until INTO a
-            FROM distributed_lock_acquire(k, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
-                                          lock_delay_us) x;
+        FOR w IN SELECT * FROM distributed_lock_set_wants(keys, modes, permits) LOOP
+            IF w.mode IS NULL THEN
+                a := distributed_lock_acquire(w.k, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                              lock_delay_us);
+            ELSE
+                SELECT x.lock_key, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining,
+                       x.queue_length, NULL INTO a
+                FROM distributed_lock_acquire_shared(w.k, owner, ttl_us, w.n, lease_metadata, event_actor,
+                                                     event_detail, log_grants) x;
+            END IF;
             IF a.outcome NOT IN ('acquired', 'stolen', 'renewed') THEN
                 RAISE EXCEPTION 'refused' USING ERRCODE = 'LK001';
             END IF;
-            outs := outs || a.outcome;
+            taken := taken || a;
         END LOOP;
     EXCEPTION WHEN SQLSTATE 'LK001' THEN
         -- a keeps the refusal: variables are not rolled back.
-        RETURN QUERY SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at::timestamptz,
-                            a.ttl::interval, a.outcome::text, a.remaining::interval, a.queue_length::integer,
-                            a.delay_until::timestamptz;
+        RETURN NEXT a;
         RETURN;
     END;
-    RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-               o.outcome, interval '0', NULL::integer, NULL::timestamptz
-        FROM unnest(ks, outs) WITH ORDINALITY o(k, outcome, n)
-        JOIN distributed_lock l ON l.lock_key = o.k AND l.slot = 0
-        ORDER BY o.n;
+    RETURN QUERY SELECT * FROM unnest(taken);
 END $$;
+
 
 -- distributed_lock_create_free gives key, which has no row, a free one
 -- (released as it is created; owner_id the waiter that needs it, which never
@@ -168,6 +224,41 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- distributed_lock_settle_set ends, at ts, the groups of ks (a sorted key
+-- set whose rows the caller holds for update) whose holders all lapsed
+-- (distributed_lock_settle, 11_shared.sql), and passes them on, as a
+-- single key's enqueue or check ends one: nobody else might, while a set
+-- waits for them. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_settle_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
+END $$;
+
+-- distributed_lock_hand_off_set hands each key of ks (a sorted key set
+-- whose rows the caller holds for update) found free or lapsed at ts to
+-- the head of its queue (distributed_lock_hand_off), in key order.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOREACH k IN ARRAY ks LOOP
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
+            PERFORM distributed_lock_hand_off(k, ts);
+        END IF;
+    END LOOP;
+END $$;
+
 -- distributed_lock_enqueue_all is a waiting set's first call, one
 -- transaction. It locks every key's row in key order (a key without one
 -- gets a free row) and, when owner may take every key now
@@ -178,7 +269,8 @@ END $$;
 -- asked for (lock_delay_us too) and wake_channel (as for one key: NULL, the
 -- shared channels; a bad name refused, 23514), keeps releases of every key handing off,
 -- and returns one row per key in key order: the key's row, outcome 'queued', and that key's
--- record as waiter_id. A queued set holds nothing: a key it heads the
+-- record as waiter_id. modes and permits name a lease per key as for
+-- distributed_lock_acquire_all: each record waits for its key's mode. A queued set holds nothing: a key it heads the
 -- queue of stays free, promised to it, until it can have every key
 -- (distributed_lock_hand_off_group). 'deadlock': its wait would close a
 -- cycle (09_deadlock.sql): no record is left, and cycle says who waits for
@@ -186,7 +278,8 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_all(
     keys text[], owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL)
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL,
+    modes text[] DEFAULT NULL, permits integer[] DEFAULT NULL)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
                outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
                queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
@@ -201,73 +294,90 @@ DECLARE
     g bigint;
     ids bigint[];
     found_cycle jsonb;
+    taken distributed_lock_acquire_result[];
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
-        RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
-                            NULL::interval, NULL::bigint, distributed_lock_now(), NULL::integer, NULL::integer,
-                            NULL::timestamptz, NULL::jsonb;
+        RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text, NULL::interval,
+                            NULL::bigint, distributed_lock_now(), NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
-    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l
-        WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
-        -- The rows are this transaction's, which SKIP LOCKED does not skip.
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
+    taken := distributed_lock_take_all_now(keys, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                           lock_delay_us, modes, permits, ts);
+    IF taken IS NOT NULL THEN
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                             NULL::bigint, ts, NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
-        FROM distributed_lock_acquire_all(ks, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
-                                          lock_delay_us) a;
+        FROM unnest(taken) a;
         RETURN;
     END IF;
-    FOREACH k IN ARRAY ks LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-            PERFORM distributed_lock_hand_off(k, ts);
-        END IF;
-    END LOOP;
+    PERFORM distributed_lock_hand_off_set(ks, ts);
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
             (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay,
-             group_id, wake_channel)
+             group_id, wake_channel, lock_mode, permits)
         SELECT s.k, owner, ts, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
                distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
-               distributed_lock_us(lock_delay_us), g, channel
-        FROM unnest(ks) s(k)
+               distributed_lock_us(lock_delay_us), g, channel, s.mode, s.n
+        FROM distributed_lock_set_wants(keys, modes, permits) s
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
-    FOREACH k IN ARRAY ks LOOP
-        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-    END LOOP;
+    PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts, true);
     RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
-               w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
-               distributed_lock_queue_length(l.lock_key, ts),
-               CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
-        FROM distributed_lock l
-        LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
-        WHERE l.lock_key = ANY (ks) AND l.slot = 0
-        ORDER BY l.lock_key;
+        SELECT a.* FROM unnest(ks) WITH ORDINALITY s(k, n)
+        LEFT JOIN distributed_lock_waiter w ON w.lock_key = s.k AND w.group_id = g,
+        LATERAL distributed_lock_queued_answer(s.k, w.waiter_id, found_cycle, ts) a
+        ORDER BY s.n;
+END $$;
+
+-- distributed_lock_take_all_now decides whether a waiting set, its keys'
+-- rows locked by the caller at ts, is granted at once: when owner may
+-- take every key (an exclusive one: distributed_lock_may_take; a shared or
+-- semaphore one: distributed_lock_admits, or a group of its kind in which
+-- owner holds a slot, overtaking nobody), distributed_lock_acquire_all
+-- takes them (the rows are this transaction's, which SKIP LOCKED does not
+-- skip). Its rows when it granted them all; NULL otherwise (refused: a
+-- semaphore without room, say), and nothing is held. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_take_all_now(
+    keys text[], owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, modes text[], permits integer[], ts timestamptz)
+RETURNS distributed_lock_acquire_result[]
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    taken distributed_lock_acquire_result[];
+BEGIN
+    IF NOT (SELECT bool_and(CASE WHEN w.mode IS NULL THEN distributed_lock_may_take(l, owner, session_user, ts)
+                                 ELSE distributed_lock_admits(l, w.mode, w.n, NULL, ts)
+                                      OR distributed_lock_live(l, ts) AND distributed_lock_of_kind(l, w.n)
+                                         AND NOT distributed_lock_queued_ahead(l, owner, ts) END)
+            FROM distributed_lock_set_wants(keys, modes, permits) w
+            JOIN distributed_lock l ON l.lock_key = w.k AND l.slot = 0) THEN
+        RETURN NULL;
+    END IF;
+    SELECT array_agg(ROW(a.*)::distributed_lock_acquire_result) INTO taken
+    FROM distributed_lock_acquire_all(keys, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                      lock_delay_us, modes, permits) a;
+    IF taken[1].outcome IN ('acquired', 'stolen', 'renewed') THEN
+        RETURN taken;
+    END IF;
+    RETURN NULL;
 END $$;
 
 -- distributed_lock_hand_off_group is the hand-off of key (its row locked by
 -- the caller, free or lapsed) whose queue's head is head, one record of a
 -- waiting set. The set gets every key at once or none: each of its
--- records live, and every other key either the set's owner's own running
--- lease (which it may take again whoever is queued, as acquire renews it)
--- or free or lapsed, past its lock-delay, with the set's record at the
--- head of its queue. The other rows and
+-- records live, and every key either the set's owner's own running
+-- exclusive lease (which it may take again whoever is queued, as acquire
+-- renews it) or one that admits the lease its record asks for, of its
+-- mode (distributed_lock_admits: free or lapsed past its lock-delay, or a
+-- running group of its kind), with the set's record at the head of its
+-- queue, and a semaphore with room. The other rows and
 -- records are locked SKIP LOCKED: the caller holds key's row, and waiting
 -- for a row out of key order could deadlock. When it can, every key is
 -- granted to its record (distributed_lock_grant_waiter; the set's waiter
@@ -296,8 +406,6 @@ BEGIN
             IF rec.seen_until <= ts THEN
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
             END IF;
-            -- key's record is head, the head of key's queue.
-            CONTINUE WHEN rec.lock_key = key;
             SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
             IF NOT FOUND THEN
                 wake := true;
@@ -306,11 +414,8 @@ BEGIN
             -- The owner's own running lease it may take again at once, as
             -- acquire renews it, whoever is queued for it: they wait for the
             -- owner, and making the set wait for them would deadlock it.
-            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
-            IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
-                   SELECT 1 FROM distributed_lock_waiter a
-                   WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                     AND a.waiter_id < rec.waiter_id) THEN
+            CONTINUE WHEN distributed_lock_wants_key(rec.lock_mode) AND distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
+            IF NOT distributed_lock_admits(r, coalesce(rec.lock_mode, 'exclusive'), rec.permits, rec.waiter_id, ts) THEN
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
             END IF;
         END LOOP;
@@ -319,7 +424,9 @@ BEGIN
             RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
         END IF;
         FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id ORDER BY x.lock_key LOOP
-            PERFORM distributed_lock_grant_waiter(rec, ts);
+            IF NOT distributed_lock_serve_set_record(rec, ts) THEN
+                RAISE EXCEPTION 'no room' USING ERRCODE = 'LK003'; -- a holder's release serves it
+            END IF;
         END LOOP;
         RETURN head.waiter_id;
     EXCEPTION WHEN SQLSTATE 'LK003' THEN
@@ -331,15 +438,42 @@ BEGIN
     END;
 END $$;
 
+-- distributed_lock_serve_set_record grants waiter record rec of a set
+-- being handed its keys (its key's row locked by the caller) the lease it
+-- asks for at ts: the key itself (distributed_lock_grant_waiter), or a
+-- holder's slot (distributed_lock_grant_holder_waiter), the key made the
+-- group of its kind first when it is free. False when a semaphore has no
+-- room for it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_serve_set_record(rec distributed_lock_waiter, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    stole boolean := false;
+BEGIN
+    IF distributed_lock_wants_key(rec.lock_mode) THEN
+        PERFORM distributed_lock_grant_waiter(rec, ts);
+        RETURN true;
+    END IF;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key AND l.slot = 0;
+    IF distributed_lock_open(r, ts) THEN
+        stole := distributed_lock_form_group(r, rec.lock_mode, rec.permits, ts,
+                                             (extract(epoch FROM rec.ttl) * 1000000)::bigint,
+                                             coalesce(rec.actor, rec.owner_id), rec.owner_role);
+    END IF;
+    RETURN distributed_lock_grant_holder_waiter(rec, ts, stole);
+END $$;
+
 -- distributed_lock_set_handed: every key of keys was handed to its record
--- of ids (the same order), queued by the caller's role, and the grant
--- still runs. Internal.
+-- of ids (the same order), queued by the caller's role: the key's lease,
+-- or a holder's slot of it, and the grant still runs. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_set_handed(keys text[], ids bigint[], ts timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT bool_and(coalesce(l.handed_to = s.id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts),
-                             false))
-    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
+    SELECT bool_and(EXISTS (SELECT 1 FROM distributed_lock l
+                            WHERE l.lock_key = s.k AND l.handed_to = s.id AND l.owner_role = session_user
+                              AND distributed_lock_live(l, ts)))
+    FROM unnest(keys, ids) s(k, id)
 $$;
 
 -- distributed_lock_waiter_poll_all is a waiting set's check, for when it
@@ -375,14 +509,8 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
@@ -390,12 +518,8 @@ BEGIN
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
-            FOREACH k IN ARRAY ks LOOP
-                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-                    PERFORM distributed_lock_hand_off(k, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-            END LOOP;
+            PERFORM distributed_lock_hand_off_set(ks, ts);
+            PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
             IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
                 found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts, true);
             END IF;
@@ -414,7 +538,10 @@ BEGIN
                      least(distributed_lock_lease_end(l), l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
-              LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
+              -- The lease handed to the record (a holder's slot, say), else the key's row.
+              LEFT JOIN LATERAL (SELECT x.* FROM distributed_lock x
+                                 WHERE x.lock_key = s.k AND (x.slot = 0 OR x.handed_to = s.id)
+                                 ORDER BY x.handed_to IS NOT DISTINCT FROM s.id DESC, x.slot LIMIT 1) l ON true
               LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id AND w.owner_role = session_user) x
         ORDER BY x.k;
 END $$;
@@ -463,6 +590,9 @@ BEGIN
             END IF;
             passed := true;
         END IF;
+        -- A holder's slot handed to it and unclaimed: released, its room
+        -- passed on (distributed_lock_holders_ended).
+        passed := distributed_lock_leave_slot(s.k, s.id, log_release, event_actor, ts) OR passed;
     END LOOP;
     FOREACH k IN ARRAY ks LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0;

@@ -112,7 +112,7 @@ BEGIN
         EXIT WHEN cardinality(frontier) = 0;
         WITH src AS (
                 SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
-                       coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
+                       coalesce((expanded ->> w.lock_key)::bigint, 0) AS done, w.lock_mode::text AS mode
                 FROM distributed_lock_waiter w
                 WHERE w.owner_id = ANY (frontier) AND distributed_lock_waits(w, ts)
                 ORDER BY w.lock_key, w.waiter_id DESC),
@@ -122,10 +122,11 @@ BEGIN
                 CROSS JOIN LATERAL (
                     -- Every live lease of the key holds it: its exclusive
                     -- holder's, or each holder's of its group (the group's
-                    -- own lease is nobody's).
+                    -- own lease is nobody's), but a shared holder's for a
+                    -- shared waiter, which would join it.
                     SELECT l.owner_id::text AS next FROM distributed_lock l
                     WHERE s.done = 0 AND l.lock_key = s.lock_key AND distributed_lock_live(l, ts)
-                      AND NOT distributed_lock_reserved(l.owner_id)
+                      AND NOT distributed_lock_reserved(l.owner_id) AND distributed_lock_waits_behind(s.mode, l)
                     UNION ALL
                     SELECT a.owner_id::text FROM distributed_lock_waiter a
                     WHERE a.lock_key = s.lock_key AND a.seen_until > ts

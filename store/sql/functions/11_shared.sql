@@ -46,9 +46,10 @@ BEGIN
             WHERE h.lock_key = key AND h.slot > 0 AND distributed_lock_live(h, ts));
 END $$;
 
--- distributed_lock_queued_ahead: l is kept for live waiters (promised)
--- and owner (as the caller's role) holds none of its slots: a shared lease or a permit granted to
--- owner now would overtake them (a writer waiting for the readers to end,
+-- distributed_lock_queued_ahead: l, a running group, admits no new lease
+-- of its kind now (distributed_lock_admits: live waiters are queued for
+-- it) and owner (as the caller's role) holds none of its slots: a shared
+-- lease or a permit granted to owner now would overtake them (a writer waiting for the readers to end,
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
 CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
@@ -56,7 +57,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
     -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
     -- being inlined, and every permit waiter's enqueue asks.
-    RETURN distributed_lock_promised(l, ts)
+    RETURN NOT distributed_lock_admits(l, l.lock_mode, l.permits, NULL, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock x
                            WHERE x.lock_key = l.lock_key AND x.slot > 0
                              AND distributed_lock_held(x, owner, session_user, ts));
@@ -139,11 +140,14 @@ END $$;
 -- the role that queued the waiter): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
--- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
+-- room (n: the permits; NULL: no bound), taking the key from lease over
+-- when that is not the slot's own (distributed_lock_grant_lease). Returns
+-- the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -176,7 +180,7 @@ BEGIN
     END IF;
     RETURN distributed_lock_grant_lease(key, next, false, distributed_lock_holder_mode(n), owner, role,
                                         distributed_lock_us(ttl_us), ts + distributed_lock_us(ttl_us),
-                                        lease_metadata, interval '0', NULL, ts);
+                                        lease_metadata, interval '0', NULL, ts, over);
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
@@ -225,7 +229,7 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     joining boolean;
-    stole boolean := false;
+    made record;
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
@@ -246,13 +250,53 @@ BEGIN
         RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
+    SELECT * INTO made FROM distributed_lock_make_group(r, joining, n, owner, ttl_us, event_actor, ts) m;
+    IF made.outcome IS NOT NULL THEN
+        owner_id := made.owner_id; fence_token := made.fence_token; expires_at := made.expires_at; ttl := made.ttl;
+        remaining := made.remaining; outcome := made.outcome; queue_length := made.queue_length;
+        holders := made.holders;
+        RETURN;
+    END IF;
+    IF made.formed THEN
+        lock_mode := mode; key_permits := n;
+    END IF;
+    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
+    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
+                                     CASE WHEN made.stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_make_group decides whether owner may take a lease of n
+-- permits (NULL: shared) of key row r (locked by the caller: FOR SHARE
+-- when joining a group seen running) at ts, and makes the row that group
+-- when it must: a row no group runs on, which may be granted anew, becomes
+-- the group of that kind (formed; stole: over a lease of another owner's
+-- that ran out unreleased); so does another kind's group with no holders,
+-- queue or share lock in the way. A running group of that kind admits
+-- owner unless live waiters are queued ahead of it. outcome NULL: admitted;
+-- else the refusal, as distributed_lock_acquire_shared answers it. Forming
+-- needs the row for update: a row seen running and found ended, or
+-- changing kind, under a share lock is 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_make_group(
+    r distributed_lock, joining boolean, n integer, owner text, ttl_us bigint, event_actor text, ts timestamptz,
+    OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
+    OUT remaining interval, OUT outcome text, OUT queue_length integer, OUT holders integer,
+    OUT formed boolean, OUT stole boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    mode text := distributed_lock_holder_mode(n);
+BEGIN
+    formed := false;
+    stole := false;
     IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
-        IF NOT distributed_lock_may_grant(r, ts) THEN
+        IF NOT distributed_lock_admits(r, mode, n, NULL, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
             INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
             FROM distributed_lock_refuse(r, ts) a;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             holders := CASE WHEN distributed_lock_open(r, ts) THEN 0 ELSE 1 END;
             RETURN;
         END IF;
@@ -265,32 +309,27 @@ BEGIN
         -- for an exclusive grant (distributed_lock_grant_kind).
         stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
-        lock_mode := mode; key_permits := n;
+        formed := true;
     ELSIF NOT distributed_lock_of_kind(r, n) THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
         -- A refusal names the row, and the queue, as every refusal does.
-        holders := distributed_lock_live_holders(key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
         IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
             outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user);
-        lock_mode := mode; key_permits := n;
+        formed := true;
         holders := NULL; -- counted for a refusal only
     ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
-        queue_length := distributed_lock_queue_length(key, ts);
-        holders := distributed_lock_live_holders(key, ts);
-        RETURN;
+        queue_length := distributed_lock_queue_length(r.lock_key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
     END IF;
-    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
-    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
-    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
-                                     CASE WHEN stole THEN r END, event_actor, event_detail, log_grants) g;
 END $$;
 
 -- distributed_lock_grant_slot is distributed_lock_acquire_shared's grant,
@@ -325,7 +364,7 @@ BEGIN
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts);
+        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts, over);
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -337,14 +376,6 @@ BEGIN
             holders := distributed_lock_live_holders(key, ts);
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
-        END IF;
-        -- The first holder of a group formed over a lease that ran out
-        -- unreleased took the key from that lease's owner; its slot says so.
-        IF over.lock_key IS NOT NULL THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
-                previous_token = over.fence_token
-            WHERE s.lock_key = key AND s.slot = h.slot
-            RETURNING s.* INTO h;
         END IF;
         outcome := h.grant_kind;
         IF outcome = 'stolen' OR log_grants THEN

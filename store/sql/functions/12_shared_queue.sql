@@ -31,22 +31,22 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
+    over distributed_lock;
     kind text;
 BEGIN
+    IF stole THEN
+        -- The group formed over a lease that ran out: its row names it.
+        SELECT * INTO over FROM distributed_lock l WHERE l.lock_key = w.lock_key AND l.slot = 0;
+        over.owner_id := over.previous_owner; over.fence_token := over.previous_token; over.released_at := NULL;
+    END IF;
     h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
-                                    w.permits, w.metadata, ts);
+                                    w.permits, w.metadata, ts, over);
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
     END IF;
-    -- A slot granted as the group formed over a lease that ran out took the
-    -- key from that lease's owner (the group's row names it): the slot
-    -- says so, as the waiter's check reads it.
-    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
-        grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
-        previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
-        previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
-    FROM distributed_lock l
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key AND l.slot = 0
+    -- The hand-off's claim window, and the waiter it names.
+    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     kind := h.grant_kind;
@@ -95,15 +95,18 @@ BEGIN
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
-        EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT FOUND;
+        IF w.group_id IS NOT NULL THEN
+            -- A set's record: the set is served all its keys or none.
+            RETURN coalesce(first, distributed_lock_hand_off_group(key, w, ts));
+        END IF;
+        EXIT WHEN NOT distributed_lock_waits_for_group(w.lock_mode);
+        EXIT WHEN NOT distributed_lock_admits(r, w.lock_mode, w.permits, w.waiter_id, ts);
         stole := false;
         IF distributed_lock_open(r, ts) THEN
-            EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                                  coalesce(w.actor, w.owner_id), w.owner_role);
-        ELSIF NOT distributed_lock_group_of(r, w.lock_mode, w.permits) THEN
-            EXIT;
         END IF;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
         first := coalesce(first, w.waiter_id);
@@ -184,6 +187,63 @@ DECLARE
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
+    SELECT * INTO locked FROM distributed_lock_lock_to_join(key, owner, n, seen_for_us) j;
+    r := locked.r; joining := locked.joining; ts := locked.ts;
+    IF joining AND r.lock_key IS NULL THEN
+        -- Changed meanwhile (a group's end, say): the caller enqueues again.
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    -- Otherwise the row first, for update: the attempt below then never
+    -- takes it for share and asks for more (two such calls would deadlock).
+    FOR attempt IN 1..3 LOOP
+        -- Joining a queue ahead of it, it would only be told 'queued'.
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
+        IF NOT joining THEN
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+            -- Judged again, with a now read after the wait for the row.
+            ts := distributed_lock_now();
+        END IF;
+        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
+                                             log_grants) a;
+        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
+            db_now := ts;
+            RETURN;
+        END IF;
+        -- A row made meanwhile by another's first grant, perhaps held for share by the
+        -- attempt: asking for it for update could deadlock. Answered 'busy' below.
+        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
+    END LOOP;
+    IF r.lock_key IS NULL THEN
+        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_queue_for_holder(key, owner, ttl_us, n, claim_us, seen_for_us, lease_metadata, event_actor,
+                                           log_grants, channel, lazy_commit, joining, ts) q;
+END $$;
+
+-- distributed_lock_lock_to_join decides how an enqueue for a lease of n
+-- permits (NULL: shared) holds key's row, read at ts: FOR SHARE, joining
+-- the queue of a running group of its kind whose releases keep handing off
+-- (distributed_lock_queue_joinable), having taken the key's queue lock
+-- shared (or waited a moment for it: ts read after); else for update
+-- (distributed_lock_lock_to_queue, which may find it may join after all).
+-- r is the row (NULL columns when key has none), or with joining true and
+-- r NULL, the group changed before its share lock: the caller answers
+-- 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lock_to_join(
+    key text, owner text, n integer, seen_for_us bigint,
+    OUT r distributed_lock, OUT joining boolean, OUT ts timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    locked record;
+BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
@@ -204,8 +264,7 @@ BEGIN
             -- Changed meanwhile (a group's end, say): taking the row for
             -- update now, with other holders of its share lock asking
             -- for the same, could deadlock. The caller enqueues again.
-            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-            outcome := 'busy';
+            r := NULL;
             RETURN;
         END IF;
         -- Before looking for room: a release beside this call that finds
@@ -223,35 +282,26 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     END IF;
-    -- Otherwise the row first, for update: the attempt below then never
-    -- takes it for share and asks for more (two such calls would deadlock).
-    FOR attempt IN 1..3 LOOP
-        -- Joining a queue ahead of it, it would only be told 'queued'.
-        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
-        IF NOT joining THEN
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-            -- Judged again, with a now read after the wait for the row.
-            ts := distributed_lock_now();
-        END IF;
-        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
-        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
-                                             log_grants) a;
-        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
-            db_now := ts;
-            RETURN;
-        END IF;
-        -- A row made meanwhile by another's first grant: the attempt may
-        -- have taken it for share (a running group's), and asking for it
-        -- for update now could deadlock with another caller doing the
-        -- same. Without the row's lock, the call answers 'busy' below.
-        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
-    END LOOP;
-    IF r.lock_key IS NULL THEN
-        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-        outcome := 'busy';
-        RETURN;
-    END IF;
+END $$;
+
+-- distributed_lock_queue_for_holder decides the rest of an enqueue for a
+-- lease of n permits (NULL: shared) that the attempt refused, at ts, the
+-- key's row held (joining: FOR SHARE, beside other enqueues): owner's
+-- record queued (its live one taken over, or a new one), the head served
+-- when the key may have room for it, and a slot handed to owner's own
+-- record claimed at once (its grant kind); else 'queued' with the record's
+-- place. Same columns as distributed_lock_enqueue_shared. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_for_holder(
+    key text, owner text, ttl_us bigint, n integer, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, channel text, lazy_commit boolean, joining boolean, ts timestamptz,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+BEGIN
+    lock_key := key;
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
@@ -276,7 +326,7 @@ BEGIN
     -- a condition would be the column.)
     UPDATE distributed_lock s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_enqueue_shared.waiter_id
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_queue_for_holder.waiter_id
       AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
     INTO owner_id, fence_token, expires_at, ttl, outcome;
@@ -294,5 +344,6 @@ BEGIN
     SELECT l.owner_id, l.fence_token, e.lease_end, l.ttl, 'queued', least(e.lease_end, l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
-    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e WHERE l.lock_key = key;
+    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e
+    WHERE l.lock_key = key AND l.slot = 0;
 END $$;

@@ -18,7 +18,7 @@ BEGIN
         expires_at = ts + ttl_us * interval '1 microsecond', ttl = ttl_us * interval '1 microsecond',
         acquired_at = ts, released_at = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', NULL, NULL
     INTO res;
