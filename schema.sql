@@ -1111,7 +1111,7 @@ END $$;
 -- caller's role: another role's lease of the same owner name is refused
 -- as another's), so the lease is renewed, same token, for ttl_us with
 -- lease_metadata ('renewed'), unless another transaction has the row
--- locked ('held'). Internal.
+-- locked ('held'); no further than a revoke's deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_renew_own(
     res distributed_lock_acquire_result, owner text, ttl_us bigint, lease_metadata jsonb, ts timestamptz)
 RETURNS distributed_lock_acquire_result
@@ -1132,6 +1132,8 @@ BEGIN
       AND l.slot = 0
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
+        -- No further than a revoke's deadline, as any renewal.
+        res.expires_at := distributed_lock_revoke_cap(key, res.fence_token, res.expires_at);
         res.outcome := 'renewed';
         res.remaining := interval '0';
     ELSE
@@ -5102,10 +5104,9 @@ END $$;
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
 -- now + force_after, and every later renewal at the same instant
--- (distributed_lock_revoke_cap, called by distributed_lock_renew and by a
--- session's heartbeat and bind), so a
--- holder that has not released by then loses the lease as if it had
--- stopped renewing: its lock-delay starts and the next acquirer steals it.
+-- (distributed_lock_revoke_cap, called by every renewal: renew, a holder's
+-- acquire again, a session's heartbeat and bind), so a holder that has not
+-- released by then loses the lease as if it had stopped renewing: its lock-delay starts and the next acquirer steals it.
 
 -- distributed_lock_revoke asks the holder of key's grant token to let go.
 -- It acts only while token is the key's current, unreleased and unexpired
@@ -5165,8 +5166,9 @@ END $$;
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
 -- distributed_lock_renew calls it for a lease a revoke with a deadline
--- reached, and a session's heartbeat and bind for each revoked lease they
--- keep, so no renewal outlives the deadline. Internal.
+-- reached, acquire for a holder's acquire again, and a session's heartbeat
+-- and bind for each revoked lease they keep, so no renewal outlives the
+-- deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$

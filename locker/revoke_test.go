@@ -63,8 +63,8 @@ WHERE lock_key = 'k' AND kind = 'revoked' AND actor = 'ops' AND caller_role = $1
 	}
 }
 
-// A revoke with a deadline bounds every renewal: the lease's expiry stops
-// at the deadline, the holder trusts it no longer, and once it passes the
+// A revoke with a deadline bounds every renewal, an acquire again by its
+// holder too: the lease's expiry stops at the deadline, the holder trusts it no longer, and once it passes the
 // lease is lost and the next acquirer takes the key over.
 func TestRevokeDeadlineBoundsRenewals(t *testing.T) {
 	t.Parallel()
@@ -85,6 +85,11 @@ func TestRevokeDeadlineBoundsRenewals(t *testing.T) {
 		renewed.ValidFor() > time.Minute || renewed.ValidFor() <= 0 {
 		t.Fatalf("renewed %+v (valid for %s); want it to end at the deadline %s, trusted a minute at most",
 			renewed, renewed.ValidFor(), done.Deadline)
+	}
+	// Acquiring the key again, as its holder, renews it: no further.
+	again, err := testdb.Try(ctx, lk, db, "k", "a")
+	if err != nil || again.Outcome != locker.Renewed || !again.ExpiresAt.Equal(done.Deadline) {
+		t.Fatalf("the holder's acquire again = %+v, %v; want renewed to the deadline %s", again, err, done.Deadline)
 	}
 
 	// A deadline of now: the lease ends now, as force-expired.

@@ -216,7 +216,7 @@ END $$;
 -- caller's role: another role's lease of the same owner name is refused
 -- as another's), so the lease is renewed, same token, for ttl_us with
 -- lease_metadata ('renewed'), unless another transaction has the row
--- locked ('held'). Internal.
+-- locked ('held'); no further than a revoke's deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_renew_own(
     res distributed_lock_acquire_result, owner text, ttl_us bigint, lease_metadata jsonb, ts timestamptz)
 RETURNS distributed_lock_acquire_result
@@ -237,6 +237,8 @@ BEGIN
       AND l.slot = 0
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
+        -- No further than a revoke's deadline, as any renewal.
+        res.expires_at := distributed_lock_revoke_cap(key, res.fence_token, res.expires_at);
         res.outcome := 'renewed';
         res.remaining := interval '0';
     ELSE

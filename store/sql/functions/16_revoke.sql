@@ -6,10 +6,9 @@
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
 -- now + force_after, and every later renewal at the same instant
--- (distributed_lock_revoke_cap, called by distributed_lock_renew and by a
--- session's heartbeat and bind), so a
--- holder that has not released by then loses the lease as if it had
--- stopped renewing: its lock-delay starts and the next acquirer steals it.
+-- (distributed_lock_revoke_cap, called by every renewal: renew, a holder's
+-- acquire again, a session's heartbeat and bind), so a holder that has not
+-- released by then loses the lease as if it had stopped renewing: its lock-delay starts and the next acquirer steals it.
 
 -- distributed_lock_revoke asks the holder of key's grant token to let go.
 -- It acts only while token is the key's current, unreleased and unexpired
@@ -69,8 +68,9 @@ END $$;
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
 -- distributed_lock_renew calls it for a lease a revoke with a deadline
--- reached, and a session's heartbeat and bind for each revoked lease they
--- keep, so no renewal outlives the deadline. Internal.
+-- reached, acquire for a holder's acquire again, and a session's heartbeat
+-- and bind for each revoked lease they keep, so no renewal outlives the
+-- deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
