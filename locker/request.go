@@ -26,13 +26,15 @@ type Request struct {
 	// Wait: 0 makes one attempt; more waits in the keys' queues until
 	// granted, Wait has passed or ctx ends; WaitForever as long as ctx.
 	Wait time.Duration
+	// AtLeast: a Release sooner after the grant keeps the keys until then
+	// (state "kept"), as a scheduled job's once per period. Up to MaxTTL.
+	AtLeast time.Duration
 }
 
 // Key is one key of a Request and the lease wanted on it.
 type Key struct {
 	Name string
-	// Mode: ModeExclusive (or ""), ModeShared (any number of holders
-	// while nobody holds it exclusively) or ModeSemaphore.
+	// Mode: ModeExclusive (or ""), ModeShared or ModeSemaphore.
 	Mode string
 	// Permits is a semaphore's, 1 to MaxPermits, and lives on the key:
 	// while it has holders, other permits are refused (ErrHeld).
@@ -77,6 +79,7 @@ type grant struct {
 	lockDelay time.Duration
 	want      wanted // the keys' mode: a set's keys are all exclusive
 	wait      time.Duration
+	atLeast   time.Duration // 0: none
 }
 
 // wanted is the lease an acquire asks for: the key itself (the zero
@@ -88,7 +91,7 @@ type wanted struct {
 
 // prepare checks req before any SQL and fills in its defaults.
 func (l *Locker) prepare(req Request) (grant, error) {
-	g := grant{owner: req.Owner, ttl: req.TTL, lockDelay: req.LockDelay, wait: req.Wait}
+	g := grant{owner: req.Owner, ttl: req.TTL, lockDelay: req.LockDelay, wait: req.Wait, atLeast: req.AtLeast}
 	if g.ttl == 0 {
 		g.ttl = l.cfg.TTL
 	}
@@ -133,6 +136,10 @@ func (l *Locker) prepare(req Request) (grant, error) {
 		return g, fmt.Errorf("%w: a %s lease carries none", errInvalidLockDelay, req.Keys[0].Mode)
 	case g.wait < 0:
 		return g, fmt.Errorf("%w: Wait %s is negative", lockdb.ErrInvalid, g.wait)
+	case g.atLeast != 0 && validTTL(g.atLeast) != nil:
+		return g, fmt.Errorf("%w: %s (must be between 1ms and %s)", errInvalidAtLeast, g.atLeast, MaxTTL)
+	case g.atLeast != 0 && g.want != (wanted{}):
+		return g, fmt.Errorf("%w: a %s lease is not held at least a period", errInvalidAtLeast, req.Keys[0].Mode)
 	}
 	return g, nil
 }
@@ -206,6 +213,9 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, req Request) ([]Lease, er
 		leases = []Lease{lease}
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := l.holdAtLeast(ctx, db, g, leases); err != nil {
 		return nil, err
 	}
 	return inKeyOrder(g.named, leases), nil

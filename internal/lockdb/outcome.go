@@ -46,6 +46,10 @@ const (
 	// OutcomeNotHeld: that grant is not the current, running one).
 	OutcomeRevoked = "revoked"
 
+	// What distributed_lock_hold_at_least did: the lease keeps its key at
+	// least until kept_until (or OutcomeNotHeld).
+	OutcomeAtLeast = "at_least"
+
 	// What the session functions did (10_session.sql): a heartbeat renews
 	// (OutcomeRenewed), a bind binds, a close closes, an operator's end
 	// ends; a session that lapsed is OutcomeExpired, one that does not

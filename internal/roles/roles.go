@@ -119,6 +119,7 @@ var ownerFunctions = []string{
 	"distributed_lock_proclaim(text, text, bigint, jsonb)",
 	"distributed_lock_revoke_pending(text, text, bigint)",
 	"distributed_lock_session_revokes(bigint, text)",
+	"distributed_lock_hold_at_least(text, text, bigint, bigint)",
 }
 
 // readerFunctions are the protocol functions of schema.sql that only read,
@@ -139,6 +140,7 @@ var readerRules = []string{
 	"distributed_lock_holders_end(text)",
 	"distributed_lock_lease_end(distributed_lock)",
 	"distributed_lock_live_holders(text, timestamptz)",
+	"distributed_lock_kept(distributed_lock, timestamptz)",
 	"distributed_lock_key_state(distributed_lock, timestamptz)",
 }
 

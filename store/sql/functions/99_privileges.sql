@@ -125,7 +125,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_revoke(text, bigint, bigint, text, text),
     distributed_lock_revoke_cap(text, bigint, timestamptz),
     distributed_lock_revoke_pending(text, text, bigint),
-    distributed_lock_session_revokes(bigint, text)
+    distributed_lock_session_revokes(bigint, text),
+    distributed_lock_kept(distributed_lock, timestamptz),
+    distributed_lock_hold_at_least(text, text, bigint, bigint)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they
