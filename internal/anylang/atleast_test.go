@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 // TestJavaHoldsAtLeastAPeriod: a Java client connected as a role with the
@@ -16,14 +14,7 @@ import (
 // second owner's attempt is refused until the hold's at-least point: the
 // key reads as kept.
 func TestJavaHoldsAtLeastAPeriod(t *testing.T) {
-	client := compileJava(t)
-	dsn := testdb.DSN(t)
-	pool := testdb.Pool(t, dsn)
-	role := serviceRole(t, pool, dsn)
-	jdbc, err := jdbcURL(dsn, role)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, pool, jdbc := javaAsService(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, client.java, "-cp", client.classpath, "AtLeast",
