@@ -95,7 +95,7 @@ BEGIN
                pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
                pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
     INTO found
-    FROM distributed_lock_migration m JOIN (VALUES (1, '02fc4b45f94f3ab062735f606b2d51ef5527dbec573d899419cee02c5d2622db')) b (version, checksum) ON b.version = m.version
+    FROM distributed_lock_migration m JOIN (VALUES (1, 'd284d20faaa210635d73375cd7ab8874e2877bf565dd28e4c48d2528d8485daf')) b (version, checksum) ON b.version = m.version
     WHERE m.checksum IS DISTINCT FROM b.checksum;
     IF found IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
@@ -339,7 +339,8 @@ CREATE TABLE distributed_lock (
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
     released_at    timestamptz,                          -- set: the lease ended (expires_at is then the old lease's)
-    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
+    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql), or a hold's at-least point
+    kept_until     timestamptz,                          -- the at-least point of a hold that asked for one (17_at_least.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
     wake_until     timestamptz,                          -- (slot 0) someone may wait for the key until then: a release hands off or NOTIFYs
     PRIMARY KEY (lock_key, slot)
@@ -512,7 +513,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, '02fc4b45f94f3ab062735f606b2d51ef5527dbec573d899419cee02c5d2622db');
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, 'd284d20faaa210635d73375cd7ab8874e2877bf565dd28e4c48d2528d8485daf');
 \endif
 
 -- The functions, re-created every time.
@@ -2255,7 +2256,8 @@ DECLARE
     delay interval;
     delay_end timestamptz;
 BEGIN
-    UPDATE distributed_lock l SET released_at = distributed_lock_now()
+    -- A hold's at-least point goes (17_at_least.sql): the key is freed.
+    UPDATE distributed_lock l SET released_at = distributed_lock_now(), delay_until = NULL, kept_until = NULL
     WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
@@ -4994,8 +4996,19 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
                 ELSE l.expires_at END
 $$;
 
+-- distributed_lock_kept: key row l was released before the at-least point
+-- of a hold that asked for one (17_at_least.sql), which has not come at
+-- ts: it is in the delay that ends there, and that delay is the hold's
+-- (a force-release clears kept_until; a lease that ran out unreleased
+-- is delayed by its lock-delay, whatever its hold asked).
+CREATE OR REPLACE FUNCTION distributed_lock_kept(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_delayed(l, ts) AND coalesce(l.released_at < l.expires_at AND l.delay_until = l.kept_until, false)
+$$;
+
 -- distributed_lock_key_state: what key row l is at ts, as readers show it
--- (locker.State): 'delayed' while its lock-delay runs, 'free' when
+-- (locker.State): 'kept' while a release keeps it until its hold's
+-- at-least point (distributed_lock_kept), 'delayed' while its lock-delay runs, 'free' when
 -- released, 'expired' when its lease (a group's: every holder's) ran out
 -- unreleased, 'expiring' with less than a fifth of its TTL and under 10 s
 -- left (5 × remaining < ttl: exact in microseconds, where ttl / 5 would
@@ -5006,7 +5019,8 @@ $$;
 -- this rule.
 CREATE OR REPLACE FUNCTION distributed_lock_key_state(l distributed_lock, ts timestamptz)
 RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
+    SELECT CASE WHEN distributed_lock_kept(l, ts) THEN 'kept'
+                WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
                 WHEN l.released_at IS NOT NULL THEN 'free'
                 WHEN distributed_lock_lease_end(l) <= ts THEN 'expired'
                 WHEN distributed_lock_lease_end(l) - ts < interval '10 seconds'
@@ -5018,8 +5032,10 @@ $$;
 -- it at one reading of the clock (db_now): its lease's columns, expires_at
 -- its lease's end (a group's: its holders' last), remaining the time left
 -- of it (none once released), delay_until set only while its lock-delay
--- runs, state (distributed_lock_key_state), and for a running group how
--- many holders' leases are live (holders; NULL for a key held alone).
+-- runs, state (distributed_lock_key_state), for a running group how
+-- many holders' leases are live (holders; NULL for a key held alone), and
+-- kept_until, set only while a release keeps the key until its hold's
+-- at-least point (state 'kept'; delay_until is then that point too).
 CREATE OR REPLACE VIEW distributed_lock_state AS
 SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.grant_kind, l.owner_id, l.owner_role,
        l.previous_owner, l.previous_token, l.fence_token, l.acquired_at,
@@ -5030,7 +5046,8 @@ SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.gr
        CASE WHEN l.released_at IS NULL THEN distributed_lock_lease_end(l) - c.ts ELSE interval '0' END AS remaining,
        CASE WHEN distributed_lock_is_group(l) AND NOT distributed_lock_open(l, c.ts)
             THEN distributed_lock_live_holders(l.lock_key, c.ts) END AS holders,
-       c.ts AS db_now
+       c.ts AS db_now,
+       CASE WHEN distributed_lock_kept(l, c.ts) THEN l.kept_until END AS kept_until
 FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.slot = 0;
 
@@ -5222,6 +5239,63 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
     WHERE s.session_id = session AND s.owner_id = owner AND s.owner_role = session_user
     ORDER BY v.lock_key
 $$;
+
+-- Holds that last at least a period (locker.Request.AtLeast, lockctl run
+-- --at-least): ShedLock's lockAtLeastFor. A lease that asks for one and is
+-- released before acquired_at + that period keeps its key until then, so a
+-- job run on every node by its own timer runs once per period even when
+-- the nodes' clocks or timers differ (docs/design.md, "At-least holds").
+--
+-- The hold writes its at-least point into the row twice: kept_until, which
+-- says a hold asked for it, and delay_until, which the rules read only
+-- after a release made before the lease's expiry (distributed_lock_delay_end,
+-- 02_rules.sql). So a release before the point leaves the key in a delay
+-- that ends there, which every rule already honours: a grant is refused
+-- ('delayed', delay_until the point), the queue keeps its place and its
+-- head is handed the key at the point, prune keeps the row, and an
+-- operator's end-delay frees it. Readers show it as 'kept'
+-- (distributed_lock_kept, 15_state.sql). Nothing else changes: the
+-- release itself, its token (the releaser's until the next grant), and
+-- what ends a lease without a release: a lease that runs out or is
+-- force-expired is followed by its lock-delay from its expiry, not by the
+-- at-least point (a job that did not finish keeps nobody out longer than
+-- its TTL); a force-release writes its own delay and clears the hold's; a
+-- grant clears delay_until. A plain release pays nothing for this.
+
+-- distributed_lock_hold_at_least: owner's running exclusive lease of key,
+-- granted with token and taken by the caller's role, is kept at least
+-- at_least_us from its grant (acquired_at): a release before then keeps
+-- the key until then. Call it once the lease is granted, as its holder.
+-- One row: outcome 'at_least' with kept_until, the at-least point, or
+-- 'not_held' (only lock_key set) when that grant is not the caller's
+-- current, unexpired, unreleased lease, or is a shared or semaphore
+-- holder's. A period out of the bounds of a lease's length
+-- (distributed_lock_ttl: a millisecond to a year) is refused (23514). A
+-- later call replaces the point. The row is locked, then the clock read.
+CREATE OR REPLACE FUNCTION distributed_lock_hold_at_least(
+    key text, owner text, token bigint, at_least_us bigint,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT kept_until timestamptz, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    period distributed_lock_ttl := distributed_lock_us(at_least_us);
+    r distributed_lock;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l
+    WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token
+      AND l.owner_role = session_user AND NOT distributed_lock_is_group(l)
+    FOR NO KEY UPDATE;
+    IF NOT FOUND OR NOT distributed_lock_held(r, owner, session_user, distributed_lock_now()) THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN;
+    END IF;
+    UPDATE distributed_lock l SET kept_until = r.acquired_at + period, delay_until = r.acquired_at + period
+    WHERE l.lock_key = key AND l.slot = 0
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.kept_until, 'at_least'
+    INTO lock_key, owner_id, fence_token, kept_until, outcome;
+END $$;
 
 -- Converting a lease between modes (docs/design.md, "Downgrade and
 -- upgrade"). A downgrade turns an exclusive lease into the first shared
@@ -5603,7 +5677,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_upgrade_due(text, timestamptz),
     distributed_lock_upgrade_edges(text[], text, timestamptz),
     distributed_lock_downgrade(text, text, bigint, bigint, text),
-    distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text)
+    distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text),
+    distributed_lock_kept(distributed_lock, timestamptz),
+    distributed_lock_hold_at_least(text, text, bigint, bigint)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they

@@ -22,20 +22,20 @@
 //
 // # The lease model
 //
-// A key is free, held, expired or delayed. Every grant draws a fencing
-// token larger than every token granted on that key before, across
+// A key is free, held, expired, delayed or kept. Every grant draws a
+// fencing token larger than every token granted on that key before, across
 // releases, pruning and failover (docs/design.md, "Fencing tokens"):
 //
 //	free ──Acquire: new token──▶ held ──Renew: same token, later expiry──▶ held
 //	held ──Release──▶ free
 //	held ──expires_at passes──▶ expired ──Acquire by anyone: stolen, new token──▶ held
 //	held ──expires, or is forced, with a lock-delay──▶ delayed ──delay ends──▶ expired
+//	held ──Release before its Request.AtLeast──▶ kept ──at-least point──▶ free
 //
-// Only the database's clock decides: a lease is expired when its expires_at
-// is not after the protocol's now (distributed_lock_now(), read once per
-// call). A lock-delay ([Request.LockDelay]) keeps a key that lost its holder
-// without a Release from everyone for that long, so a holder that was only
-// slow can stop writing to a resource that cannot check tokens.
+// Only the database's clock decides (distributed_lock_now(), read once per
+// call). A lock-delay ([Request.LockDelay]) keeps a key that lost its
+// holder without a Release from everyone that long, so a holder that was
+// only slow can stop writing to a resource that cannot check tokens.
 //
 // An attempt (Wait 0) is one statement, and may run in the caller's
 // transaction. A wait queues first come first served across processes; a

@@ -12,8 +12,7 @@ import (
 
 // Sentinel errors; branch on them with errors.Is.
 var (
-	// ErrHeld: a key is held by another owner, or kept by its lock-delay
-	// or its queue.
+	// ErrHeld: held by another owner, or kept (lock-delay, AtLeast, queue).
 	ErrHeld = errors.New("held by another owner")
 	// ErrNotHeld: the lease named is not current (lost, released, expired, another's).
 	ErrNotHeld = errors.New("not held")
@@ -34,6 +33,7 @@ var (
 	errInvalidKeys      = lockdb.Invalid("key set")
 	errInvalidTTL       = lockdb.Invalid("TTL")
 	errInvalidLockDelay = lockdb.Invalid("lock-delay")
+	errInvalidAtLeast   = lockdb.Invalid("at-least")
 	errInvalidPermits   = lockdb.Invalid("permits")
 	errInvalidMode      = lockdb.Invalid("mode")
 )

@@ -28,8 +28,7 @@ type Lease struct {
 	ExpiresAt time.Time
 	TTL       time.Duration
 	Outcome   Outcome
-	// Mode is ModeExclusive (or ""), ModeShared or ModeSemaphore, with the
-	// semaphore's Permits.
+	// Mode is ModeExclusive (or ""), ModeShared or ModeSemaphore (Permits).
 	Mode    string
 	Permits int
 	// A revoke (lockctl revoke) a renewal read: the operator's role and

@@ -66,6 +66,14 @@ func inKeyOrder(keys []string, leases []Lease) []Lease {
 // giveBackAll releases leases granted after the caller had given up, as
 // giveBack does for one, and returns ctx's error.
 func (l *Locker) giveBackAll(ctx context.Context, db DBTX, leases []Lease) error {
+	l.releaseFresh(ctx, db, leases)
+	return fmt.Errorf("locker: acquire %s: %w", quoteKeys(leaseKeys(leases)), ctx.Err())
+}
+
+// releaseFresh releases the leases the call granted, past the end of ctx;
+// a renewal is left alone (the caller held that lease before and still
+// does).
+func (l *Locker) releaseFresh(ctx context.Context, db DBTX, leases []Lease) {
 	var fresh []Lease
 	for _, lease := range leases {
 		if lease.Outcome != Renewed {
@@ -75,9 +83,8 @@ func (l *Locker) giveBackAll(ctx context.Context, db DBTX, leases []Lease) error
 	if len(fresh) > 0 {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outcomeGrace)
 		defer cancel()
-		_, _ = l.releaseAll(rctx, db, fresh)
+		_, _ = l.Release(rctx, db, fresh...)
 	}
-	return fmt.Errorf("locker: acquire %s: %w", quoteKeys(leaseKeys(leases)), ctx.Err())
 }
 
 func leaseKeys(leases []Lease) []string {

@@ -20,23 +20,23 @@ type Request struct {
 	Owner string
 	// TTL is the leases' length. Defaults to Config.TTL.
 	TTL time.Duration
-	// LockDelay keeps a key from everyone this long after its lease ends
-	// without a Release (it expired, or was forced). 0 to MaxLockDelay;
-	// a Request whose keys are all exclusive only.
+	// LockDelay (0 to MaxLockDelay; exclusive keys only) keeps a key from
+	// everyone this long after its lease ends without a Release.
 	LockDelay time.Duration
 	// Wait: 0 makes one attempt; more waits in the keys' queues until
 	// granted, Wait has passed or ctx ends; WaitForever as long as ctx.
 	Wait time.Duration
+	// AtLeast: a Release sooner after the grant keeps the keys until then
+	// (state "kept"), as a scheduled job's once per period. Up to MaxTTL.
+	AtLeast time.Duration
 }
 
 // Key is one key of a Request and the lease wanted on it.
 type Key struct {
 	Name string
-	// Mode: ModeExclusive (or ""), ModeShared (any number of holders
-	// while nobody holds it exclusively) or ModeSemaphore.
+	// Mode: ModeExclusive (or ""), ModeShared or ModeSemaphore.
 	Mode string
-	// Permits is a semaphore's, 1 to MaxPermits, and lives on the key:
-	// while it has holders, other permits are refused (ErrHeld).
+	// Permits: a semaphore's, 1 to MaxPermits, fixed while the key is held.
 	Permits int
 }
 
@@ -79,7 +79,8 @@ type grant struct {
 	want      wanted   // the first key's mode: a single key's
 	wants     []wanted // each key's, in keys' (sorted) order
 	wait      time.Duration
-	from      int64 // an upgrade's: the token of the owner's shared lease or permit it gives up
+	from      int64         // an upgrade's: the token of the owner's shared lease or permit it gives up
+	atLeast   time.Duration // 0: none
 }
 
 // wanted is the lease an acquire asks for: the key itself (the zero
@@ -91,7 +92,7 @@ type wanted struct {
 
 // prepare checks req before any SQL and fills in its defaults.
 func (l *Locker) prepare(req Request) (grant, error) {
-	g := grant{owner: req.Owner, ttl: req.TTL, lockDelay: req.LockDelay, wait: req.Wait}
+	g := grant{owner: req.Owner, ttl: req.TTL, lockDelay: req.LockDelay, wait: req.Wait, atLeast: req.AtLeast}
 	if g.ttl == 0 {
 		g.ttl = l.cfg.TTL
 	}
@@ -134,6 +135,10 @@ func (l *Locker) prepare(req Request) (grant, error) {
 		return g, fmt.Errorf("%w: a %s lease carries none", errInvalidLockDelay, nonExclusive(req.Keys).Mode)
 	case g.wait < 0:
 		return g, fmt.Errorf("%w: Wait %s is negative", lockdb.ErrInvalid, g.wait)
+	case g.atLeast != 0 && validTTL(g.atLeast) != nil:
+		return g, fmt.Errorf("%w: %s (must be between 1ms and %s)", errInvalidAtLeast, g.atLeast, MaxTTL)
+	case g.atLeast != 0 && g.want != (wanted{}):
+		return g, fmt.Errorf("%w: a %s lease is not held at least a period", errInvalidAtLeast, req.Keys[0].Mode)
 	}
 	return g, nil
 }
@@ -235,6 +240,9 @@ func (l *Locker) Acquire(ctx context.Context, db DBTX, req Request) ([]Lease, er
 		leases = []Lease{lease}
 	}
 	if err != nil {
+		return nil, err
+	}
+	if err := l.holdAtLeast(ctx, db, g, leases); err != nil {
 		return nil, err
 	}
 	return inKeyOrder(g.named, leases), nil

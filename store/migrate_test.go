@@ -113,7 +113,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_queued_ahead": true,
 	"distributed_lock_lease_end":    true, "distributed_lock_us": true,
 	"distributed_lock_holders_end": true, "distributed_lock_key_state": true,
-	"distributed_lock_now": true, "distributed_lock_leader_row": true,
+	"distributed_lock_now": true, "distributed_lock_leader_row": true, "distributed_lock_kept": true,
 }
 
 // publicFunctions may be executed by PUBLIC: the clock, which every reader

@@ -43,7 +43,7 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 	}
 	state := live(row, m.advance()).state
 	if key.Matches(msg, k.EndDelay) {
-		if state != lockdb.StateDelayed {
+		if !inDelay(state) {
 			m.flash = flash{fmt.Sprintf("%s is not in a lock-delay (%s): nothing to end", safe(row.Key), state), flashError}
 			return m, nil
 		}
@@ -154,6 +154,8 @@ func nowHolder(l lockdb.LockInfo) string {
 		return fmt.Sprintf("now free, released by %s (token %s)", owner, token(l.Token))
 	case lockdb.StateDelayed:
 		return fmt.Sprintf("now in its lock-delay, last held by %s (token %s)", owner, token(l.Token))
+	case lockdb.StateKept:
+		return fmt.Sprintf("now kept until its at-least point, released by %s (token %s)", owner, token(l.Token))
 	default:
 		return fmt.Sprintf("now held by %s (token %s)", owner, token(l.Token))
 	}

@@ -130,6 +130,8 @@ func unheldWhy(st lockdb.State) string {
 		return "released"
 	case lockdb.StateDelayed:
 		return "in its lock-delay"
+	case lockdb.StateKept:
+		return "kept until its at-least point"
 	default:
 		return "no lock row"
 	}

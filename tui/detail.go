@@ -132,7 +132,7 @@ func (p *detailPage) View() string { return p.view.View() }
 func (p *detailPage) ShortHelp() []key.Binding {
 	k := p.c.keys
 	row, ok := p.selectedLock()
-	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && live(row, p.c.advance).state == lockdb.StateDelayed)...)
+	b := append([]key.Binding{shortHelp(k.Close, "back")}, k.delayHelp(ok && inDelay(live(row, p.c.advance).state))...)
 	scrolling := k.Scroll
 	if p.group() { // ↑/↓ select a holder; the pages still scroll
 		_, one := p.selectedHolder()
@@ -182,6 +182,9 @@ func (p *detailPage) content() string {
 		st += s.Muted.Render(fmt.Sprintf("  expired %s ago; the next acquirer steals it", shortDur(-r.Remaining)))
 	case r.state == lockdb.StateDelayed:
 		st += s.Muted.Render(fmt.Sprintf("  %s more: nobody is granted it before then", shortDur(delayLeft(r.ListedLock, p.c.advance))))
+	case r.state == lockdb.StateKept:
+		st += s.Muted.Render(fmt.Sprintf("  until %s (%s more), its hold's at-least point: nobody is granted it before then",
+			r.KeptUntil.UTC().Format(time.TimeOnly), shortDur(delayLeft(r.ListedLock, p.c.advance))))
 	}
 	field("state", st)
 	switch {
@@ -195,7 +198,7 @@ func (p *detailPage) content() string {
 		field("owner", safe(r.Owner))
 	}
 	if v, ok := electionValue(r.Metadata); ok {
-		if r.state == lockdb.StateFree || r.state == lockdb.StateExpired || r.state == lockdb.StateDelayed {
+		if r.state == lockdb.StateFree || r.state == lockdb.StateExpired || r.state == lockdb.StateDelayed || r.state == lockdb.StateKept {
 			field("election", s.Muted.Render("nobody leads: the next candidate queued is elected"))
 		} else {
 			field("election", "leader "+safe(v)+s.Muted.Render("  term "+shownToken(r.Token, p.c.reference)+", its fencing token"))
@@ -225,6 +228,8 @@ func (p *detailPage) content() string {
 		field("TTL", shortDur(r.TTL))
 	}
 	switch {
+	case r.KeptUntil != nil:
+		field("at least", shortDur(r.KeptUntil.Sub(r.AcquiredAt))+s.Muted.Render("  from the grant: kept until ")+utcFull(*r.KeptUntil))
 	case r.DelayUntil != nil:
 		field("lock-delay", shortDur(r.LockDelay)+s.Muted.Render("  until ")+utcFull(*r.DelayUntil))
 	case r.LockDelay > 0:

@@ -82,6 +82,19 @@ func delayedSnapshot() Snapshot {
 	return s
 }
 
+// keptSnapshot is the fixture with its first row released 20 s after its
+// grant, held at least 5 minutes: kept for 4m40s more.
+func keptSnapshot() Snapshot {
+	s := fixtureSnapshot()
+	r := &s.Page.Rows[0]
+	released, until := r.DBNow, r.DBNow.Add(4*time.Minute+40*time.Second)
+	r.AcquiredAt, r.HeldFor = r.DBNow.Add(-20*time.Second), 20*time.Second
+	r.Remaining, r.ReleasedAt = 0, &released
+	r.DelayUntil, r.KeptUntil = &until, &until
+	s.Page.Totals.Held, s.Page.Totals.Delayed = 3, 1
+	return s
+}
+
 func fixtureEvents() []lockview.Event {
 	at := func(s int) time.Time { return t0.Add(time.Duration(-s) * time.Second) }
 	return []lockview.Event{

@@ -103,6 +103,16 @@ func consoleStates(theme Theme) map[string]func(t *testing.T, w, h int) Model {
 				Waiters: []lockview.Waiter{{ID: 1, Key: row.Key, Owner: "worker-9:1:aaaa0001", Waited: 12e9}, {ID: 2, Key: row.Key, Owner: "worker-4:2:bbbb0002", Waited: 3e9}}}
 			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
 		},
+		"kept": func(t *testing.T, w, h int) Model {
+			return withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), keptSnapshot())
+		},
+		"kept_detail": func(t *testing.T, w, h int) Model {
+			m := press(t, withSnapshot(t, testModel(t, Options{Theme: theme}, w, h), keptSnapshot()), "enter")
+			s := keptSnapshot()
+			row := s.Page.Rows[0]
+			s.Detail = &Detail{Key: row.Key, Lock: &row}
+			return step(t, m, pageLoadedMsg{seq: m.seq, querySeq: m.querySeq, snap: s})
+		},
 		"sessions": func(t *testing.T, w, h int) Model {
 			m := press(t, live(t, w, h), "S")
 			s := fixtureSnapshot()

@@ -259,7 +259,7 @@ func countState(t *lockview.Totals, st lockdb.State, d int64) {
 		t.Expiring += d
 	case lockdb.StateExpired:
 		t.Expired += d
-	case lockdb.StateDelayed:
+	case lockdb.StateDelayed, lockdb.StateKept:
 		t.Delayed += d
 	case lockdb.StateFree:
 		t.Free += d

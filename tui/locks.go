@@ -10,7 +10,6 @@ import (
 	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/lockctl/lockctl/internal/lockdb"
 	"github.com/lockctl/lockctl/internal/lockview"
 )
 
@@ -220,7 +219,7 @@ func (p *locksPage) ShortHelp() []key.Binding {
 		return []key.Binding{shortHelp(k.Close, "undo filter"), shortHelp(k.Confirm, "keep filter")}
 	}
 	row, ok := p.selected()
-	return k.ShortHelp(ok && live(row, p.c.advance).state == lockdb.StateDelayed, ok && runningGroup(row.Lock))
+	return k.ShortHelp(ok && inDelay(live(row, p.c.advance).state), ok && runningGroup(row.Lock))
 }
 
 func (p *locksPage) selectedHolders() ([]lockview.Holder, bool) {

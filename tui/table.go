@@ -33,7 +33,7 @@ func live(r lockview.ListedLock, elapsed time.Duration) liveRow {
 		r.HeldFor += elapsed
 	}
 	if r.DelayUntil != nil && !r.DelayUntil.After(r.DBNow.Add(elapsed)) {
-		r.DelayUntil = nil
+		r.DelayUntil, r.KeptUntil = nil, nil
 	}
 	if r.Waiters > 0 {
 		r.OldestWait += elapsed
@@ -205,7 +205,7 @@ func (s Styles) stateStyle(st lockdb.State) lipgloss.Style {
 		return s.Expired
 	case lockdb.StateFree:
 		return s.Free
-	case lockdb.StateDelayed:
+	case lockdb.StateDelayed, lockdb.StateKept:
 		return s.Delayed
 	default:
 		return s.Held
@@ -221,6 +221,12 @@ func delayLeft(r lockview.ListedLock, elapsed time.Duration) time.Duration {
 	return r.DelayUntil.Sub(r.DBNow.Add(elapsed))
 }
 
+// inDelay: nobody is granted a key in state st until a time an operator's
+// end-delay (u) may bring forward: a lock-delay, or a hold's at-least point.
+func inDelay(st lockdb.State) bool {
+	return st == lockdb.StateDelayed || st == lockdb.StateKept
+}
+
 // stateLabel says what a state means for an operator.
 func stateLabel(st lockdb.State, wide bool) string {
 	switch {
@@ -232,6 +238,8 @@ func stateLabel(st lockdb.State, wide bool) string {
 		return "free (released)"
 	case st == lockdb.StateDelayed && wide:
 		return "delayed, no grants"
+	case st == lockdb.StateKept && wide:
+		return "kept (at least)"
 	}
 	return string(st)
 }
@@ -321,6 +329,13 @@ func (p *locksPage) ttlCell(r liveRow, w int, selected bool) string {
 		label = shortDur(left)
 		if r.LockDelay > 0 {
 			frac = float64(left) / float64(r.LockDelay)
+		}
+	case lockdb.StateKept:
+		// The bar and the time are the at-least period's, from the grant.
+		left := delayLeft(r.ListedLock, p.c.advance)
+		label = shortDur(left)
+		if period := r.KeptUntil.Sub(r.AcquiredAt); period > 0 {
+			frac = float64(left) / float64(period)
 		}
 	case lockdb.StateExpired:
 		label = "-" + shortDur(-r.Remaining)

@@ -16,13 +16,7 @@ import (
 // term and value; a Go candidate waits, and leads the moment Java resigns,
 // with a larger term; Java's proclamation after resigning is refused.
 func TestJavaCampaignsBesideGo(t *testing.T) {
-	client := compileJava(t)
-	dsn := testdb.DSN(t)
-	pool := testdb.Pool(t, dsn)
-	jdbc, err := jdbcURL(dsn, serviceRole(t, pool, dsn))
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, pool, jdbc := javaAsService(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	observer, err := election.New(pool, "anylang-leader", election.Config{Recheck: time.Minute,

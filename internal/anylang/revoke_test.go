@@ -17,14 +17,7 @@ import (
 // revokes it (with a reason): the holder is told who revoked it (their
 // role and actor) and why, and releases cleanly; the key is then free.
 func TestJavaLearnsARevoke(t *testing.T) {
-	client := compileJava(t)
-	dsn := testdb.DSN(t)
-	pool := testdb.Pool(t, dsn)
-	role := serviceRole(t, pool, dsn)
-	jdbc, err := jdbcURL(dsn, role)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, pool, jdbc := javaAsService(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, client.java, "-cp", client.classpath, "Revoke",

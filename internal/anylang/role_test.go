@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/roles"
+	"github.com/lockctl/lockctl/internal/testdb"
 )
 
 var roleSeq atomic.Int64
@@ -54,4 +55,19 @@ func serviceRole(t *testing.T, admin *pgxpool.Pool, dsn string, extra ...string)
 		}
 	}
 	return name
+}
+
+// javaAsService is the Java client compiled, an admin pool on a fresh
+// schema, and the JDBC URL of a service role on it (serviceRole): what a
+// test of one Java client against the admin's view needs.
+func javaAsService(t *testing.T) (javaClient, *pgxpool.Pool, string) {
+	t.Helper()
+	client := compileJava(t)
+	dsn := testdb.DSN(t)
+	pool := testdb.Pool(t, dsn)
+	jdbc, err := jdbcURL(dsn, serviceRole(t, pool, dsn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, pool, jdbc
 }

@@ -32,6 +32,7 @@ func AcquireCommand() *cobra.Command {
 	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length")
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
 	LockDelayVar(fs, &o.LockDelay)
+	AtLeastVar(fs, &o.AtLeast)
 	holdModeVars(fs, &o)
 	setModeVars(fs, &o)
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
@@ -51,6 +52,9 @@ type AcquireOptions struct {
 	// LockDelay keeps the key from everyone that long after the lease
 	// ends without a release (locker.Request.LockDelay).
 	LockDelay time.Duration
+	// AtLeast keeps the keys after a release sooner than that after their
+	// grant until then (locker.Request.AtLeast).
+	AtLeast time.Duration
 	// Shared takes Key shared (an Acquire of a shared lease); Permits > 0 takes one of
 	// Permits permits of it (an Acquire of a permit). Neither: Key alone.
 	Shared  bool
@@ -187,6 +191,9 @@ func (o AcquireOptions) check() error {
 	}
 	if o.LockDelay < 0 || o.LockDelay > locker.MaxLockDelay {
 		return usagef("invalid --lock-delay %s: must be between 0 and %s", o.LockDelay, formatDuration(locker.MaxLockDelay))
+	}
+	if o.AtLeast != 0 && (o.AtLeast < time.Millisecond || o.AtLeast > locker.MaxTTL) {
+		return usagef("invalid --at-least %s: must be between 1ms and %s", o.AtLeast, formatDuration(locker.MaxTTL))
 	}
 	return o.checkHoldMode()
 }

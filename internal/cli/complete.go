@@ -207,7 +207,7 @@ func fromKeyLeases(cmd *cobra.Command, args []string, pick func(lockdb.LockInfo,
 	return fromDatabase(cmd, func(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 		l, found, err := store.Get[lockdb.LockInfo](ctx, pool, args[0])
 		if err != nil || !found || l.State() == lockdb.StateFree || l.State() == lockdb.StateExpired ||
-			l.State() == lockdb.StateDelayed {
+			l.State() == lockdb.StateDelayed || l.State() == lockdb.StateKept {
 			return nil, err
 		}
 		if !isGroup(l) {

@@ -30,7 +30,7 @@ var completionCases = []struct {
 	{"lockctl help rel", []string{"release"}},
 	{"lockctl bench --qu", nil}, // --queue-worker is hidden
 	{"lockctl grant r --as ", []string{"operator", "service", "viewer"}},
-	{"lockctl ls --state ", []string{"delayed", "expired", "expiring", "free", "held"}},
+	{"lockctl ls --state ", []string{"delayed", "expired", "expiring", "free", "held", "kept"}},
 }
 
 func requireShell(t *testing.T, shell string) {

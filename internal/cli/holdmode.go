@@ -50,6 +50,8 @@ func (o AcquireOptions) checkHoldMode() error {
 		return usagef("%s takes one KEY: of several, name each key's mode with --key-shared or --key-permits", o.holdModeFlag())
 	case o.LockDelay > 0:
 		return usagef("--lock-delay is for a lease held alone: a %s lease has none", o.holdModeFlag())
+	case o.AtLeast > 0:
+		return usagef("--at-least is for a lease held alone: a %s lease is not kept", o.holdModeFlag())
 	}
 	return nil
 }
@@ -74,5 +76,5 @@ func (o AcquireOptions) request(wait time.Duration) locker.Request {
 			keys[i].Mode, keys[i].Permits = locker.ModeSemaphore, o.Permits
 		}
 	}
-	return locker.Request{Keys: keys, Owner: o.Owner, TTL: o.TTL, LockDelay: o.LockDelay, Wait: wait}
+	return locker.Request{Keys: keys, Owner: o.Owner, TTL: o.TTL, LockDelay: o.LockDelay, Wait: wait, AtLeast: o.AtLeast}
 }

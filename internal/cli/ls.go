@@ -30,7 +30,7 @@ func LsCommand() *cobra.Command {
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&o.Prefix, "prefix", "", "only keys that start with this `text`")
-	EnumListVar(fs, &o.States, "state", LockStates, "only locks in these `states` (held, expiring, expired, delayed, free; comma-separated)")
+	EnumListVar(fs, &o.States, "state", LockStates, "only locks in these `states` (held, expiring, expired, delayed, kept, free; comma-separated)")
 	fs.BoolVar(&o.Watch, "watch", false, "list again every --interval until interrupted")
 	DurationVar(fs, &o.Interval, "interval", 2*time.Second, "how often --watch lists")
 	fs.BoolVar(&o.JSON, "json", false, "print one JSON array (with --watch: one a line)")
@@ -40,7 +40,7 @@ func LsCommand() *cobra.Command {
 
 // LockStates are the states `ls --state` filters on, as ls shows them.
 var LockStates = []string{string(lockdb.StateHeld), string(lockdb.StateExpiring), string(lockdb.StateExpired),
-	string(lockdb.StateDelayed), string(lockdb.StateFree)}
+	string(lockdb.StateDelayed), string(lockdb.StateKept), string(lockdb.StateFree)}
 
 // LsOptions are ls's flags.
 type LsOptions struct {

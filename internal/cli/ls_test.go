@@ -33,6 +33,7 @@ type lsRow struct {
 	PreviousToken *int64         `json:"previous_token"`
 	Metadata      map[string]any `json:"metadata"`
 	DelayUntil    *time.Time     `json:"delay_until"`
+	KeptUntil     *time.Time     `json:"kept_until"`
 	Mode          string         `json:"mode"`
 	Permits       int            `json:"permits"`
 	Holders       []holderJSON   `json:"holders"`
@@ -198,7 +199,7 @@ func TestLsFilters(t *testing.T) {
 		}
 	}
 	r := d.expect(2, "ls", "--state", "held,stuck")
-	if !strings.Contains(r.stderr, `invalid --state "held,stuck": "stuck" is not one of held, expiring, expired, delayed, free`) {
+	if !strings.Contains(r.stderr, `invalid --state "held,stuck": "stuck" is not one of held, expiring, expired, delayed, kept, free`) {
 		t.Errorf("ls --state held,stuck: %s", r)
 	}
 }

@@ -34,6 +34,9 @@ type lockRow struct {
 	// DelayUntil is set while the key is in its lock-delay (state
 	// delayed): nobody is granted it before then.
 	DelayUntil *time.Time `json:"delay_until,omitempty"`
+	// KeptUntil is set while a release keeps the key until its hold's
+	// at-least point (state kept; delay_until is then the same).
+	KeptUntil *time.Time `json:"kept_until,omitempty"`
 	// Mode is exclusive, shared or semaphore; Permits a semaphore's.
 	Mode    string `json:"mode"`
 	Permits int32  `json:"permits,omitzero"`
@@ -49,7 +52,7 @@ func toLockRow(l lockview.Lock, holders []lockview.Holder) lockRow {
 		HeldForMs: l.HeldFor.Milliseconds(), AcquiredAt: utc(l.AcquiredAt), RenewedAt: utcPtr(l.RenewedAt),
 		RenewCount: l.RenewCount, ReleasedAt: utcPtr(l.ReleasedAt), GrantKind: l.GrantKind,
 		PreviousOwner: l.PreviousOwner, PreviousToken: l.PreviousToken, Metadata: l.Metadata,
-		DelayUntil: utcPtr(l.DelayUntil), Mode: locker.ModeExclusive,
+		DelayUntil: utcPtr(l.DelayUntil), KeptUntil: utcPtr(l.KeptUntil), Mode: locker.ModeExclusive,
 	}
 	if l.Mode == locker.ModeShared || l.Mode == locker.ModeSemaphore {
 		r.Mode, r.Permits, r.Holders = l.Mode, l.Permits, holdersJSON(holders)
@@ -141,6 +144,9 @@ func (p *lockPrinter) print(l lockview.Lock, holders []lockview.Holder) error {
 	case lockdb.StateDelayed:
 		// What is left is the lock-delay's, not a lease's.
 		remaining = "delay " + formatDuration(l.DelayUntil.Sub(l.DBNow))
+	case lockdb.StateKept:
+		// What is left is the hold's at-least period.
+		remaining = "kept " + formatDuration(l.KeptUntil.Sub(l.DBNow))
 	}
 	return wrapOutput(p.table.add([]string{textsafe.Escape(l.Key), ownerCell(l, holders),
 		strconv.FormatInt(l.Token, 10), string(l.State()), remaining, heldFor}))

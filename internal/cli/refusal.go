@@ -15,7 +15,8 @@ import (
 // refusal (the key's row) and why the key could not be had. Error is held
 // (another owner's running lease, or every permit taken), queued (free or
 // lapsed, or held by holders, but kept for the waiters queued for it),
-// delayed (in its lock-delay until delay_until) or conflict (its holders
+// delayed (in its lock-delay until delay_until), kept (released before
+// its hold's at-least point, delay_until; lockdb.StateKept) or conflict (its holders
 // hold it in another mode, or as a semaphore of other permits). Position
 // is the caller's own place in the queue when it waited (--wait) and gave
 // up. Holders is an array because a shared or semaphore key has several;
@@ -46,6 +47,9 @@ func refusalOf(requestedOwner string, held *locker.Error, now keyState) refusalR
 	switch {
 	case held.DelayUntil != nil:
 		r.Error = lockdb.OutcomeDelayed
+		if kept(now.row) {
+			r.Error = string(lockdb.StateKept)
+		}
 		until := utc(*held.DelayUntil)
 		r.DelayUntil = &until
 	case held.Queued:
@@ -74,13 +78,16 @@ func refusalOf(requestedOwner string, held *locker.Error, now keyState) refusalR
 // refusalLine is the text of a held refusal: who holds the key and for how
 // long (its holders, when g, its group, holds it), or the lock-delay that
 // keeps it, then the queue.
-func refusalLine(prog string, held *locker.Error, g *keyGroup) string {
-	if g != nil {
-		return groupRefusalLine(prog, held, g)
+func refusalLine(prog string, held *locker.Error, now keyState) string {
+	if now.group != nil {
+		return groupRefusalLine(prog, held, now.group)
 	}
 	key, owner := textsafe.Escape(held.Key), textsafe.Escape(held.Owner)
 	var line string
 	switch {
+	case held.DelayUntil != nil && kept(now.row):
+		line = fmt.Sprintf("%s: %s is kept until %s, its last hold's at-least point (%s more; released by %s, token %d)",
+			prog, key, utc(*held.DelayUntil).Format(time.RFC3339Nano), formatDuration(held.DelayLeft), owner, held.Token)
 	case held.DelayUntil != nil:
 		line = fmt.Sprintf("%s: %s is in its lock-delay until %s (%s more; last held by %s, token %d)",
 			prog, key, utc(*held.DelayUntil).Format(time.RFC3339Nano), formatDuration(held.DelayLeft), owner, held.Token)
@@ -91,6 +98,12 @@ func refusalLine(prog string, held *locker.Error, g *keyGroup) string {
 			prog, key, owner, held.Token, formatDuration(held.Remaining))
 	}
 	return line + queueText(held)
+}
+
+// kept: row, the key's as read after a refusal, is kept until its hold's
+// at-least point.
+func kept(row *lockdb.LockInfo) bool {
+	return row != nil && row.State() == lockdb.StateKept
 }
 
 // queueText ends a refusal's line with the queue: where the caller stood
@@ -130,7 +143,7 @@ func waitedOutRefusal(err error, row lockdb.LockInfo) *locker.Error {
 	h := &locker.Error{Kind: locker.ErrHeld, Key: row.Key, Owner: row.Owner, Token: row.Token,
 		ExpiresAt: row.ExpiresAt, Remaining: row.Remaining, DelayUntil: row.DelayUntil}
 	switch row.State() {
-	case lockdb.StateDelayed:
+	case lockdb.StateDelayed, lockdb.StateKept:
 		h.Remaining, h.DelayLeft = 0, row.DelayUntil.Sub(row.DBNow)
 	case lockdb.StateFree, lockdb.StateExpired:
 		h.Remaining, h.Queued = 0, true // kept for the waiters ahead

@@ -163,7 +163,7 @@ func printRefusal(env Env, asJSON bool, requestedOwner string, err error, now ke
 		if asJSON {
 			return env.emitCode(refusalOf(requestedOwner, held, now), ExitHeld), true
 		}
-		env.printLine(refusalLine(env.Prog, held, now.group))
+		env.printLine(refusalLine(env.Prog, held, now))
 		return ExitHeld, true
 	case e.Kind == locker.ErrNotHeld:
 		why := notHeldReason(notHeld)

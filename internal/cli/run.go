@@ -40,6 +40,7 @@ func RunCommand() *cobra.Command {
 	TTLVar(fs, &o.TTL, "ttl", 30*time.Second, "lease length; renewed every third of it while CMD runs")
 	DurationVar(fs, &o.Wait, "wait", 0, "wait up to this long while another owner holds KEY (0: try once)")
 	LockDelayVar(fs, &o.LockDelay)
+	AtLeastVar(fs, &o.AtLeast)
 	holdModeVars(fs, &o.AcquireOptions)
 	DurationVar(fs, &o.Grace, "grace", 10*time.Second, "if the lease is lost: time between SIGTERM and SIGKILL to CMD")
 	fs.StringVar(&o.RevokeSignal, "revoke-signal", "TERM", "`signal` CMD gets when an operator revokes its lease (lockctl revoke): TERM, INT, HUP, QUIT, USR1, USR2, or none")

@@ -89,10 +89,10 @@ func TestHelp(t *testing.T) {
 	if top.code != 0 {
 		t.Fatalf("--help: %s", top)
 	}
-	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--shared] [--permits N] [--key-shared KEY] [--key-permits KEY=N] [--json]",
+	for _, want := range []string{"lockctl ls [--prefix text] [--state states] [--watch] [--interval duration] [--json]", "lockctl acquire KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--at-least duration] [--shared] [--permits N] [--key-shared KEY] [--key-permits KEY=N] [--json]",
 		"lockctl renew KEY --owner id --token token", "lockctl release KEY", "lockctl expire KEY [--token token]",
 		"lockctl migrate", "lockctl prune [--older duration] [--events-older duration]",
-		"lockctl run KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--shared] [--permits N] [--grace duration] [--revoke-signal signal] -- CMD ARGS…",
+		"lockctl run KEY… [--owner id] [--ttl duration] [--wait duration] [--lock-delay duration] [--at-least duration] [--shared] [--permits N] [--grace duration] [--revoke-signal signal] -- CMD ARGS…",
 		"--dsn string", "--actor name", "(default \"", "DATABASE_URL", "Exit codes: 0 done, 1 error, 2 usage, 3 held", "5 deadlock", "128+signal a wait interrupted (129 SIGHUP, 130 SIGINT, 143 SIGTERM)"} {
 		if !strings.Contains(top.stdout, want) {
 			t.Errorf("lockctl --help lacks %q:\n%s", want, top.stdout)

@@ -284,6 +284,14 @@ func EnumListVar(fs *pflag.FlagSet, p *[]string, name string, choices []string, 
 	}
 }
 
+// AtLeastVar defines --at-least: how long after its grant a lease keeps
+// its key through an early release (locker.Request.AtLeast), checked by
+// the command (1ms to 365d; 0: none).
+func AtLeastVar(fs *pflag.FlagSet, p *time.Duration) {
+	DurationVar(fs, p, "at-least", 0,
+		"a release sooner than this after the grant keeps KEY until then (state kept): a job run on every node runs once per period (0: none; up to 365d)")
+}
+
 // LockDelayVar defines --lock-delay: the lock-delay of the lease taken
 // (locker.Request.LockDelay), checked by the command (0 to 60s).
 func LockDelayVar(fs *pflag.FlagSet, p *time.Duration) {

@@ -84,6 +84,12 @@ func TestFaultInjection(t *testing.T) {
 			t.Errorf("checked no %s", what)
 		}
 	}
+	// Elections and at-least holds ran beside them: observers reported
+	// terms, and releases kept the job's key (each checked against the
+	// event log).
+	if s.Terms == 0 || s.KeptReleases == 0 {
+		t.Errorf("%d election terms observed, %d at-least releases kept; want some of each", s.Terms, s.KeptReleases)
+	}
 	// (Whether the zombie's own write reaches the fence depends on the
 	// other faults around it; TestZombieWrite shows that step by step.)
 	// The queue's faults bit too: leases handed down the queue, and a dead

@@ -52,6 +52,14 @@ type Config struct {
 	ModeWorkers int
 	// Permits is SemaphoreKey's permits. Defaults to 2.
 	Permits int
+	// ElectionWorkers is how many candidates campaign for ElectionKey
+	// beside two observers (elections.go). Defaults to 3; negative: none.
+	ElectionWorkers int
+	// AtLeastWorkers is how many nodes run a job under AtLeastKey held at
+	// least AtLeast (atleast.go). Defaults to 3; negative: none.
+	AtLeastWorkers int
+	// AtLeast is the at-least workers' period. Defaults to TTL/2.
+	AtLeast time.Duration
 	// Kinds of fault to inject. Defaults to AllKinds.
 	Kinds []string
 	// Unsafe makes workers skip the fence and ignore keepalive cancellation:
@@ -73,6 +81,10 @@ type Summary struct {
 	Faults   map[string]int // injected, per kind
 	Observed map[string]int // seen by workers, per class
 	Report   history.Report
+	// Terms the election observers reported; KeptReleases, the at-least
+	// workers' releases that kept the key (each a fact the checker held the
+	// event log to).
+	Terms, KeptReleases int
 	// OtherErrors are a few unexpected worker errors, for diagnosis.
 	OtherErrors []string
 }
@@ -107,6 +119,15 @@ func (c *Config) defaults() {
 	}
 	if c.Permits <= 0 {
 		c.Permits = 2
+	}
+	if c.ElectionWorkers == 0 {
+		c.ElectionWorkers = 3
+	}
+	if c.AtLeastWorkers == 0 {
+		c.AtLeastWorkers = 3
+	}
+	if c.AtLeast == 0 {
+		c.AtLeast = c.TTL / 2
 	}
 	if c.Kinds == nil {
 		c.Kinds = AllKinds
@@ -234,6 +255,16 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		return Summary{}, err
 	}
 	pools = append(pools, admin)
+	sched, err := scheduledPool(ctx, dsn)
+	if err != nil {
+		return Summary{}, err
+	}
+	pools = append(pools, sched)
+	elect, jobs, err := startScheduled(sched, dsn, cfg, locker.Config{TTL: cfg.TTL, RenewEvery: cfg.TTL / 4,
+		SafetyMargin: margin, WaitRecheck: cfg.TTL / 2, Notifier: notifier, Actor: "faults"}, rec)
+	if err != nil {
+		return Summary{}, err
+	}
 	inj := &injector{firstDone: make(chan struct{}), inst: inst, standby: standby, admin: admin, rng: rand.New(rand.NewPCG(cfg.Seed, 0)), counts: tally,
 		workers: workers, sessions: sessions, hot: keys[:cfg.HotKeys], rowKeys: rowKeys(keys[:cfg.HotKeys], cfg.ModeWorkers),
 		ttl: cfg.TTL, kinds: cfg.Kinds, logf: cfg.Logf, rec: rec}
@@ -254,6 +285,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 		wg.Go(func() { w.run(runCtx) })
 	}
 	wg.Go(func() { inj.run(runCtx) })
+	wg.Go(func() { elect.run(runCtx, cfg.Seed) })
+	wg.Go(func() { jobs.run(runCtx, cfg.Seed) })
 	wg.Wait()
 	ends.Wait()
 	stopNotifier()
@@ -264,7 +297,7 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	var report history.Report
 	restarted := false
 	testdb.Within(5*time.Second, func() bool {
-		if report, err = check(ctx, dsn, rec, tally); err == nil || ctx.Err() != nil {
+		if report, err = check(ctx, dsn, rec, tally, elect, jobs); err == nil || ctx.Err() != nil {
 			return true
 		}
 		if !restarted {
@@ -277,7 +310,8 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("faults: check: %w", err)
 	}
-	s := Summary{Seed: cfg.Seed, Elapsed: elapsed, Faults: tally.Faults(), Observed: tally.Observed(), Report: report}
+	s := Summary{Seed: cfg.Seed, Elapsed: elapsed, Faults: tally.Faults(), Observed: tally.Observed(), Report: report,
+		Terms: elect.terms(), KeptReleases: jobs.keptCount()}
 	for _, w := range workers {
 		s.OtherErrors = append(s.OtherErrors, w.otherErrs...)
 	}
@@ -355,14 +389,15 @@ func (s Summary) String() string {
 	for _, n := range s.Faults {
 		total += n
 	}
-	return fmt.Sprintf("seed %d, %s: %d faults injected (%s)\nchecked: %s\nworkers saw: %s\nviolations: %d",
+	return fmt.Sprintf("seed %d, %s: %d faults injected (%s)\nchecked: %s; %d election terms observed, %d at-least releases kept\nworkers saw: %s\nviolations: %d",
 		s.Seed, s.Elapsed.Round(time.Second), total, FormatCounts(s.Faults),
-		s.Report.Stats, FormatCounts(s.Observed), len(s.Report.Violations))
+		s.Report.Stats, s.Terms, s.KeptReleases, FormatCounts(s.Observed), len(s.Report.Violations))
 }
 
 // check checks the run's history against what the database shows, on a
-// connection of its own, and counts its hand-offs into tally.
-func check(ctx context.Context, dsn string, rec *history.Recorder, tally *counts) (history.Report, error) {
+// connection of its own (the elections' observers and the at-least
+// workers' kept releases too), and counts its hand-offs into tally.
+func check(ctx context.Context, dsn string, rec *history.Recorder, tally *counts, elect *elections, jobs *atLeastJobs) (history.Report, error) {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		return history.Report{}, err
@@ -372,5 +407,8 @@ func check(ctx context.Context, dsn string, rec *history.Recorder, tally *counts
 	if err != nil {
 		return history.Report{}, err
 	}
-	return history.Check(rec.Ops(), rec.LeaseEnds(), rec.VouchedLeases(), obs), countHandOffs(ctx, conn, tally)
+	report := history.Check(rec.Ops(), rec.LeaseEnds(), rec.VouchedLeases(), obs)
+	report.Violations = append(report.Violations, elect.check(obs)...)
+	report.Violations = append(report.Violations, jobs.check(obs)...)
+	return report, countHandOffs(ctx, conn, tally)
 }

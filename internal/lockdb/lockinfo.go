@@ -29,6 +29,10 @@ type LockInfo struct {
 	// DelayUntil is when the key's lock-delay ends, set only while it is
 	// in one (StateDelayed): nobody is granted it before then.
 	DelayUntil *time.Time `db:"delay_until"`
+	// KeptUntil is the at-least point of a hold a release keeps the key
+	// until, set only while it does (StateKept; DelayUntil is then the
+	// same).
+	KeptUntil *time.Time `db:"kept_until"`
 	// DBNow is the database's clock when the row was read.
 	DBNow time.Time `db:"db_now"`
 	// Mode is how the key is, or was last, held: ModeExclusive, ModeShared
@@ -41,5 +45,5 @@ type LockInfo struct {
 
 // State classifies the row as of DBNow.
 func (i LockInfo) State() State {
-	return StateOf(i.ReleasedAt, i.DelayUntil != nil, i.Remaining, i.TTL)
+	return StateOf(i.ReleasedAt, i.KeptUntil != nil, i.DelayUntil != nil, i.Remaining, i.TTL)
 }

@@ -49,6 +49,9 @@ const (
 	// What distributed_lock_downgrade did: the exclusive lease is now a
 	// shared one, with a new token (or OutcomeNotHeld).
 	OutcomeDowngraded = "downgraded"
+	// What distributed_lock_hold_at_least did: the lease keeps its key at
+	// least until kept_until (or OutcomeNotHeld).
+	OutcomeAtLeast = "at_least"
 
 	// What the session functions did (10_session.sql): a heartbeat renews
 	// (OutcomeRenewed), a bind binds, a close closes, an operator's end

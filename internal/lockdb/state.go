@@ -15,14 +15,22 @@ const (
 	// holder's release (expired, force-expired, force-released) and its
 	// lock-delay still runs: nobody is granted it until delay_until.
 	StateDelayed State = "delayed"
+	// Kept: its holder released it before the at-least point its hold
+	// asked for (locker.Request.AtLeast): nobody is granted it until then
+	// (LockInfo.KeptUntil).
+	StateKept State = "kept"
 )
 
-// StateOf classifies a row from its released_at, whether it is in its
-// lock-delay (delay_until as read, set only then), its remaining time (on
-// the database's clock when it was read) and its TTL. Expiring is a display
-// hint: less than 20% of the TTL, and under 10s, is left.
-func StateOf(releasedAt *time.Time, delayed bool, remaining, ttl time.Duration) State {
+// StateOf classifies a row from its released_at, whether a release keeps
+// it until its hold's at-least point (kept_until as read, set only then),
+// whether it is in its lock-delay (delay_until as read, set only then),
+// its remaining time (on the database's clock when it was read) and its
+// TTL. Expiring is a display hint: less than 20% of the TTL, and under
+// 10s, is left.
+func StateOf(releasedAt *time.Time, kept, delayed bool, remaining, ttl time.Duration) State {
 	switch {
+	case kept:
+		return StateKept
 	case delayed:
 		return StateDelayed
 	case releasedAt != nil:

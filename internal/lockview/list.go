@@ -103,7 +103,7 @@ type Totals struct {
 	Held     int64 `db:"held"` // unexpired, unreleased (Expiring included)
 	Expiring int64 `db:"expiring"`
 	Expired  int64 `db:"expired"`
-	Delayed  int64 `db:"delayed"` // in a lock-delay (counted in neither Expired nor Free)
+	Delayed  int64 `db:"delayed"` // in a lock-delay, or kept until an at-least point (counted in neither Expired nor Free)
 	Free     int64 `db:"free"`
 	// Waiting counts live waiters, on WaitedKeys distinct keys.
 	Waiting    int64 `db:"waiting"`

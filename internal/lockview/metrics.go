@@ -11,7 +11,8 @@ import (
 // on each scrape, read with one clock reading.
 type Gauges struct {
 	// By state, as `ls` shows them: Held excludes Expiring, and Expired
-	// and Free exclude Delayed, so the five add up to every row.
+	// and Free exclude Delayed (which counts kept keys too: nobody is
+	// granted them until a point), so the five add up to every row.
 	Held     int64 `db:"held"`
 	Expiring int64 `db:"expiring"`
 	Expired  int64 `db:"expired"`
@@ -41,7 +42,7 @@ SELECT
     count(s.state) FILTER (WHERE s.state = 'held') AS held,
     count(s.state) FILTER (WHERE s.state = 'expiring') AS expiring,
     count(s.state) FILTER (WHERE s.state = 'expired') AS expired,
-    count(s.state) FILTER (WHERE s.state = 'delayed') AS delayed,
+    count(s.state) FILTER (WHERE s.state IN ('delayed', 'kept')) AS delayed,
     count(s.state) FILTER (WHERE s.state = 'free') AS free,
     coalesce(max(c.ts - s.acquired_at) FILTER (WHERE s.state IN ('held', 'expiring')), interval '0') AS oldest_held,
     (SELECT n FROM w) AS waiters,

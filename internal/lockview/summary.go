@@ -87,7 +87,7 @@ SELECT
     count(*) FILTER (WHERE s.state IN ('held', 'expiring')) AS held,
     count(*) FILTER (WHERE s.state = 'expiring') AS expiring,
     count(*) FILTER (WHERE s.state = 'expired') AS expired,
-    count(*) FILTER (WHERE s.state = 'delayed') AS delayed,
+    count(*) FILTER (WHERE s.state IN ('delayed', 'kept')) AS delayed,
     count(*) FILTER (WHERE s.state = 'free') AS free,
     count(*) FILTER (WHERE s.matching) AS matching,
     count(*) FILTER (WHERE s.matching AND s.ranked) AS scan_rank,

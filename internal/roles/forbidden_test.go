@@ -99,6 +99,7 @@ var functionCalls = map[string]string{
 	"leader":            `SELECT * FROM distributed_lock_leader('held')`,
 	"downgrade":         `SELECT * FROM distributed_lock_downgrade('held', 'admin-owner', $TOKEN, 60000000)`,
 	"upgrade":           `SELECT * FROM distributed_lock_upgrade('held', 'admin-owner', $TOKEN, 60000000, 1000000, 1000000, true)`,
+	"hold at least":     `SELECT * FROM distributed_lock_hold_at_least('held', 'admin-owner', $TOKEN, 3600000000)`,
 }
 
 // forbiddenCalls are the functions each kind may not call.
@@ -107,12 +108,12 @@ var forbiddenCalls = map[roles.Kind][]string{
 		"waiter claim", "waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "force expire", "force release", "end delay", "prune", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session", "end session", "proclaim", "revoke",
-		"revoke pending", "session revokes", "downgrade", "upgrade"},
+		"revoke pending", "session revokes", "downgrade", "upgrade", "hold at least"},
 	roles.Operator: {"acquire", "acquire shared", "enqueue shared", "renew", "release", "fence", "stale write", "enqueue", "waiter poll",
 		"waiter claim", "waiter heartbeat", "waiter leave", "acquire all", "enqueue all", "waiter poll all", "waiter leave all",
 		"renew all", "release all", "next token", "advance epoch",
 		"open session", "session heartbeat", "session bind", "close session", "proclaim", "revoke pending", "session revokes",
-		"downgrade", "upgrade"},
+		"downgrade", "upgrade", "hold at least"},
 	roles.Service: {"force expire", "force release", "end delay", "prune", "next token", "advance epoch", "end session",
 		"revoke"},
 }

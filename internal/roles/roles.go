@@ -121,6 +121,7 @@ var ownerFunctions = []string{
 	"distributed_lock_session_revokes(bigint, text)",
 	"distributed_lock_downgrade(text, text, bigint, bigint, text)",
 	"distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text)",
+	"distributed_lock_hold_at_least(text, text, bigint, bigint)",
 }
 
 // readerFunctions are the protocol functions of schema.sql that only read,
@@ -141,6 +142,7 @@ var readerRules = []string{
 	"distributed_lock_holders_end(text)",
 	"distributed_lock_lease_end(distributed_lock)",
 	"distributed_lock_live_holders(text, timestamptz)",
+	"distributed_lock_kept(distributed_lock, timestamptz)",
 	"distributed_lock_key_state(distributed_lock, timestamptz)",
 }
 

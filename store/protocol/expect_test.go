@@ -86,6 +86,7 @@ type rowWant struct {
 	wakes      *span  // wake_until − now; nil: not checked
 	lockDelay  time.Duration
 	delayUntil *span  // delay_until − now; nil: NULL
+	keptUntil  *span  // kept_until − now; nil: NULL
 	mode       string // lock_mode; "": exclusive
 	permits    int    // 0: NULL
 	// groupEnd: expires_at is a running group's end (distributed_lock_group_end),
@@ -348,6 +349,9 @@ func (c checker) row(got *lockState, w rowWant) {
 	}
 	if (got.DelayIn == nil) != (w.delayUntil == nil) || w.delayUntil != nil && !w.delayUntil.holds(*got.DelayIn) {
 		c.t.Errorf("row delay_until in %s; want %v", show(got.DelayIn), deref(w.delayUntil))
+	}
+	if (got.KeptIn == nil) != (w.keptUntil == nil) || w.keptUntil != nil && !w.keptUntil.holds(*got.KeptIn) {
+		c.t.Errorf("row kept_until in %s; want %v", show(got.KeptIn), deref(w.keptUntil))
 	}
 	if w.wakes != nil && (got.WakeIn == nil || !w.wakes.holds(*got.WakeIn)) {
 		c.t.Errorf("row wake_until in %s; want within [%v, %v]", show(got.WakeIn), w.wakes.lo, w.wakes.hi)

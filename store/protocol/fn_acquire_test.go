@@ -176,6 +176,19 @@ func TestAcquire(t *testing.T) {
 			want: delayedWant(other, span{-time.Second - slack, -time.Second}, aMinuteOn, w1, w2)},
 		{name: "force-released, in its lock-delay", state: delayedAfterRelease(other), call: mine.call,
 			want: delayedWant(other, span{0, 30 * time.Second}, halfAMinuteOn)},
+		{name: "held at least a period by another: held", state: heldAtLeast(other), call: mine.call, want: held(other)},
+		{name: "kept until its at-least point: delayed until then", state: keptBy(other), call: mine.call,
+			want: delayedWant(other, span{0, 30 * time.Second}, about(4*time.Minute))},
+		{name: "kept until its at-least point, by the caller's own release: delayed", state: keptBy(me), call: mine.call,
+			want: delayedWant(me, span{0, 30 * time.Second}, about(4*time.Minute))},
+		{name: "kept, its at-least point past: granted, a new token", call: mine.call,
+			state: keptBy(other).with(func(r *lockRow) { r.delayFor, r.keptFor = -time.Second, -time.Second }),
+			want: want{outcome: "acquired", owner: me, token: drawnToken, remaining: &span{},
+				row: func() rowWant {
+					w := grant("acquired", other, keptToken)
+					w.keptUntil = &span{-time.Second - slack, -time.Second}
+					return w
+				}()}},
 		{name: "expired, its lock-delay over", state: delayOver(other), call: mine.call, want: want{
 			outcome: "stolen", owner: me, token: drawnToken, remaining: &span{},
 			row: grant("stolen", other, keptToken),

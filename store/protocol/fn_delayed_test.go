@@ -22,5 +22,9 @@ func TestDelayed(t *testing.T) {
 		{name: "force-released, its lock-delay over", state: delayedAfterRelease(other).with(func(r *lockRow) { r.delayFor = -time.Second }),
 			call: delayed, want: is(false)},
 		{name: "released cleanly, with a lock-delay", state: free().with(func(r *lockRow) { r.lockDelay = time.Minute }), call: delayed, want: is(false)},
+		{name: "held at least a period", state: heldAtLeast(other), call: delayed, want: is(false)},
+		{name: "released before its at-least point", state: keptBy(other), call: delayed, want: is(true)},
+		{name: "held at least a period, ran out unreleased", state: heldAtLeast(other).with(func(r *lockRow) { r.expiresIn = -time.Second }),
+			call: delayed, want: is(false)},
 	})
 }

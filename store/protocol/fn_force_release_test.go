@@ -40,6 +40,12 @@ func TestForceRelease(t *testing.T) {
 			w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
 			return w
 		}()},
+		{name: "held at least a period: freed, its at-least point gone", state: heldAtLeast(other), call: op.call, want: released(freed)},
+		{name: "held at least a period, queued: handed to the head", state: heldAtLeast(other).queued(w1), call: op.call, want: func() want {
+			w := released(handedTo(w1, "acquired", other))
+			w.notify = []notifyWant{handOffTo(w1, "acquired")}
+			return w
+		}()},
 		{name: "held with a lock-delay: delay_until set, the event says it", state: heldWithDelay(other), call: op.call, want: func() want {
 			row := freed
 			row.lockDelay, row.delayUntil = time.Minute, &span{time.Minute - slack, time.Minute}

@@ -80,6 +80,15 @@ func TestRelease(t *testing.T) {
 			row := freed
 			return released(row)
 		}()},
+		{name: "held at least a period: released, kept until its at-least point, handed to nobody", state: heldAtLeast(me).queued(w1),
+			call: mine.call, want: func() want {
+				row := freed
+				point := about(4 * time.Minute)
+				row.wakes, row.delayUntil, row.keptUntil = &span{0, time.Minute}, &point, &point
+				w := released(row)
+				w.waiters, w.notify = waiters(w1), []notifyWant{wakeUp}
+				return w
+			}()},
 		{name: "queued: handed to the head", state: heldBy(me).queued(w1, w2), call: mine.call, want: func() want {
 			w := released(handedTo(w1, "acquired", me))
 			w.waiters, w.notify = waiters(w2), []notifyWant{handOffTo(w1, "acquired")}

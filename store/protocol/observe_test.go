@@ -31,6 +31,7 @@ type lockState struct {
 	HandedTo      *int64         `db:"handed_to"`
 	LockDelay     time.Duration  `db:"lock_delay"`
 	DelayUntil    *time.Time     `db:"delay_until"`
+	KeptUntil     *time.Time     `db:"kept_until"`
 	Mode          string         `db:"lock_mode"`
 	Permits       *int32         `db:"permits"`
 	// GroupEnd: expires_at is a running group's far-future end, which
@@ -43,21 +44,22 @@ type lockState struct {
 	RenewedAgo  *time.Duration `db:"renewed_ago"`
 	WakeIn      *time.Duration `db:"wake_in"`
 	DelayIn     *time.Duration `db:"delay_in"`
+	KeptIn      *time.Duration `db:"kept_in"`
 	ReadAt      time.Time      `db:"read_at"` // the database's clock at the read
 }
 
 func (l lockState) String() string {
 	return fmt.Sprintf("{%s %s, owner %s, token %d, expires %v (in %v), ttl %v, acquired %v, renewed %s ×%d, released %s, "+
-		"kind %s, previous %s/%s, metadata %v, wake_until %s, handed_to %s, lock_delay %v, delay_until %s}",
+		"kind %s, previous %s/%s, metadata %v, wake_until %s, handed_to %s, lock_delay %v, delay_until %s, kept_until %s}",
 		l.Mode, show(l.Permits), l.Owner, l.Token, l.ExpiresAt, l.ExpiresIn, l.TTL, l.AcquiredAt, show(l.RenewedAt), l.RenewCount,
 		show(l.ReleasedAt), l.GrantKind, show(l.PreviousOwner), show(l.PreviousToken), l.Metadata,
-		show(l.WakeUntil), show(l.HandedTo), l.LockDelay, show(l.DelayUntil))
+		show(l.WakeUntil), show(l.HandedTo), l.LockDelay, show(l.DelayUntil), show(l.KeptUntil))
 }
 
 // stored is the row without its clock-relative fields: what "untouched"
 // compares.
 func (l lockState) stored() lockState {
-	l.ExpiresIn, l.AcquiredAgo, l.ReleasedAgo, l.RenewedAgo, l.WakeIn, l.DelayIn, l.ReadAt = 0, 0, nil, nil, nil, nil, time.Time{}
+	l.ExpiresIn, l.AcquiredAgo, l.ReleasedAgo, l.RenewedAgo, l.WakeIn, l.DelayIn, l.KeptIn, l.ReadAt = 0, 0, nil, nil, nil, nil, nil, time.Time{}
 	return l
 }
 
@@ -93,6 +95,7 @@ const (
 SELECT l.owner_id, l.fence_token, l.expires_at, l.ttl, l.acquired_at, l.renewed_at, l.renew_count,
        l.released_at, l.grant_kind, l.previous_owner, l.previous_token, l.metadata, l.wake_until,
        l.handed_to, l.lock_delay, l.delay_until, l.delay_until - c.ts AS delay_in, l.lock_mode, l.permits,
+       l.kept_until, l.kept_until - c.ts AS kept_in,
        l.expires_at = distributed_lock_group_end() AS group_end,
        CASE WHEN l.expires_at = distributed_lock_group_end() THEN interval '0' ELSE l.expires_at - c.ts END AS expires_in,
        c.ts - l.acquired_at AS acquired_ago,

@@ -82,7 +82,7 @@ var (
 	// first grant is inserting it; the call waits for that insert, which
 	// then commits, granting the key to other.
 	whileFirstGrantCommits = whileLocked(insertLockSQL, true, other, time.Minute.Microseconds(), time.Minute.Microseconds(),
-		0, 0, "acquired", "{}", 0, nil, 0, 0, "exclusive", 0, "")
+		0, 0, "acquired", "{}", 0, nil, 0, 0, "exclusive", 0, "", 0)
 )
 
 // whileRowChanges: another transaction changes the key's row by change

@@ -35,6 +35,7 @@ type lockRow struct {
 	metadata  string        // JSON object; "": {}
 	lockDelay time.Duration // the lease's lock-delay
 	delayFor  time.Duration // delay_until − now (a force-release's delay); 0: NULL
+	keptFor   time.Duration // kept_until − now (a hold's at-least point, 17_at_least.sql); 0: NULL
 	// A shared or semaphore key's row (holder_state_test.go): lock_mode
 	// ("": exclusive) and permits (0: NULL). An unreleased one is its
 	// running group's, expiring at distributed_lock_group_end().
@@ -122,6 +123,18 @@ func delayOver(owner string) state {
 }
 
 // heldWithDelay is a running lease of owner's with a lock-delay of a minute.
+// heldAtLeast is heldBy's lease marked to be kept until 4 minutes from
+// now (17_at_least.sql); keptBy one released a second ago, before that
+// point: the release keeps it until then.
+func heldAtLeast(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: 50 * time.Second, delayFor: 4 * time.Minute, keptFor: 4 * time.Minute}}
+}
+
+func keptBy(owner string) state {
+	return state{row: &lockRow{owner: owner, expiresIn: 30 * time.Second, freedAgo: time.Second,
+		delayFor: 4 * time.Minute, keptFor: 4 * time.Minute}}
+}
+
 func heldWithDelay(owner string) state {
 	return state{row: &lockRow{owner: owner, expiresIn: 50 * time.Second, lockDelay: time.Minute}}
 }
@@ -236,7 +249,7 @@ WITH c AS (SELECT clock_timestamp() AS now, nextval('distributed_lock_fence_seq'
      t AS (SELECT c.*, nextval('distributed_lock_fence_seq') AS token FROM c)
 INSERT INTO distributed_lock (lock_key, owner_id, fence_token, expires_at, ttl, acquired_at,
     renewed_at, renew_count, released_at, grant_kind, previous_owner, previous_token,
-    metadata, wake_until, handed_to, lock_delay, delay_until, lock_mode, permits, owner_role)
+    metadata, wake_until, handed_to, lock_delay, delay_until, lock_mode, permits, owner_role, kept_until)
 SELECT $1, $2, t.token,
        CASE WHEN $13::text <> 'exclusive' AND $5::bigint = 0 THEN distributed_lock_group_end()
             ELSE t.now + $3 * interval '1 microsecond' END,
@@ -248,7 +261,8 @@ SELECT $1, $2, t.token,
        CASE WHEN $9::bigint <> 0 THEN t.now + $9 * interval '1 microsecond' END, $10,
        $11 * interval '1 microsecond',
        CASE WHEN $12::bigint <> 0 THEN t.now + $12 * interval '1 microsecond' END,
-       $13, nullif($14::int, 0), coalesce(nullif($15, ''), session_user)
+       $13, nullif($14::int, 0), coalesce(nullif($15, ''), session_user),
+       CASE WHEN $16::bigint <> 0 THEN t.now + $16 * interval '1 microsecond' END
 FROM t
 RETURNING fence_token, previous_token`
 	insertWaiterSQL = `
@@ -283,6 +297,7 @@ func prepare(t *testing.T, db *pgxpool.Pool, key string, s state) prepared {
 			or(r.ttl, time.Minute).Microseconds(), r.freedAgo.Microseconds(), r.renewals,
 			orString(r.kind, "acquired"), orString(r.metadata, "{}"), r.wakeFor.Microseconds(), handed,
 			r.lockDelay.Microseconds(), r.delayFor.Microseconds(), orString(r.mode, "exclusive"), r.permits, r.role,
+			r.keptFor.Microseconds(),
 		).Scan(&p.token, &p.previousToken)
 		if err != nil {
 			t.Fatalf("prepare the row of %q: %v", key, err)

@@ -66,7 +66,8 @@ DECLARE
     delay interval;
     delay_end timestamptz;
 BEGIN
-    UPDATE distributed_lock l SET released_at = distributed_lock_now()
+    -- A hold's at-least point goes (17_at_least.sql): the key is freed.
+    UPDATE distributed_lock l SET released_at = distributed_lock_now(), delay_until = NULL, kept_until = NULL
     WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay

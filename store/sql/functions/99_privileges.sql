@@ -154,7 +154,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_upgrade_due(text, timestamptz),
     distributed_lock_upgrade_edges(text[], text, timestamptz),
     distributed_lock_downgrade(text, text, bigint, bigint, text),
-    distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text)
+    distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text),
+    distributed_lock_kept(distributed_lock, timestamptz),
+    distributed_lock_hold_at_least(text, text, bigint, bigint)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they

@@ -140,7 +140,8 @@ CREATE TABLE distributed_lock (
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
     released_at    timestamptz,                          -- set: the lease ended (expires_at is then the old lease's)
-    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
+    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql), or a hold's at-least point
+    kept_until     timestamptz,                          -- the at-least point of a hold that asked for one (17_at_least.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
     wake_until     timestamptz,                          -- (slot 0) someone may wait for the key until then: a release hands off or NOTIFYs
     PRIMARY KEY (lock_key, slot)
