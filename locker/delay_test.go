@@ -22,7 +22,7 @@ func delayedErr(t *testing.T, what string, err error) *locker.Error {
 	if !errors.Is(err, locker.ErrHeld) || !errors.As(err, &held) || held.DelayUntil == nil {
 		t.Fatalf("%s = %v; want a *HeldError in a lock-delay", what, err)
 	}
-	if !strings.Contains(err.Error(), "lock-delay until") {
+	if !strings.Contains(err.Error(), "lock-delay, or kept by an at-least hold, until") {
 		t.Errorf("%s says %q; want it to name the lock-delay", what, err)
 	}
 	return held

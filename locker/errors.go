@@ -130,7 +130,8 @@ func (e *Error) Unwrap() error { return e.Err }
 func (e *Error) why() string {
 	switch {
 	case e.DelayUntil != nil:
-		return fmt.Sprintf("%q is in its lock-delay until %s (%s more; last holder %q, token %d)",
+		// The protocol answers a lock-delay and an at-least hold's keep alike.
+		return fmt.Sprintf("%q is in its lock-delay, or kept by an at-least hold, until %s (%s more; last holder %q, token %d)",
 			e.Key, e.DelayUntil.UTC().Format(time.RFC3339Nano), e.DelayLeft.Round(time.Millisecond), e.Owner, e.Token)
 	case e.Queued:
 		return fmt.Sprintf("%q is promised to the waiters queued for it (last holder %q, token %d): a try does not jump the queue",

@@ -47,7 +47,8 @@ func (m Model) startAction(msg tea.KeyPressMsg) (Model, tea.Cmd) {
 			m.flash = flash{fmt.Sprintf("%s is not in a lock-delay (%s): nothing to end", safe(row.Key), state), flashError}
 			return m, nil
 		}
-		m.confirm = &confirmModel{kind: actEndDelay, key: row.Key, owner: row.Owner, token: row.Token}
+		m.confirm = &confirmModel{kind: actEndDelay, key: row.Key, owner: row.Owner, token: row.Token,
+			kept: state == lockdb.StateKept}
 		return m, nil
 	}
 	if state == lockdb.StateFree {

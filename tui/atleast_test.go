@@ -11,8 +11,8 @@ import (
 )
 
 // A key released before its hold's at-least point reads as kept on a real
-// server: the table and the detail say until when, and u offers to end it
-// as it does a lock-delay.
+// server: the table and the detail say until when, and u offers to end the
+// hold, named as such.
 func TestKeptKeyIsShownAndMayBeEnded(t *testing.T) {
 	pool := testdb.New(t)
 	lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
@@ -31,7 +31,7 @@ func TestKeptKeyIsShownAndMayBeEnded(t *testing.T) {
 	if s := screen(press(t, m, "enter")); !strings.Contains(s, "its hold's at-least point") || !strings.Contains(s, "at least     5m") {
 		t.Fatalf("detail does not say until when it is kept:\n%s", s)
 	}
-	if s := screen(press(t, m, "u")); !strings.Contains(s, "End the lock-delay of this lock?") {
+	if s := screen(press(t, m, "u")); !strings.Contains(s, "End the at-least hold of this lock?") {
 		t.Fatalf("u on a kept key asks nothing:\n%s", s)
 	}
 }

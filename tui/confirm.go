@@ -27,6 +27,7 @@ type confirmModel struct {
 	// ("shared · 3 holders").
 	slot     int32
 	group    string
+	kept     bool // actEndDelay's key is kept by an at-least hold, not a lock-delay
 	yesFocus bool
 }
 
@@ -35,6 +36,9 @@ func (c confirmModel) verb() string {
 	case actExpire:
 		return "Force-expire"
 	case actEndDelay:
+		if c.kept {
+			return "End the at-least hold of"
+		}
 		return "End the lock-delay of"
 	case actEndSession:
 		return "End session"
