@@ -151,14 +151,17 @@ func TestAtLeastEndsWithoutARelease(t *testing.T) {
 
 // A waiter queued behind a held-at-least lease keeps its place through
 // the early release and is handed the key at the at-least point, by its
-// own check then (no release comes to hand it on).
+// own check then (no release comes to hand it on). The database's clock
+// is moved to just before the point of an hour's hold, and the waiter
+// woken to look again.
 func TestWaiterIsHandedTheKeyAtTheAtLeastPoint(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	db := testdb.New(t)
-	const period = 700 * time.Millisecond
-	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 30 * time.Second})
+	clock := testdb.Clock(t, db)
+	const period = time.Hour
+	lk := testdb.Locker(t, locker.Config{TTL: time.Minute, Notifier: startNotifier(t, db), WaitRecheck: 2 * period})
 	holder := atLeast(t, lk, db, "report", "node-a", period)
 	waiter := testdb.AcquireAsync(ctx, lk, db, "report", "node-b")
 	testdb.WaitForWaiter(t, db, "report", "node-b")
@@ -166,6 +169,15 @@ func TestWaiterIsHandedTheKeyAtTheAtLeastPoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := keptRow(t, db, "report", period)
+	select {
+	case got := <-waiter:
+		t.Fatalf("node-b was answered before the at-least point: %+v", got)
+	case <-time.After(time.Second):
+	}
+	clock.Advance(period - 300*time.Millisecond)
+	if _, err := db.Exec(ctx, `SELECT distributed_lock_wake('report')`); err != nil {
+		t.Fatal(err)
+	}
 	got := <-waiter
 	if got.Err != nil {
 		t.Fatalf("node-b: %v", got.Err)

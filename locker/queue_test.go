@@ -337,7 +337,10 @@ func TestAHandOffWhoseNotifyIsLostIsClaimedAtTheHeartbeat(t *testing.T) {
 	go func() { _ = n.Run(nctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	testdb.Eventually(t, 10*time.Second, "the notifier listening", n.Live)
-	lk := clockedLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 30 * time.Second,
+	// WaitRecheck sets the heartbeat's pace (every seenFor/6: 1.5 s), well
+	// inside the 15 s the waiter is given; the waiter's own checks go by
+	// its clock, which never moves.
+	lk := clockedLocker(t, locker.Config{TTL: time.Minute, Notifier: n, WaitRecheck: 3 * time.Second,
 		ClaimWindow: 20 * time.Second}, newFakeClock())
 	holder := testdb.MustAcquire(t, lk, db, "k", "a")
 	got := testdb.AcquireAsync(ctx, lk, db, "k", "b")
