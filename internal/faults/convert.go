@@ -12,8 +12,9 @@ import (
 // SharedKey (a writer downgrades, a reader upgrades, waiting or not, and
 // two readers upgrading at once are refused a deadlock), and session
 // workers keep a shared lease or a permit beside their exclusive ones.
-// Sets are taken all exclusive (setModes); history checks each
-// conversion's lease as any other (history/convert.go).
+// Set workers' sets mix modes now and then (setKeys): exclusive keys
+// beside a shared lease or a permit. History checks each conversion's
+// lease, and each key of a set, as any other (history/convert.go).
 
 // convertOneIn: one hold of SharedKey in this many by a mode worker ends in
 // a conversion of its lease instead of a release.
@@ -63,9 +64,9 @@ func (w *worker) convert(ctx context.Context, leases []locker.Lease, ka *locker.
 // takeModeKey has a session worker's process keep, one time in three, a
 // shared lease of SharedKey or a permit of SemaphoreKey beside its other
 // leases, bound to its session as they are (when the mode keys are in
-// the mix: modePermits).
+// the mix: modePermits), unless a set of its took one.
 func (w *sessionWorker) takeModeKey(ctx context.Context, p *process) {
-	if w.modePermits == 0 || w.rng.IntN(3) != 0 {
+	if w.modePermits == 0 || w.rng.IntN(3) != 0 || p.holdsModeKey() {
 		return
 	}
 	key, m := SharedKey, holdMode{mode: history.ModeShared}
@@ -81,9 +82,34 @@ func (w *sessionWorker) takeModeKey(ctx context.Context, p *process) {
 	w.keep(ctx, p, []locker.Lease{lease})
 }
 
-// setModes are the modes a set's keys are asked for: each exclusive, for
-// now. Mixed-mode sets (a mode per key) go here once the protocol takes
-// them: grantSet passes these on as the Request's keys.
-func setModes(keys []string) []locker.Key {
-	return locker.Keys(keys...)
+// mixOneIn: one set in this many, while the mode keys are in the mix,
+// asks for a mode key beside its exclusive keys.
+const mixOneIn = 2
+
+// setKeys are the keys a set asks for: names, each alone, and, one set in
+// mixOneIn while the mode keys are in the mix (modePermits), a mode key
+// beside them, SharedKey shared or a permit of SemaphoreKey: one
+// all-or-none call that writes some keys and reads another.
+func (w *worker) setKeys(names []string) []locker.Key {
+	keys := locker.Keys(names...)
+	if w.modePermits == 0 || w.rng.IntN(mixOneIn) != 0 {
+		return keys
+	}
+	if w.rng.IntN(2) == 0 {
+		return append(keys, locker.Key{Name: SharedKey, Mode: locker.ModeShared})
+	}
+	return append(keys, locker.Key{Name: SemaphoreKey, Mode: locker.ModeSemaphore, Permits: w.modePermits})
+}
+
+// holdsModeKey reports whether p keeps a lease of a mode key already (a
+// set of its took one).
+func (p *process) holdsModeKey() bool {
+	for _, h := range p.holds {
+		for _, lease := range h.ka.Leases() {
+			if lease.Key == SharedKey || lease.Key == SemaphoreKey {
+				return true
+			}
+		}
+	}
+	return false
 }
