@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/history"
@@ -18,7 +19,7 @@ import (
 
 // convertOneIn: one hold of SharedKey in this many by a mode worker ends in
 // a conversion of its lease instead of a release.
-const convertOneIn = 3
+const convertOneIn = 2
 
 // convert changes the mode of the lease a mode worker holds of SharedKey
 // alone, sometimes: a writer's is downgraded, a reader's upgraded (at
@@ -83,8 +84,10 @@ func (w *sessionWorker) takeModeKey(ctx context.Context, p *process) {
 }
 
 // mixOneIn: one set in this many, while the mode keys are in the mix,
-// asks for a mode key beside its exclusive keys.
-const mixOneIn = 2
+// asks for a mode key beside its exclusive keys: rarely enough that the
+// mode workers' writers and upgrades still find SharedKey without other
+// readers.
+const mixOneIn = 3
 
 // setKeys are the keys a set asks for: names, each alone, and, one set in
 // mixOneIn while the mode keys are in the mix (modePermits), a mode key
@@ -99,6 +102,12 @@ func (w *worker) setKeys(names []string) []locker.Key {
 		return append(keys, locker.Key{Name: SharedKey, Mode: locker.ModeShared})
 	}
 	return append(keys, locker.Key{Name: SemaphoreKey, Mode: locker.ModeSemaphore, Permits: w.modePermits})
+}
+
+// mixed reports whether keys ask for a mode key beside the others
+// (setKeys).
+func mixed(keys []locker.Key) bool {
+	return slices.ContainsFunc(keys, func(k locker.Key) bool { return k.Mode != "" })
 }
 
 // holdsModeKey reports whether p keeps a lease of a mode key already (a

@@ -155,11 +155,15 @@ func (w *worker) takeSet(ctx context.Context, owner string) {
 
 // grantSet takes keys at once for owner (at once, or waiting up to two
 // TTLs) and records each key as an op of its own, in the mode it asked
-// for, named by the call (set, unique to it in the history). The set's
-// lock-delay goes with its exclusive keys only.
+// for, named by the call (set, unique to it in the history). A set all
+// exclusive carries the worker's lock-delay; one that mixes modes none
+// (locker.Request.LockDelay).
 func (w *worker) grantSet(ctx context.Context, keys []locker.Key, owner, set string, wait bool) ([]locker.Lease, error) {
 	call := w.rec.Now()
-	req := locker.Request{Keys: keys, Owner: owner, LockDelay: w.delay}
+	req := locker.Request{Keys: keys, Owner: owner}
+	if !mixed(keys) {
+		req.LockDelay = w.delay
+	}
 	if wait {
 		req.Wait = 2 * w.ttl
 	}
@@ -168,10 +172,7 @@ func (w *worker) grantSet(ctx context.Context, keys []locker.Key, owner, set str
 	res, msg := history.GrantResultOf(err)
 	for i, key := range keys {
 		op := history.Op{Client: w.id, Kind: history.Grant, Key: key.Name, Owner: owner, Set: set, Mode: key.Mode,
-			Permits: key.Permits, Bound: w.bound, Result: res, Err: msg, Call: call, Return: ret}
-		if (holdMode{mode: key.Mode}).exclusive() {
-			op.LockDelay = w.delay
-		}
+			Permits: key.Permits, LockDelay: req.LockDelay, Bound: w.bound, Result: res, Err: msg, Call: call, Return: ret}
 		if err == nil {
 			op.Granted(leases[i])
 		}
