@@ -84,27 +84,30 @@ func (w *sessionWorker) takeModeKey(ctx context.Context, p *process) {
 }
 
 // mixOneIn: one set in this many, while the mode keys are in the mix,
-// asks for a mode key beside its exclusive keys: rarely enough that the
-// mode workers' writers and upgrades still find SharedKey without other
-// readers.
-const mixOneIn = 3
+// mixes modes.
+const mixOneIn = 2
 
-// setKeys are the keys a set asks for: names, each alone, and, one set in
-// mixOneIn while the mode keys are in the mix (modePermits), a mode key
-// beside them, SharedKey shared or a permit of SemaphoreKey: one
-// all-or-none call that writes some keys and reads another.
+// setKeys are the keys a set asks for: names, each alone, or, one set in
+// mixOneIn while the mode keys are in the mix (modePermits), in mixed
+// modes: its last key shared, or a mode key beside them (SharedKey shared,
+// a permit of SemaphoreKey): one all-or-none call that writes some keys
+// and reads another.
 func (w *worker) setKeys(names []string) []locker.Key {
 	keys := locker.Keys(names...)
 	if w.modePermits == 0 || w.rng.IntN(mixOneIn) != 0 {
 		return keys
 	}
-	if w.rng.IntN(2) == 0 {
+	switch w.rng.IntN(3) {
+	case 0:
+		keys[len(keys)-1].Mode = locker.ModeShared
+		return keys
+	case 1:
 		return append(keys, locker.Key{Name: SharedKey, Mode: locker.ModeShared})
 	}
 	return append(keys, locker.Key{Name: SemaphoreKey, Mode: locker.ModeSemaphore, Permits: w.modePermits})
 }
 
-// mixed reports whether keys ask for a mode key beside the others
+// mixed reports whether keys ask for more than exclusive leases
 // (setKeys).
 func mixed(keys []locker.Key) bool {
 	return slices.ContainsFunc(keys, func(k locker.Key) bool { return k.Mode != "" })

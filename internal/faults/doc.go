@@ -1,6 +1,6 @@
 // Package faults is lockctl's fault-injection suite: it runs many workers
 // that hold locks with locker.Keepalive — some of them sets of keys taken at
-// once (one Acquire, one Keepalive, one Release), a third of those mixing
+// once (one Acquire, one Keepalive, one Release), half of those mixing
 // modes (exclusive keys beside a shared lease or a permit), half of the workers
 // with a lock-delay, a few readers sharing a key that they also take
 // alone now and then, converting what they hold of it (a writer
