@@ -26,7 +26,7 @@ BEGIN
         released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, session_user),
         lock_delay = distributed_lock_us(lock_delay_us), delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                           AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
       AND l.slot = 0
