@@ -67,7 +67,7 @@ func TestSemaphoreScenario(t *testing.T) {
 	if err := rep.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| semaphore | 1 |", "| mutex keys | 2 |", "semaphore of 2 permits ÷ 2 mutex keys | ≥ 0.80 |",
+	for _, want := range []string{"| semaphore | 1 |", "| mutex keys | 2 |", "semaphore of 2 permits ÷ 2 mutex keys | ≥ 0.90 |",
 		"farthest from the mean | ≤ ±15% |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())

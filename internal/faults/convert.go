@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/lockctl/lockctl/internal/history"
@@ -12,12 +13,13 @@ import (
 // SharedKey (a writer downgrades, a reader upgrades, waiting or not, and
 // two readers upgrading at once are refused a deadlock), and session
 // workers keep a shared lease or a permit beside their exclusive ones.
-// Sets are taken all exclusive (setModes); history checks each
-// conversion's lease as any other (history/convert.go).
+// Set workers' sets mix modes now and then (setKeys): exclusive keys
+// beside a shared lease or a permit. History checks each conversion's
+// lease, and each key of a set, as any other (history/convert.go).
 
 // convertOneIn: one hold of SharedKey in this many by a mode worker ends in
 // a conversion of its lease instead of a release.
-const convertOneIn = 3
+const convertOneIn = 2
 
 // convert changes the mode of the lease a mode worker holds of SharedKey
 // alone, sometimes: a writer's is downgraded, a reader's upgraded (at
@@ -63,9 +65,9 @@ func (w *worker) convert(ctx context.Context, leases []locker.Lease, ka *locker.
 // takeModeKey has a session worker's process keep, one time in three, a
 // shared lease of SharedKey or a permit of SemaphoreKey beside its other
 // leases, bound to its session as they are (when the mode keys are in
-// the mix: modePermits).
+// the mix: modePermits), unless a set of its took one.
 func (w *sessionWorker) takeModeKey(ctx context.Context, p *process) {
-	if w.modePermits == 0 || w.rng.IntN(3) != 0 {
+	if w.modePermits == 0 || w.rng.IntN(3) != 0 || p.holdsModeKey() {
 		return
 	}
 	key, m := SharedKey, holdMode{mode: history.ModeShared}
@@ -81,9 +83,45 @@ func (w *sessionWorker) takeModeKey(ctx context.Context, p *process) {
 	w.keep(ctx, p, []locker.Lease{lease})
 }
 
-// setModes are the modes a set's keys are asked for: each exclusive, for
-// now. Mixed-mode sets (a mode per key) go here once the protocol takes
-// them: grantSet passes these on as the Request's keys.
-func setModes(keys []string) []locker.Key {
-	return locker.Keys(keys...)
+// mixOneIn: one set in this many, while the mode keys are in the mix,
+// mixes modes.
+const mixOneIn = 2
+
+// setKeys are the keys a set asks for: names, each alone, or, one set in
+// mixOneIn while the mode keys are in the mix (modePermits), in mixed
+// modes: its last key shared, or a mode key beside them (SharedKey shared,
+// a permit of SemaphoreKey): one all-or-none call that writes some keys
+// and reads another.
+func (w *worker) setKeys(names []string) []locker.Key {
+	keys := locker.Keys(names...)
+	if w.modePermits == 0 || w.rng.IntN(mixOneIn) != 0 {
+		return keys
+	}
+	switch w.rng.IntN(3) {
+	case 0:
+		keys[len(keys)-1].Mode = locker.ModeShared
+		return keys
+	case 1:
+		return append(keys, locker.Key{Name: SharedKey, Mode: locker.ModeShared})
+	}
+	return append(keys, locker.Key{Name: SemaphoreKey, Mode: locker.ModeSemaphore, Permits: w.modePermits})
+}
+
+// mixed reports whether keys ask for more than exclusive leases
+// (setKeys).
+func mixed(keys []locker.Key) bool {
+	return slices.ContainsFunc(keys, func(k locker.Key) bool { return k.Mode != "" })
+}
+
+// holdsModeKey reports whether p keeps a lease of a mode key already (a
+// set of its took one).
+func (p *process) holdsModeKey() bool {
+	for _, h := range p.holds {
+		for _, lease := range h.ka.Leases() {
+			if lease.Key == SharedKey || lease.Key == SemaphoreKey {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,13 +1,14 @@
 // Package faults is lockctl's fault-injection suite: it runs many workers
 // that hold locks with locker.Keepalive — some of them sets of keys taken at
-// once (one Acquire, one Keepalive, one Release), half of them
+// once (one Acquire, one Keepalive, one Release), half of those mixing
+// modes (exclusive keys beside a shared lease or a permit), half of the workers
 // with a lock-delay, a few readers sharing a key that they also take
 // alone now and then, converting what they hold of it (a writer
 // downgrades, a reader upgrades, two readers upgrading at once are a
 // deadlock), and holders of a semaphore's permits — and session
 // workers whose processes keep two to four leases each with one
 // locker.Session (Session.Keepalive, Close), now and then a shared lease
-// or a permit among them, and make fenced
+// or a permit among them (alone or in a set), and make fenced
 // writes to a guarded table, while an injector breaks things at seeded
 // random moments —
 // terminated backends (mid-acquire, mid-renew, mid-heartbeat,

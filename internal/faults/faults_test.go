@@ -78,6 +78,9 @@ func TestFaultInjection(t *testing.T) {
 		"steals of a killed session's leases": st.KilledLeasesStolen,
 		// Conversions: writers of the shared key downgraded, readers upgraded.
 		"downgrades": st.Downgrades, "upgrades": st.Upgrades,
+		// Sets that mixed modes: exclusive keys beside a shared lease or
+		// a permit, granted all at once.
+		"set grants of mixed modes": st.MixedSetGrants,
 		// Sessions keep shared leases and permits too.
 		"shared or permit leases a session kept": s.Observed["session_shared_granted"] + s.Observed["session_semaphore_granted"]} {
 		if n == 0 {

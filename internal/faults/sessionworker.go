@@ -185,7 +185,7 @@ func bindFailed(err error) bool {
 func (w *sessionWorker) takeKeys(ctx context.Context, keys []string, owner string) ([]locker.Lease, bool) {
 	wait := w.rng.IntN(2) == 0
 	if len(keys) > 1 {
-		leases, err := w.grantSet(ctx, keys, owner, owner, wait)
+		leases, err := w.grantSet(ctx, w.setKeys(keys), owner, owner, wait)
 		if err != nil {
 			w.classify("acquire_set", err)
 			return nil, false

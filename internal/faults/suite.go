@@ -227,6 +227,9 @@ func Run(ctx context.Context, cfg Config) (Summary, error) {
 			return Summary{}, err
 		}
 		w.ka = &frozenDB{db: kaPool}
+		if cfg.ModeWorkers > 0 {
+			w.modePermits = cfg.Permits
+		}
 		workers[i] = w
 	}
 	for i := range max(0, cfg.ModeWorkers) {

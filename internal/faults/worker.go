@@ -31,9 +31,10 @@ type worker struct {
 	delay    time.Duration
 	setOneIn int
 	// permits: a mode worker's, which holds the mode keys (SemaphoreKey
-	// as one of permits permits); 0 for the others. modePermits: a session
-	// worker's, which keeps a mode key now and then (takeModeKey), while
-	// mode workers hold them; 0 otherwise.
+	// as one of permits permits); 0 for the others. modePermits: the
+	// other workers', whose sets ask for a mode key now and then
+	// (setKeys), as a session worker's processes do alone (takeModeKey),
+	// while mode workers hold them; 0 otherwise.
 	permits, modePermits int
 	// margin is the lockers' safety margin (Config.SafetyMargin).
 	margin time.Duration
@@ -141,7 +142,7 @@ func (w *worker) takeSet(ctx context.Context, owner string) {
 	if len(others) == 0 {
 		return // a single key: no set to take
 	}
-	keys := []string{first, others[w.rng.IntN(len(others))]}
+	keys := w.setKeys([]string{first, others[w.rng.IntN(len(others))]})
 	leases, err := w.grantSet(ctx, keys, owner, owner, w.rng.IntN(2) == 0)
 	if err != nil {
 		w.classify("acquire_set", err)
@@ -153,22 +154,25 @@ func (w *worker) takeSet(ctx context.Context, owner string) {
 }
 
 // grantSet takes keys at once for owner (at once, or waiting up to two
-// TTLs) and records each key as an op of its own, named
-// by the call (set, unique to it in the history).
-func (w *worker) grantSet(ctx context.Context, keys []string, owner, set string, wait bool) ([]locker.Lease, error) {
+// TTLs) and records each key as an op of its own, in the mode it asked
+// for, named by the call (set, unique to it in the history). A set all
+// exclusive carries the worker's lock-delay; one that mixes modes none
+// (locker.Request.LockDelay).
+func (w *worker) grantSet(ctx context.Context, keys []locker.Key, owner, set string, wait bool) ([]locker.Lease, error) {
 	call := w.rec.Now()
-	var leases []locker.Lease
-	var err error
-	req := locker.Request{Keys: setModes(keys), Owner: owner, LockDelay: w.delay}
+	req := locker.Request{Keys: keys, Owner: owner}
+	if !mixed(keys) {
+		req.LockDelay = w.delay
+	}
 	if wait {
 		req.Wait = 2 * w.ttl
 	}
-	leases, err = w.lk.Acquire(ctx, w.acq, req)
+	leases, err := w.lk.Acquire(ctx, w.acq, req)
 	ret := w.rec.Now()
 	res, msg := history.GrantResultOf(err)
 	for i, key := range keys {
-		op := history.Op{Client: w.id, Kind: history.Grant, Key: key, Owner: owner, Set: set, LockDelay: w.delay,
-			Bound: w.bound, Result: res, Err: msg, Call: call, Return: ret}
+		op := history.Op{Client: w.id, Kind: history.Grant, Key: key.Name, Owner: owner, Set: set, Mode: key.Mode,
+			Permits: key.Permits, LockDelay: req.LockDelay, Bound: w.bound, Result: res, Err: msg, Call: call, Return: ret}
 		if err == nil {
 			op.Granted(leases[i])
 		}

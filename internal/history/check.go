@@ -61,8 +61,10 @@ type Stats struct {
 	// server crash took with it (the lease then ran to its expiry).
 	LazyReleasesLost int
 	// Sets: set calls (a set's Acquire, a set's waiting Acquire) granted, the keys they
-	// were granted, and set calls refused or given up (nothing taken).
-	SetGrants, SetKeys, SetsRefused int
+	// were granted, and set calls refused or given up (nothing taken);
+	// MixedSetGrants: granted set calls whose keys asked for modes of
+	// more than one kind (exclusive beside shared, say).
+	SetGrants, SetKeys, SetsRefused, MixedSetGrants int
 	// Lock-delay: grants that followed a lease that ended without its
 	// holder's release and carried a lock-delay (each checked against the
 	// delay's end), delays an operator ended early, and grants that came,
@@ -94,8 +96,8 @@ func (s Stats) String() string {
 		s.ClientOps, s.Grants, s.Steals, s.Renewals, s.Releases, s.ForceExpires, s.Held, s.GaveUp, s.FencedWrites, s.WritesSeen,
 		s.RejectedWrites, s.Failed, s.Unknown, s.LeaseEnds, s.LeasesLost, s.UntrustedOnArrival, s.StealsOfEndedLeases,
 		s.LazyReleasesLost) +
-		fmt.Sprintf("; %d set grants (%d keys), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease; %d waits refused as deadlocks (records)",
-			s.SetGrants, s.SetKeys, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused) +
+		fmt.Sprintf("; %d set grants (%d keys, %d of mixed modes), %d sets refused; %d grants after a lock-delay, %d delays ended early, %d grants within the delay of a released lease; %d waits refused as deadlocks (records)",
+			s.SetGrants, s.SetKeys, s.MixedSetGrants, s.SetsRefused, s.DelayedGrants, s.DelaysEnded, s.GrantsAfterCleanRelease, s.DeadlocksRefused) +
 		fmt.Sprintf("; %d killed sessions kept %d leases (%d stolen after the session's expiry)",
 			s.KilledSessions, s.KilledSessionLeases, s.KilledLeasesStolen) +
 		fmt.Sprintf("; %d shared grants, %d semaphore permits granted, %d exclusive grants after holders",

@@ -82,6 +82,9 @@ func (c *checker) checkSetCall(s *setCall) {
 	}
 	c.stats.SetGrants++
 	c.stats.SetKeys += granted
+	if mixedModes(s.ops) {
+		c.stats.MixedSetGrants++
+	}
 	var first Op
 	var firstTx int64
 	for _, op := range s.ops {
@@ -104,6 +107,18 @@ func (c *checker) checkSetCall(s *setCall) {
 				s.id, first.Key, first.Token, s.owner, firstTx, op.Key, op.Token, tx)
 		}
 	}
+}
+
+// mixedModes reports whether a set call's keys asked for modes of more
+// than one kind (a semaphore's permits aside).
+func mixedModes(ops []Op) bool {
+	first, _ := opMode(ops[0])
+	for _, op := range ops[1:] {
+		if m, _ := opMode(op); m.mode != first.mode {
+			return true
+		}
+	}
+	return false
 }
 
 // checkSetTransactions: each transaction's grants to an owner of set calls,

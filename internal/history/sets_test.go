@@ -107,3 +107,66 @@ func TestCheckerFlagsPartialSetGrants(t *testing.T) {
 		})
 	}
 }
+
+// mixedSet: reader r holds "doc" shared (token 1); owner s's set takes
+// "x" alone and "doc" shared beside r, in one transaction (tokens 2 and
+// 3); s releases both.
+func mixedSet() ([]Op, Observed) {
+	in := func(op Op) Op { op.Set = "s.1"; return op }
+	ops := []Op{
+		sharedOp(grant(1, "doc", "r", 1, "acquired", 0, 5*ms, 105*ms)),
+		in(grant(2, "x", "s", 2, "acquired", 10*ms, 15*ms, 115*ms)),
+		in(sharedOp(grant(2, "doc", "s", 3, "acquired", 10*ms, 15*ms, 115*ms))),
+		{Client: 2, Kind: Release, Key: "x", Owner: "s", Token: 2, Result: OK, Set: "s.2", Call: 20 * ms, Return: 21 * ms},
+		{Client: 2, Kind: Release, Key: "doc", Owner: "s", Token: 3, Result: OK, Set: "s.2", Call: 20 * ms, Return: 21 * ms},
+	}
+	obs := Observed{
+		Events: []lockview.Event{
+			sharedEv(ev(1, "doc", "acquired", "r", 1, 4*ms)),
+			ev(2, "x", "acquired", "s", 2, 12*ms),
+			sharedEv(ev(3, "doc", "acquired", "s", 3, 12*ms)),
+			ev(4, "x", "released", "s", 2, 20*ms),
+			ev(5, "doc", "released", "s", 3, 20*ms),
+		},
+		EventTx: map[int64]int64{1: 700, 2: 701, 3: 701, 4: 702, 5: 702},
+	}
+	return ops, obs
+}
+
+// TestMixedSetHistory: a set whose keys ask for different modes is judged
+// key by key, each in the mode it asked for: its shared lease beside a
+// reader passes, and is counted a mixed set; the same lease granted
+// exclusive, or beside a writer, is an overlap.
+func TestMixedSetHistory(t *testing.T) {
+	ops, obs := mixedSet()
+	r := Check(ops, nil, nil, obs)
+	if !r.OK() {
+		t.Fatalf("violations in a correct history: %q", r.Violations)
+	}
+	if st := r.Stats; st.SetGrants != 1 || st.MixedSetGrants != 1 || st.SharedGrants != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+	for name, mutate := range map[string]func(ops []Op, obs *Observed){
+		"the set's key granted exclusive beside the reader": func(ops []Op, obs *Observed) {
+			ops[2].Mode = ""
+			obs.Events[2].Detail = nil
+		},
+		"the reader a writer": func(ops []Op, obs *Observed) {
+			ops[0].Mode = ""
+			obs.Events[0].Detail = nil
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ops, obs := mixedSet()
+			mutate(ops, &obs)
+			r := Check(ops, nil, nil, obs)
+			found := false
+			for _, v := range r.Violations {
+				found = found || strings.Contains(v, `overlapping leases on "doc"`)
+			}
+			if !found {
+				t.Fatalf("want an overlap on doc; got %q", r.Violations)
+			}
+		})
+	}
+}
