@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lockctl/lockctl/internal/cli"
 	"github.com/lockctl/lockctl/locker"
 )
 
@@ -123,7 +124,7 @@ func TestDocsLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, "README.md", "BENCHMARKS.md")
+	pages = append(pages, "README.md", "BENCHMARKS.md", "CHANGELOG.md")
 	for _, page := range pages {
 		text, err := os.ReadFile(page)
 		if err != nil {
@@ -224,5 +225,20 @@ func TestDocsGiveTheKeySetBound(t *testing.T) {
 	}
 	if seen < 3 {
 		t.Fatalf("found %d statements of the key set bound in the docs; the pattern no longer matches them", seen)
+	}
+}
+
+var changelogRelease = regexp.MustCompile(`(?m)^## (v\d+\.\d+\.\d+)\b`)
+
+// The newest release CHANGELOG.md names is the one `lockctl --version`
+// says, so a release is cut in both or neither.
+func TestChangelogNamesThisRelease(t *testing.T) {
+	text, err := os.ReadFile("CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := changelogRelease.FindStringSubmatch(string(text))
+	if m == nil || m[1] != cli.ReleaseVersion {
+		t.Fatalf("CHANGELOG.md's newest release is %v; lockctl --version says %s", m, cli.ReleaseVersion)
 	}
 }

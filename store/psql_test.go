@@ -18,6 +18,12 @@ import (
 // schema of dsn, and returns its output.
 func psqlApply(t *testing.T, dsn string) (string, error) {
 	t.Helper()
+	return psqlApplyFile(t, dsn, "../schema.sql")
+}
+
+// psqlApplyFile runs `psql -1 -f file` on the schema of dsn.
+func psqlApplyFile(t *testing.T, dsn, file string) (string, error) {
+	t.Helper()
 	if _, err := exec.LookPath("psql"); err != nil {
 		testdb.Unavailable(t, "no psql (install postgresql-client): %v", err)
 	}
@@ -25,7 +31,7 @@ func psqlApply(t *testing.T, dsn string) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("psql", "-X", "-q", "-1", "-f", "../schema.sql")
+	cmd := exec.Command("psql", "-X", "-q", "-1", "-f", file)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "PGHOST=" + cfg.Host, "PGPORT=" + strconv.Itoa(int(cfg.Port)),
 		"PGDATABASE=" + cfg.Database, "PGUSER=" + cfg.User, "PGPASSWORD=" + cfg.Password,
 		"PGOPTIONS=-c search_path=" + cfg.RuntimeParams["search_path"], "PGSSLMODE=prefer"}

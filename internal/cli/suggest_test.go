@@ -43,8 +43,8 @@ func TestDidYouMean(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	r := run(t, "--version")
-	if r.code != 0 || !regexp.MustCompile(`^lockctl \S+, revision ([0-9a-f]{7,}|unknown).*, built with go1\.\d+`).MatchString(r.stdout) {
-		t.Fatalf("--version: %s\nwant lockctl VERSION, revision ..., built with go...", r)
+	if r.code != 0 || !regexp.MustCompile(`^lockctl v0\.1\.0, revision ([0-9a-f]{7,}|unknown).*, built with go1\.\d+`).MatchString(r.stdout) {
+		t.Fatalf("--version: %s\nwant lockctl v0.1.0, revision ..., built with go...", r)
 	}
 	if top := run(t, "--help"); !strings.Contains(top.stdout, "lockctl --version") {
 		t.Errorf("--help does not list --version:\n%s", top.stdout)

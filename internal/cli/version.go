@@ -6,23 +6,24 @@ import (
 	"strings"
 )
 
-// BuildVersion describes this binary from the build information Go embeds
-// in it: the module version ("v1.4.0", or "(devel)" for a build from a
-// checkout), the VCS revision and whether the tree was modified, and the Go
-// version. A binary built with -buildvcs=false has no revision to show.
+// ReleaseVersion is the version of lockctl this source is: the newest one
+// CHANGELOG.md names (a docs test holds the two together). A build from a
+// checkout past it says so with its revision, which names the commit.
+const ReleaseVersion = "v0.1.0"
+
+// BuildVersion describes this binary: its release, then from the build
+// information Go embeds the VCS revision and whether the tree was
+// modified, and the Go version. A binary built with -buildvcs=false has no
+// revision to show.
 func BuildVersion() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown version: built without module information)"
+		return ReleaseVersion + ", built without module information"
 	}
 	return describeBuild(info)
 }
 
 func describeBuild(info *debug.BuildInfo) string {
-	version := info.Main.Version
-	if version == "" {
-		version = "(devel)"
-	}
 	settings := map[string]string{}
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
@@ -41,5 +42,5 @@ func describeBuild(info *debug.BuildInfo) string {
 		parts = append(parts, "revision unknown")
 	}
 	parts = append(parts, "built with "+info.GoVersion)
-	return fmt.Sprintf("%s, %s", version, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s, %s", ReleaseVersion, strings.Join(parts, ", "))
 }
