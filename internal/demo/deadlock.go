@@ -101,7 +101,7 @@ func (s *Sim) syncRound(ctx context.Context, lk *locker.Locker, first int, hold,
 			kas[w.who] = nil
 		default:
 			if ctx.Err() == nil {
-				s.stats.errors.Add(1)
+				s.stats.hitError(w.err)
 			}
 			s.letGo(ctx, lk, kas[w.who])
 			kas[w.who] = nil

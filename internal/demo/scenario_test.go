@@ -126,7 +126,7 @@ func TestStory(t *testing.T) {
 
 	st := sim.Stats()
 	if st.Errors != 0 {
-		t.Errorf("the cast hit %d database errors", st.Errors)
+		t.Errorf("the cast hit %d database errors (the last: %s)", st.Errors, st.LastError)
 	}
 	if !strings.Contains(sim.Status(), "seed 42") {
 		t.Errorf("Status() = %q; want the seed in it", sim.Status())

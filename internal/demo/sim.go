@@ -43,12 +43,22 @@ type Stats struct {
 	Deadlocks     int64 // waits refused with locker.ErrDeadlock
 	PriceUpdates  int64 // price lists the pricing writer wrote under config:pricing, its readers kept out
 	Errors        int64 // database errors the cast backed off from
+	LastError     string
 }
 
 type counters struct {
 	acquired, stolen, handOffs, released, crashes, freezes atomic.Int64
 	writesOK, writesRefused, operatorFreed, errors         atomic.Int64
 	transfers, deadlocks, priceUpdates                     atomic.Int64
+	lastError                                              atomic.Pointer[string]
+}
+
+// hitError counts a database error the cast backs off from and keeps its
+// text, so a run that hit one can say which.
+func (c *counters) hitError(err error) {
+	text := err.Error()
+	c.lastError.Store(&text)
+	c.errors.Add(1)
 }
 
 // Start migrates nothing and creates nothing but the demo_resource and
@@ -112,8 +122,15 @@ func (s *Sim) Stats() Stats {
 		Released: c.released.Load(), Crashes: c.crashes.Load(), Freezes: c.freezes.Load(),
 		WritesOK: c.writesOK.Load(), WritesRefused: c.writesRefused.Load(),
 		OperatorFreed: c.operatorFreed.Load(), Transfers: c.transfers.Load(), Deadlocks: c.deadlocks.Load(),
-		PriceUpdates: c.priceUpdates.Load(), Errors: c.errors.Load(),
+		PriceUpdates: c.priceUpdates.Load(), Errors: c.errors.Load(), LastError: lastError(c),
 	}
+}
+
+func lastError(c *counters) string {
+	if text := c.lastError.Load(); text != nil {
+		return *text
+	}
+	return ""
 }
 
 // Status is the console's extra header line: cheap (atomic reads only) and

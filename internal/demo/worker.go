@@ -178,7 +178,7 @@ func (s *Sim) give(ctx context.Context, lk *locker.Locker, lease locker.Lease) {
 	if _, err := lk.Release(rctx, s.pool, lease); err == nil {
 		s.stats.released.Add(1)
 	} else if !errors.Is(err, locker.ErrNotHeld) {
-		s.stats.errors.Add(1)
+		s.stats.hitError(err)
 	}
 	s.holding.drop(lease)
 }
@@ -190,7 +190,7 @@ func (s *Sim) giveAll(ctx context.Context, lk *locker.Locker, leases []locker.Le
 	if _, err := lk.Release(rctx, s.pool, leases...); err == nil {
 		s.stats.released.Add(int64(len(leases)))
 	} else if !errors.Is(err, locker.ErrNotHeld) {
-		s.stats.errors.Add(1)
+		s.stats.hitError(err)
 	}
 	for _, lease := range leases {
 		s.holding.drop(lease)
@@ -203,7 +203,7 @@ func (s *Sim) failed(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	s.stats.errors.Add(1)
+	s.stats.hitError(err)
 	sleep(ctx, s.cfg.scale(time.Second))
 	return err
 }
