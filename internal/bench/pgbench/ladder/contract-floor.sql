@@ -6,8 +6,9 @@
 -- (a steal is logged: events are otherwise off) and the columns a later
 -- grant, hand-off or claim reads (lock_mode, lock_delay, delay_until,
 -- handed_to); it leaves out what only readers show: metadata, renewals,
--- the previous lease. Only the grant of a key that has a row is kept: run
--- it after a locker cycle has made the keys' rows. Throwaway databases only.
+-- the previous lease. What its grant does not serve (a key without a row,
+-- a refusal, a renewal) goes on as the locker's acquire does. Throwaway
+-- databases only.
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -35,5 +36,11 @@ BEGIN
     IF FOUND AND res.outcome <> 'stolen' AND NOT log_grants THEN
         RETURN res;
     END IF;
-    RETURN res;
+    IF FOUND THEN
+        INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
+        VALUES (ts, key, res.outcome, res.owner_id, res.fence_token, coalesce(event_actor, owner));
+        RETURN res;
+    END IF;
+    RETURN distributed_lock_acquire_otherwise(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us, ts);
 END $$;

@@ -1,7 +1,7 @@
 -- A ladder step (BENCHMARKS.md, "Where a cycle's time goes"): the grant
 -- writes only the function floor's six columns; the rule and the result
--- row stay the locker's. Only the grant of a key that has a row is kept:
--- run it after a locker cycle has made the keys' rows. Throwaway databases only.
+-- row stay the locker's. What its grant does not serve goes on as the
+-- locker's acquire does. Throwaway databases only.
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -26,5 +26,9 @@ BEGIN
     IF FOUND AND res.outcome <> 'stolen' AND NOT log_grants THEN
         RETURN res;
     END IF;
-    RETURN res;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    RETURN distributed_lock_acquire_otherwise(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us, ts);
 END $$;

@@ -1,8 +1,8 @@
 -- A ladder step (BENCHMARKS.md, "Where a cycle's time goes"): the grant is
 -- the function floor's (its rule, its six columns, the clock read in the
 -- statement, no test on the way out), returned as the locker's result row.
--- Only the grant of a key that has a row is kept: run it after a locker
--- cycle has made the keys' rows. Throwaway databases only.
+-- What its grant does not serve goes on as the locker's acquire does.
+-- Throwaway databases only.
 CREATE OR REPLACE FUNCTION distributed_lock_acquire(
     key text, owner text, ttl_us bigint, lease_metadata jsonb DEFAULT NULL,
     event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL, log_grants boolean DEFAULT false,
@@ -23,5 +23,9 @@ BEGIN
                         FOR NO KEY UPDATE SKIP LOCKED)
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'acquired', interval '0', NULL, NULL
     INTO res;
-    RETURN res;
+    IF FOUND THEN
+        RETURN res;
+    END IF;
+    RETURN distributed_lock_acquire_otherwise(key, owner, ttl_us, lease_metadata, event_actor, event_detail,
+                                              log_grants, lock_delay_us, clock_timestamp());
 END $$;
