@@ -3,8 +3,12 @@ package store_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/lockctl/lockctl/internal/testdb"
 	"github.com/lockctl/lockctl/locker"
@@ -67,6 +71,11 @@ func TestMigrateFromEveryReleaseWithLocksHeld(t *testing.T) {
 			if err := store.Migrate(ctx, db); err != nil {
 				t.Fatalf("migrate from %s with leases held: %v", release, err)
 			}
+			if left, missing := setDifference(protocolFunctions(t, db), protocolFunctions(t, testdb.New(t))); len(left)+len(missing) > 0 {
+				t.Errorf("after migrating from %s, functions a new database lacks: %v; missing: %v (a function whose "+
+					"arguments changed keeps its old signature too, which a call may match as well: drop it in a "+
+					"functions file, sql/functions/97_retired.sql)", release, left, missing)
+			}
 
 			lk := testdb.Locker(t, locker.Config{TTL: time.Minute})
 			if _, err := testdb.Try(ctx, lk, db, "w", "new-writer"); !errors.Is(err, locker.ErrHeld) {
@@ -88,4 +97,35 @@ func TestMigrateFromEveryReleaseWithLocksHeld(t *testing.T) {
 			}
 		})
 	}
+}
+
+// protocolFunctions lists the signatures of the lock schema's functions.
+func protocolFunctions(t *testing.T, db *pgxpool.Pool) []string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `
+SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')'
+FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fns
+}
+
+// setDifference returns what only a has and what only b has.
+func setDifference(a, b []string) (onlyA, onlyB []string) {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			onlyA = append(onlyA, x)
+		}
+	}
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			onlyB = append(onlyB, x)
+		}
+	}
+	return onlyA, onlyB
 }
