@@ -141,47 +141,63 @@ func TestUpgradeAtOnceWhenAlone(t *testing.T) {
 	}
 }
 
-// An upgrade beside another reader waits for it, keeping its shared lease;
-// a reader who comes later queues behind it; when the other reader
-// releases, the upgrade gets the key with a token above both readers'.
-func TestUpgradeWaitsForTheOtherReader(t *testing.T) {
+// An upgrade beside another holder waits for it, keeping its lease; a
+// holder who comes later queues behind it, even with a permit free; when
+// the other holder releases, the upgrade gets the key with a token above
+// both leases'. The same for a shared key and a semaphore's permits.
+func TestUpgradeWaitsForTheOtherHolder(t *testing.T) {
 	t.Parallel()
-	db := testdb.New(t)
-	ctx := context.Background()
-	lk := convertLocker(t, db)
-	r1, r2 := mustRead(t, lk, db, "doc", "r1"), mustRead(t, lk, db, "doc", "r2")
-	if _, err := lk.Upgrade(ctx, db, r1, 0); !errors.Is(err, locker.ErrHeld) {
-		t.Fatalf("an upgrade without waiting beside r2: %v; want ErrHeld", err)
-	}
-	up := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.Upgrade(ctx, db, r1, locker.WaitForever) })
-	queued(t, db, "doc", 1)
-	if _, err := read(ctx, lk, db, "doc", "r3", 0); !errors.Is(err, locker.ErrHeld) {
-		t.Errorf("a reader after the upgrade queued: %v; want ErrHeld (queued behind it)", err)
-	}
-	late := waitFor(func(ctx context.Context) (locker.Lease, error) {
-		return read(ctx, lk, db, "doc", "r3", locker.WaitForever)
-	})
-	queued(t, db, "doc", 2)
-	pending(t, "the upgrade, while r2 reads", up)
-	if _, err := lk.Renew(ctx, db, r1); err != nil {
-		t.Errorf("r1's shared lease while its upgrade waits: %v", err)
-	}
-	if _, err := lk.Release(ctx, db, r2); err != nil {
-		t.Fatal(err)
-	}
-	excl := granted(t, "the upgrade", up)
-	if excl.Token <= max(r1.Token, r2.Token) || excl.Owner != "r1" {
-		t.Errorf("upgraded to %+v; want r1's lease with a token above %d and %d", excl, r1.Token, r2.Token)
-	}
-	if _, err := lk.Renew(ctx, db, r1); !errors.Is(err, locker.ErrNotHeld) {
-		t.Errorf("r1's shared lease after the upgrade: %v; want ErrNotHeld", err)
-	}
-	pending(t, "the later reader, while the upgraded lease runs", late)
-	if _, err := lk.Release(ctx, db, excl); err != nil {
-		t.Fatal(err)
-	}
-	if r3 := granted(t, "the later reader", late); r3.Token <= excl.Token {
-		t.Errorf("r3's token %d is not above the upgraded %d", r3.Token, excl.Token)
+	for _, kind := range []locker.Key{{Mode: locker.ModeShared}, {Mode: locker.ModeSemaphore, Permits: 3}} {
+		t.Run(kind.Mode, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.New(t)
+			ctx := context.Background()
+			lk := convertLocker(t, db)
+			hold := func(ctx context.Context, owner string, wait time.Duration) (locker.Lease, error) {
+				key := kind
+				key.Name = "doc"
+				return testdb.One(lk.Acquire(ctx, db, locker.Request{Keys: []locker.Key{key}, Owner: owner, Wait: wait}))
+			}
+			r1, err := hold(ctx, "r1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := hold(ctx, "r2", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lk.Upgrade(ctx, db, r1, 0); !errors.Is(err, locker.ErrHeld) {
+				t.Fatalf("an upgrade without waiting beside r2: %v; want ErrHeld", err)
+			}
+			up := waitFor(func(ctx context.Context) (locker.Lease, error) { return lk.Upgrade(ctx, db, r1, locker.WaitForever) })
+			queued(t, db, "doc", 1)
+			if _, err := hold(ctx, "r3", 0); !errors.Is(err, locker.ErrHeld) {
+				t.Errorf("a holder after the upgrade queued: %v; want ErrHeld (queued behind it)", err)
+			}
+			late := waitFor(func(ctx context.Context) (locker.Lease, error) { return hold(ctx, "r3", locker.WaitForever) })
+			queued(t, db, "doc", 2)
+			pending(t, "the upgrade, while r2 holds", up)
+			if _, err := lk.Renew(ctx, db, r1); err != nil {
+				t.Errorf("r1's lease while its upgrade waits: %v", err)
+			}
+			if _, err := lk.Release(ctx, db, r2); err != nil {
+				t.Fatal(err)
+			}
+			excl := granted(t, "the upgrade", up)
+			if excl.Token <= max(r1.Token, r2.Token) || excl.Owner != "r1" || excl.Mode == kind.Mode {
+				t.Errorf("upgraded to %+v; want r1's exclusive lease with a token above %d and %d", excl, r1.Token, r2.Token)
+			}
+			if _, err := lk.Renew(ctx, db, r1); !errors.Is(err, locker.ErrNotHeld) {
+				t.Errorf("r1's %s lease after the upgrade: %v; want ErrNotHeld", kind.Mode, err)
+			}
+			pending(t, "the later holder, while the upgraded lease runs", late)
+			if _, err := lk.Release(ctx, db, excl); err != nil {
+				t.Fatal(err)
+			}
+			if r3 := granted(t, "the later holder", late); r3.Token <= excl.Token || r3.Mode != kind.Mode {
+				t.Errorf("r3 got %+v; want a %s lease with a token above the upgraded %d", r3, kind.Mode, excl.Token)
+			}
+		})
 	}
 }
 
