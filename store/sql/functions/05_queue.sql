@@ -6,37 +6,46 @@
 -- (07_wake.sql) with everything the waiter needs to hold it. Lock order,
 -- everywhere: the key's lock row, then waiter rows.
 
--- distributed_lock_hand_off grants key, whose row the caller has locked and
--- which is free or lapsed at ts, to the head of its queue: new token (drawn
--- under the row lock), owner, TTL and metadata from the waiter row, which
--- is consumed; the lease first runs only until least(claim_window, ttl)
--- from ts, so a waiter that died after its last heartbeat blocks the key
--- that long at most (its client renews it to the full TTL, the claim). The
--- grant is logged as the waiter's own would be ('stolen' always, 'acquired'
--- when the waiter logs grants). Returns the waiter's id, or NULL when no
--- live waiter is queued or the key is in its lock-delay (the queue keeps
--- its place; a waiter's poll at the delay's end hands it off), or when the
--- key is no longer free or lapsed: a caller passing on several keys (a
--- set's release) may find one already granted, by the hand-off of another
--- of them to a waiting set, and must not overwrite that grant. A head that
--- is one record of a multi-key acquire is served by
--- distributed_lock_hand_off_group (08_multi.sql), which returns NULL when
--- the group cannot have every key yet. Internal.
+-- distributed_lock_hand_off passes key (its row locked by the caller) on
+-- to the head of its queue, judged by what the head wants
+-- (distributed_lock_admits with its mode and permits): the one hand-off,
+-- which every release, lapse and group's end passes a key on through. A
+-- head waiting for the key itself is granted it
+-- (distributed_lock_grant_waiter): new token (drawn under the row lock),
+-- owner, TTL and metadata from the waiter row, which is consumed; the lease
+-- first runs only until least(claim_window, ttl) from ts, so a waiter that
+-- died after its last heartbeat blocks the key that long at most (its
+-- client renews it to the full TTL, the claim). A head waiting for a
+-- shared lease or a permit is served, and so is each next head of the
+-- same kind while there is room (distributed_lock_serve_holders). A head
+-- that is one record of a multi-key acquire is served by
+-- distributed_lock_hand_off_group (08_multi.sql), every key or none.
+-- Returns the first waiter served, or NULL when no live waiter is queued,
+-- the key is in its lock-delay (the queue keeps its place; a waiter's poll
+-- at the delay's end hands it off), or the key has no room for the head: a
+-- caller passing on several keys (a set's release) may find one already
+-- granted, by the hand-off of another of them to a waiting set, and must
+-- not overwrite that grant. Internal.
 CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
-    head bigint;
 BEGIN
     -- The head, unlocked: the key is judged for it before its record is
     -- locked (a record locked FOR UPDATE is one a release is serving).
-    SELECT x.waiter_id INTO head FROM distributed_lock_waiter x
+    SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
     ORDER BY x.waiter_id LIMIT 1;
     IF NOT FOUND OR NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0
-                                  AND distributed_lock_admits(l, 'exclusive', NULL, head, ts)) THEN
+                                  AND distributed_lock_admits(l, coalesce(w.lock_mode, 'exclusive'), w.permits,
+                                                              w.waiter_id, ts)) THEN
         RETURN NULL;
+    END IF;
+    IF w.group_id IS NULL AND distributed_lock_waits_for_group(w.lock_mode) THEN
+        -- Locks the heads it serves itself, FOR NO KEY UPDATE: it may stop
+        -- at one without serving it (no room).
+        RETURN distributed_lock_serve_holders(key, ts);
     END IF;
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
@@ -447,7 +456,7 @@ BEGIN
     -- Judged again, with a now read after the wait for the lock.
     ts := distributed_lock_now();
     IF distributed_lock_is_group(r) AND NOT distributed_lock_open(r, ts)
-       AND distributed_lock_serve_holders(key, ts) IS NULL THEN
+       AND distributed_lock_hand_off(key, ts) IS NULL THEN
         -- A running group first serves a head that may join it (taking
         -- over a slot whose lease ran out); one whose holders all
         -- lapsed ends here, and is passed on.

@@ -489,7 +489,7 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 BEGIN
     IF NOT distributed_lock_settle(key, ts)
        AND EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND l.wake_until > ts) THEN
-        PERFORM distributed_lock_serve_holders(key, ts);
+        PERFORM distributed_lock_hand_off(key, ts);
     END IF;
 END $$;
 

@@ -319,7 +319,7 @@ BEGIN
     -- other enqueues, only when there is room for the head: serving locks
     -- the head's record, which would put them in line behind each other.
     IF NOT joining OR distributed_lock_head_has_room(key, n, ts) THEN
-        PERFORM distributed_lock_serve_holders(key, ts);
+        PERFORM distributed_lock_hand_off(key, ts);
     END IF;
     -- Handed to the caller, who is here: claimed at once (renewed to its
     -- TTL). (The slot by its own columns: with use_column, an OUT name in

@@ -98,7 +98,7 @@ BEGIN
             END IF;
             -- Served with a now read after that wait: a record queued
             -- during it gets no claim window counted from before it asked.
-            PERFORM distributed_lock_serve_holders(key, distributed_lock_now());
+            PERFORM distributed_lock_hand_off(key, distributed_lock_now());
         END IF;
         RETURN h;
     EXCEPTION WHEN SQLSTATE 'LK001' OR lock_not_available THEN

@@ -120,7 +120,7 @@ BEGIN
     VALUES (ts, key, 'downgraded', owner, h.fence_token, coalesce(event_actor, owner), owner, token,
             jsonb_build_object('mode', 'shared', 'slot', h.slot));
     IF coalesce(r.wake_until > ts, false) THEN
-        PERFORM distributed_lock_serve_holders(key, ts);
+        PERFORM distributed_lock_hand_off(key, ts);
     END IF;
     owner_id := h.owner_id; fence_token := h.fence_token; expires_at := h.expires_at; ttl := h.ttl;
     outcome := 'downgraded';
