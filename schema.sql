@@ -1513,8 +1513,12 @@ END $$;
 -- at the delay's end hands it off), or the key has no room for the head: a
 -- caller passing on several keys (a set's release) may find one already
 -- granted, by the hand-off of another of them to a waiting set, and must
--- not overwrite that grant. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
+-- not overwrite that grant. beside: the caller is a holder's release
+-- beside others, holding the row only FOR SHARE: the room it made goes to
+-- the first record of the group's kind no other release is serving
+-- (distributed_lock_serve_beside), so that releases beside each other
+-- serve different waiters side by side. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz, beside boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
@@ -1529,6 +1533,9 @@ BEGIN
                                   AND distributed_lock_admits(l, coalesce(w.lock_mode, 'exclusive'), w.permits,
                                                               w.waiter_id, ts)) THEN
         RETURN NULL;
+    END IF;
+    IF beside THEN
+        RETURN distributed_lock_serve_beside(key, ts);
     END IF;
     IF w.group_id IS NULL AND distributed_lock_waits_for_group(w.lock_mode) THEN
         -- Locks the heads it serves itself, FOR NO KEY UPDATE: it may stop
@@ -4602,7 +4609,7 @@ END $$;
 -- with token beside the other holders, as the caller's release: logged
 -- (with log_release, a "released" event by event_actor, default owner),
 -- its permit handed to the waiters queued for it
--- (distributed_lock_serve_beside). Returns the slot as it left it, or NULL
+-- (distributed_lock_hand_off, beside). Returns the slot as it left it, or NULL
 -- columns when it did nothing: not such a slot, no running group whose
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
@@ -4643,7 +4650,7 @@ BEGIN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
             VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
         END IF;
-        IF distributed_lock_serve_beside(key, ts) IS NULL THEN
+        IF distributed_lock_hand_off(key, ts, beside => true) IS NULL THEN
             -- Handed to nobody: another live holder keeps the group running.
             PERFORM 1 FROM distributed_lock x
             WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)
@@ -5509,6 +5516,15 @@ BEGIN
     FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
 END $$;
 
+-- Signatures of earlier releases that this build's functions no longer
+-- have. CREATE OR REPLACE makes a function whose arguments changed beside
+-- the old one, not in its place, and a call may match both (a call of the
+-- two arguments both share is ambiguous): a database migrated from such a
+-- release drops the old one here.
+
+-- v0.1.0: the one hand-off gained beside (05_queue.sql).
+DROP FUNCTION IF EXISTS distributed_lock_hand_off(text, timestamptz);
+
 -- Every function above that pins a path (SET search_path FROM CURRENT) is
 -- pinned again, now that it exists, to pg_catalog first, then the lock
 -- schema, then pg_temp (00_search_path.sql says why it was created under
@@ -5564,7 +5580,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_close_session(bigint, text, boolean, text),
     distributed_lock_end_session(bigint, text, text),
     distributed_lock_session_live(distributed_lock_session, text, timestamptz),
-    distributed_lock_hand_off(text, timestamptz),
+    distributed_lock_hand_off(text, timestamptz, boolean),
     distributed_lock_keep_waking(text, timestamptz, bigint),
     distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
     distributed_lock_enqueue_locked(distributed_lock, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint,

@@ -11,6 +11,11 @@ func handOffCall(key string, _ prepared) (string, []any) {
 	return `SELECT distributed_lock_hand_off(key => $1, ts => clock_timestamp()) AS result`, []any{key}
 }
 
+// handOffBesideCall is the hand-off of a holder's release beside others.
+func handOffBesideCall(key string, _ prepared) (string, []any) {
+	return `SELECT distributed_lock_hand_off(key => $1, ts => clock_timestamp(), beside => true) AS result`, []any{key}
+}
+
 // handedBy: the call returns the id of waiter owner, or NULL for "".
 func handedBy(owner string) func(*testing.T, map[string]any, prepared, observed) {
 	return func(t *testing.T, result map[string]any, p prepared, _ observed) {
@@ -80,6 +85,15 @@ func TestHandOff(t *testing.T) {
 			want: want{row: untouched, waiters: waiters(w1, w2), check: handedBy("")}},
 		{name: "a full semaphore: nothing granted", state: semaphoreOf(1, other).withWaiter(permitWaiter(w1, 1)),
 			call: handOffCall, want: want{row: untouched, waiters: waiters(w1), check: handedBy("")}},
+		{name: "beside, the first permit waiter being served by another release: the next served",
+			state: semaphoreOf(2, other).withWaiter(permitWaiter(w1, 2)).withWaiter(permitWaiter(w2, 2)), call: handOffBesideCall,
+			during: whileLocked(serveFirstWaiterSQL, false),
+			want: want{row: untouched, waiters: []waiterWant{{owner: w1, mode: "semaphore", permits: 2}}, check: handedBy(w2),
+				slots:  []slotWant{asPrepared, slotHandedTo(w2, "acquired")},
+				notify: []notifyWant{slotHandOffTo(w2, "acquired", "semaphore")}}},
+		{name: "beside, a writer at the head: nobody behind it served",
+			state: semaphoreOf(2, other).queued(w1).withWaiter(permitWaiter(w2, 2)), call: handOffBesideCall,
+			want: want{row: untouched, waiters: waiters(w1, w2), check: handedBy("")}},
 		{name: "free, nobody queued", state: free(), call: handOffCall, want: want{row: untouched, check: handedBy("")}},
 		{name: "free, its only waiter lapsed", state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: handOffCall,
 			want: want{row: untouched, waiters: waiters(w1), check: handedBy("")}},

@@ -25,8 +25,12 @@
 -- at the delay's end hands it off), or the key has no room for the head: a
 -- caller passing on several keys (a set's release) may find one already
 -- granted, by the hand-off of another of them to a waiting set, and must
--- not overwrite that grant. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz)
+-- not overwrite that grant. beside: the caller is a holder's release
+-- beside others, holding the row only FOR SHARE: the room it made goes to
+-- the first record of the group's kind no other release is serving
+-- (distributed_lock_serve_beside), so that releases beside each other
+-- serve different waiters side by side. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_hand_off(key text, ts timestamptz, beside boolean DEFAULT false)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
@@ -41,6 +45,9 @@ BEGIN
                                   AND distributed_lock_admits(l, coalesce(w.lock_mode, 'exclusive'), w.permits,
                                                               w.waiter_id, ts)) THEN
         RETURN NULL;
+    END IF;
+    IF beside THEN
+        RETURN distributed_lock_serve_beside(key, ts);
     END IF;
     IF w.group_id IS NULL AND distributed_lock_waits_for_group(w.lock_mode) THEN
         -- Locks the heads it serves itself, FOR NO KEY UPDATE: it may stop

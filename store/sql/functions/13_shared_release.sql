@@ -39,7 +39,7 @@
 -- with token beside the other holders, as the caller's release: logged
 -- (with log_release, a "released" event by event_actor, default owner),
 -- its permit handed to the waiters queued for it
--- (distributed_lock_serve_beside). Returns the slot as it left it, or NULL
+-- (distributed_lock_hand_off, beside). Returns the slot as it left it, or NULL
 -- columns when it did nothing: not such a slot, no running group whose
 -- releases hand off, or no other live holder it could lock (the caller
 -- then ends the lease under the row for update,
@@ -80,7 +80,7 @@ BEGIN
             INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
             VALUES (ts, key, 'released', owner, token, coalesce(event_actor, owner));
         END IF;
-        IF distributed_lock_serve_beside(key, ts) IS NULL THEN
+        IF distributed_lock_hand_off(key, ts, beside => true) IS NULL THEN
             -- Handed to nobody: another live holder keeps the group running.
             PERFORM 1 FROM distributed_lock x
             WHERE x.lock_key = key AND x.slot > 0 AND x.slot <> h.slot AND distributed_lock_live(x, ts)

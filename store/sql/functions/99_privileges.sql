@@ -32,7 +32,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_close_session(bigint, text, boolean, text),
     distributed_lock_end_session(bigint, text, text),
     distributed_lock_session_live(distributed_lock_session, text, timestamptz),
-    distributed_lock_hand_off(text, timestamptz),
+    distributed_lock_hand_off(text, timestamptz, boolean),
     distributed_lock_keep_waking(text, timestamptz, bigint),
     distributed_lock_enqueue(text, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint, text),
     distributed_lock_enqueue_locked(distributed_lock, text, bigint, bigint, bigint, jsonb, text, jsonb, boolean, bigint,
