@@ -1523,6 +1523,7 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     w distributed_lock_waiter%ROWTYPE;
+    judged distributed_lock_waiter%ROWTYPE;
 BEGIN
     -- The head, unlocked: the key is judged for it before its record is
     -- locked (a record locked FOR UPDATE is one a release is serving).
@@ -1542,18 +1543,21 @@ BEGIN
         -- at one without serving it (no room).
         RETURN distributed_lock_serve_holders(key, ts);
     END IF;
+    -- A set's record, or one waiting for the key itself: locked to be
+    -- served. A head that changed while this waited for its lock (the one
+    -- judged left or was served) is judged in its turn: a running group
+    -- that admits a set's shared record does not admit a writer.
+    judged := w;
     SELECT * INTO w FROM distributed_lock_waiter x
     WHERE x.lock_key = key AND x.seen_until > ts AND x.ttl IS NOT NULL
     ORDER BY x.waiter_id LIMIT 1
     FOR UPDATE;
     IF NOT FOUND THEN
         RETURN NULL;
-    END IF;
-    IF w.group_id IS NOT NULL THEN
+    ELSIF w IS DISTINCT FROM judged THEN
+        RETURN distributed_lock_hand_off(key, ts);
+    ELSIF w.group_id IS NOT NULL THEN
         RETURN distributed_lock_hand_off_group(key, w, ts);
-    END IF;
-    IF distributed_lock_waits_for_group(w.lock_mode) THEN
-        RETURN distributed_lock_serve_holders(key, ts);
     END IF;
     RETURN distributed_lock_grant_waiter(w, ts);
 END $$;

@@ -30,6 +30,10 @@ func handedBy(owner string) func(*testing.T, map[string]any, prepared, observed)
 	}
 }
 
+// leaveFirstWaiterSQL: the key's first waiter leaves (its record deleted,
+// committed once the call waits for it).
+const leaveFirstWaiterSQL = `DELETE FROM distributed_lock_waiter WHERE waiter_id = (SELECT min(waiter_id) FROM distributed_lock_waiter WHERE lock_key = $1)`
+
 func TestHandOff(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, "distributed_lock_hand_off")
@@ -94,6 +98,10 @@ func TestHandOff(t *testing.T) {
 		{name: "beside, a writer at the head: nobody behind it served",
 			state: semaphoreOf(2, other).queued(w1).withWaiter(permitWaiter(w2, 2)), call: handOffBesideCall,
 			want: want{row: untouched, waiters: waiters(w1, w2), check: handedBy("")}},
+		{name: "a running shared group, a set's shared record at the head leaving while the head is locked: the writer behind it not granted",
+			state: sharedBy(other).withWaiter(waiterRow{owner: me, seenFor: 30 * time.Second, inSet: true, mode: "shared"}).queued(w1),
+			call:  handOffCall, during: whileLocked(leaveFirstWaiterSQL, true),
+			want: want{row: untouched, waiters: waiters(w1), check: handedBy("")}},
 		{name: "free, nobody queued", state: free(), call: handOffCall, want: want{row: untouched, check: handedBy("")}},
 		{name: "free, its only waiter lapsed", state: free().withWaiter(waiterRow{owner: w1, seenFor: -time.Second}), call: handOffCall,
 			want: want{row: untouched, waiters: waiters(w1), check: handedBy("")}},
