@@ -1407,8 +1407,13 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     res distributed_lock_release_result;
     ts timestamptz;
+    lazily text; -- set_config's answer, unused
 BEGIN
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    -- distributed_lock_commit_lazily written out, a simple expression (a
+    -- call costs its path's save and restore), before any hand-off below
+    -- sets it on again.
+    lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
+                   THEN set_config('synchronous_commit', 'off', true) END;
     SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
     INTO res
     FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
@@ -2030,9 +2035,16 @@ DECLARE
 BEGIN
     -- The key's own lease (slot 0) or a group holder's: no group's lease
     -- names a waiter.
-    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
+    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind, l.slot INTO g FROM distributed_lock l
     WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL;
-    IF FOUND THEN
+    IF FOUND AND g.slot > 0 THEN
+        -- A holder's slot: renewed as distributed_lock_renew would, past
+        -- its attempt on the key's own lease, which no slot is.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, g.grant_kind
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_renew_holder(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) h
+        WHERE h.lock_key IS NOT NULL;
+    ELSIF FOUND THEN
         SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
         FROM distributed_lock_renew(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) r

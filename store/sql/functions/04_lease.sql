@@ -203,8 +203,13 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     res distributed_lock_release_result;
     ts timestamptz;
+    lazily text; -- set_config's answer, unused
 BEGIN
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    -- distributed_lock_commit_lazily written out, a simple expression (a
+    -- call costs its path's save and restore), before any hand-off below
+    -- sets it on again.
+    lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
+                   THEN set_config('synchronous_commit', 'off', true) END;
     SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
     INTO res
     FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
