@@ -1414,12 +1414,17 @@ BEGIN
     -- sets it on again.
     lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
                    THEN set_config('synchronous_commit', 'off', true) END;
-    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-    INTO res
-    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-    WHERE h.lock_key IS NOT NULL;
-    IF FOUND THEN
-        RETURN res;
+    -- A key nobody ever waited for (wake_until NULL: its releases hand
+    -- nothing off, distributed_lock_release_holder's first test) is ended
+    -- under the row at once, without that call's subtransaction.
+    IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND l.wake_until IS NOT NULL) THEN
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+        INTO res
+        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+        WHERE h.lock_key IS NOT NULL;
+        IF FOUND THEN
+            RETURN res;
+        END IF;
     END IF;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     ts := distributed_lock_now();
