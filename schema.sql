@@ -3959,10 +3959,11 @@ BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     IF NOT joining THEN
-        IF NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0) THEN
-            PERFORM distributed_lock_create_free(key, '*', ttl_us);
-        END IF;
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
+        IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0) THEN
+            PERFORM distributed_lock_create_free(key, '*', ttl_us);
+            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
+        END IF;
         ts := distributed_lock_now();
         IF r.lock_key IS NULL THEN
             outcome := 'busy';
@@ -4139,20 +4140,20 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    ts timestamptz;
 BEGIN
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR SHARE;
-    PERFORM 1 FROM distributed_lock s
-    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
-    FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        RETURN h; -- no such slot: nothing to judge
-    END IF;
-    ts := distributed_lock_now();
+    -- The slot locked, then judged with a now read after that lock (the
+    -- subquery OFFSET 0 reads it above the lock), in the one statement.
     UPDATE distributed_lock s SET
-        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
-        renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND distributed_lock_held(s, owner, session_user, ts)
+        expires_at = c.ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
+        renewed_at = c.ts, renew_count = s.renew_count + 1
+    FROM (SELECT k.r, distributed_lock_now() AS ts
+          FROM (SELECT z AS r FROM distributed_lock z
+                WHERE z.lock_key = key AND z.slot > 0 AND z.fence_token = token AND z.owner_id = owner
+                  AND z.owner_role = session_user
+                FOR NO KEY UPDATE) k
+          OFFSET 0) c
+    WHERE s.lock_key = key AND s.slot = (c.r).slot AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING s.* INTO h;
     RETURN h;
 END $$;
