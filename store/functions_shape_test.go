@@ -144,9 +144,9 @@ var rowMakers = []string{"distributed_lock_make_row", "distributed_lock_create_f
 
 // grantWriters are the functions that write a new lease (an UPDATE that
 // draws a token): the one grant write, and the inline copies of it in
-// distributed_lock_acquire and distributed_lock_acquire_shared (03_acquire.sql
+// distributed_lock_acquire and distributed_lock_join_group (03_acquire.sql
 // and 11_shared.sql say why).
-var grantWriters = []string{"distributed_lock_acquire", "distributed_lock_acquire_shared", "distributed_lock_grant_lease"}
+var grantWriters = []string{"distributed_lock_acquire", "distributed_lock_join_group", "distributed_lock_grant_lease"}
 
 // TestOneGrantWrite: a new lease is written by distributed_lock_grant_lease
 // only, but for the inline copies (grantWriters), which write exactly its

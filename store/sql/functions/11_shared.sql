@@ -211,16 +211,9 @@ END $$;
 -- the row FOR SHARE, beside the other holders' grants, waiting only for a
 -- protocol call that changes the group (a release) to commit.
 --
--- The common grant comes first and alone, as distributed_lock_acquire's
--- does (03_acquire.sql): a running group of the kind asked for, locked FOR
--- SHARE, that admits a new lease (distributed_lock_admits), of which owner
--- holds no slot, grants its lowest released slot in one statement, the one
--- grant write inline (store's TestOneGrantWrite holds it to
--- distributed_lock_grant_lease's columns). A released slot's lease is no
--- steal, and its row has been held (a slot is made in the transaction
--- that grants it), so its previous lease is the row's. Everything else
--- (forming a group, a new slot, a lapsed one, a renewal, a refusal, a
--- logged grant) is distributed_lock_acquire_shared_otherwise's.
+-- A grant that joins a running group of its kind is first tried in one
+-- statement (distributed_lock_join_group); forming a group, a new or
+-- lapsed slot, a renewal, a refusal or a logged grant take the path below.
 CREATE OR REPLACE FUNCTION distributed_lock_acquire_shared(
     key text, owner text, ttl_us bigint, permits integer DEFAULT NULL,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
@@ -232,86 +225,38 @@ RETURNS record
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
-    -- The domain refuses permits outside 1-1000 (23514) here, before the
-    -- key is read: not only when a group is formed, but when a running
-    -- group would answer 'conflict'.
-    n distributed_lock_permits := permits;
+    mode text := distributed_lock_holder_mode(permits);
+    n distributed_lock_permits := permits; -- 1-1000 (23514) before the key is read: a conflict's too
     ts timestamptz;
     r distributed_lock;
-BEGIN
-    lock_key := key;
-    SELECT * INTO r FROM distributed_lock l
-    WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_of_kind(l, n) AND l.released_at IS NULL
-      AND l.expires_at = distributed_lock_group_end()
-    FOR SHARE;
-    IF FOUND THEN
-        ts := distributed_lock_now();
-        UPDATE distributed_lock s SET
-            lock_mode = r.lock_mode, owner_id = owner, owner_role = session_user,
-            fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
-            expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us), acquired_at = ts,
-            renewed_at = NULL, renew_count = 0, released_at = NULL,
-            grant_kind = distributed_lock_grant_kind(s, owner, session_user),
-            previous_owner = s.owner_id, previous_token = s.fence_token, -- a released slot was held
-            metadata = coalesce(lease_metadata, '{}'), lock_delay = interval '0', delay_until = NULL, handed_to = NULL
-        WHERE s.lock_key = key
-          AND s.slot = (SELECT x.slot FROM distributed_lock x
-                        WHERE NOT log_grants AND NOT distributed_lock_reserved(owner)
-                          AND distributed_lock_admits(r, r.lock_mode, n, NULL, ts)
-                          AND NOT EXISTS (SELECT 1 FROM distributed_lock y
-                                          WHERE y.lock_key = key AND y.slot > 0
-                                            AND distributed_lock_held(y, owner, session_user, ts))
-                          AND x.lock_key = key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
-                          AND x.released_at IS NOT NULL
-                        ORDER BY x.slot LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
-        RETURNING s.owner_id, s.fence_token, s.expires_at, s.ttl, s.grant_kind
-        INTO owner_id, fence_token, expires_at, ttl, outcome;
-        IF FOUND THEN
-            remaining := interval '0'; lock_mode := r.lock_mode; key_permits := r.permits;
-            RETURN;
-        END IF;
-    END IF;
-    SELECT * INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome, remaining, queue_length, lock_mode,
-                  key_permits, holders
-    FROM distributed_lock_acquire_shared_otherwise(key, owner, ttl_us, n, lease_metadata, event_actor, event_detail,
-                                                   log_grants, CASE WHEN ts IS NOT NULL THEN r END, ts) o;
-END $$;
-
--- distributed_lock_acquire_shared_otherwise decides
--- distributed_lock_acquire_shared's attempt when its grant into a running
--- group granted nothing: joined is the group's row, locked FOR SHARE,
--- read at ts (NULL: no group of that kind runs, and the row is locked
--- here for update, SKIP LOCKED, or made, and ts read after). The group
--- made if it must be (distributed_lock_make_group), then the slot's grant
--- (distributed_lock_grant_slot). Same arguments and answer as
--- acquire_shared. Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_acquire_shared_otherwise(
-    key text, owner text, ttl_us bigint, n integer, lease_metadata jsonb, event_actor text, event_detail jsonb,
-    log_grants boolean, joined distributed_lock, ts timestamptz,
-    OUT lock_key text, OUT owner_id text, OUT fence_token bigint, OUT expires_at timestamptz,
-    OUT ttl interval, OUT outcome text, OUT remaining interval, OUT queue_length integer,
-    OUT lock_mode text, OUT key_permits integer, OUT holders integer)
-RETURNS record
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-#variable_conflict use_column
-DECLARE
-    r distributed_lock := joined;
-    joining boolean := ts IS NOT NULL;
+    joining boolean;
     made record;
 BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
-    IF NOT joining THEN
+    SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
+    joining := r.lock_key IS NOT NULL AND distributed_lock_of_kind(r, n)
+               AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
+    IF r.lock_key IS NULL THEN
+        PERFORM distributed_lock_create_free(key, '*', ttl_us);
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
-        IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0) THEN
-            PERFORM distributed_lock_create_free(key, '*', ttl_us);
-            SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
-        END IF;
-        ts := distributed_lock_now();
-        IF r.lock_key IS NULL THEN
-            outcome := 'busy';
+    ELSIF joining THEN
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR SHARE;
+    ELSE
+        SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
+    END IF;
+    ts := distributed_lock_now();
+    IF joining AND NOT log_grants THEN
+        SELECT j.owner_id, j.fence_token, j.expires_at, j.ttl, j.grant_kind, interval '0', r.lock_mode, r.permits
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, lock_mode, key_permits
+        FROM distributed_lock_join_group(r, owner, ttl_us, n, lease_metadata, ts) j WHERE j.lock_key IS NOT NULL;
+        IF FOUND THEN
             RETURN;
         END IF;
+    END IF;
+    IF r.lock_key IS NULL THEN
+        outcome := 'busy';
+        RETURN;
     END IF;
     lock_mode := r.lock_mode; key_permits := r.permits;
     SELECT * INTO made FROM distributed_lock_make_group(r, joining, n, owner, ttl_us, event_actor, ts) m;
@@ -322,12 +267,53 @@ BEGIN
         RETURN;
     END IF;
     IF made.formed THEN
-        lock_mode := distributed_lock_holder_mode(n); key_permits := n;
+        lock_mode := mode; key_permits := n;
     END IF;
     SELECT g.owner_id, g.fence_token, g.expires_at, g.ttl, g.outcome, g.remaining, g.holders, g.queue_length
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
     FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
                                      CASE WHEN made.stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_join_group grants owner, as the caller's role, the
+-- lowest released slot of the running group whose row r the caller holds
+-- FOR SHARE, in one statement, at ts, for ttl_us with lease_metadata: when
+-- the group admits a new lease of its kind (distributed_lock_admits: not
+-- promised to waiters), owner is no reserved word and holds none of its
+-- slots. The one grant write inline (as distributed_lock_acquire's, and
+-- for its reason: store's TestOneGrantWrite holds it to
+-- distributed_lock_grant_lease's columns). A released slot's lease is no
+-- steal, and its row has been held (a slot is made in the transaction
+-- that grants it), so its previous lease is the row's. Returns the slot
+-- granted, or NULL columns: the caller's rare paths decide. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_join_group(
+    r distributed_lock, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+RETURNS distributed_lock
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock;
+BEGIN
+    UPDATE distributed_lock s SET
+        lock_mode = r.lock_mode, owner_id = owner, owner_role = session_user,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us), acquired_at = ts,
+        renewed_at = NULL, renew_count = 0, released_at = NULL,
+        grant_kind = distributed_lock_grant_kind(s, owner, session_user),
+        previous_owner = s.owner_id, previous_token = s.fence_token, -- a released slot was held
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = interval '0', delay_until = NULL, handed_to = NULL
+    WHERE s.lock_key = r.lock_key
+      AND s.slot = (SELECT x.slot FROM distributed_lock x
+                    WHERE distributed_lock_of_kind(r, n) AND r.expires_at = distributed_lock_group_end()
+                      AND distributed_lock_admits(r, r.lock_mode, n, NULL, ts) AND NOT distributed_lock_reserved(owner)
+                      AND NOT EXISTS (SELECT 1 FROM distributed_lock y
+                                      WHERE y.lock_key = r.lock_key AND y.slot > 0
+                                        AND distributed_lock_held(y, owner, session_user, ts))
+                      AND x.lock_key = r.lock_key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
+                      AND x.released_at IS NOT NULL
+                    ORDER BY x.slot LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING s.* INTO h;
+    RETURN h;
 END $$;
 
 -- distributed_lock_make_group decides whether owner may take a lease of n
