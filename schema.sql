@@ -1407,14 +1407,24 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     res distributed_lock_release_result;
     ts timestamptz;
+    lazily text; -- set_config's answer, unused
 BEGIN
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
-    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-    INTO res
-    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-    WHERE h.lock_key IS NOT NULL;
-    IF FOUND THEN
-        RETURN res;
+    -- distributed_lock_commit_lazily written out, a simple expression (a
+    -- call costs its path's save and restore), before any hand-off below
+    -- sets it on again.
+    lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
+                   THEN set_config('synchronous_commit', 'off', true) END;
+    -- A key nobody ever waited for (wake_until NULL: its releases hand
+    -- nothing off, distributed_lock_release_holder's first test) is ended
+    -- under the row at once, without that call's subtransaction.
+    IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND l.wake_until IS NOT NULL) THEN
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+        INTO res
+        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+        WHERE h.lock_key IS NOT NULL;
+        IF FOUND THEN
+            RETURN res;
+        END IF;
     END IF;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     ts := distributed_lock_now();
@@ -2050,9 +2060,16 @@ DECLARE
 BEGIN
     -- The key's own lease (slot 0) or a group holder's: no group's lease
     -- names a waiter.
-    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
+    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind, l.slot INTO g FROM distributed_lock l
     WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL;
-    IF FOUND THEN
+    IF FOUND AND g.slot > 0 THEN
+        -- A holder's slot: renewed as distributed_lock_renew would, past
+        -- its attempt on the key's own lease, which no slot is.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, g.grant_kind
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_renew_holder(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) h
+        WHERE h.lock_key IS NOT NULL;
+    ELSIF FOUND THEN
         SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
         FROM distributed_lock_renew(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) r
@@ -3870,6 +3887,10 @@ END $$;
 -- is refused as busy. A grant into a running group of the same mode locks
 -- the row FOR SHARE, beside the other holders' grants, waiting only for a
 -- protocol call that changes the group (a release) to commit.
+--
+-- A grant that joins a running group of its kind is first tried in one
+-- statement (distributed_lock_join_group); forming a group, a new or
+-- lapsed slot, a renewal, a refusal or a logged grant take the path below.
 CREATE OR REPLACE FUNCTION distributed_lock_acquire_shared(
     key text, owner text, ttl_us bigint, permits integer DEFAULT NULL,
     lease_metadata jsonb DEFAULT NULL, event_actor text DEFAULT NULL, event_detail jsonb DEFAULT NULL,
@@ -3882,10 +3903,7 @@ LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     mode text := distributed_lock_holder_mode(permits);
-    -- The domain refuses permits outside 1-1000 (23514) here, before the
-    -- key is read: not only when a group is formed, but when a running
-    -- group would answer 'conflict'.
-    n distributed_lock_permits := permits;
+    n distributed_lock_permits := permits; -- 1-1000 (23514) before the key is read: a conflict's too
     ts timestamptz;
     r distributed_lock;
     joining boolean;
@@ -3905,6 +3923,14 @@ BEGIN
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
     END IF;
     ts := distributed_lock_now();
+    IF joining AND NOT log_grants THEN
+        SELECT j.owner_id, j.fence_token, j.expires_at, j.ttl, j.grant_kind, interval '0', r.lock_mode, r.permits
+        INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, lock_mode, key_permits
+        FROM distributed_lock_join_group(r, owner, ttl_us, n, lease_metadata, ts) j WHERE j.lock_key IS NOT NULL;
+        IF FOUND THEN
+            RETURN;
+        END IF;
+    END IF;
     IF r.lock_key IS NULL THEN
         outcome := 'busy';
         RETURN;
@@ -3924,6 +3950,47 @@ BEGIN
     INTO owner_id, fence_token, expires_at, ttl, outcome, remaining, holders, queue_length
     FROM distributed_lock_grant_slot(key, owner, ttl_us, lock_mode, key_permits, lease_metadata, ts,
                                      CASE WHEN made.stole THEN r END, event_actor, event_detail, log_grants) g;
+END $$;
+
+-- distributed_lock_join_group grants owner, as the caller's role, the
+-- lowest released slot of the running group whose row r the caller holds
+-- FOR SHARE, in one statement, at ts, for ttl_us with lease_metadata: when
+-- the group admits a new lease of its kind (distributed_lock_admits: not
+-- promised to waiters), owner is no reserved word and holds none of its
+-- slots. The one grant write inline (as distributed_lock_acquire's, and
+-- for its reason: store's TestOneGrantWrite holds it to
+-- distributed_lock_grant_lease's columns). A released slot's lease is no
+-- steal, and its row has been held (a slot is made in the transaction
+-- that grants it), so its previous lease is the row's. Returns the slot
+-- granted, or NULL columns: the caller's rare paths decide. Internal.
+CREATE OR REPLACE FUNCTION distributed_lock_join_group(
+    r distributed_lock, owner text, ttl_us bigint, n integer, lease_metadata jsonb, ts timestamptz)
+RETURNS distributed_lock
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+#variable_conflict use_column
+DECLARE
+    h distributed_lock;
+BEGIN
+    UPDATE distributed_lock s SET
+        lock_mode = r.lock_mode, owner_id = owner, owner_role = session_user,
+        fence_token = distributed_lock_draw_token((SELECT e.timeline FROM distributed_lock_epoch e)),
+        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us), acquired_at = ts,
+        renewed_at = NULL, renew_count = 0, released_at = NULL,
+        grant_kind = distributed_lock_grant_kind(s, owner, session_user),
+        previous_owner = s.owner_id, previous_token = s.fence_token, -- a released slot was held
+        metadata = coalesce(lease_metadata, '{}'), lock_delay = interval '0', delay_until = NULL, handed_to = NULL
+    WHERE s.lock_key = r.lock_key
+      AND s.slot = (SELECT x.slot FROM distributed_lock x
+                    WHERE distributed_lock_of_kind(r, n) AND r.expires_at = distributed_lock_group_end()
+                      AND distributed_lock_admits(r, r.lock_mode, n, NULL, ts) AND NOT distributed_lock_reserved(owner)
+                      AND NOT EXISTS (SELECT 1 FROM distributed_lock y
+                                      WHERE y.lock_key = r.lock_key AND y.slot > 0
+                                        AND distributed_lock_held(y, owner, session_user, ts))
+                      AND x.lock_key = r.lock_key AND x.slot > 0 AND (n IS NULL OR x.slot <= n)
+                      AND x.released_at IS NOT NULL
+                    ORDER BY x.slot LIMIT 1 FOR NO KEY UPDATE SKIP LOCKED)
+    RETURNING s.* INTO h;
+    RETURN h;
 END $$;
 
 -- distributed_lock_make_group decides whether owner may take a lease of n
@@ -4079,20 +4146,20 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 #variable_conflict use_column
 DECLARE
     h distributed_lock;
-    ts timestamptz;
 BEGIN
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR SHARE;
-    PERFORM 1 FROM distributed_lock s
-    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND s.owner_id = owner AND s.owner_role = session_user
-    FOR NO KEY UPDATE;
-    IF NOT FOUND THEN
-        RETURN h; -- no such slot: nothing to judge
-    END IF;
-    ts := distributed_lock_now();
+    -- The slot locked, then judged with a now read after that lock (the
+    -- subquery OFFSET 0 reads it above the lock), in the one statement.
     UPDATE distributed_lock s SET
-        expires_at = ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
-        renewed_at = ts, renew_count = s.renew_count + 1
-    WHERE s.lock_key = key AND s.slot > 0 AND s.fence_token = token AND distributed_lock_held(s, owner, session_user, ts)
+        expires_at = c.ts + distributed_lock_us(ttl_us), ttl = distributed_lock_us(ttl_us),
+        renewed_at = c.ts, renew_count = s.renew_count + 1
+    FROM (SELECT k.r, distributed_lock_now() AS ts
+          FROM (SELECT z AS r FROM distributed_lock z
+                WHERE z.lock_key = key AND z.slot > 0 AND z.fence_token = token AND z.owner_id = owner
+                  AND z.owner_role = session_user
+                FOR NO KEY UPDATE) k
+          OFFSET 0) c
+    WHERE s.lock_key = key AND s.slot = (c.r).slot AND distributed_lock_held(c.r, owner, session_user, c.ts)
     RETURNING s.* INTO h;
     RETURN h;
 END $$;
@@ -5656,6 +5723,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_kind(distributed_lock, text, text),
     distributed_lock_ever_held(distributed_lock),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
+    distributed_lock_join_group(distributed_lock, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_make_group(distributed_lock, boolean, integer, text, bigint, text, timestamptz),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),

@@ -143,13 +143,14 @@ var (
 var rowMakers = []string{"distributed_lock_make_row", "distributed_lock_create_free"}
 
 // grantWriters are the functions that write a new lease (an UPDATE that
-// draws a token): the one grant write, and distributed_lock_acquire's
-// inline copy of it (03_acquire.sql says why).
-var grantWriters = []string{"distributed_lock_acquire", "distributed_lock_grant_lease"}
+// draws a token): the one grant write, and the inline copies of it in
+// distributed_lock_acquire and distributed_lock_join_group (03_acquire.sql
+// and 11_shared.sql say why).
+var grantWriters = []string{"distributed_lock_acquire", "distributed_lock_join_group", "distributed_lock_grant_lease"}
 
 // TestOneGrantWrite: a new lease is written by distributed_lock_grant_lease
-// only, but for acquire's inline copy, which writes exactly its columns: a
-// column added to a lease is added to both, or this fails. A lease row is
+// only, but for the inline copies (grantWriters), which write exactly its
+// columns: a column added to a lease is added to each, or this fails. A lease row is
 // inserted by distributed_lock_make_row only.
 func TestOneGrantWrite(t *testing.T) {
 	t.Parallel()
@@ -177,7 +178,9 @@ func TestOneGrantWrite(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("distributed_lock_grant_lease writes no lease")
 	}
-	if got := columns["distributed_lock_acquire"]; !slices.Equal(got, want) {
-		t.Errorf("distributed_lock_acquire's grant writes %v; distributed_lock_grant_lease writes %v", got, want)
+	for _, copy := range grantWriters {
+		if got := columns[copy]; !slices.Equal(got, want) {
+			t.Errorf("%s's grant writes %v; distributed_lock_grant_lease writes %v", copy, got, want)
+		}
 	}
 }

@@ -86,7 +86,8 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_enqueue_locked": true, "distributed_lock_queued_answer": true, "distributed_lock_poll_locked": true,
 	"distributed_lock_poll_answer": true, "distributed_lock_settle_set": true, "distributed_lock_hand_off_set": true,
 	"distributed_lock_lock_to_join": true, "distributed_lock_queue_for_holder": true, "distributed_lock_make_group": true,
-	"distributed_lock_set_wants": true, "distributed_lock_take_set": true, "distributed_lock_take_all_now": true,
+	"distributed_lock_join_group": true,
+	"distributed_lock_set_wants":  true, "distributed_lock_take_set": true, "distributed_lock_take_all_now": true,
 	"distributed_lock_serve_set_record": true, "distributed_lock_leave_slot": true,
 }
 

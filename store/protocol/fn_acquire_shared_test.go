@@ -129,6 +129,15 @@ func TestAcquireShared(t *testing.T) {
 				row: untouched, refusal: queueOf(0), check: keyIs("semaphore", 2, 2)}},
 		{name: "semaphore, a released permit: its slot reused", state: semaphoreOf(2, other).holding(releasedSlot(w1)), call: permits(2).call,
 			want: granted("acquired", untouched, []slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)}, keyIs("semaphore", 2, -1))},
+		{name: "semaphore, a released permit, logged: its slot reused, the grant's event", state: semaphoreOf(2, other).holding(releasedSlot(w1)),
+			call: acquireSharedArgs{owner: me, ttl: time.Minute, permits: 2, logGrants: true}.call,
+			want: func() want {
+				w := granted("acquired", untouched, []slotWant{asPrepared, slotGranted(me, "acquired", time.Minute)}, keyIs("semaphore", 2, -1))
+				w.events = []eventWant{sharedGrantEvent("acquired", "semaphore", 2, 2, nil)}
+				return w
+			}()},
+		{name: "shared, a released slot, the reserved owner", state: sharedBy(other).holding(releasedSlot(w1)),
+			call: acquireSharedArgs{owner: "*", ttl: time.Minute}.call, want: want{err: "23514"}},
 		{name: "semaphore, a lapsed permit: taken over", state: semaphoreOf(2, other).holding(lapsedSlot(w1)), call: permits(2).call,
 			want: func() want {
 				w := granted("stolen", untouched, []slotWant{asPrepared, slotGranted(me, "stolen", time.Minute)}, keyIs("semaphore", 2, -1))

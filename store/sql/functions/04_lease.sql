@@ -203,14 +203,24 @@ LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
 DECLARE
     res distributed_lock_release_result;
     ts timestamptz;
+    lazily text; -- set_config's answer, unused
 BEGIN
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
-    SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
-    INTO res
-    FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
-    WHERE h.lock_key IS NOT NULL;
-    IF FOUND THEN
-        RETURN res;
+    -- distributed_lock_commit_lazily written out, a simple expression (a
+    -- call costs its path's save and restore), before any hand-off below
+    -- sets it on again.
+    lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
+                   THEN set_config('synchronous_commit', 'off', true) END;
+    -- A key nobody ever waited for (wake_until NULL: its releases hand
+    -- nothing off, distributed_lock_release_holder's first test) is ended
+    -- under the row at once, without that call's subtransaction.
+    IF EXISTS (SELECT 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND l.wake_until IS NOT NULL) THEN
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, 'released'
+        INTO res
+        FROM distributed_lock_release_holder(key, owner, token, log_release, event_actor) h
+        WHERE h.lock_key IS NOT NULL;
+        IF FOUND THEN
+            RETURN res;
+        END IF;
     END IF;
     PERFORM 1 FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 AND distributed_lock_is_group(l) FOR NO KEY UPDATE;
     ts := distributed_lock_now();

@@ -562,9 +562,16 @@ DECLARE
 BEGIN
     -- The key's own lease (slot 0) or a group holder's: no group's lease
     -- names a waiter.
-    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind INTO g FROM distributed_lock l
+    SELECT l.owner_id, l.fence_token, l.ttl, l.grant_kind, l.slot INTO g FROM distributed_lock l
     WHERE l.lock_key = key AND l.handed_to = id AND l.owner_role = session_user AND l.released_at IS NULL;
-    IF FOUND THEN
+    IF FOUND AND g.slot > 0 THEN
+        -- A holder's slot: renewed as distributed_lock_renew would, past
+        -- its attempt on the key's own lease, which no slot is.
+        SELECT h.lock_key, h.owner_id, h.fence_token, h.expires_at, h.ttl, g.grant_kind
+        INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
+        FROM distributed_lock_renew_holder(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) h
+        WHERE h.lock_key IS NOT NULL;
+    ELSIF FOUND THEN
         SELECT r.lock_key, r.owner_id, r.fence_token, r.expires_at, r.ttl, g.grant_kind
         INTO lock_key, owner_id, fence_token, expires_at, ttl, outcome
         FROM distributed_lock_renew(key, g.owner_id, g.fence_token, (extract(epoch FROM g.ttl) * 1000000)::bigint) r

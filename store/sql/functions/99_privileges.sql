@@ -104,6 +104,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_grant_kind(distributed_lock, text, text),
     distributed_lock_ever_held(distributed_lock),
     distributed_lock_acquire_shared(text, text, bigint, integer, jsonb, text, jsonb, boolean),
+    distributed_lock_join_group(distributed_lock, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_make_group(distributed_lock, boolean, integer, text, bigint, text, timestamptz),
     distributed_lock_group_end(),
     distributed_lock_holder_mode(integer),
