@@ -103,8 +103,8 @@ func (c *checker) checkSetCall(s *setCall) {
 		if first.Key == "" {
 			first, firstTx = op, tx
 		} else if tx != firstTx {
-			c.fail("partial grant of a set: call %s granted %q token %d to %q in transaction %d, but %q token %d in transaction %d",
-				s.id, first.Key, first.Token, s.owner, firstTx, op.Key, op.Token, tx)
+			c.fail("partial grant of a set: call %s granted %q token %d to %q in transaction %d, but %q token %d in transaction %d%s",
+				s.id, first.Key, first.Token, s.owner, firstTx, op.Key, op.Token, tx, c.setStory(s.owner))
 		}
 	}
 }
@@ -182,8 +182,8 @@ func (c *checker) checkSetTransactions(setsOf map[string][]*setCall) {
 				}
 			}
 		}
-		c.fail("partial grant of a set: transaction %d granted %q only %v, not whole sets it asked for (%s)",
-			g.tx, g.owner, keys, strings.Join(asked, ", "))
+		c.fail("partial grant of a set: transaction %d granted %q only %v, not whole sets it asked for (%s)%s",
+			g.tx, g.owner, keys, strings.Join(asked, ", "), c.setStory(g.owner))
 	}
 }
 

@@ -170,3 +170,18 @@ func TestMixedSetHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestSetViolationTellsTheStory: a violation of property 7 carries what
+// the history says of the set's owner, its ops and its events with their
+// transactions and details, so the failing run's log is enough to read it.
+func TestSetViolationTellsTheStory(t *testing.T) {
+	ops, obs := sets()
+	obs.Events = obs.Events[:5] // y granted to u, z not
+	obs.Events[4].Detail = map[string]any{"waiter_id": 41, "waited_ms": 3}
+	r := Check(ops, nil, nil, obs)
+	want := `(u.1 [y z]); ops: [grant u.1 y=unknown] [grant u.1 z=unknown]; log: [ev 5 acquired y #12 tx 702 ` +
+		t0.Add(32*ms).Format("15:04:05.000000") + ` waited_ms=3 waiter_id=41]`
+	if len(r.Violations) != 1 || !strings.HasSuffix(r.Violations[0], want) {
+		t.Fatalf("want one violation ending %q; got %q", want, r.Violations)
+	}
+}

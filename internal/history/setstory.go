@@ -1,0 +1,61 @@
+package history
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// setStory tells what the history says of an owner of set calls, for a
+// violation of property 7: the owner's ops (kind, set call, key, result,
+// outcome, token) and every event the log has for it (kind, key, token,
+// transaction, detail), so the violation can be read without the run.
+func (c *checker) setStory(owner string) string {
+	var b strings.Builder
+	b.WriteString("; ops:")
+	for _, op := range c.ops {
+		if op.Owner != owner {
+			continue
+		}
+		fmt.Fprintf(&b, " [%s %s %s=%s", op.Kind, op.Set, op.Key, op.Result)
+		if op.Outcome != "" {
+			fmt.Fprintf(&b, "/%s", op.Outcome)
+		}
+		if op.Token != 0 {
+			fmt.Fprintf(&b, " #%d", op.Token)
+		}
+		b.WriteString("]")
+	}
+	b.WriteString("; log:")
+	for _, ev := range c.obs.Events {
+		if deref(ev.Owner) != owner && (ev.PreviousOwner == nil || *ev.PreviousOwner != owner) {
+			continue
+		}
+		fmt.Fprintf(&b, " [ev %d %s %s", ev.ID, ev.Kind, ev.Key)
+		if ev.Token != nil {
+			fmt.Fprintf(&b, " #%d", *ev.Token)
+		}
+		if tx, ok := c.obs.EventTx[ev.ID]; ok {
+			fmt.Fprintf(&b, " tx %d", tx)
+		}
+		if deref(ev.Owner) != owner {
+			fmt.Fprintf(&b, " to %q", deref(ev.Owner))
+		}
+		fmt.Fprintf(&b, " %s%s]", ev.OccurredAt.Format("15:04:05.000000"), detailText(ev.Detail))
+	}
+	return b.String()
+}
+
+// detailText is an event's detail as sorted key=value pairs.
+func detailText(d map[string]any) string {
+	names := make([]string, 0, len(d))
+	for k := range d {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, " %s=%v", k, d[k])
+	}
+	return b.String()
+}
