@@ -7,9 +7,10 @@ import (
 )
 
 // setStory tells what the history says of an owner of set calls, for a
-// violation of property 7: the owner's ops (kind, set call, key, result,
-// outcome, token) and every event the log has for it (kind, key, token,
-// transaction, detail), so the violation can be read without the run.
+// violation of property 7: the owner's ops (kind, set call or alone, key,
+// result, outcome, token) and every event the log has for it (kind, key,
+// token, transaction, detail), so the violation can be read without the
+// run.
 func (c *checker) setStory(owner string) string {
 	var b strings.Builder
 	b.WriteString("; ops:")
@@ -17,7 +18,11 @@ func (c *checker) setStory(owner string) string {
 		if op.Owner != owner {
 			continue
 		}
-		fmt.Fprintf(&b, " [%s %s %s=%s", op.Kind, op.Set, op.Key, op.Result)
+		call := op.Set
+		if call == "" {
+			call = "alone"
+		}
+		fmt.Fprintf(&b, " [%s %s %s=%s", op.Kind, call, op.Key, op.Result)
 		if op.Outcome != "" {
 			fmt.Fprintf(&b, "/%s", op.Outcome)
 		}
