@@ -52,6 +52,27 @@ func TestSetHistoryPasses(t *testing.T) {
 	}
 }
 
+// TestSetKeyAskedForAgainAlone: u, not knowing its set {y, z} was granted
+// (the reply lost), asks for z alone, as a process whose set failed takes
+// a key of it on its own: the database renews the lease u's set was
+// granted (same token, no grant event), or the reply to that is lost too.
+// The set's transaction still granted the whole set.
+func TestSetKeyAskedForAgainAlone(t *testing.T) {
+	for name, single := range map[string]Op{
+		"renewed": grant(3, "z", "u", 13, "renewed", 40*ms, 45*ms, 145*ms),
+		"reply lost": {Client: 3, Kind: Grant, Key: "z", Owner: "u", Result: Unknown, Call: 40 * ms, Return: 45 * ms,
+			Err: "reply lost"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ops, obs := sets()
+			r := Check(append(ops, single), nil, nil, obs)
+			if !r.OK() {
+				t.Fatalf("violations in a correct history: %q", r.Violations)
+			}
+		})
+	}
+}
+
 // TestCheckerFlagsPartialSetGrants: a set's keys are granted in one
 // transaction, all or none; tokens still rise on every key.
 func TestCheckerFlagsPartialSetGrants(t *testing.T) {
@@ -67,6 +88,10 @@ func TestCheckerFlagsPartialSetGrants(t *testing.T) {
 		{"a key of a set whose reply was lost granted alone", func(ops []Op, obs *Observed) []Op {
 			obs.Events = obs.Events[:5] // y granted to u, z not
 			return ops
+		}, `partial grant of a set: transaction 702 granted "u" only [y], not whole sets it asked for (u.1 [y z])`},
+		{"a key of a set granted alone beside a lost ask for the other alone", func(ops []Op, obs *Observed) []Op {
+			obs.Events = obs.Events[:5] // y granted to u, z not
+			return append(ops, Op{Client: 3, Kind: Grant, Key: "z", Owner: "u", Result: Unknown, Call: 40 * ms, Return: 45 * ms})
 		}, `partial grant of a set: transaction 702 granted "u" only [y], not whole sets it asked for (u.1 [y z])`},
 		{"the rest of that set granted in another transaction", func(ops []Op, obs *Observed) []Op {
 			obs.EventTx[6] = 703
