@@ -2,7 +2,8 @@ package history
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -51,15 +52,10 @@ func (c *checker) setStory(owner string) string {
 	return b.String()
 }
 
-// detailText is an event's detail as sorted key=value pairs.
+// detailText is an event's detail as key=value pairs in key order.
 func detailText(d map[string]any) string {
-	names := make([]string, 0, len(d))
-	for k := range d {
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	var b strings.Builder
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(d)) {
 		fmt.Fprintf(&b, " %s=%v", k, d[k])
 	}
 	return b.String()
