@@ -103,8 +103,8 @@ func (c *checker) checkSetCall(s *setCall) {
 		if first.Key == "" {
 			first, firstTx = op, tx
 		} else if tx != firstTx {
-			c.fail("partial grant of a set: call %s granted %q token %d to %q in transaction %d, but %q token %d in transaction %d",
-				s.id, first.Key, first.Token, s.owner, firstTx, op.Key, op.Token, tx)
+			c.fail("partial grant of a set: call %s granted %q token %d to %q in transaction %d, but %q token %d in transaction %d%s",
+				s.id, first.Key, first.Token, s.owner, firstTx, op.Key, op.Token, tx, c.setStory(s.owner))
 		}
 	}
 }
@@ -123,17 +123,21 @@ func mixedModes(ops []Op) bool {
 
 // checkSetTransactions: each transaction's grants to an owner of set calls,
 // less the keys it asked for alone, are a union of whole sets it asked for.
+// A key asked for alone is one a single-key call was granted anew (its
+// token: a renewal grants nothing, the lease it renews may be a set's), or,
+// where such a call's reply was lost, one of the key's grants to the owner
+// that whole sets do not already account for in their transaction.
 func (c *checker) checkSetTransactions(setsOf map[string][]*setCall) {
-	single := map[leaseID]bool{}     // granted to single-key calls
+	single := map[leaseID]bool{}     // granted anew to single-key calls
 	singleAsk := map[keyOwner]bool{} // single-key calls whose reply was lost
 	for _, op := range c.ops {
 		if op.Kind != Grant || op.Set != "" {
 			continue
 		}
-		switch op.Result {
-		case OK:
+		switch {
+		case op.Result == OK && op.Outcome != string(locker.Renewed):
 			single[leaseID{op.Key, op.Token}] = true
-		case Unknown:
+		case op.Result == Unknown:
 			singleAsk[keyOwner{op.Key, op.Owner}] = true
 		}
 	}
@@ -145,7 +149,7 @@ func (c *checker) checkSetTransactions(setsOf map[string][]*setCall) {
 	var order []txOwner
 	for id, ev := range c.granted {
 		owner := deref(ev.Owner)
-		if setsOf[owner] == nil || single[id] || singleAsk[keyOwner{id.key, owner}] {
+		if setsOf[owner] == nil || single[id] {
 			continue
 		}
 		tx, ok := c.obs.EventTx[ev.ID]
@@ -170,6 +174,7 @@ func (c *checker) checkSetTransactions(setsOf map[string][]*setCall) {
 				}
 			}
 		}
+		keys = slices.DeleteFunc(keys, func(k string) bool { return !covered[k] && singleAsk[keyOwner{k, g.owner}] })
 		if len(covered) == len(keys) {
 			continue
 		}
@@ -182,8 +187,8 @@ func (c *checker) checkSetTransactions(setsOf map[string][]*setCall) {
 				}
 			}
 		}
-		c.fail("partial grant of a set: transaction %d granted %q only %v, not whole sets it asked for (%s)",
-			g.tx, g.owner, keys, strings.Join(asked, ", "))
+		c.fail("partial grant of a set: transaction %d granted %q only %v, not whole sets it asked for (%s)%s",
+			g.tx, g.owner, keys, strings.Join(asked, ", "), c.setStory(g.owner))
 	}
 }
 

@@ -52,6 +52,27 @@ func TestSetHistoryPasses(t *testing.T) {
 	}
 }
 
+// TestSetKeyAskedForAgainAlone: u, not knowing its set {y, z} was granted
+// (the reply lost), asks for z alone, as a process whose set failed takes
+// a key of it on its own: the database renews the lease u's set was
+// granted (same token, no grant event), or the reply to that is lost too.
+// The set's transaction still granted the whole set.
+func TestSetKeyAskedForAgainAlone(t *testing.T) {
+	for name, single := range map[string]Op{
+		"renewed": grant(3, "z", "u", 13, "renewed", 40*ms, 45*ms, 145*ms),
+		"reply lost": {Client: 3, Kind: Grant, Key: "z", Owner: "u", Result: Unknown, Call: 40 * ms, Return: 45 * ms,
+			Err: "reply lost"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ops, obs := sets()
+			r := Check(append(ops, single), nil, nil, obs)
+			if !r.OK() {
+				t.Fatalf("violations in a correct history: %q", r.Violations)
+			}
+		})
+	}
+}
+
 // TestCheckerFlagsPartialSetGrants: a set's keys are granted in one
 // transaction, all or none; tokens still rise on every key.
 func TestCheckerFlagsPartialSetGrants(t *testing.T) {
@@ -67,6 +88,10 @@ func TestCheckerFlagsPartialSetGrants(t *testing.T) {
 		{"a key of a set whose reply was lost granted alone", func(ops []Op, obs *Observed) []Op {
 			obs.Events = obs.Events[:5] // y granted to u, z not
 			return ops
+		}, `partial grant of a set: transaction 702 granted "u" only [y], not whole sets it asked for (u.1 [y z])`},
+		{"a key of a set granted alone beside a lost ask for the other alone", func(ops []Op, obs *Observed) []Op {
+			obs.Events = obs.Events[:5] // y granted to u, z not
+			return append(ops, Op{Client: 3, Kind: Grant, Key: "z", Owner: "u", Result: Unknown, Call: 40 * ms, Return: 45 * ms})
 		}, `partial grant of a set: transaction 702 granted "u" only [y], not whole sets it asked for (u.1 [y z])`},
 		{"the rest of that set granted in another transaction", func(ops []Op, obs *Observed) []Op {
 			obs.EventTx[6] = 703
@@ -168,5 +193,20 @@ func TestMixedSetHistory(t *testing.T) {
 				t.Fatalf("want an overlap on doc; got %q", r.Violations)
 			}
 		})
+	}
+}
+
+// TestSetViolationTellsTheStory: a violation of property 7 carries what
+// the history says of the set's owner, its ops and its events with their
+// transactions and details, so the failing run's log is enough to read it.
+func TestSetViolationTellsTheStory(t *testing.T) {
+	ops, obs := sets()
+	obs.Events = obs.Events[:5] // y granted to u, z not
+	obs.Events[4].Detail = map[string]any{"waiter_id": 41, "waited_ms": 3}
+	r := Check(ops, nil, nil, obs)
+	want := `(u.1 [y z]); ops: [grant u.1 y=unknown] [grant u.1 z=unknown]; log: [ev 5 acquired y #12 tx 702 ` +
+		t0.Add(32*ms).Format("15:04:05.000000") + ` waited_ms=3 waiter_id=41]`
+	if len(r.Violations) != 1 || !strings.HasSuffix(r.Violations[0], want) {
+		t.Fatalf("want one violation ending %q; got %q", want, r.Violations)
 	}
 }
