@@ -1303,22 +1303,22 @@ BEGIN
     END IF;
 END $$;
 
--- distributed_lock_commit_lazily lets the caller's transaction commit
--- without waiting for its WAL to reach disk (synchronous_commit off,
--- transaction-local, so it outlives the function) when lazy is true and the
+-- distributed_lock_lazily lets the caller's transaction commit without
+-- waiting for its WAL to reach disk (synchronous_commit off,
+-- transaction-local, so it outlives the call) when lazy is true and the
 -- server has no synchronous standbys (synchronous_standby_names, read at
 -- each call so a reload takes effect): with them the session's setting
 -- stands, and what was committed is on a standby before it is
 -- acknowledged. A grant made later in the same transaction sets it on
--- again (a hand-off is durable, whatever its caller asked). Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_commit_lazily(lazy boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-BEGIN
-    IF lazy AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-END $$;
+-- again (a hand-off is durable, whatever its caller asked). Returns
+-- set_config's answer (NULL when it set nothing), for the caller to
+-- discard. A rule (02_rules.sql): one expression, no SET, so PostgreSQL
+-- inlines it, and a release pays no call for it.
+CREATE OR REPLACE FUNCTION distributed_lock_lazily(lazy boolean)
+RETURNS text LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN lazy AND pg_catalog.current_setting('synchronous_standby_names') = ''
+                THEN pg_catalog.set_config('synchronous_commit', 'off', true) END
+$$;
 
 -- distributed_lock_release frees owner's lease of key granted with token,
 -- and keeps the row (see distributed_lock_acquire). One row
@@ -1360,18 +1360,15 @@ DECLARE
     lazily text; -- set_config's answer, unused
 BEGIN
     -- The lazy commit is set in the statement, before any hand-off below
-    -- sets it on again (distributed_lock_commit_lazily written out: a
-    -- function with its own search_path costs a save and restore of the
-    -- setting, a PERFORM a statement of its own). follow_up: the release is
-    -- logged or someone may wait. Every test is an expression PL/pgSQL sets
+    -- sets it on again (a PERFORM would be a statement of its own).
+    -- follow_up: the release is logged or someone may wait. Every test is an expression PL/pgSQL sets
     -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = distributed_lock_now()
     WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
               l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
-              CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
-                   THEN set_config('synchronous_commit', 'off', true) END
+              distributed_lock_lazily(lazy_commit)
     INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, wake, ts,
          follow_up, lazily;
     IF FOUND AND NOT follow_up THEN
@@ -1409,11 +1406,8 @@ DECLARE
     ts timestamptz;
     lazily text; -- set_config's answer, unused
 BEGIN
-    -- distributed_lock_commit_lazily written out, a simple expression (a
-    -- call costs its path's save and restore), before any hand-off below
-    -- sets it on again.
-    lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
-                   THEN set_config('synchronous_commit', 'off', true) END;
+    -- Before any hand-off below sets it on again: a simple expression.
+    lazily := distributed_lock_lazily(lazy_commit);
     -- A key nobody ever waited for (wake_until NULL: its releases hand
     -- nothing off, distributed_lock_release_holder's first test) is ended
     -- under the row at once, without that call's subtransaction.
@@ -3167,7 +3161,7 @@ BEGIN
                                                                               distributed_lock_now()) h);
         END IF;
     END LOOP;
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    PERFORM distributed_lock_lazily(lazy_commit);
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)
@@ -4450,7 +4444,7 @@ END $$;
 -- it with a release beside it that found nobody to hand its permit to;
 -- the row changed between its look and its lock is answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
--- (distributed_lock_commit_lazily); one that grants is durable. Same
+-- (distributed_lock_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
 -- or deadlock search: holders of a group wait for no one), and outcome
 -- 'conflict' (nothing queued) when holders of another mode, or of a
@@ -4596,7 +4590,7 @@ BEGIN
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    PERFORM distributed_lock_lazily(lazy_commit);
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
                                                    event_actor, log_grants, 0, channel,
                                                    distributed_lock_holder_mode(n), n, ts);
@@ -5595,6 +5589,9 @@ END $$;
 
 -- v0.1.0: the one hand-off gained beside (05_queue.sql).
 DROP FUNCTION IF EXISTS distributed_lock_hand_off(text, timestamptz);
+-- v0.1.0: the lazy commit became a rule that returns set_config's answer
+-- (04_lease.sql), under a name of its own: a return type cannot be replaced.
+DROP FUNCTION IF EXISTS distributed_lock_commit_lazily(boolean);
 
 -- Every function above that pins a path (SET search_path FROM CURRENT) is
 -- pinned again, now that it exists, to pg_catalog first, then the lock
@@ -5757,7 +5754,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_take_over_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
-    distributed_lock_commit_lazily(boolean),
+    distributed_lock_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
     distributed_lock_lock_to_join(text, text, integer, bigint),
     distributed_lock_queue_for_holder(text, text, bigint, integer, bigint, bigint, jsonb, text, boolean, text, boolean,

@@ -80,7 +80,7 @@ var internalFunctions = map[string]bool{
 	"distributed_lock_queue_lock": true, "distributed_lock_try_queue_lock": true,
 	"distributed_lock_lease_joinable": true, "distributed_lock_enqueue_beside": true,
 	"distributed_lock_lock_to_queue": true, "distributed_lock_add_waiter": true, "distributed_lock_take_over_waiter": true,
-	"distributed_lock_commit_lazily": true, "distributed_lock_schema": true, "distributed_lock_admit_owner": true,
+	"distributed_lock_schema": true, "distributed_lock_admit_owner": true,
 	"distributed_lock_head_upgrade": true, "distributed_lock_upgrade_due": true, "distributed_lock_upgrade_edges": true,
 	"distributed_lock_acquire_otherwise": true, "distributed_lock_renew_own": true, "distributed_lock_release_slot": true,
 	"distributed_lock_enqueue_locked": true, "distributed_lock_queued_answer": true, "distributed_lock_poll_locked": true,
@@ -112,7 +112,7 @@ var ruleFunctions = map[string]bool{
 	"distributed_lock_refusal": true, "distributed_lock_grant_kind": true, "distributed_lock_ever_held": true,
 	"distributed_lock_session_live": true, "distributed_lock_group_end": true, "distributed_lock_holder_mode": true, "distributed_lock_live_holders": true,
 	"distributed_lock_queued_ahead": true,
-	"distributed_lock_lease_end":    true, "distributed_lock_us": true,
+	"distributed_lock_lease_end":    true, "distributed_lock_us": true, "distributed_lock_lazily": true,
 	"distributed_lock_holders_end": true, "distributed_lock_key_state": true,
 	"distributed_lock_now": true, "distributed_lock_leader_row": true, "distributed_lock_kept": true,
 }

@@ -39,6 +39,8 @@ func TestRulesAreInlined(t *testing.T) {
 			[]string{"distributed_lock_group_end"}, "9999-01-01"},
 		{`SELECT l.lock_mode = distributed_lock_holder_mode(l.permits) FROM distributed_lock l`,
 			[]string{"distributed_lock_holder_mode"}, "semaphore"},
+		{`SELECT distributed_lock_lazily(l.released_at IS NULL) FROM distributed_lock l`,
+			[]string{"distributed_lock_lazily"}, "set_config"},
 		{`SELECT distributed_lock_draw_token(e.timeline) FROM distributed_lock_epoch e`,
 			[]string{"distributed_lock_draw_token", "distributed_lock_timeline"}, "nextval"},
 		// The clock, as a call reads it and as a reader does.

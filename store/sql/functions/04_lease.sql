@@ -99,22 +99,22 @@ BEGIN
     END IF;
 END $$;
 
--- distributed_lock_commit_lazily lets the caller's transaction commit
--- without waiting for its WAL to reach disk (synchronous_commit off,
--- transaction-local, so it outlives the function) when lazy is true and the
+-- distributed_lock_lazily lets the caller's transaction commit without
+-- waiting for its WAL to reach disk (synchronous_commit off,
+-- transaction-local, so it outlives the call) when lazy is true and the
 -- server has no synchronous standbys (synchronous_standby_names, read at
 -- each call so a reload takes effect): with them the session's setting
 -- stands, and what was committed is on a standby before it is
 -- acknowledged. A grant made later in the same transaction sets it on
--- again (a hand-off is durable, whatever its caller asked). Internal.
-CREATE OR REPLACE FUNCTION distributed_lock_commit_lazily(lazy boolean)
-RETURNS void
-LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
-BEGIN
-    IF lazy AND current_setting('synchronous_standby_names') = '' THEN
-        PERFORM set_config('synchronous_commit', 'off', true);
-    END IF;
-END $$;
+-- again (a hand-off is durable, whatever its caller asked). Returns
+-- set_config's answer (NULL when it set nothing), for the caller to
+-- discard. A rule (02_rules.sql): one expression, no SET, so PostgreSQL
+-- inlines it, and a release pays no call for it.
+CREATE OR REPLACE FUNCTION distributed_lock_lazily(lazy boolean)
+RETURNS text LANGUAGE sql VOLATILE AS $$
+    SELECT CASE WHEN lazy AND pg_catalog.current_setting('synchronous_standby_names') = ''
+                THEN pg_catalog.set_config('synchronous_commit', 'off', true) END
+$$;
 
 -- distributed_lock_release frees owner's lease of key granted with token,
 -- and keeps the row (see distributed_lock_acquire). One row
@@ -156,18 +156,15 @@ DECLARE
     lazily text; -- set_config's answer, unused
 BEGIN
     -- The lazy commit is set in the statement, before any hand-off below
-    -- sets it on again (distributed_lock_commit_lazily written out: a
-    -- function with its own search_path costs a save and restore of the
-    -- setting, a PERFORM a statement of its own). follow_up: the release is
-    -- logged or someone may wait. Every test is an expression PL/pgSQL sets
+    -- sets it on again (a PERFORM would be a statement of its own).
+    -- follow_up: the release is logged or someone may wait. Every test is an expression PL/pgSQL sets
     -- up once per transaction, so a release nobody waits for makes one.
     UPDATE distributed_lock l SET released_at = distributed_lock_now()
     WHERE l.lock_key = key AND l.slot = 0 AND l.owner_id = owner AND l.fence_token = token AND l.released_at IS NULL
       AND NOT distributed_lock_is_group(l) AND l.owner_role = session_user
     RETURNING l.lock_key, l.owner_id, l.fence_token, l.expires_at, l.ttl, 'released', l.wake_until,
               l.released_at, log_release OR coalesce(l.wake_until > l.released_at, false),
-              CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
-                   THEN set_config('synchronous_commit', 'off', true) END
+              distributed_lock_lazily(lazy_commit)
     INTO res.lock_key, res.owner_id, res.fence_token, res.expires_at, res.ttl, res.outcome, wake, ts,
          follow_up, lazily;
     IF FOUND AND NOT follow_up THEN
@@ -205,11 +202,8 @@ DECLARE
     ts timestamptz;
     lazily text; -- set_config's answer, unused
 BEGIN
-    -- distributed_lock_commit_lazily written out, a simple expression (a
-    -- call costs its path's save and restore), before any hand-off below
-    -- sets it on again.
-    lazily := CASE WHEN lazy_commit AND current_setting('synchronous_standby_names') = ''
-                   THEN set_config('synchronous_commit', 'off', true) END;
+    -- Before any hand-off below sets it on again: a simple expression.
+    lazily := distributed_lock_lazily(lazy_commit);
     -- A key nobody ever waited for (wake_until NULL: its releases hand
     -- nothing off, distributed_lock_release_holder's first test) is ended
     -- under the row at once, without that call's subtransaction.

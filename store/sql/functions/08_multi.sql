@@ -670,7 +670,7 @@ BEGIN
                                                                               distributed_lock_now()) h);
         END IF;
     END LOOP;
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    PERFORM distributed_lock_lazily(lazy_commit);
     IF log_release THEN
         INSERT INTO distributed_lock_event (occurred_at, lock_key, kind, owner_id, fence_token, actor)
         SELECT x.released_at, x.lock_key, 'released', owner, x.fence_token, coalesce(event_actor, owner)

@@ -159,7 +159,7 @@ END $$;
 -- it with a release beside it that found nobody to hand its permit to;
 -- the row changed between its look and its lock is answered 'busy'. With
 -- lazy_commit a call that queues commits without waiting for the disk
--- (distributed_lock_commit_lazily); one that grants is durable. Same
+-- (distributed_lock_lazily); one that grants is durable. Same
 -- arguments and answer as distributed_lock_enqueue (without a lock-delay
 -- or deadlock search: holders of a group wait for no one), and outcome
 -- 'conflict' (nothing queued) when holders of another mode, or of a
@@ -305,7 +305,7 @@ BEGIN
     -- Queueing grants nothing: a record lost in a crash is found gone by
     -- its waiter's next check. With lazy_commit the commit does not wait
     -- for the disk, and holds the row (or the queue lock) no longer for it.
-    PERFORM distributed_lock_commit_lazily(lazy_commit);
+    PERFORM distributed_lock_lazily(lazy_commit);
     waiter_id := distributed_lock_take_over_waiter(key, owner, ttl_us, claim_us, seen_for_us, lease_metadata,
                                                    event_actor, log_grants, 0, channel,
                                                    distributed_lock_holder_mode(n), n, ts);

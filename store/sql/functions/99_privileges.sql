@@ -138,7 +138,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_add_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_take_over_waiter(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text, text, integer, timestamptz),
     distributed_lock_enqueue_beside(text, text, bigint, bigint, bigint, jsonb, text, boolean, bigint, text),
-    distributed_lock_commit_lazily(boolean),
+    distributed_lock_lazily(boolean),
     distributed_lock_enqueue_shared(text, text, bigint, integer, bigint, bigint, jsonb, text, jsonb, boolean, text, boolean),
     distributed_lock_lock_to_join(text, text, integer, bigint),
     distributed_lock_queue_for_holder(text, text, bigint, integer, bigint, bigint, jsonb, text, boolean, text, boolean,
