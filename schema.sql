@@ -3709,6 +3709,14 @@ RETURNS timestamptz LANGUAGE sql STABLE AS $$
     SELECT timestamptz '9999-01-01 00:00:00+00'
 $$;
 
+-- distributed_lock_runs_group: key row l is the row of a running group of
+-- the kind a lease of n permits asks for (NULL: a shared lease): its mode
+-- and permits, unreleased, expiring only when the group ends.
+CREATE OR REPLACE FUNCTION distributed_lock_runs_group(l distributed_lock, n integer)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT distributed_lock_of_kind(l, n) AND l.released_at IS NULL AND l.expires_at = distributed_lock_group_end()
+$$;
+
 -- distributed_lock_live_holders: how many slots of key hold a lease at ts.
 CREATE OR REPLACE FUNCTION distributed_lock_live_holders(key text, ts timestamptz)
 RETURNS integer LANGUAGE plpgsql STABLE AS $$
@@ -3906,8 +3914,7 @@ BEGIN
     PERFORM distributed_lock_admit_owner(owner);
     lock_key := key;
     SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0;
-    joining := r.lock_key IS NOT NULL AND distributed_lock_of_kind(r, n)
-               AND r.released_at IS NULL AND r.expires_at = distributed_lock_group_end();
+    joining := r.lock_key IS NOT NULL AND distributed_lock_runs_group(r, n);
     IF r.lock_key IS NULL THEN
         PERFORM distributed_lock_create_free(key, '*', ttl_us);
         SELECT * INTO r FROM distributed_lock l WHERE l.lock_key = key AND l.slot = 0 FOR NO KEY UPDATE SKIP LOCKED;
@@ -3975,8 +3982,7 @@ BEGIN
         metadata = coalesce(lease_metadata, '{}'), lock_delay = interval '0', delay_until = NULL, handed_to = NULL
     WHERE s.lock_key = r.lock_key
       AND s.slot = (SELECT x.slot FROM distributed_lock x
-                    WHERE distributed_lock_of_kind(r, n) AND r.expires_at = distributed_lock_group_end()
-                      AND distributed_lock_admits(r, r.lock_mode, n, NULL, ts) AND NOT distributed_lock_reserved(owner)
+                    WHERE distributed_lock_runs_group(r, n) AND distributed_lock_admits(r, r.lock_mode, n, NULL, ts) AND NOT distributed_lock_reserved(owner)
                       AND NOT EXISTS (SELECT 1 FROM distributed_lock y
                                       WHERE y.lock_key = r.lock_key AND y.slot > 0
                                         AND distributed_lock_held(y, owner, session_user, ts))
@@ -4410,9 +4416,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
     -- path is planned at every call, and every permit waiter calls it twice.
-    RETURN coalesce(distributed_lock_of_kind(r, n) AND r.released_at IS NULL
-                    AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
+    RETURN coalesce(distributed_lock_runs_group(r, n) AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits
@@ -5723,6 +5727,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_join_group(distributed_lock, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_make_group(distributed_lock, boolean, integer, text, bigint, text, timestamptz),
     distributed_lock_group_end(),
+    distributed_lock_runs_group(distributed_lock, integer),
     distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),

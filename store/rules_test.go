@@ -37,6 +37,8 @@ func TestRulesAreInlined(t *testing.T) {
 			[]string{"distributed_lock_session_live"}, "expires_at"},
 		{`SELECT l.expires_at = distributed_lock_group_end() FROM distributed_lock l`,
 			[]string{"distributed_lock_group_end"}, "9999-01-01"},
+		{`SELECT distributed_lock_runs_group(l, 4) FROM distributed_lock l`,
+			[]string{"distributed_lock_runs_group", "distributed_lock_of_kind", "distributed_lock_group_end"}, "9999-01-01"},
 		{`SELECT l.lock_mode = distributed_lock_holder_mode(l.permits) FROM distributed_lock l`,
 			[]string{"distributed_lock_holder_mode"}, "semaphore"},
 		{`SELECT distributed_lock_lazily(l.released_at IS NULL) FROM distributed_lock l`,

@@ -125,9 +125,7 @@ RETURNS boolean LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
 BEGIN
     -- PL/pgSQL, whose expression keeps its plan: an SQL body with a pinned
     -- path is planned at every call, and every permit waiter calls it twice.
-    RETURN coalesce(distributed_lock_of_kind(r, n) AND r.released_at IS NULL
-                    AND r.expires_at = distributed_lock_group_end()
-                    AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
+    RETURN coalesce(distributed_lock_runs_group(r, n) AND r.wake_until >= ts + distributed_lock_us(seen_for_us), false);
 END $$;
 
 -- distributed_lock_head_has_room: whether the head of key's queue waits

@@ -107,6 +107,7 @@ REVOKE ALL ON FUNCTION
     distributed_lock_join_group(distributed_lock, text, bigint, integer, jsonb, timestamptz),
     distributed_lock_make_group(distributed_lock, boolean, integer, text, bigint, text, timestamptz),
     distributed_lock_group_end(),
+    distributed_lock_runs_group(distributed_lock, integer),
     distributed_lock_holder_mode(integer),
     distributed_lock_live_holders(text, timestamptz),
     distributed_lock_queued_ahead(distributed_lock, text, timestamptz),
